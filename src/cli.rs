@@ -1,0 +1,175 @@
+//! The command line, as users meet it. Every subcommand's `--help` ends with an example.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "toolrun",
+    version,
+    about = "Declare, lint, run, record and replay LLM tool-use loops",
+    long_about = "toolrun compiles a YAML spec of tools, policies, limits and models into a validated tool \
+registry, then runs the tool-use loop: the model decides, arguments are validated, policy is checked, \
+the tool runs, and its observation goes back to the model, until an answer, a stop for a person, or a limit.",
+    after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun run specs/stock_assistant.yaml --query \"What is the gain on 100 AAPL bought at 150?\"\n  toolrun test specs/*.yaml --junit report.xml\n  toolrun replay fixtures/*.json",
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parse, compile and lint specs; report every problem, not just the first
+    #[command(after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun check spec.yaml --format github --deny-warnings")]
+    Check(CheckArgs),
+    /// Run the tool-use loop once and print the final answer
+    #[command(after_help = "Examples:\n  toolrun run specs/stock_assistant.yaml --query \"What is the gain on 100 AAPL shares bought at 150?\"\n  toolrun run spec.yaml --query \"Email Bob\" --approve send_email --trace trace.json\n  toolrun run spec.yaml --query \"...\" --model gpt --record fixtures/run.json")]
+    Run(RunArgs),
+    /// Run the `tests:` declared in specs (offline: scripted models and fixtures)
+    #[command(after_help = "Examples:\n  toolrun test specs/*.yaml\n  toolrun test specs/*.yaml --junit report.xml --partition 1/4")]
+    Test(TestArgs),
+    /// Re-run recorded fixtures with no network; fail on any divergence
+    #[command(after_help = "Examples:\n  toolrun replay fixtures/*.json\n  toolrun replay fixtures/gain.json --spec specs/stock_assistant.yaml")]
+    Replay(ReplayArgs),
+    /// Print the compiled tool definitions as an API expects them
+    #[command(after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp")]
+    Tools(ToolsArgs),
+    /// Print the JSON Schema of the spec format (for editors' YAML language servers)
+    #[command(after_help = "Examples:\n  toolrun schema > toolrun.schema.json\n  # then, first line of a spec:\n  # yaml-language-server: $schema=./toolrun.schema.json")]
+    Schema,
+    /// Explain a diagnostic code: what it means, why, an example and the fix
+    #[command(after_help = "Examples:\n  toolrun explain E012\n  toolrun explain --list")]
+    Explain(ExplainArgs),
+    /// Print a shell completion script
+    #[command(after_help = "Examples:\n  toolrun completions bash > /etc/bash_completion.d/toolrun\n  toolrun completions zsh > \"${fpath[1]}/_toolrun\"")]
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckFormat {
+    Human,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFormat {
+    Human,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: CheckFormat,
+    /// Fail (exit 1) on warnings too
+    #[arg(long)]
+    pub deny_warnings: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordMode {
+    /// Refuse to overwrite an existing fixture
+    Once,
+    /// Re-record everything
+    All,
+    /// Keep recorded exchanges, append new ones
+    New,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// The user's question or instruction
+    #[arg(long, short)]
+    pub query: String,
+    /// The model to use (default: the spec's `default_model`)
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Write the JSON trace to this file (atomically)
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
+    /// Print the trace document on stdout instead of the answer
+    #[arg(long)]
+    pub json: bool,
+    /// Approve a tool that needs confirmation (repeatable)
+    #[arg(long, value_name = "TOOL")]
+    pub approve: Vec<String>,
+    /// Record the run as a fixture at this path
+    #[arg(long, value_name = "PATH")]
+    pub record: Option<PathBuf>,
+    /// What to do when the fixture exists
+    #[arg(long, value_enum, default_value = "once")]
+    pub record_mode: RecordMode,
+    /// Write a JSON Lines event stream here as the run happens
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+    /// Fix the clock for built-ins (RFC 3339), for reproducible runs
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ReportFormat,
+    /// Write a JUnit XML report here
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Run only tests whose name contains this text
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Run shard K of N (1-based), e.g. 2/4
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[arg(required = true, value_name = "FIXTURE")]
+    pub fixtures: Vec<PathBuf>,
+    /// The spec to replay against (default: the path recorded in the fixture)
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ReportFormat,
+    /// Write a JUnit XML report here
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Accept new traces for fixtures whose only difference is the trace
+    #[arg(long)]
+    pub update: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolsFormat {
+    Openai,
+    Anthropic,
+    Mcp,
+}
+
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    #[arg(long, value_enum, default_value = "openai")]
+    pub format: ToolsFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// A code such as E012
+    #[arg(required_unless_present = "list")]
+    pub code: Option<String>,
+    /// List every code
+    #[arg(long)]
+    pub list: bool,
+}

@@ -1,0 +1,204 @@
+//! Every diagnostic code with its explanation, for `toolrun explain CODE` and SARIF rules.
+
+pub struct Code {
+    pub code: &'static str,
+    pub title: &'static str,
+    pub what: &'static str,
+    pub why: &'static str,
+    pub bad: &'static str,
+    pub good: &'static str,
+}
+
+macro_rules! codes {
+    ($( $code:literal, $title:literal, $what:literal, $why:literal, $bad:literal, $good:literal; )*) => {
+        pub const CODES: &[Code] = &[ $( Code { code: $code, title: $title, what: $what, why: $why, bad: $bad, good: $good }, )* ];
+    };
+}
+
+codes! {
+    "E001", "unreadable spec file",
+        "The spec file does not exist, is a directory, cannot be read, or is not UTF-8.",
+        "toolrun cannot check what it cannot read; this is exit code 2 (unreadable input), not 1.",
+        "toolrun check specs/", "toolrun check specs/stock_assistant.yaml";
+    "E002", "YAML syntax error",
+        "The file is not well-formed YAML.",
+        "Nothing can be checked until the YAML parses.",
+        "tools:\n  get_price:\n   kind: mock\n  description: bad indent", "tools:\n  get_price:\n    kind: mock\n    description: Returns a price.";
+    "E003", "wrong document shape",
+        "The spec is empty, holds several documents, is not a mapping, or uses a list or mapping as a key.",
+        "A spec is one YAML mapping with `version`, `tools`, `models` and the other keys.",
+        "- version: 1", "version: 1\nname: my_spec";
+    "E004", "resource limit exceeded",
+        "The spec is too large, nested too deeply, or its aliases expand too much (a \"billion laughs\").",
+        "toolrun refuses hostile input in bounded time and memory instead of exhausting the machine.",
+        "a: &a [x, x]\nb: &b [*a, *a]\n# ... nine more levels", "Write values out, or keep aliases shallow.";
+    "E005", "duplicate key",
+        "The same key appears twice in one mapping (or a secret is declared twice).",
+        "YAML parsers disagree on which value wins; toolrun refuses to guess.",
+        "tools:\n  a: {kind: mock}\n  a: {kind: table}", "tools:\n  a: {kind: mock}\n  b: {kind: table}";
+    "E006", "unknown key",
+        "A key that this place in the spec does not accept, usually a typo.",
+        "Unknown keys are silently ignored by many tools; a typo like `desciption` would then lose your text.",
+        "tools:\n  x:\n    desciption: Returns prices.", "tools:\n  x:\n    description: Returns prices.";
+    "E007", "wrong type",
+        "A value has the wrong type: a string where a list is expected, and so on.",
+        "toolrun does not coerce types, so a spec means exactly what it says.",
+        "policy:\n  allow: get_price", "policy:\n  allow: [get_price]";
+    "E008", "missing required key",
+        "A required key is absent (`version`, a tool's `kind`, a script's `turns`, ...).",
+        "Without it toolrun cannot know what the spec means.",
+        "tools:\n  x:\n    description: Returns prices.", "tools:\n  x:\n    kind: mock\n    description: Returns prices.\n    responses: [{result: 1}]";
+    "E009", "unsupported version",
+        "`version` is not a version this toolrun understands.",
+        "The format is versioned so old specs keep their meaning when it changes.",
+        "version: 2", "version: 1";
+    "E010", "invalid tool name",
+        "Tool names must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$, the rule every model provider accepts.",
+        "A name like `math.factorial` passes locally and is rejected by OpenAI or Anthropic at run time.",
+        "tools:\n  math.factorial: ...", "tools:\n  math_factorial: ...";
+    "E011", "unknown kind",
+        "A tool's `kind` is not mock, table, builtin or http, or a model's is not scripted, openai or anthropic.",
+        "The kind decides which fields a tool has and how it runs.",
+        "kind: mok", "kind: mock";
+    "E012", "unknown tool",
+        "`policy`, `tests`, `approve` or a scripted turn names a tool the spec does not declare.",
+        "A misspelled name in `policy.allow` silently blocks a tool; in a script it tests nothing.",
+        "policy:\n  allow: [get_stok_price]", "policy:\n  allow: [get_stock_price]";
+    "E013", "field not allowed for this kind",
+        "A field that belongs to another tool kind (`rows` on an `http` tool), or two fields that exclude each other.",
+        "The field would be ignored, which hides a mistake in the kind or the field.",
+        "kind: http\nrows: [...]", "kind: table\nrows: [...]";
+    "E014", "invalid input schema",
+        "A tool's `input` is not a valid JSON Schema (checked against the meta-schema) or does not compile.",
+        "Arguments are validated against it on every call; an invalid schema would reject or accept everything.",
+        "input:\n  type: object\n  properties:\n    n: {type: integr}", "input:\n  type: object\n  properties:\n    n: {type: integer}";
+    "E015", "input schema is not an object",
+        "A tool's `input` must describe a JSON object (`type: object`).",
+        "Every provider sends tool arguments as a JSON object.",
+        "input: {type: string}", "input:\n  type: object\n  properties:\n    text: {type: string}";
+    "E016", "template syntax error",
+        "A minijinja template does not compile.",
+        "It would fail on every run; toolrun finds it at check time instead.",
+        "url: \"https://x.test/{{ args.city \"", "url: \"https://x.test/{{ args.city }}\"";
+    "E017", "unknown template variable",
+        "A template reads a variable that does not exist there, e.g. `args.x` where `x` is not in the input schema.",
+        "It would render as empty text and send a wrong request with no error.",
+        "url: \"https://x.test/?q={{ args.cty }}\"", "url: \"https://x.test/?q={{ args.city }}\"";
+    "E018", "undeclared secret",
+        "A template reads `secrets.NAME` but `NAME` is not listed in `secrets:` (or the name is not a valid variable name).",
+        "Specs may read only the environment variables they declare, so a reviewer sees every secret a spec can touch.",
+        "headers: {Authorization: \"Bearer {{ secrets.KEY }}\"}", "secrets: [KEY]\n...\nheaders: {Authorization: \"Bearer {{ secrets.KEY }}\"}";
+    "E019", "invalid scripted arguments",
+        "A scripted tool call's arguments do not satisfy the tool's input schema.",
+        "The run would stop on `invalid_arguments` instead of testing what you meant. Mark deliberate mistakes with `malformed: true`.",
+        "tool_calls: [{name: get_price, arguments: {ticker: 5}}]", "tool_calls: [{name: get_price, arguments: {ticker: AAPL}}]";
+    "E020", "host not allowed",
+        "An HTTP tool's URL names a host outside `policy.network.allow_hosts`, or lets a template choose the host with no allow-list.",
+        "HTTP tools reach only hosts a reviewer can see in the spec.",
+        "url: \"https://{{ args.host }}/v1\"", "url: \"https://api.example.com/v1\"\n# or list hosts in policy.network.allow_hosts";
+    "E021", "invalid URL",
+        "A URL does not start with http:// or https://.",
+        "toolrun speaks HTTP only; anything else is a typo or a danger (file://).",
+        "url: api.example.com/v1", "url: https://api.example.com/v1";
+    "E022", "table file problem",
+        "A table's `file` does not exist, lies outside the spec's folder, or is not valid CSV or JSON.",
+        "A spec may only read files next to it, so running someone's spec cannot read your files.",
+        "file: ../../etc/passwd", "file: data/candidates.csv";
+    "E023", "invalid limit",
+        "A limit is zero, negative or inconsistent (`max_parallel_tools` above `max_tool_calls`).",
+        "Such a limit would stop every run at once or never apply.",
+        "limits: {max_tool_calls: 2, max_parallel_tools: 4}", "limits: {max_tool_calls: 8, max_parallel_tools: 4}";
+    "E024", "invalid duration",
+        "A duration is not a number with a unit (`500ms`, `5s`, `2m`, `1h`), is zero, or is longer than a year.",
+        "A bare number is ambiguous: seconds or milliseconds?",
+        "tool_timeout: 5", "tool_timeout: 5s";
+    "E025", "unknown model",
+        "`default_model` or a test's `model` names a model not declared under `models:`.",
+        "The run would fail at once.",
+        "default_model: gtp", "default_model: gpt";
+    "E026", "unknown builtin",
+        "A builtin tool names a builtin that does not exist. `toolrun tools` lists the compiled tools; the README lists builtins.",
+        "The tool could never run.",
+        "builtin: calculater", "builtin: calculator";
+    "E027", "invalid regular expression",
+        "A script's `when` or a test's `output_matches` is not a valid regex (Rust `regex` syntax, linear time).",
+        "It would never match, or fail the run.",
+        "when: \"(?i)gain(\"", "when: \"(?i)gain\"";
+    "E028", "default model needed",
+        "Several models are declared and `default_model` is not set.",
+        "`toolrun run` would not know which model to use.",
+        "models: {a: ..., b: ...}", "default_model: a\nmodels: {a: ..., b: ...}";
+    "E029", "invalid mock or script entry",
+        "A mock response or scripted turn has the wrong form: both `result` and `error`, neither, an unknown error kind, a `when` on a missing argument.",
+        "The entry would never behave as intended.",
+        "responses:\n  - result: 1\n    error: boom", "responses:\n  - when: {ticker: AAPL}\n    result: 1\n  - error: unknown ticker";
+    "E030", "invalid JSON Pointer",
+        "A pointer (`response.pointer`, `replay.ignore`) does not start with `/`.",
+        "RFC 6901 pointers start with `/`; `current.temp` would match nothing.",
+        "response: {pointer: current.temp}", "response: {pointer: /current/temp}";
+    "E031", "unsupported HTTP method",
+        "The request method is not GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS.",
+        "Other methods are typos or not meant for tools.",
+        "method: GTE", "method: GET";
+    "E033", "invalid test expectation",
+        "A test's `expect` names an unknown status, stop reason or error kind.",
+        "The expectation could never be met, so the test would always fail.",
+        "expect: {status: success}", "expect: {status: ok}";
+    "E034", "duplicate test name",
+        "Two tests have the same name.",
+        "Results, JUnit reports and `--filter` identify tests by name.",
+        "tests: [{name: a, ...}, {name: a, ...}]", "tests: [{name: a, ...}, {name: b, ...}]";
+    "E035", "invalid fault",
+        "A `faults:` entry has the wrong form.",
+        "Each fault is one of `fail_first`, `timeout`, `http_status`, `oversized_output`.",
+        "faults: [{fail_first: 2, http_status: 500}]", "faults: [{fail_first: 2, kind: timeout}]";
+    "E036", "fixture not found",
+        "A test names a `fixture:` file that does not exist.",
+        "The test could not replay anything.",
+        "fixture: fixtures/missing.json", "fixture: fixtures/gain.json  # recorded with --record";
+    "W101", "missing or short description",
+        "A tool has no description, or one under 10 characters.",
+        "Models pick tools by their descriptions; a vague one leads to wrong calls.",
+        "description: Price", "description: Returns the current price for a ticker symbol.";
+    "W102", "default breaks its schema",
+        "A property's `default` does not satisfy the property's own schema (often `default: null` on a string).",
+        "A model that copies the default sends an invalid call. Common in real schemas, so a warning.",
+        "unit: {type: string, default: null}", "unit: {type: string, default: celsius}";
+    "W103", "side-effecting tool can never run",
+        "A `side_effects: true` tool is denied by policy, so it can never be confirmed or run.",
+        "Usually a policy mistake: either the tool is dead weight or the policy blocks something intended.",
+        "policy: {deny: [send_email]}", "policy: {confirm: [send_email]}";
+    "W104", "tool can never run",
+        "A tool is denied by `policy.deny` or missing from `policy.allow`.",
+        "It is offered to nobody; usually a policy mistake.",
+        "policy: {allow: [a]}  # b is declared too", "policy: {allow: [a, b]}";
+    "W105", "unused secret",
+        "A declared secret is read by no template.",
+        "Every declared secret is an environment variable the spec may read; keep the list minimal.",
+        "secrets: [OLD_KEY]", "secrets: []";
+    "W107", "unreachable mock response",
+        "A mock response comes after a fallback (a response with no `when`), so it never matches.",
+        "The first matching response wins.",
+        "responses:\n  - error: unknown\n  - when: {t: A}\n    result: 1", "responses:\n  - when: {t: A}\n    result: 1\n  - error: unknown";
+}
+
+pub fn find(code: &str) -> Option<&'static Code> {
+    CODES.iter().find(|c| c.code.eq_ignore_ascii_case(code))
+}
+
+pub fn rules() -> Vec<(&'static str, &'static str)> {
+    CODES.iter().map(|c| (c.code, c.title)).collect()
+}
+
+pub fn explain(c: &Code) -> String {
+    let indent = |s: &str| s.lines().map(|l| format!("    {l}\n")).collect::<String>();
+    format!(
+        "{} — {}\n\nWhat it catches\n  {}\n\nWhy it matters\n  {}\n\nExample\n{}\nFix\n{}",
+        c.code,
+        c.title,
+        c.what,
+        c.why,
+        indent(c.bad),
+        indent(c.good)
+    )
+}

@@ -1,0 +1,74 @@
+//! One module per subcommand: each maps its outcome to an exit code from the contract.
+
+pub mod check;
+pub mod explain;
+pub mod run;
+pub mod test;
+pub mod tools;
+
+use crate::cli::{Cli, Command};
+use crate::diag::{render_human, Diagnostic};
+use crate::exit;
+use crate::registry::Registry;
+use std::path::Path;
+
+pub fn dispatch(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Test(args) => test::run(args),
+        Command::Replay(args) => crate::commands::test::replay(args),
+        Command::Tools(args) => tools::run(args),
+        Command::Schema => {
+            println!("{}", serde_json::to_string_pretty(&crate::spec::schema::spec_schema()).unwrap_or_default());
+            exit::SUCCESS
+        }
+        Command::Explain(args) => explain::run(args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "toolrun", &mut std::io::stdout());
+            exit::SUCCESS
+        }
+    }
+}
+
+/// Loads a spec for commands that need a working registry (run, test, tools): errors are
+/// printed as diagnostics and mapped to an exit code; warnings stay quiet here (`check` shows them).
+pub fn load_registry(path: &Path) -> Result<Registry, i32> {
+    match crate::compile::compile_file(path) {
+        Err(d) => {
+            eprint!("{}", render_human(&d, None));
+            Err(exit::USAGE)
+        }
+        Ok((source, compiled)) => match compiled.registry {
+            Some(r) => Ok(r),
+            None => {
+                let errors: Vec<&Diagnostic> = compiled.diagnostics.iter().filter(|d| d.is_error()).collect();
+                for d in &errors {
+                    eprint!("{}", render_human(d, Some(&source.text)));
+                    eprintln!();
+                }
+                eprintln!("error: `{}` has {} error(s); run `toolrun check {}` for details", source.display, errors.len(), source.display);
+                Err(exit::FAILED)
+            }
+        },
+    }
+}
+
+/// Writes next to the target and renames over it, so readers never see half a file.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,26 @@
+use crate::cli::{ToolsArgs, ToolsFormat};
+use crate::exit;
+use crate::tooldefs;
+use serde_json::{json, Value};
+
+pub fn run(args: ToolsArgs) -> i32 {
+    let registry = match super::load_registry(&args.spec) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let list: Vec<Value> = registry
+        .tools
+        .iter()
+        .map(|t| match args.format {
+            ToolsFormat::Openai => tooldefs::openai(t),
+            ToolsFormat::Anthropic => tooldefs::anthropic(t),
+            ToolsFormat::Mcp => tooldefs::mcp(t),
+        })
+        .collect();
+    let doc = match args.format {
+        ToolsFormat::Mcp => json!({ "tools": list }),
+        _ => Value::Array(list),
+    };
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    exit::SUCCESS
+}

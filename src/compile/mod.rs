@@ -1,0 +1,405 @@
+//! Spec → `Registry`. Several passes, like a compiler: read every section, resolve names, lint.
+//! Every problem is collected; a registry comes out only when there is no error.
+
+mod models;
+mod schema_check;
+mod template_check;
+mod tests;
+mod tools;
+
+use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
+use crate::registry::{HostRule, Limits, Policy, Registry};
+use crate::spec::keys;
+use crate::spec::read::{string_list, Obj, Spanned};
+use crate::spec::yaml::{self, Node, Value};
+use crate::spec::Source;
+use crate::templates::Templates;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub struct Ctx<'a> {
+    pub d: Diagnostics,
+    pub source: &'a Source,
+    pub spec_dir: PathBuf,
+    pub templates: Templates,
+    pub secrets: BTreeMap<String, Span>,
+    pub used_secrets: BTreeSet<String>,
+    pub tool_names: Vec<String>,
+    /// Scripted calls with literal arguments, validated once every tool is compiled.
+    pub pending_call_checks: Vec<(String, serde_json::Value, Node)>,
+}
+
+impl Ctx<'_> {
+    pub fn tool_exists(&self, name: &str) -> bool {
+        self.tool_names.iter().any(|t| t == name)
+    }
+
+    pub fn unknown_tool(&mut self, name: &Spanned<String>, place: &str) {
+        let help = did_you_mean(&name.value, self.tool_names.iter().map(String::as_str))
+            .unwrap_or_else(|| format!("declared tools: {}", self.tool_names.join(", ")));
+        self.d.push(
+            Diagnostic::new("E012", format!("unknown tool `{}` in {place}", name.value))
+                .at(name.span)
+                .label("not a tool of this spec")
+                .help(help),
+        );
+    }
+}
+
+pub struct Compiled {
+    pub registry: Option<Registry>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+pub fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
+    let source = crate::spec::read_source(path)?;
+    let compiled = compile(&source, path);
+    Ok((source, compiled))
+}
+
+pub fn compile(source: &Source, path: &Path) -> Compiled {
+    let finish = |mut d: Diagnostics| {
+        d.sort();
+        for item in &mut d.items {
+            item.file = Some(source.display.clone());
+        }
+        d.items
+    };
+    let root = match yaml::parse(&source.text) {
+        Ok(root) => root,
+        Err(errors) => return Compiled { registry: None, diagnostics: finish(Diagnostics { items: errors }) },
+    };
+    let spec_dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).unwrap_or(Path::new(".")).to_path_buf();
+    let mut ctx = Ctx {
+        d: Diagnostics::default(),
+        source,
+        spec_dir,
+        templates: Templates::new(),
+        secrets: BTreeMap::new(),
+        used_secrets: BTreeSet::new(),
+        tool_names: Vec::new(),
+        pending_call_checks: Vec::new(),
+    };
+    let registry = compile_root(&root, path, &mut ctx);
+    let has_errors = ctx.d.has_errors();
+    Compiled { registry: if has_errors { None } else { registry }, diagnostics: finish(ctx.d) }
+}
+
+fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
+    if !matches!(root.value, Value::Map(_)) {
+        ctx.d.push(
+            Diagnostic::new("E003", format!("a spec must be a mapping of keys, found {}", root.type_name()))
+                .at(root.span)
+                .help("start the file with `version: 1`, then `name:`, `tools:` and the other keys"),
+        );
+        return None;
+    }
+    let top = Obj::new(root, "the spec", keys::TOP, &mut ctx.d)?;
+
+    match top.get("version") {
+        None => ctx.d.push(yaml_missing(root, "version", "add `version: 1` at the top of the spec")),
+        Some(n) if n.value == Value::Int(1) => {}
+        Some(n) => ctx.d.push(
+            Diagnostic::new("E009", format!("unsupported spec version {}", scalar_text(n)))
+                .at(n.span)
+                .help("this toolrun reads `version: 1`"),
+        ),
+    }
+    let name = top
+        .string("name", &mut ctx.d)
+        .map(|s| s.value)
+        .unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "spec".into()));
+    let description = top.string("description", &mut ctx.d).map(|s| s.value);
+    let system = top.string("system", &mut ctx.d).map(|s| s.value);
+
+    // Secrets first: templates everywhere are checked against them.
+    if let Some(list) = top.string_list("secrets", &mut ctx.d) {
+        for s in list {
+            let valid = !s.value.is_empty()
+                && s.value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !s.value.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                ctx.d.push(
+                    Diagnostic::new("E018", format!("`{}` is not an environment variable name", s.value))
+                        .at(s.span)
+                        .help("use letters, digits and `_`, e.g. `WEATHER_KEY`"),
+                );
+            } else if ctx.secrets.insert(s.value.clone(), s.span).is_some() {
+                ctx.d.push(Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value)).at(s.span).help("remove one of them"));
+            }
+        }
+    }
+
+    let limits = compile_limits(top.get("limits"), ctx);
+
+    // Tool names are collected before any tool is compiled, so references can be resolved in
+    // any order.
+    let tools_node = top.get("tools");
+    if let Some(n) = tools_node {
+        if let Some(obj) = Obj::open(n, "`tools`", &mut ctx.d) {
+            ctx.tool_names = obj.entries.iter().map(|(k, _)| k.name.clone()).collect();
+        }
+    }
+    let policy_node = top.get("policy");
+    let confirm_list = policy_node
+        .and_then(|p| p.get("confirm"))
+        .and_then(|n| string_list(n, "confirm", &mut Diagnostics::default()))
+        .unwrap_or_default();
+    let tools = match tools_node {
+        Some(n) => tools::compile_tools(n, &limits, &confirm_list, ctx),
+        None => Vec::new(),
+    };
+    let policy = compile_policy(policy_node, &tools, ctx);
+    tools::check_hosts(tools_node, &policy, ctx);
+
+    let (models, default_model) = models::compile_models(top.get("models"), top.get("default_model"), ctx);
+    check_scripted_calls(&tools, ctx);
+    let tests = match top.get("tests") {
+        Some(n) => tests::compile_tests(n, &models, ctx),
+        None => Vec::new(),
+    };
+    let mut replay_ignore = Vec::new();
+    if let Some(n) = top.get("replay") {
+        if let Some(obj) = Obj::new(n, "`replay`", keys::REPLAY, &mut ctx.d) {
+            for p in obj.string_list("ignore", &mut ctx.d).unwrap_or_default() {
+                if !p.value.is_empty() && !p.value.starts_with('/') {
+                    ctx.d.push(
+                        Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
+                            .at(p.span)
+                            .help(format!("JSON Pointers start with `/`, e.g. `/{}`", p.value.trim_start_matches('#'))),
+                    );
+                }
+                replay_ignore.push(p.value);
+            }
+        }
+    }
+
+    for (secret, span) in &ctx.secrets {
+        if !ctx.used_secrets.contains(secret) {
+            ctx.d.push(
+                Diagnostic::new("W105", format!("secret `{secret}` is declared but no template reads it"))
+                    .at(*span)
+                    .help(format!("use it as `{{{{ secrets.{secret} }}}}`, or remove it from `secrets`")),
+            );
+        }
+    }
+
+    let sha = {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(ctx.source.text.as_bytes());
+        digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let templates = std::mem::take(&mut ctx.templates);
+    Some(Registry {
+        name,
+        description,
+        system,
+        spec_path: path.to_path_buf(),
+        spec_dir: ctx.spec_dir.clone(),
+        spec_sha256: sha,
+        tools,
+        secrets: ctx.secrets.keys().cloned().collect(),
+        policy,
+        limits,
+        models,
+        default_model,
+        tests,
+        templates,
+        replay_ignore,
+    })
+}
+
+fn scalar_text(n: &Node) -> String {
+    match &n.value {
+        Value::Str(s) => format!("`{s}`"),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn yaml_missing(root: &Node, key: &str, help: &str) -> Diagnostic {
+    Diagnostic::new("E008", format!("the spec is missing required key `{key}`"))
+        .at(Span { end_line: root.span.line, end_col: root.span.col + 1, ..root.span })
+        .help(help.to_string())
+}
+
+fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
+    let mut limits = Limits {
+        max_steps: 10,
+        max_tool_calls: 20,
+        max_parallel_tools: 4,
+        tool_timeout: Duration::from_secs(30),
+        run_timeout: Duration::from_secs(300),
+        max_tool_output_chars: 16_000,
+        max_tokens_total: None,
+    };
+    let Some(node) = node else { return limits };
+    let Some(obj) = Obj::new(node, "`limits`", keys::LIMITS, &mut ctx.d) else { return limits };
+    let d = &mut ctx.d;
+    let small = |v: Spanned<u64>| v.value.min(u32::MAX as u64) as u32;
+    if let Some(v) = obj.count("max_steps", 1, d) {
+        limits.max_steps = small(v);
+    }
+    let tool_calls = obj.count("max_tool_calls", 1, d);
+    if let Some(v) = &tool_calls {
+        limits.max_tool_calls = small(v.clone());
+    }
+    if let Some(v) = obj.count("max_parallel_tools", 1, d) {
+        limits.max_parallel_tools = small(v.clone());
+        if limits.max_parallel_tools > limits.max_tool_calls {
+            d.push(
+                Diagnostic::new(
+                    "E023",
+                    format!(
+                        "`max_parallel_tools` ({}) is larger than `max_tool_calls` ({})",
+                        limits.max_parallel_tools, limits.max_tool_calls
+                    ),
+                )
+                .at(v.span)
+                .help("lower `max_parallel_tools` or raise `max_tool_calls`"),
+            );
+        }
+    }
+    if let Some(v) = obj.duration("tool_timeout", d) {
+        limits.tool_timeout = v.value;
+    }
+    if let Some(v) = obj.duration("run_timeout", d) {
+        limits.run_timeout = v.value;
+        if limits.tool_timeout > limits.run_timeout {
+            d.push(
+                Diagnostic::new("E023", "`tool_timeout` is longer than `run_timeout`")
+                    .at(v.span)
+                    .help("a tool can never use its whole timeout; lower `tool_timeout` or raise `run_timeout`"),
+            );
+        }
+    }
+    if let Some(v) = obj.count("max_tool_output_chars", 16, d) {
+        limits.max_tool_output_chars = v.value as usize;
+    }
+    if let Some(v) = obj.count("max_tokens_total", 1, d) {
+        limits.max_tokens_total = Some(v.value);
+    }
+    limits
+}
+
+fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mut Ctx) -> Policy {
+    let mut policy = Policy {
+        allow: None,
+        deny: BTreeSet::new(),
+        max_identical_calls: 3,
+        max_repeated_errors: 3,
+        detect_alternation: true,
+        allow_hosts: Vec::new(),
+    };
+    let Some(node) = node else { return policy };
+    let Some(obj) = Obj::new(node, "`policy`", keys::POLICY, &mut ctx.d) else { return policy };
+    let names = |key: &str, ctx: &mut Ctx| -> Option<Vec<Spanned<String>>> {
+        let list = obj.string_list(key, &mut ctx.d)?;
+        for name in &list {
+            if !ctx.tool_exists(&name.value) {
+                ctx.unknown_tool(name, &format!("`policy.{key}`"));
+            }
+        }
+        Some(list)
+    };
+    let allow = names("allow", ctx);
+    let deny = names("deny", ctx).unwrap_or_default();
+    names("confirm", ctx);
+    if let Some(allow) = &allow {
+        policy.allow = Some(allow.iter().map(|s| s.value.clone()).collect());
+    }
+    policy.deny = deny.iter().map(|s| s.value.clone()).collect();
+    if let Some(v) = obj.count("max_identical_calls", 1, &mut ctx.d) {
+        policy.max_identical_calls = v.value.min(u32::MAX as u64) as u32;
+    }
+    if let Some(v) = obj.count("max_repeated_errors", 1, &mut ctx.d) {
+        policy.max_repeated_errors = v.value.min(u32::MAX as u64) as u32;
+    }
+    if let Some(v) = obj.bool("detect_alternation", &mut ctx.d) {
+        policy.detect_alternation = v.value;
+    }
+    if let Some(n) = obj.get("network") {
+        if let Some(net) = Obj::new(n, "`policy.network`", keys::NETWORK, &mut ctx.d) {
+            if let Some(hosts) = net.string_list("allow_hosts", &mut ctx.d) {
+                for h in hosts {
+                    match parse_host_rule(&h.value) {
+                        Some(rule) => policy.allow_hosts.push(rule),
+                        None => ctx.d.push(
+                            Diagnostic::new("E020", format!("`{}` is not a host name", h.value))
+                                .at(h.span)
+                                .help("write a host such as `api.example.com`, or host and port such as `127.0.0.1:8080` (no scheme, no path)"),
+                        ),
+                    }
+                }
+            }
+        }
+    }
+    // Tools that can never run are almost always a policy mistake.
+    for tool in tools {
+        let blocked = if policy.deny.contains(&tool.name) {
+            Some("`policy.deny` lists it")
+        } else if policy.allow.as_ref().is_some_and(|a| !a.contains(&tool.name)) {
+            Some("`policy.allow` does not list it")
+        } else {
+            None
+        };
+        if let Some(why) = blocked {
+            let span = obj.node.span;
+            let (code, what) = if tool.side_effects {
+                ("W103", format!("side-effecting tool `{}` can never be confirmed or run: {why}", tool.name))
+            } else {
+                ("W104", format!("tool `{}` can never run: {why}", tool.name))
+            };
+            ctx.d.push(
+                Diagnostic::new(code, what)
+                    .at(Span { end_line: span.line, end_col: span.col + 1, ..span })
+                    .help(format!("add `{}` to `policy.allow` (and remove it from `policy.deny`), or delete the tool", tool.name)),
+            );
+        }
+    }
+    policy
+}
+
+pub fn parse_host_rule(text: &str) -> Option<HostRule> {
+    let t = text.trim();
+    if t.is_empty() || t.contains("://") || t.contains('/') || t.contains(char::is_whitespace) {
+        return None;
+    }
+    // `[::1]:8080`, `127.0.0.1:8080`, `example.com`
+    let (host, port) = if let Some(rest) = t.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p.parse::<u16>().ok()?),
+            None if after.is_empty() => None,
+            None => return None,
+        };
+        (h.to_string(), port)
+    } else if let Some((h, p)) = t.rsplit_once(':') {
+        (h.to_string(), Some(p.parse::<u16>().ok()?))
+    } else {
+        (t.to_string(), None)
+    };
+    if host.is_empty() {
+        return None;
+    }
+    Some(HostRule { host: host.to_ascii_lowercase(), port })
+}
+
+/// Scripted arguments that the tool would reject are a spec bug, caught here rather than in a run.
+fn check_scripted_calls(tools: &[crate::registry::Tool], ctx: &mut Ctx) {
+    for (name, args, node) in std::mem::take(&mut ctx.pending_call_checks) {
+        let Some(tool) = tools.iter().find(|t| t.name == name) else { continue };
+        for err in tool.validator.iter_errors(&args) {
+            let path = err.instance_path().as_str().to_string();
+            let at = node.locate(&path);
+            let shown = if path.is_empty() { "arguments".to_string() } else { format!("`{}`", path.trim_start_matches('/')) };
+            ctx.d.push(
+                Diagnostic::new("E019", format!("scripted call to `{name}` has invalid {shown}: {}", err.masked()))
+                    .at(at.span)
+                    .help("fix the arguments to match the tool's `input` schema, or add `malformed: true` to the call if this is on purpose"),
+            );
+        }
+    }
+}

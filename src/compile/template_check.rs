@@ -1,0 +1,133 @@
+//! Templates are compiled at check time, and the variables they read are resolved: `args.x`
+//! against the tool's input schema, `secrets.X` against `secrets:`.
+
+use super::Ctx;
+use crate::diag::{did_you_mean, Diagnostic, Span};
+use crate::spec::yaml::Node;
+use crate::templates::{TValue, TemplateId};
+
+pub struct Roots<'a> {
+    pub names: &'static [&'static str],
+    /// The tool's argument names, when `args` is a root.
+    pub args: Option<&'a [String]>,
+}
+
+impl<'a> Roots<'a> {
+    pub fn tool(args: Option<&'a [String]>) -> Roots<'a> {
+        Roots { names: &["args", "query"], args }
+    }
+    pub fn http(args: Option<&'a [String]>) -> Roots<'a> {
+        Roots { names: &["args", "secrets", "query"], args }
+    }
+    pub fn script() -> Roots<'static> {
+        Roots { names: &["query", "results", "last", "step"], args: None }
+    }
+}
+
+/// Lines inside a block scalar (`|` or `>`) start one line below the node's own start.
+fn template_line_span(node: &Node, line_in_template: Option<usize>, ctx: &Ctx) -> Span {
+    let Some(l) = line_in_template else { return node.span };
+    let first = ctx.source.text.lines().nth(node.span.line as usize - 1).unwrap_or("");
+    let at_node: String = first.chars().skip(node.span.col as usize - 1).collect();
+    let block = at_node.starts_with('|') || at_node.starts_with('>');
+    let line = node.span.line + l as u32 - 1 + u32::from(block);
+    if line == node.span.line {
+        node.span
+    } else {
+        let text = ctx.source.text.lines().nth(line as usize - 1).unwrap_or("");
+        let indent = text.len() - text.trim_start().len();
+        Span { line, col: indent as u32 + 1, end_line: line, end_col: text.chars().count() as u32 + 1 }
+    }
+}
+
+pub fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<TemplateId> {
+    match ctx.templates.add(text) {
+        Ok(id) => {
+            check_variables(&id, node, roots, ctx);
+            Some(id)
+        }
+        Err((msg, line)) => {
+            let span = template_line_span(node, line, ctx);
+            ctx.d.push(
+                Diagnostic::new("E016", format!("template syntax error: {msg}"))
+                    .at(span)
+                    .help("templates use minijinja (Jinja2) syntax: `{{ args.name }}`, `{% if ... %}...{% endif %}`"),
+            );
+            None
+        }
+    }
+}
+
+pub fn check_tvalue(json: &serde_json::Value, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
+    match ctx.templates.compile_value(json) {
+        Ok(tv) => {
+            let mut ids = Vec::new();
+            ctx.templates.ids_of(&tv, &mut ids);
+            let ids: Vec<TemplateId> = ids.into_iter().cloned().collect();
+            for id in &ids {
+                check_variables(id, node, roots, ctx);
+            }
+            Some(tv)
+        }
+        Err(errors) => {
+            for (pointer, msg, line) in errors {
+                let at = node.locate(&pointer);
+                let span = template_line_span(at, line, ctx);
+                ctx.d.push(
+                    Diagnostic::new("E016", format!("template syntax error: {msg}"))
+                        .at(span)
+                        .help("templates use minijinja (Jinja2) syntax: `{{ args.name }}`, `{% if ... %}...{% endif %}`"),
+                );
+            }
+            None
+        }
+    }
+}
+
+fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
+    for var in ctx.templates.variables(id) {
+        let mut parts = var.splitn(3, '.');
+        let root = parts.next().unwrap_or("");
+        let field = parts.next();
+        if !roots.names.contains(&root) {
+            let hint = did_you_mean(root, roots.names.iter().copied())
+                .unwrap_or_else(|| format!("variables here: {}", roots.names.join(", ")));
+            ctx.d.push(
+                Diagnostic::new("E017", format!("template reads `{root}`, which is not available here"))
+                    .at(node.span)
+                    .help(hint),
+            );
+            continue;
+        }
+        match (root, field) {
+            ("args", Some(f)) => {
+                if let Some(props) = roots.args {
+                    if !props.iter().any(|p| p == f) {
+                        let hint = did_you_mean(f, props.iter().map(String::as_str))
+                            .unwrap_or_else(|| format!("the tool's arguments: {}", if props.is_empty() { "none".to_string() } else { props.join(", ") }));
+                        ctx.d.push(
+                            Diagnostic::new("E017", format!("template reads `args.{f}`, but `{f}` is not a property of the tool's input schema"))
+                                .at(node.span)
+                                .help(hint),
+                        );
+                    }
+                }
+            }
+            ("secrets", Some(s)) => {
+                if ctx.secrets.contains_key(s) {
+                    ctx.used_secrets.insert(s.to_string());
+                } else {
+                    let declared: Vec<String> = ctx.secrets.keys().cloned().collect();
+                    let hint = did_you_mean(s, declared.iter().map(String::as_str))
+                        .unwrap_or_else(|| format!("declare it: `secrets: [{s}]`"));
+                    ctx.d.push(
+                        Diagnostic::new("E018", format!("template reads `secrets.{s}`, which is not declared in `secrets`"))
+                            .at(node.span)
+                            .help(hint),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! `tests:` → test cases with resolved names and compiled expectations.
+
+use super::models::compile_regex;
+use super::Ctx;
+use crate::diag::{did_you_mean, Diagnostic};
+use crate::registry::{Expect, ModelDef, TestCase};
+use crate::spec::keys;
+use crate::spec::read::{expected, seq, Obj, Spanned};
+use crate::spec::yaml::{Node, Value};
+use crate::tools::ErrorKind;
+
+pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
+    let mut out = Vec::new();
+    let mut seen: Vec<(String, u32)> = Vec::new();
+    for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
+        let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else { continue };
+        let Some(name) = obj.require_string("name", "a test", &mut ctx.d) else { continue };
+        if let Some((_, line)) = seen.iter().find(|(n, _)| *n == name.value) {
+            ctx.d.push(
+                Diagnostic::new("E034", format!("test name `{}` is used twice", name.value))
+                    .at(name.span)
+                    .help(format!("the first is at line {line}; test names must be unique so results can be told apart")),
+            );
+        }
+        seen.push((name.value.clone(), name.span.line));
+        let fixture = obj.string("fixture", &mut ctx.d);
+        let query = match (obj.string("query", &mut ctx.d), &fixture) {
+            (Some(q), _) => q.value,
+            (None, Some(_)) => String::new(),
+            (None, None) => {
+                ctx.d.push(crate::spec::read::missing(item, "query", &format!("test `{}`", name.value)));
+                continue;
+            }
+        };
+        let model = obj.string("model", &mut ctx.d).and_then(|m| {
+            if models.iter().any(|d| d.name == m.value) {
+                Some(m.value)
+            } else {
+                ctx.d.push(
+                    Diagnostic::new("E025", format!("test `{}` names model `{}`, which is not in `models`", name.value, m.value))
+                        .at(m.span)
+                        .help(did_you_mean(&m.value, models.iter().map(|d| d.name.as_str())).unwrap_or_else(|| "declare it under `models:`".into())),
+                );
+                None
+            }
+        });
+        let fixture_path = fixture.and_then(|f| {
+            let p = ctx.spec_dir.join(&f.value);
+            if p.is_file() {
+                Some(p)
+            } else {
+                ctx.d.push(
+                    Diagnostic::new("E036", format!("fixture `{}` does not exist", f.value))
+                        .at(f.span)
+                        .help("paths are relative to the spec's folder; record one with `toolrun run SPEC --query ... --record PATH`"),
+                );
+                None
+            }
+        });
+        let approve = obj.string_list("approve", &mut ctx.d).unwrap_or_default();
+        for a in &approve {
+            if !ctx.tool_exists(&a.value) {
+                ctx.unknown_tool(a, "`approve`");
+            }
+        }
+        let expect = match obj.get("expect") {
+            Some(e) => compile_expect(e, ctx),
+            None => Expect::default(),
+        };
+        out.push(TestCase {
+            name: name.value,
+            query,
+            model,
+            fixture: fixture_path,
+            approve: approve.into_iter().map(|a| a.value).collect(),
+            expect,
+            line: item.span.line,
+        });
+    }
+    out
+}
+
+fn one_of(v: &Spanned<String>, allowed: &[&str], what: &str, ctx: &mut Ctx) -> bool {
+    if allowed.contains(&v.value.as_str()) {
+        return true;
+    }
+    ctx.d.push(
+        Diagnostic::new("E033", format!("unknown {what} `{}`", v.value))
+            .at(v.span)
+            .help(did_you_mean(&v.value, allowed.iter().copied()).unwrap_or_else(|| format!("one of: {}", allowed.join(", ")))),
+    );
+    false
+}
+
+fn names(obj: &Obj, key: &str, ctx: &mut Ctx) -> Option<Vec<String>> {
+    let list = obj.string_list(key, &mut ctx.d)?;
+    for n in &list {
+        if !ctx.tool_exists(&n.value) {
+            ctx.unknown_tool(n, &format!("`expect.{key}`"));
+        }
+    }
+    Some(list.into_iter().map(|s| s.value).collect())
+}
+
+/// `output_contains` takes one string or a list of them.
+fn strings(obj: &Obj, key: &str, ctx: &mut Ctx) -> Vec<String> {
+    match obj.get(key) {
+        None => Vec::new(),
+        Some(n) => match &n.value {
+            Value::Str(s) => vec![s.clone()],
+            Value::Int(i) => vec![i.to_string()],
+            Value::Float(f) => vec![f.to_string()],
+            _ => obj.string_list(key, &mut ctx.d).unwrap_or_default().into_iter().map(|s| s.value).collect(),
+        },
+    }
+}
+
+fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
+    let mut e = Expect::default();
+    let Some(obj) = Obj::new(node, "`expect`", keys::EXPECT, &mut ctx.d) else { return e };
+    if let Some(s) = obj.string("status", &mut ctx.d) {
+        if one_of(&s, keys::STATUSES, "status", ctx) {
+            e.status = Some(s.value);
+        }
+    }
+    if let Some(s) = obj.string("stop_reason", &mut ctx.d) {
+        if one_of(&s, keys::STOP_REASONS, "stop reason", ctx) {
+            e.stop_reason = Some(s.value);
+        }
+    }
+    e.tool_calls = names(&obj, "tool_calls", ctx);
+    e.tool_calls_include = names(&obj, "tool_calls_include", ctx).unwrap_or_default();
+    e.tool_calls_exclude = names(&obj, "tool_calls_exclude", ctx).unwrap_or_default();
+    if let Some(list) = obj.string_list("error_kinds", &mut ctx.d) {
+        let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        let mut ok = Vec::new();
+        for k in list {
+            if one_of(&k, &kinds, "error kind", ctx) {
+                ok.push(k.value);
+            }
+        }
+        e.error_kinds = Some(ok);
+    }
+    if let Some(n) = obj.get("arguments") {
+        for item in seq(n, "`expect.arguments`", &mut ctx.d).unwrap_or(&[]) {
+            match item.to_json() {
+                serde_json::Value::Object(m) => e.arguments.push(m),
+                _ => ctx.d.push(expected(item, "a mapping of argument values", "each entry of `expect.arguments`")),
+            }
+        }
+    }
+    e.output_contains = strings(&obj, "output_contains", ctx);
+    e.output_not_contains = strings(&obj, "output_not_contains", ctx);
+    if let Some(n) = obj.get("output_matches") {
+        if let Some(s) = crate::spec::read::string(n, "output_matches", &mut ctx.d) {
+            e.output_matches = compile_regex(&s.value, n, ctx);
+        }
+    }
+    e.max_tool_calls = obj.count("max_tool_calls", 0, &mut ctx.d).map(|v| v.value.min(u32::MAX as u64) as u32);
+    e
+}

@@ -1,0 +1,670 @@
+//! `tools:` → `Tool`s. The raw tool is flat; which fields a kind allows is checked here, so the
+//! message can say "`rows` is not a field of an `http` tool" instead of pointing at the tool.
+
+use super::schema_check::{compile_input_schema, empty_object_schema};
+use super::template_check::{check_tvalue, compile_text, Roots};
+use super::Ctx;
+use crate::diag::{did_you_mean, Diagnostic, Span};
+use crate::registry::{Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind};
+use crate::spec::keys;
+use crate::spec::read::{expected, seq, Obj, Spanned};
+use crate::spec::yaml::{Node, Value};
+use crate::tools::ErrorKind;
+use serde_json::{json, Map};
+
+const DEFAULT_MAX_BYTES: u64 = 4 << 20;
+
+pub fn compile_tools(node: &Node, limits: &Limits, confirm: &[Spanned<String>], ctx: &mut Ctx) -> Vec<Tool> {
+    let Some(obj) = Obj::open(node, "`tools`", &mut ctx.d) else { return Vec::new() };
+    let mut tools = Vec::new();
+    for (key, tool_node) in obj.entries {
+        if let Some(tool) = compile_tool(&key.name, key.span, tool_node, limits, confirm, ctx) {
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
+pub fn valid_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn suggest_tool_name(name: &str) -> String {
+    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        s.insert(0, '_');
+    }
+    s.truncate(64);
+    s
+}
+
+fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confirm: &[Spanned<String>], ctx: &mut Ctx) -> Option<Tool> {
+    if !valid_tool_name(name) {
+        ctx.d.push(
+            Diagnostic::new("E010", format!("tool name `{name}` is not accepted by model providers"))
+                .at(name_span)
+                .label("invalid tool name")
+                .help(format!(
+                    "names must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$; try `{}`",
+                    suggest_tool_name(name)
+                )),
+        );
+    }
+    let what = format!("tool `{name}`");
+    let Value::Map(entries) = &node.value else {
+        ctx.d.push(expected(node, "a mapping", &what));
+        return None;
+    };
+    let obj = Obj { node, entries };
+    let kind = match obj.get("kind") {
+        None => {
+            ctx.d.push(
+                crate::spec::read::missing(node, "kind", &what).help("add `kind:` with one of mock, table, builtin, http"),
+            );
+            None
+        }
+        Some(n) => match n.as_str() {
+            Some(k) if keys::TOOL_KINDS.contains(&k) => Some(k),
+            _ => {
+                let shown = n.as_str().map(str::to_string).unwrap_or_else(|| n.type_name().to_string());
+                ctx.d.push(
+                    Diagnostic::new("E011", format!("unknown tool kind `{shown}`"))
+                        .at(n.span)
+                        .help(
+                            did_you_mean(&shown, keys::TOOL_KINDS.iter().copied())
+                                .unwrap_or_else(|| "kinds are mock, table, builtin and http".into()),
+                        ),
+                );
+                None
+            }
+        },
+    };
+    // Which keys this kind allows, and which belong to another kind.
+    for (key, _) in entries {
+        let k = key.name.as_str();
+        if keys::TOOL_COMMON.contains(&k) {
+            continue;
+        }
+        let Some(kind) = kind else { continue };
+        if keys::tool_kind_keys(kind).contains(&k) {
+            continue;
+        }
+        let owners: Vec<&str> = keys::TOOL_KINDS.iter().copied().filter(|other| keys::tool_kind_keys(other).contains(&k)).collect();
+        if !owners.is_empty() {
+            let help = if k == "input" && kind == "builtin" {
+                "a builtin's input schema comes from the builtin; remove `input`".to_string()
+            } else if k == "input" && kind == "table" {
+                "a table's input schema is generated from its columns; remove `input`".to_string()
+            } else {
+                format!("`{k}` belongs to {} tools; remove it or change `kind`", owners.join(" and "))
+            };
+            ctx.d.push(
+                Diagnostic::new("E013", format!("`{k}` is not a field of a `{kind}` tool"))
+                    .at(key.span)
+                    .label(format!("not allowed on `{kind}` tools"))
+                    .help(help),
+            );
+        } else {
+            let mut allowed: Vec<&str> = keys::TOOL_COMMON.to_vec();
+            allowed.extend(keys::tool_kind_keys(kind));
+            ctx.d.push(crate::spec::read::unknown_key(key, &what, &allowed));
+        }
+    }
+    if kind.is_none() {
+        // Still report unknown keys that belong to no kind at all.
+        let all = keys::all_tool_keys();
+        for (key, _) in entries {
+            if !all.contains(&key.name.as_str()) {
+                ctx.d.push(crate::spec::read::unknown_key(key, &what, &all));
+            }
+        }
+    }
+
+    let description = match obj.string("description", &mut ctx.d) {
+        Some(desc) => {
+            if desc.value.trim().chars().count() < 10 {
+                ctx.d.push(
+                    Diagnostic::new("W101", format!("tool `{name}` has a very short description"))
+                        .at(desc.span)
+                        .help("models choose tools by their description: say what it does and returns in a sentence"),
+                );
+            }
+            desc.value
+        }
+        None => {
+            if !obj.has("description") {
+                ctx.d.push(
+                    Diagnostic::new("W101", format!("tool `{name}` has no description"))
+                        .at(name_span)
+                        .help("add `description:`; models choose tools by their description"),
+                );
+            }
+            String::new()
+        }
+    };
+    let side_effects = obj.bool("side_effects", &mut ctx.d).map(|b| b.value).unwrap_or(false);
+    let max_calls = obj.count("max_calls", 1, &mut ctx.d).map(|v| v.value.min(u32::MAX as u64) as u32);
+    let timeout = obj.duration("timeout", &mut ctx.d).map(|v| v.value).unwrap_or(limits.tool_timeout);
+    let faults = obj.get("faults").map(|n| compile_faults(n, ctx)).unwrap_or_default();
+    let explicit_idempotent = obj.bool("idempotent", &mut ctx.d).map(|b| b.value);
+    let kind = kind?;
+
+    let (input_schema, kind_value, method_idempotent) = match kind {
+        "mock" => {
+            let schema = match obj.get("input") {
+                Some(n) => compile_input_schema(n, name, ctx)?,
+                None => empty_object_schema(),
+            };
+            let responses = compile_mock(&obj, &what, &schema, ctx);
+            (schema, ToolKind::Mock(responses?), true)
+        }
+        "table" => {
+            let table = compile_table(&obj, &what, ctx)?;
+            (table_schema(&table), ToolKind::Table(table), true)
+        }
+        "builtin" => {
+            let b = obj.require_string("builtin", &what, &mut ctx.d)?;
+            match crate::builtins::find(&b.value) {
+                Some(info) => ((info.input_schema)(), ToolKind::Builtin(info.name), true),
+                None => {
+                    let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
+                    ctx.d.push(
+                        Diagnostic::new("E026", format!("unknown builtin `{}`", b.value))
+                            .at(b.span)
+                            .help(did_you_mean(&b.value, names.iter().copied()).unwrap_or_else(|| format!("builtins: {}", names.join(", ")))),
+                    );
+                    return None;
+                }
+            }
+        }
+        _ => {
+            let schema = match obj.get("input") {
+                Some(n) => compile_input_schema(n, name, ctx)?,
+                None => empty_object_schema(),
+            };
+            let (http, idempotent) = compile_http(&obj, &what, &schema, ctx)?;
+            (schema, ToolKind::Http(http), idempotent)
+        }
+    };
+    let validator = match jsonschema::options().should_validate_formats(true).build(&input_schema) {
+        Ok(v) => v,
+        Err(e) => {
+            ctx.d.push(Diagnostic::new("E014", format!("input schema of tool `{name}` does not compile: {e}")).at(node.span));
+            return None;
+        }
+    };
+    let confirm = side_effects || confirm.iter().any(|c| c.value == name);
+    Some(Tool {
+        name: name.to_string(),
+        description,
+        input_schema,
+        validator,
+        side_effects,
+        idempotent: explicit_idempotent.unwrap_or(method_idempotent && !side_effects),
+        confirm,
+        max_calls,
+        timeout,
+        kind: kind_value,
+        faults,
+    })
+}
+
+fn schema_properties(schema: &serde_json::Value) -> Vec<String> {
+    schema.get("properties").and_then(|p| p.as_object()).map(|p| p.keys().cloned().collect()).unwrap_or_default()
+}
+
+fn compile_mock(obj: &Obj, what: &str, schema: &serde_json::Value, ctx: &mut Ctx) -> Option<Vec<MockResponse>> {
+    let Some(list_node) = obj.get("responses") else {
+        ctx.d.push(crate::spec::read::missing(obj.node, "responses", what).help("add `responses:` with at least one `result:` or `error:`"));
+        return None;
+    };
+    let items = seq(list_node, "`responses`", &mut ctx.d)?;
+    if items.is_empty() {
+        ctx.d.push(Diagnostic::new("E029", format!("{what} has no responses")).at(list_node.span).help("add a response such as `- result: ok`"));
+    }
+    let props = schema_properties(schema);
+    let roots = Roots::tool(Some(&props));
+    let mut out = Vec::new();
+    let mut fallback_seen: Option<Span> = None;
+    for item in items {
+        let Some(r) = Obj::new(item, "a mock response", keys::MOCK_RESPONSE, &mut ctx.d) else { continue };
+        if let Some(first) = fallback_seen {
+            ctx.d.push(
+                Diagnostic::new("W107", "this response can never match: an earlier response has no `when`")
+                    .at(item.span)
+                    .help(format!("move the fallback at line {} to the end of `responses`", first.line)),
+            );
+        }
+        let when = match r.get("when") {
+            None => {
+                fallback_seen.get_or_insert(item.span);
+                None
+            }
+            Some(n) => match &n.value {
+                Value::Map(entries) => {
+                    for (k, _) in entries {
+                        if !props.is_empty() && !props.contains(&k.name) {
+                            ctx.d.push(
+                                Diagnostic::new("E029", format!("`when` tests `{}`, which is not an argument of this tool", k.name))
+                                    .at(k.span)
+                                    .help(did_you_mean(&k.name, props.iter().map(String::as_str)).unwrap_or_else(|| format!("arguments: {}", props.join(", ")))),
+                            );
+                        }
+                    }
+                    match n.to_json() {
+                        serde_json::Value::Object(m) => Some(m),
+                        _ => None,
+                    }
+                }
+                _ => {
+                    ctx.d.push(expected(n, "a mapping of argument values", "`when`"));
+                    None
+                }
+            },
+        };
+        let outcome = match (r.get("result"), r.get("error")) {
+            (Some(res), None) => {
+                let json = res.to_json();
+                check_tvalue(&json, res, &roots, ctx).map(MockOutcome::Result)
+            }
+            (None, Some(err)) => compile_mock_error(err, &roots, ctx),
+            (Some(_), Some(_)) => {
+                ctx.d.push(Diagnostic::new("E029", "a mock response has both `result` and `error`").at(item.span).help("keep one of them"));
+                None
+            }
+            (None, None) => {
+                ctx.d.push(Diagnostic::new("E029", "a mock response needs `result` or `error`").at(item.span).help("add `result: ...` or `error: \"...\"`"));
+                None
+            }
+        };
+        if let Some(outcome) = outcome {
+            out.push(MockResponse { when, outcome });
+        }
+    }
+    Some(out)
+}
+
+fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
+    match &node.value {
+        Value::Str(s) => {
+            let id = compile_text(s, node, roots, ctx)?;
+            Some(MockOutcome::Error { kind: ErrorKind::ExecutionError, message: id })
+        }
+        Value::Map(_) => {
+            let obj = Obj::new(node, "`error`", keys::ERROR_OBJECT, &mut ctx.d)?;
+            let kind = match obj.string("kind", &mut ctx.d) {
+                None => ErrorKind::ExecutionError,
+                Some(k) => match ErrorKind::parse(&k.value) {
+                    Some(kind) => kind,
+                    None => {
+                        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+                        ctx.d.push(
+                            Diagnostic::new("E029", format!("unknown error kind `{}`", k.value))
+                                .at(k.span)
+                                .help(did_you_mean(&k.value, all.iter().copied()).unwrap_or_else(|| format!("kinds: {}", all.join(", ")))),
+                        );
+                        return None;
+                    }
+                },
+            };
+            let message_node = obj.get("message");
+            let message = obj.require_string("message", "`error`", &mut ctx.d)?;
+            let id = compile_text(&message.value, message_node.unwrap_or(node), roots, ctx)?;
+            Some(MockOutcome::Error { kind, message: id })
+        }
+        _ => {
+            ctx.d.push(expected(node, "a message or `{kind, message}`", "`error`"));
+            None
+        }
+    }
+}
+
+fn compile_table(obj: &Obj, what: &str, ctx: &mut Ctx) -> Option<Table> {
+    let rows_json: Vec<serde_json::Value> = match (obj.get("rows"), obj.string("file", &mut ctx.d)) {
+        (Some(_), Some(f)) => {
+            ctx.d.push(Diagnostic::new("E013", "a table has either `rows` or `file`, not both").at(f.span).help("remove one of them"));
+            return None;
+        }
+        (Some(rows), None) => {
+            let items = seq(rows, "`rows`", &mut ctx.d)?;
+            for item in items {
+                if !matches!(item.value, Value::Map(_)) {
+                    ctx.d.push(expected(item, "a mapping of column to value", "each row"));
+                }
+            }
+            items.iter().map(Node::to_json).collect()
+        }
+        (None, Some(f)) => load_table_file(&f, ctx)?,
+        (None, None) => {
+            ctx.d.push(crate::spec::read::missing(obj.node, "rows", what).help("add `rows:` (a list of mappings) or `file:` (a CSV or JSON file next to the spec)"));
+            return None;
+        }
+    };
+    let mut columns: Vec<String> = Vec::new();
+    let mut rows = Vec::new();
+    for row in rows_json {
+        if let serde_json::Value::Object(map) = row {
+            for k in map.keys() {
+                if !columns.contains(k) {
+                    columns.push(k.clone());
+                }
+            }
+            rows.push(map);
+        }
+    }
+    Some(Table { columns, rows })
+}
+
+fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
+    let fail = |ctx: &mut Ctx, msg: String, help: &str| {
+        ctx.d.push(Diagnostic::new("E022", msg).at(file.span).help(help.to_string()));
+        None
+    };
+    let rel = std::path::Path::new(&file.value);
+    if rel.is_absolute() {
+        return fail(ctx, format!("table file `{}` is an absolute path", file.value), "write the path relative to the spec's folder");
+    }
+    let path = ctx.spec_dir.join(rel);
+    // Canonical paths resolve `..` and symlinks: the file must really live under the spec's folder.
+    let (Ok(base), Ok(real)) = (ctx.spec_dir.canonicalize(), path.canonicalize()) else {
+        return fail(ctx, format!("table file `{}` does not exist", file.value), "the path is relative to the spec's folder");
+    };
+    if !real.starts_with(&base) {
+        return fail(
+            ctx,
+            format!("table file `{}` is outside the spec's folder", file.value),
+            "specs may only read files in their own folder (no `..`, no symlinks leading out)",
+        );
+    }
+    let meta = std::fs::metadata(&real).ok()?;
+    if meta.len() > crate::spec::MAX_SPEC_BYTES * 4 {
+        return fail(ctx, format!("table file `{}` is larger than {} bytes", file.value, crate::spec::MAX_SPEC_BYTES * 4), "use a smaller table");
+    }
+    let text = match std::fs::read_to_string(&real) {
+        Ok(t) => t,
+        Err(e) => return fail(ctx, format!("cannot read table file `{}`: {e}", file.value), "save it as UTF-8 CSV or JSON"),
+    };
+    let is_json = real.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    if is_json {
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(rows),
+            Ok(_) => fail(ctx, format!("table file `{}` must hold a JSON array of objects", file.value), "write `[{\"column\": \"value\"}, ...]`"),
+            Err(e) => fail(ctx, format!("table file `{}` is not valid JSON: {e}", file.value), "fix the JSON"),
+        }
+    } else {
+        let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+        let headers = match reader.headers() {
+            Ok(h) => h.clone(),
+            Err(e) => return fail(ctx, format!("table file `{}` is not valid CSV: {e}", file.value), "the first line names the columns"),
+        };
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            match record {
+                Ok(r) => {
+                    let mut map = Map::new();
+                    for (h, v) in headers.iter().zip(r.iter()) {
+                        map.insert(h.to_string(), csv_cell(v));
+                    }
+                    rows.push(serde_json::Value::Object(map));
+                }
+                Err(e) => return fail(ctx, format!("table file `{}` is not valid CSV: {e}", file.value), "every row needs as many fields as the header"),
+            }
+        }
+        Some(rows)
+    }
+}
+
+/// CSV has no types; numbers and booleans are recognised so comparisons behave as in YAML rows.
+fn csv_cell(v: &str) -> serde_json::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        return json!(i);
+    }
+    if let Ok(f) = v.parse::<f64>() {
+        if f.is_finite() && v.contains('.') {
+            return json!(f);
+        }
+    }
+    match v {
+        "true" => json!(true),
+        "false" => json!(false),
+        _ => json!(v),
+    }
+}
+
+pub fn table_schema(table: &Table) -> serde_json::Value {
+    let column_props: Map<String, serde_json::Value> = table
+        .columns
+        .iter()
+        .map(|c| {
+            (
+                c.clone(),
+                json!({
+                    "description": format!("Value of `{c}`: an exact value, or {{\"contains\": \"text\"}} for a case-insensitive substring"),
+                    "anyOf": [
+                        { "type": ["string", "number", "boolean", "null"] },
+                        { "type": "object", "properties": { "contains": { "type": "string" } }, "required": ["contains"], "additionalProperties": false }
+                    ]
+                }),
+            )
+        })
+        .collect();
+    json!({
+        "type": "object",
+        "properties": {
+            "where": {
+                "type": "object",
+                "description": "Filters: column → value. Rows must match every filter.",
+                "properties": column_props,
+                "additionalProperties": false
+            },
+            "columns": {
+                "type": "array",
+                "description": "Columns to return (default: all).",
+                "items": { "type": "string", "enum": table.columns }
+            },
+            "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Maximum rows to return." }
+        },
+        "additionalProperties": false
+    })
+}
+
+const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+
+fn compile_http(obj: &Obj, what: &str, schema: &serde_json::Value, ctx: &mut Ctx) -> Option<(HttpTool, bool)> {
+    let Some(req_node) = obj.get("request") else {
+        ctx.d.push(crate::spec::read::missing(obj.node, "request", what).help("add `request:` with at least `url:`"));
+        return None;
+    };
+    let req = Obj::new(req_node, "`request`", keys::REQUEST, &mut ctx.d)?;
+    let props = schema_properties(schema);
+    let roots = Roots::http(Some(&props));
+    let method = match req.string("method", &mut ctx.d) {
+        None => "GET".to_string(),
+        Some(m) => {
+            let upper = m.value.to_ascii_uppercase();
+            if !METHODS.contains(&upper.as_str()) {
+                ctx.d.push(
+                    Diagnostic::new("E031", format!("unsupported HTTP method `{}`", m.value))
+                        .at(m.span)
+                        .help(did_you_mean(&upper, METHODS.iter().copied()).unwrap_or_else(|| format!("methods: {}", METHODS.join(", ")))),
+                );
+            }
+            upper
+        }
+    };
+    let url = req.require_string("url", "`request`", &mut ctx.d)?;
+    let url_node = req.get("url")?;
+    let lower = url.value.trim_start().to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("{{")) {
+        ctx.d.push(
+            Diagnostic::new("E021", format!("URL `{}` must start with http:// or https://", url.value))
+                .at(url.span)
+                .help("write the full URL, e.g. `https://api.example.com/v1/...`"),
+        );
+    }
+    let url_id = compile_text(&url.value, url_node, &roots, ctx);
+    let mut query = Vec::new();
+    if let Some(q) = req.get("query") {
+        if let Some(qobj) = Obj::open(q, "`query`", &mut ctx.d) {
+            for (k, v) in qobj.entries {
+                if let Some(tv) = check_tvalue(&v.to_json(), v, &roots, ctx) {
+                    query.push((k.name.clone(), tv));
+                }
+            }
+        }
+    }
+    let mut headers = Vec::new();
+    if let Some(h) = req.get("headers") {
+        if let Some(hobj) = Obj::open(h, "`headers`", &mut ctx.d) {
+            for (k, v) in hobj.entries {
+                let text = match &v.value {
+                    Value::Str(s) => s.clone(),
+                    Value::Int(i) => i.to_string(),
+                    _ => {
+                        ctx.d.push(expected(v, "a string", &format!("header `{}`", k.name)));
+                        continue;
+                    }
+                };
+                if let Some(id) = compile_text(&text, v, &roots, ctx) {
+                    headers.push((k.name.clone(), id));
+                }
+            }
+        }
+    }
+    let body = req.get("body").and_then(|b| check_tvalue(&b.to_json(), b, &roots, ctx));
+    let body_text = match req.get("body_text") {
+        Some(n) => {
+            if req.has("body") {
+                ctx.d.push(Diagnostic::new("E013", "a request has either `body` or `body_text`, not both").at(n.span).help("remove one of them"));
+            }
+            let s = crate::spec::read::string(n, "body_text", &mut ctx.d)?;
+            compile_text(&s.value, n, &roots, ctx)
+        }
+        None => None,
+    };
+    let mut pointer = None;
+    let mut max_bytes = DEFAULT_MAX_BYTES;
+    let mut max_redirects = 5;
+    if let Some(r) = obj.get("response") {
+        if let Some(robj) = Obj::new(r, "`response`", keys::HTTP_RESPONSE, &mut ctx.d) {
+            if let Some(p) = robj.string("pointer", &mut ctx.d) {
+                if !p.value.is_empty() && !p.value.starts_with('/') {
+                    ctx.d.push(
+                        Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
+                            .at(p.span)
+                            .help(format!("JSON Pointers start with `/`: `/{}`", p.value.trim_start_matches(['#', '.']).replace('.', "/"))),
+                    );
+                }
+                pointer = Some(p.value);
+            }
+            if let Some(m) = robj.count("max_bytes", 1, &mut ctx.d) {
+                max_bytes = m.value;
+            }
+            if let Some(m) = robj.count("max_redirects", 0, &mut ctx.d) {
+                max_redirects = m.value.min(20) as u32;
+            }
+        }
+    }
+    let retries = obj.count("retries", 0, &mut ctx.d).map(|v| v.value.min(10) as u32).unwrap_or(0);
+    let idempotent = matches!(method.as_str(), "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS");
+    Some((HttpTool { method, url: url_id?, query, headers, body, body_text, pointer, max_bytes, retries, max_redirects }, idempotent))
+}
+
+fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
+    let mut out = Vec::new();
+    let Some(items) = seq(node, "`faults`", &mut ctx.d) else { return out };
+    for item in items {
+        let Some(f) = Obj::new(item, "a fault", keys::FAULT, &mut ctx.d) else { continue };
+        let forms = ["fail_first", "timeout", "http_status", "oversized_output"].iter().filter(|k| f.has(k)).count();
+        if forms != 1 {
+            ctx.d.push(
+                Diagnostic::new("E035", "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`")
+                    .at(item.span)
+                    .help("e.g. `- { fail_first: 2, kind: timeout }` or `- { http_status: 503 }`"),
+            );
+            continue;
+        }
+        if let Some(n) = f.count("fail_first", 1, &mut ctx.d) {
+            let kind = match f.string("kind", &mut ctx.d) {
+                None => ErrorKind::ExecutionError,
+                Some(k) => match ErrorKind::parse(&k.value) {
+                    Some(kind) => kind,
+                    None => {
+                        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+                        ctx.d.push(
+                            Diagnostic::new("E035", format!("unknown error kind `{}`", k.value))
+                                .at(k.span)
+                                .help(did_you_mean(&k.value, all.iter().copied()).unwrap_or_else(|| format!("kinds: {}", all.join(", ")))),
+                        );
+                        continue;
+                    }
+                },
+            };
+            let message = f.string("message", &mut ctx.d).map(|m| m.value).unwrap_or_else(|| "injected fault".into());
+            out.push(Fault::FailFirst { n: n.value.min(u32::MAX as u64) as u32, kind, message });
+        } else if let Some(t) = f.bool("timeout", &mut ctx.d) {
+            if t.value {
+                out.push(Fault::Timeout);
+            }
+        } else if let Some(s) = f.int("http_status", &mut ctx.d) {
+            if !(100..=599).contains(&s.value) {
+                ctx.d.push(Diagnostic::new("E035", format!("{} is not an HTTP status", s.value)).at(s.span).help("use a status from 100 to 599"));
+            } else {
+                out.push(Fault::HttpStatus(s.value as u16));
+            }
+        } else if let Some(n) = f.count("oversized_output", 1, &mut ctx.d) {
+            out.push(Fault::OversizedOutput(n.value.min(64 << 20) as usize));
+        }
+    }
+    out
+}
+
+/// The host part of a URL template, or `None` when a template decides it.
+pub fn literal_host(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = url.trim().split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains("{{") || authority.contains("{%") || scheme.contains("{{") {
+        return None;
+    }
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let default_port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
+    let rule = super::parse_host_rule(authority)?;
+    Some((rule.host, rule.port.unwrap_or(default_port)))
+}
+
+/// With `policy.network.allow_hosts` the list is complete: a literal host outside it is an error.
+/// Without it, literal hosts are the allowed ones, and a host chosen by a template is refused.
+pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
+    let Some(Value::Map(tools)) = tools_node.map(|n| &n.value) else { return };
+    for (name, tool) in tools {
+        if tool.get("kind").and_then(Node::as_str) != Some("http") {
+            continue;
+        }
+        let Some(url_node) = tool.get("request").and_then(|r| r.get("url")) else { continue };
+        let Some(url) = url_node.as_str() else { continue };
+        match literal_host(url) {
+            Some((host, port)) => {
+                if !policy.allow_hosts.is_empty() && !policy.allow_hosts.iter().any(|r| r.matches(&host, port)) {
+                    ctx.d.push(
+                        Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
+                            .at(url_node.span)
+                            .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
+                    );
+                }
+            }
+            None if policy.allow_hosts.is_empty() => {
+                if url.contains("://") || url.trim_start().starts_with("{{") {
+                    ctx.d.push(
+                        Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))
+                            .at(url_node.span)
+                            .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
+                    );
+                }
+            }
+            None => {}
+        }
+    }
+}

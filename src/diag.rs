@@ -1,0 +1,323 @@
+//! Diagnostics are data: one list, rendered as human text, JSON, SARIF or GitHub annotations.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A region of a source file. Lines and columns are 1-based; `end_col` is exclusive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Span {
+    pub line: u32,
+    pub col: u32,
+    pub end_line: u32,
+    pub end_col: u32,
+}
+
+impl Span {
+    pub fn point(line: u32, col: u32) -> Span {
+        Span { line, col, end_line: line, end_col: col + 1 }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    pub file: Option<String>,
+    pub span: Option<Span>,
+    /// Short text drawn under the caret.
+    pub label: Option<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        let severity = if code.starts_with('W') { Severity::Warning } else { Severity::Error };
+        Diagnostic { code, severity, message: message.into(), file: None, span: None, label: None, help: None }
+    }
+    pub fn at(mut self, span: Span) -> Self {
+        self.span = Some(span);
+        self
+    }
+    pub fn at_opt(mut self, span: Option<Span>) -> Self {
+        self.span = span;
+        self
+    }
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+    pub fn help_opt(mut self, help: Option<String>) -> Self {
+        if help.is_some() {
+            self.help = help;
+        }
+        self
+    }
+    pub fn in_file(mut self, file: &str) -> Self {
+        self.file = Some(file.to_string());
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Collects diagnostics while a pass keeps going, so the user sees every problem at once.
+#[derive(Default, Debug)]
+pub struct Diagnostics {
+    pub items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.items.push(d);
+    }
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(Diagnostic::is_error)
+    }
+    pub fn error_count(&self) -> usize {
+        self.items.iter().filter(|d| d.is_error()).count()
+    }
+    pub fn warning_count(&self) -> usize {
+        self.items.len() - self.error_count()
+    }
+    /// Source order, then code: output is stable for snapshots and code review.
+    pub fn sort(&mut self) {
+        self.items.sort_by(|a, b| {
+            (&a.file, a.span, a.code, &a.message).cmp(&(&b.file, b.span, b.code, &b.message))
+        });
+    }
+}
+
+/// "did you mean `x`?" for a typo among known names.
+pub fn did_you_mean<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    closest(wanted, candidates).map(|c| format!("did you mean `{c}`?"))
+}
+
+pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let wanted_lower = wanted.to_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| {
+            let score = strsim::jaro_winkler(&wanted_lower, &c.to_lowercase());
+            (score, c)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, c)| c)
+}
+
+/// Renders in the rustc style: header, `-->` location, the source line and a caret run.
+pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
+    let location = match (&d.file, d.span) {
+        (Some(f), Some(s)) => Some(format!("{f}:{}:{}", s.line, s.col)),
+        (Some(f), None) => Some(f.clone()),
+        _ => None,
+    };
+    let line_text = match (source, d.span) {
+        (Some(src), Some(s)) if s.line > 0 => src.lines().nth(s.line as usize - 1),
+        _ => None,
+    };
+    let gutter = d.span.map(|s| s.line.to_string().len()).unwrap_or(1);
+    let pad = " ".repeat(gutter);
+    if let Some(loc) = location {
+        let _ = writeln!(out, "{pad}--> {loc}");
+    }
+    if let (Some(text), Some(s)) = (line_text, d.span) {
+        let text = text.replace('\t', " ");
+        let width = text.chars().count() as u32;
+        let start = s.col.max(1);
+        let end = if s.end_line == s.line && s.end_col > start { s.end_col.min(width + 1) } else { width + 1 };
+        let carets = (end.saturating_sub(start)).max(1) as usize;
+        let _ = writeln!(out, "{pad} |");
+        let _ = writeln!(out, "{} | {}", s.line, text.trim_end());
+        let label = d.label.as_deref().map(|l| format!(" {l}")).unwrap_or_default();
+        let _ = writeln!(out, "{pad} | {}{}{}", " ".repeat(start as usize - 1), "^".repeat(carets), label);
+    } else if let Some(label) = &d.label {
+        let _ = writeln!(out, "{pad} = note: {label}");
+    }
+    if let Some(help) = &d.help {
+        if line_text.is_some() {
+            let _ = writeln!(out, "{pad} |");
+        }
+        for (i, line) in help.lines().enumerate() {
+            if i == 0 {
+                let _ = writeln!(out, "{pad} = help: {line}");
+            } else {
+                let _ = writeln!(out, "{pad}         {line}");
+            }
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    code: &'a str,
+    severity: Severity,
+    message: &'a str,
+    file: Option<&'a str>,
+    line: Option<u32>,
+    column: Option<u32>,
+    end_line: Option<u32>,
+    end_column: Option<u32>,
+    help: Option<&'a str>,
+}
+
+pub fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
+    let list: Vec<JsonDiagnostic> = diags
+        .iter()
+        .map(|d| JsonDiagnostic {
+            code: d.code,
+            severity: d.severity,
+            message: &d.message,
+            file: d.file.as_deref(),
+            line: d.span.map(|s| s.line),
+            column: d.span.map(|s| s.col),
+            end_line: d.span.map(|s| s.end_line),
+            end_column: d.span.map(|s| s.end_col),
+            help: d.help.as_deref(),
+        })
+        .collect();
+    serde_json::to_value(list).unwrap_or_default()
+}
+
+/// GitHub workflow commands; `%`, CR and LF must be escaped or the annotation is cut.
+pub fn render_github(d: &Diagnostic) -> String {
+    fn escape_data(s: &str) -> String {
+        s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    }
+    fn escape_prop(s: &str) -> String {
+        escape_data(s).replace(':', "%3A").replace(',', "%2C")
+    }
+    let kind = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let mut props = Vec::new();
+    if let Some(f) = &d.file {
+        props.push(format!("file={}", escape_prop(f)));
+    }
+    if let Some(s) = d.span {
+        props.push(format!("line={}", s.line));
+        props.push(format!("col={}", s.col));
+        props.push(format!("endLine={}", s.end_line));
+        props.push(format!("endColumn={}", s.end_col));
+    }
+    props.push(format!("title={}", escape_prop(d.code)));
+    let mut message = d.message.clone();
+    if let Some(h) = &d.help {
+        message.push_str(&format!(" (help: {h})"));
+    }
+    format!("::{kind} {}::{}", props.join(","), escape_data(&message))
+}
+
+pub fn to_sarif(diags: &[Diagnostic], rules: &[(&'static str, &'static str)]) -> serde_json::Value {
+    use serde_json::json;
+    let used: std::collections::BTreeSet<&str> = diags.iter().map(|d| d.code).collect();
+    let rule_list: Vec<_> = rules
+        .iter()
+        .filter(|(code, _)| used.contains(code))
+        .map(|(code, title)| {
+            json!({
+                "id": code,
+                "shortDescription": { "text": title },
+                "helpUri": format!("https://github.com/toolrun/toolrun/blob/main/docs/codes.md#{}", code.to_lowercase()),
+            })
+        })
+        .collect();
+    let results: Vec<_> = diags
+        .iter()
+        .map(|d| {
+            let mut result = json!({
+                "ruleId": d.code,
+                "level": match d.severity { Severity::Error => "error", Severity::Warning => "warning" },
+                "message": { "text": match &d.help { Some(h) => format!("{} (help: {h})", d.message), None => d.message.clone() } },
+            });
+            if let Some(file) = &d.file {
+                let mut region = serde_json::Map::new();
+                if let Some(s) = d.span {
+                    region.insert("startLine".into(), s.line.into());
+                    region.insert("startColumn".into(), s.col.into());
+                    region.insert("endLine".into(), s.end_line.into());
+                    region.insert("endColumn".into(), s.end_col.into());
+                }
+                let mut physical = json!({ "artifactLocation": { "uri": file } });
+                if !region.is_empty() {
+                    physical["region"] = serde_json::Value::Object(region);
+                }
+                result["locations"] = json!([{ "physicalLocation": physical }]);
+            }
+            result
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": {
+                "name": "toolrun",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://github.com/toolrun/toolrun",
+                "rules": rule_list,
+            }},
+            "results": results,
+        }]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_rendering_draws_caret_under_the_span() {
+        let d = Diagnostic::new("E012", "unknown tool `get_stok`")
+            .in_file("s.yaml")
+            .at(Span { line: 2, col: 10, end_line: 2, end_col: 18 })
+            .label("not a tool of this spec")
+            .help("did you mean `get_stock`?");
+        let out = render_human(&d, Some("a: 1\nallow: [get_stok]\n"));
+        assert_eq!(
+            out,
+            "error[E012]: unknown tool `get_stok`\n --> s.yaml:2:10\n  |\n2 | allow: [get_stok]\n  |          ^^^^^^^^ not a tool of this spec\n  |\n  = help: did you mean `get_stock`?\n"
+        );
+    }
+
+    #[test]
+    fn suggestions_need_a_close_match() {
+        assert_eq!(closest("get_stok_price", ["get_stock_price", "weather"]), Some("get_stock_price"));
+        assert_eq!(closest("zzz", ["get_stock_price", "weather"]), None);
+    }
+
+    #[test]
+    fn github_annotations_escape_separators() {
+        let d = Diagnostic::new("E001", "bad, really: 100%").in_file("a,b.yaml").at(Span::point(1, 2));
+        assert_eq!(
+            render_github(&d),
+            "::error file=a%2Cb.yaml,line=1,col=2,endLine=1,endColumn=3,title=E001::bad, really: 100%25"
+        );
+    }
+}

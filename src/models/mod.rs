@@ -1,0 +1,133 @@
+//! Models decide: given the conversation so far, an answer or tool calls. Scripted models are
+//! deterministic for tests; live providers speak OpenAI's and Anthropic's wire formats.
+
+pub mod anthropic;
+pub mod openai;
+pub mod scripted;
+
+use crate::events::Events;
+use crate::net::Transport;
+use crate::redact::Secrets;
+use crate::registry::{ModelDef, ModelKind, Registry};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The provider-neutral conversation. Each provider maps it to its own wire format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<CallMessage>,
+    },
+    Tool {
+        tool_call_id: String,
+        name: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallMessage {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model sent them: JSON when they parsed, else the raw text.
+    pub arguments: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    Answer(String),
+    ToolCalls { text: Option<String>, calls: Vec<ProposedCall> },
+    /// Not a usable decision: kept verbatim for the trace.
+    Malformed { raw: String, reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProposedCall {
+    pub id: String,
+    pub name: String,
+    /// `Err(raw)` when the model's arguments were not a JSON object.
+    pub arguments: Result<Value, String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelTurn {
+    pub decision: Decision,
+    pub usage: Option<Usage>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelError {
+    pub message: String,
+}
+
+impl ModelError {
+    pub fn new(message: impl Into<String>) -> ModelError {
+        ModelError { message: message.into() }
+    }
+}
+
+/// What a model sees at each step.
+pub struct DecideInput<'a> {
+    pub registry: &'a Registry,
+    pub messages: &'a [Message],
+    pub query: &'a str,
+    /// Every tool call so far as the template context sees it (`results`).
+    pub results: &'a [Value],
+    pub step: u32,
+}
+
+pub enum ModelClient {
+    Scripted(scripted::ScriptedModel),
+    OpenAi(openai::OpenAiModel),
+    Anthropic(anthropic::AnthropicModel),
+}
+
+impl ModelClient {
+    /// Fails before any request when a live model's API key variable is not set.
+    pub fn new(def: &ModelDef, query: &str, secrets: &mut Secrets) -> Result<ModelClient, String> {
+        Ok(match &def.kind {
+            ModelKind::Scripted(scripts) => ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?),
+            ModelKind::OpenAi(live) => ModelClient::OpenAi(openai::OpenAiModel::new(&def.name, live, secrets)?),
+            ModelKind::Anthropic(live) => ModelClient::Anthropic(anthropic::AnthropicModel::new(&def.name, live, secrets)?),
+        })
+    }
+
+    pub async fn decide(&mut self, input: DecideInput<'_>, transport: &Transport, events: &Events) -> Result<ModelTurn, ModelError> {
+        match self {
+            ModelClient::Scripted(m) => m.decide(input),
+            ModelClient::OpenAi(m) => m.decide(input, transport, events).await,
+            ModelClient::Anthropic(m) => m.decide(input, transport, events).await,
+        }
+    }
+}
+
+/// The key comes from the model's declared variable only, and is registered as a secret so it
+/// is masked everywhere toolrun writes.
+pub(crate) fn read_api_key(name: &str, settings: &crate::registry::LiveModel, secrets: &mut Secrets) -> Result<Option<String>, String> {
+    let Some(var) = &settings.api_key_env else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => {
+            secrets.insert(var, v.clone());
+            Ok(Some(v))
+        }
+        _ => Err(format!("model `{name}` reads its API key from `{var}`, which is not set; export {var}=... and run again")),
+    }
+}

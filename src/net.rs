@@ -1,0 +1,150 @@
+//! The one door to the network. HTTP tools and live models both send through a `Transport`, so
+//! recording and replaying fixtures is just another transport: the engine never knows it replays.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The body was cut at `max_bytes`.
+    pub truncated: bool,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NetError {
+    Timeout,
+    Connect(String),
+    Io(String),
+    /// Replay: no recorded exchange answers this request. Never falls back to the network.
+    NotRecorded(String),
+}
+
+impl std::fmt::Display for NetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NetError::Timeout => write!(f, "timed out"),
+            NetError::Connect(m) => write!(f, "connection failed: {m}"),
+            NetError::Io(m) => write!(f, "{m}"),
+            NetError::NotRecorded(m) => write!(f, "no recorded exchange: {m}"),
+        }
+    }
+}
+
+pub struct SendOptions<'a> {
+    /// Covers connect, headers and the whole body.
+    pub timeout: Duration,
+    pub max_bytes: u64,
+    /// Called with the bytes received so far while a body streams in.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Purpose<'a> {
+    Tool(&'a str),
+    Model(&'a str),
+}
+
+pub struct Transport {
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport::live()
+    }
+}
+
+impl Transport {
+    pub fn live() -> Transport {
+        Transport { client: OnceLock::new() }
+    }
+
+    /// Built on first use: a run with only mock tools never pays for TLS set-up.
+    fn client(&self) -> Result<&reqwest::Client, NetError> {
+        self.client
+            .get_or_init(|| {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::builder()
+                    // Redirects are followed by the caller, which checks every hop's host.
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| NetError::Io(format!("HTTP client: {e}")))
+    }
+
+    pub async fn send(&self, _purpose: Purpose<'_>, req: &HttpRequest, opts: SendOptions<'_>) -> Result<HttpResponse, NetError> {
+        let client = self.client()?;
+        let method = reqwest::Method::from_bytes(req.method.as_bytes()).map_err(|e| NetError::Io(e.to_string()))?;
+        let mut builder = client.request(method, &req.url);
+        for (k, v) in &req.headers {
+            builder = builder.header(k, v);
+        }
+        if let Some(body) = &req.body {
+            builder = builder.body(body.clone());
+        }
+        let work = async {
+            let mut resp = builder.send().await.map_err(classify)?;
+            let status = resp.status().as_u16();
+            let headers = resp
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+            let mut body = Vec::new();
+            let mut truncated = false;
+            while let Some(chunk) = resp.chunk().await.map_err(classify)? {
+                let room = (opts.max_bytes as usize).saturating_sub(body.len());
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    truncated = true;
+                    break;
+                }
+                body.extend_from_slice(&chunk);
+                if let Some(p) = opts.progress {
+                    p(body.len() as u64);
+                }
+            }
+            Ok(HttpResponse { status, headers, body, truncated })
+        };
+        match tokio::time::timeout(opts.timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Err(NetError::Timeout),
+        }
+    }
+}
+
+fn classify(e: reqwest::Error) -> NetError {
+    if e.is_timeout() {
+        NetError::Timeout
+    } else if e.is_connect() {
+        let mut msg = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            msg = s.to_string();
+            source = s.source();
+        }
+        NetError::Connect(msg)
+    } else {
+        NetError::Io(e.to_string())
+    }
+}

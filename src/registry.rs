@@ -1,0 +1,232 @@
+//! The compiled, immutable form of a spec. Everything downstream of the compiler (the engine,
+//! models, tools, `tools --format`) reads only this; names have been resolved and checked.
+
+use crate::templates::{TValue, TemplateId, Templates};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub struct Registry {
+    pub name: String,
+    pub description: Option<String>,
+    pub system: Option<String>,
+    pub spec_path: PathBuf,
+    pub spec_dir: PathBuf,
+    pub spec_sha256: String,
+    pub tools: Vec<Tool>,
+    pub secrets: Vec<String>,
+    pub policy: Policy,
+    pub limits: Limits,
+    pub models: Vec<ModelDef>,
+    pub default_model: Option<usize>,
+    pub tests: Vec<TestCase>,
+    pub templates: Templates,
+    /// JSON Pointers into recorded request bodies that replay ignores (volatile fields).
+    pub replay_ignore: Vec<String>,
+}
+
+impl Registry {
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.name.as_str())
+    }
+    pub fn model(&self, name: &str) -> Option<&ModelDef> {
+        self.models.iter().find(|m| m.name == name)
+    }
+    pub fn model_names(&self) -> impl Iterator<Item = &str> {
+        self.models.iter().map(|m| m.name.as_str())
+    }
+}
+
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub validator: jsonschema::Validator,
+    pub side_effects: bool,
+    pub idempotent: bool,
+    /// Stop for a person before running (side effects, or listed in `policy.confirm`).
+    pub confirm: bool,
+    pub max_calls: Option<u32>,
+    pub timeout: Duration,
+    pub kind: ToolKind,
+    pub faults: Vec<Fault>,
+}
+
+pub enum ToolKind {
+    Mock(Vec<MockResponse>),
+    Table(Table),
+    Builtin(&'static str),
+    Http(HttpTool),
+}
+
+impl ToolKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolKind::Mock(_) => "mock",
+            ToolKind::Table(_) => "table",
+            ToolKind::Builtin(_) => "builtin",
+            ToolKind::Http(_) => "http",
+        }
+    }
+}
+
+pub struct MockResponse {
+    /// Matches when every key/value here equals the argument's (a subset match).
+    pub when: Option<Map<String, Value>>,
+    pub outcome: MockOutcome,
+}
+
+pub enum MockOutcome {
+    Result(TValue),
+    Error { kind: crate::tools::ErrorKind, message: TemplateId },
+}
+
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Map<String, Value>>,
+}
+
+pub struct HttpTool {
+    pub method: String,
+    pub url: TemplateId,
+    pub query: Vec<(String, TValue)>,
+    pub headers: Vec<(String, TemplateId)>,
+    pub body: Option<TValue>,
+    pub body_text: Option<TemplateId>,
+    pub pointer: Option<String>,
+    pub max_bytes: u64,
+    pub retries: u32,
+    pub max_redirects: u32,
+}
+
+/// Faults injected by the spec (or a test case) to exercise the loop's failure paths.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// The tool's first `n` calls fail with this error.
+    FailFirst { n: u32, kind: crate::tools::ErrorKind, message: String },
+    /// Every call takes longer than its timeout.
+    Timeout,
+    /// Every call returns this HTTP status (as an `http_status` error).
+    HttpStatus(u16),
+    /// Every call returns a string of this many characters.
+    OversizedOutput(usize),
+}
+
+pub struct Policy {
+    /// `None`: every tool is allowed.
+    pub allow: Option<BTreeSet<String>>,
+    pub deny: BTreeSet<String>,
+    pub max_identical_calls: u32,
+    pub max_repeated_errors: u32,
+    pub detect_alternation: bool,
+    pub allow_hosts: Vec<HostRule>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostRule {
+    pub host: String,
+    pub port: Option<u16>,
+}
+
+impl HostRule {
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        self.host.eq_ignore_ascii_case(host.trim_start_matches('[').trim_end_matches(']'))
+            && self.port.is_none_or(|p| p == port)
+    }
+}
+
+pub struct Limits {
+    pub max_steps: u32,
+    pub max_tool_calls: u32,
+    pub max_parallel_tools: u32,
+    pub tool_timeout: Duration,
+    pub run_timeout: Duration,
+    pub max_tool_output_chars: usize,
+    pub max_tokens_total: Option<u64>,
+}
+
+pub struct ModelDef {
+    pub name: String,
+    pub kind: ModelKind,
+}
+
+pub enum ModelKind {
+    Scripted(Vec<Script>),
+    OpenAi(LiveModel),
+    Anthropic(LiveModel),
+}
+
+impl ModelKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ModelKind::Scripted(_) => "scripted",
+            ModelKind::OpenAi(_) => "openai",
+            ModelKind::Anthropic(_) => "anthropic",
+        }
+    }
+}
+
+pub struct Script {
+    pub when: Option<regex::Regex>,
+    pub turns: Vec<Turn>,
+}
+
+pub enum Turn {
+    Answer(TemplateId),
+    ToolCalls(Vec<ScriptedCall>),
+    /// Prose that is not a valid decision (a model claiming a tool call in text).
+    Raw(TemplateId),
+}
+
+pub struct ScriptedCall {
+    pub name: String,
+    pub arguments: ScriptedArguments,
+}
+
+pub enum ScriptedArguments {
+    Json(TValue),
+    /// Sent verbatim, typically invalid JSON, to exercise the malformed-arguments path.
+    Raw(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct LiveModel {
+    pub model: String,
+    pub base_url: String,
+    pub api_key_env: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub retries: u32,
+    pub timeout: Duration,
+    pub headers: Vec<(String, String)>,
+}
+
+pub struct TestCase {
+    pub name: String,
+    pub query: String,
+    pub model: Option<String>,
+    pub fixture: Option<PathBuf>,
+    pub approve: Vec<String>,
+    pub expect: Expect,
+    pub line: u32,
+}
+
+#[derive(Default)]
+pub struct Expect {
+    pub status: Option<String>,
+    pub stop_reason: Option<String>,
+    pub tool_calls: Option<Vec<String>>,
+    pub tool_calls_include: Vec<String>,
+    pub tool_calls_exclude: Vec<String>,
+    /// Per call, in order: each object must be a subset of that call's arguments.
+    pub arguments: Vec<Map<String, Value>>,
+    pub error_kinds: Option<Vec<String>>,
+    pub output_contains: Vec<String>,
+    pub output_not_contains: Vec<String>,
+    pub output_matches: Option<regex::Regex>,
+    pub max_tool_calls: Option<u32>,
+}

@@ -1,0 +1,265 @@
+//! Typed, position-aware reading of the YAML tree. Every accessor reports what is wrong as a
+//! diagnostic and returns `None`, so one pass finds every problem in a spec.
+
+use super::yaml::{Key, Node, Value};
+use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+/// A mapping whose keys were checked against the keys its place in the spec allows.
+pub struct Obj<'a> {
+    pub node: &'a Node,
+    pub entries: &'a [(Key, Node)],
+}
+
+impl<'a> Obj<'a> {
+    /// `what` names the place for messages ("tool `x`", "`limits`"); `allowed` is the complete
+    /// list of keys there.
+    pub fn new(node: &'a Node, what: &str, allowed: &[&str], d: &mut Diagnostics) -> Option<Obj<'a>> {
+        let Value::Map(entries) = &node.value else {
+            d.push(expected(node, "a mapping", what));
+            return None;
+        };
+        for (key, _) in entries {
+            if !allowed.contains(&key.name.as_str()) {
+                d.push(unknown_key(key, what, allowed));
+            }
+        }
+        Some(Obj { node, entries })
+    }
+
+    /// A mapping with free-form keys (tool names, model names, headers).
+    pub fn open(node: &'a Node, what: &str, d: &mut Diagnostics) -> Option<Obj<'a>> {
+        match &node.value {
+            Value::Map(entries) => Some(Obj { node, entries }),
+            _ => {
+                d.push(expected(node, "a mapping", what));
+                None
+            }
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&'a Node> {
+        self.entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v)
+    }
+
+    pub fn key(&self, key: &str) -> Option<&'a Key> {
+        self.entries.iter().find(|(k, _)| k.name == key).map(|(k, _)| k)
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn string(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
+        self.get(key).and_then(|n| string(n, key, d))
+    }
+
+    pub fn require_string(&self, key: &str, what: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
+        if !self.has(key) {
+            d.push(missing(self.node, key, what));
+            return None;
+        }
+        self.string(key, d)
+    }
+
+    pub fn bool(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<bool>> {
+        let n = self.get(key)?;
+        match n.value {
+            Value::Bool(b) => Some(Spanned { value: b, span: n.span }),
+            _ => {
+                d.push(expected(n, "`true` or `false`", &format!("`{key}`")));
+                None
+            }
+        }
+    }
+
+    pub fn int(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<i64>> {
+        let n = self.get(key)?;
+        match n.value {
+            Value::Int(i) => Some(Spanned { value: i, span: n.span }),
+            _ => {
+                d.push(expected(n, "a whole number", &format!("`{key}`")));
+                None
+            }
+        }
+    }
+
+    /// A whole number that must be at least `min`.
+    pub fn count(&self, key: &str, min: i64, d: &mut Diagnostics) -> Option<Spanned<u64>> {
+        let v = self.int(key, d)?;
+        if v.value < min {
+            d.push(
+                Diagnostic::new("E023", format!("`{key}` must be at least {min}, found {}", v.value))
+                    .at(v.span)
+                    .help(format!("set `{key}` to a number of {min} or more")),
+            );
+            return None;
+        }
+        Some(Spanned { value: v.value as u64, span: v.span })
+    }
+
+    pub fn number(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<f64>> {
+        let n = self.get(key)?;
+        match n.value {
+            Value::Int(i) => Some(Spanned { value: i as f64, span: n.span }),
+            Value::Float(f) if f.is_finite() => Some(Spanned { value: f, span: n.span }),
+            _ => {
+                d.push(expected(n, "a number", &format!("`{key}`")));
+                None
+            }
+        }
+    }
+
+    pub fn duration(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<Duration>> {
+        let n = self.get(key)?;
+        let text = match &n.value {
+            Value::Str(s) => s.clone(),
+            Value::Int(i) => {
+                d.push(
+                    Diagnostic::new("E024", format!("`{key}` needs a unit"))
+                        .at(n.span)
+                        .help(format!("write `{i}s` for seconds or `{i}ms` for milliseconds")),
+                );
+                return None;
+            }
+            _ => {
+                d.push(expected(n, "a duration such as `500ms`, `5s` or `2m`", &format!("`{key}`")));
+                return None;
+            }
+        };
+        match parse_duration(&text) {
+            Ok(dur) if dur.is_zero() => {
+                d.push(Diagnostic::new("E024", format!("`{key}` must be longer than zero")).at(n.span).help("use a positive duration such as `5s`"));
+                None
+            }
+            Ok(dur) => Some(Spanned { value: dur, span: n.span }),
+            Err(why) => {
+                d.push(Diagnostic::new("E024", format!("invalid duration `{text}`: {why}")).at(n.span).help("write a number and a unit: `500ms`, `5s`, `2m` or `1h`"));
+                None
+            }
+        }
+    }
+
+    pub fn string_list(&self, key: &str, d: &mut Diagnostics) -> Option<Vec<Spanned<String>>> {
+        let n = self.get(key)?;
+        string_list(n, key, d)
+    }
+}
+
+pub fn string(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
+    match &n.value {
+        Value::Str(s) => Some(Spanned { value: s.clone(), span: n.span }),
+        // A bare number or boolean where text is expected is almost always meant as text
+        // (`ticker: 1234`), but silently converting hides typos in names: only accept text.
+        _ => {
+            d.push(expected(n, "a string", &format!("`{what}`")));
+            None
+        }
+    }
+}
+
+pub fn string_list(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Vec<Spanned<String>>> {
+    match &n.value {
+        Value::Seq(items) => Some(items.iter().filter_map(|i| string(i, what, d)).collect()),
+        Value::Null => Some(Vec::new()),
+        _ => {
+            d.push(expected(n, "a list of strings", &format!("`{what}`")));
+            None
+        }
+    }
+}
+
+pub fn seq<'a>(n: &'a Node, what: &str, d: &mut Diagnostics) -> Option<&'a [Node]> {
+    match &n.value {
+        Value::Seq(items) => Some(items),
+        Value::Null => Some(&[]),
+        _ => {
+            d.push(expected(n, "a list", what));
+            None
+        }
+    }
+}
+
+pub fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
+    Diagnostic::new("E007", format!("{what} must be {wanted}, found {}", n.type_name()))
+        .at(n.span)
+        .label(format!("expected {wanted}"))
+}
+
+pub fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
+    // Point at the first line of the mapping: the key belongs there.
+    let span = Span { end_line: n.span.line, end_col: n.span.col + 1, ..n.span };
+    Diagnostic::new("E008", format!("{what} is missing required key `{key}`"))
+        .at(span)
+        .help(format!("add `{key}:` to {what}"))
+}
+
+pub fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic {
+    let mut help = did_you_mean(&key.name, allowed.iter().copied());
+    if help.is_none() {
+        help = Some(format!("allowed keys in {what}: {}", allowed.join(", ")));
+    }
+    Diagnostic::new("E006", format!("unknown key `{}` in {what}", key.name)).at(key.span).label("unknown key").help_opt(help)
+}
+
+/// `500ms`, `5s`, `2m`, `1h`, `1m30s`, `1.5s`. Overflow is an error, not a wrap-around.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("it is empty".into());
+    }
+    let mut total_ms: u128 = 0;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(format!("expected a number at `{rest}`"));
+        }
+        let (num, after) = rest.split_at(num_len);
+        let unit_len = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let scale_ms: f64 = match unit.trim() {
+            "ms" => 1.0,
+            "s" => 1_000.0,
+            "m" => 60_000.0,
+            "h" => 3_600_000.0,
+            "" => return Err(format!("`{num}` has no unit")),
+            other => return Err(format!("unknown unit `{other}`")),
+        };
+        let value: f64 = num.parse().map_err(|_| format!("`{num}` is not a number"))?;
+        let ms = value * scale_ms;
+        if !ms.is_finite() || ms > 1e15 {
+            return Err("it is too long".into());
+        }
+        total_ms += ms.round() as u128;
+        rest = after;
+    }
+    // Anything longer than a year is a typo, and keeps tokio's timers far from overflow.
+    if total_ms > 365 * 24 * 3_600_000 {
+        return Err("it is longer than a year".into());
+    }
+    Ok(Duration::from_millis(total_ms as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
+    }
+}

@@ -1,0 +1,374 @@
+//! YAML into a tree that remembers where every node came from.
+//!
+//! The parser is event-based (saphyr-parser); the tree is built with an explicit stack so depth is
+//! bounded by a limit, not by the thread's stack, and aliases are expanded against a node budget so
+//! a "billion laughs" document is refused after a bounded amount of work and memory.
+
+use crate::diag::{Diagnostic, Span};
+use saphyr_parser::{Event, Parser, ScalarStyle};
+
+pub const MAX_DEPTH: usize = 128;
+pub const MAX_NODES: usize = 1_000_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub span: Span,
+    pub value: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Key, Node)>),
+}
+
+impl Node {
+    pub fn type_name(&self) -> &'static str {
+        match &self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.value {
+            Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn key_span(&self, key: &str) -> Option<Span> {
+        match &self.value {
+            Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(k, _)| k.span),
+            _ => None,
+        }
+    }
+
+    /// Follows an RFC 6901 pointer, returning the deepest node reached: a diagnostic about a
+    /// nested value then points as close to it as the document allows.
+    pub fn locate(&self, pointer: &str) -> &Node {
+        let mut node = self;
+        if pointer.is_empty() {
+            return node;
+        }
+        for raw in pointer.trim_start_matches('/').split('/') {
+            let token = raw.replace("~1", "/").replace("~0", "~");
+            let next = match &node.value {
+                Value::Map(entries) => entries.iter().find(|(k, _)| k.name == token).map(|(_, v)| v),
+                Value::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => break,
+            }
+        }
+        node
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map(J::Number).unwrap_or(J::Null),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(entries.iter().map(|(k, v)| (k.name.clone(), v.to_json())).collect()),
+        }
+    }
+}
+
+fn span_of(s: &saphyr_parser::Span) -> Span {
+    Span {
+        line: s.start.line() as u32,
+        col: s.start.col() as u32 + 1,
+        end_line: s.end.line() as u32,
+        end_col: s.end.col() as u32 + 1,
+    }
+}
+
+enum Frame {
+    Seq { span: Span, anchor: usize, items: Vec<Node> },
+    Map { span: Span, anchor: usize, entries: Vec<(Key, Node)>, pending_key: Option<Key> },
+}
+
+fn count_nodes(node: &Node) -> usize {
+    match &node.value {
+        Value::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        Value::Map(entries) => 1 + entries.iter().map(|(_, v)| 1 + count_nodes(v)).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+/// Parses exactly one YAML document. Errors are diagnostics with codes E002 (syntax), E003
+/// (shape), E004 (resource limits) and E005 (duplicate keys); duplicate keys are reported all
+/// together, other errors stop the parse.
+pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
+    let mut parser = Parser::new_from_str(source);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: std::collections::HashMap<usize, (Node, usize)> = Default::default();
+    let mut root: Option<Node> = None;
+    let mut documents = 0;
+    let mut budget = MAX_NODES;
+    let mut duplicates: Vec<Diagnostic> = Vec::new();
+
+    loop {
+        let (event, span) = match parser.next_event() {
+            None => break,
+            Some(Ok(e)) => e,
+            Some(Err(err)) => {
+                let m = err.marker();
+                let line = (m.line() as u32).max(1);
+                return Err(vec![Diagnostic::new("E002", format!("YAML syntax error: {}", err.info()))
+                    .at(Span::point(line, m.col() as u32 + 1))
+                    .help("check indentation and quoting near this position")]);
+            }
+        };
+        let here = span_of(&span);
+        let completed: Option<(Node, usize)> = match event {
+            Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => None,
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(vec![Diagnostic::new("E003", "a spec holds exactly one YAML document")
+                        .at(here)
+                        .help("remove the `---` separator and everything after it, or split into several spec files")]);
+                }
+                None
+            }
+            Event::Alias(id) => match anchors.get(&id) {
+                Some((node, size)) => {
+                    if *size > budget {
+                        return Err(vec![Diagnostic::new(
+                            "E004",
+                            format!("aliases expand to more than {MAX_NODES} nodes"),
+                        )
+                        .at(here)
+                        .help("this looks like an alias bomb (\"billion laughs\"); write the values out or use fewer nested aliases")]);
+                    }
+                    budget -= size;
+                    let mut copy = node.clone();
+                    copy.span = here;
+                    Some((copy, 0))
+                }
+                None => {
+                    return Err(vec![Diagnostic::new("E002", "YAML alias refers to an unknown anchor").at(here)])
+                }
+            },
+            Event::Scalar(text, style, anchor, tag) => {
+                if budget == 0 {
+                    return Err(vec![Diagnostic::new("E004", format!("document has more than {MAX_NODES} nodes")).at(here)]);
+                }
+                budget -= 1;
+                let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                let value = if style == ScalarStyle::Plain && !forced_str { resolve_plain(&text) } else { Value::Str(text.into_owned()) };
+                Some((Node { span: here, value }, anchor))
+            }
+            Event::SequenceStart(anchor, _) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(vec![depth_error(here)]);
+                }
+                stack.push(Frame::Seq { span: here, anchor, items: Vec::new() });
+                None
+            }
+            Event::MappingStart(anchor, _) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(vec![depth_error(here)]);
+                }
+                stack.push(Frame::Map { span: here, anchor, entries: Vec::new(), pending_key: None });
+                None
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq { span, anchor, items }) => {
+                    let span = Span { end_line: here.end_line, end_col: here.end_col, ..span };
+                    Some((Node { span, value: Value::Seq(items) }, anchor))
+                }
+                _ => return Err(vec![Diagnostic::new("E002", "unbalanced YAML sequence").at(here)]),
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map { span, anchor, entries, .. }) => {
+                    let span = Span { end_line: here.end_line, end_col: here.end_col, ..span };
+                    Some((Node { span, value: Value::Map(entries) }, anchor))
+                }
+                _ => return Err(vec![Diagnostic::new("E002", "unbalanced YAML mapping").at(here)]),
+            },
+        };
+
+        let Some((node, anchor)) = completed else { continue };
+        if anchor != 0 {
+            let size = count_nodes(&node);
+            anchors.insert(anchor, (node.clone(), size));
+        }
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map { entries, pending_key, .. }) => match pending_key.take() {
+                None => {
+                    let name = match &node.value {
+                        Value::Str(s) => s.clone(),
+                        Value::Int(i) => i.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Float(f) => f.to_string(),
+                        Value::Null => "null".to_string(),
+                        _ => {
+                            return Err(vec![Diagnostic::new("E003", "mapping keys must be plain names, not lists or mappings")
+                                .at(node.span)])
+                        }
+                    };
+                    if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
+                        duplicates.push(
+                            Diagnostic::new("E005", format!("duplicate key `{name}`"))
+                                .at(node.span)
+                                .label("second definition")
+                                .help(format!("`{name}` is already defined at line {}; remove one of them", first.span.line)),
+                        );
+                    }
+                    *pending_key = Some(Key { name, span: node.span });
+                }
+                Some(key) => {
+                    // Keep the first definition: the duplicate is an error either way.
+                    if !entries.iter().any(|(k, _)| k.name == key.name) {
+                        entries.push((key, node));
+                    }
+                }
+            },
+        }
+    }
+    if !duplicates.is_empty() {
+        return Err(duplicates);
+    }
+    match root {
+        Some(node) => Ok(node),
+        None => Err(vec![Diagnostic::new("E003", "the spec is empty").at(Span::point(1, 1)).help("start with `version: 1`")]),
+    }
+}
+
+fn depth_error(span: Span) -> Diagnostic {
+    Diagnostic::new("E004", format!("nesting is deeper than {MAX_DEPTH} levels"))
+        .at(span)
+        .help("flatten the structure; no spec key needs this depth")
+}
+
+/// YAML 1.2 core schema resolution of plain scalars (so `no` stays a string, unlike YAML 1.1).
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Float(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        _ => {}
+    }
+    let bytes = text.as_bytes();
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = text.parse::<i64>() {
+            return Value::Int(i);
+        }
+        if let Ok(f) = text.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if let Ok(i) = i64::from_str_radix(hex, 16) {
+            return Value::Int(i);
+        }
+    }
+    if let Some(oct) = text.strip_prefix("0o") {
+        if let Ok(i) = i64::from_str_radix(oct, 8) {
+            return Value::Int(i);
+        }
+    }
+    let looks_numeric = bytes.iter().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && bytes.iter().any(u8::is_ascii_digit)
+        && !text.ends_with(['e', 'E']);
+    if looks_numeric {
+        if let Ok(f) = text.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    Value::Str(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_follow_the_core_schema() {
+        let n = parse("a: 1\nb: 1.5\nc: no\nd: ~\ne: '1'\nf: true\ng: -3\nh: 1e3\n").unwrap();
+        assert_eq!(n.get("a").unwrap().value, Value::Int(1));
+        assert_eq!(n.get("b").unwrap().value, Value::Float(1.5));
+        assert_eq!(n.get("c").unwrap().value, Value::Str("no".into()));
+        assert_eq!(n.get("d").unwrap().value, Value::Null);
+        assert_eq!(n.get("e").unwrap().value, Value::Str("1".into()));
+        assert_eq!(n.get("f").unwrap().value, Value::Bool(true));
+        assert_eq!(n.get("g").unwrap().value, Value::Int(-3));
+        assert_eq!(n.get("h").unwrap().value, Value::Float(1000.0));
+    }
+
+    #[test]
+    fn spans_point_at_values_and_keys() {
+        let n = parse("tools:\n  x:\n    kind: mock\n").unwrap();
+        let kind = n.locate("/tools/x/kind");
+        assert_eq!((kind.span.line, kind.span.col), (3, 11));
+        assert_eq!(n.locate("/tools").key_span("x").map(|s| (s.line, s.col)), Some((2, 3)));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_at_the_second() {
+        let errs = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert_eq!(errs[0].code, "E005");
+        assert_eq!(errs[0].span.unwrap().line, 3);
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut doc = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut prev = 'a';
+        for name in 'b'..='j' {
+            doc.push_str(&format!("{name}: &{name} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
+            prev = name;
+        }
+        let errs = parse(&doc).unwrap_err();
+        assert_eq!(errs[0].code, "E004");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let doc = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(parse(&doc).unwrap_err()[0].code, "E004");
+    }
+
+    #[test]
+    fn aliases_expand() {
+        let n = parse("base: &b {x: 1}\nother: *b\n").unwrap();
+        assert_eq!(n.get("other").unwrap().get("x").unwrap().value, Value::Int(1));
+    }
+}

@@ -1,0 +1,214 @@
+//! minijinja templates compiled once per spec. A string leaf that is exactly one `{{ expr }}`
+//! keeps the expression's JSON type (a number argument stays a number); any other templated
+//! string renders as text.
+
+use serde_json::Value;
+
+/// Bounds the work a hostile template (loops, huge ranges) can make a run do.
+const FUEL: u64 = 200_000;
+/// A rendered string larger than this is an error, not an observation to carry around.
+pub const MAX_RENDERED_BYTES: usize = 4 << 20;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TemplateId(pub String);
+
+#[derive(Clone, Debug)]
+pub enum TValue {
+    Literal(Value),
+    Text(TemplateId),
+    Expr(TemplateId),
+    Array(Vec<TValue>),
+    Object(Vec<(String, TValue)>),
+}
+
+pub struct Templates {
+    env: minijinja::Environment<'static>,
+    count: usize,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Is `text` a template at all? Plain strings skip the template engine entirely.
+pub fn is_template(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%") || text.contains("{#")
+}
+
+/// `{{ expr }}` alone (whitespace aside) → `Some(expr)`.
+pub fn single_expression(text: &str) -> Option<&str> {
+    let t = text.trim();
+    let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
+    if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
+        return None;
+    }
+    Some(inner.trim_start_matches('-').trim_end_matches('-').trim())
+}
+
+impl Templates {
+    pub fn new() -> Templates {
+        let mut env = minijinja::Environment::new();
+        env.set_fuel(Some(FUEL));
+        env.set_recursion_limit(64);
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+        Templates { env, count: 0 }
+    }
+
+    /// Adds a template; a syntax error comes back with its 1-based line inside the template.
+    pub fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<usize>)> {
+        self.count += 1;
+        let id = TemplateId(format!("t{}", self.count));
+        self.env
+            .add_template_owned(id.0.clone(), source.to_string())
+            .map_err(|e| (e.detail().unwrap_or(&e.kind().to_string()).to_string(), e.line()))?;
+        Ok(id)
+    }
+
+    /// For `{{ expr }}` leaves: renders the expression as JSON so its type survives.
+    pub fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<usize>)> {
+        self.add(&format!("{{{{ ({expr}) | tojson }}}}"))
+    }
+
+    /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
+    pub fn variables(&self, id: &TemplateId) -> Vec<String> {
+        let mut vars: Vec<String> = match self.env.get_template(&id.0) {
+            Ok(t) => t.undeclared_variables(true).into_iter().collect(),
+            Err(_) => Vec::new(),
+        };
+        vars.sort();
+        vars
+    }
+
+    /// Compiles a YAML value into a template value; every string leaf with template syntax
+    /// becomes a template. Errors carry the JSON Pointer of the leaf and the line inside it.
+    pub fn compile_value(&mut self, value: &Value) -> Result<TValue, Vec<(String, String, Option<usize>)>> {
+        let mut errors = Vec::new();
+        let tv = self.compile_at(value, String::new(), &mut errors);
+        if errors.is_empty() {
+            Ok(tv)
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn compile_at(&mut self, value: &Value, pointer: String, errors: &mut Vec<(String, String, Option<usize>)>) -> TValue {
+        match value {
+            Value::String(s) if is_template(s) => {
+                let result = match single_expression(s) {
+                    Some(expr) => self.add_expr(expr).map(TValue::Expr),
+                    None => self.add(s).map(TValue::Text),
+                };
+                result.unwrap_or_else(|(msg, line)| {
+                    errors.push((pointer, msg, line));
+                    TValue::Literal(Value::Null)
+                })
+            }
+            Value::Array(items) if contains_template(value) => TValue::Array(
+                items.iter().enumerate().map(|(i, v)| self.compile_at(v, format!("{pointer}/{i}"), errors)).collect(),
+            ),
+            Value::Object(map) if contains_template(value) => TValue::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
+                        (k.clone(), self.compile_at(v, p, errors))
+                    })
+                    .collect(),
+            ),
+            other => TValue::Literal(other.clone()),
+        }
+    }
+
+    /// Every template inside a template value, for checks on the variables they read.
+    pub fn ids_of<'a>(&self, tv: &'a TValue, out: &mut Vec<&'a TemplateId>) {
+        match tv {
+            TValue::Literal(_) => {}
+            TValue::Text(id) | TValue::Expr(id) => out.push(id),
+            TValue::Array(items) => items.iter().for_each(|i| self.ids_of(i, out)),
+            TValue::Object(entries) => entries.iter().for_each(|(_, v)| self.ids_of(v, out)),
+        }
+    }
+
+    pub fn render_text(&self, id: &TemplateId, ctx: &minijinja::Value) -> Result<String, String> {
+        let template = self.env.get_template(&id.0).map_err(|e| e.to_string())?;
+        let text = template.render(ctx).map_err(describe_error)?;
+        if text.len() > MAX_RENDERED_BYTES {
+            return Err(format!("template rendered {} bytes, more than the {} allowed", text.len(), MAX_RENDERED_BYTES));
+        }
+        Ok(text)
+    }
+
+    pub fn render(&self, tv: &TValue, ctx: &minijinja::Value) -> Result<Value, String> {
+        Ok(match tv {
+            TValue::Literal(v) => v.clone(),
+            TValue::Text(id) => Value::String(self.render_text(id, ctx)?),
+            TValue::Expr(id) => {
+                let json = self.render_text(id, ctx)?;
+                serde_json::from_str(&json).unwrap_or(Value::Null)
+            }
+            TValue::Array(items) => Value::Array(items.iter().map(|i| self.render(i, ctx)).collect::<Result<_, _>>()?),
+            TValue::Object(entries) => Value::Object(
+                entries.iter().map(|(k, v)| Ok((k.clone(), self.render(v, ctx)?))).collect::<Result<_, String>>()?,
+            ),
+        })
+    }
+}
+
+fn contains_template(v: &Value) -> bool {
+    match v {
+        Value::String(s) => is_template(s),
+        Value::Array(items) => items.iter().any(contains_template),
+        Value::Object(map) => map.values().any(contains_template),
+        _ => false,
+    }
+}
+
+fn describe_error(e: minijinja::Error) -> String {
+    match e.kind() {
+        minijinja::ErrorKind::OutOfFuel => "template did too much work (loop or range too large)".to_string(),
+        _ => match e.detail() {
+            Some(d) => format!("{}: {d}", e.kind()),
+            None => e.kind().to_string(),
+        },
+    }
+}
+
+pub fn context(value: &Value) -> minijinja::Value {
+    minijinja::Value::from(minijinja::value::Serde(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn single_expressions_keep_their_type() {
+        let mut t = Templates::new();
+        let tv = t.compile_value(&json!({"n": "{{ args.n }}", "s": "id-{{ args.n }}", "k": 3})).unwrap();
+        let out = t.render(&tv, &context(&json!({"args": {"n": 5}}))).unwrap();
+        assert_eq!(out, json!({"n": 5, "s": "id-5", "k": 3}));
+    }
+
+    #[test]
+    fn variables_are_listed_dotted() {
+        let mut t = Templates::new();
+        let id = t.add("{{ args.city | urlencode }} {{ secrets.KEY }}").unwrap();
+        assert_eq!(t.variables(&id), vec!["args.city".to_string(), "secrets.KEY".to_string()]);
+    }
+
+    #[test]
+    fn runaway_loops_run_out_of_fuel() {
+        let mut t = Templates::new();
+        let id = t.add("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}").unwrap();
+        assert!(t.render_text(&id, &context(&json!({}))).unwrap_err().contains("too much work"));
+    }
+
+    #[test]
+    fn syntax_errors_have_a_line() {
+        let mut t = Templates::new();
+        let (_, line) = t.add("ok\n{{ broken ").unwrap_err();
+        assert_eq!(line, Some(2));
+    }
+}

@@ -1,0 +1,7 @@
+//! HTTP tools.
+use super::{ToolEnv, ToolError, ErrorKind};
+use crate::registry::{HttpTool, Tool};
+use serde_json::Value;
+pub async fn execute(_tool: &Tool, _http: &HttpTool, _args: &Value, _env: &ToolEnv<'_>) -> Result<Value, ToolError> {
+    Err(ToolError::new(ErrorKind::ExecutionError, "http tools are not implemented yet"))
+}

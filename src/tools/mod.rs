@@ -1,0 +1,109 @@
+//! Tool execution: one function per kind, all returning a JSON observation or a structured error
+//! that goes back to the model (a tool error is never a crash).
+
+pub mod builtin;
+pub mod http;
+pub mod mock;
+pub mod table;
+
+use crate::events::Events;
+use crate::net::Transport;
+use crate::redact::Secrets;
+use crate::registry::{Registry, Tool, ToolKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    UnknownTool,
+    InvalidArguments,
+    Denied,
+    LoopDetected,
+    LimitExceeded,
+    Timeout,
+    HttpStatus,
+    Network,
+    NotFound,
+    ExecutionError,
+    MalformedDecision,
+    ModelError,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::UnknownTool,
+        ErrorKind::InvalidArguments,
+        ErrorKind::Denied,
+        ErrorKind::LoopDetected,
+        ErrorKind::LimitExceeded,
+        ErrorKind::Timeout,
+        ErrorKind::HttpStatus,
+        ErrorKind::Network,
+        ErrorKind::NotFound,
+        ErrorKind::ExecutionError,
+        ErrorKind::MalformedDecision,
+        ErrorKind::ModelError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::Denied => "denied",
+            ErrorKind::LoopDetected => "loop_detected",
+            ErrorKind::LimitExceeded => "limit_exceeded",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::Network => "network",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::ExecutionError => "execution_error",
+            ErrorKind::MalformedDecision => "malformed_decision",
+            ErrorKind::ModelError => "model_error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolError {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// Facts for the trace that the model does not need (status, attempts, elapsed).
+    pub details: Option<Value>,
+}
+
+impl ToolError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
+        ToolError { kind, message: message.into(), details: None }
+    }
+    pub fn with_details(mut self, details: Value) -> ToolError {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// Everything a tool may touch while it runs. Nothing here reaches a shell.
+pub struct ToolEnv<'a> {
+    pub registry: &'a Registry,
+    pub secrets: &'a Secrets,
+    pub transport: &'a Transport,
+    pub events: &'a Events,
+    pub query: &'a str,
+    /// The run's fixed "now" (recorded in fixtures, so replays see the same clock).
+    pub now_unix_ms: i64,
+    /// The id of the call, for progress events.
+    pub call_id: &'a str,
+}
+
+pub async fn execute(tool: &Tool, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
+    match &tool.kind {
+        ToolKind::Mock(responses) => mock::execute(responses, args, env),
+        ToolKind::Table(table) => table::execute(table, args),
+        ToolKind::Builtin(name) => builtin::execute(name, args, env),
+        ToolKind::Http(http) => http::execute(tool, http, args, env).await,
+    }
+}
