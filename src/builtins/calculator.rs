@@ -258,17 +258,15 @@ fn show(x: f64) -> String {
     clean_number(x).map_or_else(|| x.to_string(), |v| v.to_string())
 }
 
-fn finite(value: f64, what: &str, col: usize) -> Result<f64, BuiltinError> {
+#[cold]
+#[inline(never)]
+fn not_finite(value: f64, what: &str, col: usize) -> BuiltinError {
     if value.is_nan() {
-        Err(BuiltinError::execution(format!(
-            "{what} at column {col} has no real-number result"
-        )))
-    } else if value.is_infinite() {
-        Err(BuiltinError::execution(format!(
-            "{what} at column {col} overflows (the result is too large to represent)"
-        )))
+        BuiltinError::execution(format!("{what} at column {col} has no real-number result"))
     } else {
-        Ok(value)
+        BuiltinError::execution(format!(
+            "{what} at column {col} overflows (the result is too large to represent)"
+        ))
     }
 }
 
@@ -278,25 +276,26 @@ impl Parser {
         &self.tokens[self.pos.min(self.tokens.len() - 1)]
     }
 
-    fn advance(&mut self) -> Token {
-        let tok = self.peek().clone();
+    /// Consumes a token and returns its index. Indexes rather than clones keep the
+    /// recursive frames small, which is what bounds stack use per nesting level.
+    fn advance(&mut self) -> usize {
+        let i = self.pos.min(self.tokens.len() - 1);
         if self.pos + 1 < self.tokens.len() {
             self.pos += 1;
         }
-        tok
+        i
     }
 
     /// Every recursion goes through here so deep input fails cleanly instead of
     /// overflowing the stack.
-    fn nested<T>(
+    fn nested(
         &mut self,
         col: usize,
-        f: impl FnOnce(&mut Self) -> Result<T, BuiltinError>,
-    ) -> Result<T, BuiltinError> {
-        if self.depth >= MAX_DEPTH {
-            return Err(BuiltinError::invalid(format!(
-                "expression nests deeper than {MAX_DEPTH} levels at column {col}"
-            )));
+        f: fn(&mut Self) -> Result<f64, BuiltinError>,
+    ) -> Result<f64, BuiltinError> {
+        // The top-level expression is level 0, so exactly MAX_DEPTH nested groups still fit.
+        if self.depth > MAX_DEPTH {
+            return Err(too_deep(col));
         }
         self.depth += 1;
         let result = f(self);
@@ -304,253 +303,295 @@ impl Parser {
         result
     }
 
+    fn checked(&self, value: f64, op: usize) -> Result<f64, BuiltinError> {
+        if value.is_finite() {
+            Ok(value)
+        } else {
+            let tok = &self.tokens[op];
+            Err(not_finite(value, &format!("`{}`", tok.text), tok.col))
+        }
+    }
+
     fn expr(&mut self) -> Result<f64, BuiltinError> {
         let col = self.peek().col;
-        self.nested(col, |p| {
-            let mut value = p.term()?;
-            loop {
-                let op = p.peek().clone();
-                let add = match op.kind {
-                    Kind::Plus => true,
-                    Kind::Minus => false,
-                    _ => return Ok(value),
-                };
-                p.advance();
-                let rhs = p.term()?;
-                value = if add { value + rhs } else { value - rhs };
-                value = finite(value, &format!("`{}`", op.text), op.col)?;
-            }
-        })
+        self.nested(col, Self::sum)
+    }
+
+    fn sum(&mut self) -> Result<f64, BuiltinError> {
+        let mut value = self.term()?;
+        loop {
+            let add = match self.peek().kind {
+                Kind::Plus => true,
+                Kind::Minus => false,
+                _ => return Ok(value),
+            };
+            let op = self.advance();
+            let rhs = self.term()?;
+            value = self.checked(if add { value + rhs } else { value - rhs }, op)?;
+        }
     }
 
     fn term(&mut self) -> Result<f64, BuiltinError> {
         let mut value = self.unary()?;
         loop {
-            let op = self.peek().clone();
-            if !matches!(op.kind, Kind::Star | Kind::Slash | Kind::Percent) {
-                return Ok(value);
-            }
-            self.advance();
+            let kind = match self.peek().kind {
+                Kind::Star => Kind::Star,
+                Kind::Slash => Kind::Slash,
+                Kind::Percent => Kind::Percent,
+                _ => return Ok(value),
+            };
+            let op = self.advance();
             let rhs = self.unary()?;
-            value = match op.kind {
+            if rhs == 0.0 && kind != Kind::Star {
+                return Err(by_zero(kind == Kind::Slash, self.tokens[op].col));
+            }
+            value = match kind {
                 Kind::Star => value * rhs,
-                Kind::Slash if rhs == 0.0 => {
-                    return Err(BuiltinError::execution(format!(
-                        "division by zero at column {}",
-                        op.col
-                    )))
-                }
                 Kind::Slash => value / rhs,
-                Kind::Percent if rhs == 0.0 => {
-                    return Err(BuiltinError::execution(format!(
-                        "modulo by zero at column {}",
-                        op.col
-                    )))
-                }
                 _ => value % rhs,
             };
-            value = finite(value, &format!("`{}`", op.text), op.col)?;
+            value = self.checked(value, op)?;
         }
     }
 
     fn unary(&mut self) -> Result<f64, BuiltinError> {
-        let tok = self.peek().clone();
-        match tok.kind {
-            Kind::Minus => {
-                self.advance();
-                self.nested(tok.col, |p| p.unary()).map(|v| -v)
-            }
-            Kind::Plus => {
-                self.advance();
-                self.nested(tok.col, |p| p.unary())
-            }
-            _ => self.power(),
-        }
+        let negate = match self.peek().kind {
+            Kind::Minus => true,
+            Kind::Plus => false,
+            _ => return self.power(),
+        };
+        let op = self.advance();
+        let col = self.tokens[op].col;
+        let value = self.nested(col, Self::unary)?;
+        Ok(if negate { -value } else { value })
     }
 
     fn power(&mut self) -> Result<f64, BuiltinError> {
         let base = self.primary()?;
-        let op = self.peek().clone();
-        if op.kind != Kind::Pow {
+        if self.peek().kind != Kind::Pow {
             return Ok(base);
         }
-        self.advance();
+        let op = self.advance();
+        let col = self.tokens[op].col;
         // Recursing into `unary` gives right associativity and allows `2^-1`.
-        let exponent = self.nested(op.col, |p| p.unary())?;
+        let exponent = self.nested(col, Self::unary)?;
         if base == 0.0 && exponent < 0.0 {
             return Err(BuiltinError::execution(format!(
-                "zero raised to a negative power at column {} (division by zero)",
-                op.col
+                "zero raised to a negative power at column {col} (division by zero)"
             )));
         }
-        finite(base.powf(exponent), &format!("`{}`", op.text), op.col)
+        self.checked(base.powf(exponent), op)
     }
 
     fn primary(&mut self) -> Result<f64, BuiltinError> {
-        let tok = self.advance();
-        match &tok.kind {
-            Kind::Num(v) => Ok(*v),
+        let i = self.advance();
+        match self.tokens[i].kind {
+            Kind::Num(v) => Ok(v),
             Kind::LParen => {
-                let value = self.expr()?;
-                self.expect_close(&tok)?;
+                let value = self.nested(self.tokens[i].col, Self::sum)?;
+                self.expect_close(i)?;
                 Ok(value)
             }
-            Kind::Ident(name) => {
-                if self.peek().kind == Kind::LParen {
-                    self.call(&tok, name)
-                } else if let Some(v) = constant(name) {
-                    Ok(v)
-                } else if function(name).is_some() {
-                    Err(BuiltinError::invalid(format!(
-                        "function `{}` at column {} needs its arguments in parentheses, e.g. `{name}(2)`",
-                        tok.text, tok.col
-                    )))
-                } else {
-                    let names = CONSTANTS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .chain(FUNCTIONS.iter().map(|(n, _, _)| *n));
-                    let hint = match closest(name, names) {
-                        Some(c) => format!("; did you mean `{c}`?"),
-                        None => " (variables are not supported; constants are pi, e, tau)".into(),
-                    };
-                    Err(BuiltinError::invalid(format!(
-                        "unknown name `{}` at column {}{hint}",
-                        tok.text, tok.col
-                    )))
-                }
-            }
-            _ => Err(unexpected(&tok, "")),
+            Kind::Ident(_) if self.peek().kind == Kind::LParen => self.call(i),
+            Kind::Ident(_) => name_value(&self.tokens[i]),
+            _ => Err(unexpected(&self.tokens[i], "")),
         }
     }
 
-    fn expect_close(&mut self, open: &Token) -> Result<(), BuiltinError> {
-        let next = self.peek().clone();
-        match next.kind {
+    fn expect_close(&mut self, open: usize) -> Result<(), BuiltinError> {
+        match self.peek().kind {
             Kind::RParen => {
                 self.advance();
                 Ok(())
             }
             Kind::End => Err(BuiltinError::invalid(format!(
                 "missing `)` to close `(` at column {}",
-                open.col
+                self.tokens[open].col
             ))),
-            _ => Err(unexpected(&next, "")),
+            _ => Err(unexpected(self.peek(), "")),
         }
     }
 
-    fn call(&mut self, name_tok: &Token, name: &str) -> Result<f64, BuiltinError> {
-        let col = name_tok.col;
-        let shown = &name_tok.text;
-        let Some((min, max)) = function(name) else {
-            if constant(name).is_some() {
-                return Err(BuiltinError::invalid(format!(
-                    "`{shown}` at column {col} is a constant, not a function"
-                )));
-            }
-            let hint = match closest(name, FUNCTIONS.iter().map(|(n, _, _)| *n)) {
-                Some(c) => format!("; did you mean `{c}`?"),
-                None => format!(
-                    "; available: {}",
-                    FUNCTIONS
-                        .iter()
-                        .map(|(n, _, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            return Err(BuiltinError::invalid(format!(
-                "unknown function `{shown}` at column {col}{hint}"
-            )));
+    fn call(&mut self, name: usize) -> Result<f64, BuiltinError> {
+        let arity = match &self.tokens[name].kind {
+            Kind::Ident(n) => function(n),
+            _ => None,
+        };
+        let Some(arity) = arity else {
+            return Err(unknown_function(&self.tokens[name]));
         };
         let open = self.advance();
-        let args = self.nested(open.col, |p| {
-            let mut args = Vec::new();
-            if p.peek().kind != Kind::RParen {
-                loop {
-                    args.push(p.expr()?);
-                    if p.peek().kind != Kind::Comma {
-                        break;
-                    }
-                    p.advance();
+        // No `nested` here: each argument is an `expr`, which already counts one level.
+        let mut args = Vec::new();
+        if self.peek().kind != Kind::RParen {
+            loop {
+                args.push(self.expr()?);
+                if self.peek().kind != Kind::Comma {
+                    break;
                 }
+                self.advance();
             }
-            p.expect_close(&open)?;
-            Ok(args)
-        })?;
-        let n = args.len();
-        if n < min || max.is_some_and(|m| n > m) {
-            let expected = match (min, max) {
-                (lo, Some(hi)) if lo == hi => format!("exactly {lo}"),
-                (lo, Some(hi)) => format!("{lo} or {hi}"),
-                (lo, None) => format!("at least {lo}"),
-            };
-            let noun = if expected == "exactly 1" {
-                "argument"
-            } else {
-                "arguments"
-            };
-            return Err(BuiltinError::invalid(format!(
-                "`{shown}` at column {col} takes {expected} {noun}, got {n}"
-            )));
         }
-        let x = args[0];
-        let domain = |what: &str| Err(BuiltinError::execution(format!("{what} at column {col}")));
-        let value = match name {
-            "abs" => x.abs(),
-            "ceil" => x.ceil(),
-            "floor" => x.floor(),
-            "trunc" => x.trunc(),
-            "exp" => x.exp(),
-            "sin" => snap_trig(x, x.sin()),
-            "cos" => snap_trig(1.0, x.cos()),
-            "tan" => snap_trig(x, x.tan()),
-            "atan" => x.atan(),
-            "asin" | "acos" if !(-1.0..=1.0).contains(&x) => {
+        self.expect_close(open)?;
+        apply(&self.tokens[name], arity, &args)
+    }
+}
+
+// Error construction and function evaluation live outside the recursive methods: in debug
+// builds every `format!` temporary would otherwise enlarge each recursion frame.
+
+#[cold]
+#[inline(never)]
+fn too_deep(col: usize) -> BuiltinError {
+    BuiltinError::invalid(format!(
+        "expression nests deeper than {MAX_DEPTH} levels at column {col}"
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn by_zero(division: bool, col: usize) -> BuiltinError {
+    let what = if division { "division" } else { "modulo" };
+    BuiltinError::execution(format!("{what} by zero at column {col}"))
+}
+
+#[inline(never)]
+fn name_value(tok: &Token) -> Result<f64, BuiltinError> {
+    let Kind::Ident(name) = &tok.kind else {
+        return Err(unexpected(tok, ""));
+    };
+    if let Some(v) = constant(name) {
+        return Ok(v);
+    }
+    if function(name).is_some() {
+        return Err(BuiltinError::invalid(format!(
+            "function `{}` at column {} needs its arguments in parentheses, e.g. `{name}(2)`",
+            tok.text, tok.col
+        )));
+    }
+    let names = CONSTANTS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(FUNCTIONS.iter().map(|(n, _, _)| *n));
+    let hint = match closest(name, names) {
+        _ if name == "x" => " (write multiplication as `*`)".into(),
+        Some(c) => format!("; did you mean `{c}`?"),
+        None => " (variables are not supported; constants are pi, e, tau)".into(),
+    };
+    Err(BuiltinError::invalid(format!(
+        "unknown name `{}` at column {}{hint}",
+        tok.text, tok.col
+    )))
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_function(tok: &Token) -> BuiltinError {
+    let (shown, col) = (&tok.text, tok.col);
+    let name = shown.to_lowercase();
+    if constant(&name).is_some() {
+        return BuiltinError::invalid(format!(
+            "`{shown}` at column {col} is a constant, not a function"
+        ));
+    }
+    let hint = match closest(&name, FUNCTIONS.iter().map(|(n, _, _)| *n)) {
+        Some(c) => format!("; did you mean `{c}`?"),
+        None => format!(
+            "; available: {}",
+            FUNCTIONS
+                .iter()
+                .map(|(n, _, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    BuiltinError::invalid(format!("unknown function `{shown}` at column {col}{hint}"))
+}
+
+#[inline(never)]
+fn apply(
+    tok: &Token,
+    (min, max): (usize, Option<usize>),
+    args: &[f64],
+) -> Result<f64, BuiltinError> {
+    let (shown, col) = (&tok.text, tok.col);
+    let name = shown.to_lowercase();
+    let n = args.len();
+    if n < min || max.is_some_and(|m| n > m) {
+        let expected = match (min, max) {
+            (lo, Some(hi)) if lo == hi => format!("exactly {lo}"),
+            (lo, Some(hi)) => format!("{lo} or {hi}"),
+            (lo, None) => format!("at least {lo}"),
+        };
+        let noun = if expected == "exactly 1" {
+            "argument"
+        } else {
+            "arguments"
+        };
+        return Err(BuiltinError::invalid(format!(
+            "`{shown}` at column {col} takes {expected} {noun}, got {n}"
+        )));
+    }
+    let x = args[0];
+    let domain = |what: &str| Err(BuiltinError::execution(format!("{what} at column {col}")));
+    let value = match name.as_str() {
+        "abs" => x.abs(),
+        "ceil" => x.ceil(),
+        "floor" => x.floor(),
+        "trunc" => x.trunc(),
+        "exp" => x.exp(),
+        "sin" => snap_trig(x, x.sin()),
+        "cos" => snap_trig(1.0, x.cos()),
+        "tan" => snap_trig(x, x.tan()),
+        "atan" => x.atan(),
+        "asin" | "acos" if !(-1.0..=1.0).contains(&x) => {
+            return domain(&format!(
+                "`{shown}` of {} is undefined (the domain is -1 to 1)",
+                show(x)
+            ))
+        }
+        "asin" => x.asin(),
+        "acos" => x.acos(),
+        "sqrt" if x < 0.0 => {
+            return domain(&format!("square root of a negative number ({})", show(x)))
+        }
+        "sqrt" => x.sqrt(),
+        "ln" | "log" | "log2" | "log10" if x <= 0.0 => {
+            return domain(&format!("logarithm of a non-positive number ({})", show(x)))
+        }
+        "ln" => x.ln(),
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "log" => match args.get(1) {
+            None => x.log10(),
+            Some(&base) if base <= 0.0 || base == 1.0 => {
                 return domain(&format!(
-                    "`{shown}` of {} is undefined (the domain is -1 to 1)",
-                    show(x)
+                    "logarithm base must be positive and not 1, got {}",
+                    show(base)
                 ))
             }
-            "asin" => x.asin(),
-            "acos" => x.acos(),
-            "sqrt" if x < 0.0 => {
-                return domain(&format!("square root of a negative number ({})", show(x)))
-            }
-            "sqrt" => x.sqrt(),
-            "ln" | "log" | "log2" | "log10" if x <= 0.0 => {
-                return domain(&format!("logarithm of a non-positive number ({})", show(x)))
-            }
-            "ln" => x.ln(),
-            "log2" => x.log2(),
-            "log10" => x.log10(),
-            "log" => match args.get(1) {
-                None => x.log10(),
-                Some(&base) if base <= 0.0 || base == 1.0 => {
+            Some(&base) => x.ln() / base.ln(),
+        },
+        "min" => args.iter().copied().fold(f64::INFINITY, f64::min),
+        "max" => args.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        "round" => match args.get(1) {
+            None => x.round(),
+            Some(&digits) => {
+                if digits.fract() != 0.0 || !(-15.0..=15.0).contains(&digits) {
                     return domain(&format!(
-                        "logarithm base must be positive and not 1, got {}",
-                        show(base)
-                    ))
+                        "`{shown}` digits must be a whole number from -15 to 15, got {}",
+                        show(digits)
+                    ));
                 }
-                Some(&base) => x.ln() / base.ln(),
-            },
-            "min" => args.iter().copied().fold(f64::INFINITY, f64::min),
-            "max" => args.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            "round" => match args.get(1) {
-                None => x.round(),
-                Some(&digits) => {
-                    if digits.fract() != 0.0 || !(-15.0..=15.0).contains(&digits) {
-                        return domain(&format!(
-                            "`{shown}` digits must be a whole number from -15 to 15, got {}",
-                            show(digits)
-                        ));
-                    }
-                    round_to(x, digits as i32)
-                }
-            },
-            _ => unreachable_function(name)?,
-        };
-        finite(value, &format!("`{shown}`"), col)
+                round_to(x, digits as i32)
+            }
+        },
+        _ => unreachable_function(&name)?,
+    };
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(not_finite(value, &format!("`{shown}`"), col))
     }
 }
 
@@ -819,6 +860,58 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_input_never_panics() {
+        // Deterministic xorshift so a failure is reproducible from the printed input.
+        let alphabet: Vec<char> = "0123456789.eE+-*/%^(),  pisqrtmaxroundlog×÷−πx_$"
+            .chars()
+            .collect();
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 24) as usize;
+            let expr: String = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let _ = evaluate(&expr);
+        }
+    }
+
+    #[test]
+    fn deepest_accepted_input_fits_a_small_stack() {
+        // Tokio workers get 2 MiB; proving 1 MiB suffices leaves headroom in debug builds.
+        let worst = [
+            "(".repeat(200) + "1" + &")".repeat(200),
+            "-".repeat(199) + "1",
+            "1^".repeat(199) + "1",
+            "abs(".repeat(200) + "1" + &")".repeat(200),
+        ];
+        let handle = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                worst
+                    .iter()
+                    .map(|e| evaluate(e).is_ok())
+                    .collect::<Vec<_>>()
+            })
+            .expect("spawn");
+        assert_eq!(handle.join().expect("no stack overflow"), [true; 4]);
+    }
+
+    #[test]
+    fn x_as_times_gets_a_hint() {
+        assert_eq!(invalid("2 x 3"), "unexpected `x` at column 3 (missing an operator? write multiplication explicitly, e.g. `2*pi`)");
+        assert_eq!(
+            invalid("x"),
+            "unknown name `x` at column 1 (write multiplication as `*`)"
+        );
+    }
+
+    #[test]
     fn every_declared_function_is_implemented() {
         for (name, min, _) in FUNCTIONS {
             let args = vec!["0.5"; *min].join(", ");
@@ -841,6 +934,12 @@ mod tests {
         let just_fits = "1+".repeat(4_999) + "1";
         assert_eq!(ok(&just_fits), json!(5_000));
 
+        let limit = "(".repeat(200) + "1" + &")".repeat(200);
+        assert_eq!(ok(&limit), json!(1));
+        let over = "(".repeat(201) + "1" + &")".repeat(201);
+        assert!(invalid(&over).contains("nests deeper than 200 levels at column 201"));
+        let calls = "abs(".repeat(200) + "1" + &")".repeat(200);
+        assert_eq!(ok(&calls), json!(1));
         let deep = "(".repeat(300) + "1" + &")".repeat(300);
         assert!(invalid(&deep).contains("nests deeper than 200 levels"));
         let ok_depth = "(".repeat(150) + "1" + &")".repeat(150);

@@ -279,7 +279,7 @@ fn parse_offset(text: &str) -> Option<i32> {
         return Some(0);
     }
     static RE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^([+-])(\d{2})(?::?(\d{2}))?$").expect("static regex"));
+        LazyLock::new(|| Regex::new(r"^([+-])([0-9]{2})(?::?([0-9]{2}))?$").expect("static regex"));
     let caps = RE.captures(t)?;
     let hours: i32 = caps[2].parse().ok()?;
     let minutes: i32 = caps.get(3).map_or(Some(0), |m| m.as_str().parse().ok())?;
@@ -317,7 +317,7 @@ fn parse_moment(
     }
     static RE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$",
+            r"^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]{1,9}))?)?\s*([Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?$",
         )
         .expect("static regex")
     });
@@ -391,7 +391,7 @@ fn parse_moment(
 
 fn parse_unix_seconds(text: &str) -> Option<i64> {
     static RE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^[+-]?\d{1,15}(\.\d{1,9})?$").expect("static regex"));
+        LazyLock::new(|| Regex::new(r"^[+-]?[0-9]{1,15}(\.[0-9]{1,9})?$").expect("static regex"));
     if !RE.is_match(text.trim()) {
         return None;
     }
@@ -441,7 +441,7 @@ fn parse_amount_body(
     bad: &dyn Fn(&str) -> BuiltinError,
 ) -> Result<Amount, BuiltinError> {
     static PART: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^\s*(\d{1,12}(?:\.\d{1,9})?)\s*([a-zA-Z]+)\s*,?").expect("static regex")
+        Regex::new(r"^\s*([0-9]{1,12}(?:\.[0-9]{1,9})?)\s*([a-zA-Z]+)\s*,?").expect("static regex")
     });
     let mut rest = text;
     let mut total = Amount::default();
@@ -1071,6 +1071,57 @@ mod tests {
         assert_eq!(
             ok(json!({"operation": "now", "value": null}))["unix"],
             1_709_208_000
+        );
+    }
+
+    #[test]
+    fn arbitrary_input_never_panics() {
+        let alphabet: Vec<char> = "0123456789-+:TZ .,@ymowdhsnx%YjaAbBpuz٣".chars().collect();
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut random = |max: u64| -> String {
+            let len = (next() % max) as usize;
+            (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect()
+        };
+        for _ in 0..5_000 {
+            let (value, amount, format, offset) = (random(30), random(12), random(12), random(7));
+            let _ = run(json!({"operation": "parse", "value": value, "timezone_offset": offset}));
+            let _ = run(
+                json!({"operation": "add", "value": "2024-01-31", "amount": amount, "format": format}),
+            );
+            let _ = run(json!({"operation": "diff", "value": "0000-01-01", "other": value}));
+        }
+        // Plausible-looking dates exercise the validation paths rather than the regex.
+        for _ in 0..5_000 {
+            let v = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}+{:02}:{:02}",
+                next() % 10_000,
+                next() % 14,
+                next() % 33,
+                next() % 26,
+                next() % 62,
+                next() % 62,
+                next() % 26,
+                next() % 62
+            );
+            let _ = run(
+                json!({"operation": "add", "value": v, "amount": "-13mo 1d", "timezone_offset": "-23:59"}),
+            );
+        }
+    }
+
+    #[test]
+    fn non_ascii_digits_are_not_dates() {
+        assert!(
+            invalid(json!({"operation": "parse", "value": "٢٠٢٤-01-01"}))
+                .contains("not a recognised")
         );
     }
 

@@ -82,11 +82,13 @@ pub(crate) fn lookup<'v>(data: &'v Value, pointer: &str) -> Result<&'v Value, Bu
                 })?;
                 match index.and_then(|i| items.get(i)) {
                     Some(v) => v,
-                    None => return Err(BuiltinError::not_found(format!(
+                    None => {
+                        return Err(BuiltinError::not_found(format!(
                         "index `{token}` is past the end of the array at {at}, which has {} item{}",
                         items.len(),
                         if items.len() == 1 { "" } else { "s" }
-                    ))),
+                    )))
+                    }
                 }
             }
             scalar => {

@@ -66,7 +66,7 @@ const UNITS: &[Unit] = &[
     unit("yd", &["yard", "yards"], Dimension::Length, 0.9144),
     unit(
         "kg",
-        &["kilogram", "kilograms", "kilo", "kilos"],
+        &["kgs", "kilogram", "kilograms", "kilo", "kilos"],
         Dimension::Mass,
         1.0,
     ),
