@@ -210,11 +210,6 @@ impl<'a> Args<'a> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
-    pub(crate) fn req(&self, key: &str) -> Result<&'a Value, BuiltinError> {
-        self.get(key)
-            .ok_or_else(|| BuiltinError::invalid(format!("missing required argument `{key}`")))
-    }
-
     pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, BuiltinError> {
         match self.get(key) {
             None => Ok(None),
