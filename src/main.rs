@@ -14,6 +14,7 @@ mod models;
 mod net;
 mod redact;
 mod registry;
+mod session;
 mod spec;
 mod templates;
 mod tooldefs;
@@ -28,7 +29,11 @@ fn main() {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::SUCCESS };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
             let _ = e.print();
             std::process::exit(code);
         }
