@@ -13,6 +13,7 @@ mod exit;
 mod models;
 mod net;
 mod redact;
+mod replay;
 mod registry;
 mod session;
 mod spec;

@@ -79,7 +79,15 @@ impl Templates {
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
     pub fn variables(&self, id: &TemplateId) -> Vec<String> {
         let mut vars: Vec<String> = match self.env.get_template(&id.0) {
-            Ok(t) => t.undeclared_variables(true).into_iter().collect(),
+            // Global functions (`range`, `dict`, ...) are not variables a spec must provide.
+            Ok(t) => t
+                .undeclared_variables(true)
+                .into_iter()
+                .filter(|v| {
+                    let root = v.split('.').next().unwrap_or(v);
+                    !self.env.globals().any(|(name, _)| name == root)
+                })
+                .collect(),
             Err(_) => Vec::new(),
         };
         vars.sort();
