@@ -1,31 +1,5 @@
-// Parts of the API land in stages; unused items are expected until every command is wired.
-#![allow(dead_code)]
-// Diagnostics are rich values and errors are the rare path: boxing them buys nothing.
-#![allow(clippy::result_large_err)]
-
-mod builtins;
-mod cli;
-mod codes;
-mod commands;
-mod compile;
-mod diag;
-mod engine;
-mod events;
-mod exit;
-mod fixture;
-mod models;
-mod net;
-mod redact;
-mod registry;
-mod replay;
-mod session;
-mod spec;
-mod templates;
-mod tooldefs;
-mod tools;
-mod trace;
-
 use clap::Parser;
+use toolrun::{cli, commands, exit};
 
 fn main() {
     // A closed pipe (`toolrun schema | head`) is a normal way to stop reading, not a crash.

@@ -1,0 +1,29 @@
+//! toolrun as a library: the binary in `main.rs` is a thin shell over it, and fuzz targets and
+//! benchmarks reach the same code the command line runs.
+
+// Parts of the API land in stages; unused items are expected until every command is wired.
+#![allow(dead_code)]
+// Diagnostics are rich values and errors are the rare path: boxing them buys nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod builtins;
+pub mod cli;
+pub mod codes;
+pub mod commands;
+pub mod compile;
+pub mod diag;
+pub mod engine;
+pub mod events;
+pub mod exit;
+pub mod fixture;
+pub mod models;
+pub mod net;
+pub mod redact;
+pub mod registry;
+pub mod replay;
+pub mod session;
+pub mod spec;
+pub mod templates;
+pub mod tooldefs;
+pub mod tools;
+pub mod trace;
