@@ -135,16 +135,20 @@ impl Transport {
 
 fn classify(e: reqwest::Error) -> NetError {
     if e.is_timeout() {
-        NetError::Timeout
-    } else if e.is_connect() {
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            msg = s.to_string();
-            source = s.source();
-        }
+        return NetError::Timeout;
+    }
+    // reqwest's own text names the URL, which may hold a secret and says nothing the caller does
+    // not know; the innermost cause ("Connection refused (os error 111)") is what happened.
+    let e = e.without_url();
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        msg = s.to_string();
+        source = s.source();
+    }
+    if e.is_connect() {
         NetError::Connect(msg)
     } else {
-        NetError::Io(e.to_string())
+        NetError::Io(msg)
     }
 }
