@@ -13,12 +13,27 @@ pub struct AnthropicModel {
 }
 
 impl AnthropicModel {
-    pub fn new(name: &str, settings: &LiveModel, secrets: &mut Secrets) -> Result<AnthropicModel, String> {
+    pub fn new(
+        name: &str,
+        settings: &LiveModel,
+        secrets: &mut Secrets,
+    ) -> Result<AnthropicModel, String> {
         let api_key = super::read_api_key(name, settings, secrets)?;
-        Ok(AnthropicModel { name: name.to_string(), settings: settings.clone(), api_key })
+        Ok(AnthropicModel {
+            name: name.to_string(),
+            settings: settings.clone(),
+            api_key,
+        })
     }
 
-    pub async fn decide(&mut self, _input: DecideInput<'_>, _transport: &Transport, _events: &Events) -> Result<ModelTurn, ModelError> {
-        Err(ModelError::new("the anthropic provider is not implemented yet"))
+    pub async fn decide(
+        &mut self,
+        _input: DecideInput<'_>,
+        _transport: &Transport,
+        _events: &Events,
+    ) -> Result<ModelTurn, ModelError> {
+        Err(ModelError::new(
+            "the anthropic provider is not implemented yet",
+        ))
     }
 }
