@@ -103,6 +103,9 @@ impl Transport {
         req: &HttpRequest,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
+        // The timeout counts from here: building the client on first use (TLS set-up) is part
+        // of the time the caller gave this request.
+        let deadline = tokio::time::Instant::now() + opts.timeout;
         let client = self.client()?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|e| NetError::Io(e.to_string()))?;
@@ -147,7 +150,7 @@ impl Transport {
                 truncated,
             })
         };
-        match tokio::time::timeout(opts.timeout, work).await {
+        match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
             Err(_) => Err(NetError::Timeout),
         }

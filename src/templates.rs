@@ -79,7 +79,10 @@ impl Templates {
 
     /// The text a template was compiled from (HTTP tools read the literal host of a URL).
     pub fn source(&self, id: &TemplateId) -> Option<String> {
-        self.env.get_template(&id.0).ok().map(|t| t.source().to_string())
+        self.env
+            .get_template(&id.0)
+            .ok()
+            .map(|t| t.source().to_string())
     }
 
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).

@@ -48,7 +48,7 @@ pub async fn execute(
                 http,
                 env,
                 started,
-                deadline: started + tool.timeout,
+                deadline: started + tool.timeout - deadline_margin(tool.timeout),
             }
             .run(req)
             .await
@@ -70,6 +70,13 @@ pub async fn execute(
             Err(e)
         }
     }
+}
+
+/// The engine also bounds every call by the tool's timeout; ending a little earlier here means
+/// the error that comes back is this module's (with attempts, URL and an actionable message)
+/// rather than the engine's bare backstop.
+fn deadline_margin(timeout: Duration) -> Duration {
+    (timeout / 10).min(Duration::from_millis(50))
 }
 
 /// Secrets as declared, plus the percent-encoded forms they take in URLs and form bodies, which
