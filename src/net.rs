@@ -105,7 +105,10 @@ impl Transport {
     ) -> Result<HttpResponse, NetError> {
         // The timeout counts from here: building the client on first use (TLS set-up) is part
         // of the time the caller gave this request.
-        let deadline = tokio::time::Instant::now() + opts.timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(opts.timeout)
+            .unwrap_or(now + Duration::from_secs(86_400));
         let client = self.client()?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|e| NetError::Io(e.to_string()))?;

@@ -48,7 +48,9 @@ pub async fn execute(
                 http,
                 env,
                 started,
-                deadline: started + tool.timeout - deadline_margin(tool.timeout),
+                // `timeout: 100000000h` must not overflow the clock: cap it at a day.
+                deadline: started + tool.timeout.min(Duration::from_secs(86_400))
+                    - deadline_margin(tool.timeout),
             }
             .run(req)
             .await
@@ -402,7 +404,7 @@ impl Call<'_, '_> {
                 break outcome;
             }
             let wait = retry_after.unwrap_or_else(|| backoff(attempts, self.env.call_id));
-            if Instant::now() + wait >= self.deadline {
+            if wait >= self.deadline.saturating_duration_since(Instant::now()) {
                 waited_note = Some(format!(
                     "not retried: waiting {} would pass the tool's {} timeout",
                     secs(wait),
