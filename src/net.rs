@@ -137,6 +137,12 @@ impl Transport {
         req: &HttpRequest,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
+        // The timeout counts from here: building the client on first use (TLS set-up) is part
+        // of the time the caller gave this request.
+        let now = tokio::time::Instant::now();
+        let deadline = now
+            .checked_add(opts.timeout)
+            .unwrap_or(now + Duration::from_secs(86_400));
         let client = self.client()?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|e| NetError::Io(e.to_string()))?;
@@ -181,7 +187,7 @@ impl Transport {
                 truncated,
             })
         };
-        match tokio::time::timeout(opts.timeout, work).await {
+        match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
             Err(_) => Err(NetError::Timeout),
         }
@@ -190,16 +196,20 @@ impl Transport {
 
 fn classify(e: reqwest::Error) -> NetError {
     if e.is_timeout() {
-        NetError::Timeout
-    } else if e.is_connect() {
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            msg = s.to_string();
-            source = s.source();
-        }
+        return NetError::Timeout;
+    }
+    // reqwest's own text names the URL, which may hold a secret and says nothing the caller does
+    // not know; the innermost cause ("Connection refused (os error 111)") is what happened.
+    let e = e.without_url();
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        msg = s.to_string();
+        source = s.source();
+    }
+    if e.is_connect() {
         NetError::Connect(msg)
     } else {
-        NetError::Io(e.to_string())
+        NetError::Io(msg)
     }
 }

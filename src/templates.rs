@@ -53,6 +53,7 @@ impl Templates {
         env.set_fuel(Some(FUEL));
         env.set_recursion_limit(64);
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+        env.add_filter("urlencode", urlencode);
         Templates { env, count: 0 }
     }
 
@@ -74,6 +75,14 @@ impl Templates {
     /// For `{{ expr }}` leaves: renders the expression as JSON so its type survives.
     pub fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<usize>)> {
         self.add(&format!("{{{{ ({expr}) | tojson }}}}"))
+    }
+
+    /// The text a template was compiled from (HTTP tools read the literal host of a URL).
+    pub fn source(&self, id: &TemplateId) -> Option<String> {
+        self.env
+            .get_template(&id.0)
+            .ok()
+            .map(|t| t.source().to_string())
     }
 
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
@@ -190,6 +199,33 @@ impl Templates {
             ),
         })
     }
+}
+
+/// minijinja's `urlencode`, except that a *safe* string passes through unchanged. HTTP tools
+/// render URLs with every value already percent-encoded and marked safe (so a value can never
+/// add a `/`, `?` or `&`); without this, `{{ args.city | urlencode }}` would encode it twice.
+/// Values are only ever marked safe there, so everywhere else this is the builtin filter.
+fn urlencode(value: &minijinja::Value) -> Result<minijinja::Value, minijinja::Error> {
+    if value.is_safe() && value.as_str().is_some() {
+        return Ok(value.clone());
+    }
+    if value.kind() == minijinja::value::ValueKind::Map {
+        let mut out = String::new();
+        for key in value.try_iter()? {
+            let v = value.get_item(&key)?;
+            if v.is_none() || v.is_undefined() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push('&');
+            }
+            out.push_str(&minijinja::filters::urlencode(&key)?);
+            out.push('=');
+            out.push_str(urlencode(&v)?.as_str().unwrap_or_default());
+        }
+        return Ok(minijinja::Value::from(out));
+    }
+    minijinja::filters::urlencode(value).map(minijinja::Value::from)
 }
 
 fn contains_template(v: &Value) -> bool {

@@ -7,6 +7,9 @@ mod template_check;
 mod tests;
 mod tools;
 
+/// HTTP tools derive their default allow-list at request time with the same rule `check` uses.
+pub use tools::literal_host;
+
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use crate::registry::{HostRule, Limits, Policy, Registry};
 use crate::spec::keys;

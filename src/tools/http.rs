@@ -1,15 +1,878 @@
-//! HTTP tools.
+//! HTTP tools: build the request from templates, check every host against the allow-list, send
+//! it (following redirects and retrying idempotent calls), and turn the response into an
+//! observation or an error the model can act on. Secrets never leave here unredacted.
+//!
+//! Retries and redirects live here rather than in `net::Transport`, so a recording transport
+//! sees (and a replaying one answers) every single exchange.
+
 use super::{ErrorKind, ToolEnv, ToolError};
-use crate::registry::{HttpTool, Tool};
-use serde_json::Value;
+use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
+use crate::redact::{Redactor, Secrets};
+use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind};
+use crate::templates;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Everything but RFC 3986 "unreserved" characters: an encoded value cannot add a `/`, `?`, `#`,
+/// `&`, `=`, `@`, `:` or `\` to a URL, in any position.
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// First wait between attempts; doubled each time, with jitter, up to `MAX_BACKOFF`.
+const BASE_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// `tool_progress` events at most once per this many bytes, so a fast download does not flood.
+const PROGRESS_EVERY: u64 = 64 * 1024;
+/// Characters of an error body shown to the model: enough for `{"error": "..."}`, no more.
+const EXCERPT_CHARS: usize = 300;
+const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
+
 pub async fn execute(
-    _tool: &Tool,
-    _http: &HttpTool,
-    _args: &Value,
-    _env: &ToolEnv<'_>,
+    tool: &Tool,
+    http: &HttpTool,
+    args: &Value,
+    env: &ToolEnv<'_>,
 ) -> Result<Value, ToolError> {
-    Err(ToolError::new(
-        ErrorKind::ExecutionError,
-        "http tools are not implemented yet",
-    ))
+    let redactor = redactor_for(env.secrets);
+    let started = Instant::now();
+    let result = match prepare(http, args, env) {
+        Ok(req) => {
+            Call {
+                tool,
+                http,
+                env,
+                started,
+                // `timeout: 100000000h` must not overflow the clock: cap it at a day.
+                deadline: started + tool.timeout.min(Duration::from_secs(86_400))
+                    - deadline_margin(tool.timeout),
+            }
+            .run(req)
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    // The observation goes back to the model and into the trace: a server echoing a secret must
+    // not hand it to either, so the model sees `***` too.
+    match result {
+        Ok(mut v) => {
+            redactor.value(&mut v);
+            Ok(v)
+        }
+        Err(mut e) => {
+            e.message = redactor.str(&e.message);
+            if let Some(d) = &mut e.details {
+                redactor.value(d);
+            }
+            Err(e)
+        }
+    }
 }
+
+/// The engine also bounds every call by the tool's timeout; ending a little earlier here means
+/// the error that comes back is this module's (with attempts, URL and an actionable message)
+/// rather than the engine's bare backstop.
+fn deadline_margin(timeout: Duration) -> Duration {
+    (timeout / 10).min(Duration::from_millis(50))
+}
+
+/// Secrets as declared, plus the percent-encoded forms they take in URLs and form bodies, which
+/// is how a server echoing its request line would send them back.
+fn redactor_for(secrets: &Secrets) -> Redactor {
+    let mut r = secrets.redactor();
+    if let Value::Object(map) = secrets.as_json() {
+        for v in map.values().filter_map(Value::as_str) {
+            r.add(utf8_percent_encode(v, COMPONENT).to_string());
+            r.add(utf8_percent_encode(v, NON_ALPHANUMERIC).to_string());
+            r.add(url::form_urlencoded::byte_serialize(v.as_bytes()).collect());
+        }
+    }
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building the request
+
+fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorKind::InvalidArguments, message)
+}
+
+fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpRequest, ToolError> {
+    let templates = &env.registry.templates;
+    let data = json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query });
+    let plain = templates::context(&data);
+
+    let url = build_url(http, &data, env)?;
+    let mut url = url::Url::parse(url.trim()).map_err(|e| {
+        invalid(format!(
+            "the URL `{}` is not valid ({e}); check the arguments that go into it",
+            short(&url)
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::new(
+            ErrorKind::Denied,
+            format!(
+                "only http and https URLs may be called, not `{}:`",
+                url.scheme()
+            ),
+        ));
+    }
+    if !http.query.is_empty() {
+        let mut pairs = Vec::new();
+        for (key, tv) in &http.query {
+            let v = templates
+                .render(tv, &plain)
+                .map_err(|e| render_error(&format!("query parameter `{key}`"), &e))?;
+            query_values(&v, &mut |s| pairs.push((key.clone(), s)));
+        }
+        if !pairs.is_empty() {
+            // The serializer form-encodes each key and value: a value cannot start a new pair.
+            url.query_pairs_mut().extend_pairs(pairs);
+        }
+    }
+
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for (name, id) in &http.headers {
+        let value = templates
+            .render_text(id, &plain)
+            .map_err(|e| render_error(&format!("header `{name}`"), &e))?;
+        // A line break in a header value would smuggle a header (or a second request) in.
+        if reqwest::header::HeaderValue::from_str(&value).is_err() {
+            return Err(invalid(format!(
+                "header `{name}` would contain a line break or control character; pass plain text"
+            )));
+        }
+        headers.push((name.clone(), value));
+    }
+
+    let mut body = None;
+    let mut content_type = None;
+    if let Some(tv) = &http.body {
+        let v = templates
+            .render(tv, &plain)
+            .map_err(|e| render_error("the request body", &e))?;
+        body = Some(serde_json::to_vec(&v).unwrap_or_default());
+        content_type = Some("application/json");
+    } else if let Some(id) = &http.body_text {
+        body = Some(
+            templates
+                .render_text(id, &plain)
+                .map_err(|e| render_error("the request body", &e))?
+                .into_bytes(),
+        );
+        content_type = Some("text/plain; charset=utf-8");
+    }
+    let has = |headers: &[(String, String)], name: &str| {
+        headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+    };
+    if let Some(ct) = content_type {
+        if !has(&headers, "content-type") {
+            headers.push(("Content-Type".into(), ct.into()));
+        }
+    }
+    if !has(&headers, "accept") {
+        headers.push((
+            "Accept".into(),
+            "application/json, text/*;q=0.9, */*;q=0.5".into(),
+        ));
+    }
+    if !has(&headers, "user-agent") {
+        headers.push(("User-Agent".into(), USER_AGENT.into()));
+    }
+    Ok(HttpRequest {
+        method: http.method.clone(),
+        url: url.to_string(),
+        headers,
+        body,
+    })
+}
+
+fn render_error(what: &str, e: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::ExecutionError,
+        format!("could not build {what}: {e}"),
+    )
+}
+
+/// Renders the URL template so that no value can change the URL's structure.
+///
+/// Every string in the context (arguments, secrets, the query) is percent-encoded *before*
+/// rendering, with everything but the unreserved characters encoded, and marked safe so that
+/// `| urlencode` leaves it alone (see `templates::urlencode`). A value therefore cannot add a path
+/// segment, a query or a fragment wherever the template puts it. This is sounder than rendering
+/// first and comparing the result with the template: with `{% if %}` and filters there is no
+/// "expected structure" to compare with. What encoding cannot stop is a value that *is* a whole
+/// `.` or `..` segment (URL parsers resolve `%2e%2e` too), so those are refused.
+///
+/// A URL whose template writes no scheme (`url: "{{ args.url }}"`, allowed only together with
+/// `allow_hosts`) takes a whole URL from its value: it is rendered as is, and the allow-list
+/// check on the result is what keeps it in bounds.
+fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String, ToolError> {
+    let templates = &env.registry.templates;
+    let source = templates.source(&http.url).unwrap_or_default();
+    if !writes_scheme(&source) {
+        return templates
+            .render_text(&http.url, &templates::context(data))
+            .map_err(|e| render_error("the URL", &e));
+    }
+    let url = templates
+        .render_text(&http.url, &encoded_context(data))
+        .map_err(|e| render_error("the URL", &e))?;
+    let path_end = url.find(['?', '#']).unwrap_or(url.len());
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0).min(path_end);
+    let path_start = url[after_scheme..path_end]
+        .find('/')
+        .map(|i| after_scheme + i)
+        .unwrap_or(path_end);
+    if url[path_start..path_end].split('/').any(is_dot_segment) {
+        return Err(invalid("an argument would make a `.` or `..` segment in the URL path; pass a name, not a relative path"));
+    }
+    Ok(url)
+}
+
+fn writes_scheme(source: &str) -> bool {
+    let literal = source
+        .split("{{")
+        .next()
+        .unwrap_or("")
+        .split("{%")
+        .next()
+        .unwrap_or("");
+    literal.contains("://")
+}
+
+fn is_dot_segment(segment: &str) -> bool {
+    let s = segment.to_ascii_lowercase().replace("%2e", ".");
+    s == "." || s == ".."
+}
+
+fn encoded_context(data: &Value) -> minijinja::Value {
+    fn convert(v: &Value) -> minijinja::Value {
+        match v {
+            Value::Null => minijinja::Value::from(()),
+            Value::Bool(b) => minijinja::Value::from(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => minijinja::Value::from(i),
+                (_, Some(u), _) => minijinja::Value::from(u),
+                (_, _, Some(f)) => minijinja::Value::from(f),
+                _ => minijinja::Value::from(()),
+            },
+            Value::String(s) => {
+                minijinja::Value::from_safe_string(utf8_percent_encode(s, COMPONENT).to_string())
+            }
+            Value::Array(items) => items.iter().map(convert).collect(),
+            Value::Object(map) => minijinja::Value::from_object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), convert(v)))
+                    .collect::<BTreeMap<String, minijinja::Value>>(),
+            ),
+        }
+    }
+    convert(data)
+}
+
+/// `query:` values: null leaves the parameter out, a list repeats it, objects go as JSON text.
+fn query_values(v: &Value, push: &mut dyn FnMut(String)) {
+    match v {
+        Value::Null => {}
+        Value::String(s) => push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| query_values(i, push)),
+        other => push(other.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending: allow-list, redirects, retries
+
+/// The hosts this spec may reach: `policy.network.allow_hosts`, or else the hosts written
+/// literally in its HTTP tools' URLs (the same rule `toolrun check` applies).
+pub fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
+    if !registry.policy.allow_hosts.is_empty() {
+        return registry.policy.allow_hosts.clone();
+    }
+    registry
+        .tools
+        .iter()
+        .filter_map(|t| match &t.kind {
+            ToolKind::Http(h) => registry
+                .templates
+                .source(&h.url)
+                .and_then(|s| crate::compile::literal_host(&s)),
+            _ => None,
+        })
+        .map(|(host, port)| HostRule {
+            host,
+            port: Some(port),
+        })
+        .collect()
+}
+
+fn host_port(url: &url::Url) -> (String, u16) {
+    (
+        url.host_str().unwrap_or("").to_string(),
+        url.port_or_known_default().unwrap_or(0),
+    )
+}
+
+fn display_host(url: &url::Url) -> String {
+    let (host, port) = host_port(url);
+    match url.port() {
+        Some(_) => format!("{host}:{port}"),
+        None => host,
+    }
+}
+
+fn check_host(url: &url::Url, allow: &[HostRule]) -> bool {
+    let (host, port) = host_port(url);
+    matches!(url.scheme(), "http" | "https")
+        && !host.is_empty()
+        && allow.iter().any(|r| r.matches(&host, port))
+}
+
+struct Call<'a, 'e> {
+    tool: &'a Tool,
+    http: &'a HttpTool,
+    env: &'a ToolEnv<'e>,
+    started: Instant,
+    deadline: Instant,
+}
+
+/// How one attempt (with its redirects) ended.
+enum Outcome {
+    Response {
+        resp: HttpResponse,
+        url: url::Url,
+        redirects: u32,
+        too_many_redirects: bool,
+    },
+    Net {
+        error: NetError,
+        url: url::Url,
+    },
+    Denied {
+        url: url::Url,
+        from: url::Url,
+    },
+}
+
+impl Call<'_, '_> {
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    async fn run(&self, req: HttpRequest) -> Result<Value, ToolError> {
+        let allow = allowed_hosts(self.env.registry);
+        let first =
+            url::Url::parse(&req.url).map_err(|e| invalid(format!("the URL is not valid: {e}")))?;
+        if !check_host(&first, &allow) {
+            return Err(self.denied(&first, None));
+        }
+        // A POST (or anything not idempotent) is sent once: replaying it could send two emails.
+        let max_attempts = if self.tool.idempotent {
+            self.http.retries + 1
+        } else {
+            1
+        };
+        let mut attempts = 0;
+        let mut waited_note = None;
+        let outcome = loop {
+            attempts += 1;
+            let outcome = self.attempt(&req, &first, &allow).await;
+            let (retryable, retry_after) = match &outcome {
+                Outcome::Response {
+                    resp,
+                    too_many_redirects: false,
+                    ..
+                } if resp.status == 429 || resp.status >= 500 => {
+                    (true, resp.header("retry-after").and_then(parse_retry_after))
+                }
+                // Connection failures (refused, reset, closed before answering) are transient
+                // more often than not; a timeout is not retried: the tool's time is spent.
+                Outcome::Net {
+                    error: NetError::Connect(_) | NetError::Io(_),
+                    ..
+                } => (true, None),
+                _ => (false, None),
+            };
+            if !retryable || attempts >= max_attempts {
+                break outcome;
+            }
+            let wait = retry_after.unwrap_or_else(|| backoff(attempts, self.env.call_id));
+            if wait >= self.deadline.saturating_duration_since(Instant::now()) {
+                waited_note = Some(format!(
+                    "not retried: waiting {} would pass the tool's {} timeout",
+                    secs(wait),
+                    secs(self.tool.timeout)
+                ));
+                break outcome;
+            }
+            tokio::time::sleep(wait).await;
+        };
+        self.finish(outcome, attempts, max_attempts, waited_note)
+    }
+
+    /// One request, following redirects; each hop is checked against the allow-list.
+    async fn attempt(&self, req: &HttpRequest, first: &url::Url, allow: &[HostRule]) -> Outcome {
+        let mut req = req.clone();
+        let mut url = first.clone();
+        let mut redirects = 0;
+        loop {
+            let remaining = self.deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Outcome::Net {
+                    error: NetError::Timeout,
+                    url,
+                };
+            }
+            let resp = match self.send(&req, remaining).await {
+                Ok(r) => r,
+                Err(error) => return Outcome::Net { error, url },
+            };
+            let location = resp.header("location").map(str::to_string);
+            let (true, Some(location)) =
+                (matches!(resp.status, 301 | 302 | 303 | 307 | 308), location)
+            else {
+                return Outcome::Response {
+                    resp,
+                    url,
+                    redirects,
+                    too_many_redirects: false,
+                };
+            };
+            if redirects >= self.http.max_redirects {
+                let too_many = self.http.max_redirects > 0;
+                return Outcome::Response {
+                    resp,
+                    url,
+                    redirects,
+                    too_many_redirects: too_many,
+                };
+            }
+            let Ok(next) = url.join(&location) else {
+                return Outcome::Response {
+                    resp,
+                    url,
+                    redirects,
+                    too_many_redirects: false,
+                };
+            };
+            if !check_host(&next, allow) {
+                return Outcome::Denied {
+                    url: next,
+                    from: url,
+                };
+            }
+            // 303 always, and 301/302 after a POST (as browsers and curl do), become a GET
+            // without a body; 307 and 308 repeat the request as it was.
+            if resp.status == 303 || (matches!(resp.status, 301 | 302) && req.method == "POST") {
+                if req.method != "HEAD" {
+                    req.method = "GET".into();
+                }
+                req.body = None;
+                req.headers.retain(|(k, _)| {
+                    !k.eq_ignore_ascii_case("content-type")
+                        && !k.eq_ignore_ascii_case("content-length")
+                });
+            }
+            if next.origin() != url.origin() {
+                // Credentials were meant for the first host only, whatever the header is called.
+                let redactor = self.env.secrets.redactor();
+                req.headers.retain(|(k, v)| {
+                    !matches!(
+                        k.to_ascii_lowercase().as_str(),
+                        "authorization" | "proxy-authorization" | "cookie"
+                    ) && redactor.leaks(v).is_none()
+                });
+            }
+            req.url = next.to_string();
+            url = next;
+            redirects += 1;
+        }
+    }
+
+    async fn send(&self, req: &HttpRequest, timeout: Duration) -> Result<HttpResponse, NetError> {
+        let env = self.env;
+        let next_report = AtomicU64::new(PROGRESS_EVERY);
+        let progress = |bytes: u64| {
+            if bytes >= next_report.load(Ordering::Relaxed) {
+                next_report.store(bytes + PROGRESS_EVERY, Ordering::Relaxed);
+                env.events.emit(
+                    "tool_progress",
+                    json!({ "id": env.call_id, "tool": self.tool.name, "bytes": bytes }),
+                );
+            }
+        };
+        let opts = SendOptions {
+            timeout,
+            max_bytes: self.http.max_bytes,
+            progress: if env.events.is_active() {
+                Some(&progress)
+            } else {
+                None
+            },
+        };
+        env.transport
+            .send(Purpose::Tool(&self.tool.name), req, opts)
+            .await
+    }
+
+    fn details(&self, method: &str, url: &url::Url, attempts: u32) -> Map<String, Value> {
+        let mut d = Map::new();
+        d.insert("method".into(), json!(method));
+        d.insert("url".into(), json!(url.as_str()));
+        d.insert("attempts".into(), json!(attempts));
+        d.insert("elapsed_ms".into(), json!(self.elapsed_ms()));
+        d
+    }
+
+    fn denied(&self, url: &url::Url, from: Option<&url::Url>) -> ToolError {
+        let host = display_host(url);
+        let how = match from {
+            Some(f) => format!(
+                "the server at {} redirected to {host}, which",
+                display_host(f)
+            ),
+            None => host.clone(),
+        };
+        let mut d = self.details(&self.http.method, url, 1);
+        if let Some(f) = from {
+            d.insert("redirected_from".into(), json!(f.as_str()));
+        }
+        ToolError::new(
+            ErrorKind::Denied,
+            format!("refused to contact {host}: {how} is not in the spec's allowed hosts (policy.network.allow_hosts). This tool cannot reach it; do not retry."),
+        )
+        .with_details(Value::Object(d))
+    }
+
+    fn finish(
+        &self,
+        outcome: Outcome,
+        attempts: u32,
+        max_attempts: u32,
+        note: Option<String>,
+    ) -> Result<Value, ToolError> {
+        let method = self.http.method.as_str();
+        let tries = if attempts > 1 {
+            format!(" after {attempts} attempts")
+        } else {
+            String::new()
+        };
+        let with_note = |mut d: Map<String, Value>| {
+            if let Some(n) = &note {
+                d.insert("note".into(), json!(n));
+            }
+            if max_attempts > 1 {
+                d.insert("max_attempts".into(), json!(max_attempts));
+            }
+            Value::Object(d)
+        };
+        match outcome {
+            Outcome::Denied { url, from } => {
+                let mut e = self.denied(&url, Some(&from));
+                if let Some(Value::Object(d)) = &mut e.details {
+                    d.insert("attempts".into(), json!(attempts));
+                }
+                Err(e)
+            }
+            Outcome::Net { error, url } => {
+                let d = with_note(self.details(method, &url, attempts));
+                let target = format!("{method} {}", short(url.as_str()));
+                let (kind, message) = match &error {
+                    NetError::Timeout => (
+                        ErrorKind::Timeout,
+                        format!(
+                            "{target} did not finish within the tool's {} timeout{tries}; the service is slow or down. Try again later, or ask for less.",
+                            secs(self.tool.timeout)
+                        ),
+                    ),
+                    NetError::Connect(m) => (
+                        ErrorKind::Network,
+                        format!("could not connect to {} ({m}){tries}; the service may be down. Try again later, or answer without this tool.", display_host(&url)),
+                    ),
+                    NetError::Io(m) => (
+                        ErrorKind::Network,
+                        format!("{target} failed{tries}: {m}. The connection broke; try again later."),
+                    ),
+                    NetError::NotRecorded(m) => (ErrorKind::Network, format!("{target}: {error}", error = NetError::NotRecorded(m.clone()))),
+                };
+                Err(ToolError::new(kind, message).with_details(d))
+            }
+            Outcome::Response {
+                resp,
+                url,
+                redirects,
+                too_many_redirects,
+            } => {
+                let mut d = self.details(method, &url, attempts);
+                d.insert("status".into(), json!(resp.status));
+                if redirects > 0 {
+                    d.insert("redirects".into(), json!(redirects));
+                }
+                if (200..300).contains(&resp.status) {
+                    return self.observation(resp, with_note(d));
+                }
+                let excerpt = excerpt(&resp.body);
+                if !excerpt.is_empty() {
+                    d.insert("body_excerpt".into(), json!(excerpt));
+                }
+                let reason = reqwest::StatusCode::from_u16(resp.status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or("");
+                let head = format!(
+                    "{method} {} returned HTTP {} {reason}{tries}",
+                    short(url.as_str()),
+                    resp.status
+                );
+                let said = if excerpt.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {excerpt}")
+                };
+                let advice = match resp.status {
+                    300..=399 if too_many_redirects => format!("it redirected more than {} times (response.max_redirects); the URL is wrong or loops.", self.http.max_redirects),
+                    300..=399 => "it is a redirect this tool does not follow (response.max_redirects).".to_string(),
+                    400 | 422 => "The request was rejected: check the arguments against the tool's description and try again with corrected values.".to_string(),
+                    401 | 403 => "The service refused the tool's credentials; this is a configuration problem and retrying will not help.".to_string(),
+                    404 | 410 => "Nothing exists there: check the arguments (a name, an id) and try again with corrected values.".to_string(),
+                    429 => {
+                        let after = resp.header("retry-after").and_then(parse_retry_after);
+                        if let Some(a) = after {
+                            d.insert("retry_after_ms".into(), json!(a.as_millis() as u64));
+                        }
+                        match after {
+                            Some(a) => format!("Rate limited: wait at least {} before calling it again, or answer without it.", secs(a)),
+                            None => "Rate limited: wait before calling it again, or answer without it.".to_string(),
+                        }
+                    }
+                    500..=599 => "The service failed; try again later, or answer without this tool.".to_string(),
+                    _ => "The request did not succeed.".to_string(),
+                };
+                Err(
+                    ToolError::new(ErrorKind::HttpStatus, format!("{head}{said}. {advice}"))
+                        .with_details(with_note(d)),
+                )
+            }
+        }
+    }
+
+    fn observation(&self, resp: HttpResponse, details: Value) -> Result<Value, ToolError> {
+        let content_type = resp
+            .header("content-type")
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if resp.truncated {
+            let total = resp
+                .header("content-length")
+                .and_then(|l| l.trim().parse::<u64>().ok());
+            let mut obs = json!({
+                "truncated": true,
+                "bytes": resp.body.len(),
+                "body": utf8_prefix(&resp.body),
+                "note": format!(
+                    "the response was cut at {} bytes (response.max_bytes){}; ask for less, e.g. a narrower query",
+                    self.http.max_bytes,
+                    if self.http.pointer.is_some() { ", so response.pointer could not be applied" } else { "" }
+                ),
+            });
+            if let Some(t) = total {
+                obs["total_bytes"] = json!(t);
+            }
+            return Ok(obs);
+        }
+        if resp.body.iter().all(u8::is_ascii_whitespace) {
+            return match &self.http.pointer {
+                Some(p) if !p.is_empty() => Err(ToolError::new(
+                    ErrorKind::NotFound,
+                    format!("the response was empty, so it has nothing at `{p}`"),
+                )
+                .with_details(details)),
+                _ => Ok(Value::Null),
+            };
+        }
+        // A declared non-JSON type (HTML, plain text) stays text even if it happens to parse.
+        let json_allowed = content_type.is_empty() || content_type.contains("json");
+        let parsed = if json_allowed {
+            serde_json::from_slice::<Value>(&resp.body).ok()
+        } else {
+            None
+        };
+        match (parsed, &self.http.pointer) {
+            (Some(v), None) => Ok(v),
+            (Some(v), Some(p)) => match v.pointer(p) {
+                Some(found) => Ok(found.clone()),
+                None => Err(ToolError::new(ErrorKind::NotFound, missing_pointer(&v, p))
+                    .with_details(details)),
+            },
+            (None, None) => Ok(Value::String(
+                String::from_utf8_lossy(&resp.body).into_owned(),
+            )),
+            (None, Some(p)) => Err(ToolError::new(
+                ErrorKind::ExecutionError,
+                format!(
+                    "the response is not JSON ({}), so `{p}` cannot be read from it: {}",
+                    if content_type.is_empty() {
+                        "no content type"
+                    } else {
+                        content_type.as_str()
+                    },
+                    excerpt(&resp.body)
+                ),
+            )
+            .with_details(details)),
+        }
+    }
+}
+
+/// "no `/current/temp`; `/current` has: humidity, wind" — the model (or the spec's author) sees
+/// what the response does hold.
+fn missing_pointer(v: &Value, pointer: &str) -> String {
+    let parts: Vec<&str> = pointer.split('/').skip(1).collect();
+    let mut deepest = (String::new(), v);
+    for i in 0..parts.len() {
+        let prefix = format!("/{}", parts[..=i].join("/"));
+        match v.pointer(&prefix) {
+            Some(found) => deepest = (prefix, found),
+            None => break,
+        }
+    }
+    let (at, node) = deepest;
+    let at = if at.is_empty() {
+        "the top level".to_string()
+    } else {
+        format!("`{at}`")
+    };
+    let holds = match node {
+        Value::Object(m) => {
+            let keys: Vec<&str> = m.keys().take(12).map(String::as_str).collect();
+            format!(
+                "{at} has the keys: {}{}",
+                keys.join(", "),
+                if m.len() > 12 { ", ..." } else { "" }
+            )
+        }
+        Value::Array(a) => format!("{at} is a list of {} items", a.len()),
+        other => format!("{at} is {}", type_name(other)),
+    };
+    format!("the response has nothing at `{pointer}`; {holds}")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The longest valid UTF-8 prefix: a cut in the middle of a character must not become U+FFFD.
+fn utf8_prefix(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(e) if e.error_len().is_none() => {
+            String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned()
+        }
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+/// The start of an error body on one line, for the message.
+fn excerpt(body: &[u8]) -> String {
+    let text = utf8_prefix(&body[..body.len().min(EXCERPT_CHARS * 4)]);
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > EXCERPT_CHARS {
+        let cut: String = one_line.chars().take(EXCERPT_CHARS).collect();
+        format!("{cut}...")
+    } else {
+        one_line
+    }
+}
+
+fn short(url: &str) -> String {
+    if url.chars().count() > 200 {
+        let cut: String = url.chars().take(200).collect();
+        format!("{cut}...")
+    } else {
+        url.to_string()
+    }
+}
+
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s}s")
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
+/// Exponential backoff with "equal jitter": half the delay fixed, half spread. The jitter is
+/// drawn from the call id, so a replayed run waits the same and parallel calls spread out.
+fn backoff(attempt: u32, call_id: &str) -> Duration {
+    let exp = BASE_BACKOFF
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+        .min(MAX_BACKOFF);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in call_id.bytes().chain(attempt.to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let frac = (h >> 11) as f64 / (1u64 << 53) as f64;
+    exp / 2 + exp.mul_f64(frac / 2.0)
+}
+
+/// `Retry-After: 3` or `Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`; a date in the past means now.
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(s) = v.parse::<u64>() {
+        return Some(Duration::from_secs(s.min(u64::from(u32::MAX))));
+    }
+    let at = parse_http_date(v)?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
+    Some(Duration::from_secs(at.saturating_sub(now).max(0) as u64))
+}
+
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers are allowed to send.
+fn parse_http_date(s: &str) -> Option<i64> {
+    let rest = s.split_once(", ")?.1;
+    let mut parts = rest.split(' ');
+    let day: i64 = parts.next()?.parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| Some(*m) == parts.clone().next())? as i64
+        + 1;
+    parts.next();
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
+    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + m * 60 + sec)
+}
+
+#[cfg(test)]
+#[path = "../../tests/support/http.rs"]
+mod test_server;
+
+#[cfg(test)]
+mod tests;

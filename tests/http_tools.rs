@@ -1,0 +1,456 @@
+//! HTTP tools through the real binary, against the std-only test server on 127.0.0.1.
+//!
+//! Each test writes a spec whose scripted model calls the tool `t` once (or eight times), then
+//! answers; the assertions read the trace printed by `toolrun run SPEC --query Q --json`.
+//! Nothing here contacts an address outside 127.0.0.0/8.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{refused_port, Response, TestServer};
+
+const SECRET: &str = "sk-test-0a1b2c3d4e5f";
+
+struct Spec<'a> {
+    /// `policy.network.allow_hosts`; empty leaves the key out (hosts written in URLs are allowed).
+    allow: Vec<String>,
+    /// The YAML of tool `t` below `kind: http` (two-space indents, unindented).
+    tool: &'a str,
+    /// The scripted model's first turn: the calls, as a YAML flow list's items.
+    calls: &'a str,
+}
+
+impl Spec<'_> {
+    fn yaml(&self) -> String {
+        let policy = if self.allow.is_empty() {
+            String::new()
+        } else {
+            let hosts: Vec<String> = self.allow.iter().map(|h| format!("\"{h}\"")).collect();
+            format!(
+                "policy:\n  network:\n    allow_hosts: [{}]\n",
+                hosts.join(", ")
+            )
+        };
+        let secrets = if self.tool.contains("secrets.") {
+            "secrets: [API_KEY]\n"
+        } else {
+            ""
+        };
+        let tool: String = self.tool.lines().map(|l| format!("    {l}\n")).collect();
+        // Every `args.X` the templates read must be a property of the input schema.
+        let mut props: Vec<&str> = self
+            .tool
+            .split("args.")
+            .skip(1)
+            .map(|rest| {
+                rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")
+            })
+            .collect();
+        props.sort();
+        props.dedup();
+        let props: Vec<String> = props.iter().map(|p| format!("{p}: {{}}")).collect();
+        format!(
+            "version: 1\nname: http_tools\n{secrets}{policy}\
+             limits: {{ max_parallel_tools: 8, max_tool_calls: 8, max_steps: 4, run_timeout: 60s }}\n\
+             tools:\n  t:\n    description: The HTTP tool under test.\n    kind: http\n    input: {{ type: object, properties: {{ {} }} }}\n{tool}\
+             models:\n  scripted:\n    kind: scripted\n    scripts:\n      - turns:\n\
+             \x20         - tool_calls: [{}]\n\
+             \x20         - answer: \"{{% if last.status == 'ok' %}}{{{{ last.result }}}}{{% else %}}{{{{ last.error.kind }}}}{{% endif %}}\"\n",
+            props.join(", "),
+            self.calls
+        )
+    }
+
+    /// Runs the spec and returns its trace (the run itself must finish, whatever the tool did).
+    fn run(&self) -> Value {
+        let dir = support::temp_dir("http_tools");
+        let path = support::write(&dir, "spec.yaml", &self.yaml());
+        let out = support::run(
+            support::toolrun()
+                .env("API_KEY", SECRET)
+                .arg("run")
+                .arg(&path)
+                .args(["--query", "go", "--json"]),
+        );
+        let trace = out.json();
+        assert!(
+            !out.stdout.contains(SECRET) && !out.stderr.contains(SECRET),
+            "the secret leaked\n{out:?}"
+        );
+        trace
+    }
+}
+
+fn one(tool: &str) -> Spec<'_> {
+    Spec {
+        allow: Vec::new(),
+        tool,
+        calls: "{ name: t, arguments: {} }",
+    }
+}
+
+fn result(trace: &Value) -> &Value {
+    assert_eq!(trace["tool_results"][0]["status"], "ok", "{trace:#}");
+    &trace["tool_results"][0]["result"]
+}
+
+fn error(trace: &Value) -> &Value {
+    assert_eq!(trace["tool_results"][0]["status"], "error", "{trace:#}");
+    &trace["tool_errors"][0]
+}
+
+#[test]
+fn success_with_pointer_extraction() {
+    let server = TestServer::start(|_| {
+        Response::json(
+            200,
+            json!({"current": {"temp_c": 21.5, "sky": "clear"}, "other": 1}),
+        )
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/v1/weather\" }}\nresponse: {{ pointer: /current }}",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    assert_eq!(result(&trace), &json!({"temp_c": 21.5, "sky": "clear"}));
+    assert_eq!(trace["status"], "ok");
+
+    let tool = format!(
+        "request: {{ url: \"{}/v1/weather\" }}\nresponse: {{ pointer: /current/humidity }}",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    let e = error(&trace);
+    assert_eq!(e["kind"], "not_found");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("`/current` has the keys: temp_c, sky"),
+        "{e}"
+    );
+}
+
+#[test]
+fn hostile_arguments_cannot_change_the_path_or_the_query() {
+    let server =
+        TestServer::start(|req| Response::json(200, json!({"path": req.path, "query": req.query})));
+    let tool = format!(
+        "request:\n  url: \"{}/v1/users/{{{{ args.name }}}}/profile?lang={{{{ args.lang | urlencode }}}}\"\n  query: {{ tag: \"{{{{ args.tag }}}}\" }}",
+        server.base_url()
+    );
+    let spec = Spec {
+        calls: r#"{ name: t, arguments: { name: "../admin?x=1", lang: "en&admin=1", tag: "a&b=c#d" } }"#,
+        ..one(&tool)
+    };
+    let trace = spec.run();
+    let r = result(&trace);
+    assert_eq!(r["path"], "/v1/users/..%2Fadmin%3Fx%3D1/profile", "{r}");
+    assert_eq!(
+        r["query"],
+        json!([["lang", "en&admin=1"], ["tag", "a&b=c#d"]])
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // A value that is a whole `..` segment is refused before anything is sent.
+    let spec = Spec {
+        calls: r#"{ name: t, arguments: { name: "..", lang: en, tag: x } }"#,
+        ..one(&tool)
+    };
+    assert_eq!(error(&spec.run())["kind"], "invalid_arguments");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_500_then_200_is_retried() {
+    let server = TestServer::start(|req| match req.nth {
+        1 => Response::text(500, "flaky"),
+        _ => Response::json(200, json!({"ok": true})),
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/flaky\" }}\nretries: 2",
+        server.base_url()
+    );
+    assert_eq!(result(&one(&tool).run()), &json!({"ok": true}));
+    assert_eq!(server.hits("/flaky"), 2);
+}
+
+#[test]
+fn a_500_forever_gives_up_after_retries_plus_one_attempts() {
+    let server = TestServer::start(|_| Response::text(500, "database on fire"));
+    let tool = format!(
+        "request: {{ url: \"{}/broken\" }}\nretries: 2",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    let e = error(&trace);
+    assert_eq!(e["kind"], "http_status");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("HTTP 500")
+            && message.contains("after 3 attempts")
+            && message.contains("database on fire"),
+        "{message}"
+    );
+    assert_eq!(e["details"]["status"], 500, "{e}");
+    assert_eq!(e["details"]["attempts"], 3, "{e}");
+    assert!(
+        e["details"]["url"].as_str().unwrap().ends_with("/broken"),
+        "{e}"
+    );
+    assert_eq!(server.hits("/broken"), 3);
+    // The model saw the error kind and answered with it.
+    assert_eq!(trace["final_output"], "http_status");
+}
+
+#[test]
+fn a_429_waits_for_retry_after() {
+    let server = TestServer::start(|req| match req.nth {
+        1 => Response::text(429, "slow down").header("Retry-After", "1"),
+        _ => Response::json(200, json!("fine")),
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/limited\" }}\nretries: 1",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    assert_eq!(result(&trace), &json!("fine"));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        trace["tool_results"][0]["duration_ms"].as_f64().unwrap() >= 950.0,
+        "{trace:#}"
+    );
+}
+
+#[test]
+fn a_failed_post_is_not_retried() {
+    let server = TestServer::start(|_| Response::text(503, "unavailable"));
+    let tool = format!(
+        "request: {{ method: POST, url: \"{}/send\", body: {{ to: \"{{{{ args.to }}}}\", n: \"{{{{ args.n }}}}\" }} }}\nretries: 3",
+        server.base_url()
+    );
+    let spec = Spec {
+        calls: "{ name: t, arguments: { to: a@example.com, n: 2 } }",
+        ..one(&tool)
+    };
+    let e = error(&spec.run()).clone();
+    assert_eq!(e["kind"], "http_status");
+    assert_eq!(e["details"]["attempts"], 1);
+    assert_eq!(server.hits("/send"), 1);
+    // The body kept the argument's type.
+    assert_eq!(
+        server.requests()[0].json(),
+        Some(json!({"to": "a@example.com", "n": 2}))
+    );
+}
+
+#[test]
+fn a_slow_server_times_out() {
+    let server = TestServer::start(|_| Response::json(200, json!(1)).delay(Duration::from_secs(5)));
+    let tool = format!(
+        "request: {{ url: \"{}/slow\" }}\ntimeout: 400ms\nretries: 2",
+        server.base_url()
+    );
+    let started = Instant::now();
+    let trace = one(&tool).run();
+    let e = error(&trace);
+    assert_eq!(e["kind"], "timeout", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("0.4s timeout"),
+        "{e}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn a_slowly_trickled_body_arrives_whole() {
+    let body = serde_json::to_string(&json!({"items": (0..200).collect::<Vec<_>>()})).unwrap();
+    let len = body.len();
+    let server = TestServer::start(move |_| {
+        Response::text(200, body.clone())
+            .header("Content-Type", "application/json")
+            .trickle(64, Duration::from_millis(5))
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/trickle\" }}\ntimeout: 20s\nresponse: {{ pointer: /items/199 }}",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    assert_eq!(result(&trace), &json!(199), "{len} bytes");
+}
+
+#[test]
+fn a_huge_body_is_cut_at_max_bytes() {
+    let server = TestServer::start(|_| Response::status(200).huge(1 << 30));
+    let tool = format!(
+        "request: {{ url: \"{}/huge\" }}\nresponse: {{ max_bytes: 2000 }}",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    let r = result(&trace);
+    assert_eq!(r["truncated"], true, "{r}");
+    assert_eq!(r["bytes"], 2000);
+    assert_eq!(r["total_bytes"], 1u64 << 30);
+    assert!(r["body"].as_str().unwrap().starts_with("[1,1,1"));
+}
+
+#[test]
+fn a_redirect_to_a_host_not_allowed_is_denied() {
+    let server = TestServer::start(|req| match req.path.as_str() {
+        "/moved" => Response::redirect(302, "/here"),
+        "/here" => Response::json(200, json!("landed")),
+        _ => Response::redirect(302, "http://localhost:9/steal"),
+    });
+    let tool = format!("request: {{ url: \"{}/moved\" }}", server.base_url());
+    assert_eq!(result(&one(&tool).run()), &json!("landed"));
+
+    let tool = format!("request: {{ url: \"{}/away\" }}", server.base_url());
+    let trace = one(&tool).run();
+    let e = error(&trace);
+    assert_eq!(e["kind"], "denied");
+    assert!(
+        e["message"].as_str().unwrap().contains("localhost:9"),
+        "{e}"
+    );
+    assert_eq!(server.hits("/away"), 1);
+}
+
+#[test]
+fn a_non_json_body_comes_back_as_text() {
+    let server = TestServer::start(|_| {
+        Response::text(200, "It is sunny.\n").header("Content-Type", "text/plain")
+    });
+    let tool = format!("request: {{ url: \"{}/text\" }}", server.base_url());
+    assert_eq!(result(&one(&tool).run()), &json!("It is sunny.\n"));
+}
+
+#[test]
+fn connection_refused_is_a_network_error() {
+    let port = refused_port();
+    let tool = format!("request: {{ url: \"http://127.0.0.1:{port}/x\" }}\nretries: 1");
+    let trace = one(&tool).run();
+    let e = error(&trace);
+    assert_eq!(e["kind"], "network", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("127.0.0.1:{port}")),
+        "{e}"
+    );
+    assert_eq!(e["details"]["attempts"], 2);
+}
+
+#[test]
+fn a_secret_echoed_by_the_server_is_redacted() {
+    let server = TestServer::start(|req| {
+        Response::json(
+            200,
+            json!({"you_sent": req.header("authorization"), "target": req.raw_target}),
+        )
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/echo?key={{{{ secrets.API_KEY }}}}\", headers: {{ Authorization: \"Bearer {{{{ secrets.API_KEY }}}}\" }} }}",
+        server.base_url()
+    );
+    // `run` also asserts that the secret appears nowhere in stdout or stderr.
+    let trace = one(&tool).run();
+    assert_eq!(
+        result(&trace),
+        &json!({"you_sent": "Bearer ***", "target": "/echo?key=***"})
+    );
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(format!("Bearer {SECRET}").as_str())
+    );
+}
+
+#[test]
+fn eight_parallel_calls_are_in_flight_together() {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (now, max) = (Arc::clone(&in_flight), Arc::clone(&peak));
+    let server = TestServer::start(move |_| {
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        max.fetch_max(n, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(200));
+        now.fetch_sub(1, Ordering::SeqCst);
+        Response::json(200, json!("done"))
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/slow/{{{{ args.n }}}}\" }}\ntimeout: 10s",
+        server.base_url()
+    );
+    let calls: Vec<String> = (1..=8)
+        .map(|n| format!("{{ name: t, arguments: {{ n: {n} }} }}"))
+        .collect();
+    let calls = calls.join(", ");
+    let trace = Spec {
+        calls: &calls,
+        ..one(&tool)
+    }
+    .run();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    assert!(results.iter().all(|r| r["status"] == "ok"), "{trace:#}");
+    // Server side: every request was being answered while all the others were.
+    assert_eq!(peak.load(Ordering::SeqCst), 8);
+}
+
+#[test]
+fn without_allow_hosts_only_the_hosts_written_in_urls_are_reached() {
+    let server = TestServer::start(|req| match req.path.as_str() {
+        "/ok" => Response::json(200, json!("reached")),
+        _ => Response::redirect(307, "http://127.0.0.2/"),
+    });
+    let tool = format!("request: {{ url: \"{}/ok\" }}", server.base_url());
+    assert_eq!(result(&one(&tool).run()), &json!("reached"));
+    let tool = format!("request: {{ url: \"{}/elsewhere\" }}", server.base_url());
+    assert_eq!(error(&one(&tool).run())["kind"], "denied");
+}
+
+#[test]
+fn with_allow_hosts_listed_an_unlisted_port_is_denied() {
+    let server = TestServer::start(|_| Response::json(200, json!(1)));
+    let other = TestServer::start(|_| Response::json(200, json!(2)));
+    // The host comes from an argument; only the first server's port is listed.
+    let tool = "request: { url: \"http://127.0.0.1:{{ args.port }}/x\" }";
+    let allow = vec![server.addr().to_string()];
+    let calls = format!(
+        "{{ name: t, arguments: {{ port: {} }} }}",
+        server.addr().port()
+    );
+    assert_eq!(
+        result(
+            &Spec {
+                allow: allow.clone(),
+                tool,
+                calls: &calls
+            }
+            .run()
+        ),
+        &json!(1)
+    );
+    let calls = format!(
+        "{{ name: t, arguments: {{ port: {} }} }}",
+        other.addr().port()
+    );
+    assert_eq!(
+        error(
+            &Spec {
+                allow,
+                tool,
+                calls: &calls
+            }
+            .run()
+        )["kind"],
+        "denied"
+    );
+    assert!(other.requests().is_empty());
+}
