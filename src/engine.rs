@@ -1,1 +1,799 @@
-//! The loop.
+//! The governed loop: prepare → decide → normalize → validate → confirm → execute → observe, until
+//! an answer, a stop for a person, or a limit. Every stop has a `stop_reason`; a tool error is an
+//! observation the model can recover from, never a crash.
+
+use crate::events::Events;
+use crate::models::{
+    CallMessage, DecideInput, Decision, Message, ModelClient, ProposedCall, Usage,
+};
+use crate::net::Transport;
+use crate::redact::{Redactor, Secrets};
+use crate::registry::{Fault, Registry, Tool};
+use crate::tools::{self, ErrorKind, ToolEnv, ToolError};
+use crate::trace::{
+    millis, ErrorInfo, PendingCall, SpecRef, Status, ToolErrorEntry, ToolResultEntry, Trace,
+    UsageTotals,
+};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Asks a person whether a tool may run (a terminal prompt in `run`; never in tests).
+pub type Confirmer = dyn Fn(&str, &Value) -> bool + Send + Sync;
+
+pub struct RunOptions<'a> {
+    pub query: &'a str,
+    pub model_name: &'a str,
+    pub approvals: BTreeSet<String>,
+    pub confirmer: Option<&'a Confirmer>,
+    pub now_unix_ms: i64,
+    /// Set by Ctrl-C / SIGTERM: the run stops and its trace is still written.
+    pub interrupted: Option<Arc<AtomicBool>>,
+}
+
+struct Stop {
+    status: Status,
+    reason: &'static str,
+    error: Option<String>,
+}
+
+impl Stop {
+    fn new(status: Status, reason: &'static str, error: impl Into<Option<String>>) -> Stop {
+        Stop {
+            status,
+            reason,
+            error: error.into(),
+        }
+    }
+}
+
+/// Everything observed so far; survives a timeout or an interruption of the loop.
+#[derive(Default)]
+struct State {
+    messages: Vec<Message>,
+    tool_results: Vec<ToolResultEntry>,
+    tool_errors: Vec<ToolErrorEntry>,
+    /// Template context `results`: every call so far, executed or rejected.
+    results: Vec<Value>,
+    tool_call_count: u32,
+    steps: u32,
+    next_call: u32,
+    final_output: Option<String>,
+    pending: Option<PendingCall>,
+    usage: UsageTotals,
+    any_usage: bool,
+    identical: HashMap<String, u32>,
+    per_tool: HashMap<String, u32>,
+    executed_signatures: Vec<String>,
+    error_repeats: HashMap<String, u32>,
+    malformed_in_a_row: u32,
+    fault_counts: HashMap<String, u32>,
+}
+
+pub struct Engine<'a> {
+    pub registry: &'a Registry,
+    pub transport: &'a Transport,
+    pub events: &'a Events,
+    pub secrets: &'a Secrets,
+    pub redactor: Redactor,
+}
+
+fn canonical(v: &Value) -> String {
+    // serde_json with preserve_order keeps insertion order; sort keys so {a,b} == {b,a}.
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut entries: Vec<_> = m.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sort(v)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(v).to_string()
+}
+
+/// `/ticker: 5 is not of type "string"`, with a did-you-mean for unexpected properties.
+pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
+    tool.validator
+        .iter_errors(args)
+        .map(|err| {
+            let path = err.instance_path().as_str().to_string();
+            let mut msg = if path.is_empty() {
+                err.to_string()
+            } else {
+                format!("{path}: {err}")
+            };
+            if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+                err.kind()
+            {
+                let schema_path = err.schema_path().as_str().to_string();
+                let parent = schema_path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+                let known: Vec<String> = tool
+                    .input_schema
+                    .pointer(&format!("{parent}/properties"))
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                for u in unexpected {
+                    if let Some(hint) =
+                        crate::diag::did_you_mean(u, known.iter().map(String::as_str))
+                    {
+                        msg.push_str(&format!(" (`{u}`: {hint})"));
+                    }
+                }
+            }
+            msg
+        })
+        .collect()
+}
+
+fn truncate_observation(text: String, max_chars: usize) -> (String, bool) {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return (text, false);
+    }
+    let kept: String = text.chars().take(max_chars).collect();
+    (
+        format!("{kept}…[truncated: {} more characters]", count - max_chars),
+        true,
+    )
+}
+
+impl<'a> Engine<'a> {
+    pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
+        let started = Instant::now();
+        let mut st = State::default();
+        self.events.emit(
+            "run_started",
+            json!({ "spec": self.registry.name, "query": opts.query, "model": opts.model_name }),
+        );
+        let stop = if opts.query.trim().is_empty() {
+            Stop::new(
+                Status::Failed,
+                "empty_query",
+                "the query is empty; pass a question with --query".to_string(),
+            )
+        } else {
+            let deadline = tokio::time::sleep(self.registry.limits.run_timeout);
+            let interrupted = async {
+                match &opts.interrupted {
+                    Some(flag) => loop {
+                        if flag.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    },
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                stop = self.run_loop(&mut st, model, &opts) => stop,
+                _ = deadline => Stop::new(Status::Failed, "run_timeout", format!("the run took longer than run_timeout ({:?})", self.registry.limits.run_timeout)),
+                _ = interrupted => Stop::new(Status::Failed, "interrupted", "the run was interrupted".to_string()),
+            }
+        };
+        let trace = Trace {
+            format_version: crate::trace::FORMAT_VERSION,
+            status: stop.status,
+            stop_reason: stop.reason.to_string(),
+            final_output: if stop.status == Status::Ok {
+                st.final_output
+            } else {
+                None
+            },
+            query: opts.query.to_string(),
+            model: opts.model_name.to_string(),
+            spec: SpecRef {
+                name: self.registry.name.clone(),
+                sha256: self.registry.spec_sha256.clone(),
+            },
+            tool_results: st.tool_results,
+            tool_errors: st.tool_errors,
+            tool_call_count: st.tool_call_count,
+            steps: st.steps,
+            messages: st.messages,
+            pending_tool_call: st.pending,
+            error: stop.error.map(|e| self.redactor.str(&e)),
+            usage: if st.any_usage { Some(st.usage) } else { None },
+            duration_ms: millis(started.elapsed()),
+        };
+        self.events.emit(
+            "run_finished",
+            json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }),
+        );
+        trace
+    }
+
+    fn allowed(&self, name: &str) -> bool {
+        let p = &self.registry.policy;
+        !p.deny.contains(name) && p.allow.as_ref().is_none_or(|a| a.contains(name))
+    }
+
+    async fn run_loop(
+        &self,
+        st: &mut State,
+        model: &mut ModelClient,
+        opts: &RunOptions<'_>,
+    ) -> Stop {
+        let limits = &self.registry.limits;
+        if let Some(system) = &self.registry.system {
+            st.messages.push(Message::System {
+                content: system.clone(),
+            });
+        }
+        st.messages.push(Message::User {
+            content: opts.query.to_string(),
+        });
+        loop {
+            if st.steps >= limits.max_steps {
+                return Stop::new(
+                    Status::NeedsReview,
+                    "max_steps",
+                    format!("the model made {} calls (max_steps) without a final answer; {} tool result(s) were gathered", st.steps, st.tool_results.len()),
+                );
+            }
+            if let Some(max) = limits.max_tokens_total {
+                if st.usage.total_tokens >= max {
+                    return Stop::new(
+                        Status::NeedsReview,
+                        "max_tokens_total",
+                        format!(
+                            "the run used {} tokens (max_tokens_total is {max})",
+                            st.usage.total_tokens
+                        ),
+                    );
+                }
+            }
+            st.steps += 1;
+            self.events.emit("model_request", json!({ "step": st.steps, "model": opts.model_name, "messages": st.messages.len() }));
+            let input = DecideInput {
+                registry: self.registry,
+                messages: &st.messages,
+                query: opts.query,
+                results: &st.results,
+                step: st.steps,
+            };
+            let turn = match model.decide(input, self.transport, self.events).await {
+                Ok(t) => t,
+                Err(e) => {
+                    self.events.emit(
+                        "model_error",
+                        json!({ "step": st.steps, "message": e.message }),
+                    );
+                    return Stop::new(Status::Failed, "model_error", e.message);
+                }
+            };
+            if let Some(u) = turn.usage {
+                st.any_usage = true;
+                st.usage.input_tokens += u.input_tokens;
+                st.usage.output_tokens += u.output_tokens;
+                st.usage.total_tokens += u.input_tokens + u.output_tokens;
+            }
+            st.usage.per_step.push(turn.usage);
+            match turn.decision {
+                Decision::Answer(text) => {
+                    self.events.emit(
+                        "model_response",
+                        json!({ "step": st.steps, "answer": text }),
+                    );
+                    st.messages.push(Message::Assistant {
+                        content: Some(text.clone()),
+                        tool_calls: Vec::new(),
+                    });
+                    st.final_output = Some(text);
+                    return Stop::new(Status::Ok, "answer", None);
+                }
+                Decision::Malformed { raw, reason } => {
+                    self.events.emit(
+                        "model_response",
+                        json!({ "step": st.steps, "malformed": reason, "raw": raw }),
+                    );
+                    st.messages.push(Message::Assistant {
+                        content: Some(raw),
+                        tool_calls: Vec::new(),
+                    });
+                    st.tool_errors.push(ToolErrorEntry {
+                        id: format!("step_{}", st.steps),
+                        name: String::new(),
+                        kind: ErrorKind::MalformedDecision.as_str().into(),
+                        message: reason.clone(),
+                        details: None,
+                    });
+                    st.malformed_in_a_row += 1;
+                    if st.malformed_in_a_row >= 2 {
+                        return Stop::new(
+                            Status::Failed,
+                            "malformed_decision",
+                            format!("two malformed decisions in a row; the last: {reason}"),
+                        );
+                    }
+                    st.messages.push(Message::User {
+                        content: format!("Your last reply was not usable: {reason}. Reply with a tool call or with your final answer."),
+                    });
+                }
+                Decision::ToolCalls { text, calls } => {
+                    let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+                    self.events.emit(
+                        "model_response",
+                        json!({ "step": st.steps, "tool_calls": names }),
+                    );
+                    if let Some(stop) = self.handle_calls(st, text, calls, opts).await {
+                        return stop;
+                    }
+                }
+            }
+        }
+    }
+
+    fn reject(
+        &self,
+        st: &mut State,
+        id: &str,
+        name: &str,
+        args: &Value,
+        err: ToolError,
+    ) -> Message {
+        let info = ErrorInfo {
+            kind: err.kind.as_str().into(),
+            message: err.message.clone(),
+        };
+        st.tool_errors.push(ToolErrorEntry {
+            id: id.into(),
+            name: name.into(),
+            kind: info.kind.clone(),
+            message: info.message.clone(),
+            details: err.details,
+        });
+        st.results.push(
+            json!({ "id": id, "name": name, "arguments": args, "status": "error", "error": info }),
+        );
+        Message::Tool {
+            tool_call_id: id.into(),
+            name: name.into(),
+            content: json!({ "error": { "kind": info.kind, "message": info.message } }).to_string(),
+            is_error: true,
+        }
+    }
+
+    /// Returns a stop when the turn ends the run.
+    async fn handle_calls(
+        &self,
+        st: &mut State,
+        text: Option<String>,
+        calls: Vec<ProposedCall>,
+        opts: &RunOptions<'_>,
+    ) -> Option<Stop> {
+        let limits = &self.registry.limits;
+        let policy = &self.registry.policy;
+        let mut any_malformed = false;
+        let calls: Vec<ProposedCall> = calls
+            .into_iter()
+            .map(|mut c| {
+                st.next_call += 1;
+                if c.id.is_empty() {
+                    c.id = format!("call_{}", st.next_call);
+                }
+                c
+            })
+            .collect();
+        st.messages.push(Message::Assistant {
+            content: text,
+            tool_calls: calls
+                .iter()
+                .map(|c| CallMessage {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: match &c.arguments {
+                        Ok(v) => v.clone(),
+                        Err(raw) => Value::String(raw.clone()),
+                    },
+                })
+                .collect(),
+        });
+
+        // Validate every call first: a turn either runs its valid calls or stops for a person
+        // before any of them has side effects.
+        enum Plan<'t> {
+            Run { tool: &'t Tool, args: Value },
+            Rejected(Message),
+        }
+        let mut plans: Vec<(usize, Plan)> = Vec::new();
+        let mut stop: Option<Stop> = None;
+        let mut planned_runs = 0u32;
+        for (i, call) in calls.iter().enumerate() {
+            let id = call.id.as_str();
+            let name = call.name.as_str();
+            let args = match &call.arguments {
+                Ok(v) => v.clone(),
+                Err(raw) => {
+                    any_malformed = true;
+                    let shown: String = raw.chars().take(200).collect();
+                    let msg = self.reject(
+                        st,
+                        id,
+                        name,
+                        &Value::String(raw.clone()),
+                        ToolError::new(
+                            ErrorKind::MalformedDecision,
+                            format!("the arguments of `{name}` are not a JSON object: {shown}"),
+                        ),
+                    );
+                    plans.push((i, Plan::Rejected(msg)));
+                    continue;
+                }
+            };
+            let Some(tool) = self.registry.tool(name) else {
+                let shown: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
+                let hint = crate::diag::did_you_mean(
+                    &shown,
+                    self.registry.tool_names().filter(|t| self.allowed(t)),
+                )
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default();
+                let msg = self.reject(
+                    st,
+                    id,
+                    name,
+                    &args,
+                    ToolError::new(
+                        ErrorKind::UnknownTool,
+                        format!("there is no tool named `{shown}`{hint}"),
+                    ),
+                );
+                plans.push((i, Plan::Rejected(msg)));
+                continue;
+            };
+            if !self.allowed(name) {
+                let msg = self.reject(
+                    st,
+                    id,
+                    name,
+                    &args,
+                    ToolError::new(
+                        ErrorKind::Denied,
+                        format!("the policy does not allow `{name}`"),
+                    ),
+                );
+                plans.push((i, Plan::Rejected(msg)));
+                continue;
+            }
+            let problems = validation_errors(tool, &args);
+            if !problems.is_empty() {
+                let msg = self.reject(
+                    st,
+                    id,
+                    name,
+                    &args,
+                    ToolError::new(ErrorKind::InvalidArguments, problems.join("; ")),
+                );
+                plans.push((i, Plan::Rejected(msg)));
+                continue;
+            }
+            if st.tool_call_count + planned_runs >= limits.max_tool_calls {
+                let msg = self.reject(
+                    st,
+                    id,
+                    name,
+                    &args,
+                    ToolError::new(
+                        ErrorKind::LimitExceeded,
+                        format!(
+                            "the run may make at most {} tool calls (max_tool_calls)",
+                            limits.max_tool_calls
+                        ),
+                    ),
+                );
+                plans.push((i, Plan::Rejected(msg)));
+                stop.get_or_insert(Stop::new(
+                    Status::NeedsReview,
+                    "max_tool_calls",
+                    format!(
+                        "the model asked for more than {} tool calls",
+                        limits.max_tool_calls
+                    ),
+                ));
+                continue;
+            }
+            let used = st.per_tool.get(name).copied().unwrap_or(0);
+            if let Some(max) = tool.max_calls {
+                if used >= max {
+                    let msg = self.reject(
+                        st,
+                        id,
+                        name,
+                        &args,
+                        ToolError::new(
+                            ErrorKind::LimitExceeded,
+                            format!("`{name}` may be called at most {max} times per run"),
+                        ),
+                    );
+                    plans.push((i, Plan::Rejected(msg)));
+                    continue;
+                }
+            }
+            let signature = format!("{name} {}", canonical(&args));
+            let seen = st.identical.get(&signature).copied().unwrap_or(0);
+            if seen >= policy.max_identical_calls {
+                let msg = self.reject(
+                    st,
+                    id,
+                    name,
+                    &args,
+                    ToolError::new(
+                        ErrorKind::LoopDetected,
+                        format!("`{name}` was already called {seen} times with these arguments"),
+                    ),
+                );
+                plans.push((i, Plan::Rejected(msg)));
+                stop.get_or_insert(Stop::new(
+                    Status::NeedsReview,
+                    "loop_detected",
+                    format!(
+                        "the model repeated the same call to `{name}` {} times",
+                        seen + 1
+                    ),
+                ));
+                continue;
+            }
+            if policy.detect_alternation {
+                let h = &st.executed_signatures;
+                let n = h.len();
+                if n >= 3 && h[n - 1] != signature && h[n - 2] == signature && h[n - 3] == h[n - 1]
+                {
+                    let msg = self.reject(
+                        st,
+                        id,
+                        name,
+                        &args,
+                        ToolError::new(
+                            ErrorKind::LoopDetected,
+                            "the model is alternating between the same two calls",
+                        ),
+                    );
+                    plans.push((i, Plan::Rejected(msg)));
+                    stop.get_or_insert(Stop::new(
+                        Status::NeedsReview,
+                        "loop_detected",
+                        "the model alternated between the same two calls (A, B, A, B)".to_string(),
+                    ));
+                    continue;
+                }
+            }
+            if tool.confirm && !opts.approvals.contains(name) {
+                let approved_now = opts.confirmer.is_some_and(|ask| ask(name, &args));
+                if !approved_now {
+                    st.pending = Some(PendingCall {
+                        id: id.into(),
+                        name: name.into(),
+                        arguments: args.clone(),
+                    });
+                    return Some(Stop::new(
+                        Status::NeedsConfirmation,
+                        "needs_confirmation",
+                        format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
+                    ));
+                }
+            }
+            *st.identical.entry(signature.clone()).or_default() += 1;
+            *st.per_tool.entry(name.to_string()).or_default() += 1;
+            st.executed_signatures.push(signature);
+            planned_runs += 1;
+            plans.push((i, Plan::Run { tool, args }));
+        }
+
+        // Execute concurrently, bounded, and collect in the model's order.
+        let env_query = opts.query;
+        let mut fault_draws: Vec<Option<Fault>> = Vec::new();
+        for (_, plan) in &plans {
+            fault_draws.push(match plan {
+                Plan::Run { tool, .. } => self.draw_fault(st, tool),
+                Plan::Rejected(_) => None,
+            });
+        }
+        let futures = plans.iter().zip(fault_draws).map(|((i, plan), fault)| {
+            let call = &calls[*i];
+            async move {
+                match plan {
+                    Plan::Rejected(_) => None,
+                    Plan::Run { tool, args } => {
+                        self.events.emit(
+                            "tool_started",
+                            json!({ "id": call.id, "name": tool.name, "arguments": args }),
+                        );
+                        let started = Instant::now();
+                        let env = ToolEnv {
+                            registry: self.registry,
+                            secrets: self.secrets,
+                            transport: self.transport,
+                            events: self.events,
+                            query: env_query,
+                            now_unix_ms: opts.now_unix_ms,
+                            call_id: &call.id,
+                        };
+                        let result = match fault {
+                            Some(f) => apply_fault(&f, tool).await,
+                            None => match tokio::time::timeout(
+                                tool.timeout,
+                                tools::execute(tool, args, &env),
+                            )
+                            .await
+                            {
+                                Ok(r) => r,
+                                Err(_) => Err(ToolError::new(
+                                    ErrorKind::Timeout,
+                                    format!(
+                                        "`{}` did not finish within {:?}",
+                                        tool.name, tool.timeout
+                                    ),
+                                )),
+                            },
+                        };
+                        Some((result, started.elapsed()))
+                    }
+                }
+            }
+        });
+        let outcomes: Vec<_> = futures_util::stream::iter(futures)
+            .buffered(limits.max_parallel_tools.max(1) as usize)
+            .collect()
+            .await;
+
+        let mut tool_messages = Vec::with_capacity(plans.len());
+        for ((i, plan), outcome) in plans.into_iter().zip(outcomes) {
+            let call = &calls[i];
+            match (plan, outcome) {
+                (Plan::Rejected(msg), _) => tool_messages.push(msg),
+                (Plan::Run { tool, args }, Some((result, elapsed))) => {
+                    st.tool_call_count += 1;
+                    let duration_ms = millis(elapsed);
+                    match result {
+                        Ok(value) => {
+                            let text = match &value {
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            };
+                            let (observation, truncated) = truncate_observation(
+                                self.redactor.str(&text),
+                                limits.max_tool_output_chars,
+                            );
+                            let mut recorded = if truncated {
+                                Value::String(observation.clone())
+                            } else {
+                                value
+                            };
+                            self.redactor.value(&mut recorded);
+                            self.events.emit("tool_finished", json!({ "id": call.id, "name": tool.name, "status": "ok", "duration_ms": duration_ms, "truncated": truncated }));
+                            st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": "ok", "result": recorded }));
+                            st.tool_results.push(ToolResultEntry {
+                                id: call.id.clone(),
+                                name: tool.name.clone(),
+                                arguments: args,
+                                result: Some(recorded),
+                                error: None,
+                                status: "ok".into(),
+                                truncated,
+                                duration_ms,
+                            });
+                            tool_messages.push(Message::Tool {
+                                tool_call_id: call.id.clone(),
+                                name: tool.name.clone(),
+                                content: observation,
+                                is_error: false,
+                            });
+                        }
+                        Err(mut err) => {
+                            err.message = self.redactor.str(&err.message);
+                            if let Some(d) = &mut err.details {
+                                self.redactor.value(d);
+                            }
+                            self.events.emit("tool_finished", json!({ "id": call.id, "name": tool.name, "status": "error", "kind": err.kind.as_str(), "duration_ms": duration_ms }));
+                            let key =
+                                format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
+                            let repeats = st.error_repeats.entry(key).or_default();
+                            *repeats += 1;
+                            if *repeats >= self.registry.policy.max_repeated_errors
+                                && stop.is_none()
+                            {
+                                stop = Some(Stop::new(
+                                    Status::NeedsReview,
+                                    "repeated_errors",
+                                    format!(
+                                        "`{}` failed {} times with the same error: {}",
+                                        tool.name, repeats, err.message
+                                    ),
+                                ));
+                            }
+                            let info = ErrorInfo {
+                                kind: err.kind.as_str().into(),
+                                message: err.message.clone(),
+                            };
+                            st.tool_results.push(ToolResultEntry {
+                                id: call.id.clone(),
+                                name: tool.name.clone(),
+                                arguments: args.clone(),
+                                result: None,
+                                error: Some(info.clone()),
+                                status: "error".into(),
+                                truncated: false,
+                                duration_ms,
+                            });
+                            let msg = self.reject(st, &call.id, &tool.name, &args, err);
+                            tool_messages.push(msg);
+                        }
+                    }
+                }
+                (Plan::Run { .. }, None) => {}
+            }
+        }
+        st.messages.extend(tool_messages);
+        if any_malformed {
+            st.malformed_in_a_row += 1;
+            if st.malformed_in_a_row >= 2 && stop.is_none() {
+                return Some(Stop::new(
+                    Status::Failed,
+                    "malformed_decision",
+                    "two malformed decisions in a row (tool-call arguments that are not JSON)"
+                        .to_string(),
+                ));
+            }
+        } else {
+            st.malformed_in_a_row = 0;
+        }
+        stop
+    }
+
+    /// Spec-declared faults, counted per tool so `fail_first: 2` fails exactly the first two calls.
+    fn draw_fault(&self, st: &mut State, tool: &Tool) -> Option<Fault> {
+        if tool.faults.is_empty() {
+            return None;
+        }
+        let n = st.fault_counts.entry(tool.name.clone()).or_default();
+        *n += 1;
+        let call_number = *n;
+        tool.faults.iter().find_map(|f| match f {
+            Fault::FailFirst { n, .. } if call_number <= *n => Some(f.clone()),
+            Fault::FailFirst { .. } => None,
+            other => Some(other.clone()),
+        })
+    }
+}
+
+async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Value, ToolError> {
+    match fault {
+        Fault::FailFirst { kind, message, .. } => Err(ToolError::new(*kind, message.clone())),
+        Fault::Timeout => Err(ToolError::new(
+            ErrorKind::Timeout,
+            format!(
+                "`{}` did not finish within {:?} (injected fault)",
+                tool.name, tool.timeout
+            ),
+        )),
+        Fault::HttpStatus(status) => Err(ToolError::new(
+            ErrorKind::HttpStatus,
+            format!("the server answered HTTP {status} (injected fault)"),
+        )
+        .with_details(json!({ "status": status, "injected": true }))),
+        Fault::OversizedOutput(n) => Ok(Value::String("x".repeat(*n))),
+    }
+}
+
+/// Sums usage for display without a trace at hand.
+pub fn total_usage(usages: &[Option<Usage>]) -> Usage {
+    usages
+        .iter()
+        .flatten()
+        .fold(Usage::default(), |acc, u| Usage {
+            input_tokens: acc.input_tokens + u.input_tokens,
+            output_tokens: acc.output_tokens + u.output_tokens,
+        })
+}

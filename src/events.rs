@@ -19,7 +19,11 @@ impl Events {
     }
 
     pub fn to_writer(writer: Box<dyn Write + Send>, redactor: Redactor) -> Events {
-        Events { sink: Some(Mutex::new(writer)), redactor, taps: Vec::new() }
+        Events {
+            sink: Some(Mutex::new(writer)),
+            redactor,
+            taps: Vec::new(),
+        }
     }
 
     pub fn set_redactor(&mut self, redactor: Redactor) {

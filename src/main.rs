@@ -13,7 +13,9 @@ mod exit;
 mod models;
 mod net;
 mod redact;
+mod replay;
 mod registry;
+mod session;
 mod spec;
 mod templates;
 mod tooldefs;
@@ -28,7 +30,11 @@ fn main() {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::SUCCESS };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
             let _ = e.print();
             std::process::exit(code);
         }

@@ -23,7 +23,10 @@ pub struct HttpResponse {
 
 impl HttpResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -73,7 +76,9 @@ impl Default for Transport {
 
 impl Transport {
     pub fn live() -> Transport {
-        Transport { client: OnceLock::new() }
+        Transport {
+            client: OnceLock::new(),
+        }
     }
 
     /// Built on first use: a run with only mock tools never pays for TLS set-up.
@@ -92,9 +97,15 @@ impl Transport {
             .map_err(|e| NetError::Io(format!("HTTP client: {e}")))
     }
 
-    pub async fn send(&self, _purpose: Purpose<'_>, req: &HttpRequest, opts: SendOptions<'_>) -> Result<HttpResponse, NetError> {
+    pub async fn send(
+        &self,
+        _purpose: Purpose<'_>,
+        req: &HttpRequest,
+        opts: SendOptions<'_>,
+    ) -> Result<HttpResponse, NetError> {
         let client = self.client()?;
-        let method = reqwest::Method::from_bytes(req.method.as_bytes()).map_err(|e| NetError::Io(e.to_string()))?;
+        let method = reqwest::Method::from_bytes(req.method.as_bytes())
+            .map_err(|e| NetError::Io(e.to_string()))?;
         let mut builder = client.request(method, &req.url);
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
@@ -108,7 +119,12 @@ impl Transport {
             let headers = resp
                 .headers()
                 .iter()
-                .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
                 .collect();
             let mut body = Vec::new();
             let mut truncated = false;
@@ -124,7 +140,12 @@ impl Transport {
                     p(body.len() as u64);
                 }
             }
-            Ok(HttpResponse { status, headers, body, truncated })
+            Ok(HttpResponse {
+                status,
+                headers,
+                body,
+                truncated,
+            })
         };
         match tokio::time::timeout(opts.timeout, work).await {
             Ok(r) => r,

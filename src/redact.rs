@@ -39,7 +39,12 @@ impl Secrets {
     }
 
     pub fn as_json(&self) -> Value {
-        Value::Object(self.values.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+        Value::Object(
+            self.values
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        )
     }
 
     pub fn redactor(&self) -> Redactor {
@@ -55,7 +60,10 @@ pub struct Redactor {
 
 impl Redactor {
     pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
-        let mut needles: Vec<String> = values.into_iter().filter(|v| v.len() >= MIN_SECRET_LEN).collect();
+        let mut needles: Vec<String> = values
+            .into_iter()
+            .filter(|v| v.len() >= MIN_SECRET_LEN)
+            .collect();
         needles.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         needles.dedup();
         Redactor { needles }
@@ -64,7 +72,8 @@ impl Redactor {
     pub fn add(&mut self, value: String) {
         if value.len() >= MIN_SECRET_LEN && !self.needles.contains(&value) {
             self.needles.push(value);
-            self.needles.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+            self.needles
+                .sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         }
     }
 
@@ -94,7 +103,11 @@ impl Redactor {
             }
             Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
             Value::Object(map) => {
-                let keys: Vec<String> = map.keys().filter(|k| self.needles.iter().any(|n| k.contains(n.as_str()))).cloned().collect();
+                let keys: Vec<String> = map
+                    .keys()
+                    .filter(|k| self.needles.iter().any(|n| k.contains(n.as_str())))
+                    .cloned()
+                    .collect();
                 for k in keys {
                     if let Some(val) = map.remove(&k) {
                         map.insert(self.str(&k), val);

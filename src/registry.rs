@@ -82,7 +82,10 @@ pub struct MockResponse {
 
 pub enum MockOutcome {
     Result(TValue),
-    Error { kind: crate::tools::ErrorKind, message: TemplateId },
+    Error {
+        kind: crate::tools::ErrorKind,
+        message: TemplateId,
+    },
 }
 
 pub struct Table {
@@ -107,7 +110,11 @@ pub struct HttpTool {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
     /// The tool's first `n` calls fail with this error.
-    FailFirst { n: u32, kind: crate::tools::ErrorKind, message: String },
+    FailFirst {
+        n: u32,
+        kind: crate::tools::ErrorKind,
+        message: String,
+    },
     /// Every call takes longer than its timeout.
     Timeout,
     /// Every call returns this HTTP status (as an `http_status` error).
@@ -134,7 +141,8 @@ pub struct HostRule {
 
 impl HostRule {
     pub fn matches(&self, host: &str, port: u16) -> bool {
-        self.host.eq_ignore_ascii_case(host.trim_start_matches('[').trim_end_matches(']'))
+        self.host
+            .eq_ignore_ascii_case(host.trim_start_matches('[').trim_end_matches(']'))
             && self.port.is_none_or(|p| p == port)
     }
 }

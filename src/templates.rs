@@ -62,7 +62,12 @@ impl Templates {
         let id = TemplateId(format!("t{}", self.count));
         self.env
             .add_template_owned(id.0.clone(), source.to_string())
-            .map_err(|e| (e.detail().unwrap_or(&e.kind().to_string()).to_string(), e.line()))?;
+            .map_err(|e| {
+                (
+                    e.detail().unwrap_or(&e.kind().to_string()).to_string(),
+                    e.line(),
+                )
+            })?;
         Ok(id)
     }
 
@@ -74,7 +79,15 @@ impl Templates {
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
     pub fn variables(&self, id: &TemplateId) -> Vec<String> {
         let mut vars: Vec<String> = match self.env.get_template(&id.0) {
-            Ok(t) => t.undeclared_variables(true).into_iter().collect(),
+            // Global functions (`range`, `dict`, ...) are not variables a spec must provide.
+            Ok(t) => t
+                .undeclared_variables(true)
+                .into_iter()
+                .filter(|v| {
+                    let root = v.split('.').next().unwrap_or(v);
+                    !self.env.globals().any(|(name, _)| name == root)
+                })
+                .collect(),
             Err(_) => Vec::new(),
         };
         vars.sort();
@@ -83,7 +96,10 @@ impl Templates {
 
     /// Compiles a YAML value into a template value; every string leaf with template syntax
     /// becomes a template. Errors carry the JSON Pointer of the leaf and the line inside it.
-    pub fn compile_value(&mut self, value: &Value) -> Result<TValue, Vec<(String, String, Option<usize>)>> {
+    pub fn compile_value(
+        &mut self,
+        value: &Value,
+    ) -> Result<TValue, Vec<(String, String, Option<usize>)>> {
         let mut errors = Vec::new();
         let tv = self.compile_at(value, String::new(), &mut errors);
         if errors.is_empty() {
@@ -93,7 +109,12 @@ impl Templates {
         }
     }
 
-    fn compile_at(&mut self, value: &Value, pointer: String, errors: &mut Vec<(String, String, Option<usize>)>) -> TValue {
+    fn compile_at(
+        &mut self,
+        value: &Value,
+        pointer: String,
+        errors: &mut Vec<(String, String, Option<usize>)>,
+    ) -> TValue {
         match value {
             Value::String(s) if is_template(s) => {
                 let result = match single_expression(s) {
@@ -106,7 +127,11 @@ impl Templates {
                 })
             }
             Value::Array(items) if contains_template(value) => TValue::Array(
-                items.iter().enumerate().map(|(i, v)| self.compile_at(v, format!("{pointer}/{i}"), errors)).collect(),
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| self.compile_at(v, format!("{pointer}/{i}"), errors))
+                    .collect(),
             ),
             Value::Object(map) if contains_template(value) => TValue::Object(
                 map.iter()
@@ -134,7 +159,11 @@ impl Templates {
         let template = self.env.get_template(&id.0).map_err(|e| e.to_string())?;
         let text = template.render(ctx).map_err(describe_error)?;
         if text.len() > MAX_RENDERED_BYTES {
-            return Err(format!("template rendered {} bytes, more than the {} allowed", text.len(), MAX_RENDERED_BYTES));
+            return Err(format!(
+                "template rendered {} bytes, more than the {} allowed",
+                text.len(),
+                MAX_RENDERED_BYTES
+            ));
         }
         Ok(text)
     }
@@ -147,9 +176,17 @@ impl Templates {
                 let json = self.render_text(id, ctx)?;
                 serde_json::from_str(&json).unwrap_or(Value::Null)
             }
-            TValue::Array(items) => Value::Array(items.iter().map(|i| self.render(i, ctx)).collect::<Result<_, _>>()?),
+            TValue::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|i| self.render(i, ctx))
+                    .collect::<Result<_, _>>()?,
+            ),
             TValue::Object(entries) => Value::Object(
-                entries.iter().map(|(k, v)| Ok((k.clone(), self.render(v, ctx)?))).collect::<Result<_, String>>()?,
+                entries
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), self.render(v, ctx)?)))
+                    .collect::<Result<_, String>>()?,
             ),
         })
     }
@@ -166,7 +203,9 @@ fn contains_template(v: &Value) -> bool {
 
 fn describe_error(e: minijinja::Error) -> String {
     match e.kind() {
-        minijinja::ErrorKind::OutOfFuel => "template did too much work (loop or range too large)".to_string(),
+        minijinja::ErrorKind::OutOfFuel => {
+            "template did too much work (loop or range too large)".to_string()
+        }
         _ => match e.detail() {
             Some(d) => format!("{}: {d}", e.kind()),
             None => e.kind().to_string(),
@@ -186,7 +225,9 @@ mod tests {
     #[test]
     fn single_expressions_keep_their_type() {
         let mut t = Templates::new();
-        let tv = t.compile_value(&json!({"n": "{{ args.n }}", "s": "id-{{ args.n }}", "k": 3})).unwrap();
+        let tv = t
+            .compile_value(&json!({"n": "{{ args.n }}", "s": "id-{{ args.n }}", "k": 3}))
+            .unwrap();
         let out = t.render(&tv, &context(&json!({"args": {"n": 5}}))).unwrap();
         assert_eq!(out, json!({"n": 5, "s": "id-5", "k": 3}));
     }
@@ -194,15 +235,27 @@ mod tests {
     #[test]
     fn variables_are_listed_dotted() {
         let mut t = Templates::new();
-        let id = t.add("{{ args.city | urlencode }} {{ secrets.KEY }}").unwrap();
-        assert_eq!(t.variables(&id), vec!["args.city".to_string(), "secrets.KEY".to_string()]);
+        let id = t
+            .add("{{ args.city | urlencode }} {{ secrets.KEY }}")
+            .unwrap();
+        assert_eq!(
+            t.variables(&id),
+            vec!["args.city".to_string(), "secrets.KEY".to_string()]
+        );
     }
 
     #[test]
     fn runaway_loops_run_out_of_fuel() {
         let mut t = Templates::new();
-        let id = t.add("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}").unwrap();
-        assert!(t.render_text(&id, &context(&json!({}))).unwrap_err().contains("too much work"));
+        let id = t
+            .add(
+                "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+            )
+            .unwrap();
+        assert!(t
+            .render_text(&id, &context(&json!({})))
+            .unwrap_err()
+            .contains("too much work"));
     }
 
     #[test]

@@ -25,7 +25,11 @@ pub fn run(args: CheckArgs) -> i32 {
     match args.format {
         CheckFormat::Human => {
             for d in &all {
-                let src = d.file.as_ref().and_then(|f| sources.iter().find(|(n, _)| n == f)).map(|(_, t)| t.as_str());
+                let src = d
+                    .file
+                    .as_ref()
+                    .and_then(|f| sources.iter().find(|(n, _)| n == f))
+                    .map(|(_, t)| t.as_str());
                 eprint!("{}", render_human(d, src));
                 eprintln!();
             }
@@ -37,9 +41,16 @@ pub fn run(args: CheckArgs) -> i32 {
                 eprintln!("checked {checked} {noun}: {errors} error(s), {warnings} warning(s)");
             }
         }
-        CheckFormat::Json => println!("{}", serde_json::to_string_pretty(&to_json(&all)).unwrap_or_default()),
+        CheckFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&all)).unwrap_or_default()
+        ),
         CheckFormat::Sarif => {
-            println!("{}", serde_json::to_string_pretty(&to_sarif(&all, &crate::codes::rules())).unwrap_or_default())
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&to_sarif(&all, &crate::codes::rules()))
+                    .unwrap_or_default()
+            )
         }
         CheckFormat::Github => {
             for d in &all {

@@ -16,8 +16,9 @@ pub fn run(args: ExplainArgs) -> i32 {
             exit::SUCCESS
         }
         None => {
-            let hint = crate::diag::did_you_mean(&code.to_uppercase(), CODES.iter().map(|c| c.code))
-                .unwrap_or_else(|| "`toolrun explain --list` shows every code".to_string());
+            let hint =
+                crate::diag::did_you_mean(&code.to_uppercase(), CODES.iter().map(|c| c.code))
+                    .unwrap_or_else(|| "`toolrun explain --list` shows every code".to_string());
             eprintln!("error: unknown diagnostic code `{code}`\n  = help: {hint}");
             exit::USAGE
         }

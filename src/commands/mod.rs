@@ -20,7 +20,11 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Replay(args) => crate::commands::test::replay(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
-            println!("{}", serde_json::to_string_pretty(&crate::spec::schema::spec_schema()).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::spec::schema::spec_schema())
+                    .unwrap_or_default()
+            );
             exit::SUCCESS
         }
         Command::Explain(args) => explain::run(args),
@@ -43,12 +47,21 @@ pub fn load_registry(path: &Path) -> Result<Registry, i32> {
         Ok((source, compiled)) => match compiled.registry {
             Some(r) => Ok(r),
             None => {
-                let errors: Vec<&Diagnostic> = compiled.diagnostics.iter().filter(|d| d.is_error()).collect();
+                let errors: Vec<&Diagnostic> = compiled
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .collect();
                 for d in &errors {
                     eprint!("{}", render_human(d, Some(&source.text)));
                     eprintln!();
                 }
-                eprintln!("error: `{}` has {} error(s); run `toolrun check {}` for details", source.display, errors.len(), source.display);
+                eprintln!(
+                    "error: `{}` has {} error(s); run `toolrun check {}` for details",
+                    source.display,
+                    errors.len(),
+                    source.display
+                );
                 Err(exit::FAILED)
             }
         },
@@ -57,8 +70,14 @@ pub fn load_registry(path: &Path) -> Result<Registry, i32> {
 
 /// Writes next to the target and renames over it, so readers never see half a file.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
         use std::io::Write;

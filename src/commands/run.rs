@@ -1,1 +1,112 @@
-pub fn run(_args: crate::cli::RunArgs) -> i32 { 1 }
+//! `toolrun run`: one run of the loop; the answer on stdout, the trace where asked.
+
+use crate::cli::RunArgs;
+use crate::engine::{Engine, RunOptions};
+use crate::events::Events;
+use crate::exit;
+use crate::net::Transport;
+use crate::trace::Status;
+use std::io::{IsTerminal, Write};
+
+pub fn run(args: RunArgs) -> i32 {
+    let registry = match super::load_registry(&args.spec) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let now = match crate::session::now_unix_ms(args.now.as_deref()) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let mut prepared = match crate::session::prepare(&registry, args.model.as_deref(), &args.query)
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    for tool in &args.approve {
+        if registry.tool(tool).is_none() {
+            let hint = crate::diag::did_you_mean(tool, registry.tool_names()).unwrap_or_default();
+            eprintln!("error: --approve names `{tool}`, which is not a tool of this spec {hint}");
+            return exit::USAGE;
+        }
+    }
+    let redactor = prepared.secrets.redactor();
+    let events = match &args.events {
+        None => Events::none(),
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Events::to_writer(Box::new(std::io::BufWriter::new(f)), redactor.clone()),
+            Err(e) => {
+                eprintln!("error: cannot write events to `{}`: {e}", path.display());
+                return exit::USAGE;
+            }
+        },
+    };
+    let transport = Transport::live();
+    let engine = Engine {
+        registry: &registry,
+        transport: &transport,
+        events: &events,
+        secrets: &prepared.secrets,
+        redactor: redactor.clone(),
+    };
+    let prompt_redactor = redactor.clone();
+    let confirm_prompt = move |name: &str, arguments: &serde_json::Value| -> bool {
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "toolrun: `{name}` has side effects. Run it with {}? [y/N] ",
+            prompt_redactor.str(&arguments.to_string())
+        );
+        let _ = err.flush();
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).is_ok()
+            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+    };
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let rt = crate::session::runtime();
+    let (interrupted, sigint) = crate::session::watch_signals(&rt);
+    let opts = RunOptions {
+        query: &args.query,
+        model_name: &prepared.model_name,
+        approvals: args.approve.iter().cloned().collect(),
+        confirmer: if interactive {
+            Some(&confirm_prompt)
+        } else {
+            None
+        },
+        now_unix_ms: now,
+        interrupted: Some(interrupted),
+    };
+    let trace = rt.block_on(engine.run(&mut prepared.model, opts));
+    let doc = trace.to_json(&redactor);
+    let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    if let Some(path) = &args.trace {
+        if let Err(e) = super::write_atomically(path, format!("{pretty}\n").as_bytes()) {
+            eprintln!("error: cannot write the trace to `{}`: {e}", path.display());
+            return exit::FAILED;
+        }
+    }
+    if args.json {
+        println!("{pretty}");
+    } else if let Some(answer) = &trace.final_output {
+        println!("{}", redactor.str(answer));
+    }
+    if trace.status != Status::Ok {
+        let why = trace.error.as_deref().unwrap_or("");
+        eprintln!(
+            "toolrun: run {} ({}): {}",
+            trace.status.as_str(),
+            trace.stop_reason,
+            redactor.str(why)
+        );
+    }
+    if trace.stop_reason == "interrupted" && sigint.load(std::sync::atomic::Ordering::SeqCst) {
+        return exit::INTERRUPTED;
+    }
+    trace.status.exit_code()
+}

@@ -17,7 +17,11 @@ fn node_at<'a>(root: &'a Node, location: &str) -> &'a Node {
 
 pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<serde_json::Value> {
     if !matches!(node.value, Value::Map(_)) {
-        ctx.d.push(expected(node, "a JSON Schema mapping", &format!("`input` of tool `{tool}`")));
+        ctx.d.push(expected(
+            node,
+            "a JSON Schema mapping",
+            &format!("`input` of tool `{tool}`"),
+        ));
         return None;
     }
     let schema = node.to_json();
@@ -34,7 +38,9 @@ pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<se
         Some(serde_json::Value::String(t)) if t == "object" => {}
         other => {
             let at = node.get("type").unwrap_or(node);
-            let found = other.map(|t| t.to_string()).unwrap_or_else(|| "no `type`".into());
+            let found = other
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "no `type`".into());
             ctx.d.push(
                 Diagnostic::new("E015", format!("`input` of tool `{tool}` must be an object schema, found {found}"))
                     .at(at.span)
@@ -45,7 +51,13 @@ pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<se
     }
     if let Err(e) = jsonschema::options().build(&schema) {
         let at = node_at(node, e.schema_path().as_str());
-        ctx.d.push(Diagnostic::new("E014", format!("`input` of tool `{tool}` does not compile: {}", e.masked())).at(at.span));
+        ctx.d.push(
+            Diagnostic::new(
+                "E014",
+                format!("`input` of tool `{tool}` does not compile: {}", e.masked()),
+            )
+            .at(at.span),
+        );
         return None;
     }
     check_defaults(node, &schema, tool, ctx);
@@ -55,13 +67,25 @@ pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<se
 /// Real-world schemas are full of `default: null` on string parameters: worth a warning, since
 /// a model copying the default sends an invalid call, but not worth refusing the spec.
 fn check_defaults(node: &Node, schema: &serde_json::Value, tool: &str, ctx: &mut Ctx) {
-    let Some(props) = schema.get("properties").and_then(|p| p.as_object()) else { return };
+    let Some(props) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return;
+    };
     for (name, prop) in props {
-        let Some(default) = prop.get("default") else { continue };
-        let Ok(validator) = jsonschema::validator_for(prop) else { continue };
-        let first_error = validator.iter_errors(default).next().map(|e| e.masked().to_string());
+        let Some(default) = prop.get("default") else {
+            continue;
+        };
+        let Ok(validator) = jsonschema::validator_for(prop) else {
+            continue;
+        };
+        let first_error = validator
+            .iter_errors(default)
+            .next()
+            .map(|e| e.masked().to_string());
         if let Some(err) = first_error {
-            let at = node.locate(&format!("/properties/{}/default", name.replace('~', "~0").replace('/', "~1")));
+            let at = node.locate(&format!(
+                "/properties/{}/default",
+                name.replace('~', "~0").replace('/', "~1")
+            ));
             ctx.d.push(
                 Diagnostic::new("W102", format!("the default of `{name}` in tool `{tool}` breaks its own schema: {err}"))
                     .at(at.span)

@@ -49,9 +49,15 @@ pub struct CallMessage {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
     Answer(String),
-    ToolCalls { text: Option<String>, calls: Vec<ProposedCall> },
+    ToolCalls {
+        text: Option<String>,
+        calls: Vec<ProposedCall>,
+    },
     /// Not a usable decision: kept verbatim for the trace.
-    Malformed { raw: String, reason: String },
+    Malformed {
+        raw: String,
+        reason: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -85,7 +91,10 @@ pub struct ModelError {
 
 impl ModelError {
     pub fn new(message: impl Into<String>) -> ModelError {
-        ModelError { message: message.into(), ..ModelError::default() }
+        ModelError {
+            message: message.into(),
+            ..ModelError::default()
+        }
     }
 }
 
@@ -109,13 +118,24 @@ impl ModelClient {
     /// Fails before any request when a live model's API key variable is not set.
     pub fn new(def: &ModelDef, query: &str, secrets: &mut Secrets) -> Result<ModelClient, String> {
         Ok(match &def.kind {
-            ModelKind::Scripted(scripts) => ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?),
-            ModelKind::OpenAi(live) => ModelClient::OpenAi(openai::OpenAiModel::new(&def.name, live, secrets)?),
-            ModelKind::Anthropic(live) => ModelClient::Anthropic(anthropic::AnthropicModel::new(&def.name, live, secrets)?),
+            ModelKind::Scripted(scripts) => {
+                ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?)
+            }
+            ModelKind::OpenAi(live) => {
+                ModelClient::OpenAi(openai::OpenAiModel::new(&def.name, live, secrets)?)
+            }
+            ModelKind::Anthropic(live) => {
+                ModelClient::Anthropic(anthropic::AnthropicModel::new(&def.name, live, secrets)?)
+            }
         })
     }
 
-    pub async fn decide(&mut self, input: DecideInput<'_>, transport: &Transport, events: &Events) -> Result<ModelTurn, ModelError> {
+    pub async fn decide(
+        &mut self,
+        input: DecideInput<'_>,
+        transport: &Transport,
+        events: &Events,
+    ) -> Result<ModelTurn, ModelError> {
         match self {
             ModelClient::Scripted(m) => m.decide(input),
             ModelClient::OpenAi(m) => m.decide(input, transport, events).await,
@@ -126,8 +146,14 @@ impl ModelClient {
 
 /// The key comes from the model's declared variable only, and is registered as a secret so it
 /// is masked everywhere toolrun writes.
-pub(crate) fn read_api_key(name: &str, settings: &crate::registry::LiveModel, secrets: &mut Secrets) -> Result<Option<String>, String> {
-    let Some(var) = &settings.api_key_env else { return Ok(None) };
+pub(crate) fn read_api_key(
+    name: &str,
+    settings: &crate::registry::LiveModel,
+    secrets: &mut Secrets,
+) -> Result<Option<String>, String> {
+    let Some(var) = &settings.api_key_env else {
+        return Ok(None);
+    };
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => {
             secrets.insert(var, v.clone());

@@ -1,7 +1,111 @@
-use super::{DecideInput, ModelError, ModelTurn};
-use crate::registry::Script;
-pub struct ScriptedModel;
+//! Deterministic models for tests: a script is chosen by a regex on the query, and each model
+//! call consumes the next turn. Turns are templates over `query`, `results`, `last` and `step`.
+
+use super::{DecideInput, Decision, ModelError, ModelTurn, ProposedCall};
+use crate::registry::{Script, ScriptedArguments, Turn};
+use crate::templates::context;
+use serde_json::{json, Value};
+
+pub struct ScriptedModel {
+    name: String,
+    /// Raw pointer-free handle: the script index inside the registry's model.
+    script: usize,
+    script_label: String,
+    next_turn: usize,
+}
+
 impl ScriptedModel {
-    pub fn select(_name: &str, _s: &[Script], _q: &str) -> Result<ScriptedModel, String> { Ok(ScriptedModel) }
-    pub fn decide(&mut self, _i: DecideInput<'_>) -> Result<ModelTurn, ModelError> { todo!() }
+    pub fn select(name: &str, scripts: &[Script], query: &str) -> Result<ScriptedModel, String> {
+        let index = scripts
+            .iter()
+            .position(|s| s.when.as_ref().is_none_or(|re| re.is_match(query)))
+            .ok_or_else(|| format!("no script of model `{name}` matches the query; add a script without `when` as a fallback"))?;
+        let label = match &scripts[index].when {
+            Some(re) => format!("script {} (when: {})", index + 1, re.as_str()),
+            None => format!("script {} (fallback)", index + 1),
+        };
+        Ok(ScriptedModel {
+            name: name.to_string(),
+            script: index,
+            script_label: label,
+            next_turn: 0,
+        })
+    }
+
+    pub fn decide(&mut self, input: DecideInput<'_>) -> Result<ModelTurn, ModelError> {
+        let registry = input.registry;
+        let Some(crate::registry::ModelKind::Scripted(scripts)) =
+            registry.model(&self.name).map(|m| &m.kind)
+        else {
+            return Err(ModelError::new(format!(
+                "model `{}` is not scripted",
+                self.name
+            )));
+        };
+        let script = &scripts[self.script];
+        let Some(turn) = script.turns.get(self.next_turn) else {
+            return Err(ModelError::new(format!(
+                "{} of model `{}` ran out of turns after {} model call(s); add a turn (e.g. `- answer: ...`) for call {}",
+                self.script_label,
+                self.name,
+                script.turns.len(),
+                self.next_turn + 1
+            )));
+        };
+        self.next_turn += 1;
+        let ctx = context(&json!({
+            "query": input.query,
+            "results": input.results,
+            "last": input.results.last(),
+            "step": input.step,
+        }));
+        let render_err = |e: String| {
+            ModelError::new(format!(
+                "{}, turn {}: template failed: {e}",
+                self.script_label, self.next_turn
+            ))
+        };
+        let t = &registry.templates;
+        let decision = match turn {
+            Turn::Answer(id) => Decision::Answer(t.render_text(id, &ctx).map_err(render_err)?),
+            Turn::Raw(id) => {
+                let raw = t.render_text(id, &ctx).map_err(render_err)?;
+                Decision::Malformed {
+                    raw,
+                    reason: "the reply describes a tool call in prose instead of making one".into(),
+                }
+            }
+            Turn::ToolCalls(calls) => {
+                let mut proposed = Vec::with_capacity(calls.len());
+                for call in calls {
+                    let arguments = match &call.arguments {
+                        ScriptedArguments::Json(tv) => {
+                            match t.render(tv, &ctx).map_err(render_err)? {
+                                Value::Object(m) => Ok(Value::Object(m)),
+                                other => Err(other.to_string()),
+                            }
+                        }
+                        ScriptedArguments::Raw(raw) => match serde_json::from_str::<Value>(raw) {
+                            Ok(Value::Object(m)) => Ok(Value::Object(m)),
+                            _ => Err(raw.clone()),
+                        },
+                    };
+                    // Ids are assigned by the engine, as for providers that omit them.
+                    proposed.push(ProposedCall {
+                        id: String::new(),
+                        name: call.name.clone(),
+                        arguments,
+                    });
+                }
+                Decision::ToolCalls {
+                    text: None,
+                    calls: proposed,
+                }
+            }
+        };
+        Ok(ModelTurn {
+            decision,
+            usage: None,
+        })
+    }
 }

@@ -1,1 +1,3 @@
-pub fn spec_schema() -> serde_json::Value { serde_json::json!({}) }
+pub fn spec_schema() -> serde_json::Value {
+    serde_json::json!({})
+}

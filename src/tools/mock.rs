@@ -1,4 +1,60 @@
+//! Mock tools: the first response whose `when` is a subset of the arguments answers.
+
 use super::{ToolEnv, ToolError};
-use crate::registry::MockResponse;
-use serde_json::Value;
-pub fn execute(_r: &[MockResponse], _args: &Value, _env: &ToolEnv<'_>) -> Result<Value, ToolError> { todo!() }
+use crate::registry::{MockOutcome, MockResponse};
+use crate::templates::context;
+use serde_json::{json, Value};
+
+/// `1` and `1.0` are the same number to a person writing `when:`.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+pub fn is_subset(expected: &serde_json::Map<String, Value>, actual: &Value) -> bool {
+    expected
+        .iter()
+        .all(|(k, v)| actual.get(k).is_some_and(|a| json_eq(v, a)))
+}
+
+pub fn execute(
+    responses: &[MockResponse],
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<Value, ToolError> {
+    let Some(response) = responses
+        .iter()
+        .find(|r| r.when.as_ref().is_none_or(|w| is_subset(w, args)))
+    else {
+        return Err(ToolError::new(
+            super::ErrorKind::NotFound,
+            "no mock response matches these arguments",
+        ));
+    };
+    let ctx = context(&json!({ "args": args, "query": env.query }));
+    let templates = &env.registry.templates;
+    match &response.outcome {
+        MockOutcome::Result(tv) => templates.render(tv, &ctx).map_err(|e| {
+            ToolError::new(
+                super::ErrorKind::ExecutionError,
+                format!("mock result template failed: {e}"),
+            )
+        }),
+        MockOutcome::Error { kind, message } => {
+            let text = templates
+                .render_text(message, &ctx)
+                .unwrap_or_else(|e| format!("mock error template failed: {e}"));
+            Err(ToolError::new(*kind, text))
+        }
+    }
+}

@@ -78,7 +78,11 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
-        ToolError { kind, message: message.into(), details: None }
+        ToolError {
+            kind,
+            message: message.into(),
+            details: None,
+        }
     }
     pub fn with_details(mut self, details: Value) -> ToolError {
         self.details = Some(details);

@@ -1,0 +1,135 @@
+//! What every run needs before the loop starts: the model chosen, secrets read, the clock fixed.
+//! Problems here are the user's set-up (exit 2), found before any request is made.
+
+use crate::models::ModelClient;
+use crate::redact::Secrets;
+use crate::registry::Registry;
+
+pub struct Prepared {
+    pub model: ModelClient,
+    pub model_name: String,
+    pub secrets: Secrets,
+}
+
+pub fn model_name(registry: &Registry, requested: Option<&str>) -> Result<String, String> {
+    match requested {
+        Some(name) => match registry.model(name) {
+            Some(m) => Ok(m.name.clone()),
+            None => {
+                let hint =
+                    crate::diag::did_you_mean(name, registry.model_names()).unwrap_or_else(|| {
+                        format!(
+                            "models in this spec: {}",
+                            registry.model_names().collect::<Vec<_>>().join(", ")
+                        )
+                    });
+                Err(format!("the spec has no model `{name}`; {hint}"))
+            }
+        },
+        None => match registry.default_model {
+            Some(i) => Ok(registry.models[i].name.clone()),
+            None if registry.models.is_empty() => {
+                Err("the spec declares no models; add one under `models:`".into())
+            }
+            None => {
+                Err("the spec has several models and no `default_model`; pass --model NAME".into())
+            }
+        },
+    }
+}
+
+pub fn prepare(
+    registry: &Registry,
+    requested_model: Option<&str>,
+    query: &str,
+) -> Result<Prepared, String> {
+    let model_name = model_name(registry, requested_model)?;
+    let (mut secrets, missing) = Secrets::from_env(&registry.secrets);
+    if !missing.is_empty() {
+        return Err(format!(
+            "the spec reads secret(s) {} from the environment, but they are not set; export them and run again",
+            missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let def = registry
+        .model(&model_name)
+        .ok_or_else(|| format!("no model `{model_name}`"))?;
+    let model = ModelClient::new(def, query, &mut secrets)?;
+    Ok(Prepared {
+        model,
+        model_name,
+        secrets,
+    })
+}
+
+/// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.
+pub fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
+    let text = fixed
+        .map(str::to_string)
+        .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()));
+    match text {
+        None => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)),
+        Some(t) => {
+            let parsed = crate::builtins::call(
+                "datetime",
+                &serde_json::json!({ "operation": "parse", "value": t }),
+                &crate::builtins::BuiltinContext { now_unix_ms: 0 },
+            )
+            .map_err(|e| format!("invalid time `{t}`: {}", e.message))?;
+            parsed
+                .get("unix_ms")
+                .and_then(|v| v.as_i64())
+                .ok_or_else(|| format!("invalid time `{t}`"))
+        }
+    }
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(crate::exit::FAILED);
+        }
+    }
+}
+
+/// Ctrl-C and SIGTERM set a flag the engine watches, so the trace of the run in progress is
+/// still written. Returns the flag and whether the signal was SIGINT (exit 130).
+pub fn watch_signals(
+    rt: &tokio::runtime::Runtime,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sigint = Arc::new(AtomicBool::new(false));
+    let (s1, i1) = (stop.clone(), sigint.clone());
+    rt.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            i1.store(true, Ordering::SeqCst);
+            s1.store(true, Ordering::SeqCst);
+        }
+    });
+    #[cfg(unix)]
+    {
+        let s2 = stop.clone();
+        rt.spawn(async move {
+            if let Ok(mut term) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
+                term.recv().await;
+                s2.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+    (stop, sigint)
+}
