@@ -72,7 +72,7 @@ pub async fn post_json(
     loop {
         attempt += 1;
         events.emit(
-            "model_request",
+            "model_http_request",
             json!({ "model": ep.model_name, "provider": ep.provider, "url": ep.url, "attempt": attempt, "body": body }),
         );
         let started = Instant::now();
@@ -117,7 +117,7 @@ pub async fn post_json(
         let text = String::from_utf8_lossy(&resp.body).into_owned();
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
         events.emit(
-            "model_response",
+            "model_http_response",
             json!({
                 "model": ep.model_name,
                 "status": resp.status,
@@ -179,7 +179,7 @@ pub async fn post_json(
 
 fn emit_failure(ep: &Endpoint<'_>, events: &Events, attempt: u32, message: &str, started: Instant) {
     events.emit(
-        "model_response",
+        "model_http_response",
         json!({
             "model": ep.model_name,
             "attempt": attempt,

@@ -38,6 +38,8 @@ struct State {
     script: Mutex<VecDeque<Response>>,
     violations: Mutex<Vec<String>>,
     bodies: Mutex<Vec<Value>>,
+    /// Like a local server (Ollama, vLLM without `--api-key`): any key, or none, is fine.
+    keyless: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -47,17 +49,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Fake {
     /// Serves `POST /v1/chat/completions`; point `base_url` at [`Fake::base_url`].
     pub fn openai(script: Vec<Response>) -> Fake {
-        Fake::start(Api::OpenAi, script)
+        Fake::start(Api::OpenAi, script, false)
+    }
+
+    /// Like [`Fake::openai`], but accepts requests without a key, as local servers do.
+    pub fn openai_keyless(script: Vec<Response>) -> Fake {
+        Fake::start(Api::OpenAi, script, true)
     }
 
     /// Serves `POST /v1/messages`; point `base_url` at [`Fake::base_url`].
     pub fn anthropic(script: Vec<Response>) -> Fake {
-        Fake::start(Api::Anthropic, script)
+        Fake::start(Api::Anthropic, script, false)
     }
 
-    fn start(api: Api, script: Vec<Response>) -> Fake {
+    fn start(api: Api, script: Vec<Response>, keyless: bool) -> Fake {
         let state = Arc::new(State {
             script: Mutex::new(script.into()),
+            keyless,
             ..State::default()
         });
         let shared = Arc::clone(&state);
@@ -109,6 +117,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
         );
     }
     match api {
+        _ if state.keyless => {}
         Api::OpenAi => {
             let auth = req.header("authorization").unwrap_or("");
             if auth != format!("Bearer {KEY}") {
@@ -666,4 +675,50 @@ pub fn check_anthropic_body(body: &Value) -> Check {
         ));
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Specs
+// ---------------------------------------------------------------------------------------
+
+/// A stock-assistant spec whose only model is `live`, a `kind` (openai | anthropic) model at
+/// `base_url` reading its key from `TEST_KEY`. `extra` is appended at the top level (e.g. a
+/// `limits:` block); `model_extra` lines go inside the model (e.g. `    timeout: 1s`).
+pub fn live_spec(kind: &str, base_url: &str, model_extra: &str, extra: &str) -> String {
+    format!(
+        r#"version: 1
+name: live_{kind}
+description: Answers stock questions against a fake {kind} server.
+system: You answer stock questions. Use the tools; never guess a price.
+tools:
+  get_stock_price:
+    description: Returns the simulated current price for a ticker symbol.
+    kind: mock
+    input:
+      type: object
+      properties:
+        ticker: {{ type: string, description: "Ticker symbol, e.g. AAPL" }}
+      required: [ticker]
+      additionalProperties: false
+    responses:
+      - when: {{ ticker: AAPL }}
+        result: 178.15
+      - when: {{ ticker: MSFT }}
+        result: 411.2
+      - error: "unknown ticker {{{{ args.ticker }}}}"
+  calculate_expression:
+    description: Evaluates an arithmetic expression safely.
+    kind: builtin
+    builtin: calculator
+models:
+  live:
+    kind: {kind}
+    model: test-model
+    base_url: {base_url}
+    api_key_env: TEST_KEY
+    retries: 2
+{model_extra}
+{extra}
+"#
+    )
 }
