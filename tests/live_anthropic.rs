@@ -259,3 +259,62 @@ fn max_tokens_stop_is_malformed_then_recovers() {
     let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "user"]);
 }
+
+/// The fake is only as good as its validation: it must refuse what the real API refuses.
+#[test]
+fn the_fake_rejects_what_the_api_rejects() {
+    let user = json!({"role": "user", "content": "q"});
+    let asst = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]});
+    let result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"}]});
+    let body = |messages: Vec<Value>| json!({"model": "m", "max_tokens": 10, "messages": messages});
+    assert_eq!(
+        providers::check_anthropic_body(&body(vec![user.clone(), asst.clone(), result.clone()])),
+        Ok(())
+    );
+
+    let bad = |b: Value, needle: &str| {
+        let err = providers::check_anthropic_body(&b).expect_err(needle);
+        assert!(err.contains(needle), "{err}");
+    };
+    bad(json!({"model": "m", "messages": [user]}), "max_tokens");
+    bad(body(vec![user.clone(), user.clone()]), "alternate");
+    bad(body(vec![asst.clone(), result.clone()]), "first message");
+    bad(
+        body(vec![user.clone(), asst.clone(), user.clone()]),
+        "without `tool_result` blocks immediately after: t1",
+    );
+    bad(
+        body(vec![user.clone(), asst.clone()]),
+        "without `tool_result`",
+    );
+    bad(
+        body(vec![
+            user.clone(),
+            json!({"role": "assistant", "content": "thinking"}),
+            result.clone(),
+        ]),
+        "unexpected `tool_use_id`",
+    );
+    let text_first = json!({"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "tool_result", "tool_use_id": "t1", "content": "1"}]});
+    bad(
+        body(vec![user.clone(), asst.clone(), text_first]),
+        "must come first",
+    );
+    bad(
+        body(vec![
+            json!({"role": "system", "content": "s"}),
+            user.clone(),
+        ]),
+        "system",
+    );
+    bad(
+        body(vec![
+            json!({"role": "user", "content": [{"type": "text", "text": ""}]}),
+        ]),
+        "non-empty",
+    );
+    bad(
+        json!({"model": "m", "max_tokens": 10, "messages": [user], "temperature": 1.5}),
+        "temperature",
+    );
+}

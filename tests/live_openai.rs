@@ -298,3 +298,108 @@ fn extra_headers_and_no_key_for_local_servers() {
     assert_eq!(req.header("authorization"), None);
     assert_eq!(req.header("x-team"), Some("research"));
 }
+
+/// The fake is only as good as its validation: it must refuse what the real API refuses.
+#[test]
+fn the_fake_rejects_what_the_api_rejects() {
+    let user = json!({"role": "user", "content": "q"});
+    let call =
+        json!({"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}});
+    let asst = json!({"role": "assistant", "content": "", "tool_calls": [call]});
+    let tool = json!({"role": "tool", "tool_call_id": "c1", "content": "1"});
+    let body = |messages: Vec<Value>| json!({"model": "m", "messages": messages});
+    assert_eq!(
+        providers::check_openai(&body(vec![user.clone(), asst.clone(), tool.clone()])),
+        Ok(())
+    );
+
+    let bad = |b: Value, needle: &str| {
+        let err = providers::check_openai(&b).expect_err(needle);
+        assert!(err.contains(needle), "{err}");
+    };
+    bad(
+        body(vec![
+            user.clone(),
+            asst.clone(),
+            json!({"role": "tool", "content": "1"}),
+        ]),
+        "tool_call_id",
+    );
+    bad(
+        body(vec![user.clone(), asst.clone()]),
+        "did not have response messages: c1",
+    );
+    bad(
+        body(vec![user.clone(), asst.clone(), user.clone()]),
+        "must be followed by tool messages",
+    );
+    bad(
+        body(vec![user.clone(), tool.clone()]),
+        "must be a response to a preceding message",
+    );
+    let mut no_type = asst.clone();
+    no_type["tool_calls"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("type");
+    bad(
+        body(vec![user.clone(), no_type, tool.clone()]),
+        "'function'",
+    );
+    let mut null_content = asst.clone();
+    null_content["content"] = Value::Null;
+    bad(
+        body(vec![user.clone(), null_content, tool.clone()]),
+        "content",
+    );
+    let mut object_args = asst.clone();
+    object_args["tool_calls"][0]["function"]["arguments"] = json!({});
+    bad(
+        body(vec![user.clone(), object_args, tool.clone()]),
+        "arguments must be a string",
+    );
+    bad(
+        json!({"model": "m", "messages": [user], "tools": []}),
+        "too short",
+    );
+    bad(
+        json!({"messages": [{"role": "user", "content": "q"}]}),
+        "model",
+    );
+    bad(
+        json!({"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 3}),
+        "temperature",
+    );
+}
+
+#[test]
+fn a_rejected_request_is_a_400_with_the_message_and_a_recorded_violation() {
+    let fake = Fake::openai(vec![providers::openai_answer("never")]);
+    let body = json!({"model": "m", "messages": [{"role": "tool", "content": "1"}]});
+    let status = raw_post(&fake, "/v1/chat/completions", &body);
+    assert!(status.starts_with("HTTP/1.1 400"), "{status}");
+    assert_eq!(fake.violations().len(), 1);
+    assert!(fake.violations()[0].contains("tool_call_id"));
+    assert_eq!(
+        fake.remaining(),
+        1,
+        "a rejected request consumes no canned reply"
+    );
+}
+
+/// Posts JSON with the test key over a plain socket; returns the status line and body.
+fn raw_post(fake: &Fake, path: &str, body: &Value) -> String {
+    use std::io::{Read, Write};
+    let text = body.to_string();
+    let mut s =
+        std::net::TcpStream::connect(fake.server.base_url().trim_start_matches("http://")).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
