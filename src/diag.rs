@@ -166,7 +166,28 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
         let _ = writeln!(out, "{pad}--> {loc}");
     }
     if let (Some(text), Some(s)) = (line_text, d.span) {
-        let text = text.replace('\t', " ");
+        let mut text = text.replace('\t', " ");
+        let mut s = s;
+        // A minified or generated line would drown the message: show a window around the caret.
+        const WINDOW: u32 = 100;
+        if text.chars().count() as u32 > WINDOW {
+            let first = s.col.saturating_sub(WINDOW / 2).max(1);
+            let window: String = text
+                .chars()
+                .skip(first as usize - 1)
+                .take(WINDOW as usize)
+                .collect();
+            let prefix = if first > 1 { "…" } else { "" };
+            text = format!("{prefix}{window}…");
+            let shift = first - 1;
+            let offset = u32::from(first > 1);
+            s.col = s.col - shift + offset;
+            s.end_col = if s.end_line == s.line {
+                (s.end_col.saturating_sub(shift) + offset).min(WINDOW + offset + 1)
+            } else {
+                s.end_col
+            };
+        }
         let width = text.chars().count() as u32;
         let start = s.col.max(1);
         let end = if s.end_line == s.line && s.end_col > start {

@@ -5,12 +5,14 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::Mutex;
 
+type Tap = Box<dyn Fn(&str, &Value) + Send + Sync>;
+
 #[derive(Default)]
 pub struct Events {
     sink: Option<Mutex<Box<dyn Write + Send>>>,
     redactor: Redactor,
     /// Listeners inside the process (the fixture recorder, progress bars).
-    taps: Vec<Box<dyn Fn(&str, &Value) + Send + Sync>>,
+    taps: Vec<Tap>,
 }
 
 impl Events {

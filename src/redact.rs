@@ -96,10 +96,8 @@ impl Redactor {
             return;
         }
         match v {
-            Value::String(s) => {
-                if self.needles.iter().any(|n| s.contains(n.as_str())) {
-                    *s = self.str(s);
-                }
+            Value::String(s) if self.needles.iter().any(|n| s.contains(n.as_str())) => {
+                *s = self.str(s)
             }
             Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
             Value::Object(map) => {

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod explain;
+pub mod replay;
 pub mod run;
 pub mod test;
 pub mod tools;
@@ -17,7 +18,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Test(args) => test::run(args),
-        Command::Replay(args) => crate::commands::test::replay(args),
+        Command::Replay(args) => replay::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
             println!(

@@ -32,7 +32,10 @@ pub enum Outcome {
 pub fn parse_partition(text: &str) -> Result<(u64, u64), String> {
     let err = || format!("--partition takes K/N with 1 <= K <= N, e.g. 2/4 (got `{text}`)");
     let (k, n) = text.split_once('/').ok_or_else(err)?;
-    let (k, n) = (k.trim().parse::<u64>().map_err(|_| err())?, n.trim().parse::<u64>().map_err(|_| err())?);
+    let (k, n) = (
+        k.trim().parse::<u64>().map_err(|_| err())?,
+        n.trim().parse::<u64>().map_err(|_| err())?,
+    );
     if k == 0 || n == 0 || k > n {
         return Err(err());
     }
@@ -56,13 +59,23 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
     let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
     if let Some(status) = &expect.status {
         if status != trace.status.as_str() {
-            let why = trace.error.as_deref().map(|e| format!(" ({}: {e})", trace.stop_reason)).unwrap_or_default();
-            failures.push(format!("expected status `{status}`, got `{}`{why}", trace.status.as_str()));
+            let why = trace
+                .error
+                .as_deref()
+                .map(|e| format!(" ({}: {e})", trace.stop_reason))
+                .unwrap_or_default();
+            failures.push(format!(
+                "expected status `{status}`, got `{}`{why}",
+                trace.status.as_str()
+            ));
         }
     }
     if let Some(reason) = &expect.stop_reason {
         if reason != &trace.stop_reason {
-            failures.push(format!("expected stop_reason `{reason}`, got `{}`", trace.stop_reason));
+            failures.push(format!(
+                "expected stop_reason `{reason}`, got `{}`",
+                trace.stop_reason
+            ));
         }
     }
     if let Some(list) = &expect.tool_calls {
@@ -82,14 +95,21 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
     }
     for (i, wanted) in expect.arguments.iter().enumerate() {
         match trace.tool_results.get(i) {
-            None => failures.push(format!("expected arguments {} for call {}, but only {} call(s) ran", Value::Object(wanted.clone()), i + 1, called.len())),
-            Some(r) if !crate::tools::mock::is_subset(wanted, &r.arguments) => failures.push(format!(
-                "call {} (`{}`): expected arguments to include {}, got {}",
-                i + 1,
-                r.name,
+            None => failures.push(format!(
+                "expected arguments {} for call {}, but only {} call(s) ran",
                 Value::Object(wanted.clone()),
-                r.arguments
+                i + 1,
+                called.len()
             )),
+            Some(r) if !crate::tools::mock::is_subset(wanted, &r.arguments) => {
+                failures.push(format!(
+                    "call {} (`{}`): expected arguments to include {}, got {}",
+                    i + 1,
+                    r.name,
+                    Value::Object(wanted.clone()),
+                    r.arguments
+                ))
+            }
             Some(_) => {}
         }
     }
@@ -106,32 +126,49 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
     }
     for s in &expect.output_contains {
         if !output.contains(s.as_str()) {
-            failures.push(format!("expected the output to contain {s:?}, got {output:?}"));
+            failures.push(format!(
+                "expected the output to contain {s:?}, got {output:?}"
+            ));
         }
     }
     for s in &expect.output_not_contains {
         if output.contains(s.as_str()) {
-            failures.push(format!("expected the output not to contain {s:?}, got {output:?}"));
+            failures.push(format!(
+                "expected the output not to contain {s:?}, got {output:?}"
+            ));
         }
     }
     if let Some(re) = &expect.output_matches {
         if !re.is_match(output) {
-            failures.push(format!("expected the output to match /{}/, got {output:?}", re.as_str()));
+            failures.push(format!(
+                "expected the output to match /{}/, got {output:?}",
+                re.as_str()
+            ));
         }
     }
     if let Some(max) = expect.max_tool_calls {
         if trace.tool_call_count > max {
-            failures.push(format!("expected at most {max} tool calls, got {}", trace.tool_call_count));
+            failures.push(format!(
+                "expected at most {max} tool calls, got {}",
+                trace.tool_call_count
+            ));
         }
     }
     failures
 }
 
 fn is_live(registry: &Registry, model: &str) -> bool {
-    registry.model(model).is_some_and(|m| !matches!(m.kind, ModelKind::Scripted(_)))
+    registry
+        .model(model)
+        .is_some_and(|m| !matches!(m.kind, ModelKind::Scripted(_)))
 }
 
-async fn run_case(registry: &Registry, case: &TestCase, transport: &Transport, now: i64) -> (Outcome, Vec<String>) {
+async fn run_case(
+    registry: &Registry,
+    case: &TestCase,
+    transport: &Transport,
+    now: i64,
+) -> (Outcome, Vec<String>) {
     if let Some(fixture) = &case.fixture {
         return match crate::replay::replay_file(fixture, Some(registry), false).await {
             Ok(report) if report.failures.is_empty() => (Outcome::Passed, Vec::new()),
@@ -152,7 +189,13 @@ async fn run_case(registry: &Registry, case: &TestCase, transport: &Transport, n
     };
     let events = Events::none();
     let redactor = prepared.secrets.redactor();
-    let engine = Engine { registry, transport, events: &events, secrets: &prepared.secrets, redactor };
+    let engine = Engine {
+        registry,
+        transport,
+        events: &events,
+        secrets: &prepared.secrets,
+        redactor,
+    };
     let opts = RunOptions {
         query: &case.query,
         model_name: &prepared.model_name,
@@ -244,13 +287,16 @@ pub fn run(args: TestArgs) -> i32 {
                 if let Some(b) = bar {
                     b.inc(1);
                 }
-                (i, CaseResult {
-                    suite: registry.name.clone(),
-                    name: case.name.clone(),
-                    outcome,
-                    failures,
-                    duration_ms: crate::trace::millis(started.elapsed()),
-                })
+                (
+                    i,
+                    CaseResult {
+                        suite: registry.name.clone(),
+                        name: case.name.clone(),
+                        outcome,
+                        failures,
+                        duration_ms: crate::trace::millis(started.elapsed()),
+                    },
+                )
             }
         }))
         .buffer_unordered(16)
@@ -273,11 +319,29 @@ pub fn run(args: TestArgs) -> i32 {
 }
 
 /// Shared by `test` and `replay`: human or JSON on stdout, JUnit on request, the exit code.
-pub fn report(results: &[CaseResult], format: ReportFormat, junit: Option<&std::path::Path>, what: &str) -> i32 {
-    let passed = results.iter().filter(|r| r.outcome == Outcome::Passed).count();
-    let failed = results.iter().filter(|r| r.outcome == Outcome::Failed).count();
-    let skipped = results.iter().filter(|r| r.outcome == Outcome::Skipped).count();
-    let summary = if skipped > 0 { format!("{passed} passed, {failed} failed, {skipped} skipped") } else { format!("{passed} passed, {failed} failed") };
+pub fn report(
+    results: &[CaseResult],
+    format: ReportFormat,
+    junit: Option<&std::path::Path>,
+    what: &str,
+) -> i32 {
+    let passed = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Passed)
+        .count();
+    let failed = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Failed)
+        .count();
+    let skipped = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Skipped)
+        .count();
+    let summary = if skipped > 0 {
+        format!("{passed} passed, {failed} failed, {skipped} skipped")
+    } else {
+        format!("{passed} passed, {failed} failed")
+    };
     match format {
         ReportFormat::Human => {
             for r in results {
@@ -314,7 +378,10 @@ pub fn report(results: &[CaseResult], format: ReportFormat, junit: Option<&std::
     }
     if let Some(path) = junit {
         if let Err(e) = super::write_atomically(path, junit_xml(results).as_bytes()) {
-            eprintln!("error: cannot write the JUnit report to `{}`: {e}", path.display());
+            eprintln!(
+                "error: cannot write the JUnit report to `{}`: {e}",
+                path.display()
+            );
             return exit::FAILED;
         }
     }
@@ -347,10 +414,14 @@ pub fn junit_xml(results: &[CaseResult]) -> String {
             None => suites.push((&r.suite, vec![r])),
         }
     }
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"toolrun\">\n");
+    let mut out =
+        String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"toolrun\">\n");
     for (suite, list) in suites {
         let failures = list.iter().filter(|r| r.outcome == Outcome::Failed).count();
-        let skipped = list.iter().filter(|r| r.outcome == Outcome::Skipped).count();
+        let skipped = list
+            .iter()
+            .filter(|r| r.outcome == Outcome::Skipped)
+            .count();
         let time: f64 = list.iter().map(|r| r.duration_ms).sum::<f64>() / 1000.0;
         out.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
@@ -393,20 +464,24 @@ mod tests {
         assert!(parse_partition("0/4").is_err());
         assert!(parse_partition("5/4").is_err());
         let names: Vec<String> = (0..100).map(|i| format!("s::t{i}")).collect();
-        let total: usize = (1..=3).map(|k| names.iter().filter(|n| shard_of(n, 3) == k).count()).sum();
+        let total: usize = (1..=3)
+            .map(|k| names.iter().filter(|n| shard_of(n, 3) == k).count())
+            .sum();
         assert_eq!(total, 100);
         assert_eq!(shard_of("s::t1", 3), shard_of("s::t1", 3));
     }
 
     #[test]
     fn junit_escapes_text() {
-        let r = CaseResult { suite: "s".into(), name: "a<b".into(), outcome: Outcome::Failed, failures: vec!["x & y".into()], duration_ms: 1.0 };
+        let r = CaseResult {
+            suite: "s".into(),
+            name: "a<b".into(),
+            outcome: Outcome::Failed,
+            failures: vec!["x & y".into()],
+            duration_ms: 1.0,
+        };
         let xml = junit_xml(&[r]);
         assert!(xml.contains("name=\"a&lt;b\""));
         assert!(xml.contains("x &amp; y"));
     }
-}
-
-pub fn replay(_args: crate::cli::ReplayArgs) -> i32 {
-    exit::FAILED
 }

@@ -892,27 +892,26 @@ pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
             continue;
         };
         match literal_host(url) {
-            Some((host, port)) => {
+            Some((host, port))
                 if !policy.allow_hosts.is_empty()
-                    && !policy.allow_hosts.iter().any(|r| r.matches(&host, port))
-                {
-                    ctx.d.push(
-                        Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
-                            .at(url_node.span)
-                            .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
-                    );
-                }
+                    && !policy.allow_hosts.iter().any(|r| r.matches(&host, port)) =>
+            {
+                ctx.d.push(
+                    Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
+                        .at(url_node.span)
+                        .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
+                );
             }
-            None if policy.allow_hosts.is_empty() => {
-                if url.contains("://") || url.trim_start().starts_with("{{") {
-                    ctx.d.push(
-                        Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))
-                            .at(url_node.span)
-                            .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
-                    );
-                }
+            None if policy.allow_hosts.is_empty()
+                && (url.contains("://") || url.trim_start().starts_with("{{")) =>
+            {
+                ctx.d.push(
+                    Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))
+                        .at(url_node.span)
+                        .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
+                );
             }
-            None => {}
+            _ => {}
         }
     }
 }

@@ -171,6 +171,9 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
             Some(Err(err)) => {
                 let m = err.marker();
                 let line = (m.line() as u32).max(1);
+                if err.info().contains("recursion limit") {
+                    return Err(vec![depth_error(Span::point(line, m.col() as u32 + 1))]);
+                }
                 return Err(vec![Diagnostic::new(
                     "E002",
                     format!("YAML syntax error: {}", err.info()),

@@ -1,0 +1,3 @@
+pub fn run(_args: crate::cli::ReplayArgs) -> i32 {
+    crate::exit::FAILED
+}

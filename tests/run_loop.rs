@@ -1,0 +1,442 @@
+//! The loop through the real binary: `toolrun run` and `toolrun test` on the example specs.
+
+mod support;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use support::{run, toolrun, write};
+
+fn spec(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("specs")
+        .join(name)
+}
+
+fn trace(spec_name: &str, query: &str, extra: &[&str]) -> (i32, Value) {
+    let out = run(toolrun()
+        .arg("run")
+        .arg(spec(spec_name))
+        .args(["--query", query, "--json"])
+        .args(extra));
+    (out.code, out.json())
+}
+
+/// Hand-rolled snapshots: `UPDATE_SNAPSHOTS=1 cargo test` rewrites them.
+fn assert_snapshot(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap();
+    if expected != actual {
+        let diff: Vec<String> = expected
+            .lines()
+            .zip(actual.lines())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(10)
+            .map(|(i, (a, b))| format!("line {}:\n  - {a}\n  + {b}", i + 1))
+            .collect();
+        panic!(
+            "snapshot {name} differs (UPDATE_SNAPSHOTS=1 to accept):\n{}",
+            diff.join("\n")
+        );
+    }
+}
+
+#[test]
+fn run_prints_the_final_answer() {
+    let out = run(toolrun()
+        .arg("run")
+        .arg(spec("stock_assistant.yaml"))
+        .args([
+            "--query",
+            "What is the gain on 100 AAPL shares bought at 150?",
+        ]));
+    out.assert_success();
+    assert_eq!(out.stdout, "AAPL is 178.15; the gain is 2815.\n");
+}
+
+#[test]
+fn the_gain_trace_matches_its_snapshot_and_is_deterministic() {
+    let (code, first) = trace(
+        "stock_assistant.yaml",
+        "What is the gain on 100 AAPL shares bought at 150?",
+        &[],
+    );
+    assert_eq!(code, 0);
+    let (_, second) = trace(
+        "stock_assistant.yaml",
+        "What is the gain on 100 AAPL shares bought at 150?",
+        &[],
+    );
+    let mut a = first.clone();
+    let mut b = second;
+    support::redact_durations_json(&mut a);
+    support::redact_durations_json(&mut b);
+    assert_eq!(a, b, "two runs differ in more than durations");
+    assert_snapshot(
+        "stock_gain.trace.json",
+        &(serde_json::to_string_pretty(&a).unwrap() + "\n"),
+    );
+    let results = first["tool_results"].as_array().unwrap();
+    assert_eq!(results[0]["name"], "get_stock_price");
+    assert_eq!(results[0]["arguments"]["ticker"], "AAPL");
+    assert_eq!(results[0]["result"], 178.15);
+    assert_eq!(results[1]["name"], "calculate_expression");
+    assert_eq!(results[1]["result"], 2815);
+    assert_eq!(first["tool_call_count"], 2);
+    assert_eq!(first["steps"], 3);
+}
+
+#[test]
+fn direct_answer_uses_no_tool() {
+    let (code, t) = trace("stock_assistant.yaml", "Tell me a joke", &[]);
+    assert_eq!(code, 0);
+    assert_eq!(t["tool_results"], Value::Array(vec![]));
+    assert_eq!(t["final_output"], "I can only answer stock questions.");
+}
+
+#[test]
+fn unknown_ticker_is_an_honest_failure_not_a_price() {
+    let (code, t) = trace("stock_assistant.yaml", "What is the price of ZZZZ?", &[]);
+    assert_eq!(code, 0);
+    assert_eq!(t["tool_errors"][0]["kind"], "not_found");
+    assert_eq!(t["tool_errors"][0]["message"], "unknown ticker ZZZZ");
+    assert_eq!(t["tool_results"][0]["status"], "error");
+    let answer = t["final_output"].as_str().unwrap();
+    assert!(
+        answer.contains("could not find") && !answer.contains("178"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn unknown_tools_and_invalid_arguments_never_execute() {
+    let (_, t) = trace("guardrails.yaml", "Use the unknown tool", &[]);
+    assert_eq!(t["tool_results"], Value::Array(vec![]));
+    assert_eq!(t["tool_errors"][0]["kind"], "unknown_tool");
+    assert_eq!(t["tool_call_count"], 0);
+    let (_, t) = trace("guardrails.yaml", "Send bad arguments", &[]);
+    assert_eq!(t["tool_call_count"], 0);
+    let messages: Vec<&str> = t["tool_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            "\"order_id\" is a required property",
+            "/order_id: \"forty-two\" is not of type \"integer\""
+        ]
+    );
+    // Each rejected call still gets its own observation, keyed by its id.
+    let tool_messages: Vec<&Value> = t["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tool_messages.len(), 2);
+    assert_eq!(tool_messages[0]["tool_call_id"], t["tool_errors"][0]["id"]);
+}
+
+#[test]
+fn side_effects_stop_for_confirmation_then_run_with_approve() {
+    let (code, t) = trace("guardrails.yaml", "Refund order 42", &[]);
+    assert_eq!(code, 3);
+    assert_eq!(t["status"], "needs_confirmation");
+    assert_eq!(t["pending_tool_call"]["name"], "refund_order");
+    assert_eq!(t["pending_tool_call"]["arguments"]["order_id"], 42);
+    assert_eq!(t["tool_call_count"], 0);
+    let (code, t) = trace(
+        "guardrails.yaml",
+        "Refund order 42",
+        &["--approve", "refund_order"],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(t["final_output"], "Refunded order 42.");
+    // Without a terminal no prompt is shown: stdin "y" must not approve anything.
+    let out = support::run_with_stdin(
+        toolrun()
+            .arg("run")
+            .arg(spec("guardrails.yaml"))
+            .args(["--query", "Refund order 42"]),
+        "y\n",
+    );
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stderr.contains("--approve refund_order"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn limits_and_loops_stop_the_run_for_review() {
+    let (code, t) = trace("guardrails.yaml", "Look up many orders", &[]);
+    assert_eq!(code, 3);
+    assert_eq!(t["stop_reason"], "max_tool_calls");
+    assert_eq!(t["tool_call_count"], 4);
+    assert!(t["final_output"].is_null());
+    let (_, t) = trace("guardrails.yaml", "Loop on the order", &[]);
+    assert_eq!(t["stop_reason"], "loop_detected");
+    let (_, t) = trace("guardrails.yaml", "Think hard about order 42", &[]);
+    assert_eq!(t["stop_reason"], "max_steps");
+    assert_eq!(t["status"], "needs_review");
+    assert!(
+        t["final_output"].is_null(),
+        "max_steps must never invent an answer"
+    );
+}
+
+#[test]
+fn long_output_is_truncated_with_a_marker() {
+    let (_, t) = trace("guardrails.yaml", "Show the log", &[]);
+    let result = t["tool_results"][0]["result"].as_str().unwrap();
+    assert!(result.contains("…[truncated:"), "{result}");
+    assert_eq!(t["tool_results"][0]["truncated"], true);
+}
+
+#[test]
+fn parallel_calls_are_recorded_in_the_models_order() {
+    let (_, t) = trace("stock_assistant.yaml", "Compare AAPL and MSFT", &[]);
+    let ids: Vec<&str> = t["tool_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["call_1", "call_2"]);
+    assert_eq!(t["tool_results"][1]["arguments"]["ticker"], "MSFT");
+}
+
+#[test]
+fn trace_and_events_files_are_written() {
+    let dir = support::temp_dir("trace-events");
+    let trace_path = dir.join("t.json");
+    let events_path = dir.join("e.jsonl");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(spec("stock_assistant.yaml"))
+        .args([
+            "--query",
+            "What is the gain on 100 AAPL shares bought at 150?",
+        ])
+        .arg("--trace")
+        .arg(&trace_path)
+        .arg("--events")
+        .arg(&events_path));
+    out.assert_success();
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
+    assert_eq!(t["status"], "ok");
+    let events: Vec<Value> = std::fs::read_to_string(&events_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"run_started"));
+    assert_eq!(kinds.last(), Some(&"run_finished"));
+    assert!(
+        kinds.contains(&"tool_started")
+            && kinds.contains(&"tool_finished")
+            && kinds.contains(&"model_request")
+    );
+}
+
+#[test]
+fn blank_query_fails_before_any_model_call() {
+    let (code, t) = trace("stock_assistant.yaml", "   ", &[]);
+    assert_eq!(code, 1);
+    assert_eq!(t["status"], "failed");
+    assert_eq!(t["steps"], 0);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = run(toolrun()
+        .arg("run")
+        .arg(spec("stock_assistant.yaml"))
+        .args(["--query", "hi", "--model", "scriptd"]));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("did you mean `scripted`"),
+        "{}",
+        out.stderr
+    );
+    let out = run(toolrun()
+        .arg("run")
+        .arg(spec("stock_assistant.yaml"))
+        .args(["--query", "hi", "--approve", "nope"]));
+    assert_eq!(out.code, 2);
+    let out = run(toolrun()
+        .arg("run")
+        .arg("/nonexistent/spec.yaml")
+        .args(["--query", "hi"]));
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn missing_secrets_are_a_usage_error_before_the_run() {
+    let dir = support::temp_dir("secrets");
+    let path = write(
+        &dir,
+        "s.yaml",
+        r#"version: 1
+name: s
+secrets: [API_TOKEN]
+tools:
+  echo:
+    description: Echoes the token length for a test.
+    kind: http
+    request: { url: "https://api.example.com/x", headers: { Authorization: "Bearer {{ secrets.API_TOKEN }}" } }
+models:
+  m: { kind: scripted, scripts: [{ turns: [{ answer: hi }] }] }
+"#,
+    );
+    let out = run(toolrun().arg("run").arg(&path).args(["--query", "hi"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("API_TOKEN"), "{}", out.stderr);
+}
+
+#[test]
+fn a_script_that_runs_out_of_turns_is_a_model_error() {
+    let dir = support::temp_dir("out-of-turns");
+    let path = write(
+        &dir,
+        "s.yaml",
+        r#"version: 1
+name: s
+tools:
+  price:
+    description: Returns a price for any ticker.
+    kind: mock
+    input: { type: object, properties: { t: { type: string } } }
+    responses: [{ result: 1 }]
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: price, arguments: { t: A } }]
+"#,
+    );
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&path)
+        .args(["--query", "hi", "--json"]));
+    assert_eq!(out.code, 1);
+    let t = out.json();
+    assert_eq!(t["stop_reason"], "model_error");
+    assert!(
+        t["error"].as_str().unwrap().contains("ran out of turns"),
+        "{}",
+        t["error"]
+    );
+}
+
+#[test]
+fn test_command_runs_every_declared_case() {
+    let out = run(toolrun()
+        .arg("test")
+        .arg(spec("stock_assistant.yaml"))
+        .arg(spec("guardrails.yaml")));
+    assert_eq!(out.code, 0, "{out:?}");
+    let last = out.stdout.lines().last().unwrap();
+    assert!(last.ends_with(" passed, 0 failed"), "{last}");
+}
+
+#[test]
+fn test_command_reports_failures_with_expected_and_got() {
+    let dir = support::temp_dir("failing-test");
+    let path = write(
+        &dir,
+        "s.yaml",
+        r#"version: 1
+name: failing
+tools: {}
+models:
+  m: { kind: scripted, scripts: [{ turns: [{ answer: "the answer is 41" }] }] }
+tests:
+  - name: wrong_answer
+    query: what is the answer?
+    expect: { status: ok, output_contains: "42" }
+  - name: right_answer
+    query: what is the answer?
+    expect: { output_matches: "4[0-9]" }
+"#,
+    );
+    let junit = dir.join("junit.xml");
+    let out = run(toolrun().arg("test").arg(&path).arg("--junit").arg(&junit));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("FAIL failing::wrong_answer"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("expected the output to contain \"42\", got \"the answer is 41\""),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.lines().last(), Some("1 passed, 1 failed"));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"failing\" tests=\"2\" failures=\"1\""),
+        "{xml}"
+    );
+    let out = run(toolrun()
+        .arg("test")
+        .arg(&path)
+        .args(["--format", "json", "--filter", "right"]));
+    assert_eq!(out.code, 0);
+    let doc = out.json();
+    assert_eq!(doc["passed"], 1);
+    assert_eq!(doc["results"][0]["name"], "right_answer");
+}
+
+#[test]
+fn partitions_split_the_suite_without_overlap() {
+    let mut seen = Vec::new();
+    for k in 1..=3 {
+        let out = run(toolrun().arg("test").arg(spec("guardrails.yaml")).args([
+            "--format",
+            "json",
+            "--partition",
+            &format!("{k}/3"),
+        ]));
+        assert_eq!(out.code, 0);
+        for r in out.json()["results"].as_array().unwrap() {
+            seen.push(r["name"].as_str().unwrap().to_string());
+        }
+    }
+    let all = run(toolrun()
+        .arg("test")
+        .arg(spec("guardrails.yaml"))
+        .args(["--format", "json"]))
+    .json();
+    let mut expected: Vec<String> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    seen.sort();
+    expected.sort();
+    assert_eq!(seen, expected);
+    let out = run(toolrun()
+        .arg("test")
+        .arg(spec("guardrails.yaml"))
+        .args(["--partition", "4/3"]));
+    assert_eq!(out.code, 2);
+}
