@@ -691,6 +691,54 @@ models:
     }
 
     #[test]
+    fn decide_retries_refused_connections_then_reports_them() {
+        let port = crate::models::live::http::refused_port();
+        let mut m = model(format!("http://127.0.0.1:{port}/v1"), 1);
+        let e = decide(
+            &mut m,
+            &[Message::User {
+                content: "q".into(),
+            }],
+            1,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("connection failed") && e.message.contains("2 attempts"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn events_carry_the_wire_body_but_never_the_key() {
+        use std::sync::{Arc, Mutex};
+        let fake = providers::Fake::openai(vec![providers::openai_answer("ok")]);
+        let mut m = model(fake.base_url(), 0);
+        let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let mut events = Events::none();
+        let sink = Arc::clone(&seen);
+        events.tap(move |name, data| sink.lock().unwrap().push((name.to_string(), data.clone())));
+        let reg = registry(SPEC);
+        let msgs = [Message::User {
+            content: "q".into(),
+        }];
+        let input = DecideInput {
+            registry: &reg,
+            messages: &msgs,
+            query: "q",
+            results: &[],
+            step: 1,
+        };
+        block_on(m.decide(input, &Transport::live(), &events)).unwrap();
+        let seen = seen.lock().unwrap();
+        let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["model_http_request", "model_http_response"]);
+        assert_eq!(seen[0].1["body"]["model"], "gpt-4o-mini");
+        assert_eq!(seen[1].1["status"], 200);
+        assert!(!format!("{seen:?}").contains(providers::KEY));
+    }
+
+    #[test]
     fn decide_times_out() {
         let fake = providers::Fake::openai(vec![
             providers::openai_answer("late").delay(std::time::Duration::from_secs(3))
