@@ -12,6 +12,7 @@ mod diag;
 mod engine;
 mod events;
 mod exit;
+mod fixture;
 mod models;
 mod net;
 mod redact;

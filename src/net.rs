@@ -66,6 +66,8 @@ pub enum Purpose<'a> {
 
 pub struct Transport {
     client: OnceLock<Result<reqwest::Client, String>>,
+    /// Recording or replaying (`crate::fixture`); `None` is plain live traffic.
+    tape: Option<std::sync::Arc<crate::fixture::Tape>>,
 }
 
 impl Default for Transport {
@@ -78,7 +80,39 @@ impl Transport {
     pub fn live() -> Transport {
         Transport {
             client: OnceLock::new(),
+            tape: None,
         }
+    }
+
+    pub fn with_tape(tape: std::sync::Arc<crate::fixture::Tape>) -> Transport {
+        Transport {
+            client: OnceLock::new(),
+            tape: Some(tape),
+        }
+    }
+
+    pub async fn send(
+        &self,
+        purpose: Purpose<'_>,
+        req: &HttpRequest,
+        opts: SendOptions<'_>,
+    ) -> Result<HttpResponse, NetError> {
+        let Some(tape) = &self.tape else {
+            return self.send_live(purpose, req, opts).await;
+        };
+        if let Some(answer) = tape.answer(purpose, req) {
+            return answer;
+        }
+        if !tape.may_go_live() {
+            return Err(NetError::NotRecorded(format!(
+                "{} {}",
+                req.method,
+                tape.redact(&req.url)
+            )));
+        }
+        let result = self.send_live(purpose, req, opts).await;
+        tape.record(purpose, req, &result);
+        result
     }
 
     /// Built on first use: a run with only mock tools never pays for TLS set-up.
@@ -97,7 +131,7 @@ impl Transport {
             .map_err(|e| NetError::Io(format!("HTTP client: {e}")))
     }
 
-    pub async fn send(
+    async fn send_live(
         &self,
         _purpose: Purpose<'_>,
         req: &HttpRequest,

@@ -1,16 +1,225 @@
-//! Fixtures: record a run once, replay it offline forever.
+//! Replaying fixtures: the spec as it is now, every request answered from the recording, the
+//! network never touched, and a readable diff for any divergence.
 
-use crate::registry::Registry;
-use std::path::Path;
+use crate::engine::{Engine, RunOptions};
+use crate::events::Events;
+use crate::fixture::{json_diff, Fixture, Tape, FORMAT_VERSION};
+use crate::net::Transport;
+use crate::redact::{Redactor, Secrets, MASK};
+use crate::registry::{ModelKind, Registry};
+use crate::trace::without_durations;
+use serde_json::Value;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 pub struct ReplayReport {
     pub failures: Vec<String>,
+    /// `--update` rewrote the fixture's trace.
+    pub updated: bool,
+}
+
+pub fn load_fixture(path: &Path) -> Result<Fixture, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read fixture `{}`: {e}", path.display()))?;
+    let raw: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("fixture `{}` is not valid JSON: {e}", path.display()))?;
+    let version = raw
+        .get("format_version")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if version != u64::from(FORMAT_VERSION) {
+        return Err(format!("fixture `{}` has format_version {version}; this toolrun reads version {FORMAT_VERSION}", path.display()));
+    }
+    serde_json::from_value(raw)
+        .map_err(|e| format!("fixture `{}` is malformed: {e}", path.display()))
+}
+
+/// The spec a fixture was recorded from, resolved against the fixture's own folder.
+pub fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> PathBuf {
+    fixture_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&fixture.spec.path)
+}
+
+/// `to` relative to the directory `from`, for portable paths inside fixtures.
+pub fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
+    let (Ok(from), Ok(to_abs)) = (from_dir.canonicalize(), to.canonicalize()) else {
+        return to.to_path_buf();
+    };
+    let a: Vec<Component> = from.components().collect();
+    let b: Vec<Component> = to_abs.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..a.len() {
+        out.push("..");
+    }
+    for c in &b[common..] {
+        out.push(c);
+    }
+    out
+}
+
+/// Placeholders for every secret and API key: recorded requests hold only the mask, so a
+/// replay that sends the mask sends exactly what was recorded, and real keys are never needed.
+fn placeholder_secrets(registry: &Registry, model: &str) -> Secrets {
+    let mut secrets = Secrets::default();
+    for name in &registry.secrets {
+        secrets.insert(name, MASK.to_string());
+    }
+    if let Some(def) = registry.model(model) {
+        if let ModelKind::OpenAi(live) | ModelKind::Anthropic(live) = &def.kind {
+            if let Some(var) = &live.api_key_env {
+                secrets.insert(var, MASK.to_string());
+            }
+        }
+    }
+    secrets
+}
+
+pub async fn replay_fixture(
+    fixture: &Fixture,
+    registry: &Registry,
+    fixture_path: &Path,
+    update: bool,
+) -> ReplayReport {
+    let mut failures = Vec::new();
+    let mut secrets = placeholder_secrets(registry, &fixture.model);
+    let def = match registry.model(&fixture.model) {
+        Some(d) => d,
+        None => {
+            let hint = crate::diag::did_you_mean(&fixture.model, registry.model_names())
+                .unwrap_or_default();
+            return ReplayReport {
+                failures: vec![format!(
+                    "the fixture was recorded with model `{}`, which the spec no longer has {hint}",
+                    fixture.model
+                )],
+                updated: false,
+            };
+        }
+    };
+    let mut model = match crate::models::ModelClient::new(def, &fixture.query, &mut secrets) {
+        Ok(m) => m,
+        Err(e) => {
+            return ReplayReport {
+                failures: vec![e],
+                updated: false,
+            }
+        }
+    };
+    let tape = Arc::new(Tape::replaying(
+        fixture.exchanges.clone(),
+        registry.replay_ignore.clone(),
+    ));
+    let transport = Transport::with_tape(tape.clone());
+    let events = Events::none();
+    let redactor = Redactor::default();
+    let engine = Engine {
+        registry,
+        transport: &transport,
+        events: &events,
+        secrets: &secrets,
+        redactor: redactor.clone(),
+    };
+    let opts = RunOptions {
+        query: &fixture.query,
+        model_name: &fixture.model,
+        approvals: fixture.approvals.iter().cloned().collect(),
+        confirmer: None,
+        now_unix_ms: fixture.now_unix_ms,
+        interrupted: None,
+    };
+    let trace = engine.run(&mut model, opts).await;
+    let mismatches = tape.mismatches();
+    failures.extend(mismatches.iter().cloned());
+    for unused in tape.unused() {
+        failures.push(format!("recorded exchange was never requested: {unused}"));
+    }
+    // The spec's hash changes with any edit (a new test, a comment); what must not change is
+    // what the run did, so the hash is not compared.
+    let comparable = |v: &Value| {
+        let mut v = without_durations(v);
+        if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("sha256");
+        }
+        v
+    };
+    let new_trace = comparable(&trace.to_json(&redactor));
+    let old_trace = comparable(&fixture.trace);
+    let mut updated = false;
+    if new_trace != old_trace {
+        if update && failures.is_empty() {
+            let mut fresh = fixture.clone();
+            fresh.trace = trace.to_json(&redactor);
+            fresh.spec.sha256 = registry.spec_sha256.clone();
+            match write_fixture(fixture_path, &fresh, &Redactor::default()) {
+                Ok(()) => updated = true,
+                Err(e) => failures.push(e),
+            }
+        } else {
+            failures.push(format!(
+                "the trace differs from the recorded one:\n{}",
+                json_diff(&old_trace, &new_trace)
+            ));
+        }
+    }
+    ReplayReport { failures, updated }
 }
 
 pub async fn replay_file(
-    _path: &Path,
-    _registry: Option<&Registry>,
-    _update: bool,
+    path: &Path,
+    registry: Option<&Registry>,
+    update: bool,
 ) -> Result<ReplayReport, String> {
-    Err("replay is not available yet".into())
+    let fixture = load_fixture(path)?;
+    match registry {
+        Some(r) => Ok(replay_fixture(&fixture, r, path, update).await),
+        None => {
+            let spec = spec_path_for(path, &fixture);
+            let r = load_quiet(&spec)?;
+            Ok(replay_fixture(&fixture, &r, path, update).await)
+        }
+    }
+}
+
+/// Compiles a spec for replay; errors become one readable failure.
+pub fn load_quiet(spec: &Path) -> Result<Registry, String> {
+    match crate::compile::compile_file(spec) {
+        Err(d) => Err(format!(
+            "cannot read spec `{}`: {}",
+            spec.display(),
+            d.message
+        )),
+        Ok((source, compiled)) => compiled.registry.ok_or_else(|| {
+            let first = compiled.diagnostics.iter().find(|d| d.is_error()).map(|d| {
+                let at = d
+                    .span
+                    .map(|s| format!(":{}:{}", s.line, s.col))
+                    .unwrap_or_default();
+                format!("{}{at}: {}", source.display, d.message)
+            });
+            format!(
+                "the spec does not compile ({}); run `toolrun check {}`",
+                first.unwrap_or_default(),
+                source.display
+            )
+        }),
+    }
+}
+
+/// Redacts, then refuses to write if any secret survives (fail closed), then writes atomically.
+pub fn write_fixture(path: &Path, fixture: &Fixture, redactor: &Redactor) -> Result<(), String> {
+    let mut doc = serde_json::to_value(fixture).map_err(|e| e.to_string())?;
+    redactor.value(&mut doc);
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n";
+    if let Some(i) = redactor.leaks(&text) {
+        return Err(format!(
+            "refusing to write fixture `{}`: secret #{} would still appear in it",
+            path.display(),
+            i + 1
+        ));
+    }
+    crate::commands::write_atomically(path, text.as_bytes())
+        .map_err(|e| format!("cannot write fixture `{}`: {e}", path.display()))
 }

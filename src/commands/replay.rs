@@ -1,3 +1,94 @@
-pub fn run(_args: crate::cli::ReplayArgs) -> i32 {
-    crate::exit::FAILED
+//! `toolrun replay`: many fixtures, concurrently, offline; exit 1 on any divergence.
+
+use super::test::{progress_bar, report, CaseResult, Outcome};
+use crate::cli::ReplayArgs;
+use crate::exit;
+use crate::registry::Registry;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub fn run(args: ReplayArgs) -> i32 {
+    // Each spec is compiled once, however many fixtures were recorded from it.
+    let mut specs: HashMap<PathBuf, Result<Registry, String>> = HashMap::new();
+    let mut jobs: Vec<(PathBuf, Result<(crate::fixture::Fixture, PathBuf), String>)> = Vec::new();
+    for path in &args.fixtures {
+        if !path.is_file() {
+            eprintln!(
+                "error: fixture `{}` does not exist or is not a file",
+                path.display()
+            );
+            return exit::USAGE;
+        }
+        let job = crate::replay::load_fixture(path).map(|fx| {
+            let spec = args
+                .spec
+                .clone()
+                .unwrap_or_else(|| crate::replay::spec_path_for(path, &fx));
+            let key = spec.canonicalize().unwrap_or(spec.clone());
+            specs
+                .entry(key.clone())
+                .or_insert_with(|| crate::replay::load_quiet(&spec));
+            (fx, key)
+        });
+        jobs.push((path.clone(), job));
+    }
+    let bar = progress_bar(jobs.len() as u64);
+    let rt = crate::session::runtime();
+    let update = args.update;
+    let mut updated = 0;
+    let results: Vec<(usize, CaseResult, bool)> = rt.block_on(async {
+        futures_util::stream::iter(jobs.iter().enumerate().map(|(i, (path, job))| {
+            let specs = &specs;
+            let bar = &bar;
+            async move {
+                let started = Instant::now();
+                let (outcome, failures, was_updated) = match job {
+                    Err(e) => (Outcome::Failed, vec![e.clone()], false),
+                    Ok((fixture, key)) => match specs.get(key) {
+                        Some(Ok(registry)) => {
+                            let r = crate::replay::replay_fixture(fixture, registry, path, update)
+                                .await;
+                            let outcome = if r.failures.is_empty() {
+                                Outcome::Passed
+                            } else {
+                                Outcome::Failed
+                            };
+                            (outcome, r.failures, r.updated)
+                        }
+                        Some(Err(e)) => (Outcome::Failed, vec![e.clone()], false),
+                        None => (Outcome::Failed, vec!["spec not loaded".into()], false),
+                    },
+                };
+                if let Some(b) = bar {
+                    b.inc(1);
+                }
+                let result = CaseResult {
+                    suite: "replay".into(),
+                    name: path.display().to_string(),
+                    outcome,
+                    failures,
+                    duration_ms: crate::trace::millis(started.elapsed()),
+                };
+                (i, result, was_updated)
+            }
+        }))
+        .buffer_unordered(16)
+        .collect()
+        .await
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut ordered: Vec<Option<CaseResult>> = vec![None; jobs.len()];
+    for (i, r, was_updated) in results {
+        updated += usize::from(was_updated);
+        ordered[i] = Some(r);
+    }
+    let ordered: Vec<CaseResult> = ordered.into_iter().flatten().collect();
+    if updated > 0 {
+        eprintln!("updated the recorded trace of {updated} fixture(s)");
+    }
+    report(&ordered, args.format, args.junit.as_deref(), "fixtures")
 }

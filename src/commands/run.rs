@@ -1,9 +1,10 @@
 //! `toolrun run`: one run of the loop; the answer on stdout, the trace where asked.
 
-use crate::cli::RunArgs;
+use crate::cli::{RecordMode, RunArgs};
 use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
 use crate::exit;
+use crate::fixture::{Fixture, FixtureSpec, Tape};
 use crate::net::Transport;
 use crate::trace::Status;
 use std::io::{IsTerminal, Write};
@@ -46,7 +47,42 @@ pub fn run(args: RunArgs) -> i32 {
             }
         },
     };
-    let transport = Transport::live();
+    let mut recorder: Option<std::sync::Arc<Tape>> = None;
+    if let Some(path) = &args.record {
+        let mut tape_redactor = redactor.clone();
+        // Secrets also travel URL-encoded (query strings): mask that form too.
+        for name in &registry.secrets {
+            if let Some(v) = prepared.secrets.get(name) {
+                tape_redactor.add(
+                    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
+                        .to_string(),
+                );
+            }
+        }
+        let tape = match (args.record_mode, path.exists()) {
+            (RecordMode::Once, true) => {
+                eprintln!("error: fixture `{}` already exists; pass --record-mode all to re-record it or --record-mode new to add to it", path.display());
+                return exit::USAGE;
+            }
+            (RecordMode::New, true) => match crate::replay::load_fixture(path) {
+                Ok(previous) => Tape::recording_new(
+                    previous.exchanges,
+                    registry.replay_ignore.clone(),
+                    tape_redactor,
+                ),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return exit::USAGE;
+                }
+            },
+            _ => Tape::recording(tape_redactor),
+        };
+        recorder = Some(std::sync::Arc::new(tape));
+    }
+    let transport = match &recorder {
+        Some(tape) => Transport::with_tape(tape.clone()),
+        None => Transport::live(),
+    };
     let engine = Engine {
         registry: &registry,
         transport: &transport,
@@ -55,6 +91,8 @@ pub fn run(args: RunArgs) -> i32 {
         redactor: redactor.clone(),
     };
     let prompt_redactor = redactor.clone();
+    let approved_interactively = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let approved_log = approved_interactively.clone();
     let confirm_prompt = move |name: &str, arguments: &serde_json::Value| -> bool {
         let mut err = std::io::stderr();
         let _ = write!(
@@ -64,8 +102,14 @@ pub fn run(args: RunArgs) -> i32 {
         );
         let _ = err.flush();
         let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer).is_ok()
-            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+        let yes = std::io::stdin().read_line(&mut answer).is_ok()
+            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes");
+        if yes {
+            if let Ok(mut log) = approved_log.lock() {
+                log.push(name.to_string());
+            }
+        }
+        yes
     };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let rt = crate::session::runtime();
@@ -88,6 +132,48 @@ pub fn run(args: RunArgs) -> i32 {
     if let Some(path) = &args.trace {
         if let Err(e) = super::write_atomically(path, format!("{pretty}\n").as_bytes()) {
             eprintln!("error: cannot write the trace to `{}`: {e}", path.display());
+            return exit::FAILED;
+        }
+    }
+    if let (Some(path), Some(tape)) = (&args.record, &recorder) {
+        let mut approvals: Vec<String> = args.approve.clone();
+        if let Ok(log) = approved_interactively.lock() {
+            approvals.extend(log.iter().cloned());
+        }
+        approvals.sort();
+        approvals.dedup();
+        let fixture_dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let fixture = Fixture {
+            format_version: crate::fixture::FORMAT_VERSION,
+            toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+            spec: FixtureSpec {
+                name: registry.name.clone(),
+                sha256: registry.spec_sha256.clone(),
+                path: crate::replay::relative_path(fixture_dir, &args.spec)
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            },
+            query: args.query.clone(),
+            model: prepared.model_name.clone(),
+            now_unix_ms: now,
+            approvals,
+            exchanges: tape.exchanges(),
+            trace: doc.clone(),
+        };
+        let mut fixture_redactor = redactor.clone();
+        for name in &registry.secrets {
+            if let Some(v) = prepared.secrets.get(name) {
+                fixture_redactor.add(
+                    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
+                        .to_string(),
+                );
+            }
+        }
+        if let Err(e) = crate::replay::write_fixture(path, &fixture, &fixture_redactor) {
+            eprintln!("error: {e}");
             return exit::FAILED;
         }
     }

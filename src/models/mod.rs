@@ -154,6 +154,10 @@ pub(crate) fn read_api_key(
     let Some(var) = &settings.api_key_env else {
         return Ok(None);
     };
+    // Replays fill every key with a placeholder first: recorded requests hold only that.
+    if let Some(v) = secrets.get(var) {
+        return Ok(Some(v.to_string()));
+    }
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => {
             secrets.insert(var, v.clone());

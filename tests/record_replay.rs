@@ -1,0 +1,157 @@
+//! Record once, replay offline: fixtures through the real binary.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use support::{run, toolrun, write};
+
+const SPEC: &str = r#"version: 1
+name: orders
+tools:
+  lookup:
+    description: Looks up an order by id and returns its status.
+    kind: mock
+    input: { type: object, properties: { id: { type: integer, description: "Order id" } }, required: [id] }
+    responses:
+      - when: { id: 7 }
+        result: { status: shipped }
+      - error: { kind: not_found, message: "no order {{ args.id }}" }
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: lookup, arguments: { id: 7 } }]
+          - answer: "Order 7 is {{ last.result.status }}."
+"#;
+
+fn record(dir: &Path, spec: &Path, fixture: &str, extra: &[&str]) -> support::Output {
+    run(toolrun()
+        .arg("run")
+        .arg(spec)
+        .args(["--query", "where is order 7?", "--record"])
+        .arg(dir.join(fixture))
+        .args(extra))
+}
+
+fn repo(p: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+#[test]
+fn a_recorded_run_replays_and_detects_spec_regressions() {
+    let dir = support::temp_dir("replay-basic");
+    let spec = write(&dir, "orders.yaml", SPEC);
+    record(&dir, &spec, "f.json", &[]).assert_success();
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("f.json")).unwrap()).unwrap();
+    assert_eq!(fixture["format_version"], 1);
+    assert_eq!(fixture["spec"]["path"], "orders.yaml");
+    assert_eq!(fixture["trace"]["final_output"], "Order 7 is shipped.");
+
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.lines().last(), Some("1 passed, 0 failed"));
+
+    // The spec as it is now is what replays: a changed mock result is a regression.
+    std::fs::write(&spec, SPEC.replace("status: shipped", "status: lost")).unwrap();
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout
+            .contains("/final_output: expected \"Order 7 is shipped.\", got \"Order 7 is lost.\""),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.lines().last(), Some("0 passed, 1 failed"));
+
+    // --update accepts the new trace when nothing else diverged.
+    let out = run(toolrun()
+        .arg("replay")
+        .arg(dir.join("f.json"))
+        .arg("--update"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn an_extra_model_turn_fails_the_replay() {
+    let dir = support::temp_dir("replay-extra-turn");
+    let spec = write(&dir, "orders.yaml", SPEC);
+    record(&dir, &spec, "f.json", &[]).assert_success();
+    let edited = SPEC.replace(
+        "          - answer: \"Order 7 is {{ last.result.status }}.\"",
+        "          - tool_calls: [{ name: lookup, arguments: { id: 8 } }]\n          - answer: \"Order 7 is {{ results[0].result.status }}.\"",
+    );
+    std::fs::write(&spec, edited).unwrap();
+    let out = run(toolrun()
+        .arg("replay")
+        .arg(dir.join("f.json"))
+        .args(["--format", "json"]));
+    assert_eq!(out.code, 1);
+    let doc = out.json();
+    let failures = doc["results"][0]["failures"].as_array().unwrap();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.as_str().unwrap().contains("/steps: expected 2, got 3")),
+        "{failures:?}"
+    );
+}
+
+#[test]
+fn record_mode_once_refuses_to_overwrite() {
+    let dir = support::temp_dir("replay-once");
+    let spec = write(&dir, "orders.yaml", SPEC);
+    record(&dir, &spec, "f.json", &[]).assert_success();
+    let before = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    let out = record(&dir, &spec, "f.json", &[]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("--record-mode all"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(dir.join("f.json")).unwrap(), before);
+    record(&dir, &spec, "f.json", &["--record-mode", "all"]).assert_success();
+}
+
+#[test]
+fn fixtures_in_the_repository_replay() {
+    let fixtures: Vec<PathBuf> = std::fs::read_dir(repo("fixtures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert!(!fixtures.is_empty());
+    let junit = support::temp_dir("replay-junit").join("r.xml");
+    let out = run(toolrun()
+        .arg("replay")
+        .args(&fixtures)
+        .arg("--junit")
+        .arg(&junit));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .ends_with(&format!("{} passed, 0 failed\n", fixtures.len())),
+        "{}",
+        out.stdout
+    );
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<testsuite name=\"replay\""));
+}
+
+#[test]
+fn malformed_fixtures_are_clear_failures() {
+    let dir = support::temp_dir("replay-bad");
+    write(&dir, "broken.json", "{ not json");
+    write(&dir, "future.json", r#"{"format_version": 99}"#);
+    let out = run(toolrun()
+        .arg("replay")
+        .arg(dir.join("broken.json"))
+        .arg(dir.join("future.json")));
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("is not valid JSON"), "{}", out.stdout);
+    assert!(out.stdout.contains("format_version 99"), "{}", out.stdout);
+    let out = run(toolrun().arg("replay").arg(dir.join("missing.json")));
+    assert_eq!(out.code, 2);
+}
