@@ -12,7 +12,8 @@ use std::time::Instant;
 pub fn run(args: ReplayArgs) -> i32 {
     // Each spec is compiled once, however many fixtures were recorded from it.
     let mut specs: HashMap<PathBuf, Result<Registry, String>> = HashMap::new();
-    let mut jobs: Vec<(PathBuf, Result<(crate::fixture::Fixture, PathBuf), String>)> = Vec::new();
+    type Job = (PathBuf, Result<(crate::fixture::Fixture, PathBuf), String>);
+    let mut jobs: Vec<Job> = Vec::new();
     for path in &args.fixtures {
         if !path.is_file() {
             eprintln!(
