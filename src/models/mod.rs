@@ -2,6 +2,7 @@
 //! deterministic for tests; live providers speak OpenAI's and Anthropic's wire formats.
 
 pub mod anthropic;
+pub mod live;
 pub mod openai;
 pub mod scripted;
 
@@ -79,15 +80,20 @@ pub struct ModelTurn {
     pub usage: Option<Usage>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelError {
     pub message: String,
+    /// The HTTP status of a live provider's failed reply.
+    pub status: Option<u16>,
+    /// The provider's reply body as received (secrets masked), for the trace.
+    pub raw: Option<String>,
 }
 
 impl ModelError {
     pub fn new(message: impl Into<String>) -> ModelError {
         ModelError {
             message: message.into(),
+            ..ModelError::default()
         }
     }
 }

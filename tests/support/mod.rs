@@ -12,6 +12,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod http;
+pub mod providers;
 
 pub use http::{percent_decode, refused_port, Request, Response, TestServer};
 

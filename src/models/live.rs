@@ -1,0 +1,489 @@
+//! What both live providers share: one HTTP exchange with retries and events, the tools a
+//! policy lets the model see, liberal parsing of tool-call arguments, and error messages that
+//! carry the provider's own words but never the API key.
+
+use super::ModelError;
+use crate::events::Events;
+use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions, Transport};
+use crate::registry::{LiveModel, Registry, Tool};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Model replies are small; anything this large is a misbehaving server, not a reply.
+pub const MAX_RESPONSE_BYTES: u64 = 16 << 20;
+/// First retry delay; doubled on each further attempt.
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A server asking for a longer pause than this is not waited for: the run fails now with
+/// the server's message rather than hanging silently for minutes.
+const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
+
+/// One provider's view of an exchange, so the retry loop can name it in events and errors.
+pub struct Endpoint<'a> {
+    pub model_name: &'a str,
+    pub provider: &'static str,
+    pub settings: &'a LiveModel,
+    pub api_key: Option<&'a str>,
+    pub url: String,
+    /// Provider headers (auth, versions); the model's own `headers:` override them by name.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Tools the policy lets the model call, in the spec's order. A denied tool is never offered:
+/// the model cannot ask for what it does not know about (and if it does, the engine says no).
+pub fn allowed_tools(registry: &Registry) -> impl Iterator<Item = &Tool> {
+    registry.tools.iter().filter(|t| {
+        registry
+            .policy
+            .allow
+            .as_ref()
+            .is_none_or(|a| a.contains(&t.name))
+            && !registry.policy.deny.contains(&t.name)
+    })
+}
+
+/// Posts `body` and returns the parsed JSON of a 2xx reply. Retries 429, 5xx and failed
+/// connections (`settings.retries` times) with exponential backoff, honouring `Retry-After`;
+/// a timeout is not retried, since the per-request `timeout` is the user's budget for it.
+pub async fn post_json(
+    ep: &Endpoint<'_>,
+    body: &Value,
+    transport: &Transport,
+    events: &Events,
+) -> Result<Value, ModelError> {
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        ("accept".to_string(), "application/json".to_string()),
+    ];
+    for (k, v) in ep.headers.iter().chain(&ep.settings.headers) {
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+        headers.push((k.clone(), v.clone()));
+    }
+    let bytes = serde_json::to_vec(body)
+        .map_err(|e| ModelError::new(format!("cannot encode the request: {e}")))?;
+    let req = HttpRequest {
+        method: "POST".into(),
+        url: ep.url.clone(),
+        headers,
+        body: Some(bytes),
+    };
+    let attempts = ep.settings.retries.saturating_add(1);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        events.emit(
+            "model_http_request",
+            json!({ "model": ep.model_name, "provider": ep.provider, "url": ep.url, "attempt": attempt, "body": body }),
+        );
+        let started = Instant::now();
+        let opts = SendOptions {
+            timeout: ep.settings.timeout,
+            max_bytes: MAX_RESPONSE_BYTES,
+            progress: None,
+        };
+        let result = transport
+            .send(Purpose::Model(ep.model_name), &req, opts)
+            .await;
+        let last = attempt >= attempts;
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(NetError::Connect(m)) if !last => {
+                emit_failure(
+                    ep,
+                    events,
+                    attempt,
+                    &format!("connection failed: {m}"),
+                    started,
+                );
+                tokio::time::sleep(backoff(attempt)).await;
+                continue;
+            }
+            Err(e) => {
+                emit_failure(ep, events, attempt, &e.to_string(), started);
+                let what = match e {
+                    NetError::Timeout => {
+                        format!("no reply within {}", humantime(ep.settings.timeout))
+                    }
+                    other => other.to_string(),
+                };
+                return Err(error(
+                    ep,
+                    format!("{what} ({})", tries(attempt)),
+                    None,
+                    None,
+                ));
+            }
+        };
+        let text = String::from_utf8_lossy(&resp.body).into_owned();
+        let parsed: Option<Value> = serde_json::from_str(&text).ok();
+        events.emit(
+            "model_http_response",
+            json!({
+                "model": ep.model_name,
+                "status": resp.status,
+                "attempt": attempt,
+                "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
+                "body": parsed.clone().unwrap_or_else(|| Value::String(text.clone())),
+            }),
+        );
+        if (200..300).contains(&resp.status) {
+            if resp.truncated {
+                return Err(error(
+                    ep,
+                    format!("the reply is larger than {} MiB", MAX_RESPONSE_BYTES >> 20),
+                    Some(resp.status),
+                    None,
+                ));
+            }
+            return match parsed {
+                Some(v) => Ok(v),
+                None => Err(error(
+                    ep,
+                    format!("the reply is not JSON: {}", snippet(&text)),
+                    Some(resp.status),
+                    Some(text),
+                )),
+            };
+        }
+        let retryable = resp.status == 429 || (500..600).contains(&resp.status);
+        let detail = provider_message(parsed.as_ref(), &text);
+        if retryable && !last {
+            match retry_delay(&resp, attempt) {
+                Some(wait) => {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                None => {
+                    let msg = format!(
+                        "HTTP {}: {detail} (the server asks to retry after more than {}s)",
+                        resp.status,
+                        RETRY_AFTER_MAX.as_secs()
+                    );
+                    return Err(error(ep, msg, Some(resp.status), Some(text)));
+                }
+            }
+        }
+        let suffix = if retryable {
+            format!(" ({})", tries(attempt))
+        } else {
+            String::new()
+        };
+        return Err(error(
+            ep,
+            format!("HTTP {}: {detail}{suffix}", resp.status),
+            Some(resp.status),
+            Some(text),
+        ));
+    }
+}
+
+fn emit_failure(ep: &Endpoint<'_>, events: &Events, attempt: u32, message: &str, started: Instant) {
+    events.emit(
+        "model_http_response",
+        json!({
+            "model": ep.model_name,
+            "attempt": attempt,
+            "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
+            "error": message,
+        }),
+    );
+}
+
+fn tries(attempt: u32) -> String {
+    if attempt == 1 {
+        "1 attempt".into()
+    } else {
+        format!("{attempt} attempts")
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+pub fn backoff(attempt: u32) -> Duration {
+    let factor = 1u32 << attempt.saturating_sub(1).min(16);
+    BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_MAX)
+}
+
+/// How long to wait before the next attempt: the server's `retry-after-ms` (OpenAI) or
+/// `Retry-After` seconds when given, else exponential backoff. `None`: the server asks for
+/// more than we are willing to wait. An HTTP-date `Retry-After` falls back to backoff.
+pub fn retry_delay(resp: &HttpResponse, attempt: u32) -> Option<Duration> {
+    let asked = resp
+        .header("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|ms| ms / 1000.0)
+        .or_else(|| {
+            resp.header("retry-after")
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        })
+        .filter(|s| s.is_finite() && *s >= 0.0);
+    match asked {
+        Some(secs) if secs > RETRY_AFTER_MAX.as_secs_f64() => None,
+        Some(secs) => Some(Duration::from_secs_f64(secs)),
+        None => Some(backoff(attempt)),
+    }
+}
+
+/// The provider's own explanation: `error.message` (OpenAI, Anthropic), else the shapes other
+/// compatible servers use (`error` as a string, `message`, FastAPI's `detail`), else the text.
+pub fn provider_message(parsed: Option<&Value>, text: &str) -> String {
+    let from_json = parsed.and_then(|v| {
+        let err = v.get("error");
+        err.and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .or_else(|| err.and_then(Value::as_str))
+            .or_else(|| v.get("message").and_then(Value::as_str))
+            .or_else(|| v.get("detail").and_then(Value::as_str))
+            .map(str::to_string)
+            .or_else(|| {
+                v.get("detail")
+                    .filter(|d| !d.is_null())
+                    .map(Value::to_string)
+            })
+    });
+    match from_json {
+        Some(m) if !m.trim().is_empty() => m,
+        _ if text.trim().is_empty() => "(empty body)".into(),
+        _ => snippet(text),
+    }
+}
+
+pub fn snippet(text: &str) -> String {
+    const MAX: usize = 300;
+    let t = text.trim();
+    match t.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
+/// Errors name the model and provider, and never carry the key, even when a server echoes it.
+fn error(
+    ep: &Endpoint<'_>,
+    message: String,
+    status: Option<u16>,
+    raw: Option<String>,
+) -> ModelError {
+    let mask = |s: String| match ep.api_key {
+        Some(k) if !k.is_empty() => s.replace(k, crate::redact::MASK),
+        _ => s,
+    };
+    ModelError {
+        message: mask(format!(
+            "model `{}` ({}): {message}",
+            ep.model_name, ep.provider
+        )),
+        status,
+        raw: raw.map(mask),
+    }
+}
+
+/// Tool-call arguments as models send them: a JSON object, a string holding one, or an empty
+/// string / null for a call without arguments (several servers do this). Anything else is
+/// `Err(raw text)`, which the engine reports as `invalid_arguments`.
+pub fn parse_arguments(value: Option<&Value>) -> Result<Value, String> {
+    match value {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::Object(_)) => Ok(value.cloned().unwrap_or_default()),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(json!({})),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Err(s.clone()),
+        },
+        Some(other) => Err(other.to_string()),
+    }
+}
+
+/// The arguments to echo back in the conversation as a JSON object. Arguments that never
+/// parsed are sent as `{}`: some servers (vLLM) parse them to render their chat template and
+/// reject the whole request otherwise; the tool's error message already tells the model what
+/// was wrong with what it sent.
+pub fn arguments_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => json!({}),
+        },
+        _ => json!({}),
+    }
+}
+
+/// Tool-call ids as returned, unless missing, empty or repeated in one reply: then a stable
+/// `call_<step>_<i>`, so every tool result still answers exactly one call.
+pub fn call_id(raw: Option<&Value>, step: u32, index: usize, seen: &mut Vec<String>) -> String {
+    let given = match raw {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let id = match given {
+        Some(id) if !seen.contains(&id) => id,
+        _ => {
+            let mut id = format!("call_{step}_{index}");
+            while seen.contains(&id) {
+                id.push('_');
+            }
+            id
+        }
+    };
+    seen.push(id.clone());
+    id
+}
+
+pub fn u64_field(v: Option<&Value>) -> Option<u64> {
+    let v = v?;
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f as u64)
+    })
+}
+
+/// Tests share the integration tests' fake servers, so unit and binary tests check requests
+/// against the same reading of the API references.
+#[cfg(test)]
+#[path = "../../tests/support/http.rs"]
+pub(crate) mod http;
+
+#[cfg(test)]
+#[path = "../../tests/support/providers.rs"]
+pub(crate) mod providers;
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::registry::Registry;
+    use crate::spec::Source;
+    use std::path::Path;
+
+    pub fn registry(yaml: &str) -> Registry {
+        let source = Source {
+            display: "test.yaml".into(),
+            text: yaml.into(),
+        };
+        let compiled = crate::compile::compile(&source, Path::new("test.yaml"));
+        match compiled.registry {
+            Some(r) => r,
+            None => panic!(
+                "spec does not compile: {:?}",
+                compiled
+                    .diagnostics
+                    .iter()
+                    .map(|d| &d.message)
+                    .collect::<Vec<_>>()
+            ),
+        }
+    }
+
+    pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(headers: &[(&str, &str)]) -> HttpResponse {
+        HttpResponse {
+            status: 429,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_and_capped() {
+        assert_eq!(
+            retry_delay(&resp(&[("Retry-After", "2")]), 1),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_delay(&resp(&[("retry-after-ms", "250"), ("retry-after", "9")]), 1),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(retry_delay(&resp(&[("Retry-After", "3600")]), 1), None);
+        // An HTTP-date is not parsed: backoff instead.
+        assert_eq!(
+            retry_delay(
+                &resp(&[("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+                2
+            ),
+            Some(backoff(2))
+        );
+        assert_eq!(retry_delay(&resp(&[]), 1), Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn backoff_doubles_and_saturates() {
+        assert_eq!(backoff(1), Duration::from_millis(500));
+        assert_eq!(backoff(2), Duration::from_secs(1));
+        assert_eq!(backoff(3), Duration::from_secs(2));
+        assert_eq!(backoff(40), BACKOFF_MAX);
+    }
+
+    #[test]
+    fn provider_messages_from_every_shape() {
+        let p = |s: &str| provider_message(serde_json::from_str(s).ok().as_ref(), s);
+        assert_eq!(
+            p(r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}"#),
+            "Incorrect API key"
+        );
+        assert_eq!(
+            p(
+                r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#
+            ),
+            "invalid x-api-key"
+        );
+        assert_eq!(p(r#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(
+            p(r#"{"object":"error","message":"bad","type":"BadRequestError"}"#),
+            "bad"
+        );
+        assert_eq!(p(r#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(p("upstream exploded"), "upstream exploded");
+        assert_eq!(p(""), "(empty body)");
+    }
+
+    #[test]
+    fn arguments_are_read_liberally() {
+        assert_eq!(
+            parse_arguments(Some(&json!("{\"a\":1}"))),
+            Ok(json!({"a": 1}))
+        );
+        assert_eq!(parse_arguments(Some(&json!({"a": 1}))), Ok(json!({"a": 1})));
+        assert_eq!(parse_arguments(Some(&json!(""))), Ok(json!({})));
+        assert_eq!(parse_arguments(None), Ok(json!({})));
+        assert_eq!(parse_arguments(Some(&Value::Null)), Ok(json!({})));
+        assert_eq!(
+            parse_arguments(Some(&json!("{\"a\":"))),
+            Err("{\"a\":".into())
+        );
+        assert_eq!(parse_arguments(Some(&json!("[1]"))), Err("[1]".into()));
+        assert_eq!(parse_arguments(Some(&json!([1]))), Err("[1]".into()));
+    }
+
+    #[test]
+    fn ids_are_kept_or_synthesized_uniquely() {
+        let mut seen = Vec::new();
+        assert_eq!(call_id(Some(&json!("abc")), 1, 0, &mut seen), "abc");
+        assert_eq!(call_id(Some(&json!("abc")), 1, 1, &mut seen), "call_1_1");
+        assert_eq!(call_id(None, 1, 2, &mut seen), "call_1_2");
+        assert_eq!(call_id(Some(&json!("")), 1, 3, &mut seen), "call_1_3");
+        assert_eq!(call_id(Some(&json!(7)), 1, 4, &mut seen), "7");
+    }
+}

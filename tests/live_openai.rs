@@ -1,0 +1,405 @@
+//! `toolrun run` against a fake OpenAI Chat Completions server that validates every request.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+use support::providers::{self, Fake, KEY};
+use support::{run, toolrun, write, Output, Response};
+
+fn spec(fake: &Fake, model_extra: &str, extra: &str) -> PathBuf {
+    let dir = support::temp_dir("live_openai");
+    write(
+        &dir,
+        "spec.yaml",
+        &providers::live_spec("openai", &fake.base_url(), model_extra, extra),
+    )
+}
+
+fn run_json(spec: &PathBuf, key: Option<&str>, query: &str) -> Output {
+    let mut cmd = toolrun();
+    cmd.arg("run").arg(spec).args(["--json", "--query", query]);
+    if let Some(k) = key {
+        cmd.env("TEST_KEY", k);
+    }
+    run(&mut cmd)
+}
+
+fn kinds(trace: &Value) -> Vec<String> {
+    trace["tool_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn two_step_plan_with_parallel_calls() {
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[
+            ("call_a", "get_stock_price", r#"{"ticker":"AAPL"}"#),
+            ("call_m", "get_stock_price", r#"{"ticker":"MSFT"}"#),
+        ]),
+        providers::openai_tool_calls(&[(
+            "call_c",
+            "calculate_expression",
+            r#"{"expression":"411.2 - 178.15"}"#,
+        )]),
+        providers::openai_answer("MSFT is 233.05 above AAPL."),
+    ]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "How far apart are MSFT and AAPL?");
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["status"], "ok");
+    assert_eq!(trace["final_output"], "MSFT is 233.05 above AAPL.");
+    let names: Vec<&str> = trace["tool_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["get_stock_price", "get_stock_price", "calculate_expression"]
+    );
+    assert_eq!(trace["tool_results"][2]["result"], json!(233.05));
+    assert_eq!(fake.violations(), Vec::<String>::new());
+
+    // What went over the wire: the system prompt first, tools offered, ids kept.
+    let bodies = fake.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(bodies[0]["model"], "test-model");
+    assert_eq!(bodies[0]["messages"][0]["role"], "system");
+    assert_eq!(bodies[0]["tools"].as_array().map(Vec::len), Some(2));
+    let second = bodies[1]["messages"].as_array().unwrap();
+    let tool_msgs: Vec<&Value> = second.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_msgs.len(), 2);
+    assert_eq!(tool_msgs[0]["tool_call_id"], "call_a");
+    assert_eq!(tool_msgs[0]["content"], "178.15");
+    assert_eq!(tool_msgs[1]["tool_call_id"], "call_m");
+
+    // Usage: every canned reply reports 10 in / 5 out.
+    assert_eq!(trace["usage"]["input_tokens"], 30);
+    assert_eq!(trace["usage"]["output_tokens"], 15);
+    assert_eq!(trace["usage"]["total_tokens"], 45);
+    assert_eq!(trace["usage"]["per_step"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn answer_without_tools() {
+    let fake = Fake::openai(vec![providers::openai_answer("Hello!")]);
+    let spec = spec(&fake, "", "");
+    let mut cmd = toolrun();
+    cmd.arg("run")
+        .arg(&spec)
+        .args(["--query", "hi"])
+        .env("TEST_KEY", KEY);
+    let out = run(&mut cmd);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), "Hello!");
+    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(
+        fake.requests()[0].header("authorization"),
+        Some("Bearer sk-test-123")
+    );
+}
+
+#[test]
+fn malformed_arguments_then_recovery() {
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[("call_1", "get_stock_price", r#"{"ticker": "AAPL""#)]),
+        providers::openai_tool_calls(&[("call_2", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        providers::openai_answer("AAPL is 178.15."),
+    ]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "AAPL?");
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["status"], "ok");
+    // The engine names unparsable arguments `malformed_decision` (or `invalid_arguments`).
+    let k = kinds(&trace);
+    assert!(
+        k == ["malformed_decision"] || k == ["invalid_arguments"],
+        "{k:?}"
+    );
+    // The server accepted the echo of the broken call and its error result.
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let msgs = fake.bodies()[1]["messages"].as_array().unwrap().clone();
+    let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], "call_1");
+    assert!(tool["content"].as_str().unwrap().contains(&k[0]));
+}
+
+#[test]
+fn unknown_tool_is_reported_back_to_the_model() {
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[("call_w", "get_weather", r#"{"city":"Paris"}"#)]),
+        providers::openai_answer("I can only answer stock questions."),
+    ]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "Weather in Paris?");
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(kinds(&trace), ["unknown_tool"]);
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let msgs = fake.bodies()[1]["messages"].as_array().unwrap().clone();
+    assert!(msgs
+        .iter()
+        .any(|m| m["role"] == "tool" && m["tool_call_id"] == "call_w"));
+}
+
+#[test]
+fn rate_limited_then_success() {
+    let fake = Fake::openai(vec![
+        providers::error(
+            providers::Api::OpenAi,
+            429,
+            "rate_limit_exceeded",
+            "Rate limit reached",
+        )
+        .header("Retry-After", "0"),
+        providers::openai_answer("ok"),
+    ]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "hi");
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "ok");
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn unauthorized_fails_with_the_provider_message_and_no_key() {
+    let fake = Fake::openai(vec![]);
+    let dir = support::temp_dir("live_openai_401");
+    let spec = write(
+        &dir,
+        "spec.yaml",
+        &providers::live_spec("openai", &fake.base_url(), "", ""),
+    );
+    let events = dir.join("events.jsonl");
+    let mut cmd = toolrun();
+    cmd.arg("run")
+        .arg(&spec)
+        .args(["--json", "--query", "hi", "--events"])
+        .arg(&events)
+        .env("TEST_KEY", "sk-wrong-987654");
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    let trace = out.json();
+    assert_eq!(trace["status"], "failed");
+    assert_eq!(trace["stop_reason"], "model_error");
+    assert!(
+        trace["error"]
+            .as_str()
+            .unwrap()
+            .contains("Incorrect API key provided"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("Incorrect API key provided"), "{out:?}");
+    assert_eq!(fake.requests().len(), 1, "401 is not retried");
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert!(events.contains("model_http_request"), "{events}");
+    for text in [&out.stdout, &out.stderr, &events] {
+        assert!(!text.contains("sk-wrong-987654"), "the key leaked:\n{text}");
+    }
+}
+
+#[test]
+fn a_slow_server_times_out() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("late").delay(Duration::from_secs(5))
+    ]);
+    let spec = spec(&fake, "    timeout: 1s", "");
+    let out = run_json(&spec, Some(KEY), "hi");
+    out.assert_code(1);
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "model_error");
+    assert!(
+        trace["error"]
+            .as_str()
+            .unwrap()
+            .contains("no reply within 1s"),
+        "{out:?}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn missing_key_variable_exits_2_before_any_request() {
+    let fake = Fake::openai(vec![providers::openai_answer("never")]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, None, "hi");
+    out.assert_code(2);
+    assert!(out.stderr.contains("TEST_KEY"), "{out:?}");
+    assert_eq!(fake.requests().len(), 0);
+}
+
+#[test]
+fn token_budget_stops_the_run() {
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        providers::openai_tool_calls(&[("c2", "get_stock_price", r#"{"ticker":"MSFT"}"#)]),
+        providers::openai_answer("never reached"),
+    ]);
+    let spec = spec(&fake, "", "limits:\n  max_tokens_total: 20\n");
+    let out = run_json(&spec, Some(KEY), "hi");
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "max_tokens_total", "{out:?}");
+    assert_eq!(trace["usage"]["total_tokens"], 30);
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn cut_off_replies_are_malformed_twice_then_fail() {
+    let cut = || {
+        providers::openai_reply(
+            json!({"role": "assistant", "content": "The price is", "refusal": null}),
+            "length",
+        )
+    };
+    let fake = Fake::openai(vec![cut(), cut()]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "hi");
+    out.assert_code(1);
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "malformed_decision");
+    assert!(
+        trace["error"].as_str().unwrap().contains("max_tokens"),
+        "{out:?}"
+    );
+    // The correction went back to a server that accepted it.
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn extra_headers_and_no_key_for_local_servers() {
+    // A minimal reply, as some local servers send: no id, usage, finish_reason or role.
+    let fake = Fake::openai_keyless(vec![Response::json(
+        200,
+        json!({"choices": [{"message": {"content": "hi"}}]}),
+    )]);
+    let dir = support::temp_dir("live_openai_local");
+    // A local server (Ollama, vLLM) needs no key: no `api_key_env`, no Authorization header.
+    let text = providers::live_spec(
+        "openai",
+        &fake.base_url(),
+        "    headers: { X-Team: research }",
+        "",
+    )
+    .replace("    api_key_env: TEST_KEY\n", "");
+    let spec = write(&dir, "spec.yaml", &text);
+    let out = run(toolrun().arg("run").arg(&spec).args(["--query", "hi"]));
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), "hi");
+    let req = &fake.requests()[0];
+    assert_eq!(req.header("authorization"), None);
+    assert_eq!(req.header("x-team"), Some("research"));
+}
+
+/// The fake is only as good as its validation: it must refuse what the real API refuses.
+#[test]
+fn the_fake_rejects_what_the_api_rejects() {
+    let user = json!({"role": "user", "content": "q"});
+    let call =
+        json!({"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}});
+    let asst = json!({"role": "assistant", "content": "", "tool_calls": [call]});
+    let tool = json!({"role": "tool", "tool_call_id": "c1", "content": "1"});
+    let body = |messages: Vec<Value>| json!({"model": "m", "messages": messages});
+    assert_eq!(
+        providers::check_openai(&body(vec![user.clone(), asst.clone(), tool.clone()])),
+        Ok(())
+    );
+
+    let bad = |b: Value, needle: &str| {
+        let err = providers::check_openai(&b).expect_err(needle);
+        assert!(err.contains(needle), "{err}");
+    };
+    bad(
+        body(vec![
+            user.clone(),
+            asst.clone(),
+            json!({"role": "tool", "content": "1"}),
+        ]),
+        "tool_call_id",
+    );
+    bad(
+        body(vec![user.clone(), asst.clone()]),
+        "did not have response messages: c1",
+    );
+    bad(
+        body(vec![user.clone(), asst.clone(), user.clone()]),
+        "must be followed by tool messages",
+    );
+    bad(
+        body(vec![user.clone(), tool.clone()]),
+        "must be a response to a preceding message",
+    );
+    let mut no_type = asst.clone();
+    no_type["tool_calls"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("type");
+    bad(
+        body(vec![user.clone(), no_type, tool.clone()]),
+        "'function'",
+    );
+    let mut null_content = asst.clone();
+    null_content["content"] = Value::Null;
+    bad(
+        body(vec![user.clone(), null_content, tool.clone()]),
+        "content",
+    );
+    let mut object_args = asst.clone();
+    object_args["tool_calls"][0]["function"]["arguments"] = json!({});
+    bad(
+        body(vec![user.clone(), object_args, tool.clone()]),
+        "arguments must be a string",
+    );
+    bad(
+        json!({"model": "m", "messages": [user], "tools": []}),
+        "too short",
+    );
+    bad(
+        json!({"messages": [{"role": "user", "content": "q"}]}),
+        "model",
+    );
+    bad(
+        json!({"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 3}),
+        "temperature",
+    );
+}
+
+#[test]
+fn a_rejected_request_is_a_400_with_the_message_and_a_recorded_violation() {
+    let fake = Fake::openai(vec![providers::openai_answer("never")]);
+    let body = json!({"model": "m", "messages": [{"role": "tool", "content": "1"}]});
+    let status = raw_post(&fake, "/v1/chat/completions", &body);
+    assert!(status.starts_with("HTTP/1.1 400"), "{status}");
+    assert_eq!(fake.violations().len(), 1);
+    assert!(fake.violations()[0].contains("tool_call_id"));
+    assert_eq!(
+        fake.remaining(),
+        1,
+        "a rejected request consumes no canned reply"
+    );
+}
+
+/// Posts JSON with the test key over a plain socket; returns the status line and body.
+fn raw_post(fake: &Fake, path: &str, body: &Value) -> String {
+    use std::io::{Read, Write};
+    let text = body.to_string();
+    let mut s =
+        std::net::TcpStream::connect(fake.server.base_url().trim_start_matches("http://")).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
