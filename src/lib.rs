@@ -27,3 +27,7 @@ pub mod templates;
 pub mod tooldefs;
 pub mod tools;
 pub mod trace;
+
+/// The integration tests' servers, shared with unit tests so both read the wire formats alike.
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -349,12 +349,7 @@ pub fn u64_field(v: Option<&Value>) -> Option<u64> {
 /// Tests share the integration tests' fake servers, so unit and binary tests check requests
 /// against the same reading of the API references.
 #[cfg(test)]
-#[path = "../../tests/support/http.rs"]
-pub(crate) mod http;
-
-#[cfg(test)]
-#[path = "../../tests/support/providers.rs"]
-pub(crate) mod providers;
+pub(crate) use crate::test_support::{http, providers};
 
 #[cfg(test)]
 pub(crate) mod testing {

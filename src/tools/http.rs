@@ -871,8 +871,7 @@ fn parse_http_date(s: &str) -> Option<i64> {
 }
 
 #[cfg(test)]
-#[path = "../../tests/support/http.rs"]
-mod test_server;
+use crate::test_support::http as test_server;
 
 #[cfg(test)]
 mod tests;
