@@ -9,3 +9,5 @@ pub const USAGE: i32 = 2;
 pub const NEEDS_PERSON: i32 = 3;
 /// SIGINT, by shell convention.
 pub const INTERRUPTED: i32 = 130;
+/// SIGTERM, by shell convention.
+pub const TERMINATED: i32 = 143;

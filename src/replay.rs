@@ -12,6 +12,8 @@ use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+pub type Interrupt = Arc<std::sync::atomic::AtomicBool>;
+
 pub struct ReplayReport {
     pub failures: Vec<String>,
     /// `--update` rewrote the fixture's trace.
@@ -82,6 +84,7 @@ pub async fn replay_fixture(
     registry: &Registry,
     fixture_path: &Path,
     update: bool,
+    interrupted: Option<Interrupt>,
 ) -> ReplayReport {
     let mut failures = Vec::new();
     let mut secrets = placeholder_secrets(registry, &fixture.model);
@@ -128,7 +131,7 @@ pub async fn replay_fixture(
         approvals: fixture.approvals.iter().cloned().collect(),
         confirmer: None,
         now_unix_ms: fixture.now_unix_ms,
-        interrupted: None,
+        interrupted,
     };
     let trace = engine.run(&mut model, opts).await;
     let mismatches = tape.mismatches();
@@ -171,14 +174,15 @@ pub async fn replay_file(
     path: &Path,
     registry: Option<&Registry>,
     update: bool,
+    interrupted: Option<Interrupt>,
 ) -> Result<ReplayReport, String> {
     let fixture = load_fixture(path)?;
     match registry {
-        Some(r) => Ok(replay_fixture(&fixture, r, path, update).await),
+        Some(r) => Ok(replay_fixture(&fixture, r, path, update, interrupted).await),
         None => {
             let spec = spec_path_for(path, &fixture);
             let r = load_quiet(&spec)?;
-            Ok(replay_fixture(&fixture, &r, path, update).await)
+            Ok(replay_fixture(&fixture, &r, path, update, interrupted).await)
         }
     }
 }

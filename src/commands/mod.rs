@@ -92,3 +92,20 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     }
     result
 }
+
+/// After a signal: 130 for Ctrl-C (the shell convention), 143 for SIGTERM.
+pub fn interrupted_exit(
+    stop: &crate::replay::Interrupt,
+    sigint: &crate::replay::Interrupt,
+) -> Option<i32> {
+    use std::sync::atomic::Ordering;
+    if !stop.load(Ordering::SeqCst) {
+        return None;
+    }
+    eprintln!("toolrun: interrupted");
+    Some(if sigint.load(Ordering::SeqCst) {
+        exit::INTERRUPTED
+    } else {
+        exit::TERMINATED
+    })
+}

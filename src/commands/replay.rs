@@ -37,20 +37,33 @@ pub fn run(args: ReplayArgs) -> i32 {
     }
     let bar = progress_bar(jobs.len() as u64);
     let rt = crate::session::runtime();
+    let (stop, sigint) = crate::session::watch_signals(&rt);
     let update = args.update;
     let mut updated = 0;
     let results: Vec<(usize, CaseResult, bool)> = rt.block_on(async {
         futures_util::stream::iter(jobs.iter().enumerate().map(|(i, (path, job))| {
             let specs = &specs;
             let bar = &bar;
+            let stop = &stop;
             async move {
                 let started = Instant::now();
                 let (outcome, failures, was_updated) = match job {
+                    _ if stop.load(std::sync::atomic::Ordering::SeqCst) => (
+                        Outcome::Skipped,
+                        vec!["not replayed: interrupted".to_string()],
+                        false,
+                    ),
                     Err(e) => (Outcome::Failed, vec![e.clone()], false),
                     Ok((fixture, key)) => match specs.get(key) {
                         Some(Ok(registry)) => {
-                            let r = crate::replay::replay_fixture(fixture, registry, path, update)
-                                .await;
+                            let r = crate::replay::replay_fixture(
+                                fixture,
+                                registry,
+                                path,
+                                update,
+                                Some(stop.clone()),
+                            )
+                            .await;
                             let outcome = if r.failures.is_empty() {
                                 Outcome::Passed
                             } else {
@@ -91,5 +104,6 @@ pub fn run(args: ReplayArgs) -> i32 {
     if updated > 0 {
         eprintln!("updated the recorded trace of {updated} fixture(s)");
     }
-    report(&ordered, args.format, args.junit.as_deref(), "fixtures")
+    let code = report(&ordered, args.format, args.junit.as_deref(), "fixtures");
+    super::interrupted_exit(&stop, &sigint).unwrap_or(code)
 }

@@ -191,8 +191,12 @@ pub fn run(args: RunArgs) -> i32 {
             redactor.str(why)
         );
     }
-    if trace.stop_reason == "interrupted" && sigint.load(std::sync::atomic::Ordering::SeqCst) {
-        return exit::INTERRUPTED;
+    if trace.stop_reason == "interrupted" {
+        return if sigint.load(std::sync::atomic::Ordering::SeqCst) {
+            exit::INTERRUPTED
+        } else {
+            exit::TERMINATED
+        };
     }
     trace.status.exit_code()
 }

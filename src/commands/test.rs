@@ -168,9 +168,15 @@ async fn run_case(
     case: &TestCase,
     transport: &Transport,
     now: i64,
+    stop: &crate::replay::Interrupt,
 ) -> (Outcome, Vec<String>) {
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return (Outcome::Skipped, vec!["not run: interrupted".to_string()]);
+    }
     if let Some(fixture) = &case.fixture {
-        return match crate::replay::replay_file(fixture, Some(registry), false).await {
+        return match crate::replay::replay_file(fixture, Some(registry), false, Some(stop.clone()))
+            .await
+        {
             Ok(report) if report.failures.is_empty() => (Outcome::Passed, Vec::new()),
             Ok(report) => (Outcome::Failed, report.failures),
             Err(e) => (Outcome::Failed, vec![e]),
@@ -202,7 +208,7 @@ async fn run_case(
         approvals: case.approve.iter().cloned().collect(),
         confirmer: None,
         now_unix_ms: now,
-        interrupted: None,
+        interrupted: Some(stop.clone()),
     };
     let trace = engine.run(&mut prepared.model, opts).await;
     let failures = check_expectations(&case.expect, &trace);
@@ -277,13 +283,15 @@ pub fn run(args: TestArgs) -> i32 {
     let transport = Transport::live();
     let bar = progress_bar(cases.len() as u64);
     let rt = crate::session::runtime();
+    let (stop, sigint) = crate::session::watch_signals(&rt);
     let mut results: Vec<CaseResult> = rt.block_on(async {
         futures_util::stream::iter(cases.iter().enumerate().map(|(i, (registry, case))| {
             let transport = &transport;
             let bar = &bar;
+            let stop = &stop;
             async move {
                 let started = Instant::now();
-                let (outcome, failures) = run_case(registry, case, transport, now).await;
+                let (outcome, failures) = run_case(registry, case, transport, now, stop).await;
                 if let Some(b) = bar {
                     b.inc(1);
                 }
@@ -315,7 +323,8 @@ pub fn run(args: TestArgs) -> i32 {
         b.finish_and_clear();
     }
     results.splice(0..0, load_failures);
-    report(&results, args.format, args.junit.as_deref(), "tests")
+    let code = report(&results, args.format, args.junit.as_deref(), "tests");
+    super::interrupted_exit(&stop, &sigint).unwrap_or(code)
 }
 
 /// Shared by `test` and `replay`: human or JSON on stdout, JUnit on request, the exit code.

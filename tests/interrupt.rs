@@ -1,0 +1,174 @@
+//! Ctrl-C and SIGTERM mid-run: the trace of the run in progress is still written, atomically,
+//! with everything observed so far.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{Response, TestServer};
+
+fn slow_server() -> TestServer {
+    TestServer::start(|req| match req.path.as_str() {
+        "/slow" => {
+            Response::json(200, serde_json::json!({"ok": true})).delay(Duration::from_secs(20))
+        }
+        _ => Response::json(200, serde_json::json!({"ok": true})),
+    })
+}
+
+fn spec(server: &TestServer) -> String {
+    format!(
+        r#"version: 1
+name: slow
+tools:
+  quick:
+    description: Answers at once with a fixed value.
+    kind: mock
+    responses: [{{ result: 1 }}]
+  slow_service:
+    description: Calls a service that takes a long time to answer.
+    kind: http
+    request: {{ url: "{url}" }}
+    timeout: 60s
+policy:
+  network: {{ allow_hosts: ["{host}"] }}
+limits: {{ tool_timeout: 60s, run_timeout: 120s }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: quick }}]
+          - tool_calls: [{{ name: slow_service }}]
+          - answer: done
+tests:
+  - name: slow_case
+    query: go
+    expect: {{ status: ok }}
+"#,
+        url = server.url("/slow"),
+        host = server.addr()
+    )
+}
+
+fn start(args: &[&str], dir: &std::path::Path) -> Child {
+    let mut cmd: Command = support::toolrun();
+    cmd.args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolrun starts")
+}
+
+fn wait_for_slow_request(server: &TestServer) {
+    let started = Instant::now();
+    while server.hits("/slow") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the slow request never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn wait(mut child: Child) -> i32 {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "toolrun did not stop after the signal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigint_mid_run_writes_the_trace_and_exits_130() {
+    let server = slow_server();
+    let dir = support::temp_dir("sigint-run");
+    let spec_path = support::write(&dir, "slow.yaml", &spec(&server));
+    let trace = dir.join("trace.json");
+    let child = start(
+        &[
+            "run",
+            spec_path.to_str().unwrap(),
+            "--query",
+            "go",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    wait_for_slow_request(&server);
+    signal(&child, "INT");
+    assert_eq!(wait(child), 130);
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(t["status"], "failed");
+    assert_eq!(t["stop_reason"], "interrupted");
+    assert_eq!(
+        t["tool_results"][0]["name"], "quick",
+        "what was observed before the signal is kept"
+    );
+    assert_eq!(t["steps"], 2);
+    // Only the finished file is left: no temporary files beside it.
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn sigterm_mid_run_writes_the_trace_and_exits_143() {
+    let server = slow_server();
+    let dir = support::temp_dir("sigterm-run");
+    let spec_path = support::write(&dir, "slow.yaml", &spec(&server));
+    let trace = dir.join("trace.json");
+    let child = start(
+        &[
+            "run",
+            spec_path.to_str().unwrap(),
+            "--query",
+            "go",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    wait_for_slow_request(&server);
+    signal(&child, "TERM");
+    assert_eq!(wait(child), 143);
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(t["stop_reason"], "interrupted");
+}
+
+#[test]
+fn sigint_during_a_test_suite_reports_and_exits_130() {
+    let server = slow_server();
+    let dir = support::temp_dir("sigint-test");
+    let spec_path = support::write(&dir, "slow.yaml", &spec(&server));
+    let child = start(&["test", spec_path.to_str().unwrap()], &dir);
+    wait_for_slow_request(&server);
+    signal(&child, "INT");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("FAIL slow::slow_case"), "{stdout}");
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("0 passed, 1 failed"));
+}
