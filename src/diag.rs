@@ -166,38 +166,18 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
         let _ = writeln!(out, "{pad}--> {loc}");
     }
     if let (Some(text), Some(s)) = (line_text, d.span) {
-        let mut text = text.replace('\t', " ");
-        let mut s = s;
-        // A minified or generated line would drown the message: show a window around the caret.
-        const WINDOW: u32 = 100;
-        if text.chars().count() as u32 > WINDOW {
-            let first = s.col.saturating_sub(WINDOW / 2).max(1);
-            let window: String = text
-                .chars()
-                .skip(first as usize - 1)
-                .take(WINDOW as usize)
-                .collect();
-            let prefix = if first > 1 { "…" } else { "" };
-            text = format!("{prefix}{window}…");
-            let shift = first - 1;
-            let offset = u32::from(first > 1);
-            s.col = s.col - shift + offset;
-            s.end_col = if s.end_line == s.line {
-                (s.end_col.saturating_sub(shift) + offset).min(WINDOW + offset + 1)
-            } else {
-                s.end_col
-            };
-        }
+        let text = text.replace('\t', " ");
+        let (text, shift) = window(text.trim_end(), s.col);
         let width = text.chars().count() as u32;
-        let start = s.col.max(1);
-        let end = if s.end_line == s.line && s.end_col > start {
-            s.end_col.min(width + 1)
+        let start = s.col.max(1).saturating_sub(shift).max(1);
+        let end = if s.end_line == s.line && s.end_col > s.col {
+            s.end_col.saturating_sub(shift).min(width + 1)
         } else {
             width + 1
         };
         let carets = (end.saturating_sub(start)).max(1) as usize;
         let _ = writeln!(out, "{pad} |");
-        let _ = writeln!(out, "{} | {}", s.line, text.trim_end());
+        let _ = writeln!(out, "{} | {}", s.line, text);
         let label = d
             .label
             .as_deref()
@@ -226,6 +206,37 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
         }
     }
     out
+}
+
+/// Longest source line shown whole; a minified or generated line is cut around the column so a
+/// single diagnostic cannot print megabytes.
+const MAX_SHOWN_LINE: usize = 120;
+
+/// The part of `text` to show for a caret at 1-based `col`, and how many columns were cut from
+/// the left (the `...` marker included, so carets still line up).
+fn window(text: &str, col: u32) -> (String, u32) {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= MAX_SHOWN_LINE {
+        return (text.to_string(), 0);
+    }
+    let at = (col.max(1) as usize - 1).min(chars.len());
+    // Cut on the left only when that saves more than the `...` it costs.
+    let from = if at > MAX_SHOWN_LINE / 3 + 3 {
+        at - MAX_SHOWN_LINE / 3
+    } else {
+        0
+    };
+    let to = (from + MAX_SHOWN_LINE).min(chars.len());
+    let mut shown = String::new();
+    if from > 0 {
+        shown.push_str("...");
+    }
+    shown.extend(&chars[from..to]);
+    if to < chars.len() {
+        shown.push_str("...");
+    }
+    let shift = if from > 0 { from as u32 - 3 } else { 0 };
+    (shown, shift)
 }
 
 #[derive(Serialize)]
@@ -366,6 +377,18 @@ mod tests {
             out,
             "error[E012]: unknown tool `get_stok`\n --> s.yaml:2:10\n  |\n2 | allow: [get_stok]\n  |          ^^^^^^^^ not a tool of this spec\n  |\n  = help: did you mean `get_stock`?\n"
         );
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_caret() {
+        let line = format!("{}X{}", "a".repeat(500), "b".repeat(500));
+        let d = Diagnostic::new("E002", "bad").at(Span::point(1, 501));
+        let out = render_human(&d, Some(&line));
+        let lines: Vec<&str> = out.lines().collect();
+        let text = lines.iter().find(|l| l.starts_with("1 | ")).unwrap();
+        let caret = lines.iter().find(|l| l.contains('^')).unwrap();
+        assert!(text.len() < 140, "{text}");
+        assert_eq!(text.find('X'), caret.find('^'), "{out}");
     }
 
     #[test]

@@ -11,7 +11,9 @@ pub fn run(args: CheckArgs) -> i32 {
     for path in &args.specs {
         match crate::compile::compile_file(path) {
             Err(d) => {
-                unreadable |= d.code == "E001";
+                // Whatever stopped the file from being read (missing, a directory, not UTF-8,
+                // too large) is unreadable input: exit 2, not a spec with errors.
+                unreadable = true;
                 all.push(d);
             }
             Ok((source, compiled)) => {

@@ -7,7 +7,6 @@ mod template_check;
 mod tests;
 mod tools;
 
-/// HTTP tools derive their default allow-list at request time with the same rule `check` uses.
 pub use tools::literal_host;
 
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
@@ -373,6 +372,7 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
     };
     let allow = names("allow", ctx);
     let deny = names("deny", ctx).unwrap_or_default();
+    let allow_span = obj.get("allow").map(|n| n.span);
     names("confirm", ctx);
     if let Some(allow) = &allow {
         policy.allow = Some(allow.iter().map(|s| s.value.clone()).collect());
@@ -405,19 +405,22 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
     }
     // Tools that can never run are almost always a policy mistake.
     for tool in tools {
-        let blocked = if policy.deny.contains(&tool.name) {
-            Some("`policy.deny` lists it")
+        // Point at the entry that denies the tool, or at the allow list that leaves it out.
+        let blocked = if let Some(entry) = deny.iter().find(|d| d.value == tool.name) {
+            Some(("`policy.deny` lists it", entry.span))
         } else if policy
             .allow
             .as_ref()
             .is_some_and(|a| !a.contains(&tool.name))
         {
-            Some("`policy.allow` does not list it")
+            Some((
+                "`policy.allow` does not list it",
+                allow_span.unwrap_or(obj.node.span),
+            ))
         } else {
             None
         };
-        if let Some(why) = blocked {
-            let span = obj.node.span;
+        if let Some((why, span)) = blocked {
             let (code, what) = if tool.side_effects {
                 (
                     "W103",
@@ -429,11 +432,25 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
             } else {
                 ("W104", format!("tool `{}` can never run: {why}", tool.name))
             };
-            ctx.d.push(
-                Diagnostic::new(code, what)
-                    .at(Span { end_line: span.line, end_col: span.col + 1, ..span })
-                    .help(format!("add `{}` to `policy.allow` (and remove it from `policy.deny`), or delete the tool", tool.name)),
-            );
+            let span = if span.end_line == span.line {
+                span
+            } else {
+                Span {
+                    end_line: span.line,
+                    end_col: span.col + 1,
+                    ..span
+                }
+            };
+            ctx.d.push(Diagnostic::new(code, what).at(span).help(
+                if policy.deny.contains(&tool.name) {
+                    format!(
+                        "remove `{}` from `policy.deny`, or delete the tool",
+                        tool.name
+                    )
+                } else {
+                    format!("add `{}` to `policy.allow`, or delete the tool", tool.name)
+                },
+            ));
         }
     }
     policy

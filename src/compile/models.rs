@@ -47,7 +47,7 @@ pub fn compile_models(
         if let Some(obj) = Obj::open(node, "`models`", &mut ctx.d) {
             for (key, model) in obj.entries {
                 names.push(key.name.clone());
-                if let Some(kind) = compile_model(&key.name, model, ctx) {
+                if let Some(kind) = compile_model(&key.name, key.span, model, ctx) {
                     models.push(ModelDef {
                         name: key.name.clone(),
                         kind,
@@ -102,13 +102,18 @@ pub fn compile_models(
     (models, default_index)
 }
 
-fn compile_model(name: &str, node: &Node, ctx: &mut Ctx) -> Option<ModelKind> {
+fn compile_model(
+    name: &str,
+    name_span: crate::diag::Span,
+    node: &Node,
+    ctx: &mut Ctx,
+) -> Option<ModelKind> {
     let what = format!("model `{name}`");
     let kind = node.get("kind");
     let kind_name = match kind {
         None => {
             ctx.d.push(
-                crate::spec::read::missing(node, "kind", &what)
+                crate::spec::read::missing_at(name_span, "kind", &what)
                     .help("add `kind:` with scripted, openai or anthropic"),
             );
             return None;
@@ -134,7 +139,7 @@ fn compile_model(name: &str, node: &Node, ctx: &mut Ctx) -> Option<ModelKind> {
         let obj = Obj::new(node, &what, keys::MODEL_SCRIPTED, &mut ctx.d)?;
         let Some(scripts_node) = obj.get("scripts") else {
             ctx.d
-                .push(crate::spec::read::missing(node, "scripts", &what));
+                .push(crate::spec::read::missing_at(name_span, "scripts", &what));
             return None;
         };
         let mut scripts = Vec::new();

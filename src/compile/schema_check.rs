@@ -1,7 +1,11 @@
 //! Tool input schemas: valid JSON Schema, of an object, with defaults that satisfy themselves.
 
 use super::Ctx;
-use crate::diag::Diagnostic;
+use crate::diag::{did_you_mean, Diagnostic};
+
+const JSON_TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
 use crate::spec::read::expected;
 use crate::spec::yaml::{Node, Value};
 use serde_json::json;
@@ -26,21 +30,28 @@ pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<se
     }
     let schema = node.to_json();
     if let Err(e) = jsonschema::meta::validate(&schema) {
-        let at = node_at(node, e.instance_path().as_str());
-        ctx.d.push(
-            Diagnostic::new("E014", format!("`input` of tool `{tool}` is not a valid JSON Schema: {}", e.masked()))
-                .at(at.span)
+        let path = e.instance_path().as_str().to_string();
+        let at = node_at(node, &path);
+        // The meta-schema's own message for a misspelt type is an opaque `anyOf` failure.
+        let diagnostic = match (path.rsplit('/').next(), at.as_str()) {
+            (Some("type"), Some(t)) => Diagnostic::new("E014", format!("`input` of tool `{tool}` uses `{t}`, which is not a JSON Schema type"))
+                .label("unknown type")
+                .help(did_you_mean(t, JSON_TYPES.iter().copied()).unwrap_or_else(|| format!("types are {}", JSON_TYPES.join(", ")))),
+            _ => Diagnostic::new("E014", format!("`input` of tool `{tool}` is not a valid JSON Schema: {}", e.masked()))
                 .help("see https://json-schema.org/understanding-json-schema/ for the keywords and their values"),
-        );
+        };
+        ctx.d.push(diagnostic.at(at.span));
         return None;
     }
     match schema.get("type") {
         Some(serde_json::Value::String(t)) if t == "object" => {}
         other => {
             let at = node.get("type").unwrap_or(node);
-            let found = other
-                .map(|t| t.to_string())
-                .unwrap_or_else(|| "no `type`".into());
+            let found = match other {
+                Some(serde_json::Value::String(t)) => format!("`type: {t}`"),
+                Some(t) => format!("`type: {t}`"),
+                None => "no `type`".into(),
+            };
             ctx.d.push(
                 Diagnostic::new("E015", format!("`input` of tool `{tool}` must be an object schema, found {found}"))
                     .at(at.span)

@@ -110,6 +110,37 @@ pub fn check_tvalue(
     }
 }
 
+/// The part of a one-line node that spells `needle`, so the caret sits under the variable
+/// rather than the whole string; the whole node when the text is not found exactly once.
+fn narrow(node: &Node, needle: &str, ctx: &Ctx) -> Span {
+    let s = node.span;
+    if s.line != s.end_line || needle.is_empty() {
+        return s;
+    }
+    let Some(line) = ctx.source.text.lines().nth(s.line as usize - 1) else {
+        return s;
+    };
+    let chars: Vec<char> = line.chars().collect();
+    let from = (s.col as usize).saturating_sub(1).min(chars.len());
+    let to = (s.end_col as usize)
+        .saturating_sub(1)
+        .clamp(from, chars.len());
+    let region: String = chars[from..to].iter().collect();
+    let mut found = region.match_indices(needle);
+    match (found.next(), found.next()) {
+        (Some((byte, _)), None) => {
+            let col = s.col + region[..byte].chars().count() as u32;
+            Span {
+                line: s.line,
+                col,
+                end_line: s.line,
+                end_col: col + needle.chars().count() as u32,
+            }
+        }
+        _ => s,
+    }
+}
+
 fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
     for var in ctx.templates.variables(id) {
         let mut parts = var.splitn(3, '.');
@@ -118,12 +149,13 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
         if !roots.names.contains(&root) {
             let hint = did_you_mean(root, roots.names.iter().copied())
                 .unwrap_or_else(|| format!("variables here: {}", roots.names.join(", ")));
+            let at = narrow(node, root, ctx);
             ctx.d.push(
                 Diagnostic::new(
                     "E017",
                     format!("template reads `{root}`, which is not available here"),
                 )
-                .at(node.span)
+                .at(at)
                 .help(hint),
             );
             continue;
@@ -143,9 +175,10 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                                     }
                                 )
                             });
+                        let at = narrow(node, &format!("args.{f}"), ctx);
                         ctx.d.push(
                             Diagnostic::new("E017", format!("template reads `args.{f}`, but `{f}` is not a property of the tool's input schema"))
-                                .at(node.span)
+                                .at(at)
                                 .help(hint),
                         );
                     }
@@ -158,6 +191,7 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                     let declared: Vec<String> = ctx.secrets.keys().cloned().collect();
                     let hint = did_you_mean(s, declared.iter().map(String::as_str))
                         .unwrap_or_else(|| format!("declare it: `secrets: [{s}]`"));
+                    let at = narrow(node, &format!("secrets.{s}"), ctx);
                     ctx.d.push(
                         Diagnostic::new(
                             "E018",
@@ -165,7 +199,7 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                                 "template reads `secrets.{s}`, which is not declared in `secrets`"
                             ),
                         )
-                        .at(node.span)
+                        .at(at)
                         .help(hint),
                     );
                 }

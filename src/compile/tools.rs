@@ -90,7 +90,7 @@ fn compile_tool(
     let kind = match obj.get("kind") {
         None => {
             ctx.d.push(
-                crate::spec::read::missing(node, "kind", &what)
+                crate::spec::read::missing_at(name_span, "kind", &what)
                     .help("add `kind:` with one of mock, table, builtin, http"),
             );
             None
@@ -164,6 +164,10 @@ fn compile_tool(
         }
     }
 
+    // A misspelt `description` is already an unknown key; "no description" on top would be noise.
+    let description_misspelt = entries.iter().any(|(k, _)| {
+        k.name != "description" && crate::diag::closest(&k.name, ["description"]).is_some()
+    });
     let description = match obj.string("description", &mut ctx.d) {
         Some(desc) => {
             if desc.value.trim().chars().count() < 10 {
@@ -176,7 +180,7 @@ fn compile_tool(
             desc.value
         }
         None => {
-            if !obj.has("description") {
+            if !obj.has("description") && !description_misspelt {
                 ctx.d.push(
                     Diagnostic::new("W101", format!("tool `{name}` has no description"))
                         .at(name_span)
@@ -210,15 +214,23 @@ fn compile_tool(
                 Some(n) => compile_input_schema(n, name, ctx)?,
                 None => empty_object_schema(),
             };
-            let responses = compile_mock(&obj, &what, &schema, ctx);
+            let responses = compile_mock(&obj, &what, name_span, &schema, ctx);
             (schema, ToolKind::Mock(responses?), true)
         }
         "table" => {
-            let table = compile_table(&obj, &what, ctx)?;
+            let table = compile_table(&obj, &what, name_span, ctx)?;
             (table_schema(&table), ToolKind::Table(table), true)
         }
         "builtin" => {
-            let b = obj.require_string("builtin", &what, &mut ctx.d)?;
+            if !obj.has("builtin") {
+                let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
+                ctx.d.push(
+                    crate::spec::read::missing_at(name_span, "builtin", &what)
+                        .help(format!("add `builtin:` with one of {}", names.join(", "))),
+                );
+                return None;
+            }
+            let b = obj.string("builtin", &mut ctx.d)?;
             match crate::builtins::find(&b.value) {
                 Some(info) => ((info.input_schema)(), ToolKind::Builtin(info.name), true),
                 None => {
@@ -240,7 +252,7 @@ fn compile_tool(
                 Some(n) => compile_input_schema(n, name, ctx)?,
                 None => empty_object_schema(),
             };
-            let (http, idempotent) = compile_http(&obj, &what, &schema, ctx)?;
+            let (http, idempotent) = compile_http(&obj, &what, name_span, &schema, ctx)?;
             (schema, ToolKind::Http(http), idempotent)
         }
     };
@@ -287,12 +299,13 @@ fn schema_properties(schema: &serde_json::Value) -> Vec<String> {
 fn compile_mock(
     obj: &Obj,
     what: &str,
+    name_span: Span,
     schema: &serde_json::Value,
     ctx: &mut Ctx,
 ) -> Option<Vec<MockResponse>> {
     let Some(list_node) = obj.get("responses") else {
         ctx.d.push(
-            crate::spec::read::missing(obj.node, "responses", what)
+            crate::spec::read::missing_at(name_span, "responses", what)
                 .help("add `responses:` with at least one `result:` or `error:`"),
         );
         return None;
@@ -363,10 +376,12 @@ fn compile_mock(
             }
             (None, Some(err)) => compile_mock_error(err, &roots, ctx),
             (Some(_), Some(_)) => {
+                let at = r.key("error").map(|k| k.span).unwrap_or(item.span);
                 ctx.d.push(
                     Diagnostic::new("E029", "a mock response has both `result` and `error`")
-                        .at(item.span)
-                        .help("keep one of them"),
+                        .at(at)
+                        .label("`result` is set too")
+                        .help("keep one of them; add another response for the other case"),
                 );
                 None
             }
@@ -428,7 +443,7 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
     }
 }
 
-fn compile_table(obj: &Obj, what: &str, ctx: &mut Ctx) -> Option<Table> {
+fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<Table> {
     let rows_json: Vec<serde_json::Value> = match (obj.get("rows"), obj.string("file", &mut ctx.d))
     {
         (Some(_), Some(f)) => {
@@ -452,7 +467,7 @@ fn compile_table(obj: &Obj, what: &str, ctx: &mut Ctx) -> Option<Table> {
         (None, Some(f)) => load_table_file(&f, ctx)?,
         (None, None) => {
             ctx.d
-                .push(crate::spec::read::missing(obj.node, "rows", what).help(
+                .push(crate::spec::read::missing_at(name_span, "rows", what).help(
                 "add `rows:` (a list of mappings) or `file:` (a CSV or JSON file next to the spec)",
             ));
             return None;
@@ -644,12 +659,13 @@ const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPT
 fn compile_http(
     obj: &Obj,
     what: &str,
+    name_span: Span,
     schema: &serde_json::Value,
     ctx: &mut Ctx,
 ) -> Option<(HttpTool, bool)> {
     let Some(req_node) = obj.get("request") else {
         ctx.d.push(
-            crate::spec::read::missing(obj.node, "request", what)
+            crate::spec::read::missing_at(name_span, "request", what)
                 .help("add `request:` with at least `url:`"),
         );
         return None;
@@ -797,14 +813,20 @@ fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
         let Some(f) = Obj::new(item, "a fault", keys::FAULT, &mut ctx.d) else {
             continue;
         };
-        let forms = ["fail_first", "timeout", "http_status", "oversized_output"]
-            .iter()
+        let forms: Vec<&str> = ["fail_first", "timeout", "http_status", "oversized_output"]
+            .into_iter()
             .filter(|k| f.has(k))
-            .count();
-        if forms != 1 {
+            .collect();
+        if forms.len() != 1 {
+            // With two forms, the second is the one to move; with none, the fault itself.
+            let at = forms
+                .get(1)
+                .and_then(|k| f.key(k))
+                .map(|k| k.span)
+                .unwrap_or(item.span);
             ctx.d.push(
                 Diagnostic::new("E035", "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`")
-                    .at(item.span)
+                    .at(at)
                     .help("e.g. `- { fail_first: 2, kind: timeout }` or `- { http_status: 503 }`"),
             );
             continue;

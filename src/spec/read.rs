@@ -223,7 +223,15 @@ pub fn string_list(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Vec<Span
         Value::Seq(items) => Some(items.iter().filter_map(|i| string(i, what, d)).collect()),
         Value::Null => Some(Vec::new()),
         _ => {
-            d.push(expected(n, "a list of strings", &format!("`{what}`")));
+            let example = match &n.value {
+                Value::Str(s) => format!("[{s}]"),
+                _ => "[a, b]".to_string(),
+            };
+            d.push(
+                expected(n, "a list of strings", &format!("`{what}`")).help(format!(
+                    "write a list: `{example}`, or one `- item` per line"
+                )),
+            );
             None
         }
     }
@@ -251,13 +259,22 @@ pub fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
 
 pub fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
     // Point at the first line of the mapping: the key belongs there.
-    let span = Span {
-        end_line: n.span.line,
-        end_col: n.span.col + 1,
-        ..n.span
-    };
+    missing_at(
+        Span {
+            end_line: n.span.line,
+            end_col: n.span.col + 1,
+            ..n.span
+        },
+        key,
+        what,
+    )
+}
+
+/// For a named mapping (a tool, a model) the name is the most precise place to point at.
+pub fn missing_at(span: Span, key: &str, what: &str) -> Diagnostic {
     Diagnostic::new("E008", format!("{what} is missing required key `{key}`"))
         .at(span)
+        .label(format!("no `{key}` here"))
         .help(format!("add `{key}:` to {what}"))
 }
 

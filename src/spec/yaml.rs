@@ -171,6 +171,8 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
             Some(Err(err)) => {
                 let m = err.marker();
                 let line = (m.line() as u32).max(1);
+                // saphyr stops flow collections at its own depth limit, below ours for
+                // block nesting: it is the same resource limit, so it gets the same code.
                 if err.info().contains("recursion limit") {
                     return Err(vec![depth_error(Span::point(line, m.col() as u32 + 1))]);
                 }
