@@ -30,6 +30,8 @@ pub struct RunOptions<'a> {
     pub approvals: BTreeSet<String>,
     pub confirmer: Option<&'a Confirmer>,
     pub now_unix_ms: i64,
+    /// Faults injected by a test case, by tool name (replacing the tool's own).
+    pub faults: Vec<(String, Vec<Fault>)>,
     /// Set by Ctrl-C / SIGTERM: the run stops and its trace is still written.
     pub interrupted: Option<Arc<AtomicBool>>,
 }
@@ -596,7 +598,7 @@ impl<'a> Engine<'a> {
         let mut fault_draws: Vec<Option<Fault>> = Vec::new();
         for (_, plan) in &plans {
             fault_draws.push(match plan {
-                Plan::Run { tool, .. } => self.draw_fault(st, tool),
+                Plan::Run { tool, .. } => self.draw_fault(st, tool, opts),
                 Plan::Rejected(_) => None,
             });
         }
@@ -620,12 +622,18 @@ impl<'a> Engine<'a> {
                             now_unix_ms: opts.now_unix_ms,
                             call_id: &call.id,
                         };
+                        let delay = match &fault {
+                            Some(Fault::Delay(d)) => Some(*d),
+                            _ => None,
+                        };
                         let result = match fault {
-                            Some(f) => apply_fault(&f, tool).await,
-                            None => match tokio::time::timeout(
-                                tool.timeout,
-                                tools::execute(tool, args, &env),
-                            )
+                            Some(f) if delay.is_none() => apply_fault(&f, tool).await,
+                            _ => match tokio::time::timeout(tool.timeout, async {
+                                if let Some(d) = delay {
+                                    tokio::time::sleep(d).await;
+                                }
+                                tools::execute(tool, args, &env).await
+                            })
                             .await
                             {
                                 Ok(r) => r,
@@ -753,14 +761,21 @@ impl<'a> Engine<'a> {
     }
 
     /// Spec-declared faults, counted per tool so `fail_first: 2` fails exactly the first two calls.
-    fn draw_fault(&self, st: &mut State, tool: &Tool) -> Option<Fault> {
-        if tool.faults.is_empty() {
+    fn draw_fault(&self, st: &mut State, tool: &Tool, opts: &RunOptions<'_>) -> Option<Fault> {
+        // A test's own faults replace the tool's, so one spec can exercise many failure paths.
+        let faults = opts
+            .faults
+            .iter()
+            .find(|(name, _)| *name == tool.name)
+            .map(|(_, f)| f.as_slice())
+            .unwrap_or(&tool.faults);
+        if faults.is_empty() {
             return None;
         }
         let n = st.fault_counts.entry(tool.name.clone()).or_default();
         *n += 1;
         let call_number = *n;
-        tool.faults.iter().find_map(|f| match f {
+        faults.iter().find_map(|f| match f {
             Fault::FailFirst { n, .. } if call_number <= *n => Some(f.clone()),
             Fault::FailFirst { .. } => None,
             other => Some(other.clone()),
@@ -784,6 +799,11 @@ async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Value, ToolError> {
         )
         .with_details(json!({ "status": status, "injected": true }))),
         Fault::OversizedOutput(n) => Ok(Value::String("x".repeat(*n))),
+        // Handled where the call runs, so the tool's own timeout applies to the wait.
+        Fault::Delay(_) => Err(ToolError::new(
+            ErrorKind::ExecutionError,
+            "delay fault applied out of place",
+        )),
     }
 }
 

@@ -121,6 +121,8 @@ pub enum Fault {
     HttpStatus(u16),
     /// Every call returns a string of this many characters.
     OversizedOutput(usize),
+    /// Every call waits this long before running (the tool's timeout still applies).
+    Delay(Duration),
 }
 
 pub struct Policy {
@@ -219,6 +221,8 @@ pub struct TestCase {
     pub model: Option<String>,
     pub fixture: Option<PathBuf>,
     pub approve: Vec<String>,
+    /// Faults for this test only, by tool; they replace the tool's own.
+    pub faults: Vec<(String, Vec<Fault>)>,
     pub expect: Expect,
     pub line: u32,
 }

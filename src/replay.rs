@@ -126,6 +126,7 @@ pub async fn replay_fixture(
         redactor: redactor.clone(),
     };
     let opts = RunOptions {
+        faults: Vec::new(),
         query: &fixture.query,
         model_name: &fixture.model,
         approvals: fixture.approvals.iter().cloned().collect(),

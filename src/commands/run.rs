@@ -115,6 +115,7 @@ pub fn run(args: RunArgs) -> i32 {
     let rt = crate::session::runtime();
     let (interrupted, sigint) = crate::session::watch_signals(&rt);
     let opts = RunOptions {
+        faults: Vec::new(),
         query: &args.query,
         model_name: &prepared.model_name,
         approvals: args.approve.iter().cloned().collect(),

@@ -203,6 +203,7 @@ async fn run_case(
         redactor,
     };
     let opts = RunOptions {
+        faults: case.faults.clone(),
         query: &case.query,
         model_name: &prepared.model_name,
         approvals: case.approve.iter().cloned().collect(),

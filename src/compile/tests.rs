@@ -80,6 +80,22 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
                 ctx.unknown_tool(a, "`approve`");
             }
         }
+        let mut faults = Vec::new();
+        if let Some(n) = obj.get("faults") {
+            if let Some(map) = Obj::open(n, "`faults`", &mut ctx.d) {
+                for (key, list) in map.entries {
+                    let name = Spanned {
+                        value: key.name.clone(),
+                        span: key.span,
+                    };
+                    if !ctx.tool_exists(&name.value) {
+                        ctx.unknown_tool(&name, "`faults`");
+                        continue;
+                    }
+                    faults.push((key.name.clone(), super::tools::compile_faults(list, ctx)));
+                }
+            }
+        }
         let expect = match obj.get("expect") {
             Some(e) => compile_expect(e, ctx),
             None => Expect::default(),
@@ -90,6 +106,7 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
             model,
             fixture: fixture_path,
             approve: approve.into_iter().map(|a| a.value).collect(),
+            faults,
             expect,
             line: item.span.line,
         });

@@ -804,7 +804,7 @@ fn compile_http(
     ))
 }
 
-fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
+pub(super) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
     let mut out = Vec::new();
     let Some(items) = seq(node, "`faults`", &mut ctx.d) else {
         return out;
@@ -813,10 +813,16 @@ fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
         let Some(f) = Obj::new(item, "a fault", keys::FAULT, &mut ctx.d) else {
             continue;
         };
-        let forms: Vec<&str> = ["fail_first", "timeout", "http_status", "oversized_output"]
-            .into_iter()
-            .filter(|k| f.has(k))
-            .collect();
+        let forms: Vec<&str> = [
+            "fail_first",
+            "timeout",
+            "http_status",
+            "oversized_output",
+            "delay",
+        ]
+        .into_iter()
+        .filter(|k| f.has(k))
+        .collect();
         if forms.len() != 1 {
             // With two forms, the second is the one to move; with none, the fault itself.
             let at = forms
@@ -825,7 +831,7 @@ fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
                 .map(|k| k.span)
                 .unwrap_or(item.span);
             ctx.d.push(
-                Diagnostic::new("E035", "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`")
+                Diagnostic::new("E035", "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`")
                     .at(at)
                     .help("e.g. `- { fail_first: 2, kind: timeout }` or `- { http_status: 503 }`"),
             );
@@ -859,6 +865,8 @@ fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
                 kind,
                 message,
             });
+        } else if let Some(d) = f.duration("delay", &mut ctx.d) {
+            out.push(Fault::Delay(d.value));
         } else if let Some(t) = f.bool("timeout", &mut ctx.d) {
             if t.value {
                 out.push(Fault::Timeout);

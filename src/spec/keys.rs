@@ -65,6 +65,7 @@ pub const FAULT: &[&str] = &[
     "timeout",
     "http_status",
     "oversized_output",
+    "delay",
 ];
 
 pub const POLICY: &[&str] = &[
@@ -104,7 +105,9 @@ pub const SCRIPT: &[&str] = &["when", "turns"];
 pub const TURN: &[&str] = &["answer", "tool_calls", "raw"];
 pub const SCRIPTED_CALL: &[&str] = &["name", "arguments", "arguments_raw", "malformed"];
 
-pub const TEST: &[&str] = &["name", "query", "model", "fixture", "approve", "expect"];
+pub const TEST: &[&str] = &[
+    "name", "query", "model", "fixture", "approve", "faults", "expect",
+];
 pub const EXPECT: &[&str] = &[
     "status",
     "stop_reason",

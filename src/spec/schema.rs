@@ -35,7 +35,7 @@ pub fn places() -> Vec<Place> {
         place("error_object", keys::ERROR_OBJECT, &["message"], "A tool error with its kind."),
         place("request", keys::REQUEST, &["url"], "The HTTP request; strings are minijinja templates over `args`, `secrets` and `query`."),
         place("http_response", keys::HTTP_RESPONSE, &[], "How the HTTP response becomes the tool's result."),
-        place("fault", keys::FAULT, &[], "An injected fault, for testing how the loop copes: exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`."),
+        place("fault", keys::FAULT, &[], "An injected fault, for testing how the loop copes: exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`."),
         place("policy", keys::POLICY, &[], "Which tools may run, which need confirmation, loop detection and network rules."),
         place("network", keys::NETWORK, &[], "Network rules for `http` tools."),
         place("limits", keys::LIMITS, &[], "Budgets that stop a run."),
@@ -165,6 +165,7 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
         ("fault", "timeout") => (json!({ "type": "boolean" }), "Every call times out."),
         ("fault", "http_status") => (json!({ "type": "integer", "minimum": 100, "maximum": 599 }), "Every call gets this HTTP status."),
         ("fault", "oversized_output") => (count(1), "Every call returns this many characters."),
+        ("fault", "delay") => (duration, "Every call waits this long first (a slow tool; the tool's timeout still applies)."),
 
         ("policy", "allow") => (tool_names(), "Tools that may run; others are denied (default: all)."),
         ("policy", "deny") => (tool_names(), "Tools that never run."),
@@ -213,6 +214,10 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
         ("test", "model") => (json!({ "type": "string" }), "Model to use (default: `default_model`)."),
         ("test", "fixture") => (json!({ "type": "string" }), "A recorded fixture to replay instead, relative to the spec."),
         ("test", "approve") => (tool_names(), "Tools approved for this run."),
+        ("test", "faults") => (
+            json!({ "type": "object", "additionalProperties": { "type": "array", "items": r("fault") } }),
+            "Faults injected for this test only, by tool name; they replace the tool's own `faults`.",
+        ),
         ("test", "expect") => (r("expect"), "What the run must show."),
         ("expect", "status") => (json!({ "enum": keys::STATUSES }), "The run's status."),
         ("expect", "stop_reason") => (json!({ "enum": keys::STOP_REASONS }), "The rule that ended the run."),
