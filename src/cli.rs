@@ -22,28 +22,42 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Parse, compile and lint specs; report every problem, not just the first
-    #[command(after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun check spec.yaml --format github --deny-warnings")]
+    #[command(
+        after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun check spec.yaml --format github --deny-warnings"
+    )]
     Check(CheckArgs),
     /// Run the tool-use loop once and print the final answer
-    #[command(after_help = "Examples:\n  toolrun run specs/stock_assistant.yaml --query \"What is the gain on 100 AAPL shares bought at 150?\"\n  toolrun run spec.yaml --query \"Email Bob\" --approve send_email --trace trace.json\n  toolrun run spec.yaml --query \"...\" --model gpt --record fixtures/run.json")]
+    #[command(
+        after_help = "Examples:\n  toolrun run specs/stock_assistant.yaml --query \"What is the gain on 100 AAPL shares bought at 150?\"\n  toolrun run spec.yaml --query \"Email Bob\" --approve send_email --trace trace.json\n  toolrun run spec.yaml --query \"...\" --model gpt --record fixtures/run.json"
+    )]
     Run(RunArgs),
     /// Run the `tests:` declared in specs (offline: scripted models and fixtures)
-    #[command(after_help = "Examples:\n  toolrun test specs/*.yaml\n  toolrun test specs/*.yaml --junit report.xml --partition 1/4")]
+    #[command(
+        after_help = "Examples:\n  toolrun test specs/*.yaml\n  toolrun test specs/*.yaml --junit report.xml --partition 1/4"
+    )]
     Test(TestArgs),
     /// Re-run recorded fixtures with no network; fail on any divergence
-    #[command(after_help = "Examples:\n  toolrun replay fixtures/*.json\n  toolrun replay fixtures/gain.json --spec specs/stock_assistant.yaml")]
+    #[command(
+        after_help = "Examples:\n  toolrun replay fixtures/*.json\n  toolrun replay fixtures/gain.json --spec specs/stock_assistant.yaml"
+    )]
     Replay(ReplayArgs),
     /// Print the compiled tool definitions as an API expects them
-    #[command(after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp")]
+    #[command(
+        after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp"
+    )]
     Tools(ToolsArgs),
     /// Print the JSON Schema of the spec format (for editors' YAML language servers)
-    #[command(after_help = "Examples:\n  toolrun schema > toolrun.schema.json\n  # then, first line of a spec:\n  # yaml-language-server: $schema=./toolrun.schema.json")]
+    #[command(
+        after_help = "Examples:\n  toolrun schema > toolrun.schema.json\n  # then, first line of a spec:\n  # yaml-language-server: $schema=./toolrun.schema.json"
+    )]
     Schema,
     /// Explain a diagnostic code: what it means, why, an example and the fix
     #[command(after_help = "Examples:\n  toolrun explain E012\n  toolrun explain --list")]
     Explain(ExplainArgs),
     /// Print a shell completion script
-    #[command(after_help = "Examples:\n  toolrun completions bash > /etc/bash_completion.d/toolrun\n  toolrun completions zsh > \"${fpath[1]}/_toolrun\"")]
+    #[command(
+        after_help = "Examples:\n  toolrun completions bash > /etc/bash_completion.d/toolrun\n  toolrun completions zsh > \"${fpath[1]}/_toolrun\""
+    )]
     Completions { shell: clap_complete::Shell },
 }
 

@@ -30,7 +30,12 @@ pub struct Span {
 
 impl Span {
     pub fn point(line: u32, col: u32) -> Span {
-        Span { line, col, end_line: line, end_col: col + 1 }
+        Span {
+            line,
+            col,
+            end_line: line,
+            end_col: col + 1,
+        }
     }
 }
 
@@ -48,8 +53,20 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        let severity = if code.starts_with('W') { Severity::Warning } else { Severity::Error };
-        Diagnostic { code, severity, message: message.into(), file: None, span: None, label: None, help: None }
+        let severity = if code.starts_with('W') {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        Diagnostic {
+            code,
+            severity,
+            message: message.into(),
+            file: None,
+            span: None,
+            label: None,
+            help: None,
+        }
     }
     pub fn at(mut self, span: Span) -> Self {
         self.span = Some(span);
@@ -110,7 +127,10 @@ impl Diagnostics {
 }
 
 /// "did you mean `x`?" for a typo among known names.
-pub fn did_you_mean<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    wanted: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     closest(wanted, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
@@ -150,12 +170,26 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
         let (text, shift) = window(text.trim_end(), s.col);
         let width = text.chars().count() as u32;
         let start = s.col.max(1).saturating_sub(shift).max(1);
-        let end = if s.end_line == s.line && s.end_col > s.col { s.end_col.saturating_sub(shift).min(width + 1) } else { width + 1 };
+        let end = if s.end_line == s.line && s.end_col > s.col {
+            s.end_col.saturating_sub(shift).min(width + 1)
+        } else {
+            width + 1
+        };
         let carets = (end.saturating_sub(start)).max(1) as usize;
         let _ = writeln!(out, "{pad} |");
         let _ = writeln!(out, "{} | {}", s.line, text);
-        let label = d.label.as_deref().map(|l| format!(" {l}")).unwrap_or_default();
-        let _ = writeln!(out, "{pad} | {}{}{}", " ".repeat(start as usize - 1), "^".repeat(carets), label);
+        let label = d
+            .label
+            .as_deref()
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{pad} | {}{}{}",
+            " ".repeat(start as usize - 1),
+            "^".repeat(carets),
+            label
+        );
     } else if let Some(label) = &d.label {
         let _ = writeln!(out, "{pad} = note: {label}");
     }
@@ -187,7 +221,11 @@ fn window(text: &str, col: u32) -> (String, u32) {
     }
     let at = (col.max(1) as usize - 1).min(chars.len());
     // Cut on the left only when that saves more than the `...` it costs.
-    let from = if at > MAX_SHOWN_LINE / 3 + 3 { at - MAX_SHOWN_LINE / 3 } else { 0 };
+    let from = if at > MAX_SHOWN_LINE / 3 + 3 {
+        at - MAX_SHOWN_LINE / 3
+    } else {
+        0
+    };
     let to = (from + MAX_SHOWN_LINE).min(chars.len());
     let mut shown = String::new();
     if from > 0 {
@@ -235,7 +273,9 @@ pub fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
 /// GitHub workflow commands; `%`, CR and LF must be escaped or the annotation is cut.
 pub fn render_github(d: &Diagnostic) -> String {
     fn escape_data(s: &str) -> String {
-        s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
     }
     fn escape_prop(s: &str) -> String {
         escape_data(s).replace(':', "%3A").replace(',', "%2C")
@@ -324,7 +364,12 @@ mod tests {
     fn human_rendering_draws_caret_under_the_span() {
         let d = Diagnostic::new("E012", "unknown tool `get_stok`")
             .in_file("s.yaml")
-            .at(Span { line: 2, col: 10, end_line: 2, end_col: 18 })
+            .at(Span {
+                line: 2,
+                col: 10,
+                end_line: 2,
+                end_col: 18,
+            })
             .label("not a tool of this spec")
             .help("did you mean `get_stock`?");
         let out = render_human(&d, Some("a: 1\nallow: [get_stok]\n"));
@@ -348,13 +393,18 @@ mod tests {
 
     #[test]
     fn suggestions_need_a_close_match() {
-        assert_eq!(closest("get_stok_price", ["get_stock_price", "weather"]), Some("get_stock_price"));
+        assert_eq!(
+            closest("get_stok_price", ["get_stock_price", "weather"]),
+            Some("get_stock_price")
+        );
         assert_eq!(closest("zzz", ["get_stock_price", "weather"]), None);
     }
 
     #[test]
     fn github_annotations_escape_separators() {
-        let d = Diagnostic::new("E001", "bad, really: 100%").in_file("a,b.yaml").at(Span::point(1, 2));
+        let d = Diagnostic::new("E001", "bad, really: 100%")
+            .in_file("a,b.yaml")
+            .at(Span::point(1, 2));
         assert_eq!(
             render_github(&d),
             "::error file=a%2Cb.yaml,line=1,col=2,endLine=1,endColumn=3,title=E001::bad, really: 100%25"

@@ -34,10 +34,17 @@ fn every_example_spec_is_clean_with_deny_warnings() {
     assert!(specs.len() >= 2, "{specs:?}");
     for spec in specs {
         let mut cmd = support::toolrun();
-        cmd.current_dir(root()).args(["check", "--deny-warnings"]).arg(&spec);
+        cmd.current_dir(root())
+            .args(["check", "--deny-warnings"])
+            .arg(&spec);
         let out = support::run(&mut cmd);
         out.assert_success();
-        assert_eq!(out.stderr, "checked 1 spec: no problems\n", "{}", spec.display());
+        assert_eq!(
+            out.stderr,
+            "checked 1 spec: no problems\n",
+            "{}",
+            spec.display()
+        );
     }
 }
 
@@ -46,10 +53,25 @@ fn check_human_output_ends_with_a_summary() {
     let out = toolrun(&["check", CORPUS_ERRORS]);
     out.assert_code(1);
     assert!(out.stdout.is_empty(), "{out:?}");
-    assert!(out.stderr.contains("error[E006]: unknown key `desciption` in tool `get_price`"), "{out:?}");
-    assert!(out.stderr.contains(" --> tests/diagnostics/multiple_errors.yaml:4:5"), "{out:?}");
-    assert!(out.stderr.contains("= help: did you mean `description`?"), "{out:?}");
-    assert!(out.stderr.ends_with("checked 1 spec: 5 error(s), 0 warning(s)\n"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("error[E006]: unknown key `desciption` in tool `get_price`"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains(" --> tests/diagnostics/multiple_errors.yaml:4:5"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("= help: did you mean `description`?"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .ends_with("checked 1 spec: 5 error(s), 0 warning(s)\n"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -60,16 +82,37 @@ fn check_json_is_a_stable_array() {
     let list = out.json();
     let list = list.as_array().expect("array");
     assert_eq!(list.len(), 5);
-    let keys = ["code", "severity", "message", "file", "line", "column", "end_line", "end_column", "help"];
+    let keys = [
+        "code",
+        "severity",
+        "message",
+        "file",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "help",
+    ];
     for d in list {
-        let got: Vec<&str> = d.as_object().expect("object").keys().map(String::as_str).collect();
+        let got: Vec<&str> = d
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(got, keys, "{d}");
         assert_eq!(d["file"], CORPUS_ERRORS);
         assert_eq!(d["severity"], "error");
     }
     assert_eq!(list[0]["code"], "E006");
-    assert_eq!((list[0]["line"].as_u64(), list[0]["column"].as_u64()), (Some(4), Some(5)));
-    assert_eq!((list[0]["end_line"].as_u64(), list[0]["end_column"].as_u64()), (Some(4), Some(15)));
+    assert_eq!(
+        (list[0]["line"].as_u64(), list[0]["column"].as_u64()),
+        (Some(4), Some(5))
+    );
+    assert_eq!(
+        (list[0]["end_line"].as_u64(), list[0]["end_column"].as_u64()),
+        (Some(4), Some(15))
+    );
 
     let clean = toolrun(&["check", "--format", "json", "specs/stock_assistant.yaml"]);
     clean.assert_success();
@@ -82,23 +125,44 @@ fn check_sarif_has_the_2_1_0_shape() {
     out.assert_code(1);
     let doc = out.json();
     assert_eq!(doc["version"], "2.1.0");
-    assert!(doc["$schema"].as_str().is_some_and(|s| s.contains("sarif")), "{doc}");
+    assert!(
+        doc["$schema"].as_str().is_some_and(|s| s.contains("sarif")),
+        "{doc}"
+    );
     let run = &doc["runs"][0];
     assert_eq!(run["tool"]["driver"]["name"], "toolrun");
-    let rules: Vec<&str> = run["tool"]["driver"]["rules"].as_array().expect("rules").iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     let results = run["results"].as_array().expect("results");
     assert_eq!(results.len(), 6);
     for r in results {
         let id = r["ruleId"].as_str().expect("ruleId");
         assert!(rules.contains(&id), "rule {id} is described in the driver");
-        assert!(matches!(r["level"].as_str(), Some("error" | "warning")), "{r}");
+        assert!(
+            matches!(r["level"].as_str(), Some("error" | "warning")),
+            "{r}"
+        );
         assert!(r["message"]["text"].is_string(), "{r}");
         let loc = &r["locations"][0]["physicalLocation"];
         assert!(loc["artifactLocation"]["uri"].is_string(), "{r}");
-        assert!(loc["region"]["startLine"].as_u64().is_some_and(|l| l >= 1), "{r}");
-        assert!(loc["region"]["startColumn"].as_u64().is_some_and(|c| c >= 1), "{r}");
+        assert!(
+            loc["region"]["startLine"].as_u64().is_some_and(|l| l >= 1),
+            "{r}"
+        );
+        assert!(
+            loc["region"]["startColumn"]
+                .as_u64()
+                .is_some_and(|c| c >= 1),
+            "{r}"
+        );
     }
-    assert!(results.iter().any(|r| r["ruleId"] == "W105" && r["level"] == "warning"));
+    assert!(results
+        .iter()
+        .any(|r| r["ruleId"] == "W105" && r["level"] == "warning"));
 }
 
 #[test]
@@ -112,8 +176,13 @@ fn check_github_prints_workflow_annotations() {
         "{}",
         lines[0]
     );
-    assert!(lines[0].contains("::unknown key `desciption` in tool `get_price`"), "{}", lines[0]);
-    assert!(lines.iter().any(|l| l.starts_with("::warning file=tests/diagnostics/W105_unused_secret.yaml,line=13,col=11,")));
+    assert!(
+        lines[0].contains("::unknown key `desciption` in tool `get_price`"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines.iter().any(|l| l
+        .starts_with("::warning file=tests/diagnostics/W105_unused_secret.yaml,line=13,col=11,")));
 }
 
 #[test]
@@ -122,24 +191,45 @@ fn deny_warnings_turns_warnings_into_failure() {
     out.assert_success();
     assert!(out.stderr.contains("warning[W105]"), "{out:?}");
     toolrun(&["check", "--deny-warnings", CORPUS_WARNING]).assert_code(1);
-    toolrun(&["check", "--deny-warnings", "--format", "json", CORPUS_WARNING]).assert_code(1);
+    toolrun(&[
+        "check",
+        "--deny-warnings",
+        "--format",
+        "json",
+        CORPUS_WARNING,
+    ])
+    .assert_code(1);
 }
 
 #[test]
 fn explain_prints_what_why_example_and_fix() {
     let out = toolrun(&["explain", "E012"]);
     out.assert_success();
-    for part in ["E012 — unknown tool", "What it catches", "Why it matters", "Example", "Fix", "get_stock_price"] {
+    for part in [
+        "E012 — unknown tool",
+        "What it catches",
+        "Why it matters",
+        "Example",
+        "Fix",
+        "get_stock_price",
+    ] {
         assert!(out.stdout.contains(part), "missing {part:?}\n{out:?}");
     }
-    assert_eq!(toolrun(&["explain", "e012"]).stdout, out.stdout, "codes are case-insensitive");
+    assert_eq!(
+        toolrun(&["explain", "e012"]).stdout,
+        out.stdout,
+        "codes are case-insensitive"
+    );
 }
 
 #[test]
 fn explain_unknown_code_is_a_usage_error_with_a_suggestion() {
     let out = toolrun(&["explain", "E0012"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("unknown diagnostic code `E0012`"), "{out:?}");
+    assert!(
+        out.stderr.contains("unknown diagnostic code `E0012`"),
+        "{out:?}"
+    );
     assert!(out.stderr.contains("did you mean `E012`?"), "{out:?}");
     let out = toolrun(&["explain", "nonsense"]);
     out.assert_code(2);
@@ -151,8 +241,15 @@ fn explain_unknown_code_is_a_usage_error_with_a_suggestion() {
 fn explain_list_names_every_code_once() {
     let out = toolrun(&["explain", "--list"]);
     out.assert_success();
-    let codes: Vec<&str> = out.stdout.lines().map(|l| l.split_whitespace().next().unwrap_or("")).collect();
-    assert!(codes.contains(&"E001") && codes.contains(&"W107"), "{out:?}");
+    let codes: Vec<&str> = out
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert!(
+        codes.contains(&"E001") && codes.contains(&"W107"),
+        "{out:?}"
+    );
     let mut unique = codes.clone();
     unique.dedup();
     assert_eq!(unique, codes);
@@ -166,11 +263,20 @@ fn schema_is_json_schema_2020_12() {
     let out = toolrun(&["schema"]);
     out.assert_success();
     let schema = out.json();
-    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
     assert!(schema["$id"].is_string() && schema["title"].is_string());
     assert_eq!(schema["additionalProperties"], Value::Bool(false));
-    let committed: Value = serde_json::from_str(&std::fs::read_to_string(root().join("toolrun.schema.json")).expect("committed schema")).expect("json");
-    assert_eq!(schema, committed, "toolrun.schema.json is what `toolrun schema` prints");
+    let committed: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("toolrun.schema.json")).expect("committed schema"),
+    )
+    .expect("json");
+    assert_eq!(
+        schema, committed,
+        "toolrun.schema.json is what `toolrun schema` prints"
+    );
 }
 
 fn tools(format: &str) -> Vec<Value> {
@@ -189,11 +295,17 @@ fn tools_openai() {
     assert_eq!(list.len(), 3);
     for t in &list {
         assert_eq!(t["type"], "function");
-        assert!(t["function"]["name"].is_string() && t["function"]["description"].is_string(), "{t}");
+        assert!(
+            t["function"]["name"].is_string() && t["function"]["description"].is_string(),
+            "{t}"
+        );
         assert_eq!(t["function"]["parameters"]["type"], "object", "{t}");
     }
     assert_eq!(list[0]["function"]["name"], "get_stock_price");
-    assert_eq!(list[0]["function"]["parameters"]["required"], serde_json::json!(["ticker"]));
+    assert_eq!(
+        list[0]["function"]["parameters"]["required"],
+        serde_json::json!(["ticker"])
+    );
 }
 
 #[test]
@@ -216,7 +328,10 @@ fn tools_mcp_with_annotations() {
         for hint in ["readOnlyHint", "destructiveHint", "idempotentHint"] {
             assert!(a[hint].is_boolean(), "{hint} in {t}");
         }
-        assert_eq!(a["readOnlyHint"], true, "mock, builtin and table tools only read");
+        assert_eq!(
+            a["readOnlyHint"], true,
+            "mock, builtin and table tools only read"
+        );
         assert_eq!(a["destructiveHint"], false);
     }
 }
@@ -234,7 +349,14 @@ fn tools_mcp_marks_side_effects_as_destructive() {
     let out = support::run(&mut cmd);
     out.assert_success();
     let a = &out.json()["tools"][0]["annotations"];
-    assert_eq!((a["readOnlyHint"].as_bool(), a["destructiveHint"].as_bool(), a["idempotentHint"].as_bool()), (Some(false), Some(true), Some(false)));
+    assert_eq!(
+        (
+            a["readOnlyHint"].as_bool(),
+            a["destructiveHint"].as_bool(),
+            a["idempotentHint"].as_bool()
+        ),
+        (Some(false), Some(true), Some(false))
+    );
 }
 
 #[test]
@@ -242,7 +364,10 @@ fn completions_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {
         let out = toolrun(&["completions", shell]);
         out.assert_success();
-        assert!(out.stdout.contains("toolrun") && out.stdout.contains("check"), "{shell}\n{out:?}");
+        assert!(
+            out.stdout.contains("toolrun") && out.stdout.contains("check"),
+            "{shell}\n{out:?}"
+        );
     }
     toolrun(&["completions", "tcsh"]).assert_code(2);
 }
@@ -251,7 +376,10 @@ fn completions_for_each_shell() {
 fn version() {
     let out = toolrun(&["--version"]);
     out.assert_success();
-    assert_eq!(out.stdout.trim(), format!("toolrun {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        out.stdout.trim(),
+        format!("toolrun {}", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
@@ -259,12 +387,27 @@ fn help_on_every_command_has_examples() {
     let top = toolrun(&["--help"]);
     top.assert_success();
     assert!(top.stdout.contains("Examples:"), "{top:?}");
-    for command in ["check", "run", "test", "replay", "tools", "schema", "explain", "completions"] {
-        assert!(top.stdout.contains(command), "`{command}` is listed in --help");
+    for command in [
+        "check",
+        "run",
+        "test",
+        "replay",
+        "tools",
+        "schema",
+        "explain",
+        "completions",
+    ] {
+        assert!(
+            top.stdout.contains(command),
+            "`{command}` is listed in --help"
+        );
         let out = toolrun(&[command, "--help"]);
         out.assert_success();
         assert!(out.stdout.contains("Usage: toolrun"), "{command}\n{out:?}");
-        assert!(out.stdout.contains("Examples:\n  toolrun "), "{command} has an Examples section\n{out:?}");
+        assert!(
+            out.stdout.contains("Examples:\n  toolrun "),
+            "{command} has an Examples section\n{out:?}"
+        );
     }
 }
 
@@ -296,10 +439,15 @@ fn nothing_prints_ansi_escapes() {
                 cmd.env("NO_COLOR", "1");
             } else {
                 // Even when asked for colour, toolrun prints plain text.
-                cmd.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1").env("TERM", "xterm-256color");
+                cmd.env_remove("NO_COLOR")
+                    .env("CLICOLOR_FORCE", "1")
+                    .env("TERM", "xterm-256color");
             }
             let out = support::run(&mut cmd);
-            assert!(!out.stdout.contains('\u{1b}') && !out.stderr.contains('\u{1b}'), "{args:?} printed an escape\n{out:?}");
+            assert!(
+                !out.stdout.contains('\u{1b}') && !out.stderr.contains('\u{1b}'),
+                "{args:?} printed an escape\n{out:?}"
+            );
         }
     }
 }

@@ -14,7 +14,12 @@ fn corpus_dir() -> PathBuf {
 fn corpus() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(corpus_dir())
         .expect("tests/diagnostics exists")
-        .map(|e| e.expect("dir entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|n| n.ends_with(".yaml"))
         .collect();
     names.sort();
@@ -24,14 +29,17 @@ fn corpus() -> Vec<String> {
 /// Runs from inside the corpus folder so paths in the output are just the file names.
 fn check(name: &str, format: &str) -> support::Output {
     let mut cmd = support::toolrun();
-    cmd.current_dir(corpus_dir()).args(["check", "--format", format, name]);
+    cmd.current_dir(corpus_dir())
+        .args(["check", "--format", format, name]);
     support::run(&mut cmd)
 }
 
 /// The code a corpus file is named after: `E012_unknown_tool.yaml` → `E012`.
 fn code_of(name: &str) -> Option<&str> {
     let code = name.split('_').next()?;
-    let valid = code.len() == 4 && code.starts_with(['E', 'W']) && code[1..].chars().all(|c| c.is_ascii_digit());
+    let valid = code.len() == 4
+        && code.starts_with(['E', 'W'])
+        && code[1..].chars().all(|c| c.is_ascii_digit());
     valid.then_some(code)
 }
 
@@ -42,7 +50,11 @@ fn diff(expected: &str, actual: &str) -> String {
     let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
         }
     }
     let (mut i, mut j, mut out) = (0, 0, String::new());
@@ -68,7 +80,10 @@ fn every_corpus_file_matches_its_snapshot() {
     let mut failures = Vec::new();
     for name in corpus() {
         let out = check(&name, "human");
-        assert!(!out.stderr.contains("panicked"), "{name} panicked:\n{out:?}");
+        assert!(
+            !out.stderr.contains("panicked"),
+            "{name} panicked:\n{out:?}"
+        );
         let snapshot = corpus_dir().join(name.replace(".yaml", ".stderr"));
         if update {
             std::fs::write(&snapshot, &out.stderr).expect("write snapshot");
@@ -76,7 +91,11 @@ fn every_corpus_file_matches_its_snapshot() {
         }
         let expected = std::fs::read_to_string(&snapshot).unwrap_or_default();
         if expected != out.stderr {
-            failures.push(format!("--- {} (- snapshot, + actual)\n{}", snapshot.display(), diff(&expected, &out.stderr)));
+            failures.push(format!(
+                "--- {} (- snapshot, + actual)\n{}",
+                snapshot.display(),
+                diff(&expected, &out.stderr)
+            ));
         }
     }
     assert!(
@@ -93,14 +112,33 @@ fn every_code_has_a_corpus_file_that_reports_it() {
     cmd.args(["explain", "--list"]);
     let list = support::run(&mut cmd);
     list.assert_success();
-    let codes: BTreeSet<String> = list.stdout.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect();
-    assert!(codes.len() > 30, "explain --list looks short:\n{}", list.stdout);
+    let codes: BTreeSet<String> = list
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    assert!(
+        codes.len() > 30,
+        "explain --list looks short:\n{}",
+        list.stdout
+    );
     let files = corpus();
-    let covered: BTreeSet<String> = files.iter().filter_map(|f| code_of(f)).map(str::to_string).collect();
+    let covered: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| code_of(f))
+        .map(str::to_string)
+        .collect();
     let missing: Vec<&String> = codes.difference(&covered).collect();
-    assert!(missing.is_empty(), "codes with no file in tests/diagnostics: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "codes with no file in tests/diagnostics: {missing:?}"
+    );
     let unknown: Vec<&String> = covered.difference(&codes).collect();
-    assert!(unknown.is_empty(), "corpus files named after codes that do not exist: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "corpus files named after codes that do not exist: {unknown:?}"
+    );
 
     for name in &files {
         let Some(code) = code_of(name) else { continue };
@@ -113,11 +151,22 @@ fn every_code_has_a_corpus_file_that_reports_it() {
         }
         let reported: Vec<serde_json::Value> = out.json().as_array().cloned().unwrap_or_default();
         let hit = reported.iter().find(|d| d["code"] == code);
-        let Some(hit) = hit else { panic!("{name} does not report {code}:\n{out:?}") };
+        let Some(hit) = hit else {
+            panic!("{name} does not report {code}:\n{out:?}")
+        };
         // Every corpus diagnostic says exactly where: a line and column inside the file.
-        assert!(hit["line"].as_u64().is_some_and(|l| l >= 1), "{name}: {code} has no line:\n{out:?}");
-        assert!(hit["column"].as_u64().is_some_and(|c| c >= 1), "{name}: {code} has no column:\n{out:?}");
-        assert!(hit["help"].is_string(), "{name}: {code} has no help:\n{out:?}");
+        assert!(
+            hit["line"].as_u64().is_some_and(|l| l >= 1),
+            "{name}: {code} has no line:\n{out:?}"
+        );
+        assert!(
+            hit["column"].as_u64().is_some_and(|c| c >= 1),
+            "{name}: {code} has no column:\n{out:?}"
+        );
+        assert!(
+            hit["help"].is_string(),
+            "{name}: {code} has no help:\n{out:?}"
+        );
     }
 }
 
@@ -125,7 +174,13 @@ fn every_code_has_a_corpus_file_that_reports_it() {
 fn all_problems_are_reported_in_one_pass() {
     let out = check("multiple_errors.yaml", "json");
     out.assert_code(1);
-    let codes: Vec<String> = out.json().as_array().expect("array").iter().map(|d| d["code"].as_str().unwrap_or("").to_string()).collect();
+    let codes: Vec<String> = out
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|d| d["code"].as_str().unwrap_or("").to_string())
+        .collect();
     assert_eq!(codes, ["E006", "E011", "E012", "E024", "E033"], "{out:?}");
 }
 

@@ -17,6 +17,9 @@ pub fn run(args: CheckArgs) -> i32 {
                 all.push(d);
             }
             Ok((source, compiled)) => {
+                // `check` exits right after: freeing a large registry (a compiled validator per
+                // tool) piece by piece would cost more than compiling it did.
+                std::mem::forget(compiled.registry);
                 all.extend(compiled.diagnostics);
                 sources.push((source.display, source.text));
             }
@@ -27,7 +30,11 @@ pub fn run(args: CheckArgs) -> i32 {
     match args.format {
         CheckFormat::Human => {
             for d in &all {
-                let src = d.file.as_ref().and_then(|f| sources.iter().find(|(n, _)| n == f)).map(|(_, t)| t.as_str());
+                let src = d
+                    .file
+                    .as_ref()
+                    .and_then(|f| sources.iter().find(|(n, _)| n == f))
+                    .map(|(_, t)| t.as_str());
                 eprint!("{}", render_human(d, src));
                 eprintln!();
             }
@@ -39,9 +46,16 @@ pub fn run(args: CheckArgs) -> i32 {
                 eprintln!("checked {checked} {noun}: {errors} error(s), {warnings} warning(s)");
             }
         }
-        CheckFormat::Json => println!("{}", serde_json::to_string_pretty(&to_json(&all)).unwrap_or_default()),
+        CheckFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&all)).unwrap_or_default()
+        ),
         CheckFormat::Sarif => {
-            println!("{}", serde_json::to_string_pretty(&to_sarif(&all, &crate::codes::rules())).unwrap_or_default())
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&to_sarif(&all, &crate::codes::rules()))
+                    .unwrap_or_default()
+            )
         }
         CheckFormat::Github => {
             for d in &all {

@@ -20,7 +20,9 @@ pub fn run(args: ExplainArgs) -> i32 {
         None => {
             let hint = same_number(&code)
                 .map(|c| format!("did you mean `{}`?", c.code))
-                .or_else(|| crate::diag::did_you_mean(&code.to_uppercase(), CODES.iter().map(|c| c.code)))
+                .or_else(|| {
+                    crate::diag::did_you_mean(&code.to_uppercase(), CODES.iter().map(|c| c.code))
+                })
                 .unwrap_or_else(|| "`toolrun explain --list` shows every code".to_string());
             eprintln!("error: unknown diagnostic code `{code}`\n  = help: {hint}");
             exit::USAGE
@@ -32,7 +34,9 @@ pub fn run(args: ExplainArgs) -> i32 {
 fn same_number(text: &str) -> Option<&'static Code> {
     let digits = text.trim().trim_start_matches(['E', 'e', 'W', 'w']);
     let n: u32 = digits.parse().ok()?;
-    CODES.iter().find(|c| c.code[1..].parse::<u32>().ok() == Some(n))
+    CODES
+        .iter()
+        .find(|c| c.code[1..].parse::<u32>().ok() == Some(n))
 }
 
 #[cfg(test)]

@@ -52,6 +52,8 @@ pub struct Compiled {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+// One diagnostic per file, returned once: its size does not matter.
+#[allow(clippy::result_large_err)]
 pub fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
     let compiled = compile(&source, path);
@@ -68,9 +70,24 @@ pub fn compile(source: &Source, path: &Path) -> Compiled {
     };
     let root = match yaml::parse(&source.text) {
         Ok(root) => root,
-        Err(errors) => return Compiled { registry: None, diagnostics: finish(Diagnostics { items: errors }) },
+        Err(errors) => {
+            return Compiled {
+                registry: None,
+                diagnostics: finish(Diagnostics { items: errors }),
+            }
+        }
     };
-    let spec_dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).unwrap_or(Path::new(".")).to_path_buf();
+    let spec_dir = path
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
     let mut ctx = Ctx {
         d: Diagnostics::default(),
         source,
@@ -83,33 +100,53 @@ pub fn compile(source: &Source, path: &Path) -> Compiled {
     };
     let registry = compile_root(&root, path, &mut ctx);
     let has_errors = ctx.d.has_errors();
-    Compiled { registry: if has_errors { None } else { registry }, diagnostics: finish(ctx.d) }
+    Compiled {
+        registry: if has_errors { None } else { registry },
+        diagnostics: finish(ctx.d),
+    }
 }
 
 fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     if !matches!(root.value, Value::Map(_)) {
         ctx.d.push(
-            Diagnostic::new("E003", format!("a spec must be a mapping of keys, found {}", root.type_name()))
-                .at(root.span)
-                .help("start the file with `version: 1`, then `name:`, `tools:` and the other keys"),
+            Diagnostic::new(
+                "E003",
+                format!(
+                    "a spec must be a mapping of keys, found {}",
+                    root.type_name()
+                ),
+            )
+            .at(root.span)
+            .help("start the file with `version: 1`, then `name:`, `tools:` and the other keys"),
         );
         return None;
     }
     let top = Obj::new(root, "the spec", keys::TOP, &mut ctx.d)?;
 
     match top.get("version") {
-        None => ctx.d.push(yaml_missing(root, "version", "add `version: 1` at the top of the spec")),
+        None => ctx.d.push(yaml_missing(
+            root,
+            "version",
+            "add `version: 1` at the top of the spec",
+        )),
         Some(n) if n.value == Value::Int(1) => {}
         Some(n) => ctx.d.push(
-            Diagnostic::new("E009", format!("unsupported spec version {}", scalar_text(n)))
-                .at(n.span)
-                .help("this toolrun reads `version: 1`"),
+            Diagnostic::new(
+                "E009",
+                format!("unsupported spec version {}", scalar_text(n)),
+            )
+            .at(n.span)
+            .help("this toolrun reads `version: 1`"),
         ),
     }
     let name = top
         .string("name", &mut ctx.d)
         .map(|s| s.value)
-        .unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "spec".into()));
+        .unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "spec".into())
+        });
     let description = top.string("description", &mut ctx.d).map(|s| s.value);
     let system = top.string("system", &mut ctx.d).map(|s| s.value);
 
@@ -117,16 +154,25 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     if let Some(list) = top.string_list("secrets", &mut ctx.d) {
         for s in list {
             let valid = !s.value.is_empty()
-                && s.value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && s.value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !s.value.starts_with(|c: char| c.is_ascii_digit());
             if !valid {
                 ctx.d.push(
-                    Diagnostic::new("E018", format!("`{}` is not an environment variable name", s.value))
-                        .at(s.span)
-                        .help("use letters, digits and `_`, e.g. `WEATHER_KEY`"),
+                    Diagnostic::new(
+                        "E018",
+                        format!("`{}` is not an environment variable name", s.value),
+                    )
+                    .at(s.span)
+                    .help("use letters, digits and `_`, e.g. `WEATHER_KEY`"),
                 );
             } else if ctx.secrets.insert(s.value.clone(), s.span).is_some() {
-                ctx.d.push(Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value)).at(s.span).help("remove one of them"));
+                ctx.d.push(
+                    Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value))
+                        .at(s.span)
+                        .help("remove one of them"),
+                );
             }
         }
     }
@@ -153,7 +199,8 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let policy = compile_policy(policy_node, &tools, ctx);
     tools::check_hosts(tools_node, &policy, ctx);
 
-    let (models, default_model) = models::compile_models(top.get("models"), top.get("default_model"), ctx);
+    let (models, default_model) =
+        models::compile_models(top.get("models"), top.get("default_model"), ctx);
     check_scripted_calls(&tools, ctx);
     let tests = match top.get("tests") {
         Some(n) => tests::compile_tests(n, &models, ctx),
@@ -167,7 +214,10 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
                     ctx.d.push(
                         Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
                             .at(p.span)
-                            .help(format!("JSON Pointers start with `/`, e.g. `/{}`", p.value.trim_start_matches('#'))),
+                            .help(format!(
+                                "JSON Pointers start with `/`, e.g. `/{}`",
+                                p.value.trim_start_matches('#')
+                            )),
                     );
                 }
                 replay_ignore.push(p.value);
@@ -178,9 +228,14 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     for (secret, span) in &ctx.secrets {
         if !ctx.used_secrets.contains(secret) {
             ctx.d.push(
-                Diagnostic::new("W105", format!("secret `{secret}` is declared but no template reads it"))
-                    .at(*span)
-                    .help(format!("use it as `{{{{ secrets.{secret} }}}}`, or remove it from `secrets`")),
+                Diagnostic::new(
+                    "W105",
+                    format!("secret `{secret}` is declared but no template reads it"),
+                )
+                .at(*span)
+                .help(format!(
+                    "use it as `{{{{ secrets.{secret} }}}}`, or remove it from `secrets`"
+                )),
             );
         }
     }
@@ -188,7 +243,10 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let sha = {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(ctx.source.text.as_bytes());
-        digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     };
     let templates = std::mem::take(&mut ctx.templates);
     Some(Registry {
@@ -221,7 +279,11 @@ fn scalar_text(n: &Node) -> String {
 
 fn yaml_missing(root: &Node, key: &str, help: &str) -> Diagnostic {
     Diagnostic::new("E008", format!("the spec is missing required key `{key}`"))
-        .at(Span { end_line: root.span.line, end_col: root.span.col + 1, ..root.span })
+        .at(Span {
+            end_line: root.span.line,
+            end_col: root.span.col + 1,
+            ..root.span
+        })
         .help(help.to_string())
 }
 
@@ -236,7 +298,9 @@ fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
         max_tokens_total: None,
     };
     let Some(node) = node else { return limits };
-    let Some(obj) = Obj::new(node, "`limits`", keys::LIMITS, &mut ctx.d) else { return limits };
+    let Some(obj) = Obj::new(node, "`limits`", keys::LIMITS, &mut ctx.d) else {
+        return limits;
+    };
     let d = &mut ctx.d;
     let small = |v: Spanned<u64>| v.value.min(u32::MAX as u64) as u32;
     if let Some(v) = obj.count("max_steps", 1, d) {
@@ -294,7 +358,9 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
         allow_hosts: Vec::new(),
     };
     let Some(node) = node else { return policy };
-    let Some(obj) = Obj::new(node, "`policy`", keys::POLICY, &mut ctx.d) else { return policy };
+    let Some(obj) = Obj::new(node, "`policy`", keys::POLICY, &mut ctx.d) else {
+        return policy;
+    };
     let names = |key: &str, ctx: &mut Ctx| -> Option<Vec<Spanned<String>>> {
         let list = obj.string_list(key, &mut ctx.d)?;
         for name in &list {
@@ -342,27 +408,49 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
         // Point at the entry that denies the tool, or at the allow list that leaves it out.
         let blocked = if let Some(entry) = deny.iter().find(|d| d.value == tool.name) {
             Some(("`policy.deny` lists it", entry.span))
-        } else if policy.allow.as_ref().is_some_and(|a| !a.contains(&tool.name)) {
-            Some(("`policy.allow` does not list it", allow_span.unwrap_or(obj.node.span)))
+        } else if policy
+            .allow
+            .as_ref()
+            .is_some_and(|a| !a.contains(&tool.name))
+        {
+            Some((
+                "`policy.allow` does not list it",
+                allow_span.unwrap_or(obj.node.span),
+            ))
         } else {
             None
         };
         if let Some((why, span)) = blocked {
             let (code, what) = if tool.side_effects {
-                ("W103", format!("side-effecting tool `{}` can never be confirmed or run: {why}", tool.name))
+                (
+                    "W103",
+                    format!(
+                        "side-effecting tool `{}` can never be confirmed or run: {why}",
+                        tool.name
+                    ),
+                )
             } else {
                 ("W104", format!("tool `{}` can never run: {why}", tool.name))
             };
-            let span = if span.end_line == span.line { span } else { Span { end_line: span.line, end_col: span.col + 1, ..span } };
-            ctx.d.push(
-                Diagnostic::new(code, what)
-                    .at(span)
-                    .help(if policy.deny.contains(&tool.name) {
-                        format!("remove `{}` from `policy.deny`, or delete the tool", tool.name)
-                    } else {
-                        format!("add `{}` to `policy.allow`, or delete the tool", tool.name)
-                    }),
-            );
+            let span = if span.end_line == span.line {
+                span
+            } else {
+                Span {
+                    end_line: span.line,
+                    end_col: span.col + 1,
+                    ..span
+                }
+            };
+            ctx.d.push(Diagnostic::new(code, what).at(span).help(
+                if policy.deny.contains(&tool.name) {
+                    format!(
+                        "remove `{}` from `policy.deny`, or delete the tool",
+                        tool.name
+                    )
+                } else {
+                    format!("add `{}` to `policy.allow`, or delete the tool", tool.name)
+                },
+            ));
         }
     }
     policy
@@ -390,17 +478,26 @@ pub fn parse_host_rule(text: &str) -> Option<HostRule> {
     if host.is_empty() {
         return None;
     }
-    Some(HostRule { host: host.to_ascii_lowercase(), port })
+    Some(HostRule {
+        host: host.to_ascii_lowercase(),
+        port,
+    })
 }
 
 /// Scripted arguments that the tool would reject are a spec bug, caught here rather than in a run.
 fn check_scripted_calls(tools: &[crate::registry::Tool], ctx: &mut Ctx) {
     for (name, args, node) in std::mem::take(&mut ctx.pending_call_checks) {
-        let Some(tool) = tools.iter().find(|t| t.name == name) else { continue };
+        let Some(tool) = tools.iter().find(|t| t.name == name) else {
+            continue;
+        };
         for err in tool.validator.iter_errors(&args) {
             let path = err.instance_path().as_str().to_string();
             let at = node.locate(&path);
-            let shown = if path.is_empty() { "arguments".to_string() } else { format!("`{}`", path.trim_start_matches('/')) };
+            let shown = if path.is_empty() {
+                "arguments".to_string()
+            } else {
+                format!("`{}`", path.trim_start_matches('/'))
+            };
             ctx.d.push(
                 Diagnostic::new("E019", format!("scripted call to `{name}` has invalid {shown}: {}", err.masked()))
                     .at(at.span)

@@ -3,7 +3,9 @@
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic};
-use crate::registry::{LiveModel, ModelDef, ModelKind, Script, ScriptedArguments, ScriptedCall, Turn};
+use crate::registry::{
+    LiveModel, ModelDef, ModelKind, Script, ScriptedArguments, ScriptedCall, Turn,
+};
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj};
 use crate::spec::yaml::{Node, Value};
@@ -13,22 +15,32 @@ use std::time::Duration;
 pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 pub fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<regex::Regex> {
-    match regex::RegexBuilder::new(text).size_limit(REGEX_SIZE_LIMIT).build() {
+    match regex::RegexBuilder::new(text)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+    {
         Ok(r) => Some(r),
         Err(e) => {
             let msg = e.to_string();
             let short = msg.lines().last().unwrap_or(&msg).trim().to_string();
             ctx.d.push(
-                Diagnostic::new("E027", format!("invalid regular expression `{text}`: {short}"))
-                    .at(node.span)
-                    .help("regexes use Rust `regex` syntax; escape special characters with `\\`"),
+                Diagnostic::new(
+                    "E027",
+                    format!("invalid regular expression `{text}`: {short}"),
+                )
+                .at(node.span)
+                .help("regexes use Rust `regex` syntax; escape special characters with `\\`"),
             );
             None
         }
     }
 }
 
-pub fn compile_models(node: Option<&Node>, default: Option<&Node>, ctx: &mut Ctx) -> (Vec<ModelDef>, Option<usize>) {
+pub fn compile_models(
+    node: Option<&Node>,
+    default: Option<&Node>,
+    ctx: &mut Ctx,
+) -> (Vec<ModelDef>, Option<usize>) {
     let mut models = Vec::new();
     let mut names = Vec::new();
     if let Some(node) = node {
@@ -36,37 +48,51 @@ pub fn compile_models(node: Option<&Node>, default: Option<&Node>, ctx: &mut Ctx
             for (key, model) in obj.entries {
                 names.push(key.name.clone());
                 if let Some(kind) = compile_model(&key.name, key.span, model, ctx) {
-                    models.push(ModelDef { name: key.name.clone(), kind });
+                    models.push(ModelDef {
+                        name: key.name.clone(),
+                        kind,
+                    });
                 }
             }
         }
     }
     let default_index = match default {
-        Some(n) => match n.as_str() {
-            Some(name) => match models.iter().position(|m| m.name == name) {
-                Some(i) => Some(i),
-                None => {
-                    if !names.iter().any(|m| m == name) {
-                        ctx.d.push(
+        Some(n) => {
+            match n.as_str() {
+                Some(name) => {
+                    match models.iter().position(|m| m.name == name) {
+                        Some(i) => Some(i),
+                        None => {
+                            if !names.iter().any(|m| m == name) {
+                                ctx.d.push(
                             Diagnostic::new("E025", format!("`default_model` names `{name}`, which is not in `models`"))
                                 .at(n.span)
                                 .help(did_you_mean(name, names.iter().map(String::as_str)).unwrap_or_else(|| format!("models: {}", names.join(", ")))),
                         );
+                            }
+                            None
+                        }
                     }
+                }
+                None => {
+                    ctx.d.push(expected(n, "a model name", "`default_model`"));
                     None
                 }
-            },
-            None => {
-                ctx.d.push(expected(n, "a model name", "`default_model`"));
-                None
             }
-        },
+        }
         None if names.len() > 1 => {
             let at = node.map(|n| n.span).unwrap_or_default();
             ctx.d.push(
-                Diagnostic::new("E028", "several models are declared but `default_model` is not set")
-                    .at(crate::diag::Span { end_line: at.line, end_col: at.col + 1, ..at })
-                    .help(format!("add `default_model: {}`", names[0])),
+                Diagnostic::new(
+                    "E028",
+                    "several models are declared but `default_model` is not set",
+                )
+                .at(crate::diag::Span {
+                    end_line: at.line,
+                    end_col: at.col + 1,
+                    ..at
+                })
+                .help(format!("add `default_model: {}`", names[0])),
             );
             None
         }
@@ -76,12 +102,20 @@ pub fn compile_models(node: Option<&Node>, default: Option<&Node>, ctx: &mut Ctx
     (models, default_index)
 }
 
-fn compile_model(name: &str, name_span: crate::diag::Span, node: &Node, ctx: &mut Ctx) -> Option<ModelKind> {
+fn compile_model(
+    name: &str,
+    name_span: crate::diag::Span,
+    node: &Node,
+    ctx: &mut Ctx,
+) -> Option<ModelKind> {
     let what = format!("model `{name}`");
     let kind = node.get("kind");
     let kind_name = match kind {
         None => {
-            ctx.d.push(crate::spec::read::missing_at(name_span, "kind", &what).help("add `kind:` with scripted, openai or anthropic"));
+            ctx.d.push(
+                crate::spec::read::missing_at(name_span, "kind", &what)
+                    .help("add `kind:` with scripted, openai or anthropic"),
+            );
             return None;
         }
         Some(k) => match k.as_str() {
@@ -91,7 +125,11 @@ fn compile_model(name: &str, name_span: crate::diag::Span, node: &Node, ctx: &mu
                 ctx.d.push(
                     Diagnostic::new("E011", format!("unknown model kind `{shown}`"))
                         .at(k.span)
-                        .help(did_you_mean(&shown, keys::MODEL_KINDS.iter().copied()).unwrap_or_else(|| "kinds are scripted, openai and anthropic".into())),
+                        .help(
+                            did_you_mean(&shown, keys::MODEL_KINDS.iter().copied()).unwrap_or_else(
+                                || "kinds are scripted, openai and anthropic".into(),
+                            ),
+                        ),
                 );
                 return None;
             }
@@ -100,7 +138,8 @@ fn compile_model(name: &str, name_span: crate::diag::Span, node: &Node, ctx: &mu
     if kind_name == "scripted" {
         let obj = Obj::new(node, &what, keys::MODEL_SCRIPTED, &mut ctx.d)?;
         let Some(scripts_node) = obj.get("scripts") else {
-            ctx.d.push(crate::spec::read::missing_at(name_span, "scripts", &what));
+            ctx.d
+                .push(crate::spec::read::missing_at(name_span, "scripts", &what));
             return None;
         };
         let mut scripts = Vec::new();
@@ -113,12 +152,25 @@ fn compile_model(name: &str, name_span: crate::diag::Span, node: &Node, ctx: &mu
     }
     let obj = Obj::new(node, &what, keys::MODEL_LIVE, &mut ctx.d)?;
     let model = obj.require_string("model", &what, &mut ctx.d)?;
-    let default_base = if kind_name == "openai" { "https://api.openai.com/v1" } else { "https://api.anthropic.com" };
+    let default_base = if kind_name == "openai" {
+        "https://api.openai.com/v1"
+    } else {
+        "https://api.anthropic.com"
+    };
     let base_url = match obj.string("base_url", &mut ctx.d) {
         Some(b) => {
             let lower = b.value.to_ascii_lowercase();
             if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-                ctx.d.push(Diagnostic::new("E021", format!("`base_url` `{}` must start with http:// or https://", b.value)).at(b.span));
+                ctx.d.push(
+                    Diagnostic::new(
+                        "E021",
+                        format!(
+                            "`base_url` `{}` must start with http:// or https://",
+                            b.value
+                        ),
+                    )
+                    .at(b.span),
+                );
             }
             b.value.trim_end_matches('/').to_string()
         }
@@ -129,26 +181,55 @@ fn compile_model(name: &str, name_span: crate::diag::Span, node: &Node, ctx: &mu
         if (0.0..=2.0).contains(&t.value) {
             Some(t.value)
         } else {
-            ctx.d.push(Diagnostic::new("E023", format!("`temperature` must be between 0 and 2, found {}", t.value)).at(t.span));
+            ctx.d.push(
+                Diagnostic::new(
+                    "E023",
+                    format!("`temperature` must be between 0 and 2, found {}", t.value),
+                )
+                .at(t.span),
+            );
             None
         }
     });
-    let max_tokens = obj.count("max_tokens", 1, &mut ctx.d).map(|v| v.value.min(u32::MAX as u64) as u32);
-    let retries = obj.count("retries", 0, &mut ctx.d).map(|v| v.value.min(10) as u32).unwrap_or(2);
-    let timeout = obj.duration("timeout", &mut ctx.d).map(|d| d.value).unwrap_or(Duration::from_secs(120));
+    let max_tokens = obj
+        .count("max_tokens", 1, &mut ctx.d)
+        .map(|v| v.value.min(u32::MAX as u64) as u32);
+    let retries = obj
+        .count("retries", 0, &mut ctx.d)
+        .map(|v| v.value.min(10) as u32)
+        .unwrap_or(2);
+    let timeout = obj
+        .duration("timeout", &mut ctx.d)
+        .map(|d| d.value)
+        .unwrap_or(Duration::from_secs(120));
     let mut headers = Vec::new();
     if let Some(h) = obj.get("headers") {
         if let Some(hobj) = Obj::open(h, "`headers`", &mut ctx.d) {
             for (k, v) in hobj.entries {
                 match v.as_str() {
                     Some(s) => headers.push((k.name.clone(), s.to_string())),
-                    None => ctx.d.push(expected(v, "a string", &format!("header `{}`", k.name))),
+                    None => ctx
+                        .d
+                        .push(expected(v, "a string", &format!("header `{}`", k.name))),
                 }
             }
         }
     }
-    let live = LiveModel { model: model.value, base_url, api_key_env, temperature, max_tokens, retries, timeout, headers };
-    Some(if kind_name == "openai" { ModelKind::OpenAi(live) } else { ModelKind::Anthropic(live) })
+    let live = LiveModel {
+        model: model.value,
+        base_url,
+        api_key_env,
+        temperature,
+        max_tokens,
+        retries,
+        timeout,
+        headers,
+    };
+    Some(if kind_name == "openai" {
+        ModelKind::OpenAi(live)
+    } else {
+        ModelKind::Anthropic(live)
+    })
 }
 
 fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
@@ -164,23 +245,33 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
         None => None,
     };
     let Some(turns_node) = obj.get("turns") else {
-        ctx.d.push(crate::spec::read::missing(node, "turns", "a script"));
+        ctx.d
+            .push(crate::spec::read::missing(node, "turns", "a script"));
         return None;
     };
     let items = seq(turns_node, "`turns`", &mut ctx.d)?;
     if items.is_empty() {
-        ctx.d.push(Diagnostic::new("E008", "a script needs at least one turn").at(turns_node.span).help("add `- answer: ...`"));
+        ctx.d.push(
+            Diagnostic::new("E008", "a script needs at least one turn")
+                .at(turns_node.span)
+                .help("add `- answer: ...`"),
+        );
     }
     let roots = Roots::script();
     let mut turns = Vec::new();
     for t in items {
-        let Some(turn) = Obj::new(t, "a turn", keys::TURN, &mut ctx.d) else { continue };
+        let Some(turn) = Obj::new(t, "a turn", keys::TURN, &mut ctx.d) else {
+            continue;
+        };
         let forms = keys::TURN.iter().filter(|k| turn.has(k)).count();
         if forms != 1 {
             ctx.d.push(
-                Diagnostic::new("E029", "a turn needs exactly one of `answer`, `tool_calls` or `raw`")
-                    .at(t.span)
-                    .help("split it into several turns: one model call each"),
+                Diagnostic::new(
+                    "E029",
+                    "a turn needs exactly one of `answer`, `tool_calls` or `raw`",
+                )
+                .at(t.span)
+                .help("split it into several turns: one model call each"),
             );
             continue;
         }
@@ -204,7 +295,11 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
                 }
             }
             if calls.is_empty() && !ctx.d.has_errors() {
-                ctx.d.push(Diagnostic::new("E029", "`tool_calls` is empty").at(n.span).help("list at least one `{ name: ..., arguments: {...} }`"));
+                ctx.d.push(
+                    Diagnostic::new("E029", "`tool_calls` is empty")
+                        .at(n.span)
+                        .help("list at least one `{ name: ..., arguments: {...} }`"),
+                );
             }
             turns.push(Turn::ToolCalls(calls));
         }
@@ -213,36 +308,65 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
 }
 
 fn compile_call(node: &Node, ctx: &mut Ctx) -> Option<ScriptedCall> {
-    let obj = Obj::new(node, "a scripted tool call", keys::SCRIPTED_CALL, &mut ctx.d)?;
+    let obj = Obj::new(
+        node,
+        "a scripted tool call",
+        keys::SCRIPTED_CALL,
+        &mut ctx.d,
+    )?;
     let name = obj.require_string("name", "a scripted tool call", &mut ctx.d)?;
     // `malformed: true` marks a call that is wrong on purpose (to test the loop's rejections).
     let deliberate = obj.bool("malformed", &mut ctx.d).is_some_and(|b| b.value);
-    let tool = ctx.tool_names.iter().any(|t| *t == name.value);
+    let tool = ctx.tool_names.contains(&name.value);
     if !tool && !deliberate {
         let mut place = "a scripted tool call".to_string();
         place.push_str(" (add `malformed: true` if it is unknown on purpose)");
         ctx.unknown_tool(&name, &place);
     }
-    let arguments = match (obj.get("arguments"), obj.string("arguments_raw", &mut ctx.d)) {
+    let arguments = match (
+        obj.get("arguments"),
+        obj.string("arguments_raw", &mut ctx.d),
+    ) {
         (Some(_), Some(raw)) => {
-            ctx.d.push(Diagnostic::new("E029", "a scripted call has either `arguments` or `arguments_raw`, not both").at(raw.span));
+            ctx.d.push(
+                Diagnostic::new(
+                    "E029",
+                    "a scripted call has either `arguments` or `arguments_raw`, not both",
+                )
+                .at(raw.span),
+            );
             return None;
         }
         (None, Some(raw)) => ScriptedArguments::Raw(raw.value),
         (args, None) => {
-            let json = args.map(Node::to_json).unwrap_or_else(|| serde_json::json!({}));
+            let json = args
+                .map(Node::to_json)
+                .unwrap_or_else(|| serde_json::json!({}));
             if let Some(a) = args {
                 if !matches!(a.value, Value::Map(_)) {
-                    ctx.d.push(expected(a, "a mapping of argument names to values", "`arguments`"));
+                    ctx.d.push(expected(
+                        a,
+                        "a mapping of argument names to values",
+                        "`arguments`",
+                    ));
                     return None;
                 }
             }
             let tv = check_tvalue(&json, args.unwrap_or(node), &Roots::script(), ctx)?;
-            if let (crate::templates::TValue::Literal(value), Some(args_node), false) = (&tv, args, deliberate) {
-                ctx.pending_call_checks.push((name.value.clone(), value.clone(), args_node.clone()));
+            if let (crate::templates::TValue::Literal(value), Some(args_node), false) =
+                (&tv, args, deliberate)
+            {
+                ctx.pending_call_checks.push((
+                    name.value.clone(),
+                    value.clone(),
+                    args_node.clone(),
+                ));
             }
             ScriptedArguments::Json(tv)
         }
     };
-    Some(ScriptedCall { name: name.value, arguments })
+    Some(ScriptedCall {
+        name: name.value,
+        arguments,
+    })
 }

@@ -3,7 +3,9 @@
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic};
 
-const JSON_TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
+const JSON_TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
 use crate::spec::read::expected;
 use crate::spec::yaml::{Node, Value};
 use serde_json::json;
@@ -17,9 +19,19 @@ fn node_at<'a>(root: &'a Node, location: &str) -> &'a Node {
     root.locate(location)
 }
 
-pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<serde_json::Value> {
+/// The schema and its compiled validator: building a validator is the costliest step of a
+/// check, so the one built here is the one the registry keeps.
+pub fn compile_input_schema(
+    node: &Node,
+    tool: &str,
+    ctx: &mut Ctx,
+) -> Option<(serde_json::Value, jsonschema::Validator)> {
     if !matches!(node.value, Value::Map(_)) {
-        ctx.d.push(expected(node, "a JSON Schema mapping", &format!("`input` of tool `{tool}`")));
+        ctx.d.push(expected(
+            node,
+            "a JSON Schema mapping",
+            &format!("`input` of tool `{tool}`"),
+        ));
         return None;
     }
     let schema = node.to_json();
@@ -54,25 +66,57 @@ pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<se
             return None;
         }
     }
-    if let Err(e) = jsonschema::options().build(&schema) {
-        let at = node_at(node, e.schema_path().as_str());
-        ctx.d.push(Diagnostic::new("E014", format!("`input` of tool `{tool}` does not compile: {}", e.masked())).at(at.span));
-        return None;
-    }
+    let validator = match tool_validator(&schema) {
+        Ok(v) => v,
+        Err(e) => {
+            let at = node_at(node, e.schema_path().as_str());
+            ctx.d.push(
+                Diagnostic::new(
+                    "E014",
+                    format!("`input` of tool `{tool}` does not compile: {}", e.masked()),
+                )
+                .at(at.span)
+                .help("check `$ref`s and regular expressions in the schema"),
+            );
+            return None;
+        }
+    };
     check_defaults(node, &schema, tool, ctx);
-    Some(schema)
+    Some((schema, validator))
+}
+
+/// Arguments are checked against formats too (`date`, `email`, ...): a model's malformed date
+/// is better rejected as `invalid_arguments` than passed to a tool.
+pub fn tool_validator(
+    schema: &serde_json::Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
 }
 
 /// Real-world schemas are full of `default: null` on string parameters: worth a warning, since
 /// a model copying the default sends an invalid call, but not worth refusing the spec.
 fn check_defaults(node: &Node, schema: &serde_json::Value, tool: &str, ctx: &mut Ctx) {
-    let Some(props) = schema.get("properties").and_then(|p| p.as_object()) else { return };
+    let Some(props) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return;
+    };
     for (name, prop) in props {
-        let Some(default) = prop.get("default") else { continue };
-        let Ok(validator) = jsonschema::validator_for(prop) else { continue };
-        let first_error = validator.iter_errors(default).next().map(|e| e.masked().to_string());
+        let Some(default) = prop.get("default") else {
+            continue;
+        };
+        let Ok(validator) = jsonschema::validator_for(prop) else {
+            continue;
+        };
+        let first_error = validator
+            .iter_errors(default)
+            .next()
+            .map(|e| e.masked().to_string());
         if let Some(err) = first_error {
-            let at = node.locate(&format!("/properties/{}/default", name.replace('~', "~0").replace('/', "~1")));
+            let at = node.locate(&format!(
+                "/properties/{}/default",
+                name.replace('~', "~0").replace('/', "~1")
+            ));
             ctx.d.push(
                 Diagnostic::new("W102", format!("the default of `{name}` in tool `{tool}` breaks its own schema: {err}"))
                     .at(at.span)

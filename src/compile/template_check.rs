@@ -14,20 +14,36 @@ pub struct Roots<'a> {
 
 impl<'a> Roots<'a> {
     pub fn tool(args: Option<&'a [String]>) -> Roots<'a> {
-        Roots { names: &["args", "query"], args }
+        Roots {
+            names: &["args", "query"],
+            args,
+        }
     }
     pub fn http(args: Option<&'a [String]>) -> Roots<'a> {
-        Roots { names: &["args", "secrets", "query"], args }
+        Roots {
+            names: &["args", "secrets", "query"],
+            args,
+        }
     }
     pub fn script() -> Roots<'static> {
-        Roots { names: &["query", "results", "last", "step"], args: None }
+        Roots {
+            names: &["query", "results", "last", "step"],
+            args: None,
+        }
     }
 }
 
 /// Lines inside a block scalar (`|` or `>`) start one line below the node's own start.
 fn template_line_span(node: &Node, line_in_template: Option<usize>, ctx: &Ctx) -> Span {
-    let Some(l) = line_in_template else { return node.span };
-    let first = ctx.source.text.lines().nth(node.span.line as usize - 1).unwrap_or("");
+    let Some(l) = line_in_template else {
+        return node.span;
+    };
+    let first = ctx
+        .source
+        .text
+        .lines()
+        .nth(node.span.line as usize - 1)
+        .unwrap_or("");
     let at_node: String = first.chars().skip(node.span.col as usize - 1).collect();
     let block = at_node.starts_with('|') || at_node.starts_with('>');
     let line = node.span.line + l as u32 - 1 + u32::from(block);
@@ -36,7 +52,12 @@ fn template_line_span(node: &Node, line_in_template: Option<usize>, ctx: &Ctx) -
     } else {
         let text = ctx.source.text.lines().nth(line as usize - 1).unwrap_or("");
         let indent = text.len() - text.trim_start().len();
-        Span { line, col: indent as u32 + 1, end_line: line, end_col: text.chars().count() as u32 + 1 }
+        Span {
+            line,
+            col: indent as u32 + 1,
+            end_line: line,
+            end_col: text.chars().count() as u32 + 1,
+        }
     }
 }
 
@@ -58,7 +79,12 @@ pub fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Op
     }
 }
 
-pub fn check_tvalue(json: &serde_json::Value, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
+pub fn check_tvalue(
+    json: &serde_json::Value,
+    node: &Node,
+    roots: &Roots,
+    ctx: &mut Ctx,
+) -> Option<TValue> {
     match ctx.templates.compile_value(json) {
         Ok(tv) => {
             let mut ids = Vec::new();
@@ -91,16 +117,25 @@ fn narrow(node: &Node, needle: &str, ctx: &Ctx) -> Span {
     if s.line != s.end_line || needle.is_empty() {
         return s;
     }
-    let Some(line) = ctx.source.text.lines().nth(s.line as usize - 1) else { return s };
+    let Some(line) = ctx.source.text.lines().nth(s.line as usize - 1) else {
+        return s;
+    };
     let chars: Vec<char> = line.chars().collect();
     let from = (s.col as usize).saturating_sub(1).min(chars.len());
-    let to = (s.end_col as usize).saturating_sub(1).clamp(from, chars.len());
+    let to = (s.end_col as usize)
+        .saturating_sub(1)
+        .clamp(from, chars.len());
     let region: String = chars[from..to].iter().collect();
     let mut found = region.match_indices(needle);
     match (found.next(), found.next()) {
         (Some((byte, _)), None) => {
             let col = s.col + region[..byte].chars().count() as u32;
-            Span { line: s.line, col, end_line: s.line, end_col: col + needle.chars().count() as u32 }
+            Span {
+                line: s.line,
+                col,
+                end_line: s.line,
+                end_col: col + needle.chars().count() as u32,
+            }
         }
         _ => s,
     }
@@ -116,9 +151,12 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                 .unwrap_or_else(|| format!("variables here: {}", roots.names.join(", ")));
             let at = narrow(node, root, ctx);
             ctx.d.push(
-                Diagnostic::new("E017", format!("template reads `{root}`, which is not available here"))
-                    .at(at)
-                    .help(hint),
+                Diagnostic::new(
+                    "E017",
+                    format!("template reads `{root}`, which is not available here"),
+                )
+                .at(at)
+                .help(hint),
             );
             continue;
         }
@@ -127,7 +165,16 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                 if let Some(props) = roots.args {
                     if !props.iter().any(|p| p == f) {
                         let hint = did_you_mean(f, props.iter().map(String::as_str))
-                            .unwrap_or_else(|| format!("the tool's arguments: {}", if props.is_empty() { "none".to_string() } else { props.join(", ") }));
+                            .unwrap_or_else(|| {
+                                format!(
+                                    "the tool's arguments: {}",
+                                    if props.is_empty() {
+                                        "none".to_string()
+                                    } else {
+                                        props.join(", ")
+                                    }
+                                )
+                            });
                         let at = narrow(node, &format!("args.{f}"), ctx);
                         ctx.d.push(
                             Diagnostic::new("E017", format!("template reads `args.{f}`, but `{f}` is not a property of the tool's input schema"))
@@ -146,9 +193,14 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                         .unwrap_or_else(|| format!("declare it: `secrets: [{s}]`"));
                     let at = narrow(node, &format!("secrets.{s}"), ctx);
                     ctx.d.push(
-                        Diagnostic::new("E018", format!("template reads `secrets.{s}`, which is not declared in `secrets`"))
-                            .at(at)
-                            .help(hint),
+                        Diagnostic::new(
+                            "E018",
+                            format!(
+                                "template reads `secrets.{s}`, which is not declared in `secrets`"
+                            ),
+                        )
+                        .at(at)
+                        .help(hint),
                     );
                 }
             }

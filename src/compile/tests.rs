@@ -13,8 +13,12 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
     let mut out = Vec::new();
     let mut seen: Vec<(String, u32)> = Vec::new();
     for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
-        let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else { continue };
-        let Some(name) = obj.require_string("name", "a test", &mut ctx.d) else { continue };
+        let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else {
+            continue;
+        };
+        let Some(name) = obj.require_string("name", "a test", &mut ctx.d) else {
+            continue;
+        };
         if let Some((_, line)) = seen.iter().find(|(n, _)| *n == name.value) {
             ctx.d.push(
                 Diagnostic::new("E034", format!("test name `{}` is used twice", name.value))
@@ -28,7 +32,11 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
             (Some(q), _) => q.value,
             (None, Some(_)) => String::new(),
             (None, None) => {
-                ctx.d.push(crate::spec::read::missing(item, "query", &format!("test `{}`", name.value)));
+                ctx.d.push(crate::spec::read::missing(
+                    item,
+                    "query",
+                    &format!("test `{}`", name.value),
+                ));
                 continue;
             }
         };
@@ -37,9 +45,18 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
                 Some(m.value)
             } else {
                 ctx.d.push(
-                    Diagnostic::new("E025", format!("test `{}` names model `{}`, which is not in `models`", name.value, m.value))
-                        .at(m.span)
-                        .help(did_you_mean(&m.value, models.iter().map(|d| d.name.as_str())).unwrap_or_else(|| "declare it under `models:`".into())),
+                    Diagnostic::new(
+                        "E025",
+                        format!(
+                            "test `{}` names model `{}`, which is not in `models`",
+                            name.value, m.value
+                        ),
+                    )
+                    .at(m.span)
+                    .help(
+                        did_you_mean(&m.value, models.iter().map(|d| d.name.as_str()))
+                            .unwrap_or_else(|| "declare it under `models:`".into()),
+                    ),
                 );
                 None
             }
@@ -87,7 +104,10 @@ fn one_of(v: &Spanned<String>, allowed: &[&str], what: &str, ctx: &mut Ctx) -> b
     ctx.d.push(
         Diagnostic::new("E033", format!("unknown {what} `{}`", v.value))
             .at(v.span)
-            .help(did_you_mean(&v.value, allowed.iter().copied()).unwrap_or_else(|| format!("one of: {}", allowed.join(", ")))),
+            .help(
+                did_you_mean(&v.value, allowed.iter().copied())
+                    .unwrap_or_else(|| format!("one of: {}", allowed.join(", "))),
+            ),
     );
     false
 }
@@ -110,14 +130,21 @@ fn strings(obj: &Obj, key: &str, ctx: &mut Ctx) -> Vec<String> {
             Value::Str(s) => vec![s.clone()],
             Value::Int(i) => vec![i.to_string()],
             Value::Float(f) => vec![f.to_string()],
-            _ => obj.string_list(key, &mut ctx.d).unwrap_or_default().into_iter().map(|s| s.value).collect(),
+            _ => obj
+                .string_list(key, &mut ctx.d)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| s.value)
+                .collect(),
         },
     }
 }
 
 fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
     let mut e = Expect::default();
-    let Some(obj) = Obj::new(node, "`expect`", keys::EXPECT, &mut ctx.d) else { return e };
+    let Some(obj) = Obj::new(node, "`expect`", keys::EXPECT, &mut ctx.d) else {
+        return e;
+    };
     if let Some(s) = obj.string("status", &mut ctx.d) {
         if one_of(&s, keys::STATUSES, "status", ctx) {
             e.status = Some(s.value);
@@ -145,7 +172,11 @@ fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
         for item in seq(n, "`expect.arguments`", &mut ctx.d).unwrap_or(&[]) {
             match item.to_json() {
                 serde_json::Value::Object(m) => e.arguments.push(m),
-                _ => ctx.d.push(expected(item, "a mapping of argument values", "each entry of `expect.arguments`")),
+                _ => ctx.d.push(expected(
+                    item,
+                    "a mapping of argument values",
+                    "each entry of `expect.arguments`",
+                )),
             }
         }
     }
@@ -156,6 +187,8 @@ fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
             e.output_matches = compile_regex(&s.value, n, ctx);
         }
     }
-    e.max_tool_calls = obj.count("max_tool_calls", 0, &mut ctx.d).map(|v| v.value.min(u32::MAX as u64) as u32);
+    e.max_tool_calls = obj
+        .count("max_tool_calls", 0, &mut ctx.d)
+        .map(|v| v.value.min(u32::MAX as u64) as u32);
     e
 }

@@ -1,11 +1,13 @@
 //! `tools:` → `Tool`s. The raw tool is flat; which fields a kind allows is checked here, so the
 //! message can say "`rows` is not a field of an `http` tool" instead of pointing at the tool.
 
-use super::schema_check::{compile_input_schema, empty_object_schema};
+use super::schema_check::{compile_input_schema, empty_object_schema, tool_validator};
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
-use crate::registry::{Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind};
+use crate::registry::{
+    Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind,
+};
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj, Spanned};
 use crate::spec::yaml::{Node, Value};
@@ -14,8 +16,15 @@ use serde_json::{json, Map};
 
 const DEFAULT_MAX_BYTES: u64 = 4 << 20;
 
-pub fn compile_tools(node: &Node, limits: &Limits, confirm: &[Spanned<String>], ctx: &mut Ctx) -> Vec<Tool> {
-    let Some(obj) = Obj::open(node, "`tools`", &mut ctx.d) else { return Vec::new() };
+pub fn compile_tools(
+    node: &Node,
+    limits: &Limits,
+    confirm: &[Spanned<String>],
+    ctx: &mut Ctx,
+) -> Vec<Tool> {
+    let Some(obj) = Obj::open(node, "`tools`", &mut ctx.d) else {
+        return Vec::new();
+    };
     let mut tools = Vec::new();
     for (key, tool_node) in obj.entries {
         if let Some(tool) = compile_tool(&key.name, key.span, tool_node, limits, confirm, ctx) {
@@ -33,7 +42,16 @@ pub fn valid_tool_name(name: &str) -> bool {
 }
 
 fn suggest_tool_name(name: &str) -> String {
-    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         s.insert(0, '_');
     }
@@ -41,16 +59,26 @@ fn suggest_tool_name(name: &str) -> String {
     s
 }
 
-fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confirm: &[Spanned<String>], ctx: &mut Ctx) -> Option<Tool> {
+fn compile_tool(
+    name: &str,
+    name_span: Span,
+    node: &Node,
+    limits: &Limits,
+    confirm: &[Spanned<String>],
+    ctx: &mut Ctx,
+) -> Option<Tool> {
     if !valid_tool_name(name) {
         ctx.d.push(
-            Diagnostic::new("E010", format!("tool name `{name}` is not accepted by model providers"))
-                .at(name_span)
-                .label("invalid tool name")
-                .help(format!(
-                    "names must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$; try `{}`",
-                    suggest_tool_name(name)
-                )),
+            Diagnostic::new(
+                "E010",
+                format!("tool name `{name}` is not accepted by model providers"),
+            )
+            .at(name_span)
+            .label("invalid tool name")
+            .help(format!(
+                "names must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$; try `{}`",
+                suggest_tool_name(name)
+            )),
         );
     }
     let what = format!("tool `{name}`");
@@ -62,20 +90,25 @@ fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confi
     let kind = match obj.get("kind") {
         None => {
             ctx.d.push(
-                crate::spec::read::missing_at(name_span, "kind", &what).help("add `kind:` with one of mock, table, builtin, http"),
+                crate::spec::read::missing_at(name_span, "kind", &what)
+                    .help("add `kind:` with one of mock, table, builtin, http"),
             );
             None
         }
         Some(n) => match n.as_str() {
             Some(k) if keys::TOOL_KINDS.contains(&k) => Some(k),
             _ => {
-                let shown = n.as_str().map(str::to_string).unwrap_or_else(|| n.type_name().to_string());
+                let shown = n
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| n.type_name().to_string());
                 ctx.d.push(
                     Diagnostic::new("E011", format!("unknown tool kind `{shown}`"))
                         .at(n.span)
                         .help(
-                            did_you_mean(&shown, keys::TOOL_KINDS.iter().copied())
-                                .unwrap_or_else(|| "kinds are mock, table, builtin and http".into()),
+                            did_you_mean(&shown, keys::TOOL_KINDS.iter().copied()).unwrap_or_else(
+                                || "kinds are mock, table, builtin and http".into(),
+                            ),
                         ),
                 );
                 None
@@ -92,14 +125,21 @@ fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confi
         if keys::tool_kind_keys(kind).contains(&k) {
             continue;
         }
-        let owners: Vec<&str> = keys::TOOL_KINDS.iter().copied().filter(|other| keys::tool_kind_keys(other).contains(&k)).collect();
+        let owners: Vec<&str> = keys::TOOL_KINDS
+            .iter()
+            .copied()
+            .filter(|other| keys::tool_kind_keys(other).contains(&k))
+            .collect();
         if !owners.is_empty() {
             let help = if k == "input" && kind == "builtin" {
                 "a builtin's input schema comes from the builtin; remove `input`".to_string()
             } else if k == "input" && kind == "table" {
                 "a table's input schema is generated from its columns; remove `input`".to_string()
             } else {
-                format!("`{k}` belongs to {} tools; remove it or change `kind`", owners.join(" and "))
+                format!(
+                    "`{k}` belongs to {} tools; remove it or change `kind`",
+                    owners.join(" and ")
+                )
             };
             ctx.d.push(
                 Diagnostic::new("E013", format!("`{k}` is not a field of a `{kind}` tool"))
@@ -110,7 +150,8 @@ fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confi
         } else {
             let mut allowed: Vec<&str> = keys::TOOL_COMMON.to_vec();
             allowed.extend(keys::tool_kind_keys(kind));
-            ctx.d.push(crate::spec::read::unknown_key(key, &what, &allowed));
+            ctx.d
+                .push(crate::spec::read::unknown_key(key, &what, &allowed));
         }
     }
     if kind.is_none() {
@@ -149,59 +190,91 @@ fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confi
             String::new()
         }
     };
-    let side_effects = obj.bool("side_effects", &mut ctx.d).map(|b| b.value).unwrap_or(false);
-    let max_calls = obj.count("max_calls", 1, &mut ctx.d).map(|v| v.value.min(u32::MAX as u64) as u32);
-    let timeout = obj.duration("timeout", &mut ctx.d).map(|v| v.value).unwrap_or(limits.tool_timeout);
-    let faults = obj.get("faults").map(|n| compile_faults(n, ctx)).unwrap_or_default();
+    let side_effects = obj
+        .bool("side_effects", &mut ctx.d)
+        .map(|b| b.value)
+        .unwrap_or(false);
+    let max_calls = obj
+        .count("max_calls", 1, &mut ctx.d)
+        .map(|v| v.value.min(u32::MAX as u64) as u32);
+    let timeout = obj
+        .duration("timeout", &mut ctx.d)
+        .map(|v| v.value)
+        .unwrap_or(limits.tool_timeout);
+    let faults = obj
+        .get("faults")
+        .map(|n| compile_faults(n, ctx))
+        .unwrap_or_default();
     let explicit_idempotent = obj.bool("idempotent", &mut ctx.d).map(|b| b.value);
     let kind = kind?;
 
-    let (input_schema, kind_value, method_idempotent) = match kind {
+    let (input_schema, kind_value, method_idempotent, prebuilt) = match kind {
         "mock" => {
-            let schema = match obj.get("input") {
-                Some(n) => compile_input_schema(n, name, ctx)?,
-                None => empty_object_schema(),
+            let (schema, validator) = match obj.get("input") {
+                Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v)))?,
+                None => (empty_object_schema(), None),
             };
             let responses = compile_mock(&obj, &what, name_span, &schema, ctx);
-            (schema, ToolKind::Mock(responses?), true)
+            (schema, ToolKind::Mock(responses?), true, validator)
         }
         "table" => {
             let table = compile_table(&obj, &what, name_span, ctx)?;
-            (table_schema(&table), ToolKind::Table(table), true)
+            (table_schema(&table), ToolKind::Table(table), true, None)
         }
         "builtin" => {
             if !obj.has("builtin") {
                 let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
-                ctx.d.push(crate::spec::read::missing_at(name_span, "builtin", &what).help(format!("add `builtin:` with one of {}", names.join(", "))));
+                ctx.d.push(
+                    crate::spec::read::missing_at(name_span, "builtin", &what)
+                        .help(format!("add `builtin:` with one of {}", names.join(", "))),
+                );
                 return None;
             }
             let b = obj.string("builtin", &mut ctx.d)?;
             match crate::builtins::find(&b.value) {
-                Some(info) => ((info.input_schema)(), ToolKind::Builtin(info.name), true),
+                Some(info) => (
+                    (info.input_schema)(),
+                    ToolKind::Builtin(info.name),
+                    true,
+                    None,
+                ),
                 None => {
                     let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
                     ctx.d.push(
                         Diagnostic::new("E026", format!("unknown builtin `{}`", b.value))
                             .at(b.span)
-                            .help(did_you_mean(&b.value, names.iter().copied()).unwrap_or_else(|| format!("builtins: {}", names.join(", ")))),
+                            .help(
+                                did_you_mean(&b.value, names.iter().copied())
+                                    .unwrap_or_else(|| format!("builtins: {}", names.join(", "))),
+                            ),
                     );
                     return None;
                 }
             }
         }
         _ => {
-            let schema = match obj.get("input") {
-                Some(n) => compile_input_schema(n, name, ctx)?,
-                None => empty_object_schema(),
+            let (schema, validator) = match obj.get("input") {
+                Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v)))?,
+                None => (empty_object_schema(), None),
             };
             let (http, idempotent) = compile_http(&obj, &what, name_span, &schema, ctx)?;
-            (schema, ToolKind::Http(http), idempotent)
+            (schema, ToolKind::Http(http), idempotent, validator)
         }
     };
-    let validator = match jsonschema::options().should_validate_formats(true).build(&input_schema) {
+    let validator = match prebuilt
+        .map(Ok)
+        .unwrap_or_else(|| tool_validator(&input_schema))
+    {
         Ok(v) => v,
         Err(e) => {
-            ctx.d.push(Diagnostic::new("E014", format!("input schema of tool `{name}` does not compile: {e}")).at(node.span));
+            // Generated schemas (tables, builtins) always compile; this is a bug, not user error.
+            ctx.d.push(
+                Diagnostic::new(
+                    "E014",
+                    format!("input schema of tool `{name}` does not compile: {e}"),
+                )
+                .at(name_span),
+            );
             return None;
         }
     };
@@ -222,29 +295,54 @@ fn compile_tool(name: &str, name_span: Span, node: &Node, limits: &Limits, confi
 }
 
 fn schema_properties(schema: &serde_json::Value) -> Vec<String> {
-    schema.get("properties").and_then(|p| p.as_object()).map(|p| p.keys().cloned().collect()).unwrap_or_default()
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
-fn compile_mock(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Value, ctx: &mut Ctx) -> Option<Vec<MockResponse>> {
+fn compile_mock(
+    obj: &Obj,
+    what: &str,
+    name_span: Span,
+    schema: &serde_json::Value,
+    ctx: &mut Ctx,
+) -> Option<Vec<MockResponse>> {
     let Some(list_node) = obj.get("responses") else {
-        ctx.d.push(crate::spec::read::missing_at(name_span, "responses", what).help("add `responses:` with at least one `result:` or `error:`"));
+        ctx.d.push(
+            crate::spec::read::missing_at(name_span, "responses", what)
+                .help("add `responses:` with at least one `result:` or `error:`"),
+        );
         return None;
     };
     let items = seq(list_node, "`responses`", &mut ctx.d)?;
     if items.is_empty() {
-        ctx.d.push(Diagnostic::new("E029", format!("{what} has no responses")).at(list_node.span).help("add a response such as `- result: ok`"));
+        ctx.d.push(
+            Diagnostic::new("E029", format!("{what} has no responses"))
+                .at(list_node.span)
+                .help("add a response such as `- result: ok`"),
+        );
     }
     let props = schema_properties(schema);
     let roots = Roots::tool(Some(&props));
     let mut out = Vec::new();
     let mut fallback_seen: Option<Span> = None;
     for item in items {
-        let Some(r) = Obj::new(item, "a mock response", keys::MOCK_RESPONSE, &mut ctx.d) else { continue };
+        let Some(r) = Obj::new(item, "a mock response", keys::MOCK_RESPONSE, &mut ctx.d) else {
+            continue;
+        };
         if let Some(first) = fallback_seen {
             ctx.d.push(
-                Diagnostic::new("W107", "this response can never match: an earlier response has no `when`")
-                    .at(item.span)
-                    .help(format!("move the fallback at line {} to the end of `responses`", first.line)),
+                Diagnostic::new(
+                    "W107",
+                    "this response can never match: an earlier response has no `when`",
+                )
+                .at(item.span)
+                .help(format!(
+                    "move the fallback at line {} to the end of `responses`",
+                    first.line
+                )),
             );
         }
         let when = match r.get("when") {
@@ -252,27 +350,30 @@ fn compile_mock(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
                 fallback_seen.get_or_insert(item.span);
                 None
             }
-            Some(n) => match &n.value {
-                Value::Map(entries) => {
-                    for (k, _) in entries {
-                        if !props.is_empty() && !props.contains(&k.name) {
-                            ctx.d.push(
+            Some(n) => {
+                match &n.value {
+                    Value::Map(entries) => {
+                        for (k, _) in entries {
+                            if !props.is_empty() && !props.contains(&k.name) {
+                                ctx.d.push(
                                 Diagnostic::new("E029", format!("`when` tests `{}`, which is not an argument of this tool", k.name))
                                     .at(k.span)
                                     .help(did_you_mean(&k.name, props.iter().map(String::as_str)).unwrap_or_else(|| format!("arguments: {}", props.join(", ")))),
                             );
+                            }
+                        }
+                        match n.to_json() {
+                            serde_json::Value::Object(m) => Some(m),
+                            _ => None,
                         }
                     }
-                    match n.to_json() {
-                        serde_json::Value::Object(m) => Some(m),
-                        _ => None,
+                    _ => {
+                        ctx.d
+                            .push(expected(n, "a mapping of argument values", "`when`"));
+                        None
                     }
                 }
-                _ => {
-                    ctx.d.push(expected(n, "a mapping of argument values", "`when`"));
-                    None
-                }
-            },
+            }
         };
         let outcome = match (r.get("result"), r.get("error")) {
             (Some(res), None) => {
@@ -291,7 +392,11 @@ fn compile_mock(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
                 None
             }
             (None, None) => {
-                ctx.d.push(Diagnostic::new("E029", "a mock response needs `result` or `error`").at(item.span).help("add `result: ...` or `error: \"...\"`"));
+                ctx.d.push(
+                    Diagnostic::new("E029", "a mock response needs `result` or `error`")
+                        .at(item.span)
+                        .help("add `result: ...` or `error: \"...\"`"),
+                );
                 None
             }
         };
@@ -306,7 +411,10 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
     match &node.value {
         Value::Str(s) => {
             let id = compile_text(s, node, roots, ctx)?;
-            Some(MockOutcome::Error { kind: ErrorKind::ExecutionError, message: id })
+            Some(MockOutcome::Error {
+                kind: ErrorKind::ExecutionError,
+                message: id,
+            })
         }
         Value::Map(_) => {
             let obj = Obj::new(node, "`error`", keys::ERROR_OBJECT, &mut ctx.d)?;
@@ -319,7 +427,10 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
                         ctx.d.push(
                             Diagnostic::new("E029", format!("unknown error kind `{}`", k.value))
                                 .at(k.span)
-                                .help(did_you_mean(&k.value, all.iter().copied()).unwrap_or_else(|| format!("kinds: {}", all.join(", ")))),
+                                .help(
+                                    did_you_mean(&k.value, all.iter().copied())
+                                        .unwrap_or_else(|| format!("kinds: {}", all.join(", "))),
+                                ),
                         );
                         return None;
                     }
@@ -331,30 +442,40 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
             Some(MockOutcome::Error { kind, message: id })
         }
         _ => {
-            ctx.d.push(expected(node, "a message or `{kind, message}`", "`error`"));
+            ctx.d
+                .push(expected(node, "a message or `{kind, message}`", "`error`"));
             None
         }
     }
 }
 
 fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<Table> {
-    let rows_json: Vec<serde_json::Value> = match (obj.get("rows"), obj.string("file", &mut ctx.d)) {
+    let rows_json: Vec<serde_json::Value> = match (obj.get("rows"), obj.string("file", &mut ctx.d))
+    {
         (Some(_), Some(f)) => {
-            ctx.d.push(Diagnostic::new("E013", "a table has either `rows` or `file`, not both").at(f.span).help("remove one of them"));
+            ctx.d.push(
+                Diagnostic::new("E013", "a table has either `rows` or `file`, not both")
+                    .at(f.span)
+                    .help("remove one of them"),
+            );
             return None;
         }
         (Some(rows), None) => {
             let items = seq(rows, "`rows`", &mut ctx.d)?;
             for item in items {
                 if !matches!(item.value, Value::Map(_)) {
-                    ctx.d.push(expected(item, "a mapping of column to value", "each row"));
+                    ctx.d
+                        .push(expected(item, "a mapping of column to value", "each row"));
                 }
             }
             items.iter().map(Node::to_json).collect()
         }
         (None, Some(f)) => load_table_file(&f, ctx)?,
         (None, None) => {
-            ctx.d.push(crate::spec::read::missing_at(name_span, "rows", what).help("add `rows:` (a list of mappings) or `file:` (a CSV or JSON file next to the spec)"));
+            ctx.d
+                .push(crate::spec::read::missing_at(name_span, "rows", what).help(
+                "add `rows:` (a list of mappings) or `file:` (a CSV or JSON file next to the spec)",
+            ));
             return None;
         }
     };
@@ -375,17 +496,29 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
 
 fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
     let fail = |ctx: &mut Ctx, msg: String, help: &str| {
-        ctx.d.push(Diagnostic::new("E022", msg).at(file.span).help(help.to_string()));
+        ctx.d.push(
+            Diagnostic::new("E022", msg)
+                .at(file.span)
+                .help(help.to_string()),
+        );
         None
     };
     let rel = std::path::Path::new(&file.value);
     if rel.is_absolute() {
-        return fail(ctx, format!("table file `{}` is an absolute path", file.value), "write the path relative to the spec's folder");
+        return fail(
+            ctx,
+            format!("table file `{}` is an absolute path", file.value),
+            "write the path relative to the spec's folder",
+        );
     }
     let path = ctx.spec_dir.join(rel);
     // Canonical paths resolve `..` and symlinks: the file must really live under the spec's folder.
     let (Ok(base), Ok(real)) = (ctx.spec_dir.canonicalize(), path.canonicalize()) else {
-        return fail(ctx, format!("table file `{}` does not exist", file.value), "the path is relative to the spec's folder");
+        return fail(
+            ctx,
+            format!("table file `{}` does not exist", file.value),
+            "the path is relative to the spec's folder",
+        );
     };
     if !real.starts_with(&base) {
         return fail(
@@ -396,24 +529,59 @@ fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_js
     }
     let meta = std::fs::metadata(&real).ok()?;
     if meta.len() > crate::spec::MAX_SPEC_BYTES * 4 {
-        return fail(ctx, format!("table file `{}` is larger than {} bytes", file.value, crate::spec::MAX_SPEC_BYTES * 4), "use a smaller table");
+        return fail(
+            ctx,
+            format!(
+                "table file `{}` is larger than {} bytes",
+                file.value,
+                crate::spec::MAX_SPEC_BYTES * 4
+            ),
+            "use a smaller table",
+        );
     }
     let text = match std::fs::read_to_string(&real) {
         Ok(t) => t,
-        Err(e) => return fail(ctx, format!("cannot read table file `{}`: {e}", file.value), "save it as UTF-8 CSV or JSON"),
+        Err(e) => {
+            return fail(
+                ctx,
+                format!("cannot read table file `{}`: {e}", file.value),
+                "save it as UTF-8 CSV or JSON",
+            )
+        }
     };
-    let is_json = real.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let is_json = real
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_json {
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(rows),
-            Ok(_) => fail(ctx, format!("table file `{}` must hold a JSON array of objects", file.value), "write `[{\"column\": \"value\"}, ...]`"),
-            Err(e) => fail(ctx, format!("table file `{}` is not valid JSON: {e}", file.value), "fix the JSON"),
+            Ok(_) => fail(
+                ctx,
+                format!(
+                    "table file `{}` must hold a JSON array of objects",
+                    file.value
+                ),
+                "write `[{\"column\": \"value\"}, ...]`",
+            ),
+            Err(e) => fail(
+                ctx,
+                format!("table file `{}` is not valid JSON: {e}", file.value),
+                "fix the JSON",
+            ),
         }
     } else {
-        let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+        let mut reader = csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
         let headers = match reader.headers() {
             Ok(h) => h.clone(),
-            Err(e) => return fail(ctx, format!("table file `{}` is not valid CSV: {e}", file.value), "the first line names the columns"),
+            Err(e) => {
+                return fail(
+                    ctx,
+                    format!("table file `{}` is not valid CSV: {e}", file.value),
+                    "the first line names the columns",
+                )
+            }
         };
         let mut rows = Vec::new();
         for record in reader.records() {
@@ -425,7 +593,13 @@ fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_js
                     }
                     rows.push(serde_json::Value::Object(map));
                 }
-                Err(e) => return fail(ctx, format!("table file `{}` is not valid CSV: {e}", file.value), "every row needs as many fields as the header"),
+                Err(e) => {
+                    return fail(
+                        ctx,
+                        format!("table file `{}` is not valid CSV: {e}", file.value),
+                        "every row needs as many fields as the header",
+                    )
+                }
             }
         }
         Some(rows)
@@ -488,9 +662,18 @@ pub fn table_schema(table: &Table) -> serde_json::Value {
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
-fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Value, ctx: &mut Ctx) -> Option<(HttpTool, bool)> {
+fn compile_http(
+    obj: &Obj,
+    what: &str,
+    name_span: Span,
+    schema: &serde_json::Value,
+    ctx: &mut Ctx,
+) -> Option<(HttpTool, bool)> {
     let Some(req_node) = obj.get("request") else {
-        ctx.d.push(crate::spec::read::missing_at(name_span, "request", what).help("add `request:` with at least `url:`"));
+        ctx.d.push(
+            crate::spec::read::missing_at(name_span, "request", what)
+                .help("add `request:` with at least `url:`"),
+        );
         return None;
     };
     let req = Obj::new(req_node, "`request`", keys::REQUEST, &mut ctx.d)?;
@@ -504,7 +687,10 @@ fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
                 ctx.d.push(
                     Diagnostic::new("E031", format!("unsupported HTTP method `{}`", m.value))
                         .at(m.span)
-                        .help(did_you_mean(&upper, METHODS.iter().copied()).unwrap_or_else(|| format!("methods: {}", METHODS.join(", ")))),
+                        .help(
+                            did_you_mean(&upper, METHODS.iter().copied())
+                                .unwrap_or_else(|| format!("methods: {}", METHODS.join(", "))),
+                        ),
                 );
             }
             upper
@@ -515,9 +701,12 @@ fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
     let lower = url.value.trim_start().to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("{{")) {
         ctx.d.push(
-            Diagnostic::new("E021", format!("URL `{}` must start with http:// or https://", url.value))
-                .at(url.span)
-                .help("write the full URL, e.g. `https://api.example.com/v1/...`"),
+            Diagnostic::new(
+                "E021",
+                format!("URL `{}` must start with http:// or https://", url.value),
+            )
+            .at(url.span)
+            .help("write the full URL, e.g. `https://api.example.com/v1/...`"),
         );
     }
     let url_id = compile_text(&url.value, url_node, &roots, ctx);
@@ -539,7 +728,8 @@ fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
                     Value::Str(s) => s.clone(),
                     Value::Int(i) => i.to_string(),
                     _ => {
-                        ctx.d.push(expected(v, "a string", &format!("header `{}`", k.name)));
+                        ctx.d
+                            .push(expected(v, "a string", &format!("header `{}`", k.name)));
                         continue;
                     }
                 };
@@ -549,11 +739,20 @@ fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
             }
         }
     }
-    let body = req.get("body").and_then(|b| check_tvalue(&b.to_json(), b, &roots, ctx));
+    let body = req
+        .get("body")
+        .and_then(|b| check_tvalue(&b.to_json(), b, &roots, ctx));
     let body_text = match req.get("body_text") {
         Some(n) => {
             if req.has("body") {
-                ctx.d.push(Diagnostic::new("E013", "a request has either `body` or `body_text`, not both").at(n.span).help("remove one of them"));
+                ctx.d.push(
+                    Diagnostic::new(
+                        "E013",
+                        "a request has either `body` or `body_text`, not both",
+                    )
+                    .at(n.span)
+                    .help("remove one of them"),
+                );
             }
             let s = crate::spec::read::string(n, "body_text", &mut ctx.d)?;
             compile_text(&s.value, n, &roots, ctx)
@@ -570,7 +769,10 @@ fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
                     ctx.d.push(
                         Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
                             .at(p.span)
-                            .help(format!("JSON Pointers start with `/`: `/{}`", p.value.trim_start_matches(['#', '.']).replace('.', "/"))),
+                            .help(format!(
+                                "JSON Pointers start with `/`: `/{}`",
+                                p.value.trim_start_matches(['#', '.']).replace('.', "/")
+                            )),
                     );
                 }
                 pointer = Some(p.value);
@@ -583,20 +785,51 @@ fn compile_http(obj: &Obj, what: &str, name_span: Span, schema: &serde_json::Val
             }
         }
     }
-    let retries = obj.count("retries", 0, &mut ctx.d).map(|v| v.value.min(10) as u32).unwrap_or(0);
-    let idempotent = matches!(method.as_str(), "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS");
-    Some((HttpTool { method, url: url_id?, query, headers, body, body_text, pointer, max_bytes, retries, max_redirects }, idempotent))
+    let retries = obj
+        .count("retries", 0, &mut ctx.d)
+        .map(|v| v.value.min(10) as u32)
+        .unwrap_or(0);
+    let idempotent = matches!(
+        method.as_str(),
+        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS"
+    );
+    Some((
+        HttpTool {
+            method,
+            url: url_id?,
+            query,
+            headers,
+            body,
+            body_text,
+            pointer,
+            max_bytes,
+            retries,
+            max_redirects,
+        },
+        idempotent,
+    ))
 }
 
 fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
     let mut out = Vec::new();
-    let Some(items) = seq(node, "`faults`", &mut ctx.d) else { return out };
+    let Some(items) = seq(node, "`faults`", &mut ctx.d) else {
+        return out;
+    };
     for item in items {
-        let Some(f) = Obj::new(item, "a fault", keys::FAULT, &mut ctx.d) else { continue };
-        let forms: Vec<&str> = ["fail_first", "timeout", "http_status", "oversized_output"].into_iter().filter(|k| f.has(k)).collect();
+        let Some(f) = Obj::new(item, "a fault", keys::FAULT, &mut ctx.d) else {
+            continue;
+        };
+        let forms: Vec<&str> = ["fail_first", "timeout", "http_status", "oversized_output"]
+            .into_iter()
+            .filter(|k| f.has(k))
+            .collect();
         if forms.len() != 1 {
             // With two forms, the second is the one to move; with none, the fault itself.
-            let at = forms.get(1).and_then(|k| f.key(k)).map(|k| k.span).unwrap_or(item.span);
+            let at = forms
+                .get(1)
+                .and_then(|k| f.key(k))
+                .map(|k| k.span)
+                .unwrap_or(item.span);
             ctx.d.push(
                 Diagnostic::new("E035", "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`")
                     .at(at)
@@ -614,21 +847,35 @@ fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
                         ctx.d.push(
                             Diagnostic::new("E035", format!("unknown error kind `{}`", k.value))
                                 .at(k.span)
-                                .help(did_you_mean(&k.value, all.iter().copied()).unwrap_or_else(|| format!("kinds: {}", all.join(", ")))),
+                                .help(
+                                    did_you_mean(&k.value, all.iter().copied())
+                                        .unwrap_or_else(|| format!("kinds: {}", all.join(", "))),
+                                ),
                         );
                         continue;
                     }
                 },
             };
-            let message = f.string("message", &mut ctx.d).map(|m| m.value).unwrap_or_else(|| "injected fault".into());
-            out.push(Fault::FailFirst { n: n.value.min(u32::MAX as u64) as u32, kind, message });
+            let message = f
+                .string("message", &mut ctx.d)
+                .map(|m| m.value)
+                .unwrap_or_else(|| "injected fault".into());
+            out.push(Fault::FailFirst {
+                n: n.value.min(u32::MAX as u64) as u32,
+                kind,
+                message,
+            });
         } else if let Some(t) = f.bool("timeout", &mut ctx.d) {
             if t.value {
                 out.push(Fault::Timeout);
             }
         } else if let Some(s) = f.int("http_status", &mut ctx.d) {
             if !(100..=599).contains(&s.value) {
-                ctx.d.push(Diagnostic::new("E035", format!("{} is not an HTTP status", s.value)).at(s.span).help("use a status from 100 to 599"));
+                ctx.d.push(
+                    Diagnostic::new("E035", format!("{} is not an HTTP status", s.value))
+                        .at(s.span)
+                        .help("use a status from 100 to 599"),
+                );
             } else {
                 out.push(Fault::HttpStatus(s.value as u16));
             }
@@ -647,7 +894,11 @@ pub fn literal_host(url: &str) -> Option<(String, u16)> {
         return None;
     }
     let authority = authority.rsplit('@').next().unwrap_or(authority);
-    let default_port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
+    let default_port = if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else {
+        80
+    };
     let rule = super::parse_host_rule(authority)?;
     Some((rule.host, rule.port.unwrap_or(default_port)))
 }
@@ -655,33 +906,40 @@ pub fn literal_host(url: &str) -> Option<(String, u16)> {
 /// With `policy.network.allow_hosts` the list is complete: a literal host outside it is an error.
 /// Without it, literal hosts are the allowed ones, and a host chosen by a template is refused.
 pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
-    let Some(Value::Map(tools)) = tools_node.map(|n| &n.value) else { return };
+    let Some(Value::Map(tools)) = tools_node.map(|n| &n.value) else {
+        return;
+    };
     for (name, tool) in tools {
         if tool.get("kind").and_then(Node::as_str) != Some("http") {
             continue;
         }
-        let Some(url_node) = tool.get("request").and_then(|r| r.get("url")) else { continue };
-        let Some(url) = url_node.as_str() else { continue };
+        let Some(url_node) = tool.get("request").and_then(|r| r.get("url")) else {
+            continue;
+        };
+        let Some(url) = url_node.as_str() else {
+            continue;
+        };
         match literal_host(url) {
-            Some((host, port)) => {
-                if !policy.allow_hosts.is_empty() && !policy.allow_hosts.iter().any(|r| r.matches(&host, port)) {
-                    ctx.d.push(
-                        Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
-                            .at(url_node.span)
-                            .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
-                    );
-                }
+            Some((host, port))
+                if !policy.allow_hosts.is_empty()
+                    && !policy.allow_hosts.iter().any(|r| r.matches(&host, port)) =>
+            {
+                ctx.d.push(
+                    Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
+                        .at(url_node.span)
+                        .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
+                );
             }
-            None if policy.allow_hosts.is_empty() => {
-                if url.contains("://") || url.trim_start().starts_with("{{") {
-                    ctx.d.push(
-                        Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))
-                            .at(url_node.span)
-                            .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
-                    );
-                }
+            None if policy.allow_hosts.is_empty()
+                && (url.contains("://") || url.trim_start().starts_with("{{")) =>
+            {
+                ctx.d.push(
+                    Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))
+                        .at(url_node.span)
+                        .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
+                );
             }
-            None => {}
+            _ => {}
         }
     }
 }

@@ -2,11 +2,30 @@
 //! did-you-mean) and `toolrun schema` is checked against these lists in tests, so they cannot drift.
 
 pub const TOP: &[&str] = &[
-    "version", "name", "description", "system", "default_model", "tools", "secrets", "policy", "limits", "models", "tests", "replay",
+    "version",
+    "name",
+    "description",
+    "system",
+    "default_model",
+    "tools",
+    "secrets",
+    "policy",
+    "limits",
+    "models",
+    "tests",
+    "replay",
 ];
 
 /// Keys every tool kind accepts.
-pub const TOOL_COMMON: &[&str] = &["description", "kind", "side_effects", "idempotent", "max_calls", "timeout", "faults"];
+pub const TOOL_COMMON: &[&str] = &[
+    "description",
+    "kind",
+    "side_effects",
+    "idempotent",
+    "max_calls",
+    "timeout",
+    "faults",
+];
 pub const TOOL_MOCK: &[&str] = &["input", "responses"];
 pub const TOOL_TABLE: &[&str] = &["rows", "file"];
 pub const TOOL_BUILTIN: &[&str] = &["builtin"];
@@ -39,30 +58,80 @@ pub const MOCK_RESPONSE: &[&str] = &["when", "result", "error"];
 pub const ERROR_OBJECT: &[&str] = &["kind", "message"];
 pub const REQUEST: &[&str] = &["method", "url", "query", "headers", "body", "body_text"];
 pub const HTTP_RESPONSE: &[&str] = &["pointer", "max_bytes", "max_redirects"];
-pub const FAULT: &[&str] = &["fail_first", "kind", "message", "timeout", "http_status", "oversized_output"];
+pub const FAULT: &[&str] = &[
+    "fail_first",
+    "kind",
+    "message",
+    "timeout",
+    "http_status",
+    "oversized_output",
+];
 
-pub const POLICY: &[&str] = &["allow", "deny", "confirm", "max_identical_calls", "max_repeated_errors", "detect_alternation", "network"];
+pub const POLICY: &[&str] = &[
+    "allow",
+    "deny",
+    "confirm",
+    "max_identical_calls",
+    "max_repeated_errors",
+    "detect_alternation",
+    "network",
+];
 pub const NETWORK: &[&str] = &["allow_hosts"];
 pub const LIMITS: &[&str] = &[
-    "max_steps", "max_tool_calls", "max_parallel_tools", "tool_timeout", "run_timeout", "max_tool_output_chars", "max_tokens_total",
+    "max_steps",
+    "max_tool_calls",
+    "max_parallel_tools",
+    "tool_timeout",
+    "run_timeout",
+    "max_tool_output_chars",
+    "max_tokens_total",
 ];
 
 pub const MODEL_KINDS: &[&str] = &["scripted", "openai", "anthropic"];
 pub const MODEL_SCRIPTED: &[&str] = &["kind", "scripts"];
-pub const MODEL_LIVE: &[&str] = &["kind", "model", "base_url", "api_key_env", "temperature", "max_tokens", "retries", "timeout", "headers"];
+pub const MODEL_LIVE: &[&str] = &[
+    "kind",
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "retries",
+    "timeout",
+    "headers",
+];
 pub const SCRIPT: &[&str] = &["when", "turns"];
 pub const TURN: &[&str] = &["answer", "tool_calls", "raw"];
 pub const SCRIPTED_CALL: &[&str] = &["name", "arguments", "arguments_raw", "malformed"];
 
 pub const TEST: &[&str] = &["name", "query", "model", "fixture", "approve", "expect"];
 pub const EXPECT: &[&str] = &[
-    "status", "stop_reason", "tool_calls", "tool_calls_include", "tool_calls_exclude", "arguments", "error_kinds",
-    "output_contains", "output_not_contains", "output_matches", "max_tool_calls",
+    "status",
+    "stop_reason",
+    "tool_calls",
+    "tool_calls_include",
+    "tool_calls_exclude",
+    "arguments",
+    "error_kinds",
+    "output_contains",
+    "output_not_contains",
+    "output_matches",
+    "max_tool_calls",
 ];
 pub const REPLAY: &[&str] = &["ignore"];
 
 pub const STATUSES: &[&str] = &["ok", "needs_confirmation", "needs_review", "failed"];
 pub const STOP_REASONS: &[&str] = &[
-    "answer", "needs_confirmation", "max_steps", "max_tool_calls", "loop_detected", "run_timeout", "malformed_decision",
-    "model_error", "interrupted", "max_tokens_total", "repeated_errors", "empty_query",
+    "answer",
+    "needs_confirmation",
+    "max_steps",
+    "max_tool_calls",
+    "loop_detected",
+    "run_timeout",
+    "malformed_decision",
+    "model_error",
+    "interrupted",
+    "max_tokens_total",
+    "repeated_errors",
+    "empty_query",
 ];

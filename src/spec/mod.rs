@@ -19,25 +19,52 @@ pub struct Source {
 }
 
 /// Reading problems are exit code 2 (unreadable input), unlike problems inside the spec.
+#[allow(clippy::result_large_err)]
 pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
     let display = path.display().to_string();
-    let fail = |msg: String, help: &str| Err(Diagnostic::new("E001", msg).in_file(&display).help(help.to_string()));
+    let fail = |msg: String, help: &str| {
+        Err(Diagnostic::new("E001", msg)
+            .in_file(&display)
+            .help(help.to_string()))
+    };
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return fail(format!("`{display}` does not exist"), "check the path"),
-        Err(e) => return fail(format!("cannot read `{display}`: {e}"), "check the file's permissions"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return fail(format!("`{display}` does not exist"), "check the path")
+        }
+        Err(e) => {
+            return fail(
+                format!("cannot read `{display}`: {e}"),
+                "check the file's permissions",
+            )
+        }
     };
     if meta.is_dir() {
-        return fail(format!("`{display}` is a directory, not a spec file"), "name a .yaml file inside it");
+        return fail(
+            format!("`{display}` is a directory, not a spec file"),
+            "name a .yaml file inside it",
+        );
     }
     if meta.len() > MAX_SPEC_BYTES {
-        return Err(Diagnostic::new("E004", format!("`{display}` is {} bytes; specs are limited to {} bytes", meta.len(), MAX_SPEC_BYTES))
-            .in_file(&display)
-            .help("split the spec, or move large tables into a `file:` next to it"));
+        return Err(Diagnostic::new(
+            "E004",
+            format!(
+                "`{display}` is {} bytes; specs are limited to {} bytes",
+                meta.len(),
+                MAX_SPEC_BYTES
+            ),
+        )
+        .in_file(&display)
+        .help("split the spec, or move large tables into a `file:` next to it"));
     }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) => return fail(format!("cannot read `{display}`: {e}"), "check the file's permissions"),
+        Err(e) => {
+            return fail(
+                format!("cannot read `{display}`: {e}"),
+                "check the file's permissions",
+            )
+        }
     };
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Source { display, text }),
@@ -45,11 +72,18 @@ pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let text = String::from_utf8_lossy(valid);
             let line = text.matches('\n').count() as u32 + 1;
-            let col = text.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) as u32 + 1;
-            Err(Diagnostic::new("E001", format!("`{display}` is not valid UTF-8"))
-                .in_file(&display)
-                .at(Span::point(line, col))
-                .help("save the file as UTF-8"))
+            let col = text
+                .rsplit('\n')
+                .next()
+                .map(|l| l.chars().count())
+                .unwrap_or(0) as u32
+                + 1;
+            Err(
+                Diagnostic::new("E001", format!("`{display}` is not valid UTF-8"))
+                    .in_file(&display)
+                    .at(Span::point(line, col))
+                    .help("save the file as UTF-8"),
+            )
         }
     }
 }

@@ -20,7 +20,12 @@ pub struct Obj<'a> {
 impl<'a> Obj<'a> {
     /// `what` names the place for messages ("tool `x`", "`limits`"); `allowed` is the complete
     /// list of keys there.
-    pub fn new(node: &'a Node, what: &str, allowed: &[&str], d: &mut Diagnostics) -> Option<Obj<'a>> {
+    pub fn new(
+        node: &'a Node,
+        what: &str,
+        allowed: &[&str],
+        d: &mut Diagnostics,
+    ) -> Option<Obj<'a>> {
         let Value::Map(entries) = &node.value else {
             d.push(expected(node, "a mapping", what));
             return None;
@@ -45,11 +50,17 @@ impl<'a> Obj<'a> {
     }
 
     pub fn get(&self, key: &str) -> Option<&'a Node> {
-        self.entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v)
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == key)
+            .map(|(_, v)| v)
     }
 
     pub fn key(&self, key: &str) -> Option<&'a Key> {
-        self.entries.iter().find(|(k, _)| k.name == key).map(|(k, _)| k)
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == key)
+            .map(|(k, _)| k)
     }
 
     pub fn has(&self, key: &str) -> bool {
@@ -60,7 +71,12 @@ impl<'a> Obj<'a> {
         self.get(key).and_then(|n| string(n, key, d))
     }
 
-    pub fn require_string(&self, key: &str, what: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
+    pub fn require_string(
+        &self,
+        key: &str,
+        what: &str,
+        d: &mut Diagnostics,
+    ) -> Option<Spanned<String>> {
         if !self.has(key) {
             d.push(missing(self.node, key, what));
             return None;
@@ -71,7 +87,10 @@ impl<'a> Obj<'a> {
     pub fn bool(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<bool>> {
         let n = self.get(key)?;
         match n.value {
-            Value::Bool(b) => Some(Spanned { value: b, span: n.span }),
+            Value::Bool(b) => Some(Spanned {
+                value: b,
+                span: n.span,
+            }),
             _ => {
                 d.push(expected(n, "`true` or `false`", &format!("`{key}`")));
                 None
@@ -82,7 +101,10 @@ impl<'a> Obj<'a> {
     pub fn int(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<i64>> {
         let n = self.get(key)?;
         match n.value {
-            Value::Int(i) => Some(Spanned { value: i, span: n.span }),
+            Value::Int(i) => Some(Spanned {
+                value: i,
+                span: n.span,
+            }),
             _ => {
                 d.push(expected(n, "a whole number", &format!("`{key}`")));
                 None
@@ -95,20 +117,32 @@ impl<'a> Obj<'a> {
         let v = self.int(key, d)?;
         if v.value < min {
             d.push(
-                Diagnostic::new("E023", format!("`{key}` must be at least {min}, found {}", v.value))
-                    .at(v.span)
-                    .help(format!("set `{key}` to a number of {min} or more")),
+                Diagnostic::new(
+                    "E023",
+                    format!("`{key}` must be at least {min}, found {}", v.value),
+                )
+                .at(v.span)
+                .help(format!("set `{key}` to a number of {min} or more")),
             );
             return None;
         }
-        Some(Spanned { value: v.value as u64, span: v.span })
+        Some(Spanned {
+            value: v.value as u64,
+            span: v.span,
+        })
     }
 
     pub fn number(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<f64>> {
         let n = self.get(key)?;
         match n.value {
-            Value::Int(i) => Some(Spanned { value: i as f64, span: n.span }),
-            Value::Float(f) if f.is_finite() => Some(Spanned { value: f, span: n.span }),
+            Value::Int(i) => Some(Spanned {
+                value: i as f64,
+                span: n.span,
+            }),
+            Value::Float(f) if f.is_finite() => Some(Spanned {
+                value: f,
+                span: n.span,
+            }),
             _ => {
                 d.push(expected(n, "a number", &format!("`{key}`")));
                 None
@@ -124,23 +158,40 @@ impl<'a> Obj<'a> {
                 d.push(
                     Diagnostic::new("E024", format!("`{key}` needs a unit"))
                         .at(n.span)
-                        .help(format!("write `{i}s` for seconds or `{i}ms` for milliseconds")),
+                        .help(format!(
+                            "write `{i}s` for seconds or `{i}ms` for milliseconds"
+                        )),
                 );
                 return None;
             }
             _ => {
-                d.push(expected(n, "a duration such as `500ms`, `5s` or `2m`", &format!("`{key}`")));
+                d.push(expected(
+                    n,
+                    "a duration such as `500ms`, `5s` or `2m`",
+                    &format!("`{key}`"),
+                ));
                 return None;
             }
         };
         match parse_duration(&text) {
             Ok(dur) if dur.is_zero() => {
-                d.push(Diagnostic::new("E024", format!("`{key}` must be longer than zero")).at(n.span).help("use a positive duration such as `5s`"));
+                d.push(
+                    Diagnostic::new("E024", format!("`{key}` must be longer than zero"))
+                        .at(n.span)
+                        .help("use a positive duration such as `5s`"),
+                );
                 None
             }
-            Ok(dur) => Some(Spanned { value: dur, span: n.span }),
+            Ok(dur) => Some(Spanned {
+                value: dur,
+                span: n.span,
+            }),
             Err(why) => {
-                d.push(Diagnostic::new("E024", format!("invalid duration `{text}`: {why}")).at(n.span).help("write a number and a unit: `500ms`, `5s`, `2m` or `1h`"));
+                d.push(
+                    Diagnostic::new("E024", format!("invalid duration `{text}`: {why}"))
+                        .at(n.span)
+                        .help("write a number and a unit: `500ms`, `5s`, `2m` or `1h`"),
+                );
                 None
             }
         }
@@ -154,7 +205,10 @@ impl<'a> Obj<'a> {
 
 pub fn string(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
     match &n.value {
-        Value::Str(s) => Some(Spanned { value: s.clone(), span: n.span }),
+        Value::Str(s) => Some(Spanned {
+            value: s.clone(),
+            span: n.span,
+        }),
         // A bare number or boolean where text is expected is almost always meant as text
         // (`ticker: 1234`), but silently converting hides typos in names: only accept text.
         _ => {
@@ -173,7 +227,11 @@ pub fn string_list(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Vec<Span
                 Value::Str(s) => format!("[{s}]"),
                 _ => "[a, b]".to_string(),
             };
-            d.push(expected(n, "a list of strings", &format!("`{what}`")).help(format!("write a list: `{example}`, or one `- item` per line")));
+            d.push(
+                expected(n, "a list of strings", &format!("`{what}`")).help(format!(
+                    "write a list: `{example}`, or one `- item` per line"
+                )),
+            );
             None
         }
     }
@@ -191,14 +249,25 @@ pub fn seq<'a>(n: &'a Node, what: &str, d: &mut Diagnostics) -> Option<&'a [Node
 }
 
 pub fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
-    Diagnostic::new("E007", format!("{what} must be {wanted}, found {}", n.type_name()))
-        .at(n.span)
-        .label(format!("expected {wanted}"))
+    Diagnostic::new(
+        "E007",
+        format!("{what} must be {wanted}, found {}", n.type_name()),
+    )
+    .at(n.span)
+    .label(format!("expected {wanted}"))
 }
 
 pub fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
     // Point at the first line of the mapping: the key belongs there.
-    missing_at(Span { end_line: n.span.line, end_col: n.span.col + 1, ..n.span }, key, what)
+    missing_at(
+        Span {
+            end_line: n.span.line,
+            end_col: n.span.col + 1,
+            ..n.span
+        },
+        key,
+        what,
+    )
 }
 
 /// For a named mapping (a tool, a model) the name is the most precise place to point at.
@@ -214,7 +283,10 @@ pub fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic {
     if help.is_none() {
         help = Some(format!("allowed keys in {what}: {}", allowed.join(", ")));
     }
-    Diagnostic::new("E006", format!("unknown key `{}` in {what}", key.name)).at(key.span).label("unknown key").help_opt(help)
+    Diagnostic::new("E006", format!("unknown key `{}` in {what}", key.name))
+        .at(key.span)
+        .label("unknown key")
+        .help_opt(help)
 }
 
 /// `500ms`, `5s`, `2m`, `1h`, `1m30s`, `1.5s`. Overflow is an error, not a wrap-around.
@@ -226,12 +298,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let mut total_ms: u128 = 0;
     let mut rest = t;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_len == 0 {
             return Err(format!("expected a number at `{rest}`"));
         }
         let (num, after) = rest.split_at(num_len);
-        let unit_len = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
         let (unit, after) = after.split_at(unit_len);
         let scale_ms: f64 = match unit.trim() {
             "ms" => 1.0,
@@ -241,7 +317,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "" => return Err(format!("`{num}` has no unit")),
             other => return Err(format!("unknown unit `{other}`")),
         };
-        let value: f64 = num.parse().map_err(|_| format!("`{num}` is not a number"))?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("`{num}` is not a number"))?;
         let ms = value * scale_ms;
         if !ms.is_finite() || ms > 1e15 {
             return Err("it is too long".into());

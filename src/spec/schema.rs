@@ -19,7 +19,12 @@ pub struct Place {
 }
 
 pub fn places() -> Vec<Place> {
-    let place = |def, keys, required, description| Place { def, keys, required, description };
+    let place = |def, keys, required, description| Place {
+        def,
+        keys,
+        required,
+        description,
+    };
     vec![
         place("spec", keys::TOP, &["version"][..], "A toolrun spec: tools, policy, limits, models and tests."),
         place("tool_mock", tool_keys("mock"), &["kind", "responses"], "A `mock` tool: canned responses chosen by its arguments."),
@@ -70,7 +75,10 @@ fn count(min: i64) -> Value {
 }
 
 fn error_kinds() -> Vec<&'static str> {
-    crate::tools::ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
+    crate::tools::ErrorKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect()
 }
 
 /// The schema and description of `key` in `def`, or `None` when this table does not know it (a
@@ -228,7 +236,13 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
 
 /// Common tool keys are described once, under `tool`.
 fn lookup(def: &str, key: &str) -> Option<(Value, &'static str)> {
-    field(def, key).or_else(|| if def.starts_with("tool_") { field("tool", key) } else { None })
+    field(def, key).or_else(|| {
+        if def.starts_with("tool_") {
+            field("tool", key)
+        } else {
+            None
+        }
+    })
 }
 
 fn object(place: &Place) -> Value {
@@ -295,12 +309,38 @@ pub fn spec_schema() -> Value {
             defs.insert(place.def.to_string(), obj);
         }
     }
-    let tool_kinds: Vec<(&str, String)> = keys::TOOL_KINDS.iter().map(|k| (*k, format!("tool_{k}"))).collect();
+    let tool_kinds: Vec<(&str, String)> = keys::TOOL_KINDS
+        .iter()
+        .map(|k| (*k, format!("tool_{k}")))
+        .collect();
     let tool_kinds: Vec<(&str, &str)> = tool_kinds.iter().map(|(k, d)| (*k, d.as_str())).collect();
-    defs.insert("tool".into(), dispatch("A tool; `kind` decides which other keys it takes.", &tool_kinds));
-    let model_kinds: Vec<(&str, &str)> =
-        keys::MODEL_KINDS.iter().map(|k| (*k, if *k == "scripted" { "model_scripted" } else { "model_live" })).collect();
-    defs.insert("model".into(), dispatch("A model; `kind` decides which other keys it takes.", &model_kinds));
+    defs.insert(
+        "tool".into(),
+        dispatch(
+            "A tool; `kind` decides which other keys it takes.",
+            &tool_kinds,
+        ),
+    );
+    let model_kinds: Vec<(&str, &str)> = keys::MODEL_KINDS
+        .iter()
+        .map(|k| {
+            (
+                *k,
+                if *k == "scripted" {
+                    "model_scripted"
+                } else {
+                    "model_live"
+                },
+            )
+        })
+        .collect();
+    defs.insert(
+        "model".into(),
+        dispatch(
+            "A model; `kind` decides which other keys it takes.",
+            &model_kinds,
+        ),
+    );
     defs.insert(
         "duration".into(),
         json!({
@@ -317,7 +357,10 @@ pub fn spec_schema() -> Value {
         }),
     );
     let mut schema = Map::new();
-    schema.insert("$schema".into(), json!("https://json-schema.org/draft/2020-12/schema"));
+    schema.insert(
+        "$schema".into(),
+        json!("https://json-schema.org/draft/2020-12/schema"),
+    );
     schema.insert("$id".into(), json!(SCHEMA_ID));
     schema.insert("title".into(), json!("toolrun spec"));
     if let Value::Object(root) = root {
@@ -333,23 +376,46 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn keys_of(v: &Value) -> Vec<String> {
-        v["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()
+        v["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     #[test]
     fn every_object_has_exactly_the_decoders_keys() {
         let schema = spec_schema();
         for place in places() {
-            let obj = if place.def == "spec" { &schema } else { &schema["$defs"][place.def] };
+            let obj = if place.def == "spec" {
+                &schema
+            } else {
+                &schema["$defs"][place.def]
+            };
             let want: Vec<String> = place.keys.iter().map(|k| k.to_string()).collect();
             assert_eq!(keys_of(obj), want, "properties of `{}`", place.def);
-            assert_eq!(obj["additionalProperties"], json!(false), "`{}` must refuse unknown keys", place.def);
+            assert_eq!(
+                obj["additionalProperties"],
+                json!(false),
+                "`{}` must refuse unknown keys",
+                place.def
+            );
         }
         // Every keys.rs list with a place in the schema.
-        let tool_kinds: Vec<(&str, &[&str])> = keys::TOOL_KINDS.iter().map(|k| (*k, keys::tool_kind_keys(k))).collect();
+        let tool_kinds: Vec<(&str, &[&str])> = keys::TOOL_KINDS
+            .iter()
+            .map(|k| (*k, keys::tool_kind_keys(k)))
+            .collect();
         for (kind, own) in tool_kinds {
-            let want: Vec<String> = keys::TOOL_COMMON.iter().chain(own).map(|k| k.to_string()).collect();
-            assert_eq!(keys_of(&schema["$defs"][format!("tool_{kind}")]), want, "tool kind `{kind}`");
+            let want: Vec<String> = keys::TOOL_COMMON
+                .iter()
+                .chain(own)
+                .map(|k| k.to_string())
+                .collect();
+            assert_eq!(
+                keys_of(&schema["$defs"][format!("tool_{kind}")]),
+                want,
+                "tool kind `{kind}`"
+            );
         }
         for (def, list) in [
             ("mock_response", keys::MOCK_RESPONSE),
@@ -372,7 +438,10 @@ mod tests {
             let want: Vec<String> = list.iter().map(|k| k.to_string()).collect();
             assert_eq!(keys_of(&schema["$defs"][def]), want, "`{def}`");
         }
-        assert_eq!(keys_of(&schema), keys::TOP.iter().map(|k| k.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            keys_of(&schema),
+            keys::TOP.iter().map(|k| k.to_string()).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -381,12 +450,24 @@ mod tests {
         for place in places() {
             for key in place.keys {
                 let found = lookup(place.def, key);
-                assert!(found.as_ref().is_some_and(|(_, d)| !d.is_empty()), "no type/description for `{key}` in `{}`", place.def);
-                let owner = if field(place.def, key).is_some() { place.def } else { "tool" };
+                assert!(
+                    found.as_ref().is_some_and(|(_, d)| !d.is_empty()),
+                    "no type/description for `{key}` in `{}`",
+                    place.def
+                );
+                let owner = if field(place.def, key).is_some() {
+                    place.def
+                } else {
+                    "tool"
+                };
                 used.insert((owner.to_string(), key.to_string()));
             }
             for required in place.required {
-                assert!(place.keys.contains(required), "`{}` requires unknown key `{required}`", place.def);
+                assert!(
+                    place.keys.contains(required),
+                    "`{}` requires unknown key `{required}`",
+                    place.def
+                );
             }
         }
         // An entry for a key no list has is a key the decoder would reject: a drift the other way.
@@ -394,21 +475,35 @@ mod tests {
             .iter()
             .map(|p| p.def)
             .chain(["tool"])
-            .flat_map(|def| keys::all_tool_keys().into_iter().chain(all_listed_keys()).map(move |k| (def.to_string(), k.to_string())))
+            .flat_map(|def| {
+                keys::all_tool_keys()
+                    .into_iter()
+                    .chain(all_listed_keys())
+                    .map(move |k| (def.to_string(), k.to_string()))
+            })
             .filter(|(d, k)| field(d, k).is_some())
             .collect();
         let unused: Vec<_> = candidates.difference(&used).collect();
-        assert!(unused.is_empty(), "descriptions for keys the decoder does not accept there: {unused:?}");
+        assert!(
+            unused.is_empty(),
+            "descriptions for keys the decoder does not accept there: {unused:?}"
+        );
     }
 
     fn all_listed_keys() -> Vec<&'static str> {
-        places().iter().flat_map(|p| p.keys.iter().copied()).collect()
+        places()
+            .iter()
+            .flat_map(|p| p.keys.iter().copied())
+            .collect()
     }
 
     #[test]
     fn schema_is_valid_draft_2020_12() {
         let schema = spec_schema();
-        assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
         jsonschema::meta::validate(&schema).expect("meta-valid");
         jsonschema::draft202012::new(&schema).expect("compiles");
     }
@@ -419,7 +514,9 @@ mod tests {
 
     fn errors(v: &jsonschema::Validator, doc: &str) -> Vec<String> {
         let json = crate::spec::yaml::parse(doc).expect("yaml").to_json();
-        v.iter_errors(&json).map(|e| format!("{} at {}", e, e.instance_path())).collect()
+        v.iter_errors(&json)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect()
     }
 
     #[test]
@@ -432,7 +529,12 @@ mod tests {
             if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
                 let text = std::fs::read_to_string(&path).expect("read");
                 let errs = errors(&v, &text);
-                assert!(errs.is_empty(), "{} does not validate:\n{}", path.display(), errs.join("\n"));
+                assert!(
+                    errs.is_empty(),
+                    "{} does not validate:\n{}",
+                    path.display(),
+                    errs.join("\n")
+                );
                 seen += 1;
             }
         }
@@ -442,22 +544,37 @@ mod tests {
     #[test]
     fn wrong_keys_and_kinds_are_refused() {
         let v = validator();
-        assert!(!errors(&v, "version: 1\nnmae: x\n").is_empty(), "unknown top-level key");
+        assert!(
+            !errors(&v, "version: 1\nnmae: x\n").is_empty(),
+            "unknown top-level key"
+        );
         assert!(!errors(&v, "version: 2\n").is_empty(), "wrong version");
         let http_rows = "version: 1\ntools:\n  t:\n    kind: http\n    request: {url: 'https://a.test'}\n    rows: []\n";
         assert!(!errors(&v, http_rows).is_empty(), "`rows` on an http tool");
         let mock_ok = "version: 1\ntools:\n  t:\n    kind: mock\n    description: Returns one.\n    responses: [{result: 1}]\n";
         assert_eq!(errors(&v, mock_ok), Vec::<String>::new());
-        assert!(!errors(&v, "version: 1\ntools:\n  t: {kind: mok}\n").is_empty(), "unknown kind");
+        assert!(
+            !errors(&v, "version: 1\ntools:\n  t: {kind: mok}\n").is_empty(),
+            "unknown kind"
+        );
         let live_scripts = "version: 1\nmodels:\n  m: {kind: openai, model: x, scripts: []}\n";
-        assert!(!errors(&v, live_scripts).is_empty(), "`scripts` on a live model");
-        assert!(!errors(&v, "version: 1\nlimits: {tool_timeout: 5}\n").is_empty(), "duration without unit");
+        assert!(
+            !errors(&v, live_scripts).is_empty(),
+            "`scripts` on a live model"
+        );
+        assert!(
+            !errors(&v, "version: 1\nlimits: {tool_timeout: 5}\n").is_empty(),
+            "duration without unit"
+        );
     }
 
     #[test]
     fn committed_schema_file_is_current() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/toolrun.schema.json");
-        let fresh = format!("{}\n", serde_json::to_string_pretty(&spec_schema()).expect("json"));
+        let fresh = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&spec_schema()).expect("json")
+        );
         if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
             std::fs::write(path, &fresh).expect("write toolrun.schema.json");
             return;

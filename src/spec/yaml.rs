@@ -62,7 +62,10 @@ impl Node {
 
     pub fn key_span(&self, key: &str) -> Option<Span> {
         match &self.value {
-            Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(k, _)| k.span),
+            Value::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| k.name == key)
+                .map(|(k, _)| k.span),
             _ => None,
         }
     }
@@ -77,7 +80,10 @@ impl Node {
         for raw in pointer.trim_start_matches('/').split('/') {
             let token = raw.replace("~1", "/").replace("~0", "~");
             let next = match &node.value {
-                Value::Map(entries) => entries.iter().find(|(k, _)| k.name == token).map(|(_, v)| v),
+                Value::Map(entries) => entries
+                    .iter()
+                    .find(|(k, _)| k.name == token)
+                    .map(|(_, v)| v),
                 Value::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
                 _ => None,
             };
@@ -95,10 +101,17 @@ impl Node {
             Value::Null => J::Null,
             Value::Bool(b) => J::Bool(*b),
             Value::Int(i) => J::from(*i),
-            Value::Float(f) => serde_json::Number::from_f64(*f).map(J::Number).unwrap_or(J::Null),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map(J::Number)
+                .unwrap_or(J::Null),
             Value::Str(s) => J::String(s.clone()),
             Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
-            Value::Map(entries) => J::Object(entries.iter().map(|(k, v)| (k.name.clone(), v.to_json())).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.name.clone(), v.to_json()))
+                    .collect(),
+            ),
         }
     }
 }
@@ -113,14 +126,28 @@ fn span_of(s: &saphyr_parser::Span) -> Span {
 }
 
 enum Frame {
-    Seq { span: Span, anchor: usize, items: Vec<Node> },
-    Map { span: Span, anchor: usize, entries: Vec<(Key, Node)>, pending_key: Option<Key> },
+    Seq {
+        span: Span,
+        anchor: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        span: Span,
+        anchor: usize,
+        entries: Vec<(Key, Node)>,
+        pending_key: Option<Key>,
+    },
 }
 
 fn count_nodes(node: &Node) -> usize {
     match &node.value {
         Value::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
-        Value::Map(entries) => 1 + entries.iter().map(|(_, v)| 1 + count_nodes(v)).sum::<usize>(),
+        Value::Map(entries) => {
+            1 + entries
+                .iter()
+                .map(|(_, v)| 1 + count_nodes(v))
+                .sum::<usize>()
+        }
         _ => 1,
     }
 }
@@ -149,9 +176,12 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
                 if err.info().contains("recursion limit") {
                     return Err(vec![depth_error(Span::point(line, m.col() as u32 + 1))]);
                 }
-                return Err(vec![Diagnostic::new("E002", format!("YAML syntax error: {}", err.info()))
-                    .at(Span::point(line, m.col() as u32 + 1))
-                    .help("check indentation and quoting near this position")]);
+                return Err(vec![Diagnostic::new(
+                    "E002",
+                    format!("YAML syntax error: {}", err.info()),
+                )
+                .at(Span::point(line, m.col() as u32 + 1))
+                .help("check indentation and quoting near this position")]);
             }
         };
         let here = span_of(&span);
@@ -182,49 +212,109 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
                     Some((copy, 0))
                 }
                 None => {
-                    return Err(vec![Diagnostic::new("E002", "YAML alias refers to an unknown anchor").at(here)])
+                    return Err(vec![Diagnostic::new(
+                        "E002",
+                        "YAML alias refers to an unknown anchor",
+                    )
+                    .at(here)])
                 }
             },
             Event::Scalar(text, style, anchor, tag) => {
                 if budget == 0 {
-                    return Err(vec![Diagnostic::new("E004", format!("document has more than {MAX_NODES} nodes")).at(here)]);
+                    return Err(vec![Diagnostic::new(
+                        "E004",
+                        format!("document has more than {MAX_NODES} nodes"),
+                    )
+                    .at(here)]);
                 }
                 budget -= 1;
                 let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
-                let value = if style == ScalarStyle::Plain && !forced_str { resolve_plain(&text) } else { Value::Str(text.into_owned()) };
+                let value = if style == ScalarStyle::Plain && !forced_str {
+                    resolve_plain(&text)
+                } else {
+                    Value::Str(text.into_owned())
+                };
                 Some((Node { span: here, value }, anchor))
             }
             Event::SequenceStart(anchor, _) => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(vec![depth_error(here)]);
                 }
-                stack.push(Frame::Seq { span: here, anchor, items: Vec::new() });
+                stack.push(Frame::Seq {
+                    span: here,
+                    anchor,
+                    items: Vec::new(),
+                });
                 None
             }
             Event::MappingStart(anchor, _) => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(vec![depth_error(here)]);
                 }
-                stack.push(Frame::Map { span: here, anchor, entries: Vec::new(), pending_key: None });
+                stack.push(Frame::Map {
+                    span: here,
+                    anchor,
+                    entries: Vec::new(),
+                    pending_key: None,
+                });
                 None
             }
             Event::SequenceEnd => match stack.pop() {
-                Some(Frame::Seq { span, anchor, items }) => {
-                    let span = Span { end_line: here.end_line, end_col: here.end_col, ..span };
-                    Some((Node { span, value: Value::Seq(items) }, anchor))
+                Some(Frame::Seq {
+                    span,
+                    anchor,
+                    items,
+                }) => {
+                    let span = Span {
+                        end_line: here.end_line,
+                        end_col: here.end_col,
+                        ..span
+                    };
+                    Some((
+                        Node {
+                            span,
+                            value: Value::Seq(items),
+                        },
+                        anchor,
+                    ))
                 }
-                _ => return Err(vec![Diagnostic::new("E002", "unbalanced YAML sequence").at(here)]),
+                _ => {
+                    return Err(vec![
+                        Diagnostic::new("E002", "unbalanced YAML sequence").at(here)
+                    ])
+                }
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map { span, anchor, entries, .. }) => {
-                    let span = Span { end_line: here.end_line, end_col: here.end_col, ..span };
-                    Some((Node { span, value: Value::Map(entries) }, anchor))
+                Some(Frame::Map {
+                    span,
+                    anchor,
+                    entries,
+                    ..
+                }) => {
+                    let span = Span {
+                        end_line: here.end_line,
+                        end_col: here.end_col,
+                        ..span
+                    };
+                    Some((
+                        Node {
+                            span,
+                            value: Value::Map(entries),
+                        },
+                        anchor,
+                    ))
                 }
-                _ => return Err(vec![Diagnostic::new("E002", "unbalanced YAML mapping").at(here)]),
+                _ => {
+                    return Err(vec![
+                        Diagnostic::new("E002", "unbalanced YAML mapping").at(here)
+                    ])
+                }
             },
         };
 
-        let Some((node, anchor)) = completed else { continue };
+        let Some((node, anchor)) = completed else {
+            continue;
+        };
         if anchor != 0 {
             let size = count_nodes(&node);
             anchors.insert(anchor, (node.clone(), size));
@@ -232,36 +322,48 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
         match stack.last_mut() {
             None => root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
-            Some(Frame::Map { entries, pending_key, .. }) => match pending_key.take() {
-                None => {
-                    let name = match &node.value {
-                        Value::Str(s) => s.clone(),
-                        Value::Int(i) => i.to_string(),
-                        Value::Bool(b) => b.to_string(),
-                        Value::Float(f) => f.to_string(),
-                        Value::Null => "null".to_string(),
-                        _ => {
-                            return Err(vec![Diagnostic::new("E003", "mapping keys must be plain names, not lists or mappings")
+            Some(Frame::Map {
+                entries,
+                pending_key,
+                ..
+            }) => {
+                match pending_key.take() {
+                    None => {
+                        let name = match &node.value {
+                            Value::Str(s) => s.clone(),
+                            Value::Int(i) => i.to_string(),
+                            Value::Bool(b) => b.to_string(),
+                            Value::Float(f) => f.to_string(),
+                            Value::Null => "null".to_string(),
+                            _ => {
+                                return Err(vec![Diagnostic::new(
+                                    "E003",
+                                    "mapping keys must be plain names, not lists or mappings",
+                                )
                                 .at(node.span)])
-                        }
-                    };
-                    if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
-                        duplicates.push(
+                            }
+                        };
+                        if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
+                            duplicates.push(
                             Diagnostic::new("E005", format!("duplicate key `{name}`"))
                                 .at(node.span)
                                 .label("second definition")
                                 .help(format!("`{name}` is already defined at line {}; remove one of them", first.span.line)),
                         );
+                        }
+                        *pending_key = Some(Key {
+                            name,
+                            span: node.span,
+                        });
                     }
-                    *pending_key = Some(Key { name, span: node.span });
-                }
-                Some(key) => {
-                    // Keep the first definition: the duplicate is an error either way.
-                    if !entries.iter().any(|(k, _)| k.name == key.name) {
-                        entries.push((key, node));
+                    Some(key) => {
+                        // Keep the first definition: the duplicate is an error either way.
+                        if !entries.iter().any(|(k, _)| k.name == key.name) {
+                            entries.push((key, node));
+                        }
                     }
                 }
-            },
+            }
         }
     }
     if !duplicates.is_empty() {
@@ -269,7 +371,9 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
     }
     match root {
         Some(node) => Ok(node),
-        None => Err(vec![Diagnostic::new("E003", "the spec is empty").at(Span::point(1, 1)).help("start with `version: 1`")]),
+        None => Err(vec![Diagnostic::new("E003", "the spec is empty")
+            .at(Span::point(1, 1))
+            .help("start with `version: 1`")]),
     }
 }
 
@@ -285,7 +389,9 @@ fn resolve_plain(text: &str) -> Value {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
         "true" | "True" | "TRUE" => return Value::Bool(true),
         "false" | "False" | "FALSE" => return Value::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Float(f64::INFINITY),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY)
+        }
         "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
         ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
         _ => {}
@@ -310,7 +416,9 @@ fn resolve_plain(text: &str) -> Value {
             return Value::Int(i);
         }
     }
-    let looks_numeric = bytes.iter().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+    let looks_numeric = bytes
+        .iter()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
         && bytes.iter().any(u8::is_ascii_digit)
         && !text.ends_with(['e', 'E']);
     if looks_numeric {
@@ -343,7 +451,10 @@ mod tests {
         let n = parse("tools:\n  x:\n    kind: mock\n").unwrap();
         let kind = n.locate("/tools/x/kind");
         assert_eq!((kind.span.line, kind.span.col), (3, 11));
-        assert_eq!(n.locate("/tools").key_span("x").map(|s| (s.line, s.col)), Some((2, 3)));
+        assert_eq!(
+            n.locate("/tools").key_span("x").map(|s| (s.line, s.col)),
+            Some((2, 3))
+        );
     }
 
     #[test]
@@ -374,6 +485,9 @@ mod tests {
     #[test]
     fn aliases_expand() {
         let n = parse("base: &b {x: 1}\nother: *b\n").unwrap();
-        assert_eq!(n.get("other").unwrap().get("x").unwrap().value, Value::Int(1));
+        assert_eq!(
+            n.get("other").unwrap().get("x").unwrap().value,
+            Value::Int(1)
+        );
     }
 }
