@@ -54,6 +54,8 @@ pub struct Compiled {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+// One diagnostic per file, returned once: its size does not matter.
+#[allow(clippy::result_large_err)]
 pub fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
     let compiled = compile(&source, path);

@@ -19,7 +19,13 @@ fn node_at<'a>(root: &'a Node, location: &str) -> &'a Node {
     root.locate(location)
 }
 
-pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<serde_json::Value> {
+/// The schema and its compiled validator: building a validator is the costliest step of a
+/// check, so the one built here is the one the registry keeps.
+pub fn compile_input_schema(
+    node: &Node,
+    tool: &str,
+    ctx: &mut Ctx,
+) -> Option<(serde_json::Value, jsonschema::Validator)> {
     if !matches!(node.value, Value::Map(_)) {
         ctx.d.push(expected(
             node,
@@ -60,19 +66,33 @@ pub fn compile_input_schema(node: &Node, tool: &str, ctx: &mut Ctx) -> Option<se
             return None;
         }
     }
-    if let Err(e) = jsonschema::options().build(&schema) {
-        let at = node_at(node, e.schema_path().as_str());
-        ctx.d.push(
-            Diagnostic::new(
-                "E014",
-                format!("`input` of tool `{tool}` does not compile: {}", e.masked()),
-            )
-            .at(at.span),
-        );
-        return None;
-    }
+    let validator = match tool_validator(&schema) {
+        Ok(v) => v,
+        Err(e) => {
+            let at = node_at(node, e.schema_path().as_str());
+            ctx.d.push(
+                Diagnostic::new(
+                    "E014",
+                    format!("`input` of tool `{tool}` does not compile: {}", e.masked()),
+                )
+                .at(at.span)
+                .help("check `$ref`s and regular expressions in the schema"),
+            );
+            return None;
+        }
+    };
     check_defaults(node, &schema, tool, ctx);
-    Some(schema)
+    Some((schema, validator))
+}
+
+/// Arguments are checked against formats too (`date`, `email`, ...): a model's malformed date
+/// is better rejected as `invalid_arguments` than passed to a tool.
+pub fn tool_validator(
+    schema: &serde_json::Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
 }
 
 /// Real-world schemas are full of `default: null` on string parameters: worth a warning, since

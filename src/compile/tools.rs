@@ -1,7 +1,7 @@
 //! `tools:` → `Tool`s. The raw tool is flat; which fields a kind allows is checked here, so the
 //! message can say "`rows` is not a field of an `http` tool" instead of pointing at the tool.
 
-use super::schema_check::{compile_input_schema, empty_object_schema};
+use super::schema_check::{compile_input_schema, empty_object_schema, tool_validator};
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
@@ -208,18 +208,18 @@ fn compile_tool(
     let explicit_idempotent = obj.bool("idempotent", &mut ctx.d).map(|b| b.value);
     let kind = kind?;
 
-    let (input_schema, kind_value, method_idempotent) = match kind {
+    let (input_schema, kind_value, method_idempotent, prebuilt) = match kind {
         "mock" => {
-            let schema = match obj.get("input") {
-                Some(n) => compile_input_schema(n, name, ctx)?,
-                None => empty_object_schema(),
+            let (schema, validator) = match obj.get("input") {
+                Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v)))?,
+                None => (empty_object_schema(), None),
             };
             let responses = compile_mock(&obj, &what, name_span, &schema, ctx);
-            (schema, ToolKind::Mock(responses?), true)
+            (schema, ToolKind::Mock(responses?), true, validator)
         }
         "table" => {
             let table = compile_table(&obj, &what, name_span, ctx)?;
-            (table_schema(&table), ToolKind::Table(table), true)
+            (table_schema(&table), ToolKind::Table(table), true, None)
         }
         "builtin" => {
             if !obj.has("builtin") {
@@ -232,7 +232,12 @@ fn compile_tool(
             }
             let b = obj.string("builtin", &mut ctx.d)?;
             match crate::builtins::find(&b.value) {
-                Some(info) => ((info.input_schema)(), ToolKind::Builtin(info.name), true),
+                Some(info) => (
+                    (info.input_schema)(),
+                    ToolKind::Builtin(info.name),
+                    true,
+                    None,
+                ),
                 None => {
                     let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
                     ctx.d.push(
@@ -248,26 +253,27 @@ fn compile_tool(
             }
         }
         _ => {
-            let schema = match obj.get("input") {
-                Some(n) => compile_input_schema(n, name, ctx)?,
-                None => empty_object_schema(),
+            let (schema, validator) = match obj.get("input") {
+                Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v)))?,
+                None => (empty_object_schema(), None),
             };
             let (http, idempotent) = compile_http(&obj, &what, name_span, &schema, ctx)?;
-            (schema, ToolKind::Http(http), idempotent)
+            (schema, ToolKind::Http(http), idempotent, validator)
         }
     };
-    let validator = match jsonschema::options()
-        .should_validate_formats(true)
-        .build(&input_schema)
+    let validator = match prebuilt
+        .map(Ok)
+        .unwrap_or_else(|| tool_validator(&input_schema))
     {
         Ok(v) => v,
         Err(e) => {
+            // Generated schemas (tables, builtins) always compile; this is a bug, not user error.
             ctx.d.push(
                 Diagnostic::new(
                     "E014",
                     format!("input schema of tool `{name}` does not compile: {e}"),
                 )
-                .at(node.span),
+                .at(name_span),
             );
             return None;
         }

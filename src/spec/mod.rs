@@ -19,6 +19,7 @@ pub struct Source {
 }
 
 /// Reading problems are exit code 2 (unreadable input), unlike problems inside the spec.
+#[allow(clippy::result_large_err)]
 pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
     let display = path.display().to_string();
     let fail = |msg: String, help: &str| {
