@@ -189,10 +189,11 @@ async fn run_case(
     if is_live(registry, &model_name) {
         return (Outcome::Skipped, vec![format!("model `{model_name}` is live; record a fixture and name it with `fixture:` to test offline")]);
     }
-    let mut prepared = match crate::session::prepare(registry, Some(&model_name), &case.query) {
-        Ok(p) => p,
-        Err(e) => return (Outcome::Failed, vec![e]),
-    };
+    let mut prepared =
+        match crate::session::prepare_with(registry, Some(&model_name), &case.query, true) {
+            Ok(p) => p,
+            Err(e) => return (Outcome::Failed, vec![e]),
+        };
     let events = Events::none();
     let redactor = prepared.secrets.redactor();
     let engine = Engine {
