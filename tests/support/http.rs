@@ -70,7 +70,15 @@ impl TestServer {
     /// A panic inside the handler (a failed assertion, say) answers that request with a
     /// 500 and closes its connection, then fails the test when the server is dropped.
     pub fn start(handler: impl Fn(&Request) -> Response + Send + Sync + 'static) -> TestServer {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("test server: bind 127.0.0.1:0");
+        TestServer::start_on(0, handler)
+    }
+
+    /// A fixed port, for re-recording committed fixtures whose specs name the port.
+    pub fn start_on(
+        port: u16,
+        handler: impl Fn(&Request) -> Response + Send + Sync + 'static,
+    ) -> TestServer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("test server: bind 127.0.0.1");
         let addr = listener.local_addr().expect("test server: local_addr");
         let shared = Arc::new(Shared {
             handler: Box::new(handler),

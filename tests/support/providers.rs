@@ -62,14 +62,23 @@ impl Fake {
         Fake::start(Api::Anthropic, script, false)
     }
 
+    /// A keyless OpenAI-compatible server on a fixed port (re-recording committed fixtures).
+    pub fn openai_keyless_on(port: u16, script: Vec<Response>) -> Fake {
+        Fake::start_on(Api::OpenAi, script, true, port)
+    }
+
     fn start(api: Api, script: Vec<Response>, keyless: bool) -> Fake {
+        Fake::start_on(api, script, keyless, 0)
+    }
+
+    fn start_on(api: Api, script: Vec<Response>, keyless: bool, port: u16) -> Fake {
         let state = Arc::new(State {
             script: Mutex::new(script.into()),
             keyless,
             ..State::default()
         });
         let shared = Arc::clone(&state);
-        let server = TestServer::start(move |req| handle(api, &shared, req));
+        let server = TestServer::start_on(port, move |req| handle(api, &shared, req));
         Fake { server, api, state }
     }
 
