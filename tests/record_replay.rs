@@ -155,3 +155,176 @@ fn malformed_fixtures_are_clear_failures() {
     let out = run(toolrun().arg("replay").arg(dir.join("missing.json")));
     assert_eq!(out.code, 2);
 }
+
+fn http_spec(base: &str, host: &str, path: &str) -> String {
+    format!(
+        r#"version: 1
+name: weather
+secrets: [WEATHER_KEY]
+tools:
+  weather:
+    description: Current weather for a city from the weather service.
+    kind: http
+    input: {{ type: object, properties: {{ city: {{ type: string }} }}, required: [city] }}
+    request:
+      url: "{base}{path}?city={{{{ args.city }}}}&key={{{{ secrets.WEATHER_KEY }}}}"
+      headers: {{ Authorization: "Bearer {{{{ secrets.WEATHER_KEY }}}}" }}
+policy:
+  network: {{ allow_hosts: ["{host}"] }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: weather, arguments: {{ city: Oslo }} }}]
+          - answer: "{{{{ last.result.summary }}}}"
+"#
+    )
+}
+
+const SECRET: &str = "wk-live-5ecret-value";
+
+fn weather_server() -> support::TestServer {
+    // A careless server that echoes the key back in its body.
+    support::TestServer::start(|req| {
+        let key = req.query_param("key").unwrap_or("").to_string();
+        support::Response::json(
+            200,
+            serde_json::json!({ "summary": "Sunny, 21 C", "debug": format!("key={key}") }),
+        )
+    })
+}
+
+#[test]
+fn http_exchanges_replay_offline_and_secrets_never_reach_the_fixture() {
+    let server = weather_server();
+    let dir = support::temp_dir("replay-http");
+    let spec = write(
+        &dir,
+        "weather.yaml",
+        &http_spec(
+            &server.base_url(),
+            &server.addr().to_string(),
+            "/v1/weather",
+        ),
+    );
+    let out = run(toolrun()
+        .env("WEATHER_KEY", SECRET)
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "weather in Oslo?", "--record"])
+        .arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "Sunny, 21 C\n");
+    let text = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    assert!(!text.contains(SECRET), "the secret leaked into the fixture");
+    assert!(
+        !text.contains("5ecret"),
+        "a fragment of the secret leaked into the fixture"
+    );
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    let exchange = &fixture["exchanges"][0];
+    assert_eq!(exchange["kind"], "http");
+    assert_eq!(exchange["request"]["headers"]["authorization"], "***");
+    assert!(
+        exchange["request"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("key=***"),
+        "{}",
+        exchange["request"]["url"]
+    );
+    assert_eq!(exchange["response"]["body"]["debug"], "key=***");
+
+    // The server is gone: replay must not need it, nor the key.
+    let hits = server.requests().len();
+    drop(server);
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(hits, 1);
+}
+
+#[test]
+fn an_edited_url_template_fails_replay_with_a_readable_diff() {
+    let server = weather_server();
+    let dir = support::temp_dir("replay-http-diff");
+    let host = server.addr().to_string();
+    let spec = write(
+        &dir,
+        "weather.yaml",
+        &http_spec(&server.base_url(), &host, "/v1/weather"),
+    );
+    let out = run(toolrun()
+        .env("WEATHER_KEY", SECRET)
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "q", "--record"])
+        .arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    drop(server);
+    std::fs::write(
+        &spec,
+        http_spec(&format!("http://{host}"), &host, "/v2/weather"),
+    )
+    .unwrap();
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("http request from `weather` has no recorded answer"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("/url: expected \"http://"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("/v1/weather?city=Oslo&key=***\", got \"http://"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("recorded exchange was never requested"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn exchanges_left_unused_fail_the_replay() {
+    let server = weather_server();
+    let dir = support::temp_dir("replay-unused");
+    let host = server.addr().to_string();
+    let spec = write(
+        &dir,
+        "weather.yaml",
+        &http_spec(&server.base_url(), &host, "/v1/weather"),
+    );
+    let out = run(toolrun()
+        .env("WEATHER_KEY", SECRET)
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "q", "--record"])
+        .arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    drop(server);
+    // The model now answers without calling the tool: the recorded call is left over.
+    let edited = http_spec(&format!("http://{host}"), &host, "/v1/weather")
+        .replace(
+            "          - tool_calls: [{ name: weather, arguments: { city: Oslo } }]\n",
+            "",
+        )
+        .replace("{{ last.result.summary }}", "no idea");
+    std::fs::write(&spec, edited).unwrap();
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout
+            .contains("recorded exchange was never requested: http request from `weather`"),
+        "{}",
+        out.stdout
+    );
+}
