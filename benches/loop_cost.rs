@@ -1,0 +1,103 @@
+//! The loop's own cost per tool call, in process: a scripted model makes 100 mock tool calls in
+//! one turn; the per-call figure is the difference to a run that makes none, divided by 100.
+//!
+//!     cargo bench --bench loop_cost
+
+use std::path::Path;
+use std::time::Instant;
+use toolrun::engine::{Engine, RunOptions};
+use toolrun::events::Events;
+use toolrun::models::ModelClient;
+use toolrun::net::Transport;
+use toolrun::redact::Secrets;
+use toolrun::spec::Source;
+
+const CALLS: usize = 100;
+
+fn spec(calls: usize) -> String {
+    let list: Vec<String> = (0..calls)
+        .map(|i| format!("{{ name: price, arguments: {{ ticker: T{i} }} }}"))
+        .collect();
+    let turns = if calls == 0 {
+        String::new()
+    } else {
+        format!("          - tool_calls: [{}]\n", list.join(", "))
+    };
+    format!(
+        r#"version: 1
+name: bench
+tools:
+  price:
+    description: Returns a simulated price for a ticker symbol.
+    kind: mock
+    input: {{ type: object, properties: {{ ticker: {{ type: string }} }}, required: [ticker], additionalProperties: false }}
+    responses:
+      - when: {{ ticker: T0 }}
+        result: 1.5
+      - result: {{ price: 2.5, ticker: "{{{{ args.ticker }}}}" }}
+policy: {{ max_identical_calls: 1000 }}
+limits: {{ max_steps: 4, max_tool_calls: 1000, max_parallel_tools: 1000 }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+{turns}          - answer: done
+"#
+    )
+}
+
+fn time_runs(calls: usize, iterations: usize) -> f64 {
+    let source = Source {
+        display: "bench.yaml".into(),
+        text: spec(calls),
+    };
+    let registry = toolrun::compile::compile(&source, Path::new("bench.yaml"))
+        .registry
+        .expect("bench spec compiles");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let transport = Transport::live();
+    let events = Events::none();
+    let secrets = Secrets::default();
+    let engine = Engine {
+        registry: &registry,
+        transport: &transport,
+        events: &events,
+        secrets: &secrets,
+        redactor: secrets.redactor(),
+    };
+    let started = Instant::now();
+    for _ in 0..iterations {
+        let mut secrets_for_model = Secrets::default();
+        let mut model =
+            ModelClient::new(&registry.models[0], "q", &mut secrets_for_model).expect("model");
+        let opts = RunOptions {
+            query: "q",
+            model_name: "m",
+            approvals: Default::default(),
+            confirmer: None,
+            now_unix_ms: 0,
+            faults: Vec::new(),
+            interrupted: None,
+        };
+        let trace = rt.block_on(engine.run(&mut model, opts));
+        assert_eq!(trace.tool_call_count as usize, calls);
+    }
+    started.elapsed().as_secs_f64() / iterations as f64
+}
+
+fn main() {
+    let iterations = 300;
+    let _ = time_runs(CALLS, 20); // warm-up
+    let empty = time_runs(0, iterations);
+    let full = time_runs(CALLS, iterations);
+    println!("run with no tool call:        {:>8.1} µs", empty * 1e6);
+    println!("run with {CALLS} mock tool calls: {:>8.1} µs", full * 1e6);
+    println!(
+        "loop cost per tool call:      {:>8.2} µs (validate, policy, execute, observe, trace)",
+        (full - empty) * 1e6 / CALLS as f64
+    );
+}

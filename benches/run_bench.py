@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Whole-process benchmarks of the release binary (not run in CI: timings depend on the machine).
+
+    python3 benches/run_bench.py [RUNS]
+
+1. one cold `toolrun run` of the stock gain question (wall time, peak memory);
+2. `toolrun test` over a generated spec with 1,000 declared cases;
+3. `toolrun replay` of 1,000 fixtures;
+and, in process, the loop's own cost per tool call (`cargo bench --bench loop_cost`).
+"""
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+BIN = os.path.join(TARGET, "release", "toolrun")
+RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+
+
+def timed(args, cwd=ROOT):
+    """Wall time in ms and the child's peak RSS in MB of one process run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    result = subprocess.run(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - start) * 1000
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed ({result.returncode}): {result.stderr.decode()[:500]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return elapsed, max(peak, before) / 1024
+
+
+def peak_rss_mb(args, cwd=ROOT):
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return int(out.stderr.decode().strip().splitlines()[-1]) / 1024
+
+
+def report(name, samples, target):
+    print(f"{name:<48} mean {statistics.mean(samples):7.1f} ms   min {min(samples):7.1f} ms   (target {target})")
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    gain = [BIN, "run", "specs/stock_assistant.yaml", "--query", "What is the gain on 100 AAPL shares bought at 150?"]
+    samples = [timed(gain)[0] for _ in range(RUNS)]
+    report("cold `toolrun run` (stock gain)", samples, "< 5 ms")
+    print(f"{'  peak memory':<48} {peak_rss_mb(gain):7.1f} MB (target < 15 MB)")
+
+    work = tempfile.mkdtemp(prefix="toolrun-bench-")
+    try:
+        with open(os.path.join(ROOT, "specs", "stock_assistant.yaml")) as f:
+            spec = f.read()
+        spec = spec[: spec.index("\ntests:")] + "\ntests:\n"
+        queries = [
+            ("What is the gain on 100 AAPL shares bought at 150?", "2815"),
+            ("What is the price of MSFT?", "411.2"),
+            ("Compare AAPL and MSFT", "AAPL is"),
+            ("Tell me a joke", "only answer"),
+        ]
+        for i in range(1000):
+            q, expect = queries[i % len(queries)]
+            spec += f"  - name: case_{i}\n    query: \"{q}\"\n    expect: {{ status: ok, output_contains: \"{expect}\" }}\n"
+        spec_path = os.path.join(work, "thousand.yaml")
+        with open(spec_path, "w") as f:
+            f.write(spec)
+        samples = [timed([BIN, "test", spec_path])[0] for _ in range(max(3, RUNS // 3))]
+        report("`toolrun test` with 1,000 cases", samples, "< 100 ms")
+
+        fixtures = os.path.join(work, "fixtures")
+        os.makedirs(fixtures)
+        shutil.copy(os.path.join(ROOT, "specs", "stock_assistant.yaml"), os.path.join(work, "stock_assistant.yaml"))
+        with open(os.path.join(ROOT, "fixtures", "stock_gain.json")) as f:
+            fixture = f.read().replace('"../specs/stock_assistant.yaml"', '"../stock_assistant.yaml"')
+        for i in range(1000):
+            with open(os.path.join(fixtures, f"f{i:04}.json"), "w") as f:
+                f.write(fixture)
+        paths = sorted(os.path.join(fixtures, p) for p in os.listdir(fixtures))
+        samples = [timed([BIN, "replay"] + paths)[0] for _ in range(max(3, RUNS // 3))]
+        report("`toolrun replay` of 1,000 fixtures", samples, "< 2 s")
+    finally:
+        shutil.rmtree(work)
+
+    print()
+    subprocess.run(["cargo", "bench", "--quiet", "--bench", "loop_cost"], cwd=ROOT, check=True)
+
+
+if __name__ == "__main__":
+    main()
