@@ -155,9 +155,9 @@ impl<'a> Engine<'a> {
     pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
         let started = Instant::now();
         let mut st = State::default();
-        self.events.emit(
+        self.events.emit_with(
             "run_started",
-            json!({ "spec": self.registry.name, "query": opts.query, "model": opts.model_name }),
+            || json!({ "spec": self.registry.name, "query": opts.query, "model": opts.model_name }),
         );
         let stop = if opts.query.trim().is_empty() {
             Stop::new(
@@ -209,10 +209,7 @@ impl<'a> Engine<'a> {
             usage: if st.any_usage { Some(st.usage) } else { None },
             duration_ms: millis(started.elapsed()),
         };
-        self.events.emit(
-            "run_finished",
-            json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }),
-        );
+        self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }));
         trace
     }
 
@@ -257,7 +254,7 @@ impl<'a> Engine<'a> {
                 }
             }
             st.steps += 1;
-            self.events.emit("model_request", json!({ "step": st.steps, "model": opts.model_name, "messages": st.messages.len() }));
+            self.events.emit_with("model_request", || json!({ "step": st.steps, "model": opts.model_name, "messages": st.messages.len() }));
             let input = DecideInput {
                 registry: self.registry,
                 messages: &st.messages,
@@ -268,9 +265,9 @@ impl<'a> Engine<'a> {
             let turn = match model.decide(input, self.transport, self.events).await {
                 Ok(t) => t,
                 Err(e) => {
-                    self.events.emit(
+                    self.events.emit_with(
                         "model_error",
-                        json!({ "step": st.steps, "message": e.message }),
+                        || json!({ "step": st.steps, "message": e.message }),
                     );
                     return Stop::new(Status::Failed, "model_error", e.message);
                 }
@@ -284,9 +281,9 @@ impl<'a> Engine<'a> {
             st.usage.per_step.push(turn.usage);
             match turn.decision {
                 Decision::Answer(text) => {
-                    self.events.emit(
+                    self.events.emit_with(
                         "model_response",
-                        json!({ "step": st.steps, "answer": text }),
+                        || json!({ "step": st.steps, "answer": text }),
                     );
                     st.messages.push(Message::Assistant {
                         content: Some(text.clone()),
@@ -296,9 +293,9 @@ impl<'a> Engine<'a> {
                     return Stop::new(Status::Ok, "answer", None);
                 }
                 Decision::Malformed { raw, reason } => {
-                    self.events.emit(
+                    self.events.emit_with(
                         "model_response",
-                        json!({ "step": st.steps, "malformed": reason, "raw": raw }),
+                        || json!({ "step": st.steps, "malformed": reason, "raw": raw }),
                     );
                     st.messages.push(Message::Assistant {
                         content: Some(raw),
@@ -325,9 +322,9 @@ impl<'a> Engine<'a> {
                 }
                 Decision::ToolCalls { text, calls } => {
                     let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-                    self.events.emit(
+                    self.events.emit_with(
                         "model_response",
-                        json!({ "step": st.steps, "tool_calls": names }),
+                        || json!({ "step": st.steps, "tool_calls": names }),
                     );
                     if let Some(stop) = self.handle_calls(st, text, calls, opts).await {
                         return stop;
@@ -608,9 +605,9 @@ impl<'a> Engine<'a> {
                 match plan {
                     Plan::Rejected(_) => None,
                     Plan::Run { tool, args } => {
-                        self.events.emit(
+                        self.events.emit_with(
                             "tool_started",
-                            json!({ "id": call.id, "name": tool.name, "arguments": args }),
+                            || json!({ "id": call.id, "name": tool.name, "arguments": args }),
                         );
                         let started = Instant::now();
                         let env = ToolEnv {
@@ -680,7 +677,7 @@ impl<'a> Engine<'a> {
                                 value
                             };
                             self.redactor.value(&mut recorded);
-                            self.events.emit("tool_finished", json!({ "id": call.id, "name": tool.name, "status": "ok", "duration_ms": duration_ms, "truncated": truncated }));
+                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": "ok", "duration_ms": duration_ms, "truncated": truncated }));
                             st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": "ok", "result": recorded }));
                             st.tool_results.push(ToolResultEntry {
                                 id: call.id.clone(),
@@ -704,7 +701,7 @@ impl<'a> Engine<'a> {
                             if let Some(d) = &mut err.details {
                                 self.redactor.value(d);
                             }
-                            self.events.emit("tool_finished", json!({ "id": call.id, "name": tool.name, "status": "error", "kind": err.kind.as_str(), "duration_ms": duration_ms }));
+                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": "error", "kind": err.kind.as_str(), "duration_ms": duration_ms }));
                             let key =
                                 format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
                             let repeats = st.error_repeats.entry(key).or_default();

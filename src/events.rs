@@ -40,6 +40,13 @@ impl Events {
         self.sink.is_some() || !self.taps.is_empty()
     }
 
+    /// Builds the event only when someone listens: the loop's hot path stays allocation-free.
+    pub fn emit_with(&self, event: &str, data: impl FnOnce() -> Value) {
+        if self.is_active() {
+            self.emit(event, data());
+        }
+    }
+
     pub fn emit(&self, event: &str, mut data: Value) {
         if !self.is_active() {
             return;

@@ -181,7 +181,7 @@ impl ModelKind {
 }
 
 pub struct Script {
-    pub when: Option<regex::Regex>,
+    pub when: Option<LazyRegex>,
     pub turns: Vec<Turn>,
 }
 
@@ -239,6 +239,46 @@ pub struct Expect {
     pub error_kinds: Option<Vec<String>>,
     pub output_contains: Vec<String>,
     pub output_not_contains: Vec<String>,
-    pub output_matches: Option<regex::Regex>,
+    pub output_matches: Option<LazyRegex>,
     pub max_tool_calls: Option<u32>,
+}
+
+/// A regex checked at compile time but built on first use: building automata is most of a small
+/// run's start-up, and a run tries only the scripts up to the first match.
+pub struct LazyRegex {
+    pattern: String,
+    built: std::sync::OnceLock<Result<regex::Regex, String>>,
+}
+
+/// Linear-time engine, bounded size: a `when` can never backtrack or eat memory.
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+impl LazyRegex {
+    pub fn new(pattern: &str) -> LazyRegex {
+        LazyRegex {
+            pattern: pattern.to_string(),
+            built: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    pub fn regex(&self) -> Result<&regex::Regex, String> {
+        self.built
+            .get_or_init(|| {
+                regex::RegexBuilder::new(&self.pattern)
+                    .size_limit(REGEX_SIZE_LIMIT)
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| format!("regular expression `{}`: {e}", self.pattern))
+    }
+
+    /// A pattern too large to build matches nothing (and `check` reported it already).
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex().is_ok_and(|r| r.is_match(text))
+    }
 }

@@ -4,22 +4,17 @@ use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::registry::{
-    LiveModel, ModelDef, ModelKind, Script, ScriptedArguments, ScriptedCall, Turn,
+    LazyRegex, LiveModel, ModelDef, ModelKind, Script, ScriptedArguments, ScriptedCall, Turn,
 };
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj};
 use crate::spec::yaml::{Node, Value};
 use std::time::Duration;
 
-/// Linear-time regexes only (the `regex` crate), and small ones: a `when` cannot backtrack.
-pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
-
-pub fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<regex::Regex> {
-    match regex::RegexBuilder::new(text)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-    {
-        Ok(r) => Some(r),
+pub fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<LazyRegex> {
+    // Parsing finds every syntax error without building automata (that happens on first use).
+    match regex_syntax::ParserBuilder::new().build().parse(text) {
+        Ok(_) => Some(LazyRegex::new(text)),
         Err(e) => {
             let msg = e.to_string();
             let short = msg.lines().last().unwrap_or(&msg).trim().to_string();
