@@ -23,6 +23,8 @@ pub enum TValue {
 
 pub struct Templates {
     env: minijinja::Environment<'static>,
+    /// Templates without template syntax: rendered by returning their text, with no context.
+    plain: std::collections::HashSet<String>,
     count: usize,
 }
 
@@ -54,7 +56,11 @@ impl Templates {
         env.set_recursion_limit(64);
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
         env.add_filter("urlencode", urlencode);
-        Templates { env, count: 0 }
+        Templates {
+            env,
+            plain: Default::default(),
+            count: 0,
+        }
     }
 
     /// Adds a template; a syntax error comes back with its 1-based line inside the template.
@@ -69,7 +75,26 @@ impl Templates {
                     e.line(),
                 )
             })?;
+        if !is_template(source) {
+            self.plain.insert(id.0.clone());
+        }
         Ok(id)
+    }
+
+    pub fn is_plain(&self, id: &TemplateId) -> bool {
+        self.plain.contains(&id.0)
+    }
+
+    /// Does rendering this value read the context at all? Callers skip building one when not:
+    /// serialising every result so far for a literal answer is most of a scripted step's cost.
+    pub fn needs_context(&self, tv: &TValue) -> bool {
+        match tv {
+            TValue::Literal(_) => false,
+            TValue::Text(id) => !self.is_plain(id),
+            TValue::Expr(_) => true,
+            TValue::Array(items) => items.iter().any(|i| self.needs_context(i)),
+            TValue::Object(entries) => entries.iter().any(|(_, v)| self.needs_context(v)),
+        }
     }
 
     /// For `{{ expr }}` leaves: renders the expression as JSON so its type survives.
@@ -166,6 +191,9 @@ impl Templates {
 
     pub fn render_text(&self, id: &TemplateId, ctx: &minijinja::Value) -> Result<String, String> {
         let template = self.env.get_template(&id.0).map_err(|e| e.to_string())?;
+        if self.is_plain(id) {
+            return Ok(template.source().to_string());
+        }
         let text = template.render(ctx).map_err(describe_error)?;
         if text.len() > MAX_RENDERED_BYTES {
             return Err(format!(

@@ -53,19 +53,29 @@ impl ScriptedModel {
             )));
         };
         self.next_turn += 1;
-        let ctx = context(&json!({
-            "query": input.query,
-            "results": input.results,
-            "last": input.results.last(),
-            "step": input.step,
-        }));
+        let t = &registry.templates;
+        let needs_context = match turn {
+            Turn::Answer(id) | Turn::Raw(id) => !t.is_plain(id),
+            Turn::ToolCalls(calls) => calls.iter().any(
+                |c| matches!(&c.arguments, ScriptedArguments::Json(tv) if t.needs_context(tv)),
+            ),
+        };
+        let ctx = if needs_context {
+            context(&json!({
+                "query": input.query,
+                "results": input.results,
+                "last": input.results.last(),
+                "step": input.step,
+            }))
+        } else {
+            minijinja::Value::UNDEFINED
+        };
         let render_err = |e: String| {
             ModelError::new(format!(
                 "{}, turn {}: template failed: {e}",
                 self.script_label, self.next_turn
             ))
         };
-        let t = &registry.templates;
         let decision = match turn {
             Turn::Answer(id) => Decision::Answer(t.render_text(id, &ctx).map_err(render_err)?),
             Turn::Raw(id) => {

@@ -41,8 +41,16 @@ pub fn execute(
             "no mock response matches these arguments",
         ));
     };
-    let ctx = context(&json!({ "args": args, "query": env.query }));
     let templates = &env.registry.templates;
+    let needs_context = match &response.outcome {
+        MockOutcome::Result(tv) => templates.needs_context(tv),
+        MockOutcome::Error { message, .. } => !templates.is_plain(message),
+    };
+    let ctx = if needs_context {
+        context(&json!({ "args": args, "query": env.query }))
+    } else {
+        minijinja::Value::UNDEFINED
+    };
     match &response.outcome {
         MockOutcome::Result(tv) => templates.render(tv, &ctx).map_err(|e| {
             ToolError::new(
