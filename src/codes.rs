@@ -202,3 +202,32 @@ pub fn explain(c: &Code) -> String {
         indent(c.good)
     )
 }
+
+/// `docs/codes.md`, the page SARIF rules link to: every code with its explanation.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "# Diagnostic codes\n\nGenerated from `src/codes.rs` (the same text as `toolrun explain CODE`); a test keeps it current.\n",
+    );
+    for c in CODES {
+        out.push_str(&format!(
+            "\n## {}\n\n**{}**\n\n{}\n\n*Why it matters:* {}\n\nExample:\n\n```yaml\n{}\n```\n\nFix:\n\n```yaml\n{}\n```\n",
+            c.code, c.title, c.what, c.why, c.bad, c.good
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod reference_tests {
+    #[test]
+    fn docs_codes_md_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/codes.md");
+        let fresh = super::reference_markdown();
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(path, &fresh).expect("write docs/codes.md");
+            return;
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(committed == fresh, "docs/codes.md is stale: run `UPDATE_SNAPSHOTS=1 cargo test docs_codes_md_is_current`");
+    }
+}
