@@ -228,6 +228,9 @@ mod reference_tests {
             return;
         }
         let committed = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(committed == fresh, "docs/codes.md is stale: run `UPDATE_SNAPSHOTS=1 cargo test docs_codes_md_is_current`");
+        assert!(
+            committed == fresh,
+            "docs/codes.md is stale: run `UPDATE_SNAPSHOTS=1 cargo test docs_codes_md_is_current`"
+        );
     }
 }

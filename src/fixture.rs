@@ -124,7 +124,7 @@ fn purpose_parts(p: Purpose<'_>) -> (&'static str, String) {
 }
 
 /// Removes the ignored JSON Pointers (volatile fields) before two bodies are compared.
-fn without_pointers(mut v: Value, pointers: &[String]) -> Value {
+pub fn without_pointers(mut v: Value, pointers: &[String]) -> Value {
     for p in pointers {
         let Some((parent, last)) = p.rsplit_once('/') else {
             continue;

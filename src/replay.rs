@@ -142,8 +142,9 @@ pub async fn replay_fixture(
     }
     // The spec's hash changes with any edit (a new test, a comment); what must not change is
     // what the run did, so the hash is not compared.
+    // `replay.ignore` names volatile fields: they are left out of the trace comparison too.
     let comparable = |v: &Value| {
-        let mut v = without_durations(v);
+        let mut v = crate::fixture::without_pointers(without_durations(v), &registry.replay_ignore);
         if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
             spec.remove("sha256");
         }

@@ -328,3 +328,41 @@ fn exchanges_left_unused_fail_the_replay() {
         out.stdout
     );
 }
+
+#[test]
+fn replay_ignore_skips_volatile_fields_in_requests_and_traces() {
+    use support::providers::{live_spec, openai_answer, Fake};
+    let fake = Fake::openai(vec![openai_answer("Hello.")]);
+    let dir = support::temp_dir("replay-ignore");
+    let spec_text = live_spec("openai", &fake.base_url(), "", "");
+    let spec = write(&dir, "live.yaml", &spec_text);
+    let out = run(toolrun()
+        .env("TEST_KEY", "sk-test-123")
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "hi", "--record"])
+        .arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    drop(fake);
+    let fixture = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    assert!(
+        !fixture.contains("sk-test-123"),
+        "the API key leaked into the fixture"
+    );
+
+    // The system prompt goes into every model request and the trace: changing it diverges...
+    let edited = spec_text.replace("never guess a price.", "never guess a price. Be brief.");
+    std::fs::write(&spec, &edited).unwrap();
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("/messages/0/content"), "{}", out.stdout);
+
+    // ...unless the spec declares it volatile.
+    std::fs::write(
+        &spec,
+        format!("{edited}replay:\n  ignore: [/messages/0/content]\n"),
+    )
+    .unwrap();
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -232,7 +232,7 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
         ("expect", "max_tool_calls") => (count(0), "At most this many tool calls."),
         ("replay", "ignore") => (
             json!({ "type": "array", "items": { "type": "string", "pattern": "^(/.*)?$" } }),
-            "JSON Pointers of trace fields that may differ.",
+            "JSON Pointers of volatile fields, ignored when replay compares request bodies and traces.",
         ),
         _ => return None,
     };
