@@ -445,3 +445,47 @@ fn partitions_split_the_suite_without_overlap() {
         .args(["--partition", "4/3"]));
     assert_eq!(out.code, 2);
 }
+
+#[test]
+fn run_timeout_keeps_everything_observed_so_far() {
+    let dir = support::temp_dir("run-timeout");
+    let path = write(
+        &dir,
+        "s.yaml",
+        r#"version: 1
+name: slow
+tools:
+  quick:
+    description: Answers at once with a fixed value.
+    kind: mock
+    responses: [{ result: 1 }]
+  slow:
+    description: A service that takes far too long to answer.
+    kind: mock
+    timeout: 30s
+    faults: [{ delay: 20s }]
+    responses: [{ result: 2 }]
+limits: { run_timeout: 300ms, tool_timeout: 200ms }
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: quick }]
+          - tool_calls: [{ name: slow }]
+          - answer: never
+"#,
+    );
+    let trace_path = dir.join("t.json");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&path)
+        .args(["--query", "go", "--trace"])
+        .arg(&trace_path));
+    assert_eq!(out.code, 1, "{out:?}");
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
+    assert_eq!(t["status"], "failed");
+    assert_eq!(t["stop_reason"], "run_timeout");
+    assert_eq!(t["tool_results"][0]["name"], "quick");
+    assert!(t["final_output"].is_null());
+}
