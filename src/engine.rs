@@ -75,6 +75,24 @@ struct State {
     fault_counts: HashMap<String, u32>,
 }
 
+enum Plan<'t> {
+    Run { tool: &'t Tool, args: Value },
+    Rejected(Message),
+}
+
+enum Admission<'t> {
+    Run {
+        tool: &'t Tool,
+        args: Value,
+        signature: String,
+    },
+    Reject {
+        args: Value,
+        error: ToolError,
+        ends_run: Option<Stop>,
+    },
+}
+
 pub struct Engine<'a> {
     pub registry: &'a Registry,
     pub transport: &'a Transport,
@@ -373,7 +391,6 @@ impl<'a> Engine<'a> {
         opts: &RunOptions<'_>,
     ) -> Option<Stop> {
         let limits = &self.registry.limits;
-        let policy = &self.registry.policy;
         let mut any_malformed = false;
         let calls: Vec<ProposedCall> = calls
             .into_iter()
@@ -402,192 +419,51 @@ impl<'a> Engine<'a> {
 
         // Validate every call first: a turn either runs its valid calls or stops for a person
         // before any of them has side effects.
-        enum Plan<'t> {
-            Run { tool: &'t Tool, args: Value },
-            Rejected(Message),
-        }
         let mut plans: Vec<(usize, Plan)> = Vec::new();
         let mut stop: Option<Stop> = None;
         let mut planned_runs = 0u32;
         for (i, call) in calls.iter().enumerate() {
-            let id = call.id.as_str();
-            let name = call.name.as_str();
-            let args = match &call.arguments {
-                Ok(v) => v.clone(),
-                Err(raw) => {
-                    any_malformed = true;
-                    let shown: String = raw.chars().take(200).collect();
-                    let msg = self.reject(
-                        st,
-                        id,
-                        name,
-                        &Value::String(raw.clone()),
-                        ToolError::new(
-                            ErrorKind::MalformedDecision,
-                            format!("the arguments of `{name}` are not a JSON object: {shown}"),
-                        ),
-                    );
+            match self.admit(st, call, planned_runs) {
+                Admission::Run {
+                    tool,
+                    args,
+                    signature,
+                } => {
+                    if tool.confirm && !opts.approvals.contains(&call.name) {
+                        let approved_now = opts.confirmer.is_some_and(|ask| ask(&call.name, &args));
+                        if !approved_now {
+                            st.pending = Some(PendingCall {
+                                id: call.id.clone(),
+                                name: call.name.clone(),
+                                arguments: args,
+                            });
+                            let name = &call.name;
+                            return Some(Stop::new(
+                                Status::NeedsConfirmation,
+                                "needs_confirmation",
+                                format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
+                            ));
+                        }
+                    }
+                    *st.identical.entry(signature.clone()).or_default() += 1;
+                    *st.per_tool.entry(call.name.clone()).or_default() += 1;
+                    st.executed_signatures.push(signature);
+                    planned_runs += 1;
+                    plans.push((i, Plan::Run { tool, args }));
+                }
+                Admission::Reject {
+                    args,
+                    error,
+                    ends_run,
+                } => {
+                    any_malformed |= error.kind == ErrorKind::MalformedDecision;
+                    if let Some(s) = ends_run {
+                        stop.get_or_insert(s);
+                    }
+                    let msg = self.reject(st, &call.id, &call.name, &args, error);
                     plans.push((i, Plan::Rejected(msg)));
-                    continue;
-                }
-            };
-            let Some(tool) = self.registry.tool(name) else {
-                let shown: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
-                let hint = crate::diag::did_you_mean(
-                    &shown,
-                    self.registry.tool_names().filter(|t| self.allowed(t)),
-                )
-                .map(|h| format!("; {h}"))
-                .unwrap_or_default();
-                let msg = self.reject(
-                    st,
-                    id,
-                    name,
-                    &args,
-                    ToolError::new(
-                        ErrorKind::UnknownTool,
-                        format!("there is no tool named `{shown}`{hint}"),
-                    ),
-                );
-                plans.push((i, Plan::Rejected(msg)));
-                continue;
-            };
-            if !self.allowed(name) {
-                let msg = self.reject(
-                    st,
-                    id,
-                    name,
-                    &args,
-                    ToolError::new(
-                        ErrorKind::Denied,
-                        format!("the policy does not allow `{name}`"),
-                    ),
-                );
-                plans.push((i, Plan::Rejected(msg)));
-                continue;
-            }
-            let problems = validation_errors(tool, &args);
-            if !problems.is_empty() {
-                let msg = self.reject(
-                    st,
-                    id,
-                    name,
-                    &args,
-                    ToolError::new(ErrorKind::InvalidArguments, problems.join("; ")),
-                );
-                plans.push((i, Plan::Rejected(msg)));
-                continue;
-            }
-            if st.tool_call_count + planned_runs >= limits.max_tool_calls {
-                let msg = self.reject(
-                    st,
-                    id,
-                    name,
-                    &args,
-                    ToolError::new(
-                        ErrorKind::LimitExceeded,
-                        format!(
-                            "the run may make at most {} tool calls (max_tool_calls)",
-                            limits.max_tool_calls
-                        ),
-                    ),
-                );
-                plans.push((i, Plan::Rejected(msg)));
-                stop.get_or_insert(Stop::new(
-                    Status::NeedsReview,
-                    "max_tool_calls",
-                    format!(
-                        "the model asked for more than {} tool calls",
-                        limits.max_tool_calls
-                    ),
-                ));
-                continue;
-            }
-            let used = st.per_tool.get(name).copied().unwrap_or(0);
-            if let Some(max) = tool.max_calls {
-                if used >= max {
-                    let msg = self.reject(
-                        st,
-                        id,
-                        name,
-                        &args,
-                        ToolError::new(
-                            ErrorKind::LimitExceeded,
-                            format!("`{name}` may be called at most {max} times per run"),
-                        ),
-                    );
-                    plans.push((i, Plan::Rejected(msg)));
-                    continue;
                 }
             }
-            let signature = format!("{name} {}", canonical(&args));
-            let seen = st.identical.get(&signature).copied().unwrap_or(0);
-            if seen >= policy.max_identical_calls {
-                let msg = self.reject(
-                    st,
-                    id,
-                    name,
-                    &args,
-                    ToolError::new(
-                        ErrorKind::LoopDetected,
-                        format!("`{name}` was already called {seen} times with these arguments"),
-                    ),
-                );
-                plans.push((i, Plan::Rejected(msg)));
-                stop.get_or_insert(Stop::new(
-                    Status::NeedsReview,
-                    "loop_detected",
-                    format!(
-                        "the model repeated the same call to `{name}` {} times",
-                        seen + 1
-                    ),
-                ));
-                continue;
-            }
-            if policy.detect_alternation {
-                let h = &st.executed_signatures;
-                let n = h.len();
-                if n >= 3 && h[n - 1] != signature && h[n - 2] == signature && h[n - 3] == h[n - 1]
-                {
-                    let msg = self.reject(
-                        st,
-                        id,
-                        name,
-                        &args,
-                        ToolError::new(
-                            ErrorKind::LoopDetected,
-                            "the model is alternating between the same two calls",
-                        ),
-                    );
-                    plans.push((i, Plan::Rejected(msg)));
-                    stop.get_or_insert(Stop::new(
-                        Status::NeedsReview,
-                        "loop_detected",
-                        "the model alternated between the same two calls (A, B, A, B)".to_string(),
-                    ));
-                    continue;
-                }
-            }
-            if tool.confirm && !opts.approvals.contains(name) {
-                let approved_now = opts.confirmer.is_some_and(|ask| ask(name, &args));
-                if !approved_now {
-                    st.pending = Some(PendingCall {
-                        id: id.into(),
-                        name: name.into(),
-                        arguments: args.clone(),
-                    });
-                    return Some(Stop::new(
-                        Status::NeedsConfirmation,
-                        "needs_confirmation",
-                        format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
-                    ));
-                }
-            }
-            *st.identical.entry(signature.clone()).or_default() += 1;
-            *st.per_tool.entry(name.to_string()).or_default() += 1;
-            st.executed_signatures.push(signature);
-            planned_runs += 1;
-            plans.push((i, Plan::Run { tool, args }));
         }
 
         // Execute concurrently, bounded, and collect in the model's order.
@@ -755,6 +631,130 @@ impl<'a> Engine<'a> {
             st.malformed_in_a_row = 0;
         }
         stop
+    }
+
+    /// Is this call registered, allowed, well-formed and within budget? Rejections become
+    /// observations for the model; some also end the run (limits, loops).
+    fn admit(&self, st: &State, call: &ProposedCall, planned_runs: u32) -> Admission<'a> {
+        let limits = &self.registry.limits;
+        let policy = &self.registry.policy;
+        let name = call.name.as_str();
+        let reject = |args: Value, kind: ErrorKind, message: String| Admission::Reject {
+            args,
+            error: ToolError::new(kind, message),
+            ends_run: None,
+        };
+        let args = match &call.arguments {
+            Ok(v) => v.clone(),
+            Err(raw) => {
+                let shown: String = raw.chars().take(200).collect();
+                return reject(
+                    Value::String(raw.clone()),
+                    ErrorKind::MalformedDecision,
+                    format!("the arguments of `{name}` are not a JSON object: {shown}"),
+                );
+            }
+        };
+        let Some(tool) = self.registry.tool(name) else {
+            // A name with control characters must not reach a terminal or a log as is.
+            let shown: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
+            let hint = crate::diag::did_you_mean(
+                &shown,
+                self.registry.tool_names().filter(|t| self.allowed(t)),
+            )
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
+            return reject(
+                args,
+                ErrorKind::UnknownTool,
+                format!("there is no tool named `{shown}`{hint}"),
+            );
+        };
+        if !self.allowed(name) {
+            return reject(
+                args,
+                ErrorKind::Denied,
+                format!("the policy does not allow `{name}`"),
+            );
+        }
+        let problems = validation_errors(tool, &args);
+        if !problems.is_empty() {
+            return reject(args, ErrorKind::InvalidArguments, problems.join("; "));
+        }
+        if st.tool_call_count + planned_runs >= limits.max_tool_calls {
+            return Admission::Reject {
+                args,
+                error: ToolError::new(
+                    ErrorKind::LimitExceeded,
+                    format!(
+                        "the run may make at most {} tool calls (max_tool_calls)",
+                        limits.max_tool_calls
+                    ),
+                ),
+                ends_run: Some(Stop::new(
+                    Status::NeedsReview,
+                    "max_tool_calls",
+                    format!(
+                        "the model asked for more than {} tool calls",
+                        limits.max_tool_calls
+                    ),
+                )),
+            };
+        }
+        if let Some(max) = tool.max_calls {
+            if st.per_tool.get(name).copied().unwrap_or(0) >= max {
+                return reject(
+                    args,
+                    ErrorKind::LimitExceeded,
+                    format!("`{name}` may be called at most {max} times per run"),
+                );
+            }
+        }
+        let signature = format!("{name} {}", canonical(&args));
+        let seen = st.identical.get(&signature).copied().unwrap_or(0);
+        if seen >= policy.max_identical_calls {
+            return Admission::Reject {
+                args,
+                error: ToolError::new(
+                    ErrorKind::LoopDetected,
+                    format!("`{name}` was already called {seen} times with these arguments"),
+                ),
+                ends_run: Some(Stop::new(
+                    Status::NeedsReview,
+                    "loop_detected",
+                    format!(
+                        "the model repeated the same call to `{name}` {} times",
+                        seen + 1
+                    ),
+                )),
+            };
+        }
+        let h = &st.executed_signatures;
+        let n = h.len();
+        if policy.detect_alternation
+            && n >= 3
+            && h[n - 1] != signature
+            && h[n - 2] == signature
+            && h[n - 3] == h[n - 1]
+        {
+            return Admission::Reject {
+                args,
+                error: ToolError::new(
+                    ErrorKind::LoopDetected,
+                    "the model is alternating between the same two calls",
+                ),
+                ends_run: Some(Stop::new(
+                    Status::NeedsReview,
+                    "loop_detected",
+                    "the model alternated between the same two calls (A, B, A, B)".to_string(),
+                )),
+            };
+        }
+        Admission::Run {
+            tool,
+            args,
+            signature,
+        }
     }
 
     /// Spec-declared faults, counted per tool so `fail_first: 2` fails exactly the first two calls.
