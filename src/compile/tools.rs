@@ -407,6 +407,26 @@ fn compile_mock(
     Some(out)
 }
 
+/// The optional `kind:` of an error (default `execution_error`); an unknown one is reported.
+fn error_kind(obj: &Obj, code: &'static str, ctx: &mut Ctx) -> Option<ErrorKind> {
+    let Some(k) = obj.string("kind", &mut ctx.d) else {
+        return Some(ErrorKind::ExecutionError);
+    };
+    let kind = ErrorKind::parse(&k.value);
+    if kind.is_none() {
+        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        ctx.d.push(
+            Diagnostic::new(code, format!("unknown error kind `{}`", k.value))
+                .at(k.span)
+                .help(
+                    did_you_mean(&k.value, all.iter().copied())
+                        .unwrap_or_else(|| format!("kinds: {}", all.join(", "))),
+                ),
+        );
+    }
+    kind
+}
+
 fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
     match &node.value {
         Value::Str(s) => {
@@ -418,24 +438,7 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
         }
         Value::Map(_) => {
             let obj = Obj::new(node, "`error`", keys::ERROR_OBJECT, &mut ctx.d)?;
-            let kind = match obj.string("kind", &mut ctx.d) {
-                None => ErrorKind::ExecutionError,
-                Some(k) => match ErrorKind::parse(&k.value) {
-                    Some(kind) => kind,
-                    None => {
-                        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
-                        ctx.d.push(
-                            Diagnostic::new("E029", format!("unknown error kind `{}`", k.value))
-                                .at(k.span)
-                                .help(
-                                    did_you_mean(&k.value, all.iter().copied())
-                                        .unwrap_or_else(|| format!("kinds: {}", all.join(", "))),
-                                ),
-                        );
-                        return None;
-                    }
-                },
-            };
+            let kind = error_kind(&obj, "E029", ctx)?;
             let message_node = obj.get("message");
             let message = obj.require_string("message", "`error`", &mut ctx.d)?;
             let id = compile_text(&message.value, message_node.unwrap_or(node), roots, ctx)?;
@@ -844,23 +847,8 @@ pub(super) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
             continue;
         }
         if let Some(n) = f.count("fail_first", 1, &mut ctx.d) {
-            let kind = match f.string("kind", &mut ctx.d) {
-                None => ErrorKind::ExecutionError,
-                Some(k) => match ErrorKind::parse(&k.value) {
-                    Some(kind) => kind,
-                    None => {
-                        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
-                        ctx.d.push(
-                            Diagnostic::new("E035", format!("unknown error kind `{}`", k.value))
-                                .at(k.span)
-                                .help(
-                                    did_you_mean(&k.value, all.iter().copied())
-                                        .unwrap_or_else(|| format!("kinds: {}", all.join(", "))),
-                                ),
-                        );
-                        continue;
-                    }
-                },
+            let Some(kind) = error_kind(&f, "E035", ctx) else {
+                continue;
             };
             let message = f
                 .string("message", &mut ctx.d)
