@@ -91,7 +91,8 @@ fuzz_target!(|input: Input| {
                     Err(e) => panic!("prepare returned an unparsable URL {:?}: {e}", req.url),
                 };
                 assert_eq!(url.host_str(), Some("api.example.com"), "{}", req.url);
-                let segments: Vec<&str> = url.path_segments().map(|s| s.collect()).unwrap_or_default();
+                let segments: Vec<&str> =
+                    url.path_segments().map(|s| s.collect()).unwrap_or_default();
                 assert_eq!(segments.len(), 4, "{}", req.url);
                 assert_eq!((segments[0], segments[2]), ("v1", "items"), "{}", req.url);
                 for (key, _) in url.query_pairs() {
