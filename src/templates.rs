@@ -194,15 +194,22 @@ impl Templates {
         if self.is_plain(id) {
             return Ok(template.source().to_string());
         }
-        let text = template.render(ctx).map_err(describe_error)?;
-        if text.len() > MAX_RENDERED_BYTES {
+        // Fuel bounds instructions, not bytes: `{% for i in range(100) %}{{ big }}{% endfor %}`
+        // is cheap in fuel and huge in output. The writer stops the render at the limit instead
+        // of checking the length of a string that was already built.
+        let mut out = CappedWriter::default();
+        let rendered = template.render_captured_to(ctx, &mut out).map(drop);
+        if out.exceeded {
             return Err(format!(
-                "template rendered {} bytes, more than the {} allowed",
-                text.len(),
-                MAX_RENDERED_BYTES
+                "template rendered more than the {MAX_RENDERED_BYTES} bytes allowed"
             ));
         }
-        Ok(text)
+        rendered.map_err(describe_error)?;
+        // minijinja writes whole UTF-8 strings; the lossy conversion only avoids a panic path.
+        Ok(match String::from_utf8(out.buf) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
     }
 
     pub fn render(&self, tv: &TValue, ctx: &minijinja::Value) -> Result<Value, String> {
@@ -254,6 +261,28 @@ fn urlencode(value: &minijinja::Value) -> Result<minijinja::Value, minijinja::Er
         return Ok(minijinja::Value::from(out));
     }
     minijinja::filters::urlencode(value).map(minijinja::Value::from)
+}
+
+/// Collects rendered output and refuses to grow past `MAX_RENDERED_BYTES`.
+#[derive(Default)]
+struct CappedWriter {
+    buf: Vec<u8>,
+    exceeded: bool,
+}
+
+impl std::io::Write for CappedWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len().saturating_add(bytes.len()) > MAX_RENDERED_BYTES {
+            self.exceeded = true;
+            return Err(std::io::Error::other("rendered output limit"));
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn contains_template(v: &Value) -> bool {
@@ -320,6 +349,16 @@ mod tests {
             .render_text(&id, &context(&json!({})))
             .unwrap_err()
             .contains("too much work"));
+    }
+
+    #[test]
+    fn output_is_capped_while_rendering() {
+        let mut t = Templates::new();
+        let id = t
+            .add("{% set mb = 'x' * 1000000 %}{% for i in range(1000) %}{{ mb }}{% endfor %}")
+            .unwrap();
+        let err = t.render_text(&id, &context(&json!({}))).unwrap_err();
+        assert!(err.contains("more than"), "{err}");
     }
 
     #[test]

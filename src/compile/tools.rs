@@ -531,6 +531,15 @@ fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_js
         );
     }
     let meta = std::fs::metadata(&real).ok()?;
+    // A FIFO or a device (`/dev/zero` behind a symlink in the folder) has no end: reading it
+    // would hang or fill memory.
+    if !meta.is_file() {
+        return fail(
+            ctx,
+            format!("table file `{}` is not a regular file", file.value),
+            "point `file:` at a CSV or JSON file",
+        );
+    }
     if meta.len() > crate::spec::MAX_SPEC_BYTES * 4 {
         return fail(
             ctx,

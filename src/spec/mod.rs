@@ -57,15 +57,27 @@ pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
         .in_file(&display)
         .help("split the spec, or move large tables into a `file:` next to it"));
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            return fail(
-                format!("cannot read `{display}`: {e}"),
-                "check the file's permissions",
-            )
-        }
-    };
+    // The size check above sees 0 for `/dev/zero`, a FIFO or `/dev/stdin`; reading at most one
+    // byte past the limit keeps those bounded too.
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| {
+        use std::io::Read;
+        f.take(MAX_SPEC_BYTES + 1).read_to_end(&mut bytes)
+    });
+    if let Err(e) = read {
+        return fail(
+            format!("cannot read `{display}`: {e}"),
+            "check the file's permissions",
+        );
+    }
+    if bytes.len() as u64 > MAX_SPEC_BYTES {
+        return Err(Diagnostic::new(
+            "E004",
+            format!("`{display}` is larger than {MAX_SPEC_BYTES} bytes, the limit for a spec"),
+        )
+        .in_file(&display)
+        .help("split the spec, or move large tables into a `file:` next to it"));
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Source { display, text }),
         Err(e) => {

@@ -102,7 +102,9 @@ fn invalid(message: impl Into<String>) -> ToolError {
     ToolError::new(ErrorKind::InvalidArguments, message)
 }
 
-fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpRequest, ToolError> {
+/// Renders the request a call would send, without sending it. Public so the template fuzz target
+/// can check that no argument value changes a URL's host or path structure.
+pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpRequest, ToolError> {
     let templates = &env.registry.templates;
     let data = json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query });
     let plain = templates::context(&data);
