@@ -454,3 +454,56 @@ fn with_allow_hosts_listed_an_unlisted_port_is_denied() {
     );
     assert!(other.requests().is_empty());
 }
+
+#[test]
+fn a_long_download_reports_progress_events() {
+    // 1 MiB, trickled: the watcher of `--events` sees bytes arrive before the result.
+    let server = TestServer::start(|_| {
+        Response::status(200)
+            .huge(1 << 20)
+            .trickle(64 << 10, std::time::Duration::from_millis(5))
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/big\" }}\nresponse: {{ max_bytes: 4194304 }}",
+        server.base_url()
+    );
+    let spec = one(&tool);
+    let dir = support::temp_dir("http_progress");
+    let path = support::write(&dir, "spec.yaml", &spec.yaml());
+    let events_path = dir.join("events.jsonl");
+    let out = support::run(
+        support::toolrun()
+            .arg("run")
+            .arg(&path)
+            .args(["--query", "go", "--events"])
+            .arg(&events_path),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let events: Vec<Value> = std::fs::read_to_string(&events_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let progress: Vec<u64> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_progress")
+        .map(|e| e["bytes"].as_u64().unwrap())
+        .collect();
+    assert!(
+        progress.len() >= 4,
+        "expected several progress events, got {progress:?}"
+    );
+    assert!(
+        progress.windows(2).all(|w| w[0] < w[1]),
+        "bytes only grow: {progress:?}"
+    );
+    let finished = events
+        .iter()
+        .position(|e| e["event"] == "tool_finished")
+        .unwrap();
+    let last_progress = events
+        .iter()
+        .rposition(|e| e["event"] == "tool_progress")
+        .unwrap();
+    assert!(last_progress < finished, "progress comes before the result");
+}
