@@ -366,3 +366,80 @@ fn replay_ignore_skips_volatile_fields_in_requests_and_traces() {
     let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[test]
+fn an_anthropic_conversation_with_parallel_tool_use_replays_offline() {
+    use support::providers::{anthropic_answer, anthropic_tool_use, live_spec, Fake};
+    let fake = Fake::anthropic(vec![
+        anthropic_tool_use(
+            Some("Looking up both."),
+            &[
+                (
+                    "toolu_01",
+                    "get_stock_price",
+                    serde_json::json!({"ticker": "AAPL"}),
+                ),
+                (
+                    "toolu_02",
+                    "get_stock_price",
+                    serde_json::json!({"ticker": "MSFT"}),
+                ),
+            ],
+        ),
+        anthropic_answer("AAPL is 178.15 and MSFT is 411.2."),
+    ]);
+    let dir = support::temp_dir("replay-anthropic");
+    let spec = write(
+        &dir,
+        "live.yaml",
+        &live_spec("anthropic", &fake.base_url(), "", ""),
+    );
+    let out = run(toolrun()
+        .env("TEST_KEY", support::providers::KEY)
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "compare", "--record"])
+        .arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    drop(fake);
+    let text = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    assert!(!text.contains(support::providers::KEY));
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(fixture["exchanges"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        fixture["exchanges"][0]["request"]["headers"]["x-api-key"],
+        "***"
+    );
+    // No key, no server: the replay answers both model calls from the fixture.
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn spec_flag_replays_against_another_copy_of_the_spec() {
+    let dir = support::temp_dir("replay-spec-flag");
+    let spec = write(&dir, "orders.yaml", SPEC);
+    record(&dir, &spec, "f.json", &[]).assert_success();
+    let elsewhere = support::temp_dir("replay-spec-flag-copy");
+    let moved = write(
+        &elsewhere,
+        "orders-v2.yaml",
+        &SPEC.replace("status: shipped", "status: delayed"),
+    );
+    std::fs::remove_file(&spec).unwrap();
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 1, "the recorded spec path is gone: {out:?}");
+    assert!(out.stdout.contains("orders.yaml"), "{}", out.stdout);
+    let out = run(toolrun()
+        .arg("replay")
+        .arg(dir.join("f.json"))
+        .arg("--spec")
+        .arg(&moved));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("got \"Order 7 is delayed.\""),
+        "{}",
+        out.stdout
+    );
+}
