@@ -16,6 +16,8 @@ pub mod engine;
 pub mod events;
 pub mod exit;
 pub mod fixture;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod models;
 pub mod net;
 pub mod redact;
