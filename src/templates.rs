@@ -12,6 +12,13 @@ pub const MAX_RENDERED_BYTES: usize = 4 << 20;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TemplateId(pub String);
 
+/// Where a syntax error is inside a template: 1-based line, 1-based column in characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TemplatePos {
+    pub line: usize,
+    pub column: usize,
+}
+
 #[derive(Clone, Debug)]
 pub enum TValue {
     Literal(Value),
@@ -64,16 +71,23 @@ impl Templates {
     }
 
     /// Adds a template; a syntax error comes back with its 1-based line inside the template.
-    pub fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<usize>)> {
+    /// Adds a template; a syntax error comes back with its (line, column) inside the template,
+    /// both 1-based, the column in characters.
+    pub fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.count += 1;
         let id = TemplateId(format!("t{}", self.count));
         self.env
             .add_template_owned(id.0.clone(), source.to_string())
             .map_err(|e| {
-                (
-                    e.detail().unwrap_or(&e.kind().to_string()).to_string(),
-                    e.line(),
-                )
+                let pos = e.line().map(|line| {
+                    let column = e
+                        .range()
+                        .and_then(|r| source.get(..r.start))
+                        .map(|before| before.rsplit('\n').next().unwrap_or("").chars().count() + 1)
+                        .unwrap_or(1);
+                    TemplatePos { line, column }
+                });
+                (e.detail().unwrap_or(&e.kind().to_string()).to_string(), pos)
             })?;
         if !is_template(source) {
             self.plain.insert(id.0.clone());
@@ -98,7 +112,7 @@ impl Templates {
     }
 
     /// For `{{ expr }}` leaves: renders the expression as JSON so its type survives.
-    pub fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<usize>)> {
+    pub fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.add(&format!("{{{{ ({expr}) | tojson }}}}"))
     }
 
@@ -133,7 +147,7 @@ impl Templates {
     pub fn compile_value(
         &mut self,
         value: &Value,
-    ) -> Result<TValue, Vec<(String, String, Option<usize>)>> {
+    ) -> Result<TValue, Vec<(String, String, Option<TemplatePos>)>> {
         let mut errors = Vec::new();
         let tv = self.compile_at(value, String::new(), &mut errors);
         if errors.is_empty() {
@@ -147,12 +161,22 @@ impl Templates {
         &mut self,
         value: &Value,
         pointer: String,
-        errors: &mut Vec<(String, String, Option<usize>)>,
+        errors: &mut Vec<(String, String, Option<TemplatePos>)>,
     ) -> TValue {
         match value {
             Value::String(s) if is_template(s) => {
                 let result = match single_expression(s) {
-                    Some(expr) => self.add_expr(expr).map(TValue::Expr),
+                    // The wrapper `{{ (expr) | tojson }}` shifts columns: map them back to `s`.
+                    Some(expr) => self.add_expr(expr).map(TValue::Expr).map_err(|(msg, pos)| {
+                        let start = s.find(expr).map(|b| s[..b].chars().count()).unwrap_or(0);
+                        let pos =
+                            pos.filter(|p| p.line == 1 && p.column > 4)
+                                .map(|p| TemplatePos {
+                                    line: 1,
+                                    column: p.column - 4 + start,
+                                });
+                        (msg, pos)
+                    }),
                     None => self.add(s).map(TValue::Text),
                 };
                 result.unwrap_or_else(|(msg, line)| {
@@ -364,7 +388,7 @@ mod tests {
     #[test]
     fn syntax_errors_have_a_line() {
         let mut t = Templates::new();
-        let (_, line) = t.add("ok\n{{ broken ").unwrap_err();
-        assert_eq!(line, Some(2));
+        let (_, pos) = t.add("ok\n{{ broken ").unwrap_err();
+        assert_eq!(pos.map(|p| p.line), Some(2));
     }
 }

@@ -451,3 +451,49 @@ fn nothing_prints_ansi_escapes() {
         }
     }
 }
+
+#[test]
+fn template_syntax_errors_point_inside_the_string() {
+    let dir = support::temp_dir("e016-columns");
+    let path = support::write(
+        &dir,
+        "t.yaml",
+        r#"version: 1
+name: t
+tools:
+  a:
+    description: A mock tool for template errors.
+    kind: mock
+    input: { type: object, properties: { x: { type: string } } }
+    responses:
+      - when: { x: "1" }
+        result: "value {{ args.x | }} end"
+      - when: { x: "2" }
+        result: plain {{ args.x + }} here
+      - when: { x: "3" }
+        result: |
+          first line
+            second {% if %} line
+      - result: "{{ args.x ) }}"
+models:
+  m: { kind: scripted, scripts: [{ turns: [{ answer: "hi" }] }] }
+"#,
+    );
+    let out = support::run(
+        support::toolrun()
+            .arg("check")
+            .arg(&path)
+            .args(["--format", "json"]),
+    );
+    assert_eq!(out.code, 1);
+    let positions: Vec<(u64, u64)> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "E016")
+        .map(|d| (d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap()))
+        .collect();
+    // Quoted, plain, block (second line) and expression-only strings.
+    assert_eq!(positions, vec![(10, 36), (12, 35), (16, 26), (17, 29)]);
+}

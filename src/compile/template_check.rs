@@ -4,7 +4,7 @@
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::spec::yaml::Node;
-use crate::templates::{TValue, TemplateId};
+use crate::templates::{TValue, TemplateId, TemplatePos};
 
 pub struct Roots<'a> {
     pub names: &'static [&'static str],
@@ -34,30 +34,55 @@ impl<'a> Roots<'a> {
 }
 
 /// Lines inside a block scalar (`|` or `>`) start one line below the node's own start.
-fn template_line_span(node: &Node, line_in_template: Option<usize>, ctx: &Ctx) -> Span {
-    let Some(l) = line_in_template else {
+/// The spec position of a syntax error inside a template. The template is the string's value;
+/// where it stands in the file depends on the scalar's style, so the mapping is checked against
+/// the source text and falls back to the whole string when the two do not line up (escapes).
+fn template_error_span(node: &Node, template: &str, pos: Option<TemplatePos>, ctx: &Ctx) -> Span {
+    let Some(pos) = pos else { return node.span };
+    let lines: Vec<&str> = ctx.source.text.lines().collect();
+    let Some(first) = lines.get(node.span.line as usize - 1) else {
         return node.span;
     };
-    let first = ctx
-        .source
-        .text
-        .lines()
-        .nth(node.span.line as usize - 1)
-        .unwrap_or("");
     let at_node: String = first.chars().skip(node.span.col as usize - 1).collect();
-    let block = at_node.starts_with('|') || at_node.starts_with('>');
-    let line = node.span.line + l as u32 - 1 + u32::from(block);
-    if line == node.span.line {
-        node.span
-    } else {
-        let text = ctx.source.text.lines().nth(line as usize - 1).unwrap_or("");
-        let indent = text.len() - text.trim_start().len();
-        Span {
-            line,
-            col: indent as u32 + 1,
-            end_line: line,
-            end_col: text.chars().count() as u32 + 1,
+    let point = |line: u32, col: u32| Span {
+        line,
+        col,
+        end_line: line,
+        end_col: col + 1,
+    };
+    let template_line = template.lines().nth(pos.line - 1).unwrap_or("");
+    let multi_line = node.span.end_line > node.span.line;
+    if multi_line || at_node.starts_with('|') || at_node.starts_with('>') {
+        // Block scalar: its span starts at the indicator or at the first content line; template
+        // line L is found where the source line ends with exactly that text.
+        let candidates = [
+            node.span.line + pos.line as u32 - 1,
+            node.span.line + pos.line as u32,
+        ];
+        for line in candidates {
+            let Some(text) = lines.get(line as usize - 1) else {
+                continue;
+            };
+            if !template_line.trim().is_empty() && text.ends_with(template_line) {
+                let start = text.chars().count() - template_line.chars().count();
+                return point(line, (start + pos.column) as u32);
+            }
         }
+        return node.span;
+    }
+    if pos.line != 1 {
+        return node.span;
+    }
+    let quote = u32::from(at_node.starts_with('"') || at_node.starts_with('\''));
+    let before: String = template_line.chars().take(pos.column - 1).collect();
+    let in_source: String = at_node.chars().skip(quote as usize).collect();
+    if in_source.starts_with(&before) {
+        point(
+            node.span.line,
+            node.span.col + quote + pos.column as u32 - 1,
+        )
+    } else {
+        node.span
     }
 }
 
@@ -68,7 +93,7 @@ pub fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Op
             Some(id)
         }
         Err((msg, line)) => {
-            let span = template_line_span(node, line, ctx);
+            let span = template_error_span(node, text, line, ctx);
             ctx.d.push(
                 Diagnostic::new("E016", format!("template syntax error: {msg}"))
                     .at(span)
@@ -98,7 +123,7 @@ pub fn check_tvalue(
         Err(errors) => {
             for (pointer, msg, line) in errors {
                 let at = node.locate(&pointer);
-                let span = template_line_span(at, line, ctx);
+                let span = template_error_span(at, at.as_str().unwrap_or(""), line, ctx);
                 ctx.d.push(
                     Diagnostic::new("E016", format!("template syntax error: {msg}"))
                         .at(span)
