@@ -84,6 +84,15 @@ impl Transport {
         }
     }
 
+    /// Waits between retries — except in a replay, where the answers are already recorded and
+    /// waiting would only make CI slower.
+    pub async fn pause(&self, wait: Duration) {
+        if self.tape.as_ref().is_some_and(|t| !t.may_go_live()) {
+            return;
+        }
+        tokio::time::sleep(wait).await;
+    }
+
     pub fn with_tape(tape: std::sync::Arc<crate::fixture::Tape>) -> Transport {
         Transport {
             client: OnceLock::new(),

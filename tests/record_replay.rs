@@ -443,3 +443,41 @@ fn spec_flag_replays_against_another_copy_of_the_spec() {
         out.stdout
     );
 }
+
+#[test]
+fn retried_http_calls_replay_in_order() {
+    // 503 first, then 200: both exchanges are recorded and answered in the same order.
+    let server = support::TestServer::start(|req| {
+        if req.nth == 1 {
+            support::Response::json(503, serde_json::json!({ "error": "busy" }))
+                .header("Retry-After", "1")
+        } else {
+            support::Response::json(200, serde_json::json!({ "summary": "Rain" }))
+        }
+    });
+    let dir = support::temp_dir("replay-retries");
+    let host = server.addr().to_string();
+    let spec_text = http_spec(&server.base_url(), &host, "/v1/weather")
+        .replace("    request:\n", "    retries: 2\n    request:\n");
+    let spec = write(&dir, "weather.yaml", &spec_text);
+    let out = run(toolrun()
+        .env("WEATHER_KEY", SECRET)
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "q", "--record"])
+        .arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "Rain\n");
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("f.json")).unwrap()).unwrap();
+    let statuses: Vec<u64> = fixture["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["response"]["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, vec![503, 200]);
+    drop(server);
+    let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -95,7 +95,7 @@ pub async fn post_json(
                     &format!("connection failed: {m}"),
                     started,
                 );
-                tokio::time::sleep(backoff(attempt)).await;
+                transport.pause(backoff(attempt)).await;
                 continue;
             }
             Err(e) => {
@@ -150,7 +150,7 @@ pub async fn post_json(
         if retryable && !last {
             match retry_delay(&resp, attempt) {
                 Some(wait) => {
-                    tokio::time::sleep(wait).await;
+                    transport.pause(wait).await;
                     continue;
                 }
                 None => {

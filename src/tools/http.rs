@@ -414,7 +414,7 @@ impl Call<'_, '_> {
                 ));
                 break outcome;
             }
-            tokio::time::sleep(wait).await;
+            self.env.transport.pause(wait).await;
         };
         self.finish(outcome, attempts, max_attempts, waited_note)
     }
