@@ -172,3 +172,45 @@ fn sigint_during_a_test_suite_reports_and_exits_130() {
     assert!(stdout.contains("interrupted"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("0 passed, 1 failed"));
 }
+
+#[test]
+fn sigint_during_a_replay_reports_and_exits_130() {
+    let dir = support::temp_dir("sigint-replay");
+    let spec_text = r#"version: 1
+name: slow_replay
+tools:
+  quick:
+    description: Answers at once with a fixed value.
+    kind: mock
+    responses: [{ result: 1 }]
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: quick }]
+          - answer: done
+"#;
+    let spec_path = support::write(&dir, "s.yaml", spec_text);
+    let fixture = dir.join("f.json");
+    let out = support::run(
+        support::toolrun()
+            .arg("run")
+            .arg(&spec_path)
+            .args(["--query", "go", "--record"])
+            .arg(&fixture),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // The spec now makes the tool slow: the replay is still running when the signal comes.
+    std::fs::write(&spec_path, spec_text.replace("    responses: [{ result: 1 }]", "    timeout: 60s\n    faults: [{ delay: 30s }]\n    responses: [{ result: 1 }]\nlimits: { tool_timeout: 60s, run_timeout: 120s }")).unwrap();
+    let child = start(&["replay", fixture.to_str().unwrap()], &dir);
+    // Nothing outside shows the replay is under way; it starts in milliseconds and then waits
+    // 30 s on the delay, so a second is a wide margin.
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, "INT");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert!(stdout.ends_with("0 passed, 1 failed\n"), "{stdout}");
+}
