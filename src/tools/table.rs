@@ -41,32 +41,24 @@ pub fn execute(table: &Table, args: &Value) -> Result<Value, ToolError> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    for column in filters.keys() {
-        if !table.columns.contains(column) {
-            let hint = crate::diag::did_you_mean(column, table.columns.iter().map(String::as_str))
-                .unwrap_or_else(|| format!("columns: {}", table.columns.join(", ")));
-            return Err(ToolError::new(
-                ErrorKind::InvalidArguments,
-                format!("unknown column `{column}`; {hint}"),
-            ));
-        }
-    }
     let columns: Option<Vec<String>> = args.get("columns").and_then(Value::as_array).map(|c| {
         c.iter()
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect()
     });
-    if let Some(cols) = &columns {
-        for c in cols {
-            if !table.columns.contains(c) {
-                let hint = crate::diag::did_you_mean(c, table.columns.iter().map(String::as_str))
-                    .unwrap_or_else(|| format!("columns: {}", table.columns.join(", ")));
-                return Err(ToolError::new(
-                    ErrorKind::InvalidArguments,
-                    format!("unknown column `{c}`; {hint}"),
-                ));
-            }
-        }
+    // Filtered and requested columns must both exist; a typo gets a did-you-mean.
+    let requested = columns.iter().flatten();
+    if let Some(column) = filters
+        .keys()
+        .chain(requested)
+        .find(|c| !table.columns.contains(c))
+    {
+        let hint = crate::diag::did_you_mean(column, table.columns.iter().map(String::as_str))
+            .unwrap_or_else(|| format!("columns: {}", table.columns.join(", ")));
+        return Err(ToolError::new(
+            ErrorKind::InvalidArguments,
+            format!("unknown column `{column}`; {hint}"),
+        ));
     }
     let limit = args
         .get("limit")
