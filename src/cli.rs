@@ -41,6 +41,11 @@ pub enum Command {
         after_help = "Examples:\n  toolrun replay fixtures/*.json\n  toolrun replay fixtures/gain.json --spec specs/stock_assistant.yaml"
     )]
     Replay(ReplayArgs),
+    /// Run one tool directly (validation, policy and masking included) and print its result
+    #[command(
+        after_help = "Examples:\n  toolrun call specs/stock_assistant.yaml get_stock_price --args '{\"ticker\": \"AAPL\"}'\n  toolrun call specs/weather_http.yaml weather --args '{\"city\": \"Paris\"}' --json"
+    )]
+    Call(CallArgs),
     /// Print the compiled tool definitions as an API expects them
     #[command(
         after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp"
@@ -125,6 +130,27 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub events: Option<PathBuf>,
     /// Fix the clock for built-ins (RFC 3339), for reproducible runs
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// The tool to run
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// The tool's arguments, a JSON object (default `{}`)
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Print the full result record (status, result or error, details, duration) as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Approve the tool if it needs confirmation (repeatable, as for `run`)
+    #[arg(long, value_name = "TOOL")]
+    pub approve: Vec<String>,
+    /// Fix the clock for built-ins (RFC 3339)
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
 }

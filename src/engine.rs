@@ -93,6 +93,17 @@ enum Admission<'t> {
     },
 }
 
+/// What a single direct tool call produced. `result` is set when the tool ran (its `status`
+/// says ok or error); `error` when it failed or was rejected; `pending` when it needs a person.
+#[derive(Debug)]
+pub struct CallOutcome {
+    pub result: Option<ToolResultEntry>,
+    pub error: Option<ToolErrorEntry>,
+    pub pending: Option<PendingCall>,
+    /// Set when a policy rule would have ended a run (a loop, a limit, a needed confirmation).
+    pub stop_reason: Option<&'static str>,
+}
+
 pub struct Engine<'a> {
     pub registry: &'a Registry,
     pub transport: &'a Transport,
@@ -229,6 +240,34 @@ impl<'a> Engine<'a> {
         };
         self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }));
         trace
+    }
+
+    /// One tool call outside a loop (`toolrun call`, an MCP client): the same admission,
+    /// confirmation, faults, timeout, masking and truncation as a call the model makes, because
+    /// it goes through the same turn handling.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: RunOptions<'_>,
+    ) -> CallOutcome {
+        let mut st = State::default();
+        let call = ProposedCall {
+            id: String::new(),
+            name: name.to_string(),
+            arguments: Ok(arguments),
+        };
+        let stop = self.handle_calls(&mut st, None, vec![call], &opts).await;
+        let error = st.tool_errors.pop().map(|mut e| {
+            e.message = self.redactor.str(&e.message);
+            e
+        });
+        CallOutcome {
+            result: st.tool_results.pop(),
+            error,
+            pending: st.pending,
+            stop_reason: stop.as_ref().map(|s| s.reason),
+        }
     }
 
     fn allowed(&self, name: &str) -> bool {

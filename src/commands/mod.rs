@@ -1,5 +1,6 @@
 //! One module per subcommand: each maps its outcome to an exit code from the contract.
 
+pub mod call;
 pub mod check;
 pub mod explain;
 pub mod replay;
@@ -19,6 +20,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Run(args) => run::run(args),
         Command::Test(args) => test::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Call(args) => call::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
             println!(

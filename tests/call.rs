@@ -1,0 +1,203 @@
+//! `toolrun call SPEC TOOL --args JSON` through the real binary: the engine's tool-call path
+//! (validation, policy, confirmation, masking), the result on stdout, the contract's exit codes.
+
+mod support;
+
+use serde_json::json;
+use std::path::Path;
+use support::{Response, TestServer};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn toolrun(args: &[&str]) -> support::Output {
+    let mut cmd = support::toolrun();
+    cmd.current_dir(root()).args(args);
+    support::run(&mut cmd)
+}
+
+const STOCK: &str = "specs/stock_assistant.yaml";
+const GUARDRAILS: &str = "specs/guardrails.yaml";
+
+#[test]
+fn a_mock_tool_prints_its_result() {
+    let out = toolrun(&[
+        "call",
+        STOCK,
+        "get_stock_price",
+        "--args",
+        r#"{"ticker":"AAPL"}"#,
+    ]);
+    out.assert_success();
+    assert_eq!(out.stdout, "178.15\n", "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}
+
+#[test]
+fn json_prints_the_full_result_record() {
+    let out = toolrun(&[
+        "call",
+        STOCK,
+        "calculate_expression",
+        "--args",
+        r#"{"expression":"(178.15 - 150) * 100"}"#,
+        "--json",
+    ]);
+    out.assert_success();
+    let record = out.json();
+    assert_eq!(record["status"], "ok", "{out:?}");
+    assert_eq!(record["name"], "calculate_expression");
+    assert_eq!(record["arguments"]["expression"], "(178.15 - 150) * 100");
+    assert_eq!(record["result"], json!(2815));
+    assert!(record["duration_ms"].is_number(), "{out:?}");
+}
+
+#[test]
+fn a_tool_error_exits_1_with_its_kind() {
+    let out = toolrun(&[
+        "call",
+        STOCK,
+        "get_stock_price",
+        "--args",
+        r#"{"ticker":"ZZZZ"}"#,
+        "--json",
+    ]);
+    out.assert_code(1);
+    let record = out.json();
+    assert_eq!(record["status"], "error");
+    assert_eq!(record["error"]["kind"], "not_found");
+    assert_eq!(record["error"]["message"], "unknown ticker ZZZZ");
+    assert!(
+        out.stderr
+            .contains("`get_stock_price` failed (not_found): unknown ticker ZZZZ"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn arguments_are_validated_against_the_schema_with_a_did_you_mean() {
+    let out = toolrun(&[
+        "call",
+        STOCK,
+        "get_stock_price",
+        "--args",
+        r#"{"tickr":"AAPL"}"#,
+    ]);
+    out.assert_code(1);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(out.stderr.contains("(invalid_arguments)"), "{out:?}");
+    assert!(out.stderr.contains("did you mean `ticker`?"), "{out:?}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = toolrun(&["call", STOCK, "get_stok_price", "--args", "{}"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("no tool `get_stok_price`; did you mean `get_stock_price`?"),
+        "{out:?}"
+    );
+
+    let out = toolrun(&["call", STOCK, "get_stock_price", "--args", "{ticker: AAPL}"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--args is not valid JSON"), "{out:?}");
+
+    let out = toolrun(&["call", STOCK, "get_stock_price", "--args", "[1]"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("must be a JSON object") && out.stderr.contains("an array"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn side_effects_need_approval_exit_3_until_approved() {
+    let args = r#"{"order_id":42}"#;
+    let out = toolrun(&["call", GUARDRAILS, "refund_order", "--args", args]);
+    out.assert_code(3);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(out.stderr.contains("--approve refund_order"), "{out:?}");
+
+    let out = toolrun(&[
+        "call",
+        GUARDRAILS,
+        "refund_order",
+        "--args",
+        args,
+        "--approve",
+        "refund_order",
+    ]);
+    out.assert_success();
+}
+
+#[test]
+fn policy_deny_rejects_the_call() {
+    let dir = support::temp_dir("call_deny");
+    let spec = support::write(
+        &dir,
+        "deny.yaml",
+        "version: 1\nname: deny\ntools:\n  echo:\n    description: Echoes.\n    kind: mock\n    input: { type: object }\n    responses: [{ result: hi }]\n  other:\n    description: Other.\n    kind: mock\n    input: { type: object }\n    responses: [{ result: hi }]\npolicy:\n  deny: [echo]\n  allow: [other]\nmodels:\n  s: { kind: scripted, scripts: [{ turns: [{ answer: ok }] }] }\n",
+    );
+    let mut cmd = support::toolrun();
+    cmd.args(["call"]).arg(&spec).args(["echo", "--json"]);
+    let out = support::run(&mut cmd);
+    out.assert_code(1);
+    assert_eq!(out.json()["error"]["kind"], "denied", "{out:?}");
+}
+
+#[test]
+fn an_http_tool_runs_against_a_local_server_and_its_secret_stays_masked() {
+    const SECRET: &str = "sk-call-0a1b2c3d4e5f";
+    let server = TestServer::start(|req| {
+        // Echo the authorization header back: the output must still not show the secret.
+        let auth = req.header("authorization").unwrap_or("").to_string();
+        Response::json(200, json!({ "current": { "temp_c": 21, "auth": auth } }))
+    });
+    let dir = support::temp_dir("call_http");
+    let spec = support::write(
+        &dir,
+        "http.yaml",
+        &format!(
+            "version: 1\nname: call_http\nsecrets: [API_KEY]\npolicy:\n  network:\n    allow_hosts: [\"{}\"]\ntools:\n  weather:\n    description: Weather.\n    kind: http\n    input: {{ type: object, properties: {{ city: {{ type: string }} }}, required: [city] }}\n    request:\n      url: \"{}/v1/{{{{ args.city }}}}\"\n      headers: {{ Authorization: \"Bearer {{{{ secrets.API_KEY }}}}\" }}\n    response: {{ pointer: /current }}\nmodels:\n  s: {{ kind: scripted, scripts: [{{ turns: [{{ answer: ok }}] }}] }}\n",
+            server.addr(),
+            server.base_url()
+        ),
+    );
+    let mut cmd = support::toolrun();
+    cmd.env("API_KEY", SECRET).arg("call").arg(&spec).args([
+        "weather",
+        "--args",
+        r#"{"city":"Paris"}"#,
+    ]);
+    let out = support::run(&mut cmd);
+    out.assert_success();
+    let result: serde_json::Value = out.json();
+    assert_eq!(result["temp_c"], 21, "{out:?}");
+    assert!(!out.stdout.contains(SECRET), "{out:?}");
+    assert!(
+        result["auth"].as_str().unwrap_or("").contains("***"),
+        "{out:?}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/v1/Paris");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {SECRET}").as_str())
+    );
+}
+
+#[test]
+fn a_missing_secret_is_a_usage_error() {
+    let out = toolrun(&[
+        "call",
+        "specs/weather_http.yaml",
+        "current_weather",
+        "--args",
+        r#"{"city":"Paris"}"#,
+    ]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("not set"), "{out:?}");
+}
