@@ -23,6 +23,7 @@ pub mod net;
 pub mod redact;
 pub mod registry;
 pub mod replay;
+pub mod results;
 pub mod session;
 pub mod spec;
 pub mod templates;

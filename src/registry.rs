@@ -162,6 +162,15 @@ pub struct Limits {
 pub struct ModelDef {
     pub name: String,
     pub kind: ModelKind,
+    /// `price:`, for the cost of test runs.
+    pub price: Option<Price>,
+}
+
+/// USD per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
 }
 
 pub enum ModelKind {

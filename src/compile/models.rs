@@ -46,6 +46,7 @@ pub fn compile_models(
                     models.push(ModelDef {
                         name: key.name.clone(),
                         kind,
+                        price: None,
                     });
                 }
             }

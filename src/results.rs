@@ -1,0 +1,928 @@
+//! The results document: what `toolrun test --results PATH` writes and `toolrun report` reads.
+//!
+//! One JSON document per test command, shaped after Inspect AI's eval log (a header naming what
+//! ran, then one sample per test with one record per attempt, then totals) and promptfoo's results
+//! file (per-attempt token usage, cost, latency and the grading reason). It is a contract with the
+//! tools people build on it: fields are only ever added within a `format_version`; a change that
+//! would break a reader bumps the version, and readers refuse versions they do not know.
+
+use crate::models::{Message, Usage};
+use crate::redact::Redactor;
+use crate::registry::{ModelDef, ModelKind, Price, Registry};
+use crate::trace::Trace;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
+
+/// Names the document, so `report` can tell a results file from a trace or a fixture.
+pub const KIND: &str = "toolrun.results";
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Always [`KIND`].
+    pub kind: String,
+    pub format_version: u32,
+    pub toolrun_version: String,
+    /// When the run started, RFC 3339 in UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The options that shape the verdicts, so two files can be compared knowingly.
+    #[serde(default)]
+    pub settings: Settings,
+    pub specs: Vec<SpecInfo>,
+    /// Every model that ran at least one attempt, with its price when the spec declares one.
+    pub models: Vec<ModelInfo>,
+    /// In the order the specs declare them, whatever order they ran in.
+    pub tests: Vec<TestResult>,
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// `--model`, when it replaced each test's own model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Runs per test (`--repeat`).
+    pub repeat: u32,
+    /// Share of a test's runs that must pass (`--pass-rate`).
+    pub pass_rate: f64,
+    /// `--record missing|all`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpecInfo {
+    pub name: String,
+    pub path: String,
+    pub sha256: String,
+    /// Names only: `report` masks these variables' values if they are set where it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+}
+
+impl SpecInfo {
+    pub fn from_registry(registry: &Registry) -> SpecInfo {
+        SpecInfo {
+            name: registry.name.clone(),
+            path: registry.spec_path.display().to_string(),
+            sha256: registry.spec_sha256.clone(),
+            secrets: registry.secrets.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The spec's name for the model (`models:` key).
+    pub name: String,
+    /// `scripted`, `openai` or `anthropic`.
+    pub kind: String,
+    /// The provider's model id, for live models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<PriceInfo>,
+}
+
+impl ModelInfo {
+    pub fn from_def(def: &ModelDef) -> ModelInfo {
+        let model = match &def.kind {
+            ModelKind::Scripted(_) => None,
+            ModelKind::OpenAi(live) | ModelKind::Anthropic(live) => Some(live.model.clone()),
+        };
+        ModelInfo {
+            name: def.name.clone(),
+            kind: def.kind.name().to_string(),
+            model,
+            price: def.price.map(PriceInfo::from),
+        }
+    }
+}
+
+/// USD per million tokens, as declared by `price:` on the model.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriceInfo {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl From<Price> for PriceInfo {
+    fn from(p: Price) -> PriceInfo {
+        PriceInfo {
+            input: p.input,
+            output: p.output,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+/// Where an attempt's model answers came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A `kind: scripted` model.
+    Scripted,
+    /// Replayed from a fixture, offline.
+    Replay,
+    /// A live model, not recorded.
+    Live,
+    /// A live model, recorded into the test's fixture.
+    Record,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// The spec's `name`; with `name`, the test's identity across results files.
+    pub spec: String,
+    pub name: String,
+    pub query: String,
+    /// The model the test ran with (`--model`, the test's `model:`, or the spec's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<String>,
+    pub outcome: Outcome,
+    /// Why the test was skipped, or failed without an attempt (a fixture that cannot be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Attempts that passed, out of `attempts.len()`.
+    pub passes: u32,
+    /// The share of attempts that had to pass.
+    pub required_pass_rate: f64,
+    pub attempts: Vec<Attempt>,
+    pub usage: TokenUsage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub duration_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// 1-based, in the order the attempts were started.
+    pub attempt: u32,
+    pub outcome: Outcome,
+    pub source: Source,
+    /// The model that answered (its name in the spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The run's status (`ok`, `needs_confirmation`, `needs_review`, `failed`); absent when no
+    /// run happened (a fixture that could not be loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Why the run failed or stopped, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The final answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Every call the model proposed, in order, including those rejected before running.
+    pub tool_calls: Vec<ToolCall>,
+    /// The call waiting for a person, when the run stopped for confirmation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_tool_call: Option<ToolCall>,
+    pub steps: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub duration_ms: f64,
+    /// Why the attempt failed: assertions, divergence from the recording, errors. Empty on a pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    /// The model call (1-based) that proposed it.
+    pub step: u32,
+    /// `ok`, `error`, or `pending` for a call waiting for confirmation.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CallError>,
+    /// Absent for calls rejected before they ran (unknown tool, invalid arguments, denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallError {
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// An `expect:` key did not hold.
+    Assertion,
+    /// A replay asked for something the recording does not have, or produced another trace.
+    Divergence,
+    /// The attempt could not run as asked (a missing fixture, network refused offline).
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// The `expect:` key that failed (`output_contains`, `tool_calls`, ...), for assertions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion: Option<String>,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn assertion(key: &str, message: impl Into<String>) -> Failure {
+        Failure {
+            kind: FailureKind::Assertion,
+            assertion: Some(key.to_string()),
+            message: message.into(),
+        }
+    }
+    pub fn divergence(message: impl Into<String>) -> Failure {
+        Failure {
+            kind: FailureKind::Divergence,
+            assertion: None,
+            message: message.into(),
+        }
+    }
+    pub fn error(message: impl Into<String>) -> Failure {
+        Failure {
+            kind: FailureKind::Error,
+            assertion: None,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl TokenUsage {
+    fn add(&mut self, other: &TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+impl From<Usage> for TokenUsage {
+    fn from(u: Usage) -> TokenUsage {
+        TokenUsage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            total_tokens: u.input_tokens + u.output_tokens,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub tests: u32,
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    pub attempts: u32,
+    pub attempts_passed: u32,
+    /// `attempts_passed / attempts`; 0 when nothing ran.
+    pub pass_rate: f64,
+    pub usage: TokenUsage,
+    /// Present when at least one attempt ran on a priced model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The sum of the tests' durations (wall time is shorter with `--jobs`).
+    pub duration_ms: f64,
+}
+
+/// USD for this usage at this price (per million tokens).
+pub fn cost(usage: &TokenUsage, price: &PriceInfo) -> f64 {
+    (usage.input_tokens as f64 * price.input + usage.output_tokens as f64 * price.output)
+        / 1_000_000.0
+}
+
+/// Statuses, stop reasons and error kinds as the trace writes them, whether they are strings or
+/// enums in the engine today.
+fn text<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+impl Attempt {
+    /// The record of one attempt, from the run's trace and the verdict on it. The runner passes
+    /// the price of the model that ran (from [`ModelInfo`]) so cost is computed in one place.
+    pub fn from_trace(
+        attempt: u32,
+        source: Source,
+        trace: &Trace,
+        failures: Vec<Failure>,
+        price: Option<&PriceInfo>,
+    ) -> Attempt {
+        let usage = trace.usage.as_ref().map(|u| TokenUsage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            total_tokens: u.total_tokens,
+        });
+        let cost_usd = match (&usage, price) {
+            (Some(u), Some(p)) => Some(cost(u, p)),
+            _ => None,
+        };
+        Attempt {
+            attempt,
+            outcome: if failures.is_empty() {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            },
+            source,
+            model: Some(trace.model.clone()),
+            status: Some(text(&trace.status)),
+            stop_reason: Some(text(&trace.stop_reason)),
+            error: trace.error.clone(),
+            answer: trace.final_output.clone(),
+            tool_calls: tool_calls(trace),
+            pending_tool_call: trace.pending_tool_call.as_ref().map(|p| ToolCall {
+                id: p.id.clone(),
+                name: p.name.clone(),
+                arguments: p.arguments.clone(),
+                step: trace.steps,
+                status: "pending".into(),
+                result: None,
+                error: None,
+                duration_ms: None,
+            }),
+            steps: trace.steps,
+            usage,
+            cost_usd,
+            duration_ms: trace.duration_ms,
+            failures,
+        }
+    }
+
+    /// An attempt that could not run at all (its fixture is missing or unreadable, ...).
+    pub fn without_trace(
+        attempt: u32,
+        source: Source,
+        failure: Failure,
+        duration_ms: f64,
+    ) -> Attempt {
+        Attempt {
+            attempt,
+            outcome: Outcome::Failed,
+            source,
+            model: None,
+            status: None,
+            stop_reason: None,
+            error: None,
+            answer: None,
+            tool_calls: Vec::new(),
+            pending_tool_call: None,
+            steps: 0,
+            usage: None,
+            cost_usd: None,
+            duration_ms,
+            failures: vec![failure],
+        }
+    }
+}
+
+/// The calls in the order the model proposed them, joined with what became of each: executed
+/// calls from `tool_results`, rejected ones from `tool_errors`.
+fn tool_calls(trace: &Trace) -> Vec<ToolCall> {
+    let mut out: Vec<ToolCall> = Vec::new();
+    let mut step = 0;
+    for m in &trace.messages {
+        let Message::Assistant { tool_calls, .. } = m else {
+            continue;
+        };
+        step += 1;
+        for call in tool_calls {
+            if let Some(call) = joined(trace, &call.id, &call.name, &call.arguments, step) {
+                out.push(call);
+            }
+        }
+    }
+    // Anything the messages did not mention (a trace cut short) still belongs in the record.
+    for r in &trace.tool_results {
+        if !out.iter().any(|c| c.id == r.id) {
+            if let Some(call) = joined(trace, &r.id, &r.name, &r.arguments, step.max(1)) {
+                out.push(call);
+            }
+        }
+    }
+    out
+}
+
+fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> Option<ToolCall> {
+    if let Some(r) = trace.tool_results.iter().find(|r| r.id == id) {
+        return Some(ToolCall {
+            id: id.to_string(),
+            name: r.name.clone(),
+            arguments: r.arguments.clone(),
+            step,
+            status: text(&r.status),
+            result: r.result.clone(),
+            error: r.error.as_ref().map(|e| CallError {
+                kind: text(&e.kind),
+                message: e.message.clone(),
+            }),
+            duration_ms: Some(r.duration_ms),
+        });
+    }
+    if let Some(e) = trace.tool_errors.iter().find(|e| e.id == id) {
+        return Some(ToolCall {
+            id: id.to_string(),
+            name: name.to_string(),
+            arguments: arguments.clone(),
+            step,
+            status: "error".into(),
+            result: None,
+            error: Some(CallError {
+                kind: text(&e.kind),
+                message: e.message.clone(),
+            }),
+            duration_ms: None,
+        });
+    }
+    // Proposed but never run: the run stopped first (confirmation, a limit). The pending call
+    // is recorded on its own.
+    if trace.pending_tool_call.as_ref().is_some_and(|p| p.id == id) {
+        return None;
+    }
+    Some(ToolCall {
+        id: id.to_string(),
+        name: name.to_string(),
+        arguments: arguments.clone(),
+        step,
+        status: "not_run".into(),
+        result: None,
+        error: None,
+        duration_ms: None,
+    })
+}
+
+impl TestResult {
+    /// A test before its attempts; push them with [`TestResult::push`], then [`TestResult::finish`].
+    pub fn new(spec: &str, name: &str, query: &str, required_pass_rate: f64) -> TestResult {
+        TestResult {
+            spec: spec.to_string(),
+            name: name.to_string(),
+            query: query.to_string(),
+            model: None,
+            fixture: None,
+            outcome: Outcome::Skipped,
+            reason: None,
+            passes: 0,
+            required_pass_rate,
+            attempts: Vec::new(),
+            usage: TokenUsage::default(),
+            cost_usd: None,
+            duration_ms: 0.0,
+        }
+    }
+
+    /// A test that did not run, with the reason people see.
+    pub fn skipped(mut self, reason: impl Into<String>) -> TestResult {
+        self.outcome = Outcome::Skipped;
+        self.reason = Some(reason.into());
+        self
+    }
+
+    pub fn push(&mut self, attempt: Attempt) {
+        self.attempts.push(attempt);
+    }
+
+    /// Sums the attempts and decides the test: it passes when at least `required_pass_rate` of
+    /// its attempts passed. A test with no attempts keeps its outcome (skipped, or failed with a
+    /// reason).
+    pub fn finish(&mut self) {
+        self.attempts.sort_by_key(|a| a.attempt);
+        self.passes = self
+            .attempts
+            .iter()
+            .filter(|a| a.outcome == Outcome::Passed)
+            .count() as u32;
+        self.usage = TokenUsage::default();
+        for u in self.attempts.iter().filter_map(|a| a.usage.as_ref()) {
+            self.usage.add(u);
+        }
+        self.cost_usd = sum_costs(self.attempts.iter().map(|a| a.cost_usd));
+        self.duration_ms = self.attempts.iter().map(|a| a.duration_ms).sum();
+        if self.attempts.is_empty() {
+            return;
+        }
+        let rate = f64::from(self.passes) / self.attempts.len() as f64;
+        // A tolerance so 2/3 meets `--pass-rate 0.6667` written by a person.
+        self.outcome = if rate + 1e-9 >= self.required_pass_rate {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        };
+    }
+
+    /// `passes / attempts`, or `None` when nothing ran.
+    pub fn pass_rate(&self) -> Option<f64> {
+        (!self.attempts.is_empty()).then(|| f64::from(self.passes) / self.attempts.len() as f64)
+    }
+
+    /// `spec::name`, as the human output and JUnit name the test.
+    pub fn id(&self) -> String {
+        format!("{}::{}", self.spec, self.name)
+    }
+}
+
+fn sum_costs(costs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    costs
+        .flatten()
+        .fold(None, |acc, c| Some(acc.unwrap_or(0.0) + c))
+}
+
+impl Results {
+    pub fn new(settings: Settings, started_unix_ms: i64) -> Results {
+        Results {
+            kind: KIND.to_string(),
+            format_version: FORMAT_VERSION,
+            toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at: rfc3339(started_unix_ms),
+            settings,
+            specs: Vec::new(),
+            models: Vec::new(),
+            tests: Vec::new(),
+            totals: Totals::default(),
+        }
+    }
+
+    /// Adds the spec once, however many of its tests ran.
+    pub fn add_spec(&mut self, registry: &Registry) {
+        if !self.specs.iter().any(|s| s.name == registry.name) {
+            self.specs.push(SpecInfo::from_registry(registry));
+        }
+    }
+
+    /// Adds the model once; returns its price for [`Attempt::from_trace`].
+    pub fn add_model(&mut self, def: &ModelDef) -> Option<PriceInfo> {
+        let info = ModelInfo::from_def(def);
+        let price = info.price;
+        if !self.models.iter().any(|m| m.name == info.name) {
+            self.models.push(info);
+        }
+        price
+    }
+
+    /// Finishes every test and computes the totals. Call once, after the last attempt.
+    pub fn finish(&mut self) {
+        let mut t = Totals::default();
+        for test in &mut self.tests {
+            test.finish();
+            t.tests += 1;
+            match test.outcome {
+                Outcome::Passed => t.passed += 1,
+                Outcome::Failed => t.failed += 1,
+                Outcome::Skipped => t.skipped += 1,
+            }
+            t.attempts += test.attempts.len() as u32;
+            t.attempts_passed += test.passes;
+            t.usage.add(&test.usage);
+            t.duration_ms += test.duration_ms;
+        }
+        t.cost_usd = sum_costs(self.tests.iter().map(|x| x.cost_usd));
+        t.pass_rate = if t.attempts == 0 {
+            0.0
+        } else {
+            f64::from(t.attempts_passed) / f64::from(t.attempts)
+        };
+        self.totals = t;
+    }
+
+    /// The document as written: secrets masked everywhere, keys in a stable order.
+    pub fn to_json(&self, redactor: &Redactor) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        redactor.value(&mut v);
+        v
+    }
+
+    /// Writes the document atomically; refuses (fail closed) if a secret would survive masking.
+    pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(&self.to_json(redactor))
+            .map_err(|e| format!("cannot encode the results: {e}"))?
+            + "\n";
+        if let Some(i) = redactor.leaks(&text) {
+            return Err(format!(
+                "refusing to write results `{}`: secret #{} would still appear in it",
+                path.display(),
+                i + 1
+            ));
+        }
+        crate::commands::write_atomically(path, text.as_bytes())
+            .map_err(|e| format!("cannot write results `{}`: {e}", path.display()))
+    }
+
+    /// Reads a results document, with an error a person can act on: unreadable, not JSON, not a
+    /// results document (a trace or a fixture given by mistake), or a version this toolrun
+    /// does not know.
+    pub fn load(path: &Path) -> Result<Results, String> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| format!("cannot read results file `{}`: {e}", path.display()))?;
+        let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            format!(
+                "`{}` is not a results file: it is not valid JSON ({e})",
+                path.display()
+            )
+        })?;
+        let kind = raw.get("kind").and_then(Value::as_str);
+        if kind != Some(KIND) {
+            let looks_like = if raw.get("exchanges").is_some() || raw.get("trace").is_some() {
+                " (it looks like a fixture)"
+            } else if raw.get("stop_reason").is_some() && raw.get("messages").is_some() {
+                " (it looks like a run trace)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "`{}` is not a toolrun results file{looks_like}: expected `\"kind\": \"{KIND}\"`; \
+                 write one with `toolrun test SPEC --results {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+        let version = raw.get("format_version").and_then(Value::as_u64);
+        if version != Some(u64::from(FORMAT_VERSION)) {
+            let got = version.map_or_else(|| "none".to_string(), |v| v.to_string());
+            return Err(format!(
+                "`{}` has results format_version {got}; this toolrun ({}) reads version \
+                 {FORMAT_VERSION}: regenerate it with this toolrun, or use the toolrun that wrote it",
+                path.display(),
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        serde_json::from_value(raw).map_err(|e| {
+            format!(
+                "`{}` is a damaged results file: {e}; regenerate it with `toolrun test --results`",
+                path.display()
+            )
+        })
+    }
+}
+
+/// `2026-11-23T09:30:00Z`, via the datetime built-in so there is one calendar in the program.
+fn rfc3339(unix_ms: i64) -> Option<String> {
+    let v = crate::builtins::call(
+        "datetime",
+        &serde_json::json!({ "operation": "now" }),
+        &crate::builtins::BuiltinContext {
+            now_unix_ms: unix_ms,
+        },
+    )
+    .ok()?;
+    v.get("iso").and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::CallMessage;
+    use crate::trace::{PendingCall, SpecRef, ToolErrorEntry, ToolResultEntry};
+    use serde_json::json;
+
+    pub(crate) fn trace() -> Trace {
+        Trace {
+            format_version: 1,
+            status: crate::trace::Status::Ok,
+            stop_reason: "answer".into(),
+            final_output: Some("AAPL is 178.15".into()),
+            query: "price?".into(),
+            model: "gpt".into(),
+            spec: SpecRef {
+                name: "s".into(),
+                sha256: "x".into(),
+            },
+            tool_results: vec![ToolResultEntry {
+                id: "c1".into(),
+                name: "price".into(),
+                arguments: json!({"ticker": "AAPL"}),
+                result: Some(json!(178.15)),
+                error: None,
+                status: "ok".into(),
+                truncated: false,
+                duration_ms: 0.5,
+            }],
+            tool_errors: vec![ToolErrorEntry {
+                id: "c2".into(),
+                name: "nope".into(),
+                kind: "unknown_tool".into(),
+                message: "no tool `nope`".into(),
+                details: None,
+            }],
+            tool_call_count: 1,
+            steps: 2,
+            messages: vec![
+                Message::User {
+                    content: "price?".into(),
+                },
+                Message::Assistant {
+                    content: None,
+                    tool_calls: vec![
+                        CallMessage {
+                            id: "c2".into(),
+                            name: "nope".into(),
+                            arguments: json!({}),
+                        },
+                        CallMessage {
+                            id: "c1".into(),
+                            name: "price".into(),
+                            arguments: json!({"ticker": "AAPL"}),
+                        },
+                    ],
+                },
+                Message::Assistant {
+                    content: Some("AAPL is 178.15".into()),
+                    tool_calls: vec![],
+                },
+            ],
+            pending_tool_call: None,
+            error: None,
+            usage: Some(crate::trace::UsageTotals {
+                input_tokens: 1_000,
+                output_tokens: 500,
+                total_tokens: 1_500,
+                per_step: vec![],
+            }),
+            duration_ms: 3.0,
+        }
+    }
+
+    #[test]
+    fn an_attempt_keeps_the_models_order_and_what_became_of_each_call() {
+        let a = Attempt::from_trace(1, Source::Live, &trace(), vec![], None);
+        assert_eq!(a.outcome, Outcome::Passed);
+        let names: Vec<(&str, &str, u32)> = a
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.status.as_str(), c.step))
+            .collect();
+        assert_eq!(names, [("nope", "error", 1), ("price", "ok", 1)]);
+        assert_eq!(
+            a.tool_calls[0].error.as_ref().map(|e| e.kind.as_str()),
+            Some("unknown_tool")
+        );
+        assert_eq!(a.tool_calls[1].result, Some(json!(178.15)));
+        assert_eq!(a.status.as_deref(), Some("ok"));
+        assert_eq!(a.answer.as_deref(), Some("AAPL is 178.15"));
+        assert_eq!(a.cost_usd, None);
+    }
+
+    #[test]
+    fn cost_follows_the_declared_price_per_million_tokens() {
+        let price = PriceInfo {
+            input: 2.0,
+            output: 10.0,
+        };
+        let a = Attempt::from_trace(1, Source::Live, &trace(), vec![], Some(&price));
+        // 1000 * 2 / 1e6 + 500 * 10 / 1e6
+        assert!((a.cost_usd.unwrap_or(0.0) - 0.007).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_pending_call_is_recorded_apart_from_the_calls_that_ran() {
+        let mut t = trace();
+        t.pending_tool_call = Some(PendingCall {
+            id: "c3".into(),
+            name: "send".into(),
+            arguments: json!({"to": "bob"}),
+        });
+        t.messages.push(Message::Assistant {
+            content: None,
+            tool_calls: vec![CallMessage {
+                id: "c3".into(),
+                name: "send".into(),
+                arguments: json!({"to": "bob"}),
+            }],
+        });
+        let a = Attempt::from_trace(1, Source::Scripted, &t, vec![], None);
+        assert_eq!(a.tool_calls.len(), 2);
+        assert_eq!(
+            a.pending_tool_call.as_ref().map(|p| p.status.as_str()),
+            Some("pending")
+        );
+    }
+
+    #[test]
+    fn a_test_passes_at_its_pass_rate_and_totals_add_up() {
+        let price = PriceInfo {
+            input: 1.0,
+            output: 1.0,
+        };
+        let mut r = Results::new(Settings::default(), 0);
+        let mut t = TestResult::new("s", "flaky", "q", 0.6);
+        for i in 1..=3 {
+            let failures = if i == 2 {
+                vec![Failure::assertion("output_contains", "missing 2815")]
+            } else {
+                vec![]
+            };
+            t.push(Attempt::from_trace(
+                i,
+                Source::Live,
+                &trace(),
+                failures,
+                Some(&price),
+            ));
+        }
+        r.tests.push(t);
+        r.tests
+            .push(TestResult::new("s", "later", "q", 1.0).skipped("model `gpt` is live"));
+        let mut strict = TestResult::new("s", "strict", "q", 1.0);
+        strict.push(Attempt::without_trace(
+            1,
+            Source::Replay,
+            Failure::error("fixture `f.json` does not exist"),
+            0.0,
+        ));
+        r.tests.push(strict);
+        r.finish();
+        assert_eq!(r.tests[0].outcome, Outcome::Passed);
+        assert_eq!(r.tests[0].passes, 2);
+        assert_eq!(r.tests[1].outcome, Outcome::Skipped);
+        assert_eq!(r.tests[2].outcome, Outcome::Failed);
+        assert_eq!(
+            (r.totals.passed, r.totals.failed, r.totals.skipped),
+            (1, 1, 1)
+        );
+        assert_eq!((r.totals.attempts, r.totals.attempts_passed), (4, 2));
+        assert_eq!(r.totals.usage.total_tokens, 4_500);
+        assert!((r.totals.cost_usd.unwrap_or(0.0) - 0.0045).abs() < 1e-12);
+        assert_eq!(r.started_at.as_deref(), Some("1970-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn documents_round_trip_and_strangers_are_refused() {
+        let dir = std::env::temp_dir().join(format!("toolrun-results-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let mut r = Results::new(Settings::default(), 0);
+        let mut t = TestResult::new("s", "t", "token sk-secret-1", 1.0);
+        t.push(Attempt::from_trace(1, Source::Live, &trace(), vec![], None));
+        r.tests.push(t);
+        r.finish();
+        let path = dir.join("r.json");
+        let redactor = Redactor::new(["sk-secret-1".to_string()]);
+        assert_eq!(r.write(&path, &redactor), Ok(()));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!text.contains("sk-secret-1"), "{text}");
+        let back = Results::load(&path);
+        assert_eq!(back.map(|b| b.tests[0].attempts.len()), Ok(1));
+
+        let trace_path = dir.join("trace.json");
+        let _ = std::fs::write(&trace_path, r#"{"stop_reason":"answer","messages":[]}"#);
+        let err = Results::load(&trace_path).err().unwrap_or_default();
+        assert!(err.contains("looks like a run trace"), "{err}");
+
+        let newer = dir.join("newer.json");
+        let _ = std::fs::write(
+            &newer,
+            format!(r#"{{"kind":"{KIND}","format_version":99}}"#),
+        );
+        let err = Results::load(&newer).err().unwrap_or_default();
+        assert!(err.contains("format_version 99"), "{err}");
+
+        let err = Results::load(&dir.join("absent.json"))
+            .err()
+            .unwrap_or_default();
+        assert!(err.contains("cannot read"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
