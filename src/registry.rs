@@ -33,6 +33,11 @@ impl Registry {
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| t.name.as_str())
     }
+    /// The tools a model may call: what `tools --format` exports and `serve` lists. A tool the
+    /// policy blocks is never offered (`check` already says it can never run).
+    pub fn callable_tools(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.iter().filter(|t| self.policy.allows(&t.name))
+    }
     pub fn model(&self, name: &str) -> Option<&ModelDef> {
         self.models.iter().find(|m| m.name == name)
     }
@@ -133,6 +138,12 @@ pub struct Policy {
     pub max_repeated_errors: u32,
     pub detect_alternation: bool,
     pub allow_hosts: Vec<HostRule>,
+}
+
+impl Policy {
+    pub fn allows(&self, tool: &str) -> bool {
+        !self.deny.contains(tool) && self.allow.as_ref().is_none_or(|a| a.contains(tool))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -360,6 +360,35 @@ fn tools_mcp_marks_side_effects_as_destructive() {
 }
 
 #[test]
+fn tools_leaves_out_what_the_policy_blocks() {
+    let dir = support::temp_dir("tools-deny");
+    let spec = support::write(
+        &dir,
+        "s.yaml",
+        "version: 1\ntools:\n  a: { description: Tool a., kind: builtin, builtin: calculator }\n  b: { description: Tool b., kind: builtin, builtin: calculator }\n  c: { description: Tool c., kind: builtin, builtin: calculator }\npolicy: { allow: [a, b], deny: [b] }\n",
+    );
+    for (format, pointer) in [
+        ("openai", "/function/name"),
+        ("anthropic", "/name"),
+        ("mcp", "/name"),
+    ] {
+        let mut cmd = support::toolrun();
+        cmd.args(["tools", "--format", format]).arg(&spec);
+        let out = support::run(&mut cmd);
+        out.assert_success();
+        let doc = out.json();
+        let list = if format == "mcp" { &doc["tools"] } else { &doc };
+        let names: Vec<&str> = list
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|t| t.pointer(pointer).and_then(Value::as_str))
+            .collect();
+        assert_eq!(names, ["a"], "{format}: {out:?}");
+    }
+}
+
+#[test]
 fn completions_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {
         let out = toolrun(&["completions", shell]);

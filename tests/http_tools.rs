@@ -507,3 +507,31 @@ fn a_long_download_reports_progress_events() {
         .unwrap();
     assert!(last_progress < finished, "progress comes before the result");
 }
+
+#[test]
+fn an_unset_optional_argument_leaves_its_header_out_as_it_does_a_query_parameter() {
+    let server = TestServer::start(|_| Response::json(200, json!({"ok": true})));
+    let tool = format!(
+        "request: {{ url: \"{}/trace\", query: {{ q: \"{{{{ args.q }}}}\" }}, headers: {{ X-Trace: \"{{{{ args.q }}}}\", X-Fixed: fixed }} }}",
+        server.base_url()
+    );
+    let spec = |calls| Spec {
+        allow: vec![],
+        tool: &tool,
+        calls,
+    };
+    let trace = spec("{ name: t, arguments: {} }").run();
+    assert_eq!(trace["status"], "ok", "{trace:#}");
+    let trace = spec("{ name: t, arguments: { q: abc } }").run();
+    assert_eq!(trace["status"], "ok", "{trace:#}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].header("x-trace"), None, "{:?}", requests[0]);
+    assert_eq!(requests[0].header("x-fixed"), Some("fixed"));
+    assert!(requests[0].query.is_empty(), "{:?}", requests[0]);
+    assert_eq!(requests[1].header("x-trace"), Some("abc"));
+    assert_eq!(
+        requests[1].query,
+        vec![("q".to_string(), "abc".to_string())]
+    );
+}

@@ -9,8 +9,7 @@ pub fn run(args: ToolsArgs) -> i32 {
         Err(code) => return code,
     };
     let list: Vec<Value> = registry
-        .tools
-        .iter()
+        .callable_tools()
         .map(|t| match args.format {
             ToolsFormat::Openai => tooldefs::openai(t),
             ToolsFormat::Anthropic => tooldefs::anthropic(t),

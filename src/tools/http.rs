@@ -144,6 +144,11 @@ pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpR
         let value = templates
             .render_text(id, &plain)
             .map_err(|e| render_error(&format!("header `{name}`"), &e))?;
+        // An unset optional argument leaves a header out, as it does a query parameter: an
+        // empty `X-Trace:` would tell the server something the caller never said.
+        if value.trim().is_empty() {
+            continue;
+        }
         // A line break in a header value would smuggle a header (or a second request) in.
         if reqwest::header::HeaderValue::from_str(&value).is_err() {
             return Err(invalid(format!(
