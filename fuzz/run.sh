@@ -12,7 +12,7 @@
 set -eu
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-spec_compile model_response calculator builtins templates}
+targets=${*:-spec_compile model_response calculator builtins templates masker}
 cd "$(dirname "$0")/.."
 # Instrumented nightly builds keep to fuzz/target rather than the main crate's target dir.
 unset CARGO_TARGET_DIR

@@ -168,21 +168,19 @@ pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
         .collect()
 }
 
-fn truncate_observation(text: String, max_chars: usize) -> (String, bool) {
-    let count = text.chars().count();
-    if count <= max_chars {
-        return (text, false);
+/// Masks, then cuts: a secret straddling the limit must not leave its first half behind.
+fn truncate_observation(redactor: &Redactor, text: &str, max_chars: usize) -> (String, bool) {
+    match redactor.shorten(text, max_chars) {
+        (kept, 0) => (kept, false),
+        (kept, more) => (format!("{kept}…[truncated: {more} more characters]"), true),
     }
-    let kept: String = text.chars().take(max_chars).collect();
-    (
-        format!("{kept}…[truncated: {} more characters]", count - max_chars),
-        true,
-    )
 }
 
 impl<'a> Engine<'a> {
     pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
         let started = Instant::now();
+        // Every response is masked as it arrives, before a tool, the model or a limit sees it.
+        self.transport.mask_with(&self.redactor);
         let mut st = State::default();
         self.events.emit_with(
             "run_started",
@@ -238,6 +236,9 @@ impl<'a> Engine<'a> {
             usage: if st.any_usage { Some(st.usage) } else { None },
             duration_ms: millis(started.elapsed()),
         };
+        // Masked once here, so every reader of the trace (reports, JUnit, results, test
+        // verdicts) gets the masked text, not just `to_json`.
+        let trace = self.masked(trace);
         self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }));
         trace
     }
@@ -251,6 +252,7 @@ impl<'a> Engine<'a> {
         arguments: Value,
         opts: RunOptions<'_>,
     ) -> CallOutcome {
+        self.transport.mask_with(&self.redactor);
         let mut st = State::default();
         let call = ProposedCall {
             id: String::new(),
@@ -268,6 +270,17 @@ impl<'a> Engine<'a> {
             pending: st.pending,
             stop_reason: stop.as_ref().map(|s| s.reason),
         }
+    }
+
+    fn masked(&self, trace: Trace) -> Trace {
+        if self.redactor.is_empty() {
+            return trace;
+        }
+        let Ok(mut v) = serde_json::to_value(&trace) else {
+            return trace;
+        };
+        self.redactor.value(&mut v);
+        serde_json::from_value(v).unwrap_or(trace)
     }
 
     fn allowed(&self, name: &str) -> bool {
@@ -583,7 +596,8 @@ impl<'a> Engine<'a> {
                                 other => other.to_string(),
                             };
                             let (observation, truncated) = truncate_observation(
-                                self.redactor.str(&text),
+                                &self.redactor,
+                                &text,
                                 limits.max_tool_output_chars,
                             );
                             let mut recorded = if truncated {
@@ -686,7 +700,7 @@ impl<'a> Engine<'a> {
         let args = match &call.arguments {
             Ok(v) => v.clone(),
             Err(raw) => {
-                let shown: String = raw.chars().take(200).collect();
+                let (shown, _) = self.redactor.shorten(raw, 200);
                 return reject(
                     Value::String(raw.clone()),
                     ErrorKind::MalformedDecision,

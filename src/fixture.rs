@@ -116,6 +116,20 @@ pub fn record_request(req: &HttpRequest) -> RecordedRequest {
     }
 }
 
+/// Every form of every secret in the URL, the header values and the body becomes the mask.
+fn mask_request(r: &mut RecordedRequest, redactor: &Redactor) {
+    if redactor.is_empty() {
+        return;
+    }
+    r.url = redactor.str(&r.url);
+    for v in r.headers.values_mut() {
+        *v = redactor.str(v);
+    }
+    if let Some(b) = &mut r.body {
+        redactor.value(b);
+    }
+}
+
 fn purpose_parts(p: Purpose<'_>) -> (&'static str, String) {
     match p {
         Purpose::Tool(n) => ("http", n.to_string()),
@@ -192,8 +206,10 @@ impl Tape {
     pub fn recording_new(previous: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
         Tape::new(Mode::RecordNew, previous, ignore, redactor)
     }
-    pub fn replaying(exchanges: Vec<Exchange>, ignore: Vec<String>) -> Tape {
-        Tape::new(Mode::Replay, exchanges, ignore, Redactor::default())
+    /// `redactor` masks the stand-ins a replay sends for secrets (`***`, or `%2A%2A%2A` once
+    /// URL-encoded) back to the mask, on both sides of every comparison.
+    pub fn replaying(exchanges: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
+        Tape::new(Mode::Replay, exchanges, ignore, redactor)
     }
     fn new(mode: Mode, exchanges: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
         Tape {
@@ -201,9 +217,12 @@ impl Tape {
             slots: Mutex::new(
                 exchanges
                     .into_iter()
-                    .map(|exchange| Slot {
-                        exchange,
-                        used: false,
+                    .map(|mut exchange| {
+                        mask_request(&mut exchange.request, &redactor);
+                        Slot {
+                            exchange,
+                            used: false,
+                        }
                     })
                     .collect(),
             ),
@@ -233,17 +252,10 @@ impl Tape {
             return None;
         }
         let (kind, source) = purpose_parts(purpose);
+        // Recorded requests were masked; this one is masked alike, so a secret (or a replay's
+        // stand-in for it) compares equal in whatever encoding it was sent.
         let mut wanted = record_request(req);
-        // Recorded requests were redacted; compare like with like.
-        // Replays send the mask as each secret's stand-in; in a URL it arrives percent-encoded,
-        // where the recording masked the encoded secret itself.
-        wanted.url = self
-            .redactor
-            .str(&wanted.url)
-            .replace("%2A%2A%2A", crate::redact::MASK);
-        if let Some(b) = &mut wanted.body {
-            self.redactor.value(b);
-        }
+        mask_request(&mut wanted, &self.redactor);
         let want = comparable(&wanted, &self.ignore);
         let mut slots = self.slots.lock().ok()?;
         let found = slots.iter_mut().find(|s| {
@@ -335,13 +347,23 @@ impl Tape {
             Err(NetError::Timeout) => (None, Some("timeout".to_string())),
             Err(e) => (None, Some(e.to_string())),
         };
-        let exchange = Exchange {
+        let mut exchange = Exchange {
             kind: kind.into(),
             source,
             request: record_request(req),
             response,
             error,
         };
+        mask_request(&mut exchange.request, &self.redactor);
+        if let Some(r) = &mut exchange.response {
+            for v in r.headers.values_mut() {
+                *v = self.redactor.str(v);
+            }
+            self.redactor.value(&mut r.body);
+        }
+        if let Some(e) = &mut exchange.error {
+            *e = self.redactor.str(e);
+        }
         if let Ok(mut log) = self.log.lock() {
             log.push(exchange);
         }

@@ -1,6 +1,7 @@
 //! The one door to the network. HTTP tools and live models both send through a `Transport`, so
 //! recording and replaying fixtures is just another transport: the engine never knows it replays.
 
+use crate::redact::Redactor;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -68,6 +69,8 @@ pub struct Transport {
     client: OnceLock<Result<reqwest::Client, String>>,
     /// Recording or replaying (`crate::fixture`); `None` is plain live traffic.
     tape: Option<std::sync::Arc<crate::fixture::Tape>>,
+    /// Masks every secret in what comes back, before anything reads or cuts it (`mask_with`).
+    redactor: std::sync::Mutex<Redactor>,
 }
 
 impl Default for Transport {
@@ -81,6 +84,7 @@ impl Transport {
         Transport {
             client: OnceLock::new(),
             tape: None,
+            redactor: Default::default(),
         }
     }
 
@@ -97,7 +101,23 @@ impl Transport {
         Transport {
             client: OnceLock::new(),
             tape: Some(tape),
+            redactor: Default::default(),
         }
+    }
+
+    /// From now on, responses are masked with these secrets too. A server that echoes a secret
+    /// (in any encoding) hands it to no one: not the tool, the model, a trace or a fixture.
+    pub fn mask_with(&self, redactor: &Redactor) {
+        if let Ok(mut r) = self.redactor.lock() {
+            r.merge(redactor);
+        }
+    }
+
+    fn redactor(&self) -> Redactor {
+        self.redactor
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     pub async fn send(
@@ -106,8 +126,17 @@ impl Transport {
         req: &HttpRequest,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
+        // Read a secret's longest spelling past the limit, mask, then cut: a secret that
+        // straddles the limit is masked whole, never cut into a prefix that escapes masking.
+        let redactor = self.redactor();
+        let max = opts.max_bytes;
+        let opts = SendOptions {
+            max_bytes: max.saturating_add(redactor.slack() as u64),
+            ..opts
+        };
         let Some(tape) = &self.tape else {
-            return self.send_live(purpose, req, opts).await;
+            let result = self.send_live(purpose, req, opts).await;
+            return masked(result, &redactor, max);
         };
         if let Some(answer) = tape.answer(purpose, req) {
             return answer;
@@ -119,7 +148,7 @@ impl Transport {
                 tape.redact(&req.url)
             )));
         }
-        let result = self.send_live(purpose, req, opts).await;
+        let result = masked(self.send_live(purpose, req, opts).await, &redactor, max);
         tape.record(purpose, req, &result);
         result
     }
@@ -200,6 +229,31 @@ impl Transport {
             Ok(r) => r,
             Err(_) => Err(NetError::Timeout),
         }
+    }
+}
+
+fn masked(
+    result: Result<HttpResponse, NetError>,
+    redactor: &Redactor,
+    max_bytes: u64,
+) -> Result<HttpResponse, NetError> {
+    if redactor.is_empty() {
+        return result;
+    }
+    match result {
+        Ok(mut r) => {
+            let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+            let (body, truncated) = redactor.cut_bytes(&r.body, max, r.truncated);
+            r.body = body;
+            r.truncated = truncated;
+            for (_, v) in &mut r.headers {
+                *v = redactor.str(v);
+            }
+            Ok(r)
+        }
+        Err(NetError::Connect(m)) => Err(NetError::Connect(redactor.str(&m))),
+        Err(NetError::Io(m)) => Err(NetError::Io(redactor.str(&m))),
+        Err(e) => Err(e),
     }
 }
 

@@ -1,13 +1,38 @@
-//! Secrets: read only from declared environment variables, and scrubbed from everything toolrun
-//! writes (traces, events, fixtures, errors), including when a server echoes them back.
+//! Secrets: read only from declared environment variables, and masked in everything toolrun
+//! prints or writes (traces, events, fixtures, reports, errors), including when a server echoes
+//! them back encoded.
+//!
+//! A server can hand a secret back in many spellings: percent-encoded in any subset of its
+//! characters (`+` for a space, either hex case), JSON-escaped (`\u0026`, `\/`), as an HTML
+//! entity, or base64 (standard or URL-safe, as in `Authorization: Basic user:secret`). Rather
+//! than enumerate spellings (2^n for n encodable characters), the matcher decodes escapes as it
+//! walks the text and compares the decoded bytes with the secret, so every mixture is one
+//! pass. Base64 has no escapes to decode: a secret's bytes land in the base64 stream at one of
+//! three offsets modulo 3, and the characters that depend on the secret alone are fixed for each
+//! offset, so those three "cores" (in both alphabets) are searched like the secret itself.
 
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub const MASK: &str = "***";
 
-/// Values shorter than this are not masked: masking "a" would shred every text.
+/// Below this many characters a secret can be guessed, and masking it would also hit ordinary
+/// text: such secrets are masked only as text (not in base64) and a warning says so.
+pub const SAFE_SECRET_LEN: usize = 8;
+
+/// Values shorter than this are not masked at all: masking "a" would shred every text.
 const MIN_SECRET_LEN: usize = 3;
+
+/// The most text one byte of a secret can take once escaped (`\u00e9` is 6 characters for the
+/// 2 bytes of `é`, `%41` is 3 for 1): how far past a cut a match can reach.
+const MAX_EXPANSION: usize = 6;
+
+/// Positions where both the literal character and an escape starting there match the secret
+/// (only when the secret itself holds `%`, `\` or `&`). Each doubles the work of one match, so
+/// past this many the matcher stops exploring and masks what it has matched (fail safe).
+const BRANCH_BUDGET: u32 = 256;
 
 #[derive(Default, Clone, Debug)]
 pub struct Secrets {
@@ -47,63 +72,225 @@ impl Secrets {
         )
     }
 
+    /// Masks every secret (and every API key registered here) in all its forms.
     pub fn redactor(&self) -> Redactor {
-        Redactor::new(self.values.values().cloned())
+        Redactor::named(self.values.iter().map(|(k, v)| (k.clone(), v.clone())))
     }
+
+    /// The warnings for secrets too short to mask safely, one line each (names, never values).
+    /// The mask itself (the offline stand-in) is not a real secret and is not reported.
+    pub fn short_warnings(&self) -> Vec<String> {
+        self.values
+            .iter()
+            .filter(|(_, v)| v.as_str() != MASK)
+            .filter_map(|(name, v)| {
+                let n = v.chars().count();
+                if n >= SAFE_SECRET_LEN {
+                    None
+                } else if n < MIN_SECRET_LEN {
+                    Some(format!("warning: secret `{name}` is only {n} character(s) long and cannot be masked at all; use a secret of at least {SAFE_SECRET_LEN} characters"))
+                } else {
+                    Some(format!("warning: secret `{name}` is only {n} characters long: it is masked as written and percent- or JSON-escaped, but not in base64, and masking it may hide unrelated text; use a secret of at least {SAFE_SECRET_LEN} characters"))
+                }
+            })
+            .collect()
+    }
+}
+
+/// A secret that survived masking in a document about to be written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leak {
+    /// The secret's name (the environment variable), never its value.
+    pub secret: String,
+    /// Where it was found: a JSON Pointer (`""` is the whole document).
+    pub pointer: String,
+}
+
+impl std::fmt::Display for Leak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "the document".to_string()
+        } else {
+            format!("`{}`", self.pointer)
+        };
+        write!(f, "secret `{}` would appear at {at}", self.secret)
+    }
+}
+
+/// Cheap to clone: the matcher is shared.
+#[derive(Default, Clone, Debug)]
+pub struct Redactor {
+    inner: Arc<Matcher>,
 }
 
 #[derive(Default, Clone, Debug)]
-pub struct Redactor {
-    /// Longest first, so a secret that contains another is masked whole.
-    needles: Vec<String>,
+struct Matcher {
+    names: Vec<String>,
+    /// The raw secret values, to deduplicate additions.
+    values: Vec<String>,
+    needles: Vec<Needle>,
+    /// Bytes where a match can begin: a needle's first byte, or the start of an escape.
+    starts: [u64; 4],
+    /// The longest needle, in bytes.
+    longest: usize,
 }
 
-impl Redactor {
-    pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
-        let mut needles: Vec<String> = values
-            .into_iter()
-            .filter(|v| v.len() >= MIN_SECRET_LEN)
-            .collect();
-        needles.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-        needles.dedup();
-        Redactor { needles }
-    }
+#[derive(Clone, Debug)]
+struct Needle {
+    bytes: Vec<u8>,
+    secret: usize,
+}
 
-    pub fn add(&mut self, value: String) {
-        if value.len() >= MIN_SECRET_LEN && !self.needles.contains(&value) {
-            self.needles.push(value);
-            self.needles
-                .sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+impl Matcher {
+    fn push(&mut self, name: String, value: String) {
+        if value.len() < MIN_SECRET_LEN || self.values.contains(&value) {
+            return;
         }
+        let secret = self.names.len();
+        let mut forms = vec![value.as_bytes().to_vec()];
+        if value.chars().count() >= SAFE_SECRET_LEN {
+            for core in base64_cores(value.as_bytes()) {
+                if !forms.contains(&core) {
+                    forms.push(core);
+                }
+            }
+        }
+        for bytes in forms {
+            self.longest = self.longest.max(bytes.len());
+            self.set_start(bytes[0]);
+            if bytes[0] == b' ' {
+                self.set_start(b'+');
+            }
+            self.needles.push(Needle { bytes, secret });
+        }
+        for b in [b'%', b'\\', b'&'] {
+            self.set_start(b);
+        }
+        self.names.push(name);
+        self.values.push(value);
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.needles.is_empty()
+    fn set_start(&mut self, b: u8) {
+        self.starts[usize::from(b >> 6)] |= 1 << (b & 63);
     }
 
-    pub fn str(&self, s: &str) -> String {
-        let mut out = s.to_string();
-        for n in &self.needles {
-            if out.contains(n.as_str()) {
-                out = out.replace(n.as_str(), MASK);
+    fn can_start(&self, b: u8) -> bool {
+        self.starts[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// The ranges of `t` that spell a secret, merged where they overlap, each with the secret
+    /// it spells. `to_end`: `t` was cut, so a secret begun before its end counts as found.
+    fn spans(&self, t: &[u8], to_end: bool) -> Vec<(usize, usize, usize)> {
+        let mut out: Vec<(usize, usize, usize)> = Vec::new();
+        if self.needles.is_empty() {
+            return out;
+        }
+        for (p, &b) in t.iter().enumerate() {
+            if !self.can_start(b) {
+                continue;
+            }
+            let mut best: Option<(usize, usize)> = None;
+            for n in &self.needles {
+                if let Some(end) = match_at(t, p, &n.bytes, to_end) {
+                    if best.is_none_or(|(e, _)| end > e) {
+                        best = Some((end, n.secret));
+                    }
+                }
+            }
+            if let Some((end, secret)) = best {
+                match out.last_mut() {
+                    Some(last) if p < last.1 => last.1 = last.1.max(end),
+                    _ => out.push((p, end, secret)),
+                }
             }
         }
         out
     }
+}
 
+impl Redactor {
+    /// Unnamed values (tests, ad-hoc masking); a leak names them by position.
+    pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
+        Redactor::named(
+            values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("#{}", i + 1), v)),
+        )
+    }
+
+    pub fn named(entries: impl IntoIterator<Item = (String, String)>) -> Redactor {
+        let mut m = Matcher::default();
+        for (name, value) in entries {
+            m.push(name, value);
+        }
+        Redactor { inner: Arc::new(m) }
+    }
+
+    /// Masks `other`'s secrets too.
+    pub fn merge(&mut self, other: &Redactor) {
+        if other.inner.values.iter().all(|v| self.inner.values.contains(v)) {
+            return;
+        }
+        let m = Arc::make_mut(&mut self.inner);
+        for (name, value) in other.inner.names.iter().zip(&other.inner.values) {
+            m.push(name.clone(), value.clone());
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.needles.is_empty()
+    }
+
+    /// How many bytes past a cut a secret's encoded form can reach: read this much more than
+    /// a limit, mask, then cut, and no secret is cut in half.
+    pub fn slack(&self) -> usize {
+        self.inner.longest * MAX_EXPANSION
+    }
+
+    /// `s` with every form of every secret replaced by the mask.
+    pub fn str(&self, s: &str) -> String {
+        self.mask(s).into_owned()
+    }
+
+    pub fn mask<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        match self.bytes(s.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(s),
+            // Matches start and end on character boundaries (needles are whole UTF-8 text or
+            // ASCII, escapes are ASCII), so this is valid UTF-8; lossy only as a safety net.
+            Cow::Owned(b) => Cow::Owned(
+                String::from_utf8(b).unwrap_or_else(|e| {
+                    String::from_utf8_lossy(e.as_bytes()).into_owned()
+                }),
+            ),
+        }
+    }
+
+    pub fn bytes<'a>(&self, b: &'a [u8]) -> Cow<'a, [u8]> {
+        let spans = self.inner.spans(b, false);
+        if spans.is_empty() {
+            Cow::Borrowed(b)
+        } else {
+            Cow::Owned(replace(b, &spans))
+        }
+    }
+
+    /// Masks every string and key in a JSON value.
     pub fn value(&self, v: &mut Value) {
-        if self.needles.is_empty() {
+        if self.is_empty() {
             return;
         }
         match v {
-            Value::String(s) if self.needles.iter().any(|n| s.contains(n.as_str())) => {
-                *s = self.str(s)
+            Value::String(s) => {
+                if let Cow::Owned(m) = self.mask(s) {
+                    *s = m;
+                }
             }
             Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
             Value::Object(map) => {
                 let keys: Vec<String> = map
                     .keys()
-                    .filter(|k| self.needles.iter().any(|n| k.contains(n.as_str())))
+                    .filter(|k| matches!(self.mask(k), Cow::Owned(_)))
                     .cloned()
                     .collect();
                 for k in keys {
@@ -117,16 +304,358 @@ impl Redactor {
         }
     }
 
-    /// Does any secret survive in this text? Used to fail closed before writing a fixture.
-    pub fn leaks(&self, text: &str) -> Option<usize> {
-        self.needles.iter().position(|n| text.contains(n.as_str()))
+    /// Masks, then keeps at most `max_chars` characters, masking a secret begun just before the
+    /// cut. Returns the kept text and how many characters of the masked text were dropped.
+    pub fn shorten(&self, s: &str, max_chars: usize) -> (String, usize) {
+        let masked = self.mask(s);
+        let Some((cut, _)) = masked.char_indices().nth(max_chars) else {
+            return (masked.into_owned(), 0);
+        };
+        let dropped = masked[cut..].chars().count();
+        (self.mask_tail(&masked[..cut]), dropped)
     }
+
+    /// Masks, then keeps at most `max` bytes (cutting `b`, which may not be text, anywhere).
+    /// `was_cut`: `b` is itself the start of something longer. Returns the bytes and whether
+    /// anything is missing at the end.
+    pub fn cut_bytes(&self, b: &[u8], max: usize, was_cut: bool) -> (Vec<u8>, bool) {
+        let masked = self.bytes(b);
+        let (kept, cut) = if masked.len() > max {
+            (&masked[..max], true)
+        } else {
+            (&masked[..], was_cut)
+        };
+        if !cut || self.is_empty() {
+            return (kept.to_vec(), cut);
+        }
+        let from = kept.len().saturating_sub(self.slack());
+        let tail = self.inner.spans(&kept[from..], true);
+        let mut out = kept[..from].to_vec();
+        out.extend(replace(&kept[from..], &tail));
+        (out, true)
+    }
+
+    /// `s` was cut: a secret that begins in its last few bytes and runs to the end is masked.
+    fn mask_tail(&self, s: &str) -> String {
+        let mut from = s.len().saturating_sub(self.slack());
+        while !s.is_char_boundary(from) {
+            from -= 1;
+        }
+        let spans = self.inner.spans(&s.as_bytes()[from..], true);
+        if spans.is_empty() {
+            return s.to_string();
+        }
+        let tail = replace(&s.as_bytes()[from..], &spans);
+        format!("{}{}", &s[..from], String::from_utf8_lossy(&tail))
+    }
+
+    /// The name of a secret that appears in `text` in any form, if one does.
+    pub fn leaks(&self, text: &str) -> Option<&str> {
+        self.first(text.as_bytes())
+    }
+
+    fn first(&self, b: &[u8]) -> Option<&str> {
+        self.inner
+            .spans(b, false)
+            .first()
+            .map(|s| self.inner.names[s.2].as_str())
+    }
+
+    /// A document as toolrun writes it (pretty JSON and a newline), masked and then checked:
+    /// `Err` means it must not be written at all.
+    pub fn to_pretty(&self, doc: &Value) -> Result<String, Leak> {
+        let mut doc = doc.clone();
+        self.value(&mut doc);
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+        self.check(&doc, &text)?;
+        Ok(text)
+    }
+
+    /// The last check before a document leaves toolrun (fail closed): every string and key of
+    /// `doc`, and the final bytes `text` it was serialised to, must hold no secret in any form.
+    pub fn check(&self, doc: &Value, text: &str) -> Result<(), Leak> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        if let Some((secret, pointer)) = self.locate(doc, String::new()) {
+            return Err(Leak { secret, pointer });
+        }
+        if let Some(secret) = self.first(text.as_bytes()) {
+            // Only the serialisation spells it (across a key and its value, say): name the
+            // smallest part of the document whose JSON still does.
+            return Err(Leak {
+                secret: secret.to_string(),
+                pointer: self.enclosing(doc, String::new()),
+            });
+        }
+        Ok(())
+    }
+
+    fn locate(&self, v: &Value, at: String) -> Option<(String, String)> {
+        match v {
+            Value::String(s) => self.first(s.as_bytes()).map(|n| (n.to_string(), at)),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| self.locate(x, format!("{at}/{i}"))),
+            Value::Object(map) => map.iter().find_map(|(k, x)| {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match self.first(k.as_bytes()) {
+                    Some(n) => Some((n.to_string(), here)),
+                    None => self.locate(x, here),
+                }
+            }),
+            _ => None,
+        }
+    }
+
+    fn enclosing(&self, v: &Value, at: String) -> String {
+        let spells = |x: &Value| {
+            let compact = x.to_string();
+            let pretty = serde_json::to_string_pretty(x).unwrap_or_default();
+            self.first(compact.as_bytes()).is_some() || self.first(pretty.as_bytes()).is_some()
+        };
+        let child = match v {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find(|(_, x)| spells(x))
+                .map(|(i, x)| (format!("{at}/{i}"), x)),
+            Value::Object(map) => map.iter().find(|(_, x)| spells(x)).map(|(k, x)| {
+                (
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    x,
+                )
+            }),
+            _ => None,
+        };
+        match child {
+            Some((p, x)) => self.enclosing(x, p),
+            None => at,
+        }
+    }
+}
+
+fn replace(t: &[u8], spans: &[(usize, usize, usize)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(t.len());
+    let mut last = 0;
+    for &(a, b, _) in spans {
+        out.extend_from_slice(&t[last..a]);
+        out.extend_from_slice(MASK.as_bytes());
+        last = b;
+    }
+    out.extend_from_slice(&t[last..]);
+    out
+}
+
+/// Where the longest spelling of needle `n` that starts at `t[start]` ends.
+fn match_at(t: &[u8], start: usize, n: &[u8], to_end: bool) -> Option<usize> {
+    let mut budget = BRANCH_BUDGET;
+    walk(t, start, n, 0, to_end, &mut budget)
+}
+
+fn walk(t: &[u8], mut i: usize, n: &[u8], mut j: usize, to_end: bool, budget: &mut u32) -> Option<usize> {
+    loop {
+        if j == n.len() {
+            return Some(i);
+        }
+        let Some(&c) = t.get(i) else {
+            return (to_end && j > 0).then_some(i);
+        };
+        let literal = c == n[j] || (c == b'+' && n[j] == b' ');
+        let escape = decode_escape(t, i).filter(|(d, _)| n[j..].starts_with(d.as_bytes()));
+        match (literal, escape) {
+            (true, None) => {
+                i += 1;
+                j += 1;
+            }
+            (false, Some((d, len))) => {
+                i += len;
+                j += d.len();
+            }
+            (true, Some((d, len))) => {
+                if *budget == 0 {
+                    return Some(i);
+                }
+                *budget -= 1;
+                let a = walk(t, i + 1, n, j + 1, to_end, budget);
+                let b = walk(t, i + len, n, j + d.len(), to_end, budget);
+                return a.max(b);
+            }
+            (false, None) => {
+                // Cut in the middle of an escape (`...Zq%2`): the secret had begun.
+                let unfinished = to_end
+                    && j > 0
+                    && matches!(c, b'%' | b'\\' | b'&')
+                    && t.len() - i < 12;
+                return unfinished.then_some(t.len());
+            }
+        }
+    }
+}
+
+/// The character an escape at `t[i]` stands for, as UTF-8, and the escape's length.
+#[derive(Clone, Copy)]
+struct Decoded {
+    buf: [u8; 4],
+    len: u8,
+}
+
+impl Decoded {
+    fn byte(b: u8) -> Decoded {
+        Decoded {
+            buf: [b, 0, 0, 0],
+            len: 1,
+        }
+    }
+    fn char(c: char) -> Decoded {
+        let mut buf = [0; 4];
+        let len = c.encode_utf8(&mut buf).len() as u8;
+        Decoded { buf, len }
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+    fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+}
+
+fn hex(b: u8) -> Option<u32> {
+    (b as char).to_digit(16)
+}
+
+fn hex4(t: &[u8]) -> Option<u32> {
+    if t.len() < 4 {
+        return None;
+    }
+    t[..4].iter().try_fold(0, |acc, &b| Some(acc * 16 + hex(b)?))
+}
+
+fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
+    let rest = &t[i..];
+    match rest.first()? {
+        b'%' => {
+            let hi = hex(*rest.get(1)?)?;
+            let lo = hex(*rest.get(2)?)?;
+            Some((Decoded::byte((hi * 16 + lo) as u8), 3))
+        }
+        b'\\' => {
+            let simple = match rest.get(1)? {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'/' => b'/',
+                b'\'' => b'\'',
+                b'b' => 8,
+                b'f' => 12,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => {
+                    let cp = hex4(&rest[2..])?;
+                    return match cp {
+                        0xD800..=0xDBFF => {
+                            if rest.get(6..8)? != b"\\u" {
+                                return None;
+                            }
+                            let low = hex4(&rest[8..])?;
+                            if !(0xDC00..=0xDFFF).contains(&low) {
+                                return None;
+                            }
+                            let c = char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?;
+                            Some((Decoded::char(c), 12))
+                        }
+                        _ => Some((Decoded::char(char::from_u32(cp)?), 6)),
+                    };
+                }
+                _ => return None,
+            };
+            Some((Decoded::byte(simple), 2))
+        }
+        b'&' => {
+            let end = rest.iter().take(12).position(|&b| b == b';')?;
+            let name = &rest[1..end];
+            let c = match name {
+                b"amp" => '&',
+                b"lt" => '<',
+                b"gt" => '>',
+                b"quot" => '"',
+                b"apos" => '\'',
+                [b'#', b'x' | b'X', digits @ ..] if !digits.is_empty() => {
+                    let n = digits.iter().try_fold(0u32, |acc, &b| acc.checked_mul(16)?.checked_add(hex(b)?))?;
+                    char::from_u32(n)?
+                }
+                [b'#', digits @ ..] if !digits.is_empty() => {
+                    let n = digits.iter().try_fold(0u32, |acc, &b| {
+                        acc.checked_mul(10)?.checked_add((b as char).to_digit(10)?)
+                    })?;
+                    char::from_u32(n)?
+                }
+                _ => return None,
+            };
+            Some((Decoded::char(c), end + 1))
+        }
+        _ => None,
+    }
+}
+
+const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Base64 without padding.
+pub fn base64(bytes: &[u8], url_safe: bool) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &b)| acc | u32::from(b) << (16 - 8 * i));
+        for k in 0..=chunk.len() {
+            let mut c = STD[((n >> (18 - 6 * k)) & 63) as usize];
+            if url_safe {
+                c = match c {
+                    b'+' => b'-',
+                    b'/' => b'_',
+                    other => other,
+                };
+            }
+            out.push(c as char);
+        }
+    }
+    out
+}
+
+/// The base64 characters fixed by `secret` alone, for each of the three offsets at which it can
+/// sit in an encoded stream (`user:secret` puts it at offset 5, i.e. 2), in both alphabets.
+fn base64_cores(secret: &[u8]) -> Vec<Vec<u8>> {
+    let mut cores = Vec::new();
+    for offset in 0..3usize {
+        let mut stream = vec![0u8; offset];
+        stream.extend_from_slice(secret);
+        // Character k covers bits 6k..6k+6; the secret covers bits 8*offset..8*(offset+len).
+        let first = (8 * offset).div_ceil(6);
+        let end = 8 * (offset + secret.len()) / 6;
+        for url_safe in [false, true] {
+            let encoded = base64(&stream, url_safe);
+            if let Some(core) = encoded.as_bytes().get(first..end) {
+                if !core.is_empty() && !cores.iter().any(|c: &Vec<u8>| c == core) {
+                    cores.push(core.to_vec());
+                }
+            }
+        }
+    }
+    cores
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    const S: &str = "Zq+8/a=b c&d?e-f.g_h~i";
+
+    fn r() -> Redactor {
+        Redactor::named([("TOKEN".to_string(), S.to_string())])
+    }
 
     #[test]
     fn masks_secrets_everywhere_in_json() {
@@ -135,5 +664,120 @@ mod tests {
         r.value(&mut v);
         assert_eq!(v, json!({"a": "Bearer ***", "b": ["x ***"], "***": 1}));
         assert!(r.leaks(&v.to_string()).is_none());
+    }
+
+    #[test]
+    fn masks_every_percent_encoding_mixture() {
+        let r = r();
+        for form in [
+            "Zq%2B8%2Fa%3Db+c%26d%3Fe-f.g_h~i",
+            "Zq%2b8/a=b%20c&d?e-f.g_h~i",
+            "Zq+8%2Fa=b+c%26d?e-f.g_h%7Ei",
+            "%5Aq%2B8%2F%61%3D%62%20%63%26%64%3F%65%2D%66%2E%67%5F%68%7E%69",
+        ] {
+            assert_eq!(r.str(&format!("x={form}&y=1")), "x=***&y=1", "{form}");
+        }
+    }
+
+    #[test]
+    fn plus_is_a_space_only_where_the_secret_has_one() {
+        let r = Redactor::new(["ab+cd efgh".to_string()]);
+        assert_eq!(r.str("ab+cd+efgh"), "***");
+        assert_eq!(r.str("ab%2Bcd+efgh"), "***");
+        assert_eq!(r.str("ab cd efgh"), "ab cd efgh");
+    }
+
+    #[test]
+    fn masks_json_and_html_escapes() {
+        let r = Redactor::new(["a&b</c>\"d/é😀".to_string()]);
+        for form in [
+            r#"a\u0026b\u003c\/c\u003e\"d\/\u00e9\ud83d\ude00"#,
+            r#"a\u0026b\u003C/c>\"d/é😀"#,
+            "a&amp;b&lt;/c&gt;&quot;d/&#233;&#x1F600;",
+        ] {
+            assert_eq!(r.str(&format!("[{form}]")), "[***]", "{form}");
+        }
+    }
+
+    #[test]
+    fn masks_base64_of_the_secret_and_of_user_colon_secret() {
+        let r = r();
+        for prefix in ["", "u:", "us:", "user:", "alice@example.com:"] {
+            let raw = format!("{prefix}{S}");
+            for url_safe in [false, true] {
+                let b = base64(raw.as_bytes(), url_safe);
+                let masked = r.str(&format!("Basic {b}=="));
+                assert!(masked.contains(MASK), "{prefix} {b} -> {masked}");
+                assert!(!decodes_to_secret(&masked), "{prefix} {b} -> {masked}");
+            }
+        }
+        // Escaped on the way (`\/` in JSON, `%2B` in a URL), it is still found.
+        let b = base64(format!("user:{S}").as_bytes(), false);
+        let escaped = b.replace('/', "\\/").replace('+', "%2B");
+        assert!(r.str(&escaped).contains(MASK), "{escaped}");
+    }
+
+    #[test]
+    fn overlapping_occurrences_are_masked_whole() {
+        let r = Redactor::new(["aaaaaaaa".to_string()]);
+        assert_eq!(r.str("xaaaaaaaaaaaay"), "x***y");
+    }
+
+    #[test]
+    fn cutting_never_leaves_a_prefix() {
+        let r = r();
+        let text = format!("{}{}", "x".repeat(10), "Zq%2B8%2Fa%3Db+c%26d");
+        for max in 0..text.len() {
+            let (kept, _) = r.shorten(&format!("{text}%3Fe-f.g_h~i tail"), max);
+            assert!(!kept.contains("Zq"), "{max}: {kept}");
+        }
+        let body = format!("{}{}", "y".repeat(20), S).into_bytes();
+        for cut in 21..body.len() {
+            let (kept, truncated) = r.cut_bytes(&body[..cut], cut, true);
+            assert!(truncated);
+            assert!(!String::from_utf8_lossy(&kept).contains("Zq"), "{cut}");
+        }
+        // Masking first: the whole secret fits in the slack, so it is masked, then cut.
+        let (kept, truncated) = r.cut_bytes(&body, 22, false);
+        assert_eq!((String::from_utf8_lossy(&kept).as_ref(), truncated), ("yyyyyyyyyyyyyyyyyyyy**", true));
+    }
+
+    #[test]
+    fn fail_closed_names_the_secret_and_where() {
+        let r = Redactor::named([("K".to_string(), "abcd1234\": \"efgh5678".to_string())]);
+        let doc = json!({"a": [1, {"abcd1234": "efgh5678"}]});
+        let text = serde_json::to_string_pretty(&doc).unwrap();
+        let leak = r.check(&doc, &text).unwrap_err();
+        assert_eq!(leak, Leak { secret: "K".into(), pointer: "/a/1".into() });
+        let doc = json!({"x": {"y": "p abcd1234\": \"efgh5678"}});
+        let leak = r.check(&doc, "").unwrap_err();
+        assert_eq!(leak.pointer, "/x/y");
+        assert!(!leak.to_string().contains("abcd"));
+    }
+
+    #[test]
+    fn short_secrets_are_textual_only_and_warned_about() {
+        let mut s = Secrets::default();
+        s.insert("SHORT", "k3y!".into());
+        s.insert("TINY", "ab".into());
+        s.insert("LONG", "long-enough-key".into());
+        s.insert("OFFLINE", MASK.into());
+        let w = s.short_warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w.iter().all(|l| !l.contains("k3y!")));
+        let r = s.redactor();
+        assert_eq!(r.str("k3y%21"), "***");
+    }
+
+    #[test]
+    fn text_without_secrets_is_borrowed() {
+        assert!(matches!(r().mask("plain text % \\ & +"), Cow::Borrowed(_)));
+    }
+
+    /// Every decoding named in the masker's contract, applied to the whole text.
+    fn decodes_to_secret(text: &str) -> bool {
+        crate::fuzzing::decodings(text)
+            .iter()
+            .any(|d| d.windows(S.len()).any(|w| w == S.as_bytes()))
     }
 }

@@ -111,13 +111,15 @@ pub async fn replay_fixture(
             }
         }
     };
+    // The stand-ins are all the mask: masking them turns each of its encodings back into it.
+    let redactor = secrets.redactor();
     let tape = Arc::new(Tape::replaying(
         fixture.exchanges.clone(),
         registry.replay_ignore.clone(),
+        redactor.clone(),
     ));
     let transport = Transport::with_tape(tape.clone());
     let events = Events::none();
-    let redactor = Redactor::default();
     let engine = Engine {
         registry,
         transport: &transport,
@@ -145,6 +147,7 @@ pub async fn replay_fixture(
     // `replay.ignore` names volatile fields: they are left out of the trace comparison too.
     let comparable = |v: &Value| {
         let mut v = crate::fixture::without_pointers(without_durations(v), &registry.replay_ignore);
+        redactor.value(&mut v);
         if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
             spec.remove("sha256");
         }
@@ -158,7 +161,7 @@ pub async fn replay_fixture(
             let mut fresh = fixture.clone();
             fresh.trace = trace.to_json(&redactor);
             fresh.spec.sha256 = registry.spec_sha256.clone();
-            match write_fixture(fixture_path, &fresh, &Redactor::default()) {
+            match write_fixture(fixture_path, &fresh, &redactor) {
                 Ok(()) => updated = true,
                 Err(e) => failures.push(e),
             }
@@ -214,18 +217,16 @@ pub fn load_quiet(spec: &Path) -> Result<Registry, String> {
     }
 }
 
-/// Redacts, then refuses to write if any secret survives (fail closed), then writes atomically.
+/// Masks, then refuses to write if any secret survives in any form (fail closed), then writes
+/// atomically.
 pub fn write_fixture(path: &Path, fixture: &Fixture, redactor: &Redactor) -> Result<(), String> {
-    let mut doc = serde_json::to_value(fixture).map_err(|e| e.to_string())?;
-    redactor.value(&mut doc);
-    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n";
-    if let Some(i) = redactor.leaks(&text) {
-        return Err(format!(
-            "refusing to write fixture `{}`: secret #{} would still appear in it",
-            path.display(),
-            i + 1
-        ));
-    }
+    let doc = serde_json::to_value(fixture).map_err(|e| e.to_string())?;
+    let text = redactor.to_pretty(&doc).map_err(|leak| {
+        format!(
+            "refusing to write fixture `{}`: {leak} even after masking; nothing was written",
+            path.display()
+        )
+    })?;
     crate::commands::write_atomically(path, text.as_bytes())
         .map_err(|e| format!("cannot write fixture `{}`: {e}", path.display()))
 }

@@ -70,11 +70,26 @@ pub fn prepare_with(
         .model(&model_name)
         .ok_or_else(|| format!("no model `{model_name}`"))?;
     let model = ModelClient::new(def, query, &mut secrets)?;
+    warn_short_secrets(&secrets);
     Ok(Prepared {
         model,
         model_name,
         secrets,
     })
+}
+
+/// Once per secret and process: `test` prepares every case, and one warning is enough.
+fn warn_short_secrets(secrets: &Secrets) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut warned) = WARNED.lock() else {
+        return;
+    };
+    for line in secrets.short_warnings() {
+        if !warned.contains(&line) {
+            eprintln!("{line}");
+            warned.push(line);
+        }
+    }
 }
 
 /// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.

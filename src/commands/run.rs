@@ -49,16 +49,7 @@ pub fn run(args: RunArgs) -> i32 {
     };
     let mut recorder: Option<std::sync::Arc<Tape>> = None;
     if let Some(path) = &args.record {
-        let mut tape_redactor = redactor.clone();
-        // Secrets also travel URL-encoded (query strings): mask that form too.
-        for name in &registry.secrets {
-            if let Some(v) = prepared.secrets.get(name) {
-                tape_redactor.add(
-                    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
-                        .to_string(),
-                );
-            }
-        }
+        let tape_redactor = redactor.clone();
         let tape = match (args.record_mode, path.exists()) {
             (RecordMode::Once, true) => {
                 eprintln!("error: fixture `{}` already exists; pass --record-mode all to re-record it or --record-mode new to add to it", path.display());
@@ -129,9 +120,16 @@ pub fn run(args: RunArgs) -> i32 {
     };
     let trace = rt.block_on(engine.run(&mut prepared.model, opts));
     let doc = trace.to_json(&redactor);
-    let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    // Fail closed: a secret that masking missed stops the trace, the fixture and `--json` alike.
+    let pretty = match redactor.to_pretty(&doc) {
+        Ok(text) => text,
+        Err(leak) => {
+            eprintln!("error: refusing to write the trace: {leak} even after masking; nothing was written");
+            return exit::FAILED;
+        }
+    };
     if let Some(path) = &args.trace {
-        if let Err(e) = super::write_atomically(path, format!("{pretty}\n").as_bytes()) {
+        if let Err(e) = super::write_atomically(path, pretty.as_bytes()) {
             eprintln!("error: cannot write the trace to `{}`: {e}", path.display());
             return exit::FAILED;
         }
@@ -164,22 +162,13 @@ pub fn run(args: RunArgs) -> i32 {
             exchanges: tape.exchanges(),
             trace: doc.clone(),
         };
-        let mut fixture_redactor = redactor.clone();
-        for name in &registry.secrets {
-            if let Some(v) = prepared.secrets.get(name) {
-                fixture_redactor.add(
-                    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
-                        .to_string(),
-                );
-            }
-        }
-        if let Err(e) = crate::replay::write_fixture(path, &fixture, &fixture_redactor) {
+        if let Err(e) = crate::replay::write_fixture(path, &fixture, &redactor) {
             eprintln!("error: {e}");
             return exit::FAILED;
         }
     }
     if args.json {
-        println!("{pretty}");
+        print!("{pretty}");
     } else if let Some(answer) = &trace.final_output {
         println!("{}", redactor.str(answer));
     }

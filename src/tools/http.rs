@@ -7,7 +7,7 @@
 
 use super::{ErrorKind, ToolEnv, ToolError};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
-use crate::redact::{Redactor, Secrets};
+use crate::redact::Redactor;
 use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind};
 use crate::templates;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -39,7 +39,8 @@ pub async fn execute(
     args: &Value,
     env: &ToolEnv<'_>,
 ) -> Result<Value, ToolError> {
-    let redactor = redactor_for(env.secrets);
+    let redactor = env.secrets.redactor();
+    env.transport.mask_with(&redactor);
     let started = Instant::now();
     let result = match prepare(http, args, env) {
         Ok(req) => {
@@ -47,6 +48,7 @@ pub async fn execute(
                 tool,
                 http,
                 env,
+                redactor: &redactor,
                 started,
                 // `timeout: 100000000h` must not overflow the clock: cap it at a day.
                 deadline: started + tool.timeout.min(Duration::from_secs(86_400))
@@ -81,20 +83,6 @@ fn deadline_margin(timeout: Duration) -> Duration {
     (timeout / 10).min(Duration::from_millis(50))
 }
 
-/// Secrets as declared, plus the percent-encoded forms they take in URLs and form bodies, which
-/// is how a server echoing its request line would send them back.
-fn redactor_for(secrets: &Secrets) -> Redactor {
-    let mut r = secrets.redactor();
-    if let Value::Object(map) = secrets.as_json() {
-        for v in map.values().filter_map(Value::as_str) {
-            r.add(utf8_percent_encode(v, COMPONENT).to_string());
-            r.add(utf8_percent_encode(v, NON_ALPHANUMERIC).to_string());
-            r.add(url::form_urlencoded::byte_serialize(v.as_bytes()).collect());
-        }
-    }
-    r
-}
-
 // ---------------------------------------------------------------------------------------------
 // Building the request
 
@@ -113,7 +101,7 @@ pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpR
     let mut url = url::Url::parse(url.trim()).map_err(|e| {
         invalid(format!(
             "the URL `{}` is not valid ({e}); check the arguments that go into it",
-            short(&url)
+            short(&url, &env.secrets.redactor())
         ))
     })?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -346,6 +334,8 @@ struct Call<'a, 'e> {
     tool: &'a Tool,
     http: &'a HttpTool,
     env: &'a ToolEnv<'e>,
+    /// Masks before anything is cut: a URL or an excerpt must not end in half a secret.
+    redactor: &'a Redactor,
     started: Instant,
     deadline: Instant,
 }
@@ -590,7 +580,7 @@ impl Call<'_, '_> {
             }
             Outcome::Net { error, url } => {
                 let d = with_note(self.details(method, &url, attempts));
-                let target = format!("{method} {}", short(url.as_str()));
+                let target = format!("{method} {}", short(url.as_str(), self.redactor));
                 let (kind, message) = match &error {
                     NetError::Timeout => (
                         ErrorKind::Timeout,
@@ -625,7 +615,7 @@ impl Call<'_, '_> {
                 if (200..300).contains(&resp.status) {
                     return self.observation(resp, with_note(d));
                 }
-                let excerpt = excerpt(&resp.body);
+                let excerpt = excerpt(&resp.body, self.redactor);
                 if !excerpt.is_empty() {
                     d.insert("body_excerpt".into(), json!(excerpt));
                 }
@@ -635,7 +625,7 @@ impl Call<'_, '_> {
                     .unwrap_or("");
                 let head = format!(
                     "{method} {} returned HTTP {} {reason}{tries}",
-                    short(url.as_str()),
+                    short(url.as_str(), self.redactor),
                     resp.status
                 );
                 let said = if excerpt.is_empty() {
@@ -730,7 +720,7 @@ impl Call<'_, '_> {
                     } else {
                         content_type.as_str()
                     },
-                    excerpt(&resp.body)
+                    excerpt(&resp.body, self.redactor)
                 ),
             )
             .with_details(details)),
@@ -793,24 +783,22 @@ fn utf8_prefix(bytes: &[u8]) -> String {
     }
 }
 
-/// The start of an error body on one line, for the message.
-fn excerpt(body: &[u8]) -> String {
-    let text = utf8_prefix(&body[..body.len().min(EXCERPT_CHARS * 4)]);
+/// The start of an error body on one line, for the message. Masked before it is cut, and the
+/// body is read a secret's length past the excerpt, so no secret is cut in half.
+fn excerpt(body: &[u8], redactor: &Redactor) -> String {
+    let read = (EXCERPT_CHARS * 4 + redactor.slack()).min(body.len());
+    let text = redactor.str(&utf8_prefix(&body[..read]));
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > EXCERPT_CHARS {
-        let cut: String = one_line.chars().take(EXCERPT_CHARS).collect();
-        format!("{cut}...")
-    } else {
-        one_line
+    match redactor.shorten(&one_line, EXCERPT_CHARS) {
+        (cut, 0) => cut,
+        (cut, _) => format!("{cut}..."),
     }
 }
 
-fn short(url: &str) -> String {
-    if url.chars().count() > 200 {
-        let cut: String = url.chars().take(200).collect();
-        format!("{cut}...")
-    } else {
-        url.to_string()
+fn short(url: &str, redactor: &Redactor) -> String {
+    match redactor.shorten(url, 200) {
+        (cut, 0) => cut,
+        (cut, _) => format!("{cut}..."),
     }
 }
 

@@ -3,6 +3,7 @@
 use super::test_server::{refused_port, Response, TestServer};
 use super::*;
 use crate::events::Events;
+use crate::redact::Secrets;
 use crate::net::Transport;
 use crate::spec::Source;
 use std::sync::atomic::AtomicUsize;
