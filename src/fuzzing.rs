@@ -192,7 +192,10 @@ pub fn masker(data: &[u8]) {
     let redactor = crate::redact::Redactor::named([("SECRET".to_string(), secret.clone())]);
     let masked = redactor.str(&text);
     check_masked(&secret, &text, &masked);
-    assert!(redactor.leaks(&masked).is_none(), "{secret:?} in {masked:?}");
+    assert!(
+        redactor.leaks(&masked).is_none(),
+        "{secret:?} in {masked:?}"
+    );
     let cut = usize::from(data[data.len() - 1]) * text.chars().count() / 256;
     let (kept, _) = redactor.shorten(&text, cut);
     check_masked(&secret, &text, &kept);
@@ -270,7 +273,10 @@ fn spell(secret: &str, op: u8, arg: u8) -> String {
             }
             match op % 9 {
                 5 => b.replace('/', "\\/"),
-                6 => b.replace('+', "%2B").replace('/', "%2f").replace('=', "%3D"),
+                6 => b
+                    .replace('+', "%2B")
+                    .replace('/', "%2f")
+                    .replace('=', "%3D"),
                 _ => b,
             }
         }
@@ -305,7 +311,11 @@ pub fn decodings(text: &str) -> Vec<Vec<u8>> {
         let mut i = 0;
         while i < b.len() {
             let hex = |c: u8| (c as char).to_digit(16);
-            match (b[i], b.get(i + 1).and_then(|&c| hex(c)), b.get(i + 2).and_then(|&c| hex(c))) {
+            match (
+                b[i],
+                b.get(i + 1).and_then(|&c| hex(c)),
+                b.get(i + 2).and_then(|&c| hex(c)),
+            ) {
                 (b'%', Some(h), Some(l)) => {
                     out.push((h * 16 + l) as u8);
                     i += 3;
@@ -342,7 +352,11 @@ fn lenient_json_unescape(text: &str) -> Vec<u8> {
         let decoded = (2..=12)
             .rev()
             .filter(|&n| tail.is_char_boundary(n.min(tail.len())) && n <= tail.len())
-            .find_map(|n| serde_json::from_str::<String>(&format!("\"{}\"", &tail[..n])).ok().map(|s| (s, n)));
+            .find_map(|n| {
+                serde_json::from_str::<String>(&format!("\"{}\"", &tail[..n]))
+                    .ok()
+                    .map(|s| (s, n))
+            });
         match decoded {
             Some((s, n)) => {
                 out.push_str(&s);
@@ -412,10 +426,9 @@ fn base64_runs(bytes: &[u8]) -> Vec<Vec<u8>> {
         for start in 0..4.min(run.len()) {
             let mut decoded = Vec::new();
             for q in run[start..].chunks(4) {
-                let n = q
-                    .iter()
-                    .enumerate()
-                    .fold(0u32, |acc, (i, &c)| acc | value(c).unwrap_or(0) << (18 - 6 * i));
+                let n = q.iter().enumerate().fold(0u32, |acc, (i, &c)| {
+                    acc | value(c).unwrap_or(0) << (18 - 6 * i)
+                });
                 let full = q.len() * 6 / 8;
                 decoded.extend_from_slice(&n.to_be_bytes()[1..1 + full]);
             }

@@ -114,10 +114,7 @@ impl Transport {
     }
 
     fn redactor(&self) -> Redactor {
-        self.redactor
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default()
+        self.redactor.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     pub async fn send(

@@ -229,7 +229,12 @@ impl Redactor {
 
     /// Masks `other`'s secrets too.
     pub fn merge(&mut self, other: &Redactor) {
-        if other.inner.values.iter().all(|v| self.inner.values.contains(v)) {
+        if other
+            .inner
+            .values
+            .iter()
+            .all(|v| self.inner.values.contains(v))
+        {
             return;
         }
         let m = Arc::make_mut(&mut self.inner);
@@ -259,9 +264,8 @@ impl Redactor {
             // Matches start and end on character boundaries (needles are whole UTF-8 text or
             // ASCII, escapes are ASCII), so this is valid UTF-8; lossy only as a safety net.
             Cow::Owned(b) => Cow::Owned(
-                String::from_utf8(b).unwrap_or_else(|e| {
-                    String::from_utf8_lossy(e.as_bytes()).into_owned()
-                }),
+                String::from_utf8(b)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
             ),
         }
     }
@@ -454,7 +458,14 @@ fn match_at(t: &[u8], start: usize, n: &[u8], to_end: bool) -> Option<usize> {
     walk(t, start, n, 0, to_end, &mut budget)
 }
 
-fn walk(t: &[u8], mut i: usize, n: &[u8], mut j: usize, to_end: bool, budget: &mut u32) -> Option<usize> {
+fn walk(
+    t: &[u8],
+    mut i: usize,
+    n: &[u8],
+    mut j: usize,
+    to_end: bool,
+    budget: &mut u32,
+) -> Option<usize> {
     loop {
         if j == n.len() {
             return Some(i);
@@ -484,10 +495,8 @@ fn walk(t: &[u8], mut i: usize, n: &[u8], mut j: usize, to_end: bool, budget: &m
             }
             (false, None) => {
                 // Cut in the middle of an escape (`...Zq%2`): the secret had begun.
-                let unfinished = to_end
-                    && j > 0
-                    && matches!(c, b'%' | b'\\' | b'&')
-                    && t.len() - i < 12;
+                let unfinished =
+                    to_end && j > 0 && matches!(c, b'%' | b'\\' | b'&') && t.len() - i < 12;
                 return unfinished.then_some(t.len());
             }
         }
@@ -529,7 +538,9 @@ fn hex4(t: &[u8]) -> Option<u32> {
     if t.len() < 4 {
         return None;
     }
-    t[..4].iter().try_fold(0, |acc, &b| Some(acc * 16 + hex(b)?))
+    t[..4]
+        .iter()
+        .try_fold(0, |acc, &b| Some(acc * 16 + hex(b)?))
 }
 
 fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
@@ -562,7 +573,8 @@ fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
                             if !(0xDC00..=0xDFFF).contains(&low) {
                                 return None;
                             }
-                            let c = char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?;
+                            let c =
+                                char::from_u32(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00))?;
                             Some((Decoded::char(c), 12))
                         }
                         _ => Some((Decoded::char(char::from_u32(cp)?), 6)),
@@ -582,7 +594,9 @@ fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
                 b"quot" => '"',
                 b"apos" => '\'',
                 [b'#', b'x' | b'X', digits @ ..] if !digits.is_empty() => {
-                    let n = digits.iter().try_fold(0u32, |acc, &b| acc.checked_mul(16)?.checked_add(hex(b)?))?;
+                    let n = digits
+                        .iter()
+                        .try_fold(0u32, |acc, &b| acc.checked_mul(16)?.checked_add(hex(b)?))?;
                     char::from_u32(n)?
                 }
                 [b'#', digits @ ..] if !digits.is_empty() => {
@@ -739,7 +753,10 @@ mod tests {
         }
         // Masking first: the whole secret fits in the slack, so it is masked, then cut.
         let (kept, truncated) = r.cut_bytes(&body, 22, false);
-        assert_eq!((String::from_utf8_lossy(&kept).as_ref(), truncated), ("yyyyyyyyyyyyyyyyyyyy**", true));
+        assert_eq!(
+            (String::from_utf8_lossy(&kept).as_ref(), truncated),
+            ("yyyyyyyyyyyyyyyyyyyy**", true)
+        );
     }
 
     #[test]
@@ -748,7 +765,13 @@ mod tests {
         let doc = json!({"a": [1, {"abcd1234": "efgh5678"}]});
         let text = serde_json::to_string_pretty(&doc).unwrap();
         let leak = r.check(&doc, &text).unwrap_err();
-        assert_eq!(leak, Leak { secret: "K".into(), pointer: "/a/1".into() });
+        assert_eq!(
+            leak,
+            Leak {
+                secret: "K".into(),
+                pointer: "/a/1".into()
+            }
+        );
         let doc = json!({"x": {"y": "p abcd1234\": \"efgh5678"}});
         let leak = r.check(&doc, "").unwrap_err();
         assert_eq!(leak.pointer, "/x/y");
@@ -772,6 +795,19 @@ mod tests {
     #[test]
     fn text_without_secrets_is_borrowed() {
         assert!(matches!(r().mask("plain text % \\ & +"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_fuzz_property_sees_every_unmasked_spelling() {
+        for form in [
+            S.to_string(),
+            "Zq%2b8/a%3db+c&d%3Fe-f.g_h~i".to_string(),
+            r"Zq+8\/a=b c\u0026d?e-f.g_h~i".to_string(),
+            format!("Basic {}", base64(format!("user:{S}").as_bytes(), false)),
+            format!("x{}", base64(format!("us:{S}").as_bytes(), true)),
+        ] {
+            assert!(decodes_to_secret(&format!("<{form}>")), "{form}");
+        }
     }
 
     /// Every decoding named in the masker's contract, applied to the whole text.

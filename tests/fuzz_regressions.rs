@@ -81,3 +81,26 @@ fn templates() {
         }
     }
 }
+
+/// The masker's property (no decoding of masked text yields the secret) on the saved inputs,
+/// then on a few thousand generated ones: a cheap stand-in for `fuzz/run.sh` on stable.
+#[test]
+fn masker() {
+    for (path, bytes) in inputs("masker") {
+        eprintln!("{}", path.display());
+        toolrun::fuzzing::masker(&bytes);
+    }
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..3000 {
+        let len = 20 + (state % 60) as usize;
+        let data: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        toolrun::fuzzing::masker(&data);
+    }
+}

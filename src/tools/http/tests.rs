@@ -3,8 +3,8 @@
 use super::test_server::{refused_port, Response, TestServer};
 use super::*;
 use crate::events::Events;
-use crate::redact::Secrets;
 use crate::net::Transport;
+use crate::redact::Secrets;
 use crate::spec::Source;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
