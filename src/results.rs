@@ -636,18 +636,17 @@ impl Results {
         v
     }
 
-    /// Writes the document atomically; refuses (fail closed) if a secret would survive masking.
+    /// Writes the document atomically; refuses (fail closed) if any spelling of a secret would
+    /// survive masking, naming the secret and where.
     pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(&self.to_json(redactor))
-            .map_err(|e| format!("cannot encode the results: {e}"))?
-            + "\n";
-        if let Some(i) = redactor.leaks(&text) {
-            return Err(format!(
-                "refusing to write results `{}`: secret #{} would still appear in it",
-                path.display(),
-                i + 1
-            ));
-        }
+        let doc =
+            serde_json::to_value(self).map_err(|e| format!("cannot encode the results: {e}"))?;
+        let text = redactor.to_pretty(&doc).map_err(|leak| {
+            format!(
+                "refusing to write results `{}`: {leak} even after masking; nothing was written",
+                path.display()
+            )
+        })?;
         crate::commands::write_atomically(path, text.as_bytes())
             .map_err(|e| format!("cannot write results `{}`: {e}", path.display()))
     }

@@ -79,7 +79,7 @@ pub fn prepare_with(
 }
 
 /// Once per secret and process: `test` prepares every case, and one warning is enough.
-fn warn_short_secrets(secrets: &Secrets) {
+pub fn warn_short_secrets(secrets: &Secrets) {
     static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Ok(mut warned) = WARNED.lock() else {
         return;

@@ -60,6 +60,7 @@ pub fn run(args: CallArgs) -> i32 {
         );
         return exit::USAGE;
     }
+    crate::session::warn_short_secrets(&secrets);
     let redactor = secrets.redactor();
     let transport = Transport::live();
     let events = Events::none();
