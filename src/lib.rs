@@ -27,6 +27,7 @@ pub mod results;
 pub mod session;
 pub mod spec;
 pub mod templates;
+pub mod term;
 pub mod tooldefs;
 pub mod tools;
 pub mod trace;

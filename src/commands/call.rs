@@ -102,7 +102,7 @@ fn report(outcome: &CallOutcome, arguments: &Value, as_json: bool, redactor: &Re
         );
     } else if code == exit::SUCCESS {
         match &record["result"] {
-            Value::String(s) => println!("{s}"),
+            Value::String(s) => println!("{}", crate::term::visible(s)),
             other => println!(
                 "{}",
                 serde_json::to_string_pretty(other).unwrap_or_default()
@@ -121,7 +121,7 @@ fn report(outcome: &CallOutcome, arguments: &Value, as_json: bool, redactor: &Re
             record["error"]["kind"]
                 .as_str()
                 .unwrap_or("execution_error"),
-            record["error"]["message"].as_str().unwrap_or_default()
+            crate::term::visible(record["error"]["message"].as_str().unwrap_or_default())
         );
     }
     code

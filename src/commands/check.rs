@@ -35,7 +35,7 @@ pub fn run(args: CheckArgs) -> i32 {
                     .as_ref()
                     .and_then(|f| sources.iter().find(|(n, _)| n == f))
                     .map(|(_, t)| t.as_str());
-                eprint!("{}", render_human(d, src));
+                eprint!("{}", crate::term::visible(&render_human(d, src)));
                 eprintln!();
             }
             let checked = args.specs.len();
@@ -59,7 +59,7 @@ pub fn run(args: CheckArgs) -> i32 {
         }
         CheckFormat::Github => {
             for d in &all {
-                println!("{}", render_github(d));
+                println!("{}", crate::term::visible(&render_github(d)));
             }
         }
     }

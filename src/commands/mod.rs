@@ -44,7 +44,7 @@ pub fn dispatch(cli: Cli) -> i32 {
 pub fn load_registry(path: &Path) -> Result<Registry, i32> {
     match crate::compile::compile_file(path) {
         Err(d) => {
-            eprint!("{}", render_human(&d, None));
+            eprint!("{}", crate::term::visible(&render_human(&d, None)));
             Err(exit::USAGE)
         }
         Ok((source, compiled)) => match compiled.registry {
@@ -56,7 +56,10 @@ pub fn load_registry(path: &Path) -> Result<Registry, i32> {
                     .filter(|d| d.is_error())
                     .collect();
                 for d in &errors {
-                    eprint!("{}", render_human(d, Some(&source.text)));
+                    eprint!(
+                        "{}",
+                        crate::term::visible(&render_human(d, Some(&source.text)))
+                    );
                     eprintln!();
                 }
                 eprintln!(

@@ -88,8 +88,9 @@ pub fn run(args: RunArgs) -> i32 {
         let mut err = std::io::stderr();
         let _ = write!(
             err,
-            "toolrun: `{name}` has side effects. Run it with {}? [y/N] ",
-            prompt_redactor.str(&arguments.to_string())
+            "toolrun: `{}` has side effects. Run it with {}? [y/N] ",
+            crate::term::visible_line(name),
+            crate::term::visible_line(&prompt_redactor.str(&arguments.to_string()))
         );
         let _ = err.flush();
         let mut answer = String::new();
@@ -170,7 +171,7 @@ pub fn run(args: RunArgs) -> i32 {
     if args.json {
         print!("{pretty}");
     } else if let Some(answer) = &trace.final_output {
-        println!("{}", redactor.str(answer));
+        println!("{}", crate::term::visible(&redactor.str(answer)));
     }
     if trace.status != Status::Ok {
         let why = trace.error.as_deref().unwrap_or("");
@@ -178,7 +179,7 @@ pub fn run(args: RunArgs) -> i32 {
             "toolrun: run {} ({}): {}",
             trace.status.as_str(),
             trace.stop_reason,
-            redactor.str(why)
+            crate::term::visible(&redactor.str(why))
         );
     }
     if trace.stop_reason == "interrupted" {

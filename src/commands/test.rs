@@ -361,9 +361,12 @@ pub fn report(
                     Outcome::Failed => "FAIL",
                     Outcome::Skipped => "SKIP",
                 };
-                println!("{tag} {}::{}", r.suite, r.name);
+                println!(
+                    "{tag} {}",
+                    crate::term::visible_line(&format!("{}::{}", r.suite, r.name))
+                );
                 for f in &r.failures {
-                    println!("     {f}");
+                    println!("     {}", crate::term::visible(f));
                 }
             }
             if results.is_empty() {
