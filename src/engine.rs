@@ -11,8 +11,8 @@ use crate::redact::{Redactor, Secrets};
 use crate::registry::{Fault, Registry, Tool};
 use crate::tools::{self, ErrorKind, ToolEnv, ToolError};
 use crate::trace::{
-    millis, ErrorInfo, PendingCall, SpecRef, Status, ToolErrorEntry, ToolResultEntry, Trace,
-    UsageTotals,
+    millis, CallStatus, ErrorInfo, PendingCall, SpecRef, Status, StopReason, ToolErrorEntry,
+    ToolResultEntry, Trace, UsageTotals,
 };
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -37,15 +37,13 @@ pub struct RunOptions<'a> {
 }
 
 struct Stop {
-    status: Status,
-    reason: &'static str,
+    reason: StopReason,
     error: Option<String>,
 }
 
 impl Stop {
-    fn new(status: Status, reason: &'static str, error: impl Into<Option<String>>) -> Stop {
+    fn new(reason: StopReason, error: impl Into<Option<String>>) -> Stop {
         Stop {
-            status,
             reason,
             error: error.into(),
         }
@@ -188,8 +186,7 @@ impl<'a> Engine<'a> {
         );
         let stop = if opts.query.trim().is_empty() {
             Stop::new(
-                Status::Failed,
-                "empty_query",
+                StopReason::EmptyQuery,
                 "the query is empty; pass a question with --query".to_string(),
             )
         } else {
@@ -207,15 +204,15 @@ impl<'a> Engine<'a> {
             };
             tokio::select! {
                 stop = self.run_loop(&mut st, model, &opts) => stop,
-                _ = deadline => Stop::new(Status::Failed, "run_timeout", format!("the run took longer than run_timeout ({:?})", self.registry.limits.run_timeout)),
-                _ = interrupted => Stop::new(Status::Failed, "interrupted", "the run was interrupted".to_string()),
+                _ = deadline => Stop::new(StopReason::RunTimeout, format!("the run took longer than run_timeout ({:?})", self.registry.limits.run_timeout)),
+                _ = interrupted => Stop::new(StopReason::Interrupted, "the run was interrupted".to_string()),
             }
         };
         let trace = Trace {
             format_version: crate::trace::FORMAT_VERSION,
-            status: stop.status,
-            stop_reason: stop.reason.to_string(),
-            final_output: if stop.status == Status::Ok {
+            status: stop.reason.status(),
+            stop_reason: stop.reason,
+            final_output: if stop.reason.status() == Status::Ok {
                 st.final_output
             } else {
                 None
@@ -306,16 +303,14 @@ impl<'a> Engine<'a> {
         loop {
             if st.steps >= limits.max_steps {
                 return Stop::new(
-                    Status::NeedsReview,
-                    "max_steps",
+                    StopReason::MaxSteps,
                     format!("the model made {} calls (max_steps) without a final answer; {} tool result(s) were gathered", st.steps, st.tool_results.len()),
                 );
             }
             if let Some(max) = limits.max_tokens_total {
                 if st.usage.total_tokens >= max {
                     return Stop::new(
-                        Status::NeedsReview,
-                        "max_tokens_total",
+                        StopReason::MaxTokensTotal,
                         format!(
                             "the run used {} tokens (max_tokens_total is {max})",
                             st.usage.total_tokens
@@ -339,7 +334,7 @@ impl<'a> Engine<'a> {
                         "model_error",
                         || json!({ "step": st.steps, "message": e.message }),
                     );
-                    return Stop::new(Status::Failed, "model_error", e.message);
+                    return Stop::new(StopReason::ModelError, e.message);
                 }
             };
             if let Some(u) = turn.usage {
@@ -360,7 +355,7 @@ impl<'a> Engine<'a> {
                         tool_calls: Vec::new(),
                     });
                     st.final_output = Some(text);
-                    return Stop::new(Status::Ok, "answer", None);
+                    return Stop::new(StopReason::Answer, None);
                 }
                 Decision::Malformed { raw, reason } => {
                     self.events.emit_with(
@@ -374,15 +369,14 @@ impl<'a> Engine<'a> {
                     st.tool_errors.push(ToolErrorEntry {
                         id: format!("step_{}", st.steps),
                         name: String::new(),
-                        kind: ErrorKind::MalformedDecision.as_str().into(),
+                        kind: ErrorKind::MalformedDecision,
                         message: reason.clone(),
                         details: None,
                     });
                     st.malformed_in_a_row += 1;
                     if st.malformed_in_a_row >= 2 {
                         return Stop::new(
-                            Status::Failed,
-                            "malformed_decision",
+                            StopReason::MalformedDecision,
                             format!("two malformed decisions in a row; the last: {reason}"),
                         );
                     }
@@ -413,18 +407,18 @@ impl<'a> Engine<'a> {
         err: ToolError,
     ) -> Message {
         let info = ErrorInfo {
-            kind: err.kind.as_str().into(),
+            kind: err.kind,
             message: err.message.clone(),
         };
         st.tool_errors.push(ToolErrorEntry {
             id: id.into(),
             name: name.into(),
-            kind: info.kind.clone(),
+            kind: info.kind,
             message: info.message.clone(),
             details: err.details,
         });
         st.results.push(
-            json!({ "id": id, "name": name, "arguments": args, "status": "error", "error": info }),
+            json!({ "id": id, "name": name, "arguments": args, "status": CallStatus::Error, "error": info }),
         );
         Message::Tool {
             tool_call_id: id.into(),
@@ -491,8 +485,7 @@ impl<'a> Engine<'a> {
                             });
                             let name = &call.name;
                             return Some(Stop::new(
-                                Status::NeedsConfirmation,
-                                "needs_confirmation",
+                                StopReason::NeedsConfirmation,
                                 format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
                             ));
                         }
@@ -606,15 +599,15 @@ impl<'a> Engine<'a> {
                                 value
                             };
                             self.redactor.value(&mut recorded);
-                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": "ok", "duration_ms": duration_ms, "truncated": truncated }));
-                            st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": "ok", "result": recorded }));
+                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated }));
+                            st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok, "result": recorded }));
                             st.tool_results.push(ToolResultEntry {
                                 id: call.id.clone(),
                                 name: tool.name.clone(),
                                 arguments: args,
                                 result: Some(recorded),
                                 error: None,
-                                status: "ok".into(),
+                                status: CallStatus::Ok,
                                 truncated,
                                 duration_ms,
                             });
@@ -630,7 +623,7 @@ impl<'a> Engine<'a> {
                             if let Some(d) = &mut err.details {
                                 self.redactor.value(d);
                             }
-                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": "error", "kind": err.kind.as_str(), "duration_ms": duration_ms }));
+                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }));
                             let key =
                                 format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
                             let repeats = st.error_repeats.entry(key).or_default();
@@ -639,8 +632,7 @@ impl<'a> Engine<'a> {
                                 && stop.is_none()
                             {
                                 stop = Some(Stop::new(
-                                    Status::NeedsReview,
-                                    "repeated_errors",
+                                    StopReason::RepeatedErrors,
                                     format!(
                                         "`{}` failed {} times with the same error: {}",
                                         tool.name, repeats, err.message
@@ -648,7 +640,7 @@ impl<'a> Engine<'a> {
                                 ));
                             }
                             let info = ErrorInfo {
-                                kind: err.kind.as_str().into(),
+                                kind: err.kind,
                                 message: err.message.clone(),
                             };
                             st.tool_results.push(ToolResultEntry {
@@ -657,7 +649,7 @@ impl<'a> Engine<'a> {
                                 arguments: args.clone(),
                                 result: None,
                                 error: Some(info.clone()),
-                                status: "error".into(),
+                                status: CallStatus::Error,
                                 truncated: false,
                                 duration_ms,
                             });
@@ -674,8 +666,7 @@ impl<'a> Engine<'a> {
             st.malformed_in_a_row += 1;
             if st.malformed_in_a_row >= 2 && stop.is_none() {
                 return Some(Stop::new(
-                    Status::Failed,
-                    "malformed_decision",
+                    StopReason::MalformedDecision,
                     "two malformed decisions in a row (tool-call arguments that are not JSON)"
                         .to_string(),
                 ));
@@ -745,8 +736,7 @@ impl<'a> Engine<'a> {
                     ),
                 ),
                 ends_run: Some(Stop::new(
-                    Status::NeedsReview,
-                    "max_tool_calls",
+                    StopReason::MaxToolCalls,
                     format!(
                         "the model asked for more than {} tool calls",
                         limits.max_tool_calls
@@ -773,8 +763,7 @@ impl<'a> Engine<'a> {
                     format!("`{name}` was already called {seen} times with these arguments"),
                 ),
                 ends_run: Some(Stop::new(
-                    Status::NeedsReview,
-                    "loop_detected",
+                    StopReason::LoopDetected,
                     format!(
                         "the model repeated the same call to `{name}` {} times",
                         seen + 1
@@ -797,8 +786,7 @@ impl<'a> Engine<'a> {
                     "the model is alternating between the same two calls",
                 ),
                 ends_run: Some(Stop::new(
-                    Status::NeedsReview,
-                    "loop_detected",
+                    StopReason::LoopDetected,
                     "the model alternated between the same two calls (A, B, A, B)".to_string(),
                 )),
             };

@@ -1,7 +1,7 @@
 //! Fixtures: one strict JSON file per recorded run — the model and HTTP exchanges, the clock,
 //! the approvals and the resulting trace — replayed offline with a `Tape` in the transport.
 
-use crate::net::{HttpRequest, HttpResponse, NetError, Purpose};
+use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, Recorder};
 use crate::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -233,17 +233,50 @@ impl Tape {
         }
     }
 
-    pub fn may_go_live(&self) -> bool {
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    pub fn mismatches(&self) -> Vec<String> {
+        self.mismatches
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn unused(&self) -> Vec<String> {
+        self.slots
+            .lock()
+            .map(|s| {
+                s.iter()
+                    .filter(|s| !s.used)
+                    .map(|s| {
+                        format!(
+                            "{} request from `{}`: {} {}",
+                            s.exchange.kind,
+                            s.exchange.source,
+                            s.exchange.request.method,
+                            s.exchange.request.url
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Recorder for Tape {
+    fn may_go_live(&self) -> bool {
         !matches!(self.mode, Mode::Replay)
     }
 
-    pub fn redact(&self, s: &str) -> String {
+    fn redact(&self, s: &str) -> String {
         self.redactor.str(s)
     }
 
     /// A recorded answer for this request, if the tape has one. Parallel calls may arrive in
     /// any order, so the first unused exchange with an equal request answers, not the next one.
-    pub fn answer(
+    fn answer(
         &self,
         purpose: Purpose<'_>,
         req: &HttpRequest,
@@ -320,7 +353,7 @@ impl Tape {
         }
     }
 
-    pub fn record(
+    fn record(
         &self,
         purpose: Purpose<'_>,
         req: &HttpRequest,
@@ -367,37 +400,6 @@ impl Tape {
         if let Ok(mut log) = self.log.lock() {
             log.push(exchange);
         }
-    }
-
-    pub fn exchanges(&self) -> Vec<Exchange> {
-        self.log.lock().map(|l| l.clone()).unwrap_or_default()
-    }
-
-    pub fn mismatches(&self) -> Vec<String> {
-        self.mismatches
-            .lock()
-            .map(|m| m.clone())
-            .unwrap_or_default()
-    }
-
-    pub fn unused(&self) -> Vec<String> {
-        self.slots
-            .lock()
-            .map(|s| {
-                s.iter()
-                    .filter(|s| !s.used)
-                    .map(|s| {
-                        format!(
-                            "{} request from `{}`: {} {}",
-                            s.exchange.kind,
-                            s.exchange.source,
-                            s.exchange.request.method,
-                            s.exchange.request.url
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
 

@@ -15,6 +15,7 @@ pub mod diag;
 pub mod engine;
 pub mod events;
 pub mod exit;
+pub mod files;
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -31,6 +32,7 @@ pub mod term;
 pub mod tooldefs;
 pub mod tools;
 pub mod trace;
+pub mod vocab;
 
 /// The integration tests' servers, shared with unit tests so both read the wire formats alike.
 #[cfg(test)]

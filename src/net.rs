@@ -65,10 +65,32 @@ pub enum Purpose<'a> {
     Model(&'a str),
 }
 
+/// Recorded traffic: answers requests from a recording, or records live ones. Fixtures
+/// (`crate::fixture::Tape`) implement it; the transport knows only this interface, so the network
+/// layer never reaches up into fixtures.
+pub trait Recorder: Send + Sync {
+    /// The recorded answer to this request, if there is one.
+    fn answer(
+        &self,
+        purpose: Purpose<'_>,
+        req: &HttpRequest,
+    ) -> Option<Result<HttpResponse, NetError>>;
+    /// False in a replay: a request without a recorded answer fails instead of going out.
+    fn may_go_live(&self) -> bool;
+    /// Masks secrets in text that names a request (an unrecorded URL in an error).
+    fn redact(&self, s: &str) -> String;
+    fn record(
+        &self,
+        purpose: Purpose<'_>,
+        req: &HttpRequest,
+        result: &Result<HttpResponse, NetError>,
+    );
+}
+
 pub struct Transport {
     client: OnceLock<Result<reqwest::Client, String>>,
-    /// Recording or replaying (`crate::fixture`); `None` is plain live traffic.
-    tape: Option<std::sync::Arc<crate::fixture::Tape>>,
+    /// Recording or replaying; `None` is plain live traffic.
+    tape: Option<std::sync::Arc<dyn Recorder>>,
     /// Masks every secret in what comes back, before anything reads or cuts it (`mask_with`).
     redactor: std::sync::Mutex<Redactor>,
 }
@@ -97,7 +119,7 @@ impl Transport {
         tokio::time::sleep(wait).await;
     }
 
-    pub fn with_tape(tape: std::sync::Arc<crate::fixture::Tape>) -> Transport {
+    pub fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
         Transport {
             client: OnceLock::new(),
             tape: Some(tape),

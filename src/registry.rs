@@ -2,6 +2,7 @@
 //! models, tools, `tools --format`) reads only this; names have been resolved and checked.
 
 use crate::templates::{TValue, TemplateId, Templates};
+use crate::vocab::{ErrorKind, Status, StopReason};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -88,7 +89,7 @@ pub struct MockResponse {
 pub enum MockOutcome {
     Result(TValue),
     Error {
-        kind: crate::tools::ErrorKind,
+        kind: ErrorKind,
         message: TemplateId,
     },
 }
@@ -117,7 +118,7 @@ pub enum Fault {
     /// The tool's first `n` calls fail with this error.
     FailFirst {
         n: u32,
-        kind: crate::tools::ErrorKind,
+        kind: ErrorKind,
         message: String,
     },
     /// Every call takes longer than its timeout.
@@ -249,14 +250,14 @@ pub struct TestCase {
 
 #[derive(Default)]
 pub struct Expect {
-    pub status: Option<String>,
-    pub stop_reason: Option<String>,
+    pub status: Option<Status>,
+    pub stop_reason: Option<StopReason>,
     pub tool_calls: Option<Vec<String>>,
     pub tool_calls_include: Vec<String>,
     pub tool_calls_exclude: Vec<String>,
     /// Per call, in order: each object must be a subset of that call's arguments.
     pub arguments: Vec<Map<String, Value>>,
-    pub error_kinds: Option<Vec<String>>,
+    pub error_kinds: Option<Vec<ErrorKind>>,
     pub output_contains: Vec<String>,
     pub output_not_contains: Vec<String>,
     pub output_matches: Option<LazyRegex>,

@@ -227,6 +227,6 @@ pub fn write_fixture(path: &Path, fixture: &Fixture, redactor: &Redactor) -> Res
             path.display()
         )
     })?;
-    crate::commands::write_atomically(path, text.as_bytes())
+    crate::files::write_atomically(path, text.as_bytes())
         .map_err(|e| format!("cannot write fixture `{}`: {e}", path.display()))
 }

@@ -4,35 +4,9 @@ use crate::models::{Message, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::vocab::{CallStatus, ErrorKind, Status, StopReason};
+
 pub const FORMAT_VERSION: u32 = 1;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Ok,
-    NeedsConfirmation,
-    NeedsReview,
-    Failed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::NeedsConfirmation => "needs_confirmation",
-            Status::NeedsReview => "needs_review",
-            Status::Failed => "failed",
-        }
-    }
-
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Status::Ok => crate::exit::SUCCESS,
-            Status::Failed => crate::exit::FAILED,
-            Status::NeedsConfirmation | Status::NeedsReview => crate::exit::NEEDS_PERSON,
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpecRef {
@@ -42,7 +16,7 @@ pub struct SpecRef {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorInfo {
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
@@ -55,7 +29,7 @@ pub struct ToolResultEntry {
     pub result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
-    pub status: String,
+    pub status: CallStatus,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
     pub duration_ms: f64,
@@ -65,7 +39,7 @@ pub struct ToolResultEntry {
 pub struct ToolErrorEntry {
     pub id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
@@ -91,7 +65,7 @@ pub struct UsageTotals {
 pub struct Trace {
     pub format_version: u32,
     pub status: Status,
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub final_output: Option<String>,
     pub query: String,
     pub model: String,

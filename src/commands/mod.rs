@@ -1,8 +1,10 @@
 //! One module per subcommand: each maps its outcome to an exit code from the contract.
 
 pub mod call;
+pub mod cases;
 pub mod check;
 pub mod explain;
+pub mod junit;
 pub mod replay;
 pub mod run;
 pub mod test;
@@ -74,29 +76,7 @@ pub fn load_registry(path: &Path) -> Result<Registry, i32> {
     }
 }
 
-/// Writes next to the target and renames over it, so readers never see half a file.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use crate::files::write_atomically;
 
 /// After a signal: 130 for Ctrl-C (the shell convention), 143 for SIGTERM.
 pub fn interrupted_exit(

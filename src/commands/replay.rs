@@ -1,6 +1,6 @@
 //! `toolrun replay`: many fixtures, concurrently, offline; exit 1 on any divergence.
 
-use super::test::{progress_bar, report, CaseResult, Outcome};
+use super::cases::{progress_bar, report, CaseResult, Outcome};
 use crate::cli::ReplayArgs;
 use crate::exit;
 use crate::registry::Registry;

@@ -6,7 +6,7 @@ use crate::events::Events;
 use crate::exit;
 use crate::fixture::{Fixture, FixtureSpec, Tape};
 use crate::net::Transport;
-use crate::trace::Status;
+use crate::trace::{Status, StopReason};
 use std::io::{IsTerminal, Write};
 
 pub fn run(args: RunArgs) -> i32 {
@@ -130,7 +130,7 @@ pub fn run(args: RunArgs) -> i32 {
         }
     };
     if let Some(path) = &args.trace {
-        if let Err(e) = super::write_atomically(path, pretty.as_bytes()) {
+        if let Err(e) = crate::files::write_atomically(path, pretty.as_bytes()) {
             eprintln!("error: cannot write the trace to `{}`: {e}", path.display());
             return exit::FAILED;
         }
@@ -182,7 +182,7 @@ pub fn run(args: RunArgs) -> i32 {
             crate::term::visible(&redactor.str(why))
         );
     }
-    if trace.stop_reason == "interrupted" {
+    if trace.stop_reason == StopReason::Interrupted {
         return if sigint.load(std::sync::atomic::Ordering::SeqCst) {
             exit::INTERRUPTED
         } else {

@@ -1,6 +1,7 @@
 //! `toolrun test`: every `tests:` case of the given specs, concurrently, offline by default.
 
-use crate::cli::{ReportFormat, TestArgs};
+use super::cases::{progress_bar, report, CaseResult, Outcome};
+use crate::cli::TestArgs;
 use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
 use crate::exit;
@@ -8,25 +9,8 @@ use crate::net::Transport;
 use crate::registry::{Expect, ModelKind, Registry, TestCase};
 use crate::trace::Trace;
 use futures_util::StreamExt;
-use serde_json::{json, Value};
-use std::io::IsTerminal;
+use serde_json::Value;
 use std::time::Instant;
-
-#[derive(Clone, Debug)]
-pub struct CaseResult {
-    pub suite: String,
-    pub name: String,
-    pub outcome: Outcome,
-    pub failures: Vec<String>,
-    pub duration_ms: f64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Passed,
-    Failed,
-    Skipped,
-}
 
 /// `K/N`, 1-based: shard K of N.
 pub fn parse_partition(text: &str) -> Result<(u64, u64), String> {
@@ -58,7 +42,7 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
     let output = trace.final_output.as_deref().unwrap_or("");
     let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
     if let Some(status) = &expect.status {
-        if status != trace.status.as_str() {
+        if *status != trace.status {
             let why = trace
                 .error
                 .as_deref()
@@ -117,7 +101,7 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
         let mut got: Vec<&str> = trace.tool_errors.iter().map(|e| e.kind.as_str()).collect();
         got.sort_unstable();
         got.dedup();
-        let mut want: Vec<&str> = kinds.iter().map(String::as_str).collect();
+        let mut want: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
         want.sort_unstable();
         want.dedup();
         if got != want {
@@ -221,17 +205,6 @@ async fn run_case(
     }
 }
 
-pub fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(len);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
-        bar.set_style(style);
-    }
-    Some(bar)
-}
-
 pub fn run(args: TestArgs) -> i32 {
     let partition = match args.partition.as_deref().map(parse_partition).transpose() {
         Ok(p) => p,
@@ -329,145 +302,6 @@ pub fn run(args: TestArgs) -> i32 {
     super::interrupted_exit(&stop, &sigint).unwrap_or(code)
 }
 
-/// Shared by `test` and `replay`: human or JSON on stdout, JUnit on request, the exit code.
-pub fn report(
-    results: &[CaseResult],
-    format: ReportFormat,
-    junit: Option<&std::path::Path>,
-    what: &str,
-) -> i32 {
-    let passed = results
-        .iter()
-        .filter(|r| r.outcome == Outcome::Passed)
-        .count();
-    let failed = results
-        .iter()
-        .filter(|r| r.outcome == Outcome::Failed)
-        .count();
-    let skipped = results
-        .iter()
-        .filter(|r| r.outcome == Outcome::Skipped)
-        .count();
-    let summary = if skipped > 0 {
-        format!("{passed} passed, {failed} failed, {skipped} skipped")
-    } else {
-        format!("{passed} passed, {failed} failed")
-    };
-    match format {
-        ReportFormat::Human => {
-            for r in results {
-                let tag = match r.outcome {
-                    Outcome::Passed => "PASS",
-                    Outcome::Failed => "FAIL",
-                    Outcome::Skipped => "SKIP",
-                };
-                println!(
-                    "{tag} {}",
-                    crate::term::visible_line(&format!("{}::{}", r.suite, r.name))
-                );
-                for f in &r.failures {
-                    println!("     {}", crate::term::visible(f));
-                }
-            }
-            if results.is_empty() {
-                println!("no {what} to run");
-            }
-            println!("{summary}");
-        }
-        ReportFormat::Json => {
-            let doc = json!({
-                "passed": passed,
-                "failed": failed,
-                "skipped": skipped,
-                "results": results.iter().map(|r| json!({
-                    "suite": r.suite,
-                    "name": r.name,
-                    "outcome": match r.outcome { Outcome::Passed => "passed", Outcome::Failed => "failed", Outcome::Skipped => "skipped" },
-                    "failures": r.failures,
-                    "duration_ms": r.duration_ms,
-                })).collect::<Vec<_>>(),
-            });
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-        }
-    }
-    if let Some(path) = junit {
-        if let Err(e) = super::write_atomically(path, junit_xml(results).as_bytes()) {
-            eprintln!(
-                "error: cannot write the JUnit report to `{}`: {e}",
-                path.display()
-            );
-            return exit::FAILED;
-        }
-    }
-    if failed > 0 {
-        exit::FAILED
-    } else {
-        exit::SUCCESS
-    }
-}
-
-fn xml_escape(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .map(|c| match c {
-            '&' => "&amp;".to_string(),
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '"' => "&quot;".to_string(),
-            '\'' => "&apos;".to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-pub fn junit_xml(results: &[CaseResult]) -> String {
-    let mut suites: Vec<(&str, Vec<&CaseResult>)> = Vec::new();
-    for r in results {
-        match suites.iter_mut().find(|(s, _)| *s == r.suite) {
-            Some((_, list)) => list.push(r),
-            None => suites.push((&r.suite, vec![r])),
-        }
-    }
-    let mut out =
-        String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"toolrun\">\n");
-    for (suite, list) in suites {
-        let failures = list.iter().filter(|r| r.outcome == Outcome::Failed).count();
-        let skipped = list
-            .iter()
-            .filter(|r| r.outcome == Outcome::Skipped)
-            .count();
-        let time: f64 = list.iter().map(|r| r.duration_ms).sum::<f64>() / 1000.0;
-        out.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
-            xml_escape(suite),
-            list.len()
-        ));
-        for r in list {
-            out.push_str(&format!(
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-                xml_escape(suite),
-                xml_escape(&r.name),
-                r.duration_ms / 1000.0
-            ));
-            match r.outcome {
-                Outcome::Passed => out.push_str("/>\n"),
-                Outcome::Failed => out.push_str(&format!(
-                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                    xml_escape(r.failures.first().map(String::as_str).unwrap_or("failed")),
-                    xml_escape(&r.failures.join("\n"))
-                )),
-                Outcome::Skipped => out.push_str(&format!(
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                    xml_escape(r.failures.first().map(String::as_str).unwrap_or(""))
-                )),
-            }
-        }
-        out.push_str("  </testsuite>\n");
-    }
-    out.push_str("</testsuites>\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,19 +317,5 @@ mod tests {
             .sum();
         assert_eq!(total, 100);
         assert_eq!(shard_of("s::t1", 3), shard_of("s::t1", 3));
-    }
-
-    #[test]
-    fn junit_escapes_text() {
-        let r = CaseResult {
-            suite: "s".into(),
-            name: "a<b".into(),
-            outcome: Outcome::Failed,
-            failures: vec!["x & y".into()],
-            duration_ms: 1.0,
-        };
-        let xml = junit_xml(&[r]);
-        assert!(xml.contains("name=\"a&lt;b\""));
-        assert!(xml.contains("x &amp; y"));
     }
 }

@@ -7,7 +7,7 @@ use crate::registry::{Expect, ModelDef, TestCase};
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj, Spanned};
 use crate::spec::yaml::{Node, Value};
-use crate::tools::ErrorKind;
+use crate::vocab::{ErrorKind, Status, StopReason};
 
 pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
     let mut out = Vec::new();
@@ -163,24 +163,23 @@ fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
         return e;
     };
     if let Some(s) = obj.string("status", &mut ctx.d) {
-        if one_of(&s, keys::STATUSES, "status", ctx) {
-            e.status = Some(s.value);
+        if one_of(&s, Status::NAMES, "status", ctx) {
+            e.status = Status::parse(&s.value);
         }
     }
     if let Some(s) = obj.string("stop_reason", &mut ctx.d) {
-        if one_of(&s, keys::STOP_REASONS, "stop reason", ctx) {
-            e.stop_reason = Some(s.value);
+        if one_of(&s, StopReason::NAMES, "stop reason", ctx) {
+            e.stop_reason = StopReason::parse(&s.value);
         }
     }
     e.tool_calls = names(&obj, "tool_calls", ctx);
     e.tool_calls_include = names(&obj, "tool_calls_include", ctx).unwrap_or_default();
     e.tool_calls_exclude = names(&obj, "tool_calls_exclude", ctx).unwrap_or_default();
     if let Some(list) = obj.string_list("error_kinds", &mut ctx.d) {
-        let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
         let mut ok = Vec::new();
         for k in list {
-            if one_of(&k, &kinds, "error kind", ctx) {
-                ok.push(k.value);
+            if one_of(&k, ErrorKind::NAMES, "error kind", ctx) {
+                ok.extend(ErrorKind::parse(&k.value));
             }
         }
         e.error_kinds = Some(ok);

@@ -11,7 +11,7 @@ use crate::registry::{
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj, Spanned};
 use crate::spec::yaml::{Node, Value};
-use crate::tools::ErrorKind;
+use crate::vocab::ErrorKind;
 use serde_json::{json, Map};
 
 const DEFAULT_MAX_BYTES: u64 = 4 << 20;
@@ -414,7 +414,7 @@ fn error_kind(obj: &Obj, code: &'static str, ctx: &mut Ctx) -> Option<ErrorKind>
     };
     let kind = ErrorKind::parse(&k.value);
     if kind.is_none() {
-        let all: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        let all = ErrorKind::NAMES;
         ctx.d.push(
             Diagnostic::new(code, format!("unknown error kind `{}`", k.value))
                 .at(k.span)

@@ -122,19 +122,3 @@ pub const EXPECT: &[&str] = &[
     "max_tool_calls",
 ];
 pub const REPLAY: &[&str] = &["ignore"];
-
-pub const STATUSES: &[&str] = &["ok", "needs_confirmation", "needs_review", "failed"];
-pub const STOP_REASONS: &[&str] = &[
-    "answer",
-    "needs_confirmation",
-    "max_steps",
-    "max_tool_calls",
-    "loop_detected",
-    "run_timeout",
-    "malformed_decision",
-    "model_error",
-    "interrupted",
-    "max_tokens_total",
-    "repeated_errors",
-    "empty_query",
-];

@@ -74,13 +74,6 @@ fn count(min: i64) -> Value {
     json!({ "type": "integer", "minimum": min })
 }
 
-fn error_kinds() -> Vec<&'static str> {
-    crate::tools::ErrorKind::ALL
-        .iter()
-        .map(|k| k.as_str())
-        .collect()
-}
-
 /// The schema and description of `key` in `def`, or `None` when this table does not know it (a
 /// test turns that into a failure naming the key).
 pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
@@ -143,7 +136,7 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
             json!({ "anyOf": [{ "type": "string" }, r("error_object")] }),
             "An error message (kind `execution_error`), or `{kind, message}`.",
         ),
-        ("error_object", "kind") => (json!({ "enum": error_kinds() }), "The error kind the model sees."),
+        ("error_object", "kind") => (json!({ "enum": crate::vocab::ErrorKind::NAMES }), "The error kind the model sees."),
         ("error_object", "message") => (json!({ "type": "string" }), "The message, a template over `args` and `query`."),
 
         ("request", "method") => (
@@ -160,7 +153,7 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
         ("http_response", "max_redirects") => (count(0), "Redirects followed (each to an allowed host)."),
 
         ("fault", "fail_first") => (count(1), "Fail the first N calls."),
-        ("fault", "kind") => (json!({ "enum": error_kinds() }), "Error kind of `fail_first` failures."),
+        ("fault", "kind") => (json!({ "enum": crate::vocab::ErrorKind::NAMES }), "Error kind of `fail_first` failures."),
         ("fault", "message") => (json!({ "type": "string" }), "Error message of `fail_first` failures."),
         ("fault", "timeout") => (json!({ "type": "boolean" }), "Every call times out."),
         ("fault", "http_status") => (json!({ "type": "integer", "minimum": 100, "maximum": 599 }), "Every call gets this HTTP status."),
@@ -219,13 +212,13 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
             "Faults injected for this test only, by tool name; they replace the tool's own `faults`.",
         ),
         ("test", "expect") => (r("expect"), "What the run must show."),
-        ("expect", "status") => (json!({ "enum": keys::STATUSES }), "The run's status."),
-        ("expect", "stop_reason") => (json!({ "enum": keys::STOP_REASONS }), "The rule that ended the run."),
+        ("expect", "status") => (json!({ "enum": crate::vocab::Status::NAMES }), "The run's status."),
+        ("expect", "stop_reason") => (json!({ "enum": crate::vocab::StopReason::NAMES }), "The rule that ended the run."),
         ("expect", "tool_calls") => (strings(), "Exactly these tool calls, in order."),
         ("expect", "tool_calls_include") => (strings(), "These tools were called."),
         ("expect", "tool_calls_exclude") => (strings(), "These tools were not called."),
         ("expect", "arguments") => (json!({ "type": "array", "items": { "type": "object" } }), "Each call's arguments include these, in order."),
-        ("expect", "error_kinds") => (json!({ "type": "array", "items": { "enum": error_kinds() } }), "Exactly these tool error kinds, in order."),
+        ("expect", "error_kinds") => (json!({ "type": "array", "items": { "enum": crate::vocab::ErrorKind::NAMES } }), "Exactly these tool error kinds, in order."),
         ("expect", "output_contains") => (r("texts"), "The answer contains this text (or each of these)."),
         ("expect", "output_not_contains") => (r("texts"), "The answer contains none of these."),
         ("expect", "output_matches") => (json!({ "type": "string" }), "The answer matches this regular expression."),

@@ -10,63 +10,9 @@ use crate::events::Events;
 use crate::net::Transport;
 use crate::redact::Secrets;
 use crate::registry::{Registry, Tool, ToolKind};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    UnknownTool,
-    InvalidArguments,
-    Denied,
-    LoopDetected,
-    LimitExceeded,
-    Timeout,
-    HttpStatus,
-    Network,
-    NotFound,
-    ExecutionError,
-    MalformedDecision,
-    ModelError,
-}
-
-impl ErrorKind {
-    pub const ALL: [ErrorKind; 12] = [
-        ErrorKind::UnknownTool,
-        ErrorKind::InvalidArguments,
-        ErrorKind::Denied,
-        ErrorKind::LoopDetected,
-        ErrorKind::LimitExceeded,
-        ErrorKind::Timeout,
-        ErrorKind::HttpStatus,
-        ErrorKind::Network,
-        ErrorKind::NotFound,
-        ErrorKind::ExecutionError,
-        ErrorKind::MalformedDecision,
-        ErrorKind::ModelError,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::UnknownTool => "unknown_tool",
-            ErrorKind::InvalidArguments => "invalid_arguments",
-            ErrorKind::Denied => "denied",
-            ErrorKind::LoopDetected => "loop_detected",
-            ErrorKind::LimitExceeded => "limit_exceeded",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::HttpStatus => "http_status",
-            ErrorKind::Network => "network",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::ExecutionError => "execution_error",
-            ErrorKind::MalformedDecision => "malformed_decision",
-            ErrorKind::ModelError => "model_error",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ErrorKind> {
-        ErrorKind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
+pub use crate::vocab::ErrorKind;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolError {

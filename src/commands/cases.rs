@@ -1,0 +1,113 @@
+//! The outcome of each test case or replayed fixture, and the report both `test` and `replay`
+//! print: human or JSON on stdout, JUnit on request, the exit code.
+
+use crate::cli::ReportFormat;
+use crate::exit;
+use serde_json::json;
+use std::io::IsTerminal;
+
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    pub suite: String,
+    pub name: String,
+    pub outcome: Outcome,
+    pub failures: Vec<String>,
+    pub duration_ms: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+pub fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// Shared by `test` and `replay`: human or JSON on stdout, JUnit on request, the exit code.
+pub fn report(
+    results: &[CaseResult],
+    format: ReportFormat,
+    junit: Option<&std::path::Path>,
+    what: &str,
+) -> i32 {
+    let passed = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Passed)
+        .count();
+    let failed = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Failed)
+        .count();
+    let skipped = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Skipped)
+        .count();
+    let summary = if skipped > 0 {
+        format!("{passed} passed, {failed} failed, {skipped} skipped")
+    } else {
+        format!("{passed} passed, {failed} failed")
+    };
+    match format {
+        ReportFormat::Human => {
+            for r in results {
+                let tag = match r.outcome {
+                    Outcome::Passed => "PASS",
+                    Outcome::Failed => "FAIL",
+                    Outcome::Skipped => "SKIP",
+                };
+                println!(
+                    "{tag} {}",
+                    crate::term::visible_line(&format!("{}::{}", r.suite, r.name))
+                );
+                for f in &r.failures {
+                    println!("     {}", crate::term::visible(f));
+                }
+            }
+            if results.is_empty() {
+                println!("no {what} to run");
+            }
+            println!("{summary}");
+        }
+        ReportFormat::Json => {
+            let doc = json!({
+                "passed": passed,
+                "failed": failed,
+                "skipped": skipped,
+                "results": results.iter().map(|r| json!({
+                    "suite": r.suite,
+                    "name": r.name,
+                    "outcome": match r.outcome { Outcome::Passed => "passed", Outcome::Failed => "failed", Outcome::Skipped => "skipped" },
+                    "failures": r.failures,
+                    "duration_ms": r.duration_ms,
+                })).collect::<Vec<_>>(),
+            });
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        }
+    }
+    if let Some(path) = junit {
+        if let Err(e) =
+            crate::files::write_atomically(path, super::junit::junit_xml(results).as_bytes())
+        {
+            eprintln!(
+                "error: cannot write the JUnit report to `{}`: {e}",
+                path.display()
+            );
+            return exit::FAILED;
+        }
+    }
+    if failed > 0 {
+        exit::FAILED
+    } else {
+        exit::SUCCESS
+    }
+}

@@ -1,0 +1,152 @@
+//! The trace's closed vocabularies (contract §3): run statuses, stop reasons, error kinds and call
+//! statuses. Each word is written once, here; serde, `toolrun schema`, the spec reader and
+//! did-you-mean hints all read it from these enums, so a `match` that forgets a case does not
+//! compile. This module depends on nothing else in the crate: every layer may use it.
+
+use std::fmt;
+
+/// Declares an enum whose variants serialise as the given words, with the list of all of them.
+macro_rules! vocabulary {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $text)] $variant,)+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+            /// The words, in declaration order (for schemas and did-you-mean hints).
+            pub const NAMES: &'static [&'static str] = &[$($text,)+];
+
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<$name> {
+                match s {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// How a run ended, for CI: it decides the exit code.
+    Status {
+        Ok = "ok",
+        NeedsConfirmation = "needs_confirmation",
+        NeedsReview = "needs_review",
+        Failed = "failed",
+    }
+}
+
+impl Status {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Ok => crate::exit::SUCCESS,
+            Status::Failed => crate::exit::FAILED,
+            Status::NeedsConfirmation | Status::NeedsReview => crate::exit::NEEDS_PERSON,
+        }
+    }
+}
+
+vocabulary! {
+    /// Which rule ended a run.
+    StopReason {
+        Answer = "answer",
+        NeedsConfirmation = "needs_confirmation",
+        MaxSteps = "max_steps",
+        MaxToolCalls = "max_tool_calls",
+        LoopDetected = "loop_detected",
+        RunTimeout = "run_timeout",
+        MalformedDecision = "malformed_decision",
+        ModelError = "model_error",
+        Interrupted = "interrupted",
+        MaxTokensTotal = "max_tokens_total",
+        RepeatedErrors = "repeated_errors",
+        EmptyQuery = "empty_query",
+    }
+}
+
+impl StopReason {
+    /// Each rule ends a run with one status: an answer is a success, a limit or a loop needs a
+    /// person to review, and a broken run (model, timeout, interruption) failed.
+    pub fn status(self) -> Status {
+        match self {
+            StopReason::Answer => Status::Ok,
+            StopReason::NeedsConfirmation => Status::NeedsConfirmation,
+            StopReason::MaxSteps
+            | StopReason::MaxToolCalls
+            | StopReason::LoopDetected
+            | StopReason::MaxTokensTotal
+            | StopReason::RepeatedErrors => Status::NeedsReview,
+            StopReason::RunTimeout
+            | StopReason::MalformedDecision
+            | StopReason::ModelError
+            | StopReason::Interrupted
+            | StopReason::EmptyQuery => Status::Failed,
+        }
+    }
+}
+
+vocabulary! {
+    /// What went wrong with one tool call (or one model decision); fed back to the model.
+    ErrorKind {
+        UnknownTool = "unknown_tool",
+        InvalidArguments = "invalid_arguments",
+        Denied = "denied",
+        LoopDetected = "loop_detected",
+        LimitExceeded = "limit_exceeded",
+        Timeout = "timeout",
+        HttpStatus = "http_status",
+        Network = "network",
+        NotFound = "not_found",
+        ExecutionError = "execution_error",
+        MalformedDecision = "malformed_decision",
+        ModelError = "model_error",
+    }
+}
+
+vocabulary! {
+    /// Whether an executed call returned a result.
+    CallStatus {
+        Ok = "ok",
+        Error = "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_and_as_str_agree() {
+        for k in ErrorKind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+            assert_eq!(ErrorKind::parse(k.as_str()), Some(*k));
+            let back: ErrorKind = serde_json::from_value(serde_json::json!(k.as_str())).unwrap();
+            assert_eq!(back, *k);
+        }
+        for s in StopReason::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(
+            serde_json::to_string(&Status::NeedsReview).unwrap(),
+            "\"needs_review\""
+        );
+        assert_eq!(Status::NAMES.len(), Status::ALL.len());
+        assert!(serde_json::from_str::<StopReason>("\"nope\"").is_err());
+        assert_eq!(ErrorKind::parse("nope"), None);
+    }
+}
