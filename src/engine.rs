@@ -99,7 +99,7 @@ pub struct CallOutcome {
     pub error: Option<ToolErrorEntry>,
     pub pending: Option<PendingCall>,
     /// Set when a policy rule would have ended a run (a loop, a limit, a needed confirmation).
-    pub stop_reason: Option<&'static str>,
+    pub stop_reason: Option<StopReason>,
 }
 
 pub struct Engine<'a> {
