@@ -46,6 +46,11 @@ pub enum Command {
         after_help = "Examples:\n  toolrun call specs/stock_assistant.yaml get_stock_price --args '{\"ticker\": \"AAPL\"}'\n  toolrun call specs/weather_http.yaml weather --args '{\"city\": \"Paris\"}' --json"
     )]
     Call(CallArgs),
+    /// Render results files (`toolrun test --results`) as an HTML report or a markdown summary
+    #[command(
+        after_help = "Examples:\n  toolrun report results.json -o report.html\n  toolrun report gpt.json claude.json -o compare.html\n  toolrun report results.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+    )]
+    Report(ReportArgs),
     /// Print the compiled tool definitions as an API expects them
     #[command(
         after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp"
@@ -187,6 +192,26 @@ pub struct ReplayArgs {
     /// Accept new traces for fixtures whose only difference is the trace
     #[arg(long)]
     pub update: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportOutput {
+    /// One self-contained page (inline styles and script, no network)
+    Html,
+    /// The summary table, for a CI job summary
+    Markdown,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files, in order: each is a column; neighbours are compared (regressions, fixes)
+    #[arg(required = true, value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+    /// Write the report here (default: stdout)
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: ReportOutput,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

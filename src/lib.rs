@@ -24,6 +24,7 @@ pub mod net;
 pub mod redact;
 pub mod registry;
 pub mod replay;
+pub mod report;
 pub mod results;
 pub mod session;
 pub mod spec;

@@ -6,6 +6,7 @@ pub mod check;
 pub mod explain;
 pub mod junit;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod test;
 pub mod tools;
@@ -22,6 +23,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Run(args) => run::run(args),
         Command::Test(args) => test::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Report(args) => report::run(args),
         Command::Call(args) => call::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {

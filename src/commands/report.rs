@@ -1,0 +1,47 @@
+//! `toolrun report RESULTS...`: results files side by side, as one HTML page or a markdown summary.
+
+use crate::cli::{ReportArgs, ReportOutput};
+use crate::exit;
+use crate::report;
+
+pub fn run(args: ReportArgs) -> i32 {
+    let inputs = match report::load(&args.results) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {}", report::markdown::visible(&e));
+            return exit::USAGE;
+        }
+    };
+    let built = report::build(&inputs);
+    let redactor = report::redactor(&inputs);
+    let text = match args.format {
+        ReportOutput::Html => report::html::render(&built, &redactor),
+        ReportOutput::Markdown => report::markdown::render(&built, &redactor),
+    };
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = super::write_atomically(path, text.as_bytes()) {
+                eprintln!("error: cannot write the report to `{}`: {e}", path.display());
+                return exit::USAGE;
+            }
+            eprintln!(
+                "wrote {} ({} test(s) × {} results file(s))",
+                path.display(),
+                built.rows.len(),
+                built.columns.len()
+            );
+        }
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if out
+                .write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return exit::FAILED;
+            }
+        }
+    }
+    exit::SUCCESS
+}

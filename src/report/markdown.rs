@@ -1,0 +1,257 @@
+//! The summary as GitHub-flavoured markdown, for a CI job summary (`>> $GITHUB_STEP_SUMMARY`).
+//! Job summaries render inline HTML, so every text from a results file is escaped here: a test
+//! name must not become markup, a table cell, or a terminal escape.
+
+use super::{duration, percent, tokens, usd, Change, Report};
+use crate::redact::Redactor;
+use crate::results::{FailureKind, Outcome};
+use std::fmt::Write;
+
+/// At most this many failure lines, so a bad day does not bury the table.
+const MAX_FAILURE_LINES: usize = 50;
+/// Characters of one failure message.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// Control characters as visible escapes (`\n`, `\u{1b}`), so text from a model cannot move the
+/// cursor, recolour a terminal or break a table row.
+// TODO(secrets, issue 12 §5): switch to the shared terminal-escaping function once it lands.
+pub fn visible(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || is_invisible_format(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Bidirectional overrides and zero-width marks: invisible, yet they reorder what people read.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// Text safe inside a markdown table cell.
+pub fn cell_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in visible(s).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+pub fn render(report: &Report, redactor: &Redactor) -> String {
+    let t = |s: &str| cell_text(&redactor.str(s));
+    let mut out = String::from("### toolrun report\n\n");
+    let header: Vec<String> = report.columns.iter().map(|c| t(&c.label)).collect();
+
+    let _ = writeln!(out, "| | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    let row = |out: &mut String, name: &str, f: &dyn Fn(&super::Column) -> String| {
+        let cells: Vec<String> = report.columns.iter().map(f).collect();
+        let _ = writeln!(out, "| **{name}** | {} |", cells.join(" | "));
+    };
+    row(&mut out, "tests passed", &|c| {
+        let ran = c.totals.passed + c.totals.failed;
+        let rate = if ran == 0 {
+            "—".to_string()
+        } else {
+            percent(f64::from(c.totals.passed) / f64::from(ran))
+        };
+        let skipped = if c.totals.skipped > 0 {
+            format!(", {} skipped", c.totals.skipped)
+        } else {
+            String::new()
+        };
+        format!("{}/{ran} ({rate}){skipped}", c.totals.passed)
+    });
+    row(&mut out, "attempts passed", &|c| {
+        format!(
+            "{}/{} ({})",
+            c.totals.attempts_passed,
+            c.totals.attempts,
+            percent(c.totals.pass_rate)
+        )
+    });
+    row(&mut out, "tokens", &|c| tokens(c.totals.usage.total_tokens));
+    row(&mut out, "cost", &|c| {
+        c.totals.cost_usd.map(usd).unwrap_or_else(|| "—".into())
+    });
+    row(&mut out, "time", &|c| duration(c.totals.duration_ms));
+    out.push('\n');
+
+    let _ = writeln!(out, "| test | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    for r in &report.rows {
+        let cells: Vec<String> = r
+            .cells
+            .iter()
+            .map(|c| match c {
+                None => "—".to_string(),
+                Some(c) => {
+                    let mark = match c.outcome {
+                        Outcome::Passed => "✅",
+                        Outcome::Failed => "❌",
+                        Outcome::Skipped => "⏭️",
+                    };
+                    let count = if c.runs > 0 {
+                        format!(" {}/{}", c.passes, c.runs)
+                    } else {
+                        " skipped".to_string()
+                    };
+                    let change = match c.change {
+                        Some(Change::Regression) => " **regression**",
+                        Some(Change::Fixed) => " **fixed**",
+                        None => "",
+                    };
+                    format!("{mark}{count}{change}")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {}::{} | {} |",
+            t(&r.spec),
+            t(&r.name),
+            cells.join(" | ")
+        );
+    }
+
+    for cmp in &report.comparisons {
+        if cmp.regressions.is_empty() && cmp.fixes.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\n**{} → {}**: {} regression(s), {} fix(es)",
+            t(&report.columns[cmp.from].label),
+            t(&report.columns[cmp.to].label),
+            cmp.regressions.len(),
+            cmp.fixes.len()
+        );
+        for id in &cmp.regressions {
+            let _ = writeln!(out, "- regression: {}", t(id));
+        }
+        for id in &cmp.fixes {
+            let _ = writeln!(out, "- fixed: {}", t(id));
+        }
+    }
+
+    let mut lines = Vec::new();
+    for r in &report.rows {
+        for (col, cell) in r.cells.iter().enumerate() {
+            let Some(cell) = cell else { continue };
+            if cell.outcome != Outcome::Failed {
+                continue;
+            }
+            if cell.attempts.is_empty() {
+                if let Some(reason) = &cell.reason {
+                    lines.push(format!(
+                        "- {}::{} ({}): {}",
+                        t(&r.spec),
+                        t(&r.name),
+                        t(&report.columns[col].label),
+                        t(&truncate(reason, MAX_MESSAGE_CHARS))
+                    ));
+                }
+            }
+            for a in cell.attempts.iter().filter(|a| a.outcome == Outcome::Failed) {
+                for f in &a.failures {
+                    let what = match (f.kind, &f.assertion) {
+                        (FailureKind::Assertion, Some(key)) => format!("`{}`", t(key)),
+                        (FailureKind::Assertion, None) => "assertion".into(),
+                        (FailureKind::Divergence, _) => "divergence".into(),
+                        (FailureKind::Error, _) => "error".into(),
+                    };
+                    lines.push(format!(
+                        "- {}::{} ({}, attempt {}): {what}: {}",
+                        t(&r.spec),
+                        t(&r.name),
+                        t(&report.columns[col].label),
+                        a.attempt,
+                        t(&truncate(&f.message, MAX_MESSAGE_CHARS))
+                    ));
+                }
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str("\n<details><summary>Failures</summary>\n\n");
+        let total = lines.len();
+        for l in lines.iter().take(MAX_FAILURE_LINES) {
+            out.push_str(l);
+            out.push('\n');
+        }
+        if total > MAX_FAILURE_LINES {
+            let _ = writeln!(out, "- … and {} more", total - MAX_FAILURE_LINES);
+        }
+        out.push_str("\n</details>\n");
+    }
+    for n in &report.notes {
+        let _ = writeln!(out, "\n> {}", t(n));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::results;
+    use crate::report::{build, Input};
+
+    #[test]
+    fn control_characters_and_markup_become_visible_text() {
+        assert_eq!(visible("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+        assert_eq!(visible("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(cell_text("a|b <script>"), "a\\|b &lt;script&gt;");
+    }
+
+    #[test]
+    fn the_summary_has_rates_marks_and_failures() {
+        let mut a = results("gpt", &[("one", true), ("two", true)]);
+        a.tests[1].name = "two|<i>x</i>\n".into();
+        let mut b = results("claude", &[("one", false), ("two", true)]);
+        b.tests[1].name = "two|<i>x</i>\n".into();
+        let report = build(&[
+            Input {
+                path: "a.json".into(),
+                results: a,
+            },
+            Input {
+                path: "b.json".into(),
+                results: b,
+            },
+        ]);
+        let md = render(&report, &Redactor::new(["missing".to_string()]));
+        assert!(md.contains("| gpt | claude |"), "{md}");
+        assert!(md.contains("| **tests passed** | 2/2 (100%) | 1/2 (50%) |"), "{md}");
+        assert!(md.contains("| s::one | ✅ 1/1 | ❌ 0/1 **regression** |"), "{md}");
+        // A backslash of its own, so GitHub shows `\n` rather than breaking the row.
+        assert!(md.contains("s::two\\|&lt;i&gt;x&lt;/i&gt;\\\\n |"), "{md}");
+        assert!(md.contains("- regression: s::one"), "{md}");
+        assert!(md.contains("(claude, attempt 1): `output\\_contains`: \\*\\*\\* 2815"), "{md}");
+        assert!(!md.contains("<i>"), "{md}");
+    }
+}

@@ -1,0 +1,472 @@
+//! `toolrun report`: results files side by side. One view model, built here, feeds both the HTML
+//! page and the markdown summary, so their order, rates and regression marks always agree.
+
+pub mod html;
+pub mod markdown;
+
+use crate::redact::Redactor;
+use crate::results::{Attempt, Outcome, Results, SpecInfo, Totals};
+use serde::Serialize;
+use std::path::Path;
+
+/// Everything the page shows; embedded as JSON in the HTML.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub toolrun_version: String,
+    pub columns: Vec<Column>,
+    /// Failing rows first (regressions first among them), then passing, then skipped-only; the
+    /// spec's order within each group.
+    pub rows: Vec<Row>,
+    /// One per pair of neighbouring columns that share a spec.
+    pub comparisons: Vec<Comparison>,
+    /// Things a reader should know (specs changed between runs, nothing to compare).
+    pub notes: Vec<String>,
+}
+
+/// One results file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Column {
+    pub label: String,
+    pub file: String,
+    pub models: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    pub specs: Vec<SpecInfo>,
+    pub repeat: u32,
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub spec: String,
+    pub name: String,
+    pub query: String,
+    /// One per column; `None` where that file has no such test.
+    pub cells: Vec<Option<Cell>>,
+    pub failing: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub outcome: Outcome,
+    pub passes: u32,
+    pub runs: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub duration_ms: f64,
+    /// Against the column to the left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
+    pub attempts: Vec<Attempt>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// Passed on the left, fails here.
+    Regression,
+    /// Failed on the left, passes here.
+    Fixed,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub from: usize,
+    pub to: usize,
+    pub regressions: Vec<String>,
+    pub fixes: Vec<String>,
+}
+
+impl Cell {
+    fn from_test(t: &crate::results::TestResult) -> Cell {
+        Cell {
+            outcome: t.outcome,
+            passes: t.passes,
+            runs: t.attempts.len() as u32,
+            pass_rate: t.pass_rate(),
+            model: t.model.clone(),
+            reason: t.reason.clone(),
+            tokens: t.usage.total_tokens,
+            cost_usd: t.cost_usd,
+            duration_ms: t.duration_ms,
+            change: None,
+            attempts: t.attempts.clone(),
+        }
+    }
+}
+
+/// A results file as read, with the name people know it by.
+pub struct Input {
+    pub path: String,
+    pub results: Results,
+}
+
+pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, String> {
+    paths
+        .iter()
+        .map(|p| {
+            Results::load(p).map(|results| Input {
+                path: p.display().to_string(),
+                results,
+            })
+        })
+        .collect()
+}
+
+fn models_of(r: &Results) -> Vec<String> {
+    let mut names: Vec<String> = match &r.settings.model {
+        Some(m) => vec![m.clone()],
+        None => r.models.iter().map(|m| m.name.clone()).collect(),
+    };
+    if names.is_empty() {
+        for t in &r.tests {
+            if let Some(m) = &t.model {
+                if !names.contains(m) {
+                    names.push(m.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+fn file_stem(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// Columns are named by their models when that tells them apart (comparing models), else by
+/// file (comparing runs of one model).
+fn labels(inputs: &[Input]) -> Vec<String> {
+    let by_model: Vec<String> = inputs
+        .iter()
+        .map(|i| models_of(&i.results).join(", "))
+        .collect();
+    let distinct = by_model.iter().all(|l| !l.is_empty())
+        && by_model
+            .iter()
+            .enumerate()
+            .all(|(i, l)| !by_model[..i].contains(l));
+    if distinct {
+        return by_model;
+    }
+    let stems: Vec<String> = inputs.iter().map(|i| file_stem(&i.path)).collect();
+    let stems_distinct = stems
+        .iter()
+        .enumerate()
+        .all(|(i, l)| !stems[..i].contains(l));
+    if stems_distinct {
+        stems
+    } else {
+        inputs.iter().map(|i| i.path.clone()).collect()
+    }
+}
+
+pub fn build(inputs: &[Input]) -> Report {
+    let labels = labels(inputs);
+    let columns: Vec<Column> = inputs
+        .iter()
+        .zip(&labels)
+        .map(|(i, label)| Column {
+            label: label.clone(),
+            file: i.path.clone(),
+            models: models_of(&i.results),
+            started_at: i.results.started_at.clone(),
+            specs: i.results.specs.clone(),
+            repeat: i.results.settings.repeat,
+            totals: i.results.totals.clone(),
+        })
+        .collect();
+
+    // Rows in first-seen order across files: a test added in the newer run still shows.
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for i in inputs {
+        for t in &i.results.tests {
+            if !keys.iter().any(|(s, n, _)| *s == t.spec && *n == t.name) {
+                keys.push((t.spec.clone(), t.name.clone(), t.query.clone()));
+            }
+        }
+    }
+    let mut rows: Vec<Row> = keys
+        .into_iter()
+        .map(|(spec, name, query)| {
+            let cells: Vec<Option<Cell>> = inputs
+                .iter()
+                .map(|i| {
+                    i.results
+                        .tests
+                        .iter()
+                        .find(|t| t.spec == spec && t.name == name)
+                        .map(Cell::from_test)
+                })
+                .collect();
+            let failing = cells
+                .iter()
+                .flatten()
+                .any(|c| c.outcome == Outcome::Failed);
+            Row {
+                spec,
+                name,
+                query,
+                cells,
+                failing,
+            }
+        })
+        .collect();
+
+    let mut notes = Vec::new();
+    let mut comparisons = Vec::new();
+    for to in 1..inputs.len() {
+        let from = to - 1;
+        let (a, b) = (&inputs[from].results, &inputs[to].results);
+        let shared: Vec<&SpecInfo> = b
+            .specs
+            .iter()
+            .filter(|s| a.specs.iter().any(|o| o.name == s.name))
+            .collect();
+        if shared.is_empty() {
+            notes.push(format!(
+                "`{}` and `{}` test different specs: no regressions or fixes are marked between them",
+                columns[from].label, columns[to].label
+            ));
+            continue;
+        }
+        for s in &shared {
+            if a.specs
+                .iter()
+                .any(|o| o.name == s.name && o.sha256 != s.sha256)
+            {
+                notes.push(format!(
+                    "spec `{}` changed between `{}` and `{}`",
+                    s.name, columns[from].label, columns[to].label
+                ));
+            }
+        }
+        let mut cmp = Comparison {
+            from,
+            to,
+            regressions: Vec::new(),
+            fixes: Vec::new(),
+        };
+        for row in &mut rows {
+            if !shared.iter().any(|s| s.name == row.spec) {
+                continue;
+            }
+            let before = row.cells[from].as_ref().map(|c| c.outcome);
+            let Some(cell) = row.cells[to].as_mut() else {
+                continue;
+            };
+            let id = format!("{}::{}", row.spec, row.name);
+            cell.change = match (before, cell.outcome) {
+                (Some(Outcome::Passed), Outcome::Failed) => {
+                    cmp.regressions.push(id);
+                    Some(Change::Regression)
+                }
+                (Some(Outcome::Failed), Outcome::Passed) => {
+                    cmp.fixes.push(id);
+                    Some(Change::Fixed)
+                }
+                _ => None,
+            };
+        }
+        comparisons.push(cmp);
+    }
+
+    rows.sort_by_key(|r| {
+        let regressed = r
+            .cells
+            .iter()
+            .flatten()
+            .any(|c| c.change == Some(Change::Regression));
+        let ran = r
+            .cells
+            .iter()
+            .flatten()
+            .any(|c| c.outcome != Outcome::Skipped);
+        match (regressed, r.failing, ran) {
+            (true, _, _) => 0,
+            (false, true, _) => 1,
+            (false, false, true) => 2,
+            (false, false, false) => 3,
+        }
+    });
+
+    Report {
+        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+        columns,
+        rows,
+        comparisons,
+        notes,
+    }
+}
+
+/// Masks the values of every secret the specs declare, where they are set: results files are
+/// masked when written, but a report may be made from a file written by an older or other tool,
+/// and a leaked key must not travel further inside a page that gets shared.
+pub fn redactor(inputs: &[Input]) -> Redactor {
+    let mut names: Vec<&str> = inputs
+        .iter()
+        .flat_map(|i| i.results.specs.iter())
+        .flat_map(|s| s.secrets.iter().map(String::as_str))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let values = names
+        .iter()
+        .filter_map(|n| std::env::var(n).ok())
+        .filter(|v| !v.is_empty());
+    Redactor::new(values)
+}
+
+/// The report as JSON, secrets masked.
+pub fn to_json(report: &Report, redactor: &Redactor) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).unwrap_or(serde_json::Value::Null);
+    redactor.value(&mut v);
+    v
+}
+
+pub fn percent(rate: f64) -> String {
+    format!("{:.0}%", rate * 100.0)
+}
+
+pub fn tokens(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn usd(cost: f64) -> String {
+    if cost >= 1.0 {
+        format!("${cost:.2}")
+    } else {
+        format!("${cost:.4}")
+    }
+}
+
+pub fn duration(ms: f64) -> String {
+    if ms >= 60_000.0 {
+        format!("{:.1} min", ms / 60_000.0)
+    } else if ms >= 1_000.0 {
+        format!("{:.1} s", ms / 1_000.0)
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::results::{Failure, Settings, Source, TestResult};
+
+    pub(crate) fn results(model: &str, outcomes: &[(&str, bool)]) -> Results {
+        let mut r = Results::new(
+            Settings {
+                model: Some(model.into()),
+                repeat: 1,
+                pass_rate: 1.0,
+                ..Settings::default()
+            },
+            0,
+        );
+        r.specs.push(SpecInfo {
+            name: "s".into(),
+            path: "s.yaml".into(),
+            sha256: "abc".into(),
+            secrets: vec![],
+        });
+        for (name, pass) in outcomes {
+            let mut t = TestResult::new("s", name, "what is <b>up</b>?", 1.0);
+            let failures = if *pass {
+                vec![]
+            } else {
+                vec![Failure::assertion("output_contains", "missing 2815")]
+            };
+            t.push(Attempt::without_trace(1, Source::Scripted, Failure::error("x"), 1.0));
+            t.attempts[0].outcome = if *pass {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            };
+            t.attempts[0].failures = failures;
+            r.tests.push(t);
+        }
+        r.finish();
+        r
+    }
+
+    fn input(path: &str, r: Results) -> Input {
+        Input {
+            path: path.into(),
+            results: r,
+        }
+    }
+
+    #[test]
+    fn regressions_and_fixes_are_marked_against_the_column_to_the_left() {
+        let a = results("gpt", &[("one", true), ("two", false), ("three", true)]);
+        let b = results("claude", &[("one", false), ("two", true), ("three", true)]);
+        let report = build(&[input("a.json", a), input("b.json", b)]);
+        assert_eq!(
+            report
+                .columns
+                .iter()
+                .map(|c| c.label.as_str())
+                .collect::<Vec<_>>(),
+            ["gpt", "claude"]
+        );
+        let order: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(order, ["one", "two", "three"]);
+        assert_eq!(report.comparisons[0].regressions, ["s::one"]);
+        assert_eq!(report.comparisons[0].fixes, ["s::two"]);
+        let change = report.rows[0].cells[1].as_ref().and_then(|c| c.change);
+        assert_eq!(change, Some(Change::Regression));
+    }
+
+    #[test]
+    fn failing_rows_come_first_and_same_model_runs_are_named_by_file() {
+        let a = results("gpt", &[("ok", true), ("bad", false)]);
+        let b = results("gpt", &[("ok", true), ("bad", false)]);
+        let report = build(&[input("runs/monday.json", a), input("runs/tuesday.json", b)]);
+        assert_eq!(report.rows[0].name, "bad");
+        assert_eq!(report.columns[0].label, "monday");
+        assert!(report.comparisons[0].regressions.is_empty());
+    }
+
+    #[test]
+    fn different_specs_are_not_compared() {
+        let a = results("gpt", &[("ok", true)]);
+        let mut b = results("claude", &[("ok", false)]);
+        b.specs[0].name = "other".into();
+        for t in &mut b.tests {
+            t.spec = "other".into();
+        }
+        let report = build(&[input("a.json", a), input("b.json", b)]);
+        assert!(report.comparisons.is_empty());
+        assert!(report.notes[0].contains("different specs"), "{:?}", report.notes);
+        assert_eq!(report.rows.len(), 2);
+    }
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(tokens(1234567), "1,234,567");
+        assert_eq!(tokens(12), "12");
+        assert_eq!(usd(0.00123), "$0.0012");
+        assert_eq!(duration(1500.0), "1.5 s");
+        assert_eq!(percent(2.0 / 3.0), "67%");
+    }
+}

@@ -1,0 +1,363 @@
+//! `toolrun report`: results files from real runs, rendered as HTML and markdown through the
+//! binary, and the page checked in a real browser (headless Chromium).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use toolrun::results::{
+    Attempt, Failure, ModelInfo, PriceInfo, Results, Settings, Source, SpecInfo, TestResult,
+};
+use toolrun::trace::Trace;
+
+const SPEC: &str = r#"version: 1
+default_model: scripted
+name: stocks
+tools:
+  price:
+    description: Price of a ticker.
+    kind: mock
+    input:
+      type: object
+      properties: { ticker: { type: string } }
+      required: [ticker]
+    responses:
+      - when: { ticker: AAPL }
+        result: 178.15
+      - error: { kind: not_found, message: "unknown ticker {{ args.ticker }}" }
+  calc:
+    description: Arithmetic.
+    kind: builtin
+    builtin: calculator
+models:
+  gpt:
+    kind: openai
+    model: fake-model
+    base_url: BASE_URL
+  scripted:
+    kind: scripted
+    scripts:
+      - when: "(?i)gain"
+        turns:
+          - tool_calls: [{ name: price, arguments: { ticker: AAPL } }]
+          - tool_calls: [{ name: calc, arguments: { expression: "({{ last.result }} - 150) * 100" } }]
+          - answer: "AAPL is {{ results[0].result }}; the gain is {{ last.result }}."
+      - turns:
+          - tool_calls: [{ name: price, arguments: { ticker: ZZZZ } }]
+          - answer: "No price: {{ last.error.message }}"
+"#;
+
+const GAIN: &str = "What is the gain on 100 AAPL shares bought at 150?";
+/// A query that tries to close the data block and inject markup.
+const HOSTILE: &str = "Price of ZZZZ? </script><img src=x onerror=alert(1)>";
+
+fn toolrun_in(dir: &Path, args: &[&str]) -> support::Output {
+    let mut cmd = support::toolrun();
+    cmd.current_dir(dir).args(args);
+    support::run(&mut cmd)
+}
+
+/// A real trace from the binary.
+fn trace(dir: &Path, model: &str, query: &str) -> Trace {
+    let out = toolrun_in(
+        dir,
+        &["run", "spec.yaml", "--model", model, "--query", query, "--json"],
+    );
+    out.assert_success();
+    serde_json::from_value(out.json()).unwrap_or_else(|e| panic!("not a trace: {e}\n{out:?}"))
+}
+
+/// What the fake OpenAI server answers for one run of the gain question (15 tokens a call).
+fn live_gain_script() -> Vec<support::Response> {
+    use support::providers::{openai_answer, openai_tool_calls};
+    vec![
+        openai_tool_calls(&[("call_1", "price", r#"{"ticker":"AAPL"}"#)]),
+        openai_tool_calls(&[("call_2", "calc", r#"{"expression":"(178.15 - 150) * 100"}"#)]),
+        openai_answer("AAPL is 178.15; the gain is 2815."),
+    ]
+}
+
+/// A results document as the runner builds it: each attempt from a real trace and a verdict.
+fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) -> Results {
+    let gain = trace(dir, model, GAIN);
+    let hostile = trace(dir, "scripted", HOSTILE);
+    let price = PriceInfo {
+        input: 3.0,
+        output: 15.0,
+    };
+    let mut r = Results::new(
+        Settings {
+            repeat: gain_passes.len() as u32,
+            pass_rate: 1.0,
+            ..Settings::default()
+        },
+        1_795_000_000_000,
+    );
+    r.specs.push(SpecInfo {
+        name: "stocks".into(),
+        path: "spec.yaml".into(),
+        sha256: gain.spec.sha256.clone(),
+        secrets: vec![],
+    });
+    r.models.push(ModelInfo {
+        name: model.into(),
+        kind: if model == "gpt" { "openai" } else { "scripted" }.into(),
+        model: (model == "gpt").then(|| "fake-model".to_string()),
+        price: Some(price),
+    });
+    let mut t = TestResult::new("stocks", "gain_on_aapl", GAIN, 1.0);
+    t.model = Some(model.into());
+    for (i, pass) in gain_passes.iter().enumerate() {
+        let failures = if *pass {
+            vec![]
+        } else {
+            vec![Failure::assertion(
+                "output_contains",
+                "expected the output to contain \"2816\"",
+            )]
+        };
+        t.push(Attempt::from_trace(
+            i as u32 + 1,
+            if model == "gpt" { Source::Live } else { Source::Scripted },
+            &gain,
+            failures,
+            Some(&price),
+        ));
+    }
+    r.tests.push(t);
+    let mut t = TestResult::new("stocks", "unknown_ticker", HOSTILE, 1.0);
+    let failures = if hostile_passes {
+        vec![]
+    } else {
+        vec![Failure::assertion(
+            "tool_calls",
+            "expected tool calls [\"lookup\"], got [\"price\"]",
+        )]
+    };
+    t.push(Attempt::from_trace(
+        1,
+        Source::Scripted,
+        &hostile,
+        failures,
+        None,
+    ));
+    r.tests.push(t);
+    r.tests.push(TestResult::new("stocks", "live_only", "hi", 1.0).skipped("model `gpt` is live"));
+    r.finish();
+    r
+}
+
+/// `before.json`, the scripted model (gain passes 2/2, unknown_ticker fails), and `after.json`,
+/// a live model on a fake OpenAI server (gain 1/2, a regression; unknown_ticker passes, a fix).
+fn two_runs() -> PathBuf {
+    let dir = support::temp_dir("report");
+    let fake = support::providers::Fake::openai_keyless(live_gain_script());
+    std::fs::write(dir.join("spec.yaml"), SPEC.replace("BASE_URL", &fake.base_url()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let redactor = toolrun::redact::Redactor::default();
+    results(&dir, "scripted", &[true, true], false)
+        .write(&dir.join("before.json"), &redactor)
+        .unwrap_or_else(|e| panic!("{e}"));
+    results(&dir, "gpt", &[true, false], true)
+        .write(&dir.join("after.json"), &redactor)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    dir
+}
+
+#[test]
+fn markdown_summary_names_rates_regressions_and_failures() {
+    let dir = two_runs();
+    let out = toolrun_in(&dir, &["report", "before.json", "after.json", "--format", "markdown"]);
+    out.assert_success();
+    let md = &out.stdout;
+    assert!(md.contains("| | scripted | gpt |"), "{md}");
+    assert!(md.contains("| **tests passed** | 1/2 (50%), 1 skipped | 1/2 (50%), 1 skipped |"), "{md}");
+    assert!(md.contains("| **attempts passed** | 2/3 (67%) | 2/3 (67%) |"), "{md}");
+    // Three calls of 10 + 5 tokens per live attempt, two attempts, at $3 / $15 per million.
+    assert!(md.contains("| **tokens** | 0 | 90 |"), "{md}");
+    assert!(md.contains("| **cost** | — | $0.0006 |"), "{md}");
+    assert!(md.contains("| stocks::gain\\_on\\_aapl | ✅ 2/2 | ❌ 1/2 **regression** |"), "{md}");
+    assert!(md.contains("| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 1/1 **fixed** |"), "{md}");
+    assert!(md.contains("- regression: stocks::gain\\_on\\_aapl"), "{md}");
+    assert!(md.contains("(gpt, attempt 2): `output\\_contains`: expected the output to contain \"2816\""), "{md}");
+    // Rows that fail somewhere come first.
+    let gain = md.find("| stocks::gain").unwrap_or(usize::MAX);
+    let skipped = md.find("| stocks::live").unwrap_or(0);
+    assert!(gain < skipped, "{md}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_2() {
+    let dir = two_runs();
+    std::fs::write(dir.join("notjson.json"), "{ nope").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("newer.json"), r#"{"kind":"toolrun.results","format_version":7}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let trace = toolrun_in(&dir, &["run", "spec.yaml", "--query", GAIN, "--json"]);
+    std::fs::write(dir.join("trace.json"), &trace.stdout).unwrap_or_else(|e| panic!("{e}"));
+    for (file, says) in [
+        ("missing.json", "cannot read results file `missing.json`"),
+        ("notjson.json", "is not a results file: it is not valid JSON"),
+        ("newer.json", "has results format_version 7"),
+        ("trace.json", "it looks like a run trace"),
+        ("spec.yaml", "not valid JSON"),
+    ] {
+        let out = toolrun_in(&dir, &["report", "before.json", file, "-o", "r.html"]);
+        out.assert_code(2);
+        assert!(out.stderr.contains(says), "{file}: {out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+    }
+    assert!(!dir.join("r.html").exists(), "no report from bad input");
+}
+
+/// Finds Chromium, installing it with `.ci/install-chromium` when it is missing. `None` only
+/// when it cannot be installed here; CI sets TOOLRUN_REQUIRE_BROWSER so it never skips.
+fn chromium() -> Option<PathBuf> {
+    let find = || {
+        ["chromium", "chromium-browser"].iter().find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|p| p.join(name))
+                    .find(|p| p.is_file())
+            })
+        })
+    };
+    if let Some(p) = find() {
+        return Some(p);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/install-chromium");
+    let installed = Command::new("bash").arg(&script).status();
+    if let Some(p) = find() {
+        return Some(p);
+    }
+    let why = format!(
+        "Chromium is not installed and `{}` could not install it ({installed:?})",
+        script.display()
+    );
+    if std::env::var_os("TOOLRUN_REQUIRE_BROWSER").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("\n!!!!!!!!\nSKIPPED the browser test: {why}\n!!!!!!!!\n");
+    None
+}
+
+/// The DOM after the page's scripts ran, as headless Chromium sees it from `file://`.
+fn rendered_dom(browser: &Path, page: &Path, fragment: &str) -> String {
+    let profile = support::temp_dir("chromium-profile");
+    let url = format!("file://{}{fragment}", page.display());
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg("--dump-dom")
+    .arg(url);
+    let out = support::run(&mut cmd);
+    let _ = std::fs::remove_dir_all(&profile);
+    assert_eq!(out.code, 0, "chromium failed: {out:?}");
+    out.stdout
+}
+
+#[test]
+fn the_html_report_renders_in_a_real_browser() {
+    let dir = two_runs();
+    let out = toolrun_in(&dir, &["report", "before.json", "after.json", "-o", "report.html"]);
+    out.assert_success();
+    assert!(out.stderr.contains("wrote report.html (3 test(s) × 2 results file(s))"), "{out:?}");
+    let page = dir.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap_or_default();
+    assert!(!html.contains("<img"), "the hostile query became markup");
+
+    let Some(browser) = chromium() else { return };
+    // Open the regressed attempt (after.json is column 1; attempt 2 failed) by its link.
+    let dom = rendered_dom(
+        &browser,
+        &page,
+        "#open=1/2/stocks%3A%3Again_on_aapl",
+    );
+    assert!(dom.contains("data-rendered=\"true\""), "the script did not run:\n{dom}");
+
+    // The matrix: names, rates, marks; failing rows first.
+    let matrix = section(&dom, "id=\"matrix\"", "</table>");
+    let gain = matrix.find("gain_on_aapl").unwrap_or(usize::MAX);
+    let unknown = matrix.find("unknown_ticker").unwrap_or(usize::MAX);
+    let skipped = matrix.find("live_only").unwrap_or(0);
+    assert!(gain < unknown && unknown < skipped, "row order:\n{matrix}");
+    for shown in [
+        "2/2 (100%)",
+        "1/2 (50%)",
+        "0/1 (0%)",
+        "1/1 (100%)",
+        "class=\"change regression\">regression<",
+        "class=\"change fixed\">fixed<",
+        "model `gpt` is live",
+        "90 tok · $0.0006",
+    ] {
+        assert!(matrix.contains(shown), "`{shown}` missing from the matrix:\n{matrix}");
+    }
+    // The hostile query is shown as text, not run as markup.
+    assert!(
+        matrix.contains("Price of ZZZZ? &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"),
+        "{matrix}"
+    );
+    assert!(!dom.contains("<img"), "markup from the data reached the DOM");
+
+    let summary = section(&dom, "id=\"summary\"", "</table>");
+    assert!(summary.contains("fake-model") || summary.contains("gpt"), "{summary}");
+    assert!(summary.contains("$0.0006"), "{summary}");
+    let changes = section(&dom, "id=\"changes\"", "</ul>");
+    assert!(changes.contains("scripted → gpt: stocks::gain_on_aapl"), "{changes}");
+
+    // The expanded trajectory: query, each tool call with arguments and result, the answer, and
+    // the failed assertion.
+    let traj = section(&dom, "id=\"trajectory-0-1-2\"", "</div></div></td>");
+    let expect_in_order = [
+        GAIN,
+        "step 1 · tool call · ok",
+        ">price<",
+        "\"ticker\": \"AAPL\"",
+        "178.15",
+        ">calc<",
+        "(178.15 - 150) * 100",
+        "2815",
+        "AAPL is 178.15; the gain is 2815.",
+        "failed assertion · output_contains",
+        "expected the output to contain \"2816\"",
+    ];
+    let mut at = 0;
+    for s in expect_in_order {
+        match traj[at..].find(s) {
+            Some(i) => at += i + 1,
+            None => panic!("`{s}` missing (or out of order) in the trajectory:\n{traj}"),
+        }
+    }
+    assert!(
+        dom.contains("id=\"attempt-0-1-2\" aria-expanded=\"true\""),
+        "the attempt is not marked expanded"
+    );
+
+    // The tool error of the other test, opened the same way.
+    let dom = rendered_dom(&browser, &page, "#open=0/1/stocks%3A%3Aunknown_ticker");
+    let traj = section(&dom, "id=\"trajectory-1-0-1\"", "</div></div></td>");
+    assert!(traj.contains("error · not_found"), "{traj}");
+    assert!(traj.contains("unknown ticker ZZZZ"), "{traj}");
+    assert!(traj.contains("failed assertion · tool_calls"), "{traj}");
+}
+
+/// The text from `start` to the first `end` after it; panics with the whole DOM if absent.
+fn section<'a>(dom: &'a str, start: &str, end: &str) -> &'a str {
+    let Some(i) = dom.find(start) else {
+        panic!("`{start}` not in the page:\n{dom}");
+    };
+    let rest = &dom[i..];
+    &rest[..rest.find(end).map_or(rest.len(), |j| j + end.len())]
+}
