@@ -61,7 +61,15 @@ fn toolrun_in(dir: &Path, args: &[&str]) -> support::Output {
 fn trace(dir: &Path, model: &str, query: &str) -> Trace {
     let out = toolrun_in(
         dir,
-        &["run", "spec.yaml", "--model", model, "--query", query, "--json"],
+        &[
+            "run",
+            "spec.yaml",
+            "--model",
+            model,
+            "--query",
+            query,
+            "--json",
+        ],
     );
     out.assert_success();
     serde_json::from_value(out.json()).unwrap_or_else(|e| panic!("not a trace: {e}\n{out:?}"))
@@ -118,7 +126,11 @@ fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) 
         };
         t.push(Attempt::from_trace(
             i as u32 + 1,
-            if model == "gpt" { Source::Live } else { Source::Scripted },
+            if model == "gpt" {
+                Source::Live
+            } else {
+                Source::Scripted
+            },
             &gain,
             failures,
             Some(&price),
@@ -142,7 +154,8 @@ fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) 
         None,
     ));
     r.tests.push(t);
-    r.tests.push(TestResult::new("stocks", "live_only", "hi", 1.0).skipped("model `gpt` is live"));
+    r.tests
+        .push(TestResult::new("stocks", "live_only", "hi", 1.0).skipped("model `gpt` is live"));
     r.finish();
     r
 }
@@ -152,8 +165,11 @@ fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) 
 fn two_runs() -> PathBuf {
     let dir = support::temp_dir("report");
     let fake = support::providers::Fake::openai_keyless(live_gain_script());
-    std::fs::write(dir.join("spec.yaml"), SPEC.replace("BASE_URL", &fake.base_url()))
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("spec.yaml"),
+        SPEC.replace("BASE_URL", &fake.base_url()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let redactor = toolrun::redact::Redactor::default();
     results(&dir, "scripted", &[true, true], false)
         .write(&dir.join("before.json"), &redactor)
@@ -168,19 +184,48 @@ fn two_runs() -> PathBuf {
 #[test]
 fn markdown_summary_names_rates_regressions_and_failures() {
     let dir = two_runs();
-    let out = toolrun_in(&dir, &["report", "before.json", "after.json", "--format", "markdown"]);
+    let out = toolrun_in(
+        &dir,
+        &[
+            "report",
+            "before.json",
+            "after.json",
+            "--format",
+            "markdown",
+        ],
+    );
     out.assert_success();
     let md = &out.stdout;
     assert!(md.contains("| | scripted | gpt |"), "{md}");
-    assert!(md.contains("| **tests passed** | 1/2 (50%), 1 skipped | 1/2 (50%), 1 skipped |"), "{md}");
-    assert!(md.contains("| **attempts passed** | 2/3 (67%) | 2/3 (67%) |"), "{md}");
+    assert!(
+        md.contains("| **tests passed** | 1/2 (50%), 1 skipped | 1/2 (50%), 1 skipped |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| **attempts passed** | 2/3 (67%) | 2/3 (67%) |"),
+        "{md}"
+    );
     // Three calls of 10 + 5 tokens per live attempt, two attempts, at $3 / $15 per million.
     assert!(md.contains("| **tokens** | 0 | 90 |"), "{md}");
     assert!(md.contains("| **cost** | — | $0.0006 |"), "{md}");
-    assert!(md.contains("| stocks::gain\\_on\\_aapl | ✅ 2/2 | ❌ 1/2 **regression** |"), "{md}");
-    assert!(md.contains("| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 1/1 **fixed** |"), "{md}");
-    assert!(md.contains("- regression: stocks::gain\\_on\\_aapl"), "{md}");
-    assert!(md.contains("(gpt, attempt 2): `output\\_contains`: expected the output to contain \"2816\""), "{md}");
+    assert!(
+        md.contains("| stocks::gain\\_on\\_aapl | ✅ 2/2 | ❌ 1/2 **regression** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 1/1 **fixed** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- regression: stocks::gain\\_on\\_aapl"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "(gpt, attempt 2): `output\\_contains`: expected the output to contain \"2816\""
+        ),
+        "{md}"
+    );
     // Rows that fail somewhere come first.
     let gain = md.find("| stocks::gain").unwrap_or(usize::MAX);
     let skipped = md.find("| stocks::live").unwrap_or(0);
@@ -191,13 +236,19 @@ fn markdown_summary_names_rates_regressions_and_failures() {
 fn bad_input_is_a_clear_error_with_exit_2() {
     let dir = two_runs();
     std::fs::write(dir.join("notjson.json"), "{ nope").unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(dir.join("newer.json"), r#"{"kind":"toolrun.results","format_version":7}"#)
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("newer.json"),
+        r#"{"kind":"toolrun.results","format_version":7}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let trace = toolrun_in(&dir, &["run", "spec.yaml", "--query", GAIN, "--json"]);
     std::fs::write(dir.join("trace.json"), &trace.stdout).unwrap_or_else(|e| panic!("{e}"));
     for (file, says) in [
         ("missing.json", "cannot read results file `missing.json`"),
-        ("notjson.json", "is not a results file: it is not valid JSON"),
+        (
+            "notjson.json",
+            "is not a results file: it is not valid JSON",
+        ),
         ("newer.json", "has results format_version 7"),
         ("trace.json", "it looks like a run trace"),
         ("spec.yaml", "not valid JSON"),
@@ -270,21 +321,27 @@ fn rendered_dom(browser: &Path, page: &Path, fragment: &str) -> String {
 #[test]
 fn the_html_report_renders_in_a_real_browser() {
     let dir = two_runs();
-    let out = toolrun_in(&dir, &["report", "before.json", "after.json", "-o", "report.html"]);
+    let out = toolrun_in(
+        &dir,
+        &["report", "before.json", "after.json", "-o", "report.html"],
+    );
     out.assert_success();
-    assert!(out.stderr.contains("wrote report.html (3 test(s) × 2 results file(s))"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("wrote report.html (3 test(s) × 2 results file(s))"),
+        "{out:?}"
+    );
     let page = dir.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap_or_default();
     assert!(!html.contains("<img"), "the hostile query became markup");
 
     let Some(browser) = chromium() else { return };
     // Open the regressed attempt (after.json is column 1; attempt 2 failed) by its link.
-    let dom = rendered_dom(
-        &browser,
-        &page,
-        "#open=1/2/stocks%3A%3Again_on_aapl",
+    let dom = rendered_dom(&browser, &page, "#open=1/2/stocks%3A%3Again_on_aapl");
+    assert!(
+        dom.contains("data-rendered=\"true\""),
+        "the script did not run:\n{dom}"
     );
-    assert!(dom.contains("data-rendered=\"true\""), "the script did not run:\n{dom}");
 
     // The matrix: names, rates, marks; failing rows first.
     let matrix = section(&dom, "id=\"matrix\"", "</table>");
@@ -302,20 +359,32 @@ fn the_html_report_renders_in_a_real_browser() {
         "model `gpt` is live",
         "90 tok · $0.0006",
     ] {
-        assert!(matrix.contains(shown), "`{shown}` missing from the matrix:\n{matrix}");
+        assert!(
+            matrix.contains(shown),
+            "`{shown}` missing from the matrix:\n{matrix}"
+        );
     }
     // The hostile query is shown as text, not run as markup.
     assert!(
         matrix.contains("Price of ZZZZ? &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"),
         "{matrix}"
     );
-    assert!(!dom.contains("<img"), "markup from the data reached the DOM");
+    assert!(
+        !dom.contains("<img"),
+        "markup from the data reached the DOM"
+    );
 
     let summary = section(&dom, "id=\"summary\"", "</table>");
-    assert!(summary.contains("fake-model") || summary.contains("gpt"), "{summary}");
+    assert!(
+        summary.contains("fake-model") || summary.contains("gpt"),
+        "{summary}"
+    );
     assert!(summary.contains("$0.0006"), "{summary}");
     let changes = section(&dom, "id=\"changes\"", "</ul>");
-    assert!(changes.contains("scripted → gpt: stocks::gain_on_aapl"), "{changes}");
+    assert!(
+        changes.contains("scripted → gpt: stocks::gain_on_aapl"),
+        "{changes}"
+    );
 
     // The expanded trajectory: query, each tool call with arguments and result, the answer, and
     // the failed assertion.
@@ -360,4 +429,42 @@ fn section<'a>(dom: &'a str, start: &str, end: &str) -> &'a str {
     };
     let rest = &dom[i..];
     &rest[..rest.find(end).map_or(rest.len(), |j| j + end.len())]
+}
+
+#[test]
+fn secrets_declared_by_the_spec_are_masked_even_in_a_file_that_kept_them() {
+    let dir = two_runs();
+    // As an older or foreign writer might leave it: the secret in the query and a failure.
+    let path = dir.join("after.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_default();
+    doc["specs"][0]["secrets"] = serde_json::json!(["REPORT_TOKEN"]);
+    doc["tests"][0]["query"] = serde_json::json!("use tok-abcdef-123456 please");
+    doc["tests"][0]["attempts"][1]["failures"][0]["message"] =
+        serde_json::json!("expected tok-abcdef-123456 in the output");
+    std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    for args in [
+        &[
+            "report",
+            "before.json",
+            "after.json",
+            "--format",
+            "markdown",
+        ][..],
+        &["report", "before.json", "after.json"][..],
+    ] {
+        let mut cmd = support::toolrun();
+        cmd.current_dir(&dir)
+            .args(args)
+            .env("REPORT_TOKEN", "tok-abcdef-123456");
+        let out = support::run(&mut cmd);
+        out.assert_success();
+        assert!(!out.stdout.contains("tok-abcdef"), "{out:?}");
+        // Markdown escapes the mask's asterisks.
+        assert!(
+            out.stdout.contains("expected *** in") || out.stdout.contains("expected \\*\\*\\* in"),
+            "{out:?}"
+        );
+    }
 }

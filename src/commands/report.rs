@@ -18,10 +18,18 @@ pub fn run(args: ReportArgs) -> i32 {
         ReportOutput::Html => report::html::render(&built, &redactor),
         ReportOutput::Markdown => report::markdown::render(&built, &redactor),
     };
+    // Fail closed, as every writer does: a secret that survived masking stops the report.
+    if let Some(secret) = redactor.leaks(&text) {
+        eprintln!("error: refusing to write the report: secret `{secret}` would appear in it");
+        return exit::FAILED;
+    }
     match &args.output {
         Some(path) => {
             if let Err(e) = super::write_atomically(path, text.as_bytes()) {
-                eprintln!("error: cannot write the report to `{}`: {e}", path.display());
+                eprintln!(
+                    "error: cannot write the report to `{}`: {e}",
+                    path.display()
+                );
                 return exit::USAGE;
             }
             eprintln!(

@@ -100,7 +100,11 @@ mod tests {
         );
         assert!(!page.contains("<img"), "markup from data reached the page");
         assert!(page.contains("&lt;/title&gt;&lt;script&gt;"));
-        assert_eq!(page.matches("</script>").count(), 2, "only the page's own scripts close");
+        assert_eq!(
+            page.matches("</script>").count(),
+            2,
+            "only the page's own scripts close"
+        );
         for remote in ["http://", "https://", "//cdn", "src=\"", "href=\""] {
             assert!(!page.contains(remote), "the page refers to `{remote}`");
         }

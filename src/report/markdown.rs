@@ -177,7 +177,11 @@ pub fn render(report: &Report, redactor: &Redactor) -> String {
                     ));
                 }
             }
-            for a in cell.attempts.iter().filter(|a| a.outcome == Outcome::Failed) {
+            for a in cell
+                .attempts
+                .iter()
+                .filter(|a| a.outcome == Outcome::Failed)
+            {
                 for f in &a.failures {
                     let what = match (f.kind, &f.assertion) {
                         (FailureKind::Assertion, Some(key)) => format!("`{}`", t(key)),
@@ -246,12 +250,21 @@ mod tests {
         ]);
         let md = render(&report, &Redactor::new(["missing".to_string()]));
         assert!(md.contains("| gpt | claude |"), "{md}");
-        assert!(md.contains("| **tests passed** | 2/2 (100%) | 1/2 (50%) |"), "{md}");
-        assert!(md.contains("| s::one | ✅ 1/1 | ❌ 0/1 **regression** |"), "{md}");
+        assert!(
+            md.contains("| **tests passed** | 2/2 (100%) | 1/2 (50%) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| s::one | ✅ 1/1 | ❌ 0/1 **regression** |"),
+            "{md}"
+        );
         // A backslash of its own, so GitHub shows `\n` rather than breaking the row.
         assert!(md.contains("s::two\\|&lt;i&gt;x&lt;/i&gt;\\\\n |"), "{md}");
         assert!(md.contains("- regression: s::one"), "{md}");
-        assert!(md.contains("(claude, attempt 1): `output\\_contains`: \\*\\*\\* 2815"), "{md}");
+        assert!(
+            md.contains("(claude, attempt 1): `output\\_contains`: \\*\\*\\* 2815"),
+            "{md}"
+        );
         assert!(!md.contains("<i>"), "{md}");
     }
 }

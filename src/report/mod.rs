@@ -209,10 +209,7 @@ pub fn build(inputs: &[Input]) -> Report {
                         .map(Cell::from_test)
                 })
                 .collect();
-            let failing = cells
-                .iter()
-                .flatten()
-                .any(|c| c.outcome == Outcome::Failed);
+            let failing = cells.iter().flatten().any(|c| c.outcome == Outcome::Failed);
             Row {
                 spec,
                 name,
@@ -320,11 +317,12 @@ pub fn redactor(inputs: &[Input]) -> Redactor {
         .collect();
     names.sort_unstable();
     names.dedup();
-    let values = names
-        .iter()
-        .filter_map(|n| std::env::var(n).ok())
-        .filter(|v| !v.is_empty());
-    Redactor::new(values)
+    Redactor::named(names.iter().filter_map(|n| {
+        std::env::var(n)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| (n.to_string(), v))
+    }))
 }
 
 /// The report as JSON, secrets masked.
@@ -396,7 +394,12 @@ pub(crate) mod tests {
             } else {
                 vec![Failure::assertion("output_contains", "missing 2815")]
             };
-            t.push(Attempt::without_trace(1, Source::Scripted, Failure::error("x"), 1.0));
+            t.push(Attempt::without_trace(
+                1,
+                Source::Scripted,
+                Failure::error("x"),
+                1.0,
+            ));
             t.attempts[0].outcome = if *pass {
                 Outcome::Passed
             } else {
@@ -457,7 +460,11 @@ pub(crate) mod tests {
         }
         let report = build(&[input("a.json", a), input("b.json", b)]);
         assert!(report.comparisons.is_empty());
-        assert!(report.notes[0].contains("different specs"), "{:?}", report.notes);
+        assert!(
+            report.notes[0].contains("different specs"),
+            "{:?}",
+            report.notes
+        );
         assert_eq!(report.rows.len(), 2);
     }
 
