@@ -8,7 +8,7 @@ pub fn run(args: ReportArgs) -> i32 {
     let inputs = match report::load(&args.results) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("error: {}", report::markdown::visible(&e));
+            eprintln!("error: {}", crate::term::visible_line(&e));
             return exit::USAGE;
         }
     };

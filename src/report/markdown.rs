@@ -12,34 +12,10 @@ const MAX_FAILURE_LINES: usize = 50;
 /// Characters of one failure message.
 const MAX_MESSAGE_CHARS: usize = 300;
 
-/// Control characters as visible escapes (`\n`, `\u{1b}`), so text from a model cannot move the
-/// cursor, recolour a terminal or break a table row.
-// TODO(secrets, issue 12 §5): switch to the shared terminal-escaping function once it lands.
-pub fn visible(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() || is_invisible_format(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Bidirectional overrides and zero-width marks: invisible, yet they reorder what people read.
-fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-}
-
 /// Text safe inside a markdown table cell.
 pub fn cell_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in visible(s).chars() {
+    for c in crate::term::visible_line(s).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -227,8 +203,8 @@ mod tests {
 
     #[test]
     fn control_characters_and_markup_become_visible_text() {
-        assert_eq!(visible("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
-        assert_eq!(visible("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(cell_text("a\nb\u{1b}[31m"), "a\\\\nb\\\\u{1b}\\[31m");
+        assert_eq!(cell_text("x\u{202e}y"), "x\\\\u{202e}y");
         assert_eq!(cell_text("a|b <script>"), "a\\|b &lt;script&gt;");
     }
 
