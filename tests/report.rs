@@ -5,9 +5,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use toolrun::results::{
-    Attempt, Failure, ModelInfo, PriceInfo, Results, Settings, Source, SpecInfo, TestResult,
-};
+use toolrun::results::{Attempt, Failure, Results, Settings, Source, TestResult};
 use toolrun::trace::Trace;
 
 const SPEC: &str = r#"version: 1
@@ -34,6 +32,7 @@ models:
     kind: openai
     model: fake-model
     base_url: BASE_URL
+    price: { input: 3, output: 15 }
   scripted:
     kind: scripted
     scripts:
@@ -89,10 +88,6 @@ fn live_gain_script() -> Vec<support::Response> {
 fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) -> Results {
     let gain = trace(dir, model, GAIN);
     let hostile = trace(dir, "scripted", HOSTILE);
-    let price = PriceInfo {
-        input: 3.0,
-        output: 15.0,
-    };
     let mut r = Results::new(
         Settings {
             repeat: gain_passes.len() as u32,
@@ -101,18 +96,17 @@ fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) 
         },
         1_795_000_000_000,
     );
-    r.specs.push(SpecInfo {
-        name: "stocks".into(),
-        path: "spec.yaml".into(),
-        sha256: gain.spec.sha256.clone(),
-        secrets: vec![],
-    });
-    r.models.push(ModelInfo {
-        name: model.into(),
-        kind: if model == "gpt" { "openai" } else { "scripted" }.into(),
-        model: (model == "gpt").then(|| "fake-model".to_string()),
-        price: Some(price),
-    });
+    // The spec's own model definitions, so the price comes from `price:` as the runner's does.
+    let registry =
+        toolrun::replay::load_quiet(&dir.join("spec.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    r.add_spec(&registry);
+    let def = registry
+        .model(model)
+        .unwrap_or_else(|| panic!("no model {model}"));
+    let price = r.add_model(def);
+    if model == "scripted" {
+        assert_eq!(price, None, "scripted models have no price");
+    }
     let mut t = TestResult::new("stocks", "gain_on_aapl", GAIN, 1.0);
     t.model = Some(model.into());
     for (i, pass) in gain_passes.iter().enumerate() {
@@ -133,7 +127,7 @@ fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) 
             },
             &gain,
             failures,
-            Some(&price),
+            price.as_ref(),
         ));
     }
     r.tests.push(t);
@@ -467,4 +461,54 @@ fn secrets_declared_by_the_spec_are_masked_even_in_a_file_that_kept_them() {
             "{out:?}"
         );
     }
+}
+
+#[test]
+fn price_is_checked_where_it_is_written() {
+    let dir = support::temp_dir("price");
+    let spec = |price: &str| {
+        format!(
+            "version: 1\nname: p\nmodels:\n  gpt:\n    kind: openai\n    model: m\n    base_url: http://127.0.0.1:9/v1\n    price: {price}\n"
+        )
+    };
+    std::fs::write(dir.join("ok.yaml"), spec("{ input: 0.15, output: 0.6 }"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    toolrun_in(&dir, &["check", "--deny-warnings", "ok.yaml"]).assert_success();
+    for (price, says) in [
+        ("{ input: -1, output: 0.6 }", "ok.yaml:8:21"),
+        (
+            "{ input: -1, output: 0.6 }",
+            "`price.input` must be 0 or more, found -1",
+        ),
+        ("{ input: 0.15 }", "`output`"),
+        ("{ input: 0.15, output: 1, cached: 2 }", "cached"),
+        ("{ input: cheap, output: 1 }", "a number"),
+        ("3", "a mapping"),
+    ] {
+        std::fs::write(dir.join("ok.yaml"), spec(price)).unwrap_or_else(|e| panic!("{e}"));
+        let out = toolrun_in(&dir, &["check", "ok.yaml"]);
+        out.assert_code(1);
+        assert!(
+            out.stdout.contains(says) || out.stderr.contains(says),
+            "{price}: {out:?}"
+        );
+    }
+    let scripted = "version: 1\nname: p\nmodels:\n  s:\n    kind: scripted\n    price: { input: 1, output: 1 }\n    scripts: [{ turns: [{ answer: hi }] }]\n";
+    std::fs::write(dir.join("s.yaml"), scripted).unwrap_or_else(|e| panic!("{e}"));
+    let out = toolrun_in(&dir, &["check", "s.yaml"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains("price") || out.stderr.contains("price"),
+        "{out:?}"
+    );
+
+    let schema = toolrun_in(&dir, &["schema"]).json();
+    assert_eq!(
+        schema["$defs"]["model_live"]["properties"]["price"]["$ref"],
+        "#/$defs/price"
+    );
+    assert_eq!(
+        schema["$defs"]["price"]["required"],
+        serde_json::json!(["input", "output"])
+    );
 }

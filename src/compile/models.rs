@@ -4,7 +4,7 @@ use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::registry::{
-    LazyRegex, LiveModel, ModelDef, ModelKind, Script, ScriptedArguments, ScriptedCall, Turn,
+    LazyRegex, LiveModel, ModelDef, ModelKind, Price, Script, ScriptedArguments, ScriptedCall, Turn,
 };
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj};
@@ -43,10 +43,15 @@ pub fn compile_models(
             for (key, model) in obj.entries {
                 names.push(key.name.clone());
                 if let Some(kind) = compile_model(&key.name, key.span, model, ctx) {
+                    // Scripted models use no tokens; their `price` is already an unknown key.
+                    let price = match kind {
+                        ModelKind::Scripted(_) => None,
+                        _ => compile_price(model, ctx),
+                    };
                     models.push(ModelDef {
                         name: key.name.clone(),
                         kind,
-                        price: None,
+                        price,
                     });
                 }
             }
@@ -225,6 +230,41 @@ fn compile_model(
         ModelKind::OpenAi(live)
     } else {
         ModelKind::Anthropic(live)
+    })
+}
+
+/// `price: { input, output }`, USD per million tokens: what `toolrun test --results` multiplies
+/// the reported token usage by.
+fn compile_price(model: &Node, ctx: &mut Ctx) -> Option<Price> {
+    let node = model.get("price")?;
+    let obj = Obj::new(node, "`price`", keys::PRICE, &mut ctx.d)?;
+    let mut part = |key: &str| {
+        if !obj.has(key) {
+            ctx.d
+                .push(crate::spec::read::missing(node, key, "`price`").help(
+                    "write both, in USD per million tokens: `price: { input: 0.15, output: 0.6 }`",
+                ));
+            return None;
+        }
+        let n = obj.number(key, &mut ctx.d)?;
+        if n.value < 0.0 {
+            ctx.d.push(
+                Diagnostic::new(
+                    "E023",
+                    format!("`price.{key}` must be 0 or more, found {}", n.value),
+                )
+                .at(n.span)
+                .help("prices are USD per million tokens, e.g. `input: 0.15`"),
+            );
+            return None;
+        }
+        Some(n.value)
+    };
+    let input = part("input");
+    let output = part("output");
+    Some(Price {
+        input: input?,
+        output: output?,
     })
 }
 

@@ -100,7 +100,10 @@ pub const MODEL_LIVE: &[&str] = &[
     "retries",
     "timeout",
     "headers",
+    "price",
 ];
+/// `price:` on a live model: USD per million tokens.
+pub const PRICE: &[&str] = &["input", "output"];
 pub const SCRIPT: &[&str] = &["when", "turns"];
 pub const TURN: &[&str] = &["answer", "tool_calls", "raw"];
 pub const SCRIPTED_CALL: &[&str] = &["name", "arguments", "arguments_raw", "malformed"];
