@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Asks a person whether a tool may run (a terminal prompt in `run`; never in tests).
 pub type Confirmer = dyn Fn(&str, &Value) -> bool + Send + Sync;
@@ -78,6 +78,13 @@ enum Plan<'t> {
     Rejected(Message),
 }
 
+/// A turn's calls after admission, in the model's order, with the first rule that ends the run.
+struct Turn<'t> {
+    plans: Vec<(usize, Plan<'t>)>,
+    stop: Option<Stop>,
+    any_malformed: bool,
+}
+
 enum Admission<'t> {
     Run {
         tool: &'t Tool,
@@ -100,6 +107,25 @@ pub struct CallOutcome {
     pub pending: Option<PendingCall>,
     /// Set when a policy rule would have ended a run (a loop, a limit, a needed confirmation).
     pub stop_reason: Option<StopReason>,
+}
+
+/// Why a call may not run, and whether that also ends the run.
+struct Refusal {
+    error: ToolError,
+    ends_run: Option<Stop>,
+}
+
+impl Refusal {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Refusal {
+        Refusal {
+            error: ToolError::new(kind, message),
+            ends_run: None,
+        }
+    }
+    fn ending(mut self, reason: StopReason, why: String) -> Refusal {
+        self.ends_run = Some(Stop::new(reason, why));
+        self
+    }
 }
 
 pub struct Engine<'a> {
@@ -428,7 +454,8 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Returns a stop when the turn ends the run.
+    /// One turn of tool calls: admit them all, run the admitted ones, observe every outcome in
+    /// the model's order. Returns a stop when the turn ends the run.
     async fn handle_calls(
         &self,
         st: &mut State,
@@ -436,8 +463,39 @@ impl<'a> Engine<'a> {
         calls: Vec<ProposedCall>,
         opts: &RunOptions<'_>,
     ) -> Option<Stop> {
-        let limits = &self.registry.limits;
-        let mut any_malformed = false;
+        let calls = self.record_turn(st, text, calls);
+        let mut turn = match self.plan_turn(st, &calls, opts) {
+            Ok(turn) => turn,
+            Err(confirmation) => return Some(confirmation),
+        };
+        let outcomes = self.execute_plans(st, &calls, &turn.plans, opts).await;
+        let mut tool_messages = Vec::with_capacity(turn.plans.len());
+        for ((i, plan), outcome) in turn.plans.into_iter().zip(outcomes) {
+            match (plan, outcome) {
+                (Plan::Rejected(msg), _) => tool_messages.push(msg),
+                (Plan::Run { tool, args }, Some((result, elapsed))) => {
+                    let call = &calls[i];
+                    let (msg, stop) = self.observe(st, call, tool, args, result, elapsed);
+                    tool_messages.push(msg);
+                    if turn.stop.is_none() {
+                        turn.stop = stop;
+                    }
+                }
+                (Plan::Run { .. }, None) => {}
+            }
+        }
+        st.messages.extend(tool_messages);
+        let malformed = self.count_malformed(st, turn.any_malformed);
+        turn.stop.or(malformed)
+    }
+
+    /// Gives every call an id and records the assistant's turn as the model made it.
+    fn record_turn(
+        &self,
+        st: &mut State,
+        text: Option<String>,
+        calls: Vec<ProposedCall>,
+    ) -> Vec<ProposedCall> {
         let calls: Vec<ProposedCall> = calls
             .into_iter()
             .map(|mut c| {
@@ -462,11 +520,22 @@ impl<'a> Engine<'a> {
                 })
                 .collect(),
         });
+        calls
+    }
 
-        // Validate every call first: a turn either runs its valid calls or stops for a person
-        // before any of them has side effects.
-        let mut plans: Vec<(usize, Plan)> = Vec::new();
-        let mut stop: Option<Stop> = None;
+    /// Validates every call first: a turn either runs its valid calls or stops for a person
+    /// before any of them has side effects (the `Err` is that stop).
+    fn plan_turn<'c>(
+        &self,
+        st: &mut State,
+        calls: &'c [ProposedCall],
+        opts: &RunOptions<'_>,
+    ) -> Result<Turn<'a>, Stop> {
+        let mut turn = Turn {
+            plans: Vec::new(),
+            stop: None,
+            any_malformed: false,
+        };
         let mut planned_runs = 0u32;
         for (i, call) in calls.iter().enumerate() {
             match self.admit(st, call, planned_runs) {
@@ -476,229 +545,308 @@ impl<'a> Engine<'a> {
                     signature,
                 } => {
                     if tool.confirm && !opts.approvals.contains(&call.name) {
-                        let approved_now = opts.confirmer.is_some_and(|ask| ask(&call.name, &args));
-                        if !approved_now {
-                            st.pending = Some(PendingCall {
-                                id: call.id.clone(),
-                                name: call.name.clone(),
-                                arguments: args,
-                            });
-                            let name = &call.name;
-                            return Some(Stop::new(
-                                StopReason::NeedsConfirmation,
-                                format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
-                            ));
-                        }
+                        self.confirm(st, call, &args, opts)?;
                     }
                     *st.identical.entry(signature.clone()).or_default() += 1;
                     *st.per_tool.entry(call.name.clone()).or_default() += 1;
                     st.executed_signatures.push(signature);
                     planned_runs += 1;
-                    plans.push((i, Plan::Run { tool, args }));
+                    turn.plans.push((i, Plan::Run { tool, args }));
                 }
                 Admission::Reject {
                     args,
                     error,
                     ends_run,
                 } => {
-                    any_malformed |= error.kind == ErrorKind::MalformedDecision;
+                    turn.any_malformed |= error.kind == ErrorKind::MalformedDecision;
                     if let Some(s) = ends_run {
-                        stop.get_or_insert(s);
+                        turn.stop.get_or_insert(s);
                     }
                     let msg = self.reject(st, &call.id, &call.name, &args, error);
-                    plans.push((i, Plan::Rejected(msg)));
+                    turn.plans.push((i, Plan::Rejected(msg)));
                 }
             }
         }
+        Ok(turn)
+    }
 
-        // Execute concurrently, bounded, and collect in the model's order.
-        let env_query = opts.query;
-        let mut fault_draws: Vec<Option<Fault>> = Vec::new();
-        for (_, plan) in &plans {
-            fault_draws.push(match plan {
+    /// Asks the confirmer, if there is one; without a yes the run stops with the call pending.
+    fn confirm(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        args: &Value,
+        opts: &RunOptions<'_>,
+    ) -> Result<(), Stop> {
+        if opts.confirmer.is_some_and(|ask| ask(&call.name, args)) {
+            return Ok(());
+        }
+        st.pending = Some(PendingCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: args.clone(),
+        });
+        let name = &call.name;
+        Err(Stop::new(
+            StopReason::NeedsConfirmation,
+            format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
+        ))
+    }
+
+    /// Runs the admitted calls concurrently, bounded, and returns their outcomes in the model's
+    /// order (`None` for a rejected call).
+    async fn execute_plans(
+        &self,
+        st: &mut State,
+        calls: &[ProposedCall],
+        plans: &[(usize, Plan<'a>)],
+        opts: &RunOptions<'_>,
+    ) -> Vec<Option<(Result<Value, ToolError>, Duration)>> {
+        // Faults are drawn in order before anything runs, so `fail_first` counts calls as made.
+        let fault_draws: Vec<Option<Fault>> = plans
+            .iter()
+            .map(|(_, plan)| match plan {
                 Plan::Run { tool, .. } => self.draw_fault(st, tool, opts),
                 Plan::Rejected(_) => None,
-            });
-        }
-        let futures = plans.iter().zip(fault_draws).map(|((i, plan), fault)| {
-            let call = &calls[*i];
-            async move {
+            })
+            .collect();
+        let futures = plans
+            .iter()
+            .zip(fault_draws)
+            .map(|((i, plan), fault)| async move {
                 match plan {
                     Plan::Rejected(_) => None,
                     Plan::Run { tool, args } => {
-                        self.events.emit_with(
-                            "tool_started",
-                            || json!({ "id": call.id, "name": tool.name, "arguments": args }),
-                        );
-                        let started = Instant::now();
-                        let env = ToolEnv {
-                            registry: self.registry,
-                            secrets: self.secrets,
-                            transport: self.transport,
-                            events: self.events,
-                            query: env_query,
-                            now_unix_ms: opts.now_unix_ms,
-                            call_id: &call.id,
-                        };
-                        let delay = match &fault {
-                            Some(Fault::Delay(d)) => Some(*d),
-                            _ => None,
-                        };
-                        let result = match fault {
-                            Some(f) if delay.is_none() => apply_fault(&f, tool).await,
-                            _ => match tokio::time::timeout(tool.timeout, async {
-                                if let Some(d) = delay {
-                                    tokio::time::sleep(d).await;
-                                }
-                                tools::execute(tool, args, &env).await
-                            })
-                            .await
-                            {
-                                Ok(r) => r,
-                                Err(_) => Err(ToolError::new(
-                                    ErrorKind::Timeout,
-                                    format!(
-                                        "`{}` did not finish within {:?}",
-                                        tool.name, tool.timeout
-                                    ),
-                                )),
-                            },
-                        };
-                        Some((result, started.elapsed()))
+                        Some(self.execute_one(&calls[*i], tool, args, fault, opts).await)
                     }
                 }
-            }
-        });
-        let outcomes: Vec<_> = futures_util::stream::iter(futures)
-            .buffered(limits.max_parallel_tools.max(1) as usize)
+            });
+        let parallel = self.registry.limits.max_parallel_tools.max(1) as usize;
+        futures_util::stream::iter(futures)
+            .buffered(parallel)
             .collect()
-            .await;
+            .await
+    }
 
-        let mut tool_messages = Vec::with_capacity(plans.len());
-        for ((i, plan), outcome) in plans.into_iter().zip(outcomes) {
-            let call = &calls[i];
-            match (plan, outcome) {
-                (Plan::Rejected(msg), _) => tool_messages.push(msg),
-                (Plan::Run { tool, args }, Some((result, elapsed))) => {
-                    st.tool_call_count += 1;
-                    let duration_ms = millis(elapsed);
-                    match result {
-                        Ok(value) => {
-                            let text = match &value {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            };
-                            let (observation, truncated) = truncate_observation(
-                                &self.redactor,
-                                &text,
-                                limits.max_tool_output_chars,
-                            );
-                            let mut recorded = if truncated {
-                                Value::String(observation.clone())
-                            } else {
-                                value
-                            };
-                            self.redactor.value(&mut recorded);
-                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated }));
-                            st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok, "result": recorded }));
-                            st.tool_results.push(ToolResultEntry {
-                                id: call.id.clone(),
-                                name: tool.name.clone(),
-                                arguments: args,
-                                result: Some(recorded),
-                                error: None,
-                                status: CallStatus::Ok,
-                                truncated,
-                                duration_ms,
-                            });
-                            tool_messages.push(Message::Tool {
-                                tool_call_id: call.id.clone(),
-                                name: tool.name.clone(),
-                                content: observation,
-                                is_error: false,
-                            });
-                        }
-                        Err(mut err) => {
-                            err.message = self.redactor.str(&err.message);
-                            if let Some(d) = &mut err.details {
-                                self.redactor.value(d);
-                            }
-                            self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }));
-                            let key =
-                                format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
-                            let repeats = st.error_repeats.entry(key).or_default();
-                            *repeats += 1;
-                            if *repeats >= self.registry.policy.max_repeated_errors
-                                && stop.is_none()
-                            {
-                                stop = Some(Stop::new(
-                                    StopReason::RepeatedErrors,
-                                    format!(
-                                        "`{}` failed {} times with the same error: {}",
-                                        tool.name, repeats, err.message
-                                    ),
-                                ));
-                            }
-                            let info = ErrorInfo {
-                                kind: err.kind,
-                                message: err.message.clone(),
-                            };
-                            st.tool_results.push(ToolResultEntry {
-                                id: call.id.clone(),
-                                name: tool.name.clone(),
-                                arguments: args.clone(),
-                                result: None,
-                                error: Some(info.clone()),
-                                status: CallStatus::Error,
-                                truncated: false,
-                                duration_ms,
-                            });
-                            let msg = self.reject(st, &call.id, &tool.name, &args, err);
-                            tool_messages.push(msg);
-                        }
+    /// One admitted call, with its fault applied and its timeout enforced.
+    async fn execute_one(
+        &self,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: &Value,
+        fault: Option<Fault>,
+        opts: &RunOptions<'_>,
+    ) -> (Result<Value, ToolError>, Duration) {
+        self.events.emit_with(
+            "tool_started",
+            || json!({ "id": call.id, "name": tool.name, "arguments": args }),
+        );
+        let started = Instant::now();
+        let env = ToolEnv {
+            registry: self.registry,
+            secrets: self.secrets,
+            transport: self.transport,
+            events: self.events,
+            query: opts.query,
+            now_unix_ms: opts.now_unix_ms,
+            call_id: &call.id,
+        };
+        let delay = match &fault {
+            Some(Fault::Delay(d)) => Some(*d),
+            _ => None,
+        };
+        let result = match fault {
+            Some(f) if delay.is_none() => apply_fault(&f, tool).await,
+            _ => {
+                let run = async {
+                    if let Some(d) = delay {
+                        tokio::time::sleep(d).await;
                     }
+                    tools::execute(tool, args, &env).await
+                };
+                match tokio::time::timeout(tool.timeout, run).await {
+                    Ok(r) => r,
+                    Err(_) => Err(ToolError::new(
+                        ErrorKind::Timeout,
+                        format!("`{}` did not finish within {:?}", tool.name, tool.timeout),
+                    )),
                 }
-                (Plan::Run { .. }, None) => {}
             }
+        };
+        (result, started.elapsed())
+    }
+
+    /// Records an executed call's outcome; the message is what the model sees. An error repeated
+    /// too often ends the run.
+    fn observe(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        result: Result<Value, ToolError>,
+        elapsed: Duration,
+    ) -> (Message, Option<Stop>) {
+        st.tool_call_count += 1;
+        let duration_ms = millis(elapsed);
+        match result {
+            Ok(value) => (
+                self.observe_success(st, call, tool, args, value, duration_ms),
+                None,
+            ),
+            Err(err) => self.observe_failure(st, call, tool, args, err, duration_ms),
         }
-        st.messages.extend(tool_messages);
-        if any_malformed {
-            st.malformed_in_a_row += 1;
-            if st.malformed_in_a_row >= 2 && stop.is_none() {
-                return Some(Stop::new(
-                    StopReason::MalformedDecision,
-                    "two malformed decisions in a row (tool-call arguments that are not JSON)"
-                        .to_string(),
-                ));
-            }
+    }
+
+    fn observe_success(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        value: Value,
+        duration_ms: f64,
+    ) -> Message {
+        let text = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let (observation, truncated) = truncate_observation(
+            &self.redactor,
+            &text,
+            self.registry.limits.max_tool_output_chars,
+        );
+        let mut recorded = if truncated {
+            Value::String(observation.clone())
         } else {
-            st.malformed_in_a_row = 0;
+            value
+        };
+        self.redactor.value(&mut recorded);
+        self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated }));
+        st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok, "result": recorded }));
+        st.tool_results.push(ToolResultEntry {
+            id: call.id.clone(),
+            name: tool.name.clone(),
+            arguments: args,
+            result: Some(recorded),
+            error: None,
+            status: CallStatus::Ok,
+            truncated,
+            duration_ms,
+        });
+        Message::Tool {
+            tool_call_id: call.id.clone(),
+            name: tool.name.clone(),
+            content: observation,
+            is_error: false,
         }
-        stop
+    }
+
+    fn observe_failure(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        mut err: ToolError,
+        duration_ms: f64,
+    ) -> (Message, Option<Stop>) {
+        err.message = self.redactor.str(&err.message);
+        if let Some(d) = &mut err.details {
+            self.redactor.value(d);
+        }
+        self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }));
+        let key = format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
+        let repeats = st.error_repeats.entry(key).or_default();
+        *repeats += 1;
+        let stop = (*repeats >= self.registry.policy.max_repeated_errors).then(|| {
+            Stop::new(
+                StopReason::RepeatedErrors,
+                format!(
+                    "`{}` failed {} times with the same error: {}",
+                    tool.name, repeats, err.message
+                ),
+            )
+        });
+        st.tool_results.push(ToolResultEntry {
+            id: call.id.clone(),
+            name: tool.name.clone(),
+            arguments: args.clone(),
+            result: None,
+            error: Some(ErrorInfo {
+                kind: err.kind,
+                message: err.message.clone(),
+            }),
+            status: CallStatus::Error,
+            truncated: false,
+            duration_ms,
+        });
+        (self.reject(st, &call.id, &tool.name, &args, err), stop)
+    }
+
+    /// Two turns in a row with arguments that are not JSON end the run.
+    fn count_malformed(&self, st: &mut State, any_malformed: bool) -> Option<Stop> {
+        if !any_malformed {
+            st.malformed_in_a_row = 0;
+            return None;
+        }
+        st.malformed_in_a_row += 1;
+        (st.malformed_in_a_row >= 2).then(|| {
+            Stop::new(
+                StopReason::MalformedDecision,
+                "two malformed decisions in a row (tool-call arguments that are not JSON)"
+                    .to_string(),
+            )
+        })
     }
 
     /// Is this call registered, allowed, well-formed and within budget? Rejections become
     /// observations for the model; some also end the run (limits, loops).
     fn admit(&self, st: &State, call: &ProposedCall, planned_runs: u32) -> Admission<'a> {
-        let limits = &self.registry.limits;
-        let policy = &self.registry.policy;
         let name = call.name.as_str();
-        let reject = |args: Value, kind: ErrorKind, message: String| Admission::Reject {
-            args,
-            error: ToolError::new(kind, message),
-            ends_run: None,
-        };
         let args = match &call.arguments {
             Ok(v) => v.clone(),
             Err(raw) => {
                 let (shown, _) = self.redactor.shorten(raw, 200);
-                return reject(
-                    Value::String(raw.clone()),
-                    ErrorKind::MalformedDecision,
-                    format!("the arguments of `{name}` are not a JSON object: {shown}"),
-                );
+                return Admission::Reject {
+                    args: Value::String(raw.clone()),
+                    error: ToolError::new(
+                        ErrorKind::MalformedDecision,
+                        format!("the arguments of `{name}` are not a JSON object: {shown}"),
+                    ),
+                    ends_run: None,
+                };
             }
         };
+        let checked = self.runnable_tool(name).and_then(|tool| {
+            let problems = validation_errors(tool, &args);
+            if !problems.is_empty() {
+                return Err(Refusal::new(
+                    ErrorKind::InvalidArguments,
+                    problems.join("; "),
+                ));
+            }
+            self.within_budget(st, tool, planned_runs)?;
+            let signature = format!("{name} {}", canonical(&args));
+            self.not_a_loop(st, name, &signature)?;
+            Ok((tool, signature))
+        });
+        match checked {
+            Ok((tool, signature)) => Admission::Run {
+                tool,
+                args,
+                signature,
+            },
+            Err(refusal) => Admission::Reject {
+                args,
+                error: refusal.error,
+                ends_run: refusal.ends_run,
+            },
+        }
+    }
+
+    /// The registered tool of this name, if the policy allows it.
+    fn runnable_tool(&self, name: &str) -> Result<&'a Tool, Refusal> {
         let Some(tool) = self.registry.tool(name) else {
             // A name with control characters must not reach a terminal or a log as is.
             let shown: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
@@ -708,68 +856,60 @@ impl<'a> Engine<'a> {
             )
             .map(|h| format!("; {h}"))
             .unwrap_or_default();
-            return reject(
-                args,
+            return Err(Refusal::new(
                 ErrorKind::UnknownTool,
                 format!("there is no tool named `{shown}`{hint}"),
-            );
+            ));
         };
         if !self.allowed(name) {
-            return reject(
-                args,
+            return Err(Refusal::new(
                 ErrorKind::Denied,
                 format!("the policy does not allow `{name}`"),
-            );
+            ));
         }
-        let problems = validation_errors(tool, &args);
-        if !problems.is_empty() {
-            return reject(args, ErrorKind::InvalidArguments, problems.join("; "));
-        }
-        if st.tool_call_count + planned_runs >= limits.max_tool_calls {
-            return Admission::Reject {
-                args,
-                error: ToolError::new(
-                    ErrorKind::LimitExceeded,
-                    format!(
-                        "the run may make at most {} tool calls (max_tool_calls)",
-                        limits.max_tool_calls
-                    ),
-                ),
-                ends_run: Some(Stop::new(
-                    StopReason::MaxToolCalls,
-                    format!(
-                        "the model asked for more than {} tool calls",
-                        limits.max_tool_calls
-                    ),
-                )),
-            };
+        Ok(tool)
+    }
+
+    /// `max_tool_calls` for the run (which ends it) and `max_calls` for the tool.
+    fn within_budget(&self, st: &State, tool: &Tool, planned_runs: u32) -> Result<(), Refusal> {
+        let max = self.registry.limits.max_tool_calls;
+        if st.tool_call_count + planned_runs >= max {
+            return Err(Refusal::new(
+                ErrorKind::LimitExceeded,
+                format!("the run may make at most {max} tool calls (max_tool_calls)"),
+            )
+            .ending(
+                StopReason::MaxToolCalls,
+                format!("the model asked for more than {max} tool calls"),
+            ));
         }
         if let Some(max) = tool.max_calls {
-            if st.per_tool.get(name).copied().unwrap_or(0) >= max {
-                return reject(
-                    args,
+            if st.per_tool.get(&tool.name).copied().unwrap_or(0) >= max {
+                return Err(Refusal::new(
                     ErrorKind::LimitExceeded,
-                    format!("`{name}` may be called at most {max} times per run"),
-                );
+                    format!("`{}` may be called at most {max} times per run", tool.name),
+                ));
             }
         }
-        let signature = format!("{name} {}", canonical(&args));
-        let seen = st.identical.get(&signature).copied().unwrap_or(0);
+        Ok(())
+    }
+
+    /// The same call too often, or A, B, A, B: the model is stuck, and the run ends.
+    fn not_a_loop(&self, st: &State, name: &str, signature: &str) -> Result<(), Refusal> {
+        let policy = &self.registry.policy;
+        let seen = st.identical.get(signature).copied().unwrap_or(0);
         if seen >= policy.max_identical_calls {
-            return Admission::Reject {
-                args,
-                error: ToolError::new(
-                    ErrorKind::LoopDetected,
-                    format!("`{name}` was already called {seen} times with these arguments"),
+            return Err(Refusal::new(
+                ErrorKind::LoopDetected,
+                format!("`{name}` was already called {seen} times with these arguments"),
+            )
+            .ending(
+                StopReason::LoopDetected,
+                format!(
+                    "the model repeated the same call to `{name}` {} times",
+                    seen + 1
                 ),
-                ends_run: Some(Stop::new(
-                    StopReason::LoopDetected,
-                    format!(
-                        "the model repeated the same call to `{name}` {} times",
-                        seen + 1
-                    ),
-                )),
-            };
+            ));
         }
         let h = &st.executed_signatures;
         let n = h.len();
@@ -779,23 +919,16 @@ impl<'a> Engine<'a> {
             && h[n - 2] == signature
             && h[n - 3] == h[n - 1]
         {
-            return Admission::Reject {
-                args,
-                error: ToolError::new(
-                    ErrorKind::LoopDetected,
-                    "the model is alternating between the same two calls",
-                ),
-                ends_run: Some(Stop::new(
-                    StopReason::LoopDetected,
-                    "the model alternated between the same two calls (A, B, A, B)".to_string(),
-                )),
-            };
+            return Err(Refusal::new(
+                ErrorKind::LoopDetected,
+                "the model is alternating between the same two calls",
+            )
+            .ending(
+                StopReason::LoopDetected,
+                "the model alternated between the same two calls (A, B, A, B)".to_string(),
+            ));
         }
-        Admission::Run {
-            tool,
-            args,
-            signature,
-        }
+        Ok(())
     }
 
     /// Spec-declared faults, counted per tool so `fail_first: 2` fails exactly the first two calls.
