@@ -647,7 +647,7 @@ impl Results {
                 path.display()
             )
         })?;
-        crate::commands::write_atomically(path, text.as_bytes())
+        crate::files::write_atomically(path, text.as_bytes())
             .map_err(|e| format!("cannot write results `{}`: {e}", path.display()))
     }
 

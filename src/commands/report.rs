@@ -25,12 +25,12 @@ pub fn run(args: ReportArgs) -> i32 {
     }
     match &args.output {
         Some(path) => {
-            if let Err(e) = super::write_atomically(path, text.as_bytes()) {
+            if let Err(e) = crate::files::write_atomically(path, text.as_bytes()) {
                 eprintln!(
                     "error: cannot write the report to `{}`: {e}",
                     path.display()
                 );
-                return exit::USAGE;
+                return exit::FAILED;
             }
             eprintln!(
                 "wrote {} ({} test(s) × {} results file(s))",
