@@ -7,6 +7,7 @@ pub mod markdown;
 use crate::redact::Redactor;
 use crate::results::{Attempt, Outcome, Results, SpecInfo, Totals};
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// Everything the page shows; embedded as JSON in the HTML.
@@ -188,32 +189,33 @@ pub fn build(inputs: &[Input]) -> Report {
         .collect();
 
     // Rows in first-seen order across files: a test added in the newer run still shows.
-    let mut keys: Vec<(String, String, String)> = Vec::new();
+    // Indexed, so ten thousand tests stay quick.
+    let mut order: Vec<(&str, &str, &str)> = Vec::new();
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut found: Vec<HashMap<(&str, &str), &crate::results::TestResult>> = Vec::new();
     for i in inputs {
+        let mut by_id = HashMap::new();
         for t in &i.results.tests {
-            if !keys.iter().any(|(s, n, _)| *s == t.spec && *n == t.name) {
-                keys.push((t.spec.clone(), t.name.clone(), t.query.clone()));
+            let id = (t.spec.as_str(), t.name.as_str());
+            by_id.entry(id).or_insert(t);
+            if seen.insert(id) {
+                order.push((id.0, id.1, t.query.as_str()));
             }
         }
+        found.push(by_id);
     }
-    let mut rows: Vec<Row> = keys
+    let mut rows: Vec<Row> = order
         .into_iter()
         .map(|(spec, name, query)| {
-            let cells: Vec<Option<Cell>> = inputs
+            let cells: Vec<Option<Cell>> = found
                 .iter()
-                .map(|i| {
-                    i.results
-                        .tests
-                        .iter()
-                        .find(|t| t.spec == spec && t.name == name)
-                        .map(Cell::from_test)
-                })
+                .map(|by_id| by_id.get(&(spec, name)).map(|t| Cell::from_test(t)))
                 .collect();
             let failing = cells.iter().flatten().any(|c| c.outcome == Outcome::Failed);
             Row {
-                spec,
-                name,
-                query,
+                spec: spec.to_string(),
+                name: name.to_string(),
+                query: query.to_string(),
                 cells,
                 failing,
             }
