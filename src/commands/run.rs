@@ -6,70 +6,28 @@ use crate::events::Events;
 use crate::exit;
 use crate::fixture::{Fixture, FixtureSpec, Tape};
 use crate::net::Transport;
-use crate::trace::{Status, StopReason};
+use crate::redact::Redactor;
+use crate::registry::Registry;
+use crate::trace::{Status, StopReason, Trace};
 use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
 
 pub fn run(args: RunArgs) -> i32 {
-    let registry = match super::load_registry(&args.spec) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let now = match crate::session::now_unix_ms(args.now.as_deref()) {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let mut prepared = match crate::session::prepare(&registry, args.model.as_deref(), &args.query)
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    for tool in &args.approve {
-        if registry.tool(tool).is_none() {
-            let hint = crate::diag::did_you_mean(tool, registry.tool_names()).unwrap_or_default();
-            eprintln!("error: --approve names `{tool}`, which is not a tool of this spec {hint}");
-            return exit::USAGE;
-        }
+    match run_steps(&args) {
+        Ok(code) | Err(code) => code,
     }
+}
+
+/// Each step either hands its result on or ends the command with an exit code.
+fn run_steps(args: &RunArgs) -> Result<i32, i32> {
+    let registry = super::load_registry(&args.spec)?;
+    let now = crate::session::now_unix_ms(args.now.as_deref()).map_err(usage)?;
+    let mut prepared =
+        crate::session::prepare(&registry, args.model.as_deref(), &args.query).map_err(usage)?;
+    check_approvals(&registry, args)?;
     let redactor = prepared.secrets.redactor();
-    let events = match &args.events {
-        None => Events::none(),
-        Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Events::to_writer(Box::new(std::io::BufWriter::new(f)), redactor.clone()),
-            Err(e) => {
-                eprintln!("error: cannot write events to `{}`: {e}", path.display());
-                return exit::USAGE;
-            }
-        },
-    };
-    let mut recorder: Option<std::sync::Arc<Tape>> = None;
-    if let Some(path) = &args.record {
-        let tape_redactor = redactor.clone();
-        let tape = match (args.record_mode, path.exists()) {
-            (RecordMode::Once, true) => {
-                eprintln!("error: fixture `{}` already exists; pass --record-mode all to re-record it or --record-mode new to add to it", path.display());
-                return exit::USAGE;
-            }
-            (RecordMode::New, true) => match crate::replay::load_fixture(path) {
-                Ok(previous) => Tape::recording_new(
-                    previous.exchanges,
-                    registry.replay_ignore.clone(),
-                    tape_redactor,
-                ),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return exit::USAGE;
-                }
-            },
-            _ => Tape::recording(tape_redactor),
-        };
-        recorder = Some(std::sync::Arc::new(tape));
-    }
+    let events = open_events(args, &redactor)?;
+    let recorder = open_recorder(args, &registry, &redactor)?;
     let transport = match &recorder {
         Some(tape) => Transport::with_tape(tape.clone()),
         None => Transport::live(),
@@ -81,28 +39,8 @@ pub fn run(args: RunArgs) -> i32 {
         secrets: &prepared.secrets,
         redactor: redactor.clone(),
     };
-    let prompt_redactor = redactor.clone();
-    let approved_interactively = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let approved_log = approved_interactively.clone();
-    let confirm_prompt = move |name: &str, arguments: &serde_json::Value| -> bool {
-        let mut err = std::io::stderr();
-        let _ = write!(
-            err,
-            "toolrun: `{}` has side effects. Run it with {}? [y/N] ",
-            crate::term::visible_line(name),
-            crate::term::visible_line(&prompt_redactor.str(&arguments.to_string()))
-        );
-        let _ = err.flush();
-        let mut answer = String::new();
-        let yes = std::io::stdin().read_line(&mut answer).is_ok()
-            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes");
-        if yes {
-            if let Ok(mut log) = approved_log.lock() {
-                log.push(name.to_string());
-            }
-        }
-        yes
-    };
+    let approved_interactively = Arc::new(Mutex::new(Vec::<String>::new()));
+    let confirm_prompt = terminal_prompt(redactor.clone(), approved_interactively.clone());
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let rt = crate::session::runtime();
     let (interrupted, sigint) = crate::session::watch_signals(&rt);
@@ -122,17 +60,16 @@ pub fn run(args: RunArgs) -> i32 {
     let trace = rt.block_on(engine.run(&mut prepared.model, opts));
     let doc = trace.to_json(&redactor);
     // Fail closed: a secret that masking missed stops the trace, the fixture and `--json` alike.
-    let pretty = match redactor.to_pretty(&doc) {
-        Ok(text) => text,
-        Err(leak) => {
-            eprintln!("error: refusing to write the trace: {leak} even after masking; nothing was written");
-            return exit::FAILED;
-        }
-    };
+    let pretty = redactor.to_pretty(&doc).map_err(|leak| {
+        eprintln!(
+            "error: refusing to write the trace: {leak} even after masking; nothing was written"
+        );
+        exit::FAILED
+    })?;
     if let Some(path) = &args.trace {
         if let Err(e) = crate::files::write_atomically(path, pretty.as_bytes()) {
             eprintln!("error: cannot write the trace to `{}`: {e}", path.display());
-            return exit::FAILED;
+            return Err(exit::FAILED);
         }
     }
     if let (Some(path), Some(tape)) = (&args.record, &recorder) {
@@ -140,34 +77,155 @@ pub fn run(args: RunArgs) -> i32 {
         if let Ok(log) = approved_interactively.lock() {
             approvals.extend(log.iter().cloned());
         }
-        approvals.sort();
-        approvals.dedup();
-        let fixture_dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let fixture = Fixture {
-            format_version: crate::fixture::FORMAT_VERSION,
-            toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-            spec: FixtureSpec {
-                name: registry.name.clone(),
-                sha256: registry.spec_sha256.clone(),
-                path: crate::replay::relative_path(fixture_dir, &args.spec)
-                    .to_string_lossy()
-                    .replace('\\', "/"),
-            },
-            query: args.query.clone(),
-            model: prepared.model_name.clone(),
-            now_unix_ms: now,
+        let fixture = build_fixture(
+            args,
+            &registry,
+            &prepared.model_name,
+            now,
             approvals,
-            exchanges: tape.exchanges(),
-            trace: doc.clone(),
-        };
+            tape,
+            doc,
+        );
         if let Err(e) = crate::replay::write_fixture(path, &fixture, &redactor) {
             eprintln!("error: {e}");
-            return exit::FAILED;
+            return Err(exit::FAILED);
         }
     }
+    Ok(show_outcome(args, &trace, &pretty, &redactor, &sigint))
+}
+
+fn usage(e: String) -> i32 {
+    eprintln!("error: {e}");
+    exit::USAGE
+}
+
+fn check_approvals(registry: &Registry, args: &RunArgs) -> Result<(), i32> {
+    for tool in &args.approve {
+        if registry.tool(tool).is_none() {
+            let hint = crate::diag::did_you_mean(tool, registry.tool_names()).unwrap_or_default();
+            eprintln!("error: --approve names `{tool}`, which is not a tool of this spec {hint}");
+            return Err(exit::USAGE);
+        }
+    }
+    Ok(())
+}
+
+fn open_events(args: &RunArgs, redactor: &Redactor) -> Result<Events, i32> {
+    let Some(path) = &args.events else {
+        return Ok(Events::none());
+    };
+    match std::fs::File::create(path) {
+        Ok(f) => Ok(Events::to_writer(
+            Box::new(std::io::BufWriter::new(f)),
+            redactor.clone(),
+        )),
+        Err(e) => {
+            eprintln!("error: cannot write events to `{}`: {e}", path.display());
+            Err(exit::USAGE)
+        }
+    }
+}
+
+/// The tape `--record` fills: new, or (`--record-mode new`) the existing fixture's exchanges
+/// first.
+fn open_recorder(
+    args: &RunArgs,
+    registry: &Registry,
+    redactor: &Redactor,
+) -> Result<Option<Arc<Tape>>, i32> {
+    let Some(path) = &args.record else {
+        return Ok(None);
+    };
+    let tape = match (args.record_mode, path.exists()) {
+        (RecordMode::Once, true) => {
+            eprintln!("error: fixture `{}` already exists; pass --record-mode all to re-record it or --record-mode new to add to it", path.display());
+            return Err(exit::USAGE);
+        }
+        (RecordMode::New, true) => {
+            let previous = crate::replay::load_fixture(path).map_err(usage)?;
+            Tape::recording_new(
+                previous.exchanges,
+                registry.replay_ignore.clone(),
+                redactor.clone(),
+            )
+        }
+        _ => Tape::recording(redactor.clone()),
+    };
+    Ok(Some(Arc::new(tape)))
+}
+
+/// Asks on the terminal before a tool with side effects runs; every yes is logged so a
+/// recording can replay the approval.
+fn terminal_prompt(
+    redactor: Redactor,
+    approved: Arc<Mutex<Vec<String>>>,
+) -> impl Fn(&str, &serde_json::Value) -> bool + Send + Sync {
+    move |name: &str, arguments: &serde_json::Value| -> bool {
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "toolrun: `{}` has side effects. Run it with {}? [y/N] ",
+            crate::term::visible_line(name),
+            crate::term::visible_line(&redactor.str(&arguments.to_string()))
+        );
+        let _ = err.flush();
+        let mut answer = String::new();
+        let yes = std::io::stdin().read_line(&mut answer).is_ok()
+            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes");
+        if yes {
+            if let Ok(mut log) = approved.lock() {
+                log.push(name.to_string());
+            }
+        }
+        yes
+    }
+}
+
+fn build_fixture(
+    args: &RunArgs,
+    registry: &Registry,
+    model_name: &str,
+    now: i64,
+    mut approvals: Vec<String>,
+    tape: &Tape,
+    trace: serde_json::Value,
+) -> Fixture {
+    approvals.sort();
+    approvals.dedup();
+    let fixture_dir = args
+        .record
+        .as_deref()
+        .and_then(std::path::Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    Fixture {
+        format_version: crate::fixture::FORMAT_VERSION,
+        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec: FixtureSpec {
+            name: registry.name.clone(),
+            sha256: registry.spec_sha256.clone(),
+            path: crate::replay::relative_path(fixture_dir, &args.spec)
+                .to_string_lossy()
+                .replace('\\', "/"),
+        },
+        query: args.query.clone(),
+        model: model_name.to_string(),
+        now_unix_ms: now,
+        approvals,
+        exchanges: tape.exchanges(),
+        trace,
+    }
+}
+
+/// The answer (or the trace with `--json`) on stdout, why a run did not succeed on stderr, and
+/// the exit code.
+fn show_outcome(
+    args: &RunArgs,
+    trace: &Trace,
+    pretty: &str,
+    redactor: &Redactor,
+    sigint: &crate::replay::Interrupt,
+) -> i32 {
     if args.json {
         print!("{pretty}");
     } else if let Some(answer) = &trace.final_output {

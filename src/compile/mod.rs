@@ -125,22 +125,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     }
     let top = Obj::new(root, "the spec", keys::TOP, &mut ctx.d)?;
 
-    match top.get("version") {
-        None => ctx.d.push(yaml_missing(
-            root,
-            "version",
-            "add `version: 1` at the top of the spec",
-        )),
-        Some(n) if n.value == Value::Int(1) => {}
-        Some(n) => ctx.d.push(
-            Diagnostic::new(
-                "E009",
-                format!("unsupported spec version {}", scalar_text(n)),
-            )
-            .at(n.span)
-            .help("this toolrun reads `version: 1`"),
-        ),
-    }
+    check_version(&top, root, ctx);
     let name = top
         .string("name", &mut ctx.d)
         .map(|s| s.value)
@@ -153,31 +138,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let system = top.string("system", &mut ctx.d).map(|s| s.value);
 
     // Secrets first: templates everywhere are checked against them.
-    if let Some(list) = top.string_list("secrets", &mut ctx.d) {
-        for s in list {
-            let valid = !s.value.is_empty()
-                && s.value
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !s.value.starts_with(|c: char| c.is_ascii_digit());
-            if !valid {
-                ctx.d.push(
-                    Diagnostic::new(
-                        "E018",
-                        format!("`{}` is not an environment variable name", s.value),
-                    )
-                    .at(s.span)
-                    .help("use letters, digits and `_`, e.g. `WEATHER_KEY`"),
-                );
-            } else if ctx.secrets.insert(s.value.clone(), s.span).is_some() {
-                ctx.d.push(
-                    Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value))
-                        .at(s.span)
-                        .help("remove one of them"),
-                );
-            }
-        }
-    }
+    compile_secrets(&top, ctx);
 
     let limits = compile_limits(top.get("limits"), ctx);
 
@@ -208,48 +169,9 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         Some(n) => tests::compile_tests(n, &models, ctx),
         None => Vec::new(),
     };
-    let mut replay_ignore = Vec::new();
-    if let Some(n) = top.get("replay") {
-        if let Some(obj) = Obj::new(n, "`replay`", keys::REPLAY, &mut ctx.d) {
-            for p in obj.string_list("ignore", &mut ctx.d).unwrap_or_default() {
-                if !p.value.is_empty() && !p.value.starts_with('/') {
-                    ctx.d.push(
-                        Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
-                            .at(p.span)
-                            .help(format!(
-                                "JSON Pointers start with `/`, e.g. `/{}`",
-                                p.value.trim_start_matches('#')
-                            )),
-                    );
-                }
-                replay_ignore.push(p.value);
-            }
-        }
-    }
-
-    for (secret, span) in &ctx.secrets {
-        if !ctx.used_secrets.contains(secret) {
-            ctx.d.push(
-                Diagnostic::new(
-                    "W105",
-                    format!("secret `{secret}` is declared but no template reads it"),
-                )
-                .at(*span)
-                .help(format!(
-                    "use it as `{{{{ secrets.{secret} }}}}`, or remove it from `secrets`"
-                )),
-            );
-        }
-    }
-
-    let sha = {
-        use sha2::Digest;
-        let digest = sha2::Sha256::digest(ctx.source.text.as_bytes());
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
+    let replay_ignore = compile_replay_ignore(&top, ctx);
+    warn_unused_secrets(ctx);
+    let sha = sha256_hex(&ctx.source.text);
     let templates = std::mem::take(&mut ctx.templates);
     Some(Registry {
         name,
@@ -268,6 +190,100 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         templates,
         replay_ignore,
     })
+}
+
+fn check_version(top: &Obj, root: &Node, ctx: &mut Ctx) {
+    match top.get("version") {
+        None => ctx.d.push(yaml_missing(
+            root,
+            "version",
+            "add `version: 1` at the top of the spec",
+        )),
+        Some(n) if n.value == Value::Int(1) => {}
+        Some(n) => ctx.d.push(
+            Diagnostic::new(
+                "E009",
+                format!("unsupported spec version {}", scalar_text(n)),
+            )
+            .at(n.span)
+            .help("this toolrun reads `version: 1`"),
+        ),
+    }
+}
+
+/// `secrets:`: environment variable names, each declared once.
+fn compile_secrets(top: &Obj, ctx: &mut Ctx) {
+    if let Some(list) = top.string_list("secrets", &mut ctx.d) {
+        for s in list {
+            let valid = !s.value.is_empty()
+                && s.value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !s.value.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                ctx.d.push(
+                    Diagnostic::new(
+                        "E018",
+                        format!("`{}` is not an environment variable name", s.value),
+                    )
+                    .at(s.span)
+                    .help("use letters, digits and `_`, e.g. `WEATHER_KEY`"),
+                );
+            } else if ctx.secrets.insert(s.value.clone(), s.span).is_some() {
+                ctx.d.push(
+                    Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value))
+                        .at(s.span)
+                        .help("remove one of them"),
+                );
+            }
+        }
+    }
+}
+
+/// `replay.ignore`: JSON Pointers of volatile request fields.
+fn compile_replay_ignore(top: &Obj, ctx: &mut Ctx) -> Vec<String> {
+    let mut replay_ignore = Vec::new();
+    if let Some(n) = top.get("replay") {
+        if let Some(obj) = Obj::new(n, "`replay`", keys::REPLAY, &mut ctx.d) {
+            for p in obj.string_list("ignore", &mut ctx.d).unwrap_or_default() {
+                if !p.value.is_empty() && !p.value.starts_with('/') {
+                    ctx.d.push(
+                        Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
+                            .at(p.span)
+                            .help(format!(
+                                "JSON Pointers start with `/`, e.g. `/{}`",
+                                p.value.trim_start_matches('#')
+                            )),
+                    );
+                }
+                replay_ignore.push(p.value);
+            }
+        }
+    }
+    replay_ignore
+}
+
+fn warn_unused_secrets(ctx: &mut Ctx) {
+    for (secret, span) in &ctx.secrets {
+        if !ctx.used_secrets.contains(secret) {
+            ctx.d.push(
+                Diagnostic::new(
+                    "W105",
+                    format!("secret `{secret}` is declared but no template reads it"),
+                )
+                .at(*span)
+                .help(format!(
+                    "use it as `{{{{ secrets.{secret} }}}}`, or remove it from `secrets`"
+                )),
+            );
+        }
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn scalar_text(n: &Node) -> String {

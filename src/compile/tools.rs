@@ -67,62 +67,130 @@ fn compile_tool(
     confirm: &[Spanned<String>],
     ctx: &mut Ctx,
 ) -> Option<Tool> {
-    if !valid_tool_name(name) {
-        ctx.d.push(
-            Diagnostic::new(
-                "E010",
-                format!("tool name `{name}` is not accepted by model providers"),
-            )
-            .at(name_span)
-            .label("invalid tool name")
-            .help(format!(
-                "names must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$; try `{}`",
-                suggest_tool_name(name)
-            )),
-        );
-    }
+    check_tool_name(name, name_span, ctx);
     let what = format!("tool `{name}`");
     let Value::Map(entries) = &node.value else {
         ctx.d.push(expected(node, "a mapping", &what));
         return None;
     };
     let obj = Obj { node, entries };
-    let kind = match obj.get("kind") {
-        None => {
-            ctx.d.push(
-                crate::spec::read::missing_at(name_span, "kind", &what)
-                    .help("add `kind:` with one of mock, table, builtin, http"),
-            );
-            None
-        }
-        Some(n) => match n.as_str() {
-            Some(k) if keys::TOOL_KINDS.contains(&k) => Some(k),
-            _ => {
-                let shown = n
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| n.type_name().to_string());
-                ctx.d.push(
-                    Diagnostic::new("E011", format!("unknown tool kind `{shown}`"))
-                        .at(n.span)
-                        .help(
-                            did_you_mean(&shown, keys::TOOL_KINDS.iter().copied()).unwrap_or_else(
-                                || "kinds are mock, table, builtin and http".into(),
-                            ),
-                        ),
-                );
-                None
-            }
-        },
+    let kind = tool_kind(&obj, &what, name_span, ctx);
+    check_tool_keys(&obj, kind, &what, ctx);
+    let description = tool_description(&obj, name, name_span, ctx);
+    let side_effects = obj
+        .bool("side_effects", &mut ctx.d)
+        .map(|b| b.value)
+        .unwrap_or(false);
+    let max_calls = obj
+        .count("max_calls", 1, &mut ctx.d)
+        .map(|v| v.value.min(u32::MAX as u64) as u32);
+    let timeout = obj
+        .duration("timeout", &mut ctx.d)
+        .map(|v| v.value)
+        .unwrap_or(limits.tool_timeout);
+    let faults = obj
+        .get("faults")
+        .map(|n| compile_faults(n, ctx))
+        .unwrap_or_default();
+    let explicit_idempotent = obj.bool("idempotent", &mut ctx.d).map(|b| b.value);
+    let KindParts {
+        schema,
+        kind,
+        idempotent,
+        prebuilt,
+    } = compile_kind(kind?, &obj, name, name_span, ctx)?;
+    let validator = match prebuilt {
+        Some(v) => v,
+        None => generated_validator(name, name_span, &schema, ctx)?,
     };
-    // Which keys this kind allows, and which belong to another kind.
-    for (key, _) in entries {
-        let k = key.name.as_str();
-        if keys::TOOL_COMMON.contains(&k) {
-            continue;
+    let confirm = side_effects || confirm.iter().any(|c| c.value == name);
+    Some(Tool {
+        name: name.to_string(),
+        description,
+        input_schema: schema,
+        validator,
+        side_effects,
+        idempotent: explicit_idempotent.unwrap_or(idempotent && !side_effects),
+        confirm,
+        max_calls,
+        timeout,
+        kind,
+        faults,
+    })
+}
+
+/// What one kind contributes to a tool: its input schema (and the validator built while
+/// checking it, if any), its behaviour, and whether it is idempotent by nature.
+struct KindParts {
+    schema: serde_json::Value,
+    kind: ToolKind,
+    idempotent: bool,
+    prebuilt: Option<jsonschema::Validator>,
+}
+
+fn check_tool_name(name: &str, name_span: Span, ctx: &mut Ctx) {
+    if valid_tool_name(name) {
+        return;
+    }
+    ctx.d.push(
+        Diagnostic::new(
+            "E010",
+            format!("tool name `{name}` is not accepted by model providers"),
+        )
+        .at(name_span)
+        .label("invalid tool name")
+        .help(format!(
+            "names must match ^[A-Za-z_][A-Za-z0-9_-]{{0,63}}$; try `{}`",
+            suggest_tool_name(name)
+        )),
+    );
+}
+
+/// The tool's `kind:`, reported when missing or unknown.
+fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'static str> {
+    let Some(n) = obj.get("kind") else {
+        ctx.d.push(
+            crate::spec::read::missing_at(name_span, "kind", what)
+                .help("add `kind:` with one of mock, table, builtin, http"),
+        );
+        return None;
+    };
+    if let Some(k) = n
+        .as_str()
+        .and_then(|k| keys::TOOL_KINDS.iter().find(|known| **known == k))
+    {
+        return Some(k);
+    }
+    let shown = n
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| n.type_name().to_string());
+    ctx.d.push(
+        Diagnostic::new("E011", format!("unknown tool kind `{shown}`"))
+            .at(n.span)
+            .help(
+                did_you_mean(&shown, keys::TOOL_KINDS.iter().copied())
+                    .unwrap_or_else(|| "kinds are mock, table, builtin and http".into()),
+            ),
+    );
+    None
+}
+
+/// Which keys this kind allows, and which belong to another kind; without a kind, only keys
+/// that belong to no kind at all are reported.
+fn check_tool_keys(obj: &Obj, kind: Option<&str>, what: &str, ctx: &mut Ctx) {
+    let Some(kind) = kind else {
+        let all = keys::all_tool_keys();
+        for (key, _) in obj.entries {
+            if !all.contains(&key.name.as_str()) {
+                ctx.d.push(crate::spec::read::unknown_key(key, what, &all));
+            }
         }
-        let Some(kind) = kind else { continue };
-        if keys::tool_kind_keys(kind).contains(&k) {
+        return;
+    };
+    for (key, _) in obj.entries {
+        let k = key.name.as_str();
+        if keys::TOOL_COMMON.contains(&k) || keys::tool_kind_keys(kind).contains(&k) {
             continue;
         }
         let owners: Vec<&str> = keys::TOOL_KINDS
@@ -130,45 +198,39 @@ fn compile_tool(
             .copied()
             .filter(|other| keys::tool_kind_keys(other).contains(&k))
             .collect();
-        if !owners.is_empty() {
-            let help = if k == "input" && kind == "builtin" {
-                "a builtin's input schema comes from the builtin; remove `input`".to_string()
-            } else if k == "input" && kind == "table" {
-                "a table's input schema is generated from its columns; remove `input`".to_string()
-            } else {
-                format!(
-                    "`{k}` belongs to {} tools; remove it or change `kind`",
-                    owners.join(" and ")
-                )
-            };
-            ctx.d.push(
-                Diagnostic::new("E013", format!("`{k}` is not a field of a `{kind}` tool"))
-                    .at(key.span)
-                    .label(format!("not allowed on `{kind}` tools"))
-                    .help(help),
-            );
-        } else {
+        if owners.is_empty() {
             let mut allowed: Vec<&str> = keys::TOOL_COMMON.to_vec();
             allowed.extend(keys::tool_kind_keys(kind));
             ctx.d
-                .push(crate::spec::read::unknown_key(key, &what, &allowed));
+                .push(crate::spec::read::unknown_key(key, what, &allowed));
+            continue;
         }
+        let help = if k == "input" && kind == "builtin" {
+            "a builtin's input schema comes from the builtin; remove `input`".to_string()
+        } else if k == "input" && kind == "table" {
+            "a table's input schema is generated from its columns; remove `input`".to_string()
+        } else {
+            format!(
+                "`{k}` belongs to {} tools; remove it or change `kind`",
+                owners.join(" and ")
+            )
+        };
+        ctx.d.push(
+            Diagnostic::new("E013", format!("`{k}` is not a field of a `{kind}` tool"))
+                .at(key.span)
+                .label(format!("not allowed on `{kind}` tools"))
+                .help(help),
+        );
     }
-    if kind.is_none() {
-        // Still report unknown keys that belong to no kind at all.
-        let all = keys::all_tool_keys();
-        for (key, _) in entries {
-            if !all.contains(&key.name.as_str()) {
-                ctx.d.push(crate::spec::read::unknown_key(key, &what, &all));
-            }
-        }
-    }
+}
 
+/// The description models choose tools by; a missing or very short one is a warning.
+fn tool_description(obj: &Obj, name: &str, name_span: Span, ctx: &mut Ctx) -> String {
     // A misspelt `description` is already an unknown key; "no description" on top would be noise.
-    let description_misspelt = entries.iter().any(|(k, _)| {
+    let description_misspelt = obj.entries.iter().any(|(k, _)| {
         k.name != "description" && crate::diag::closest(&k.name, ["description"]).is_some()
     });
-    let description = match obj.string("description", &mut ctx.d) {
+    match obj.string("description", &mut ctx.d) {
         Some(desc) => {
             if desc.value.trim().chars().count() < 10 {
                 ctx.d.push(
@@ -189,83 +251,93 @@ fn compile_tool(
             }
             String::new()
         }
-    };
-    let side_effects = obj
-        .bool("side_effects", &mut ctx.d)
-        .map(|b| b.value)
-        .unwrap_or(false);
-    let max_calls = obj
-        .count("max_calls", 1, &mut ctx.d)
-        .map(|v| v.value.min(u32::MAX as u64) as u32);
-    let timeout = obj
-        .duration("timeout", &mut ctx.d)
-        .map(|v| v.value)
-        .unwrap_or(limits.tool_timeout);
-    let faults = obj
-        .get("faults")
-        .map(|n| compile_faults(n, ctx))
-        .unwrap_or_default();
-    let explicit_idempotent = obj.bool("idempotent", &mut ctx.d).map(|b| b.value);
-    let kind = kind?;
+    }
+}
 
-    let (input_schema, kind_value, method_idempotent, prebuilt) = match kind {
+fn compile_kind(
+    kind: &str,
+    obj: &Obj,
+    name: &str,
+    name_span: Span,
+    ctx: &mut Ctx,
+) -> Option<KindParts> {
+    let what = format!("tool `{name}`");
+    let declared_input = |ctx: &mut Ctx| match obj.get("input") {
+        Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v))),
+        None => Some((empty_object_schema(), None)),
+    };
+    match kind {
         "mock" => {
-            let (schema, validator) = match obj.get("input") {
-                Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v)))?,
-                None => (empty_object_schema(), None),
-            };
-            let responses = compile_mock(&obj, &what, name_span, &schema, ctx);
-            (schema, ToolKind::Mock(responses?), true, validator)
+            let (schema, prebuilt) = declared_input(ctx)?;
+            let responses = compile_mock(obj, &what, name_span, &schema, ctx)?;
+            Some(KindParts {
+                schema,
+                kind: ToolKind::Mock(responses),
+                idempotent: true,
+                prebuilt,
+            })
         }
         "table" => {
-            let table = compile_table(&obj, &what, name_span, ctx)?;
-            (table_schema(&table), ToolKind::Table(table), true, None)
+            let table = compile_table(obj, &what, name_span, ctx)?;
+            Some(KindParts {
+                schema: table_schema(&table),
+                kind: ToolKind::Table(table),
+                idempotent: true,
+                prebuilt: None,
+            })
         }
-        "builtin" => {
-            if !obj.has("builtin") {
-                let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
-                ctx.d.push(
-                    crate::spec::read::missing_at(name_span, "builtin", &what)
-                        .help(format!("add `builtin:` with one of {}", names.join(", "))),
-                );
-                return None;
-            }
-            let b = obj.string("builtin", &mut ctx.d)?;
-            match crate::builtins::find(&b.value) {
-                Some(info) => (
-                    (info.input_schema)(),
-                    ToolKind::Builtin(info.name),
-                    true,
-                    None,
-                ),
-                None => {
-                    let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
-                    ctx.d.push(
-                        Diagnostic::new("E026", format!("unknown builtin `{}`", b.value))
-                            .at(b.span)
-                            .help(
-                                did_you_mean(&b.value, names.iter().copied())
-                                    .unwrap_or_else(|| format!("builtins: {}", names.join(", "))),
-                            ),
-                    );
-                    return None;
-                }
-            }
-        }
+        "builtin" => compile_builtin(obj, &what, name_span, ctx),
         _ => {
-            let (schema, validator) = match obj.get("input") {
-                Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v)))?,
-                None => (empty_object_schema(), None),
-            };
-            let (http, idempotent) = compile_http(&obj, &what, name_span, &schema, ctx)?;
-            (schema, ToolKind::Http(http), idempotent, validator)
+            let (schema, prebuilt) = declared_input(ctx)?;
+            let (http, idempotent) = compile_http(obj, &what, name_span, &schema, ctx)?;
+            Some(KindParts {
+                schema,
+                kind: ToolKind::Http(http),
+                idempotent,
+                prebuilt,
+            })
         }
+    }
+}
+
+fn compile_builtin(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<KindParts> {
+    let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
+    if !obj.has("builtin") {
+        ctx.d.push(
+            crate::spec::read::missing_at(name_span, "builtin", what)
+                .help(format!("add `builtin:` with one of {}", names.join(", "))),
+        );
+        return None;
+    }
+    let b = obj.string("builtin", &mut ctx.d)?;
+    let Some(info) = crate::builtins::find(&b.value) else {
+        ctx.d.push(
+            Diagnostic::new("E026", format!("unknown builtin `{}`", b.value))
+                .at(b.span)
+                .help(
+                    did_you_mean(&b.value, names.iter().copied())
+                        .unwrap_or_else(|| format!("builtins: {}", names.join(", "))),
+                ),
+        );
+        return None;
     };
-    let validator = match prebuilt
-        .map(Ok)
-        .unwrap_or_else(|| tool_validator(&input_schema))
-    {
-        Ok(v) => v,
+    Some(KindParts {
+        schema: (info.input_schema)(),
+        kind: ToolKind::Builtin(info.name),
+        idempotent: true,
+        prebuilt: None,
+    })
+}
+
+/// The validator of a generated schema (tables, builtins).
+fn generated_validator(
+    name: &str,
+    name_span: Span,
+    schema: &serde_json::Value,
+    ctx: &mut Ctx,
+) -> Option<jsonschema::Validator> {
+    match tool_validator(schema) {
+        Ok(v) => Some(v),
         Err(e) => {
             // Generated schemas (tables, builtins) always compile; this is a bug, not user error.
             ctx.d.push(
@@ -275,23 +347,9 @@ fn compile_tool(
                 )
                 .at(name_span),
             );
-            return None;
+            None
         }
-    };
-    let confirm = side_effects || confirm.iter().any(|c| c.value == name);
-    Some(Tool {
-        name: name.to_string(),
-        description,
-        input_schema,
-        validator,
-        side_effects,
-        idempotent: explicit_idempotent.unwrap_or(method_idempotent && !side_effects),
-        confirm,
-        max_calls,
-        timeout,
-        kind: kind_value,
-        faults,
-    })
+    }
 }
 
 fn schema_properties(schema: &serde_json::Value) -> Vec<String> {
