@@ -156,6 +156,18 @@ codes! {
         "A test names a `fixture:` file that does not exist.",
         "The test could not replay anything.",
         "fixture: fixtures/missing.json", "fixture: fixtures/gain.json  # recorded with --record";
+    "E041", "credential in `headers`",
+        "A model's `headers:` sets `Authorization`, `x-api-key`, `api-key` or its `api_key_header`.",
+        "A key written into a spec gets committed, shared and printed; keys come from environment variables named in `api_key_env`.",
+        "headers:\n  Authorization: Bearer sk-...", "api_key_env: OPENAI_API_KEY";
+    "E042", "`extra_body` sets a key toolrun writes",
+        "A model's `extra_body:` sets `model`, `messages`, `tools`, `tool_choice`, `stream`, ... .",
+        "toolrun builds these from the spec; a second source would silently win or lose.",
+        "extra_body: {tool_choice: required}", "tool_choice: required\nextra_body: {seed: 7}";
+    "E043", "`tool_choice` forces a tool the model is not offered",
+        "`tool_choice: { tool: NAME }` names a tool that `policy` denies or leaves out of `allow`.",
+        "The tool is never sent to the model, so the provider rejects a forced call of it.",
+        "policy: {deny: [send_email]}\n...\ntool_choice: {tool: send_email}", "tool_choice: {tool: get_price}";
     "W101", "missing or short description",
         "A tool has no description, or one under 10 characters.",
         "Models pick tools by their descriptions; a vague one leads to wrong calls.",
@@ -176,6 +188,10 @@ codes! {
         "A declared secret is read by no template.",
         "Every declared secret is an environment variable the spec may read; keep the list minimal.",
         "secrets: [OLD_KEY]", "secrets: []";
+    "W111", "Anthropic `base_url` ends in `/v1`",
+        "An `anthropic` model's `base_url` ends in `/v1`; toolrun adds `/v1/messages` itself.",
+        "The request would go to `/v1/v1/messages` and get a 404.",
+        "base_url: https://api.anthropic.com/v1", "base_url: https://api.anthropic.com";
     "W107", "unreachable mock response",
         "A mock response comes after a fallback (a response with no `when`), so it never matches.",
         "The first matching response wins.",

@@ -234,6 +234,29 @@ pub struct LiveModel {
     pub retries: u32,
     pub timeout: Duration,
     pub headers: Vec<(String, String)>,
+    /// Sent whenever tools are sent: several compatible servers ignore tools without it.
+    pub tool_choice: ToolChoice,
+    /// `Some(false)` asks for at most one tool call per turn.
+    pub parallel_tool_calls: Option<bool>,
+    /// Provider knobs merged into every request body; never a key toolrun writes itself.
+    pub extra_body: serde_json::Map<String, Value>,
+    /// Read the reply as server-sent events, printing text as it arrives.
+    pub stream: bool,
+    /// Query parameters added to every request URL (Azure's `api-version`).
+    pub query: Vec<(String, String)>,
+    /// The header that carries the key verbatim (Azure's `api-key`), instead of the
+    /// provider's own (`Authorization: Bearer` or `x-api-key`).
+    pub api_key_header: Option<String>,
+}
+
+/// Whether the model may, must or must not call a tool, provider-neutral.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    Required,
+    None,
+    Tool(String),
 }
 
 pub struct TestCase {

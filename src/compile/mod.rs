@@ -163,7 +163,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     tools::check_hosts(tools_node, &policy, ctx);
 
     let (models, default_model) =
-        models::compile_models(top.get("models"), top.get("default_model"), ctx);
+        models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);
     let tests = match top.get("tests") {
         Some(n) => tests::compile_tests(n, &models, ctx),

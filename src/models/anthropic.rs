@@ -9,7 +9,7 @@ use super::{DecideInput, Decision, Message, ModelError, ModelTurn, ProposedCall,
 use crate::events::Events;
 use crate::net::Transport;
 use crate::redact::Secrets;
-use crate::registry::{LiveModel, Registry};
+use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
 pub const API_VERSION: &str = "2023-06-01";
@@ -44,15 +44,17 @@ impl AnthropicModel {
     ) -> Result<ModelTurn, ModelError> {
         let body = build_request(&self.settings, input.registry, input.messages);
         let mut headers = vec![("anthropic-version".to_string(), API_VERSION.to_string())];
-        if let Some(key) = &self.api_key {
-            headers.push(("x-api-key".to_string(), key.clone()));
-        }
+        headers.extend(live::key_header(
+            &self.settings,
+            self.api_key.as_deref(),
+            |key| ("x-api-key".to_string(), key.to_string()),
+        ));
         let ep = Endpoint {
             model_name: &self.name,
             provider: "anthropic",
             settings: &self.settings,
             api_key: self.api_key.as_deref(),
-            url: format!("{}/v1/messages", self.settings.base_url),
+            url: live::url(&self.settings, "/v1/messages"),
             headers,
         };
         let reply = live::post_json(&ep, &body, transport, events).await?;
@@ -136,12 +138,35 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
         .collect();
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+        body.insert(
+            "tool_choice".into(),
+            tool_choice(
+                live::effective_tool_choice(settings, messages),
+                settings.parallel_tool_calls,
+            ),
+        );
     }
     // The spec allows 0..2 (OpenAI's range); Anthropic's is 0..1 and rejects more.
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t.min(1.0)));
     }
+    live::merge_extra_body(&mut body, settings);
     Value::Object(body)
+}
+
+/// Anthropic's default is `auto` too, but compatible proxies forward it to servers that need
+/// it said. One call at a time is a flag inside the choice, which `none` does not take.
+fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Value {
+    let mut v = match choice {
+        ToolChoice::Auto => json!({ "type": "auto" }),
+        ToolChoice::Required => json!({ "type": "any" }),
+        ToolChoice::None => return json!({ "type": "none" }),
+        ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
+    };
+    if parallel == Some(false) {
+        v["disable_parallel_tool_use"] = json!(true);
+    }
+    v
 }
 
 /// Empty text blocks are rejected by the API, so empty text is no block at all.
@@ -628,6 +653,24 @@ models:
             Decision::Answer("ok".into())
         );
         assert_eq!(fake.requests().len(), 2);
+    }
+
+    #[test]
+    fn tool_choice_maps_to_the_messages_shape() {
+        let none = tool_choice(&ToolChoice::None, Some(false));
+        assert_eq!(
+            none,
+            json!({"type": "none"}),
+            "`none` takes no parallel flag"
+        );
+        assert_eq!(
+            tool_choice(&ToolChoice::Tool("price".into()), Some(false)),
+            json!({"type": "tool", "name": "price", "disable_parallel_tool_use": true})
+        );
+        assert_eq!(
+            tool_choice(&ToolChoice::Required, Some(true)),
+            json!({"type": "any"})
+        );
     }
 
     #[test]

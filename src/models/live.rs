@@ -2,10 +2,10 @@
 //! policy lets the model see, liberal parsing of tool-call arguments, and error messages that
 //! carry the provider's own words but never the API key.
 
-use super::ModelError;
+use super::{Message, ModelError};
 use crate::events::Events;
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions, Transport};
-use crate::registry::{LiveModel, Registry, Tool};
+use crate::registry::{LiveModel, Registry, Tool, ToolChoice};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,55 @@ pub struct Endpoint<'a> {
     pub url: String,
     /// Provider headers (auth, versions); the model's own `headers:` override them by name.
     pub headers: Vec<(String, String)>,
+}
+
+/// `base_url` + `path`, with the model's `query:` parameters (Azure's `api-version`).
+pub fn url(settings: &LiveModel, path: &str) -> String {
+    let mut url = format!("{}{path}", settings.base_url);
+    if settings.query.is_empty() {
+        return url;
+    }
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(&settings.query)
+        .finish();
+    url.push(if url.contains('?') { '&' } else { '?' });
+    url.push_str(&query);
+    url
+}
+
+/// The header carrying the key: the provider's own (`default`), or the key verbatim in the
+/// model's `api_key_header:` (Azure's `api-key`). No key, no header.
+pub fn key_header(
+    settings: &LiveModel,
+    key: Option<&str>,
+    default: impl FnOnce(&str) -> (String, String),
+) -> Option<(String, String)> {
+    let key = key?;
+    Some(match &settings.api_key_header {
+        Some(name) => (name.clone(), key.to_string()),
+        None => default(key),
+    })
+}
+
+/// `required` and `{ tool: NAME }` hold until the model has called a tool; after that the
+/// choice is `auto`, or a forced call would repeat until a limit stops the run (the OpenAI
+/// Agents SDK resets it the same way).
+pub fn effective_tool_choice<'a>(settings: &'a LiveModel, messages: &[Message]) -> &'a ToolChoice {
+    let called = messages
+        .iter()
+        .any(|m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()));
+    match &settings.tool_choice {
+        ToolChoice::Required | ToolChoice::Tool(_) if called => &ToolChoice::Auto,
+        choice => choice,
+    }
+}
+
+/// The model's `extra_body:` over the request. `check` refuses keys toolrun writes, so
+/// nothing built here is replaced.
+pub fn merge_extra_body(body: &mut serde_json::Map<String, Value>, settings: &LiveModel) {
+    for (k, v) in &settings.extra_body {
+        body.entry(k.clone()).or_insert_with(|| v.clone());
+    }
 }
 
 /// Tools the policy lets the model call, in the spec's order. A denied tool is never offered:

@@ -11,7 +11,7 @@ use super::{
 use crate::events::Events;
 use crate::net::Transport;
 use crate::redact::Secrets;
-use crate::registry::{LiveModel, Registry};
+use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
 pub struct OpenAiModel {
@@ -41,17 +41,18 @@ impl OpenAiModel {
         events: &Events,
     ) -> Result<ModelTurn, ModelError> {
         let body = build_request(&self.settings, input.registry, input.messages);
-        let mut headers = Vec::new();
         // No key (a local server): no Authorization header at all, rather than an empty one.
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
+        let headers = live::key_header(&self.settings, self.api_key.as_deref(), |key| {
+            ("authorization".to_string(), format!("Bearer {key}"))
+        })
+        .into_iter()
+        .collect();
         let ep = Endpoint {
             model_name: &self.name,
             provider: "openai",
             settings: &self.settings,
             api_key: self.api_key.as_deref(),
-            url: format!("{}/chat/completions", self.settings.base_url),
+            url: live::url(&self.settings, "/chat/completions"),
             headers,
         };
         let reply = live::post_json(&ep, &body, transport, events).await?;
@@ -96,9 +97,17 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
     let tools: Vec<Value> = live::allowed_tools(registry)
         .map(crate::tooldefs::openai)
         .collect();
-    // OpenAI rejects `tools: []`; without tools the key is left out.
+    // OpenAI rejects `tools: []`, and `tool_choice` or `parallel_tool_calls` without tools;
+    // without tools all three are left out.
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
+        body.insert(
+            "tool_choice".into(),
+            tool_choice(live::effective_tool_choice(settings, messages)),
+        );
+        if let Some(p) = settings.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), json!(p));
+        }
     }
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));
@@ -107,7 +116,19 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
     if let Some(n) = settings.max_tokens {
         body.insert("max_tokens".into(), json!(n));
     }
+    live::merge_extra_body(&mut body, settings);
     Value::Object(body)
+}
+
+/// Sent explicitly, `auto` included: llama.cpp's server and vLLM without auto tool choice
+/// ignore `tools` unless `tool_choice` is there.
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+    }
 }
 
 /// An assistant turn echoed back. With tool calls and no text, `content` is `""`: OpenAI,
@@ -405,6 +426,34 @@ models:
         assert_eq!(
             body,
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        );
+    }
+
+    #[test]
+    fn tool_choice_and_extra_body() {
+        let reg = registry(SPEC);
+        let mut settings = live(&reg);
+        settings.tool_choice = ToolChoice::Tool("price".into());
+        settings.parallel_tool_calls = Some(false);
+        settings.extra_body.insert("seed".into(), json!(7));
+        let first = [Message::User {
+            content: "q".into(),
+        }];
+        let body = build_request(&settings, &reg, &first);
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "price"}})
+        );
+        assert_eq!(body["parallel_tool_calls"], false);
+        assert_eq!(body["seed"], 7);
+        assert_eq!(providers::check_openai(&body), Ok(()));
+        // After the forced call, `auto`: a forced choice would call the tool forever.
+        let body = build_request(&settings, &reg, &conversation());
+        assert_eq!(body["tool_choice"], "auto");
+        settings.tool_choice = ToolChoice::Required;
+        assert_eq!(
+            build_request(&settings, &reg, &first)["tool_choice"],
+            "required"
         );
     }
 

@@ -101,6 +101,28 @@ pub const MODEL_LIVE: &[&str] = &[
     "timeout",
     "headers",
     "price",
+    "tool_choice",
+    "parallel_tool_calls",
+    "extra_body",
+    "stream",
+    "query",
+    "api_key_header",
+];
+pub const TOOL_CHOICE: &[&str] = &["tool"];
+/// The request keys toolrun writes itself; `extra_body` may not replace them.
+pub const OWNED_BODY_KEYS: &[(&str, &str)] = &[
+    ("model", "the model's `model:`"),
+    ("messages", "the conversation toolrun builds"),
+    ("system", "the spec's `system:`"),
+    ("tools", "the spec's `tools:` and `policy:`"),
+    ("functions", "the spec's `tools:` and `policy:`"),
+    ("tool_choice", "the model's `tool_choice:`"),
+    ("function_call", "the model's `tool_choice:`"),
+    ("parallel_tool_calls", "the model's `parallel_tool_calls:`"),
+    ("stream", "the model's `stream:`"),
+    ("stream_options", "the model's `stream:`"),
+    ("max_tokens", "the model's `max_tokens:`"),
+    ("temperature", "the model's `temperature:`"),
 ];
 /// `price:` on a live model: USD per million tokens.
 pub const PRICE: &[&str] = &["input", "output"];

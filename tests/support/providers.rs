@@ -25,7 +25,13 @@ pub const KEY: &str = "sk-test-123";
 pub enum Api {
     OpenAi,
     Anthropic,
+    /// Azure OpenAI: Chat Completions under `/openai/deployments/NAME`, an `api-version`
+    /// query parameter and the key in an `api-key` header.
+    Azure,
 }
+
+/// The deployment the Azure fake serves.
+pub const AZURE_DEPLOYMENT: &str = "gpt-4o-prod";
 
 pub struct Fake {
     pub server: TestServer,
@@ -62,6 +68,11 @@ impl Fake {
         Fake::start(Api::Anthropic, script, false)
     }
 
+    /// Serves Azure OpenAI's `POST /openai/deployments/gpt-4o-prod/chat/completions`.
+    pub fn azure(script: Vec<Response>) -> Fake {
+        Fake::start(Api::Azure, script, false)
+    }
+
     /// A keyless OpenAI-compatible server on a fixed port (re-recording committed fixtures).
     pub fn openai_keyless_on(port: u16, script: Vec<Response>) -> Fake {
         Fake::start_on(Api::OpenAi, script, true, port)
@@ -88,6 +99,9 @@ impl Fake {
         match self.api {
             Api::OpenAi => self.server.url("/v1"),
             Api::Anthropic => self.server.base_url(),
+            Api::Azure => self
+                .server
+                .url(&format!("/openai/deployments/{AZURE_DEPLOYMENT}")),
         }
     }
 
@@ -114,8 +128,9 @@ impl Fake {
 
 fn handle(api: Api, state: &State, req: &Request) -> Response {
     let path = match api {
-        Api::OpenAi => "/v1/chat/completions",
-        Api::Anthropic => "/v1/messages",
+        Api::OpenAi => "/v1/chat/completions".to_string(),
+        Api::Anthropic => "/v1/messages".to_string(),
+        Api::Azure => format!("/openai/deployments/{AZURE_DEPLOYMENT}/chat/completions"),
     };
     if req.path != path || req.method != "POST" {
         return error(
@@ -145,6 +160,19 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
                 return error(api, 401, "authentication_error", "invalid x-api-key");
             }
         }
+        Api::Azure => {
+            if req.header("api-key") != Some(KEY) {
+                return error(
+                    api,
+                    401,
+                    "401",
+                    "Access denied due to invalid subscription key or wrong API endpoint.",
+                );
+            }
+            if req.query_param("api-version").is_none_or(str::is_empty) {
+                return error(api, 404, "404", "Resource not found (missing api-version)");
+            }
+        }
     }
     let checked = if !req
         .header("content-type")
@@ -155,7 +183,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
     } else {
         match (api, req.json()) {
             (_, None) => Err("the body is not JSON".to_string()),
-            (Api::OpenAi, Some(body)) => check_openai(&body).map(|()| body),
+            (Api::OpenAi | Api::Azure, Some(body)) => check_openai(&body).map(|()| body),
             (Api::Anthropic, Some(body)) => check_anthropic(req, &body).map(|()| body),
         }
     };
@@ -181,7 +209,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
 /// Errors in each provider's documented shape.
 pub fn error(api: Api, status: u16, kind: &str, message: &str) -> Response {
     match api {
-        Api::OpenAi => Response::json(
+        Api::OpenAi | Api::Azure => Response::json(
             status,
             json!({ "error": { "message": message, "type": kind, "param": null, "code": kind } }),
         ),
@@ -368,6 +396,7 @@ pub fn check_openai(body: &Value) -> Check {
             }
         }
     }
+    check_openai_tool_choice(body)?;
     let messages = body
         .get("messages")
         .and_then(Value::as_array)
@@ -475,6 +504,90 @@ pub fn check_openai(body: &Value) -> Check {
     Ok(())
 }
 
+/// `tool_choice` and `parallel_tool_calls`: OpenAI rejects both without `tools`, and a forced
+/// function must be one of the tools.
+fn check_openai_tool_choice(body: &Value) -> Check {
+    let names = tool_names(body, |t| t.get("function").and_then(|f| f.get("name")));
+    if body.get("parallel_tool_calls").is_some() {
+        if names.is_none() {
+            return fail("Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.");
+        }
+        if !body["parallel_tool_calls"].is_boolean() {
+            return fail("parallel_tool_calls: Input should be a valid boolean");
+        }
+    }
+    let Some(choice) = body.get("tool_choice") else {
+        return Ok(());
+    };
+    let Some(names) = names else {
+        return fail("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.");
+    };
+    match choice {
+        Value::String(s) if ["auto", "required", "none"].contains(&s.as_str()) => Ok(()),
+        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => {
+            match o
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+            {
+                Some(n) if names.iter().any(|t| t == n) => Ok(()),
+                Some(n) => fail(format!(
+                    "Invalid value for 'tool_choice': function '{n}' is not one of the tools"
+                )),
+                None => fail("tool_choice.function.name: Field required"),
+            }
+        }
+        other => fail(format!("Invalid value for 'tool_choice': {other}")),
+    }
+}
+
+/// Anthropic's `tool_choice`: `{type: auto|any|tool|none}`, a name only with `tool`,
+/// `disable_parallel_tool_use` (a boolean) with all but `none`, and never without tools.
+fn check_anthropic_tool_choice(body: &Value) -> Check {
+    let Some(choice) = body.get("tool_choice") else {
+        return Ok(());
+    };
+    let Some(names) = tool_names(body, |t| t.get("name")) else {
+        return fail("tool_choice: may only be specified while providing tools");
+    };
+    let obj = choice
+        .as_object()
+        .ok_or("tool_choice: Input should be an object")?;
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+    let allowed: &[&str] = match kind {
+        "auto" | "any" => &["type", "disable_parallel_tool_use"],
+        "tool" => &["type", "name", "disable_parallel_tool_use"],
+        "none" => &["type"],
+        other => return fail(format!("tool_choice.type: Input tag '{other}' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'")),
+    };
+    check_keys(obj, allowed, &format!("tool_choice.{kind}"))?;
+    if obj
+        .get("disable_parallel_tool_use")
+        .is_some_and(|d| !d.is_boolean())
+    {
+        return fail("tool_choice.disable_parallel_tool_use: Input should be a valid boolean");
+    }
+    if kind == "tool" {
+        match obj.get("name").and_then(Value::as_str) {
+            Some(n) if names.iter().any(|t| t == n) => {}
+            Some(n) => return fail(format!("tool_choice.name: Tool '{n}' not found in tools")),
+            None => return fail("tool_choice.tool.name: Field required"),
+        }
+    }
+    Ok(())
+}
+
+/// The names of the request's tools; `None` without tools.
+fn tool_names(body: &Value, name: impl Fn(&Value) -> Option<&Value>) -> Option<Vec<String>> {
+    let tools = body.get("tools")?.as_array()?;
+    Some(
+        tools
+            .iter()
+            .filter_map(|t| name(t).and_then(Value::as_str).map(str::to_string))
+            .collect(),
+    )
+}
+
 /// Messages, per the API reference.
 pub fn check_anthropic(req: &Request, body: &Value) -> Check {
     if req.header("anthropic-version").is_none() {
@@ -516,6 +629,7 @@ pub fn check_anthropic_body(body: &Value) -> Check {
     }
     check_positive_int(body, "max_tokens", true)?;
     check_number(body, "temperature", 0.0, 1.0)?;
+    check_anthropic_tool_choice(body)?;
     match body.get("system") {
         None | Some(Value::String(_)) => {}
         Some(Value::Array(blocks))

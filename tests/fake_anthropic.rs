@@ -1,4 +1,5 @@
-//! `toolrun run` against a fake Anthropic Messages server that validates every request.
+//! `toolrun run` against a fake Anthropic Messages server (tests/support) that validates every
+//! request. Real servers: `scripts/live-examples.sh`.
 
 mod support;
 
@@ -9,7 +10,7 @@ use support::providers::{self, Fake, KEY};
 use support::{run, toolrun, write, Output};
 
 fn spec(fake: &Fake, model_extra: &str, extra: &str) -> PathBuf {
-    let dir = support::temp_dir("live_anthropic");
+    let dir = support::temp_dir("fake_anthropic");
     write(
         &dir,
         "spec.yaml",
@@ -277,6 +278,27 @@ fn the_fake_rejects_what_the_api_rejects() {
         assert!(err.contains(needle), "{err}");
     };
     bad(json!({"model": "m", "messages": [user]}), "max_tokens");
+    let tools = json!([{"name": "f", "input_schema": {"type": "object"}}]);
+    let choice = |c: Value| json!({"model": "m", "max_tokens": 10, "messages": [user], "tools": tools, "tool_choice": c});
+    for ok in [
+        json!({"type": "auto", "disable_parallel_tool_use": true}),
+        json!({"type": "any"}),
+        json!({"type": "tool", "name": "f"}),
+        json!({"type": "none"}),
+    ] {
+        assert_eq!(providers::check_anthropic_body(&choice(ok)), Ok(()));
+    }
+    bad(choice(json!("auto")), "object");
+    bad(choice(json!({"type": "required"})), "expected tags");
+    bad(choice(json!({"type": "tool", "name": "g"})), "not found");
+    bad(
+        choice(json!({"type": "none", "disable_parallel_tool_use": true})),
+        "disable_parallel_tool_use",
+    );
+    bad(
+        json!({"model": "m", "max_tokens": 10, "messages": [user], "tool_choice": {"type": "auto"}}),
+        "while providing tools",
+    );
     bad(body(vec![user.clone(), user.clone()]), "alternate");
     bad(body(vec![asst.clone(), result.clone()]), "first message");
     bad(
@@ -317,4 +339,57 @@ fn the_fake_rejects_what_the_api_rejects() {
         json!({"model": "m", "max_tokens": 10, "messages": [user], "temperature": 1.5}),
         "temperature",
     );
+}
+
+#[test]
+fn tool_choice_parallel_tool_calls_and_extra_body_reach_the_wire() {
+    let fake = Fake::anthropic(vec![
+        providers::anthropic_tool_use(
+            None,
+            &[("toolu_1", "get_stock_price", json!({"ticker": "AAPL"}))],
+        ),
+        providers::anthropic_answer("AAPL is 178.15."),
+    ]);
+    let spec = spec(
+        &fake,
+        "    tool_choice: required\n    parallel_tool_calls: false\n    extra_body: { top_k: 5, metadata: { user_id: u1 } }",
+        "",
+    );
+    let out = run_json(&spec, Some(KEY), "AAPL?");
+    out.assert_success();
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let bodies = fake.bodies();
+    assert_eq!(
+        bodies[0]["tool_choice"],
+        json!({"type": "any", "disable_parallel_tool_use": true})
+    );
+    assert_eq!(
+        bodies[1]["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true}),
+        "a forced choice holds until the first tool call"
+    );
+    for b in &bodies {
+        assert_eq!(b["top_k"], 5);
+        assert_eq!(b["metadata"], json!({"user_id": "u1"}));
+    }
+}
+
+#[test]
+fn a_base_url_ending_in_v1_is_a_warning_with_the_fix() {
+    let fake = Fake::anthropic(vec![]);
+    let dir = support::temp_dir("fake_anthropic_v1");
+    let text = providers::live_spec("anthropic", &format!("{}/v1", fake.base_url()), "", "");
+    let spec = write(&dir, "spec.yaml", &text);
+    let out = run(toolrun().arg("check").arg(&spec));
+    out.assert_success();
+    assert!(
+        out.stderr.contains("W111")
+            && out
+                .stderr
+                .contains(&format!("base_url: {}", fake.base_url())),
+        "{}",
+        out.stderr
+    );
+    let strict = run(toolrun().arg("check").arg("--deny-warnings").arg(&spec));
+    strict.assert_code(1);
 }

@@ -1,4 +1,5 @@
-//! `toolrun run` against a fake OpenAI Chat Completions server that validates every request.
+//! `toolrun run` against a fake OpenAI Chat Completions server (tests/support) that validates
+//! every request. Real servers: `scripts/live-examples.sh`.
 
 mod support;
 
@@ -9,7 +10,7 @@ use support::providers::{self, Fake, KEY};
 use support::{run, toolrun, write, Output, Response};
 
 fn spec(fake: &Fake, model_extra: &str, extra: &str) -> PathBuf {
-    let dir = support::temp_dir("live_openai");
+    let dir = support::temp_dir("fake_openai");
     write(
         &dir,
         "spec.yaml",
@@ -173,7 +174,7 @@ fn rate_limited_then_success() {
 #[test]
 fn unauthorized_fails_with_the_provider_message_and_no_key() {
     let fake = Fake::openai(vec![]);
-    let dir = support::temp_dir("live_openai_401");
+    let dir = support::temp_dir("fake_openai_401");
     let spec = write(
         &dir,
         "spec.yaml",
@@ -281,7 +282,7 @@ fn extra_headers_and_no_key_for_local_servers() {
         200,
         json!({"choices": [{"message": {"content": "hi"}}]}),
     )]);
-    let dir = support::temp_dir("live_openai_local");
+    let dir = support::temp_dir("fake_openai_local");
     // A local server (Ollama, vLLM) needs no key: no `api_key_env`, no Authorization header.
     let text = providers::live_spec(
         "openai",
@@ -370,6 +371,127 @@ fn the_fake_rejects_what_the_api_rejects() {
         json!({"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 3}),
         "temperature",
     );
+    let with_tools = |extra: Value| {
+        let mut b = json!({"model": "m", "messages": [{"role": "user", "content": "q"}],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]});
+        for (k, v) in extra.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        b
+    };
+    assert_eq!(
+        providers::check_openai(&with_tools(
+            json!({"tool_choice": {"type": "function", "function": {"name": "f"}}, "parallel_tool_calls": false})
+        )),
+        Ok(())
+    );
+    bad(with_tools(json!({"tool_choice": "any"})), "tool_choice");
+    bad(
+        with_tools(json!({"tool_choice": {"type": "function", "function": {"name": "g"}}})),
+        "not one of the tools",
+    );
+    bad(with_tools(json!({"parallel_tool_calls": "no"})), "boolean");
+    bad(
+        json!({"model": "m", "messages": [{"role": "user", "content": "q"}], "tool_choice": "auto"}),
+        "only allowed when 'tools' are specified",
+    );
+    bad(
+        json!({"model": "m", "messages": [{"role": "user", "content": "q"}], "parallel_tool_calls": false}),
+        "only allowed when 'tools' are specified",
+    );
+}
+
+#[test]
+fn tool_choice_parallel_tool_calls_and_extra_body_reach_the_wire() {
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        providers::openai_answer("AAPL is 178.15."),
+    ]);
+    let spec = spec(
+        &fake,
+        "    tool_choice: { tool: get_stock_price }\n    parallel_tool_calls: false\n    extra_body: { seed: 7, response_format: { type: text } }",
+        "",
+    );
+    let out = run_json(&spec, Some(KEY), "AAPL?");
+    out.assert_success();
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let bodies = fake.bodies();
+    assert_eq!(
+        bodies[0]["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_stock_price"}})
+    );
+    assert_eq!(
+        bodies[1]["tool_choice"], "auto",
+        "a forced choice holds until the first tool call"
+    );
+    for b in &bodies {
+        assert_eq!(b["parallel_tool_calls"], false);
+        assert_eq!(b["seed"], 7);
+        assert_eq!(b["response_format"], json!({"type": "text"}));
+    }
+}
+
+#[test]
+fn tool_choice_is_sent_as_auto_by_default_and_left_out_without_tools() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("hi"),
+        providers::openai_answer("hi"),
+    ]);
+    let plain = spec(&fake, "", "");
+    run_json(&plain, Some(KEY), "hi").assert_success();
+    let body = &fake.bodies()[0];
+    assert_eq!(body["tool_choice"], "auto");
+    assert!(body.get("parallel_tool_calls").is_none());
+    // `policy.allow: []` offers no tool: no `tools`, so no `tool_choice` either.
+    let spec2 = spec(
+        &fake,
+        "    tool_choice: required",
+        "policy: { allow: [] }\n",
+    );
+    run_json(&spec2, Some(KEY), "hi").assert_success();
+    let body = &fake.bodies()[1];
+    assert!(
+        body.get("tools").is_none() && body.get("tool_choice").is_none(),
+        "{body}"
+    );
+    assert_eq!(fake.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn azure_openai_through_settings() {
+    let fake = Fake::azure(vec![providers::openai_answer("hello from azure")]);
+    let spec = spec(
+        &fake,
+        "    api_key_header: api-key\n    query: { api-version: 2024-10-21 }",
+        "",
+    );
+    let out = run_json(&spec, Some(KEY), "hi");
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "hello from azure");
+    let req = &fake.requests()[0];
+    assert_eq!(req.header("api-key"), Some(KEY));
+    assert_eq!(req.header("authorization"), None, "the key is sent once");
+    assert_eq!(req.query_param("api-version"), Some("2024-10-21"));
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+}
+
+#[test]
+fn check_refuses_credentials_in_headers_and_owned_keys_in_extra_body() {
+    let fake = Fake::openai(vec![]);
+    let spec = spec(
+        &fake,
+        "    api_key_header: api-key\n    headers: { API-Key: sk-live-1, X-Team: a }\n    extra_body: { messages: [] }",
+        "",
+    );
+    let out = run(toolrun().arg("check").arg(&spec));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("E041") && out.stderr.contains("api_key_env"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("E042"), "{}", out.stderr);
+    assert!(fake.requests().is_empty());
 }
 
 #[test]
