@@ -28,13 +28,13 @@ pub fn run(args: ReportArgs) -> i32 {
             if let Err(e) = crate::files::write_atomically(path, text.as_bytes()) {
                 eprintln!(
                     "error: cannot write the report to `{}`: {e}",
-                    path.display()
+                    crate::term::visible_line(&path.display().to_string())
                 );
                 return exit::FAILED;
             }
             eprintln!(
                 "wrote {} ({} test(s) × {} results file(s))",
-                path.display(),
+                crate::term::visible_line(&path.display().to_string()),
                 built.rows.len(),
                 built.columns.len()
             );
