@@ -93,7 +93,7 @@ codes! {
         "The run would stop on `invalid_arguments` instead of testing what you meant. Mark deliberate mistakes with `malformed: true`.",
         "tool_calls: [{name: get_price, arguments: {ticker: 5}}]", "tool_calls: [{name: get_price, arguments: {ticker: AAPL}}]";
     "E020", "host not allowed",
-        "An HTTP tool's URL names a host outside `policy.network.allow_hosts`, or lets a template choose the host with no allow-list.",
+        "An HTTP tool's URL names a host outside `policy.network.allow_hosts`, lets a template choose the host with no allow-list, or puts an argument into the scheme, host or port (arguments may fill the path, query and fragment only; a whole-URL `{{ args.url }}` needs `allow_hosts`).",
         "HTTP tools reach only hosts a reviewer can see in the spec.",
         "url: \"https://{{ args.host }}/v1\"", "url: \"https://api.example.com/v1\"\n# or list hosts in policy.network.allow_hosts";
     "E021", "invalid URL",

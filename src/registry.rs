@@ -66,7 +66,7 @@ pub enum ToolKind {
     Mock(Vec<MockResponse>),
     Table(Table),
     Builtin(&'static str),
-    Http(HttpTool),
+    Http(Box<HttpTool>),
 }
 
 impl ToolKind {
@@ -102,6 +102,8 @@ pub struct Table {
 pub struct HttpTool {
     pub method: String,
     pub url: TemplateId,
+    /// Where the URL's scheme and host come from, decided once when the spec is compiled.
+    pub origin: UrlOrigin,
     pub query: Vec<(String, TValue)>,
     pub headers: Vec<(String, TemplateId)>,
     pub body: Option<TValue>,
@@ -110,6 +112,17 @@ pub struct HttpTool {
     pub max_bytes: u64,
     pub retries: u32,
     pub max_redirects: u32,
+}
+
+/// What decides an HTTP tool's scheme, host and port. Arguments never do, except as a whole URL.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UrlOrigin {
+    /// Written in the spec (`https://api.example.com/...`), with its port; `None` if unparsable.
+    Literal(Option<HostRule>),
+    /// Rendered from these secrets (`{{ secrets.BASE }}/items`), which are inserted unencoded.
+    Secrets(Vec<String>),
+    /// The whole URL is one argument (`{{ args.url }}`), held to the explicit allow-list.
+    WholeArgument,
 }
 
 /// Faults injected by the spec (or a test case) to exercise the loop's failure paths.

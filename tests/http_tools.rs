@@ -419,12 +419,12 @@ fn without_allow_hosts_only_the_hosts_written_in_urls_are_reached() {
 fn with_allow_hosts_listed_an_unlisted_port_is_denied() {
     let server = TestServer::start(|_| Response::json(200, json!(1)));
     let other = TestServer::start(|_| Response::json(200, json!(2)));
-    // The host comes from an argument; only the first server's port is listed.
-    let tool = "request: { url: \"http://127.0.0.1:{{ args.port }}/x\" }";
+    // The whole URL comes from an argument; only the first server's port is listed.
+    let tool = "request: { url: \"{{ args.url }}\" }";
     let allow = vec![server.addr().to_string()];
     let calls = format!(
-        "{{ name: t, arguments: {{ port: {} }} }}",
-        server.addr().port()
+        "{{ name: t, arguments: {{ url: \"{}\" }} }}",
+        server.url("/x")
     );
     assert_eq!(
         result(
@@ -438,8 +438,8 @@ fn with_allow_hosts_listed_an_unlisted_port_is_denied() {
         &json!(1)
     );
     let calls = format!(
-        "{{ name: t, arguments: {{ port: {} }} }}",
-        other.addr().port()
+        "{{ name: t, arguments: {{ url: \"{}\" }} }}",
+        other.url("/x")
     );
     assert_eq!(
         error(

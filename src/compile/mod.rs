@@ -6,8 +6,7 @@ mod schema_check;
 mod template_check;
 mod tests;
 mod tools;
-
-pub use tools::literal_host;
+mod url_template;
 
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use crate::registry::{HostRule, Limits, Policy, Registry};

@@ -3,14 +3,16 @@
 
 use super::schema_check::{compile_input_schema, empty_object_schema, tool_validator};
 use super::template_check::{check_tvalue, compile_text, Roots};
+use super::url_template;
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{
-    Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind,
+    Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind, UrlOrigin,
 };
 use crate::spec::keys;
 use crate::spec::read::{expected, seq, Obj, Spanned};
 use crate::spec::yaml::{Node, Value};
+use crate::templates::{TValue, TemplateId};
 use crate::vocab::ErrorKind;
 use serde_json::{json, Map};
 
@@ -292,7 +294,7 @@ fn compile_kind(
             let (http, idempotent) = compile_http(obj, &what, name_span, &schema, ctx)?;
             Some(KindParts {
                 schema,
-                kind: ToolKind::Http(http),
+                kind: ToolKind::Http(Box::new(http)),
                 idempotent,
                 prebuilt,
             })
@@ -749,7 +751,41 @@ fn compile_http(
     let req = Obj::new(req_node, "`request`", keys::REQUEST, &mut ctx.d)?;
     let props = schema_properties(schema);
     let roots = Roots::http(Some(&props));
-    let method = match req.string("method", &mut ctx.d) {
+    let method = http_method(&req, ctx);
+    let url = compile_url(&req, &roots, ctx);
+    let query = http_query(&req, &roots, ctx);
+    let headers = http_headers(&req, &roots, ctx);
+    let (body, body_text) = http_body(&req, &roots, ctx);
+    let (pointer, max_bytes, max_redirects) = http_response(obj, ctx);
+    let retries = obj
+        .count("retries", 0, &mut ctx.d)
+        .map(|v| v.value.min(10) as u32)
+        .unwrap_or(0);
+    let idempotent = matches!(
+        method.as_str(),
+        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS"
+    );
+    let (url, origin) = url?;
+    Some((
+        HttpTool {
+            method,
+            url,
+            origin,
+            query,
+            headers,
+            body,
+            body_text,
+            pointer,
+            max_bytes,
+            retries,
+            max_redirects,
+        },
+        idempotent,
+    ))
+}
+
+fn http_method(req: &Obj, ctx: &mut Ctx) -> String {
+    match req.string("method", &mut ctx.d) {
         None => "GET".to_string(),
         Some(m) => {
             let upper = m.value.to_ascii_uppercase();
@@ -765,7 +801,12 @@ fn compile_http(
             }
             upper
         }
-    };
+    }
+}
+
+/// The URL template and what decides its origin. An argument may fill path segments, the query
+/// and the fragment (encoded for where it lands, at run time), never the scheme, host or port.
+fn compile_url(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<(TemplateId, UrlOrigin)> {
     let url = req.require_string("url", "`request`", &mut ctx.d)?;
     let url_node = req.get("url")?;
     let lower = url.value.trim_start().to_ascii_lowercase();
@@ -779,17 +820,37 @@ fn compile_http(
             .help("write the full URL, e.g. `https://api.example.com/v1/...`"),
         );
     }
-    let url_id = compile_text(&url.value, url_node, &roots, ctx);
+    let shape = url_template::shape(&url.value);
+    if let url_template::Shape::FromInput(tag) = &shape {
+        ctx.d.push(
+            Diagnostic::new(
+                "E020",
+                format!("`{tag}` puts caller input into the URL's scheme, host or port"),
+            )
+            .at(url.span)
+            .label("arguments may fill the path, query and fragment only")
+            .help("write the host (or `{{ secrets.BASE }}`) followed by a literal `/` before any argument; to take a whole URL from one argument, write exactly `url: \"{{ args.url }}\"` and list its hosts in `policy.network.allow_hosts`"),
+        );
+    }
+    let id = compile_text(&url.value, url_node, roots, ctx)?;
+    Some((id, shape.origin()?))
+}
+
+fn http_query(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(String, TValue)> {
     let mut query = Vec::new();
     if let Some(q) = req.get("query") {
         if let Some(qobj) = Obj::open(q, "`query`", &mut ctx.d) {
             for (k, v) in qobj.entries {
-                if let Some(tv) = check_tvalue(&v.to_json(), v, &roots, ctx) {
+                if let Some(tv) = check_tvalue(&v.to_json(), v, roots, ctx) {
                     query.push((k.name.clone(), tv));
                 }
             }
         }
     }
+    query
+}
+
+fn http_headers(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(String, TemplateId)> {
     let mut headers = Vec::new();
     if let Some(h) = req.get("headers") {
         if let Some(hobj) = Obj::open(h, "`headers`", &mut ctx.d) {
@@ -803,81 +864,67 @@ fn compile_http(
                         continue;
                     }
                 };
-                if let Some(id) = compile_text(&text, v, &roots, ctx) {
+                if let Some(id) = compile_text(&text, v, roots, ctx) {
                     headers.push((k.name.clone(), id));
                 }
             }
         }
     }
+    headers
+}
+
+fn http_body(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> (Option<TValue>, Option<TemplateId>) {
     let body = req
         .get("body")
-        .and_then(|b| check_tvalue(&b.to_json(), b, &roots, ctx));
-    let body_text = match req.get("body_text") {
-        Some(n) => {
-            if req.has("body") {
-                ctx.d.push(
-                    Diagnostic::new(
-                        "E013",
-                        "a request has either `body` or `body_text`, not both",
-                    )
-                    .at(n.span)
-                    .help("remove one of them"),
-                );
-            }
-            let s = crate::spec::read::string(n, "body_text", &mut ctx.d)?;
-            compile_text(&s.value, n, &roots, ctx)
+        .and_then(|b| check_tvalue(&b.to_json(), b, roots, ctx));
+    let body_text = req.get("body_text").and_then(|n| {
+        if req.has("body") {
+            ctx.d.push(
+                Diagnostic::new(
+                    "E013",
+                    "a request has either `body` or `body_text`, not both",
+                )
+                .at(n.span)
+                .help("remove one of them"),
+            );
         }
-        None => None,
-    };
+        let s = crate::spec::read::string(n, "body_text", &mut ctx.d)?;
+        compile_text(&s.value, n, roots, ctx)
+    });
+    (body, body_text)
+}
+
+/// `response:`: the pointer, `max_bytes` and `max_redirects`.
+fn http_response(obj: &Obj, ctx: &mut Ctx) -> (Option<String>, u64, u32) {
     let mut pointer = None;
     let mut max_bytes = DEFAULT_MAX_BYTES;
     let mut max_redirects = 5;
-    if let Some(r) = obj.get("response") {
-        if let Some(robj) = Obj::new(r, "`response`", keys::HTTP_RESPONSE, &mut ctx.d) {
-            if let Some(p) = robj.string("pointer", &mut ctx.d) {
-                if !p.value.is_empty() && !p.value.starts_with('/') {
-                    ctx.d.push(
-                        Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
-                            .at(p.span)
-                            .help(format!(
-                                "JSON Pointers start with `/`: `/{}`",
-                                p.value.trim_start_matches(['#', '.']).replace('.', "/")
-                            )),
-                    );
-                }
-                pointer = Some(p.value);
-            }
-            if let Some(m) = robj.count("max_bytes", 1, &mut ctx.d) {
-                max_bytes = m.value;
-            }
-            if let Some(m) = robj.count("max_redirects", 0, &mut ctx.d) {
-                max_redirects = m.value.min(20) as u32;
-            }
+    let Some(r) = obj.get("response") else {
+        return (pointer, max_bytes, max_redirects);
+    };
+    let Some(robj) = Obj::new(r, "`response`", keys::HTTP_RESPONSE, &mut ctx.d) else {
+        return (pointer, max_bytes, max_redirects);
+    };
+    if let Some(p) = robj.string("pointer", &mut ctx.d) {
+        if !p.value.is_empty() && !p.value.starts_with('/') {
+            ctx.d.push(
+                Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
+                    .at(p.span)
+                    .help(format!(
+                        "JSON Pointers start with `/`: `/{}`",
+                        p.value.trim_start_matches(['#', '.']).replace('.', "/")
+                    )),
+            );
         }
+        pointer = Some(p.value);
     }
-    let retries = obj
-        .count("retries", 0, &mut ctx.d)
-        .map(|v| v.value.min(10) as u32)
-        .unwrap_or(0);
-    let idempotent = matches!(
-        method.as_str(),
-        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS"
-    );
-    Some((
-        HttpTool {
-            method,
-            url: url_id?,
-            query,
-            headers,
-            body,
-            body_text,
-            pointer,
-            max_bytes,
-            retries,
-            max_redirects,
-        },
-        idempotent,
-    ))
+    if let Some(m) = robj.count("max_bytes", 1, &mut ctx.d) {
+        max_bytes = m.value;
+    }
+    if let Some(m) = robj.count("max_redirects", 0, &mut ctx.d) {
+        max_redirects = m.value.min(20) as u32;
+    }
+    (pointer, max_bytes, max_redirects)
 }
 
 pub(super) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
@@ -949,25 +996,9 @@ pub(super) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
     out
 }
 
-/// The host part of a URL template, or `None` when a template decides it.
-pub fn literal_host(url: &str) -> Option<(String, u16)> {
-    let (scheme, rest) = url.trim().split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.contains("{{") || authority.contains("{%") || scheme.contains("{{") {
-        return None;
-    }
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
-    let default_port = if scheme.eq_ignore_ascii_case("https") {
-        443
-    } else {
-        80
-    };
-    let rule = super::parse_host_rule(authority)?;
-    Some((rule.host, rule.port.unwrap_or(default_port)))
-}
-
 /// With `policy.network.allow_hosts` the list is complete: a literal host outside it is an error.
-/// Without it, literal hosts are the allowed ones, and a host chosen by a template is refused.
+/// Without it, literal hosts are the allowed ones, and a host chosen by a template (a secret, or
+/// a whole-URL argument) is refused: the hosts a spec reaches must be visible in the spec.
 pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
     let Some(Value::Map(tools)) = tools_node.map(|n| &n.value) else {
         return;
@@ -982,19 +1013,24 @@ pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
         let Some(url) = url_node.as_str() else {
             continue;
         };
-        match literal_host(url) {
-            Some((host, port))
+        let shape = url_template::shape(url);
+        match shape {
+            url_template::Shape::Literal(Some(rule))
                 if !policy.allow_hosts.is_empty()
-                    && !policy.allow_hosts.iter().any(|r| r.matches(&host, port)) =>
+                    && !policy
+                        .allow_hosts
+                        .iter()
+                        .any(|r| r.matches(&rule.host, rule.port.unwrap_or(0))) =>
             {
+                let host = rule.host;
                 ctx.d.push(
                     Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
                         .at(url_node.span)
                         .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
                 );
             }
-            None if policy.allow_hosts.is_empty()
-                && (url.contains("://") || url.trim_start().starts_with("{{")) =>
+            url_template::Shape::Secrets(_) | url_template::Shape::WholeArgument
+                if policy.allow_hosts.is_empty() =>
             {
                 ctx.d.push(
                     Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))

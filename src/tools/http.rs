@@ -8,7 +8,7 @@
 use super::{ErrorKind, ToolEnv, ToolError};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::redact::Redactor;
-use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind};
+use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind, UrlOrigin};
 use crate::templates;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Map, Value};
@@ -197,27 +197,33 @@ fn render_error(what: &str, e: &str) -> ToolError {
 
 /// Renders the URL template so that no value can change the URL's structure.
 ///
-/// Every string in the context (arguments, secrets, the query) is percent-encoded *before*
-/// rendering, with everything but the unreserved characters encoded, and marked safe so that
-/// `| urlencode` leaves it alone (see `templates::urlencode`). A value therefore cannot add a path
-/// segment, a query or a fragment wherever the template puts it. This is sounder than rendering
-/// first and comparing the result with the template: with `{% if %}` and filters there is no
-/// "expected structure" to compare with. What encoding cannot stop is a value that *is* a whole
-/// `.` or `..` segment (URL parsers resolve `%2e%2e` too), so those are refused.
+/// Every string a caller controls (arguments, the query) is percent-encoded *before* rendering,
+/// with everything but the unreserved characters encoded, and marked safe so that `| urlencode`
+/// leaves it alone (see `templates::urlencode`). A value therefore cannot add a path segment, a
+/// query, a fragment, a port or user info wherever the template puts it. This is sounder than
+/// rendering first and comparing the result with the template: with `{% if %}` and filters there
+/// is no "expected structure" to compare with. `check` has already refused templates whose scheme
+/// or host reads an argument (`compile::url_template`); the secrets that decide the origin
+/// (`{{ secrets.BASE }}/items`) go in as they are, other secrets encoded like arguments. What
+/// encoding cannot stop is a value that *is* a whole `.` or `..` segment (URL parsers resolve
+/// `%2e%2e` too), so those are refused.
 ///
-/// A URL whose template writes no scheme (`url: "{{ args.url }}"`, allowed only together with
-/// `allow_hosts`) takes a whole URL from its value: it is rendered as is, and the allow-list
-/// check on the result is what keeps it in bounds.
+/// A URL that is one argument as a whole (`url: "{{ args.url }}"`, allowed only with an
+/// explicit `allow_hosts`) is taken as it is: the allow-list check on the parsed result, on every
+/// call and every redirect, is what keeps it in bounds.
 fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String, ToolError> {
     let templates = &env.registry.templates;
-    let source = templates.source(&http.url).unwrap_or_default();
-    if !writes_scheme(&source) {
-        return templates
-            .render_text(&http.url, &templates::context(data))
-            .map_err(|e| render_error("the URL", &e));
-    }
+    let raw_secrets: &[String] = match &http.origin {
+        UrlOrigin::WholeArgument => {
+            return templates
+                .render_text(&http.url, &templates::context(data))
+                .map_err(|e| render_error("the URL", &e));
+        }
+        UrlOrigin::Secrets(names) => names,
+        UrlOrigin::Literal(_) => &[],
+    };
     let url = templates
-        .render_text(&http.url, &encoded_context(data))
+        .render_text(&http.url, &encoded_context(data, raw_secrets))
         .map_err(|e| render_error("the URL", &e))?;
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
     let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0).min(path_end);
@@ -231,23 +237,14 @@ fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String,
     Ok(url)
 }
 
-fn writes_scheme(source: &str) -> bool {
-    let literal = source
-        .split("{{")
-        .next()
-        .unwrap_or("")
-        .split("{%")
-        .next()
-        .unwrap_or("");
-    literal.contains("://")
-}
-
 fn is_dot_segment(segment: &str) -> bool {
     let s = segment.to_ascii_lowercase().replace("%2e", ".");
     s == "." || s == ".."
 }
 
-fn encoded_context(data: &Value) -> minijinja::Value {
+/// The template context with every string encoded for a URL, except the secrets named in
+/// `raw_secrets` (those that write the scheme and host).
+fn encoded_context(data: &Value, raw_secrets: &[String]) -> minijinja::Value {
     fn convert(v: &Value) -> minijinja::Value {
         match v {
             Value::Null => minijinja::Value::from(()),
@@ -269,7 +266,29 @@ fn encoded_context(data: &Value) -> minijinja::Value {
             ),
         }
     }
-    convert(data)
+    let mut root: BTreeMap<String, minijinja::Value> = BTreeMap::new();
+    if let Value::Object(map) = data {
+        for (key, v) in map {
+            let converted = match v {
+                Value::Object(secrets) if key == "secrets" => minijinja::Value::from_object(
+                    secrets
+                        .iter()
+                        .map(|(name, s)| {
+                            let value = if raw_secrets.contains(name) {
+                                templates::context(s)
+                            } else {
+                                convert(s)
+                            };
+                            (name.clone(), value)
+                        })
+                        .collect::<BTreeMap<String, minijinja::Value>>(),
+                ),
+                other => convert(other),
+            };
+            root.insert(key.clone(), converted);
+        }
+    }
+    minijinja::Value::from_object(root)
 }
 
 /// `query:` values: null leaves the parameter out, a list repeats it, objects go as JSON text.
@@ -295,15 +314,11 @@ pub fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
         .tools
         .iter()
         .filter_map(|t| match &t.kind {
-            ToolKind::Http(h) => registry
-                .templates
-                .source(&h.url)
-                .and_then(|s| crate::compile::literal_host(&s)),
+            ToolKind::Http(h) => match &h.origin {
+                UrlOrigin::Literal(Some(rule)) => Some(rule.clone()),
+                _ => None,
+            },
             _ => None,
-        })
-        .map(|(host, port)| HostRule {
-            host,
-            port: Some(port),
         })
         .collect()
 }
@@ -541,11 +556,20 @@ impl Call<'_, '_> {
         if let Some(f) = from {
             d.insert("redirected_from".into(), json!(f.as_str()));
         }
-        ToolError::new(
-            ErrorKind::Denied,
-            format!("refused to contact {host}: {how} is not in the spec's allowed hosts (policy.network.allow_hosts). This tool cannot reach it; do not retry."),
-        )
-        .with_details(Value::Object(d))
+        let message = if matches!(url.scheme(), "http" | "https") {
+            format!("refused to contact {host}: {how} is not in the spec's allowed hosts (policy.network.allow_hosts). This tool cannot reach it; do not retry.")
+        } else {
+            let scheme = url.scheme();
+            let how = match from {
+                Some(f) => format!(
+                    "the server at {} redirected to a `{scheme}:` URL",
+                    display_host(f)
+                ),
+                None => format!("the URL is a `{scheme}:` URL"),
+            };
+            format!("refused: {how}, and HTTP tools reach only http and https URLs. This tool cannot follow it; do not retry.")
+        };
+        ToolError::new(ErrorKind::Denied, message).with_details(Value::Object(d))
     }
 
     fn finish(

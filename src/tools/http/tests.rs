@@ -313,22 +313,23 @@ fn redirects_are_followed_checked_and_strip_credentials() {
 #[test]
 fn hosts_outside_the_allow_list_are_denied_before_any_request() {
     let server = TestServer::start(|_| Response::json(200, json!(1)));
-    // The URL's host comes from an argument; only api.example.com is allowed.
-    let reg = spec(&["api.example.com"], "input: { type: object, properties: { h: { type: string } } }\nrequest: { url: \"http://{{ args.h }}/x\" }");
-    for h in [
-        "localhost",
-        "127.0.0.1",
-        "0x7f.1",
-        "api.example.com.127.0.0.1.nip.io",
-    ] {
-        let e = call(&reg, json!({ "h": h })).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Denied, "{h}: {e:?}");
+    // A host or port taken from an argument does not compile (E020), whatever the allow-list.
+    for url in ["http://{{ args.h }}/x", "http://127.0.0.1:{{ args.h }}/x"] {
+        let text = format!("version: 1\nname: t\npolicy: {{ network: {{ allow_hosts: [api.example.com] }} }}\ntools:\n  t:\n    description: A tool under test for HTTP.\n    kind: http\n    input: {{ type: object, properties: {{ h: {{ type: string }} }} }}\n    request: {{ url: \"{url}\" }}\n{MODEL}");
+        let compiled = crate::compile::compile(
+            &Source {
+                display: "t.yaml".into(),
+                text,
+            },
+            std::path::Path::new("t.yaml"),
+        );
+        assert!(compiled.registry.is_none(), "{url}");
+        assert!(
+            compiled.diagnostics.iter().any(|d| d.code == "E020"),
+            "{url}: {:?}",
+            compiled.diagnostics
+        );
     }
-    // An argument cannot bring its own port (the `:` is encoded, so the URL is invalid).
-    assert_eq!(
-        call(&reg, json!({ "h": host(&server) })).unwrap_err().kind,
-        ErrorKind::InvalidArguments
-    );
     // A template that takes the whole URL from an argument is still held to the list.
     let reg = spec(&["api.example.com"], "input: { type: object, properties: { u: { type: string } } }\nrequest: { url: \"{{ args.u }}\" }");
     for u in [
