@@ -2,6 +2,9 @@
 //! recording and replaying fixtures is just another transport: the engine never knows it replays.
 
 use crate::redact::Redactor;
+pub mod decode;
+pub mod retry;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -207,6 +210,13 @@ impl Transport {
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
+        if !req
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("accept-encoding"))
+        {
+            builder = builder.header("accept-encoding", decode::ACCEPTED);
+        }
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
         }
@@ -237,12 +247,15 @@ impl Transport {
                     p(body.len() as u64);
                 }
             }
-            Ok(HttpResponse {
-                status,
-                headers,
-                body,
-                truncated,
-            })
+            decoded(
+                HttpResponse {
+                    status,
+                    headers,
+                    body,
+                    truncated,
+                },
+                opts.max_bytes,
+            )
         };
         match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
@@ -274,6 +287,23 @@ fn masked(
         Err(NetError::Io(m)) => Err(NetError::Io(redactor.str(&m))),
         Err(e) => Err(e),
     }
+}
+
+/// The body as the server meant it: `Content-Encoding` undone, the size cap applied to the
+/// decoded bytes, and the encoding headers dropped since they no longer describe the body
+/// (a recorded fixture holds the decoded reply).
+fn decoded(mut resp: HttpResponse, max_bytes: u64) -> Result<HttpResponse, NetError> {
+    let Some(encoding) = resp.header("content-encoding").map(str::to_string) else {
+        return Ok(resp);
+    };
+    let body = std::mem::take(&mut resp.body);
+    let d = decode::decode(&encoding, body, max_bytes, resp.truncated).map_err(NetError::Io)?;
+    resp.body = d.body;
+    resp.truncated = d.truncated;
+    resp.headers.retain(|(k, _)| {
+        !k.eq_ignore_ascii_case("content-encoding") && !k.eq_ignore_ascii_case("content-length")
+    });
+    Ok(resp)
 }
 
 fn classify(e: reqwest::Error) -> NetError {

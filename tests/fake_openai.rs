@@ -525,3 +525,40 @@ fn raw_post(fake: &Fake, path: &str, body: &Value) -> String {
     s.read_to_string(&mut out).unwrap();
     out
 }
+
+#[test]
+fn compressed_replies_are_decoded() {
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)])
+            .encoded("zstd"),
+        providers::openai_answer("AAPL is 178.15.").encoded("br"),
+    ]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "AAPL?");
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "AAPL is 178.15.");
+    assert!(fake.requests()[0]
+        .header("accept-encoding")
+        .is_some_and(|a| a.contains("gzip") && a.contains("br") && a.contains("zstd")));
+}
+
+#[test]
+fn a_retry_after_date_is_honoured() {
+    // A date decades away: more than toolrun waits, so it fails now with the server's words
+    // (before, a date was not understood and the run retried after a short backoff).
+    let fake = Fake::openai(vec![
+        Response::json(429, json!({"error": {"message": "Slow down"}}))
+            .header("Retry-After", "Fri, 01 Jan 2100 00:00:00 GMT"),
+        providers::openai_answer("too early"),
+    ]);
+    let spec = spec(&fake, "", "");
+    let out = run_json(&spec, Some(KEY), "hi");
+    let trace = out.json();
+    assert_eq!(trace["status"], "failed", "{out:?}");
+    let err = trace["error"].as_str().unwrap();
+    assert!(
+        err.contains("Slow down") && err.contains("more than 60s"),
+        "{err}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+}

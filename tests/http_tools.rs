@@ -535,3 +535,68 @@ fn an_unset_optional_argument_leaves_its_header_out_as_it_does_a_query_parameter
         vec![("q".to_string(), "abc".to_string())]
     );
 }
+
+#[test]
+fn compressed_bodies_are_decoded() {
+    for enc in ["gzip", "deflate", "br", "zstd"] {
+        let server = TestServer::start(move |req| {
+            let accepts = req.header("accept-encoding").unwrap_or("");
+            if !accepts.contains(enc) {
+                return Response::text(400, format!("no {enc} in Accept-Encoding: {accepts}"));
+            }
+            Response::json(200, json!({"sky": "sunny", "enc": enc})).encoded(enc)
+        });
+        let tool = format!("request: {{ url: \"{}/w\" }}", server.base_url());
+        assert_eq!(
+            result(&one(&tool).run()),
+            &json!({"sky": "sunny", "enc": enc}),
+            "{enc}"
+        );
+    }
+}
+
+#[test]
+fn a_gzip_bomb_is_cut_at_max_bytes_of_decoded_data() {
+    // 1 GiB of zeros as 1024 gzip members of 1 MiB each: about 1 MB on the wire.
+    let member = support::http::gzip(&vec![0u8; 1 << 20]);
+    let bomb = member.repeat(1024);
+    assert!(bomb.len() < 2 << 20, "{}", bomb.len());
+    let server = TestServer::start(move |_| {
+        Response::status(200)
+            .header("Content-Type", "application/octet-stream")
+            .body(bomb.clone())
+            .header("Content-Encoding", "gzip")
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/bomb\" }}\nresponse: {{ max_bytes: 2000 }}",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    let r = result(&trace);
+    assert_eq!(r["truncated"], true, "{r}");
+    assert_eq!(r["bytes"], 2000);
+    assert!(
+        r.get("total_bytes").is_none(),
+        "the wire length is not the body's: {r}"
+    );
+}
+
+#[test]
+fn a_corrupt_compressed_body_is_a_clear_error() {
+    let server = TestServer::start(|_| {
+        Response::text(200, "not gzip at all").header("Content-Encoding", "gzip")
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/bad\" }}\nretries: 0",
+        server.base_url()
+    );
+    let trace = one(&tool).run();
+    let e = error(&trace);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("gzip body does not decode"),
+        "{e}"
+    );
+}

@@ -4,16 +4,13 @@
 
 use super::{Message, ModelError};
 use crate::events::Events;
-use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions, Transport};
+use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOptions, Transport};
 use crate::registry::{LiveModel, Registry, Tool, ToolChoice};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 /// Model replies are small; anything this large is a misbehaving server, not a reply.
 pub const MAX_RESPONSE_BYTES: u64 = 16 << 20;
-/// First retry delay; doubled on each further attempt.
-const BACKOFF_BASE: Duration = Duration::from_millis(500);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// A server asking for a longer pause than this is not waited for: the run fails now with
 /// the server's message rather than hanging silently for minutes.
 const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
@@ -144,7 +141,9 @@ pub async fn post_json(
                     &format!("connection failed: {m}"),
                     started,
                 );
-                transport.pause(backoff(attempt)).await;
+                transport
+                    .pause(retry::MODELS.delay(attempt, req.body.as_deref().unwrap_or_default()))
+                    .await;
                 continue;
             }
             Err(e) => {
@@ -197,7 +196,11 @@ pub async fn post_json(
         let retryable = resp.status == 429 || (500..600).contains(&resp.status);
         let detail = provider_message(parsed.as_ref(), &text);
         if retryable && !last {
-            match retry_delay(&resp, attempt) {
+            match retry_delay(
+                Some(&resp),
+                attempt,
+                req.body.as_deref().unwrap_or_default(),
+            ) {
                 Some(wait) => {
                     transport.pause(wait).await;
                     continue;
@@ -254,29 +257,12 @@ fn humantime(d: Duration) -> String {
     }
 }
 
-pub fn backoff(attempt: u32) -> Duration {
-    let factor = 1u32 << attempt.saturating_sub(1).min(16);
-    BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_MAX)
-}
-
-/// How long to wait before the next attempt: the server's `retry-after-ms` (OpenAI) or
-/// `Retry-After` seconds when given, else exponential backoff. `None`: the server asks for
-/// more than we are willing to wait. An HTTP-date `Retry-After` falls back to backoff.
-pub fn retry_delay(resp: &HttpResponse, attempt: u32) -> Option<Duration> {
-    let asked = resp
-        .header("retry-after-ms")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|ms| ms / 1000.0)
-        .or_else(|| {
-            resp.header("retry-after")
-                .and_then(|v| v.trim().parse::<f64>().ok())
-        })
-        .filter(|s| s.is_finite() && *s >= 0.0);
-    match asked {
-        Some(secs) if secs > RETRY_AFTER_MAX.as_secs_f64() => None,
-        Some(secs) => Some(Duration::from_secs_f64(secs)),
-        None => Some(backoff(attempt)),
-    }
+/// How long to wait before the next attempt: the server's `retry-after-ms` / `Retry-After`
+/// (seconds or a date) when given, else the shared backoff. `None`: the server asks for more
+/// than we are willing to wait.
+pub fn retry_delay(resp: Option<&HttpResponse>, attempt: u32, seed: &[u8]) -> Option<Duration> {
+    let wait = retry::MODELS.next(resp, attempt, seed);
+    (wait <= RETRY_AFTER_MAX).then_some(wait)
 }
 
 /// The provider's own explanation: `error.message` (OpenAI, Anthropic), else the shapes other
@@ -453,31 +439,25 @@ mod tests {
     #[test]
     fn retry_after_is_honoured_and_capped() {
         assert_eq!(
-            retry_delay(&resp(&[("Retry-After", "2")]), 1),
+            retry_delay(Some(&resp(&[("Retry-After", "2")])), 1, b""),
             Some(Duration::from_secs(2))
         );
         assert_eq!(
-            retry_delay(&resp(&[("retry-after-ms", "250"), ("retry-after", "9")]), 1),
-            Some(Duration::from_millis(250))
+            retry_delay(Some(&resp(&[("Retry-After", "3600")])), 1, b""),
+            None
         );
-        assert_eq!(retry_delay(&resp(&[("Retry-After", "3600")]), 1), None);
-        // An HTTP-date is not parsed: backoff instead.
+        // An HTTP date is honoured like seconds.
+        let wait = retry_delay(
+            Some(&resp(&[("Retry-After", &retry::http_date_in(20))])),
+            2,
+            b"",
+        )
+        .expect("under the cap");
+        assert!(wait > Duration::from_secs(17), "{wait:?}");
         assert_eq!(
-            retry_delay(
-                &resp(&[("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")]),
-                2
-            ),
-            Some(backoff(2))
+            retry_delay(Some(&resp(&[])), 1, b"x"),
+            Some(retry::MODELS.delay(1, b"x"))
         );
-        assert_eq!(retry_delay(&resp(&[]), 1), Some(Duration::from_millis(500)));
-    }
-
-    #[test]
-    fn backoff_doubles_and_saturates() {
-        assert_eq!(backoff(1), Duration::from_millis(500));
-        assert_eq!(backoff(2), Duration::from_secs(1));
-        assert_eq!(backoff(3), Duration::from_secs(2));
-        assert_eq!(backoff(40), BACKOFF_MAX);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! sees (and a replaying one answers) every single exchange.
 
 use super::{ErrorKind, ToolEnv, ToolError};
-use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
+use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::redact::Redactor;
 use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind, UrlOrigin};
 use crate::templates;
@@ -14,7 +14,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Everything but RFC 3986 "unreserved" characters: an encoded value cannot add a `/`, `?`, `#`,
 /// `&`, `=`, `@`, `:` or `\` to a URL, in any position.
@@ -24,9 +24,6 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-/// First wait between attempts; doubled each time, with jitter, up to `MAX_BACKOFF`.
-const BASE_BACKOFF: Duration = Duration::from_millis(200);
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// `tool_progress` events at most once per this many bytes, so a fast download does not flood.
 const PROGRESS_EVERY: u64 = 64 * 1024;
 /// Characters of an error body shown to the model: enough for `{"error": "..."}`, no more.
@@ -401,9 +398,7 @@ impl Call<'_, '_> {
                     resp,
                     too_many_redirects: false,
                     ..
-                } if resp.status == 429 || resp.status >= 500 => {
-                    (true, resp.header("retry-after").and_then(parse_retry_after))
-                }
+                } if resp.status == 429 || resp.status >= 500 => (true, retry::retry_after(resp)),
                 // Connection failures (refused, reset, closed before answering) are transient
                 // more often than not; a timeout is not retried: the tool's time is spent.
                 Outcome::Net {
@@ -415,7 +410,8 @@ impl Call<'_, '_> {
             if !retryable || attempts >= max_attempts {
                 break outcome;
             }
-            let wait = retry_after.unwrap_or_else(|| backoff(attempts, self.env.call_id));
+            let wait = retry_after
+                .unwrap_or_else(|| retry::TOOLS.delay(attempts, self.env.call_id.as_bytes()));
             if wait >= self.deadline.saturating_duration_since(Instant::now()) {
                 waited_note = Some(format!(
                     "not retried: waiting {} would pass the tool's {} timeout",
@@ -664,7 +660,7 @@ impl Call<'_, '_> {
                     401 | 403 => "The service refused the tool's credentials; this is a configuration problem and retrying will not help.".to_string(),
                     404 | 410 => "Nothing exists there: check the arguments (a name, an id) and try again with corrected values.".to_string(),
                     429 => {
-                        let after = resp.header("retry-after").and_then(parse_retry_after);
+                        let after = retry::retry_after(&resp);
                         if let Some(a) = after {
                             d.insert("retry_after_ms".into(), json!(a.as_millis() as u64));
                         }
@@ -833,60 +829,6 @@ fn secs(d: Duration) -> String {
     } else {
         format!("{s:.1}s")
     }
-}
-
-/// Exponential backoff with "equal jitter": half the delay fixed, half spread. The jitter is
-/// drawn from the call id, so a replayed run waits the same and parallel calls spread out.
-fn backoff(attempt: u32, call_id: &str) -> Duration {
-    let exp = BASE_BACKOFF
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
-        .min(MAX_BACKOFF);
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in call_id.bytes().chain(attempt.to_le_bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    let frac = (h >> 11) as f64 / (1u64 << 53) as f64;
-    exp / 2 + exp.mul_f64(frac / 2.0)
-}
-
-/// `Retry-After: 3` or `Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`; a date in the past means now.
-fn parse_retry_after(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    if let Ok(s) = v.parse::<u64>() {
-        return Some(Duration::from_secs(s.min(u64::from(u32::MAX))));
-    }
-    let at = parse_http_date(v)?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
-    Some(Duration::from_secs(at.saturating_sub(now).max(0) as u64))
-}
-
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers are allowed to send.
-fn parse_http_date(s: &str) -> Option<i64> {
-    let rest = s.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: i64 = parts.next()?.parse().ok()?;
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| Some(*m) == parts.clone().next())? as i64
-        + 1;
-    parts.next();
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + m * 60 + sec)
 }
 
 #[cfg(test)]

@@ -643,6 +643,29 @@ impl Response {
         self
     }
 
+    /// Compresses the body with `encoding` (`gzip`, `deflate`, `br`, `zstd`) and says so in
+    /// `Content-Encoding`.
+    pub fn encoded(mut self, encoding: &str) -> Response {
+        let Body::Bytes(plain) = &self.body else {
+            panic!("only a byte body can be encoded")
+        };
+        let packed = match encoding {
+            "gzip" => gzip(plain),
+            "deflate" => {
+                use std::io::Write;
+                let mut e =
+                    flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(plain).expect("deflate");
+                e.finish().expect("deflate")
+            }
+            "br" => brotli(plain),
+            "zstd" => zstd(plain),
+            other => panic!("no encoder for {other}"),
+        };
+        self.body = Body::Bytes(packed);
+        self.header("Content-Encoding", encoding)
+    }
+
     /// Sends the body with `Transfer-Encoding: chunked` instead of `Content-Length`.
     pub fn chunked(mut self) -> Response {
         self.chunked = true;
@@ -959,4 +982,67 @@ fn write_response(
         w.write_all(b"0\r\n\r\n")?;
     }
     w.flush()
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoders for compressed bodies
+// ---------------------------------------------------------------------------------------
+
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(data).expect("gzip");
+    e.finish().expect("gzip")
+}
+
+pub fn zstd(data: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+/// A valid brotli stream made of uncompressed meta-blocks (RFC 7932 §9.2): decoders must
+/// handle it like any other, and it needs no brotli encoder among the dependencies.
+pub fn brotli(data: &[u8]) -> Vec<u8> {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u32,
+        n: u32,
+    }
+    impl Bits {
+        fn put(&mut self, value: u32, bits: u32) {
+            for i in 0..bits {
+                self.acc |= ((value >> i) & 1) << self.n;
+                self.n += 1;
+                if self.n == 8 {
+                    self.out.push(self.acc as u8);
+                    self.acc = 0;
+                    self.n = 0;
+                }
+            }
+        }
+        fn align(&mut self) {
+            if self.n > 0 {
+                self.out.push(self.acc as u8);
+                self.acc = 0;
+                self.n = 0;
+            }
+        }
+    }
+    let mut b = Bits {
+        out: Vec::new(),
+        acc: 0,
+        n: 0,
+    };
+    b.put(0, 1); // WBITS: 16
+    for chunk in data.chunks(1 << 16) {
+        b.put(0, 1); // ISLAST
+        b.put(0, 2); // MNIBBLES: 4
+        b.put(chunk.len() as u32 - 1, 16); // MLEN - 1
+        b.put(1, 1); // ISUNCOMPRESSED
+        b.align();
+        b.out.extend_from_slice(chunk);
+    }
+    b.put(1, 1); // ISLAST
+    b.put(1, 1); // ISLASTEMPTY
+    b.align();
+    b.out
 }

@@ -456,26 +456,3 @@ fn urlencode_on_an_argument_encodes_once() {
         json!("/w?city=S%C3%A3o%20Paulo%26x%3D1&n=3")
     );
 }
-
-#[test]
-fn retry_after_dates_and_backoff() {
-    assert_eq!(
-        parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
-        Some(784111777)
-    );
-    assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), None);
-    assert_eq!(
-        parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"),
-        Some(Duration::ZERO)
-    );
-    assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
-    assert_eq!(parse_retry_after("soon"), None);
-    let a = backoff(1, "call_1");
-    assert_eq!(a, backoff(1, "call_1"));
-    assert!(
-        a >= Duration::from_millis(100) && a <= Duration::from_millis(200),
-        "{a:?}"
-    );
-    assert!(backoff(3, "x") >= Duration::from_millis(400));
-    assert!(backoff(30, "x") <= MAX_BACKOFF);
-}
