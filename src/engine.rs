@@ -192,9 +192,9 @@ pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Masks, then cuts: a secret straddling the limit must not leave its first half behind.
+/// Cuts masked text: a secret that begins just before the limit is masked, not left half there.
 fn truncate_observation(redactor: &Redactor, text: &str, max_chars: usize) -> (String, bool) {
-    match redactor.shorten(text, max_chars) {
+    match redactor.cut_masked(text, max_chars) {
         (kept, 0) => (kept, false),
         (kept, more) => (format!("{kept}…[truncated: {more} more characters]"), true),
     }
@@ -295,15 +295,53 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn masked(&self, trace: Trace) -> Trace {
-        if self.redactor.is_empty() {
-            return trace;
+    /// Masks what the loop has not masked yet. Tool results and the observations of successful
+    /// calls were masked as they were made (they can be megabytes: not twice).
+    fn masked(&self, mut t: Trace) -> Trace {
+        let r = &self.redactor;
+        if r.is_empty() {
+            return t;
         }
-        let Ok(mut v) = serde_json::to_value(&trace) else {
-            return trace;
+        let text = |s: &mut String| {
+            if let std::borrow::Cow::Owned(m) = r.mask(s) {
+                *s = m;
+            }
         };
-        self.redactor.value(&mut v);
-        serde_json::from_value(v).unwrap_or(trace)
+        text(&mut t.query);
+        t.final_output.iter_mut().for_each(text);
+        t.error.iter_mut().for_each(text);
+        for e in &mut t.tool_results {
+            r.value(&mut e.arguments);
+            if let Some(err) = &mut e.error {
+                text(&mut err.message);
+            }
+        }
+        for e in &mut t.tool_errors {
+            text(&mut e.message);
+            e.details.iter_mut().for_each(|d| r.value(d));
+        }
+        if let Some(p) = &mut t.pending_tool_call {
+            r.value(&mut p.arguments);
+        }
+        for m in &mut t.messages {
+            match m {
+                Message::System { content } | Message::User { content } => text(content),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    content.iter_mut().for_each(text);
+                    tool_calls
+                        .iter_mut()
+                        .for_each(|c| r.value(&mut c.arguments));
+                }
+                Message::Tool {
+                    content, is_error, ..
+                } if *is_error => text(content),
+                Message::Tool { .. } => {}
+            }
+        }
+        t
     }
 
     fn allowed(&self, name: &str) -> bool {
@@ -704,9 +742,12 @@ impl<'a> Engine<'a> {
         call: &ProposedCall,
         tool: &Tool,
         args: Value,
-        value: Value,
+        mut value: Value,
         duration_ms: f64,
     ) -> Message {
+        // Masked once, as a value; the model's text is made from the masked value, so it is
+        // cut only after masking.
+        self.redactor.value(&mut value);
         let text = match &value {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -716,12 +757,11 @@ impl<'a> Engine<'a> {
             &text,
             self.registry.limits.max_tool_output_chars,
         );
-        let mut recorded = if truncated {
+        let recorded = if truncated {
             Value::String(observation.clone())
         } else {
             value
         };
-        self.redactor.value(&mut recorded);
         self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated }));
         st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok, "result": recorded }));
         st.tool_results.push(ToolResultEntry {

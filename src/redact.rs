@@ -131,6 +131,11 @@ struct Matcher {
     needles: Vec<Needle>,
     /// Bytes where a match can begin: a needle's first byte, or the start of an escape.
     starts: [u64; 4],
+    /// The needles by their first byte: at each position only those that can match are tried.
+    by_first: Vec<Vec<usize>>,
+    /// Every pair of first two bytes a needle can begin with as written (a bit per pair): most
+    /// positions of a text are ruled out by one lookup.
+    pairs: Vec<u64>,
     /// The longest needle, in bytes.
     longest: usize,
 }
@@ -155,11 +160,23 @@ impl Matcher {
                 }
             }
         }
+        if self.by_first.is_empty() {
+            self.by_first = vec![Vec::new(); 256];
+            self.pairs = vec![0; 65536 / 64];
+        }
         for bytes in forms {
             self.longest = self.longest.max(bytes.len());
             self.set_start(bytes[0]);
             if bytes[0] == b' ' {
                 self.set_start(b'+');
+            }
+            self.by_first[usize::from(bytes[0])].push(self.needles.len());
+            let spellings = |b: u8| if b == b' ' { vec![b' ', b'+'] } else { vec![b] };
+            for a in spellings(bytes[0]) {
+                for b in spellings(bytes[1]) {
+                    let pair = usize::from(a) << 8 | usize::from(b);
+                    self.pairs[pair >> 6] |= 1 << (pair & 63);
+                }
             }
             self.needles.push(Needle { bytes, secret });
         }
@@ -178,29 +195,69 @@ impl Matcher {
         self.starts[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 
+    /// Can a match start at `t[p]`? Where neither of the first two bytes is (or can start)
+    /// an escape, a needle must begin with exactly that pair.
+    fn may_start_at(&self, t: &[u8], p: usize) -> bool {
+        let b = t[p];
+        if !self.can_start(b) {
+            return false;
+        }
+        match t.get(p + 1) {
+            Some(&next) if !is_escape_start(b) && !is_escape_start(next) && next != b'+' => {
+                let pair = usize::from(b) << 8 | usize::from(next);
+                self.pairs[pair >> 6] & (1 << (pair & 63)) != 0
+            }
+            _ => true,
+        }
+    }
+
     /// The ranges of `t` that spell a secret, merged where they overlap, each with the secret
     /// it spells. `to_end`: `t` was cut, so a secret begun before its end counts as found.
     fn spans(&self, t: &[u8], to_end: bool) -> Vec<(usize, usize, usize)> {
+        self.scan(t, to_end, false)
+    }
+
+    /// `first_only`: stop at the first match (a yes/no question needs no more).
+    fn scan(&self, t: &[u8], to_end: bool, first_only: bool) -> Vec<(usize, usize, usize)> {
         let mut out: Vec<(usize, usize, usize)> = Vec::new();
         if self.needles.is_empty() {
             return out;
         }
         for (p, &b) in t.iter().enumerate() {
-            if !self.can_start(b) {
+            if !self.may_start_at(t, p) {
                 continue;
             }
             let mut best: Option<(usize, usize)> = None;
-            for n in &self.needles {
-                if let Some(end) = match_at(t, p, &n.bytes, to_end) {
-                    if best.is_none_or(|(e, _)| end > e) {
-                        best = Some((end, n.secret));
+            let mut try_first = |first: u8| {
+                for &k in &self.by_first[usize::from(first)] {
+                    let n = &self.needles[k];
+                    if let Some(end) = match_at(t, p, &n.bytes, to_end) {
+                        if best.is_none_or(|(e, _)| end > e) {
+                            best = Some((end, n.secret));
+                        }
                     }
                 }
+            };
+            // The first unit is the byte itself, `+` standing for a space, or an escape.
+            try_first(b);
+            match b {
+                b'+' => try_first(b' '),
+                b'%' | b'\\' | b'&' => {
+                    if let Some((d, _)) = decode_escape(t, p) {
+                        if d.buf[0] != b {
+                            try_first(d.buf[0]);
+                        }
+                    }
+                }
+                _ => {}
             }
             if let Some((end, secret)) = best {
                 match out.last_mut() {
                     Some(last) if p < last.1 => last.1 = last.1.max(end),
                     _ => out.push((p, end, secret)),
+                }
+                if first_only {
+                    break;
                 }
             }
         }
@@ -311,9 +368,13 @@ impl Redactor {
     /// Masks, then keeps at most `max_chars` characters, masking a secret begun just before the
     /// cut. Returns the kept text and how many characters of the masked text were dropped.
     pub fn shorten(&self, s: &str, max_chars: usize) -> (String, usize) {
-        let masked = self.mask(s);
+        self.cut_masked(&self.mask(s), max_chars)
+    }
+
+    /// [`shorten`](Self::shorten) for text that is masked already (made from masked values).
+    pub fn cut_masked(&self, masked: &str, max_chars: usize) -> (String, usize) {
         let Some((cut, _)) = masked.char_indices().nth(max_chars) else {
-            return (masked.into_owned(), 0);
+            return (masked.to_string(), 0);
         };
         let dropped = masked[cut..].chars().count();
         (self.mask_tail(&masked[..cut]), dropped)
@@ -360,18 +421,27 @@ impl Redactor {
 
     fn first(&self, b: &[u8]) -> Option<&str> {
         self.inner
-            .spans(b, false)
+            .scan(b, false, true)
             .first()
             .map(|s| self.inner.names[s.2].as_str())
     }
 
     /// A document as toolrun writes it (pretty JSON and a newline), masked and then checked:
     /// `Err` means it must not be written at all.
-    pub fn to_pretty(&self, doc: &Value) -> Result<String, Leak> {
-        let mut doc = doc.clone();
+    pub fn to_pretty(&self, mut doc: Value) -> Result<String, Leak> {
+        let pretty = |doc: &Value| serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
+        // Documents are usually masked already (the engine masks as it goes): one scan of the
+        // final bytes is then the whole cost. Only if it finds something is the document
+        // masked and scanned again, and where a secret survives worked out.
+        let text = pretty(&doc);
+        if self.first(text.as_bytes()).is_none() {
+            return Ok(text);
+        }
         self.value(&mut doc);
-        let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
-        self.check(&doc, &text)?;
+        let text = pretty(&doc);
+        if self.first(text.as_bytes()).is_some() {
+            self.check(&doc, &text)?;
+        }
         Ok(text)
     }
 
@@ -474,7 +544,11 @@ fn walk(
             return (to_end && j > 0).then_some(i);
         };
         let literal = c == n[j] || (c == b'+' && n[j] == b' ');
-        let escape = decode_escape(t, i).filter(|(d, _)| n[j..].starts_with(d.as_bytes()));
+        let escape = if is_escape_start(c) {
+            decode_escape(t, i).filter(|(d, _)| n[j..].starts_with(d.as_bytes()))
+        } else {
+            None
+        };
         match (literal, escape) {
             (true, None) => {
                 i += 1;
@@ -501,6 +575,10 @@ fn walk(
             }
         }
     }
+}
+
+fn is_escape_start(b: u8) -> bool {
+    matches!(b, b'%' | b'\\' | b'&')
 }
 
 /// The character an escape at `t[i]` stands for, as UTF-8, and the escape's length.

@@ -221,7 +221,7 @@ pub fn load_quiet(spec: &Path) -> Result<Registry, String> {
 /// atomically.
 pub fn write_fixture(path: &Path, fixture: &Fixture, redactor: &Redactor) -> Result<(), String> {
     let doc = serde_json::to_value(fixture).map_err(|e| e.to_string())?;
-    let text = redactor.to_pretty(&doc).map_err(|leak| {
+    let text = redactor.to_pretty(doc).map_err(|leak| {
         format!(
             "refusing to write fixture `{}`: {leak} even after masking; nothing was written",
             path.display()

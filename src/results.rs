@@ -641,7 +641,7 @@ impl Results {
     pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
         let doc =
             serde_json::to_value(self).map_err(|e| format!("cannot encode the results: {e}"))?;
-        let text = redactor.to_pretty(&doc).map_err(|leak| {
+        let text = redactor.to_pretty(doc).map_err(|leak| {
             format!(
                 "refusing to write results `{}`: {leak} even after masking; nothing was written",
                 path.display()

@@ -58,9 +58,10 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
         interrupted: Some(interrupted),
     };
     let trace = rt.block_on(engine.run(&mut prepared.model, opts));
-    let doc = trace.to_json(&redactor);
+    // The engine masked the trace as it built it; the writer's scan below is the guard.
+    let doc = serde_json::to_value(&trace).unwrap_or_default();
     // Fail closed: a secret that masking missed stops the trace, the fixture and `--json` alike.
-    let pretty = redactor.to_pretty(&doc).map_err(|leak| {
+    let pretty = redactor.to_pretty(doc.clone()).map_err(|leak| {
         eprintln!(
             "error: refusing to write the trace: {leak} even after masking; nothing was written"
         );

@@ -57,12 +57,10 @@ pub async fn execute(
         Err(e) => Err(e),
     };
     // The observation goes back to the model and into the trace: a server echoing a secret must
-    // not hand it to either, so the model sees `***` too.
+    // not hand it to either, so the model sees `***` too. The body was masked as it arrived
+    // (`Transport::mask_with`); messages built here may quote the URL, which holds secrets.
     match result {
-        Ok(mut v) => {
-            redactor.value(&mut v);
-            Ok(v)
-        }
+        Ok(v) => Ok(v),
         Err(mut e) => {
             e.message = redactor.str(&e.message);
             if let Some(d) = &mut e.details {
