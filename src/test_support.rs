@@ -1,6 +1,3 @@
-//! Paths are relative to `src/`: the files live with the integration tests.
+//! The integration tests' support library, a dev-dependency, under the name unit tests use.
 
-#[path = "../tests/support/http.rs"]
-pub mod http;
-#[path = "../tests/support/providers.rs"]
-pub mod providers;
+pub use toolrun_test_support::{http, providers};

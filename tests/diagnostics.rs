@@ -43,40 +43,8 @@ fn code_of(name: &str) -> Option<&str> {
     valid.then_some(code)
 }
 
-/// A line diff (longest common subsequence) in the usual `-`/`+` form.
-fn diff(expected: &str, actual: &str) -> String {
-    let a: Vec<&str> = expected.lines().collect();
-    let b: Vec<&str> = actual.lines().collect();
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, String::new());
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            out.push_str(&format!("  {}\n", a[i]));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            out.push_str(&format!("- {}\n", a[i]));
-            i += 1;
-        } else {
-            out.push_str(&format!("+ {}\n", b[j]));
-            j += 1;
-        }
-    }
-    out
-}
-
 #[test]
 fn every_corpus_file_matches_its_snapshot() {
-    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
     let mut failures = Vec::new();
     for name in corpus() {
         let out = check(&name, "human");
@@ -85,17 +53,8 @@ fn every_corpus_file_matches_its_snapshot() {
             "{name} panicked:\n{out:?}"
         );
         let snapshot = corpus_dir().join(name.replace(".yaml", ".stderr"));
-        if update {
-            std::fs::write(&snapshot, &out.stderr).expect("write snapshot");
-            continue;
-        }
-        let expected = std::fs::read_to_string(&snapshot).unwrap_or_default();
-        if expected != out.stderr {
-            failures.push(format!(
-                "--- {} (- snapshot, + actual)\n{}",
-                snapshot.display(),
-                diff(&expected, &out.stderr)
-            ));
+        if let Err(e) = support::check_snapshot(&snapshot, &out.stderr) {
+            failures.push(e);
         }
     }
     assert!(
@@ -182,9 +141,4 @@ fn all_problems_are_reported_in_one_pass() {
         .map(|d| d["code"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(codes, ["E006", "E011", "E012", "E024", "E033"], "{out:?}");
-}
-
-#[test]
-fn diff_is_readable() {
-    assert_eq!(diff("a\nb\nc\n", "a\nx\nc\n"), "  a\n- b\n+ x\n  c\n");
 }

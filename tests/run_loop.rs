@@ -21,30 +21,11 @@ fn trace(spec_name: &str, query: &str, extra: &[&str]) -> (i32, Value) {
     (out.code, out.json())
 }
 
-/// Hand-rolled snapshots: `UPDATE_SNAPSHOTS=1 cargo test` rewrites them.
 fn assert_snapshot(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap();
-    if expected != actual {
-        let diff: Vec<String> = expected
-            .lines()
-            .zip(actual.lines())
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .take(10)
-            .map(|(i, (a, b))| format!("line {}:\n  - {a}\n  + {b}", i + 1))
-            .collect();
-        panic!(
-            "snapshot {name} differs (UPDATE_SNAPSHOTS=1 to accept):\n{}",
-            diff.join("\n")
-        );
-    }
+    support::assert_snapshot(&path, actual);
 }
 
 #[test]

@@ -919,3 +919,25 @@ fn redact_durations_in_values() {
         })
     );
 }
+
+#[test]
+fn a_missing_snapshot_fails_and_is_written_only_when_asked() {
+    let dir = temp_dir("snapshots");
+    let path = dir.join("nested").join("trace.json");
+    let err = check_snapshot_with(&path, "{}\n", false).unwrap_err();
+    assert!(err.contains("UPDATE_SNAPSHOTS=1"), "{err}");
+    assert!(
+        !path.exists(),
+        "a missing snapshot must not be written unasked"
+    );
+    check_snapshot_with(&path, "{}\n", true).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
+    check_snapshot_with(&path, "{}\n", false).unwrap();
+    let diff = check_snapshot_with(&path, "[]\n", false).unwrap_err();
+    assert!(diff.contains("- {}") && diff.contains("+ []"), "{diff}");
+}
+
+#[test]
+fn line_diff_is_readable() {
+    assert_eq!(line_diff("a\nb\nc\n", "a\nx\nc\n"), "  a\n- b\n+ x\n  c\n");
+}

@@ -4,7 +4,7 @@
 mod models;
 mod schema_check;
 mod template_check;
-mod tests;
+mod test_cases;
 mod tools;
 mod url_template;
 
@@ -165,7 +165,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);
     let tests = match top.get("tests") {
-        Some(n) => tests::compile_tests(n, &models, ctx),
+        Some(n) => test_cases::compile_tests(n, &models, ctx),
         None => Vec::new(),
     };
     let replay_ignore = compile_replay_ignore(&top, ctx);
