@@ -175,6 +175,22 @@ pub struct TestArgs {
     /// Run shard K of N (1-based), e.g. 2/4
     #[arg(long, value_name = "K/N")]
     pub partition: Option<String>,
+    /// Let tests reach the network: live models and HTTP tools (offline by default)
+    #[arg(long)]
+    pub allow_network: bool,
+    /// What a run in which no test ran means (every test skipped, or none selected)
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "fail")]
+    pub no_tests: NoTests,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoTests {
+    /// Exit 1: nothing was tested
+    Fail,
+    /// Print a warning, exit 0
+    Warn,
+    /// Exit 0 quietly
+    Pass,
 }
 
 #[derive(Args, Debug)]

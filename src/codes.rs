@@ -152,10 +152,6 @@ codes! {
         "A `faults:` entry has the wrong form.",
         "Each fault is one of `fail_first`, `timeout`, `http_status`, `oversized_output`.",
         "faults: [{fail_first: 2, http_status: 500}]", "faults: [{fail_first: 2, kind: timeout}]";
-    "E036", "fixture not found",
-        "A test names a `fixture:` file that does not exist.",
-        "The test could not replay anything.",
-        "fixture: fixtures/missing.json", "fixture: fixtures/gain.json  # recorded with --record";
     "E041", "credential in `headers`",
         "A model's `headers:` sets `Authorization`, `x-api-key`, `api-key` or its `api_key_header`.",
         "A key written into a spec gets committed, shared and printed; keys come from environment variables named in `api_key_env`.",
@@ -196,6 +192,10 @@ codes! {
         "A mock response comes after a fallback (a response with no `when`), so it never matches.",
         "The first matching response wins.",
         "responses:\n  - error: unknown\n  - when: {t: A}\n    result: 1", "responses:\n  - when: {t: A}\n    result: 1\n  - error: unknown";
+    "W108", "fixture not recorded yet",
+        "A test names a `fixture:` file that does not exist (yet).",
+        "The spec is fine and every other test runs; `toolrun test` reports this one as failed, with the command that records it.",
+        "fixture: fixtures/missing.json", "fixture: fixtures/gain.json  # recorded with `toolrun run SPEC --query ... --record fixtures/gain.json`";
 }
 
 pub fn find(code: &str) -> Option<&'static Code> {

@@ -195,6 +195,9 @@ pub struct Tape {
     /// Exchanges in the order they happened in this run (what a recording writes).
     log: Mutex<Vec<Exchange>>,
     mismatches: Mutex<Vec<String>>,
+    /// Requests a replay refused, as `(kind, source, "METHOD url")`: what an offline test
+    /// would have sent to the network.
+    refused: Mutex<Vec<(String, String, String)>>,
     ignore: Vec<String>,
     redactor: Redactor,
 }
@@ -210,6 +213,11 @@ impl Tape {
     /// URL-encoded) back to the mask, on both sides of every comparison.
     pub fn replaying(exchanges: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
         Tape::new(Mode::Replay, exchanges, ignore, redactor)
+    }
+    /// Nothing recorded and nothing live: every request is refused and remembered, so an
+    /// offline test can say which tool or model would have reached the network.
+    pub fn offline() -> Tape {
+        Tape::replaying(Vec::new(), Vec::new(), Redactor::default())
     }
     fn new(mode: Mode, exchanges: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
         Tape {
@@ -228,6 +236,7 @@ impl Tape {
             ),
             log: Mutex::new(Vec::new()),
             mismatches: Mutex::new(Vec::new()),
+            refused: Mutex::new(Vec::new()),
             ignore,
             redactor,
         }
@@ -235,6 +244,10 @@ impl Tape {
 
     pub fn exchanges(&self) -> Vec<Exchange> {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    pub fn refused(&self) -> Vec<(String, String, String)> {
+        self.refused.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     pub fn mismatches(&self) -> Vec<String> {
@@ -343,6 +356,13 @@ impl Recorder for Tape {
                 drop(slots);
                 if let Ok(mut m) = self.mismatches.lock() {
                     m.push(report);
+                }
+                if let Ok(mut r) = self.refused.lock() {
+                    r.push((
+                        kind.to_string(),
+                        source.clone(),
+                        format!("{} {}", wanted.method, wanted.url),
+                    ));
                 }
                 Some(Err(NetError::NotRecorded(format!(
                     "{} {}",

@@ -18,6 +18,8 @@ pub struct ReplayReport {
     pub failures: Vec<String>,
     /// `--update` rewrote the fixture's trace.
     pub updated: bool,
+    /// The replayed run, when it could start: tests check their expectations against it.
+    pub trace: Option<crate::trace::Trace>,
 }
 
 pub fn load_fixture(path: &Path) -> Result<Fixture, String> {
@@ -99,6 +101,7 @@ pub async fn replay_fixture(
                     fixture.model
                 )],
                 updated: false,
+                trace: None,
             };
         }
     };
@@ -108,6 +111,7 @@ pub async fn replay_fixture(
             return ReplayReport {
                 failures: vec![e],
                 updated: false,
+                trace: None,
             }
         }
     };
@@ -172,7 +176,11 @@ pub async fn replay_fixture(
             ));
         }
     }
-    ReplayReport { failures, updated }
+    ReplayReport {
+        failures,
+        updated,
+        trace: Some(trace),
+    }
 }
 
 pub async fn replay_file(
@@ -227,6 +235,11 @@ pub fn write_fixture(path: &Path, fixture: &Fixture, redactor: &Redactor) -> Res
             path.display()
         )
     })?;
+    // Per-test fixtures live in a folder of their own, which the first recording creates.
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create folder `{}`: {e}", dir.display()))?;
+    }
     crate::files::write_atomically(path, text.as_bytes())
         .map_err(|e| format!("cannot write fixture `{}`: {e}", path.display()))
 }

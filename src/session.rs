@@ -46,8 +46,8 @@ pub fn prepare(
     prepare_with(registry, requested_model, query, false)
 }
 
-/// `offline`: declared secrets that are not set get the mask as a stand-in. Offline tests use
-/// scripted models and fixtures, so they must not need real credentials.
+/// `offline`: every declared secret is the mask, whatever the environment holds. Offline tests
+/// use scripted models and fixtures: they need no credentials, and a real one could only leak.
 pub fn prepare_with(
     registry: &Registry,
     requested_model: Option<&str>,
@@ -55,12 +55,16 @@ pub fn prepare_with(
     offline: bool,
 ) -> Result<Prepared, String> {
     let model_name = model_name(registry, requested_model)?;
-    let (mut secrets, missing) = Secrets::from_env(&registry.secrets);
-    if offline {
-        for name in &missing {
-            secrets.insert(name, crate::redact::MASK.to_string());
+    let (mut secrets, missing) = if offline {
+        let mut masked = Secrets::default();
+        for name in &registry.secrets {
+            masked.insert(name, crate::redact::MASK.to_string());
         }
-    } else if !missing.is_empty() {
+        (masked, Vec::new())
+    } else {
+        Secrets::from_env(&registry.secrets)
+    };
+    if !missing.is_empty() {
         return Err(format!(
             "the spec reads secret(s) {} from the environment, but they are not set; export them and run again",
             missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")

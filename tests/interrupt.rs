@@ -162,7 +162,10 @@ fn sigint_during_a_test_suite_reports_and_exits_130() {
     let server = slow_server();
     let dir = support::temp_dir("sigint-test");
     let spec_path = support::write(&dir, "slow.yaml", &spec(&server));
-    let child = start(&["test", spec_path.to_str().unwrap()], &dir);
+    let child = start(
+        &["test", spec_path.to_str().unwrap(), "--allow-network"],
+        &dir,
+    );
     wait_for_slow_request(&server);
     signal(&child, "INT");
     let output = child.wait_with_output().unwrap();

@@ -22,6 +22,32 @@ pub enum Outcome {
     Skipped,
 }
 
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+impl Tally {
+    pub fn of(results: &[CaseResult]) -> Tally {
+        let mut t = Tally::default();
+        for r in results {
+            match r.outcome {
+                Outcome::Passed => t.passed += 1,
+                Outcome::Failed => t.failed += 1,
+                Outcome::Skipped => t.skipped += 1,
+            }
+        }
+        t
+    }
+
+    /// Something was actually checked: a skipped case proves nothing.
+    pub fn any_ran(&self) -> bool {
+        self.passed + self.failed > 0
+    }
+}
+
 pub fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
@@ -70,7 +96,12 @@ pub fn report(
                     crate::term::visible_line(&format!("{}::{}", r.suite, r.name))
                 );
                 for f in &r.failures {
-                    println!("     {}", crate::term::visible(f));
+                    // Multi-line reasons (diffs, the command that records a fixture) stay
+                    // indented under their case.
+                    for (i, line) in crate::term::visible(f).lines().enumerate() {
+                        let indent = if i == 0 { "     " } else { "       " };
+                        println!("{indent}{line}");
+                    }
                 }
             }
             if results.is_empty() {

@@ -61,18 +61,24 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
                 None
             }
         });
-        let fixture_path = fixture.and_then(|f| {
+        // A fixture not recorded yet is that test's state, not an error in the spec: every other
+        // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
+        let fixture_path = fixture.map(|f| {
             let p = ctx.spec_dir.join(&f.value);
-            if p.is_file() {
-                Some(p)
-            } else {
+            if !p.is_file() {
                 ctx.d.push(
-                    Diagnostic::new("E036", format!("fixture `{}` does not exist", f.value))
-                        .at(f.span)
-                        .help("paths are relative to the spec's folder; record one with `toolrun run SPEC --query ... --record PATH`"),
+                    Diagnostic::new(
+                        "W108",
+                        format!("fixture `{}` has not been recorded yet", f.value),
+                    )
+                    .at(f.span)
+                    .help(format!(
+                        "`toolrun test` reports test `{}` as failed until it exists; paths are relative to the spec's folder; record it with `toolrun run SPEC --query ... --record {}`",
+                        name.value, f.value
+                    )),
                 );
-                None
             }
+            p
         });
         let approve = obj.string_list("approve", &mut ctx.d).unwrap_or_default();
         for a in &approve {

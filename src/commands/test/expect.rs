@@ -1,0 +1,110 @@
+//! A test's `expect:` against the trace of its run: one readable line per unmet expectation.
+//! Scripted runs and replayed fixtures are judged by this same code.
+
+use crate::registry::Expect;
+use crate::trace::Trace;
+use serde_json::Value;
+
+pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
+    let mut failures = Vec::new();
+    let output = trace.final_output.as_deref().unwrap_or("");
+    let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
+    if let Some(status) = &expect.status {
+        if *status != trace.status {
+            let why = trace
+                .error
+                .as_deref()
+                .map(|e| format!(" ({}: {e})", trace.stop_reason))
+                .unwrap_or_default();
+            failures.push(format!(
+                "expected status `{status}`, got `{}`{why}",
+                trace.status.as_str()
+            ));
+        }
+    }
+    if let Some(reason) = &expect.stop_reason {
+        if reason != &trace.stop_reason {
+            failures.push(format!(
+                "expected stop_reason `{reason}`, got `{}`",
+                trace.stop_reason
+            ));
+        }
+    }
+    if let Some(list) = &expect.tool_calls {
+        if list.iter().map(String::as_str).ne(called.iter().copied()) {
+            failures.push(format!("expected tool calls {list:?}, got {called:?}"));
+        }
+    }
+    for name in &expect.tool_calls_include {
+        if !called.contains(&name.as_str()) {
+            failures.push(format!("expected a call to `{name}`, got {called:?}"));
+        }
+    }
+    for name in &expect.tool_calls_exclude {
+        if called.contains(&name.as_str()) {
+            failures.push(format!("expected no call to `{name}`, got {called:?}"));
+        }
+    }
+    for (i, wanted) in expect.arguments.iter().enumerate() {
+        match trace.tool_results.get(i) {
+            None => failures.push(format!(
+                "expected arguments {} for call {}, but only {} call(s) ran",
+                Value::Object(wanted.clone()),
+                i + 1,
+                called.len()
+            )),
+            Some(r) if !crate::tools::mock::is_subset(wanted, &r.arguments) => {
+                failures.push(format!(
+                    "call {} (`{}`): expected arguments to include {}, got {}",
+                    i + 1,
+                    r.name,
+                    Value::Object(wanted.clone()),
+                    r.arguments
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(kinds) = &expect.error_kinds {
+        let mut got: Vec<&str> = trace.tool_errors.iter().map(|e| e.kind.as_str()).collect();
+        got.sort_unstable();
+        got.dedup();
+        let mut want: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        want.sort_unstable();
+        want.dedup();
+        if got != want {
+            failures.push(format!("expected error kinds {want:?}, got {got:?}"));
+        }
+    }
+    for s in &expect.output_contains {
+        if !output.contains(s.as_str()) {
+            failures.push(format!(
+                "expected the output to contain {s:?}, got {output:?}"
+            ));
+        }
+    }
+    for s in &expect.output_not_contains {
+        if output.contains(s.as_str()) {
+            failures.push(format!(
+                "expected the output not to contain {s:?}, got {output:?}"
+            ));
+        }
+    }
+    if let Some(re) = &expect.output_matches {
+        if !re.is_match(output) {
+            failures.push(format!(
+                "expected the output to match /{}/, got {output:?}",
+                re.as_str()
+            ));
+        }
+    }
+    if let Some(max) = expect.max_tool_calls {
+        if trace.tool_call_count > max {
+            failures.push(format!(
+                "expected at most {max} tool calls, got {}",
+                trace.tool_call_count
+            ));
+        }
+    }
+    failures
+}
