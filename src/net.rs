@@ -54,12 +54,18 @@ impl std::fmt::Display for NetError {
     }
 }
 
+/// Receives each piece of a body as it arrives.
+pub type OnChunk<'a> = &'a (dyn Fn(&[u8]) + Sync);
+
 pub struct SendOptions<'a> {
     /// Covers connect, headers and the whole body.
     pub timeout: Duration,
     pub max_bytes: u64,
     /// Called with the bytes received so far while a body streams in.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// Called with each piece of a 2xx body as it arrives (live traffic only, and only when the
+    /// body is not compressed): streamed replies are shown before they end.
+    pub on_chunk: Option<OnChunk<'a>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -235,7 +241,13 @@ impl Transport {
                 .collect();
             let mut body = Vec::new();
             let mut truncated = false;
+            let on_chunk = opts.on_chunk.filter(|_| {
+                (200..300).contains(&status) && resp.headers().get("content-encoding").is_none()
+            });
             while let Some(chunk) = resp.chunk().await.map_err(classify)? {
+                if let Some(f) = on_chunk {
+                    f(&chunk);
+                }
                 let room = (opts.max_bytes as usize).saturating_sub(body.len());
                 if chunk.len() > room {
                     body.extend_from_slice(&chunk[..room]);

@@ -393,3 +393,31 @@ fn a_base_url_ending_in_v1_is_a_warning_with_the_fix() {
     let strict = run(toolrun().arg("check").arg("--deny-warnings").arg(&spec));
     strict.assert_code(1);
 }
+
+#[test]
+fn a_streamed_loop_gives_the_same_answer_and_usage() {
+    let fake = Fake::anthropic(vec![
+        providers::anthropic_stream_tool_use(&[(
+            "toolu_1",
+            "get_stock_price",
+            json!({"ticker": "AAPL"}),
+        )]),
+        providers::anthropic_stream_answer("AAPL is 178.15 — streamed."),
+    ]);
+    let spec = spec(&fake, "    stream: true", "");
+    let out = run_json(&spec, Some(KEY), "AAPL?");
+    out.assert_success();
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let trace = out.json();
+    assert_eq!(trace["final_output"], "AAPL is 178.15 — streamed.");
+    assert_eq!(trace["tool_results"][0]["result"], json!(178.15));
+    assert_eq!(
+        trace["usage"]["input_tokens"],
+        json!(2 * providers::INPUT_TOKENS)
+    );
+    assert_eq!(
+        trace["usage"]["output_tokens"],
+        json!(2 * providers::OUTPUT_TOKENS)
+    );
+    assert_eq!(fake.bodies()[0]["stream"], true);
+}

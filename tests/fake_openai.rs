@@ -562,3 +562,114 @@ fn a_retry_after_date_is_honoured() {
     );
     assert_eq!(fake.requests().len(), 1);
 }
+
+/// The trace without timings and the spec hash (the specs differ by `stream: true`): what
+/// must not depend on how the reply came over the wire.
+fn outcome_of(trace: &Value) -> Value {
+    match trace {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !k.ends_with("_ms") && *k != "sha256")
+                .map(|(k, v)| (k.clone(), outcome_of(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(outcome_of).collect()),
+        v => v.clone(),
+    }
+}
+
+#[test]
+fn a_streamed_loop_gives_the_same_trace_emits_deltas_and_replays_offline() {
+    let calls = [
+        ("call_a", "get_stock_price", r#"{"ticker":"AAPL"}"#),
+        ("call_m", "get_stock_price", r#"{"ticker":"MSFT"}"#),
+    ];
+    let answer = "MSFT is 233.05 above AAPL; é and 漢 survive splits.";
+    let plain = Fake::openai(vec![
+        providers::openai_tool_calls(&calls),
+        providers::openai_answer(answer),
+    ]);
+    let plain_out = run_json(&spec(&plain, "", ""), Some(KEY), "gap?");
+    plain_out.assert_success();
+
+    let streamed = Fake::openai(vec![
+        providers::openai_stream_tool_calls(&calls),
+        providers::openai_stream_answer(answer),
+    ]);
+    let spec = spec(&streamed, "    stream: true", "");
+    let dir = spec.parent().unwrap().to_path_buf();
+    let events = dir.join("events.jsonl");
+    let fixture = dir.join("streamed.json");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&spec)
+        .args(["--json", "--query", "gap?", "--events"])
+        .arg(&events)
+        .arg("--record")
+        .arg(&fixture)
+        .env("TEST_KEY", KEY));
+    out.assert_success();
+    assert_eq!(streamed.violations(), Vec::<String>::new());
+    assert_eq!(outcome_of(&out.json()), outcome_of(&plain_out.json()));
+    let body = &streamed.bodies()[0];
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        streamed.requests()[0].header("accept"),
+        Some("text/event-stream")
+    );
+
+    let deltas: String = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "model_text_delta")
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(deltas, answer);
+
+    // Offline: the recorded stream replays with no server.
+    drop(streamed);
+    let replay = run(toolrun().arg("replay").arg(&fixture));
+    assert_eq!(replay.code, 0, "{replay:?}");
+    assert_eq!(replay.stdout.lines().last(), Some("1 passed, 0 failed"));
+}
+
+#[test]
+fn a_stream_the_server_answered_with_json_is_read_as_json() {
+    // Servers that do not stream (or ignore `stream`) answer with one JSON document.
+    let fake = Fake::openai(vec![providers::openai_answer("plain reply")]);
+    let out = run_json(&spec(&fake, "    stream: true", ""), Some(KEY), "hi");
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "plain reply");
+}
+
+#[test]
+fn on_a_terminal_a_streamed_answer_is_printed_once() {
+    let fake = Fake::openai(vec![
+        providers::openai_stream_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        providers::openai_stream_answer("AAPL trades at 178.15 today."),
+    ]);
+    let spec = spec(&fake, "    stream: true", "");
+    // `script` (util-linux) gives the binary a real terminal as stdout.
+    let command = format!(
+        "{} run {} --query AAPL?",
+        env!("CARGO_BIN_EXE_toolrun"),
+        spec.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("TEST_KEY", KEY)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("`script` runs (util-linux)");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(
+        text.matches("AAPL trades at 178.15 today.").count(),
+        1,
+        "{text:?}"
+    );
+    assert!(text.ends_with("today.\n"), "{text:?}");
+}

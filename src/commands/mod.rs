@@ -5,6 +5,7 @@ pub mod cases;
 pub mod check;
 pub mod explain;
 pub mod junit;
+pub mod live_text;
 pub mod replay;
 pub mod report;
 pub mod run;

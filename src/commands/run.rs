@@ -26,7 +26,13 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
         crate::session::prepare(&registry, args.model.as_deref(), &args.query).map_err(usage)?;
     check_approvals(&registry, args)?;
     let redactor = prepared.secrets.redactor();
-    let events = open_events(args, &redactor)?;
+    let mut events = open_events(args, &redactor)?;
+    let live_text = super::live_text::LiveText::attach(
+        &mut events,
+        &registry,
+        &prepared.model_name,
+        !args.json && std::io::stdout().is_terminal(),
+    );
     let recorder = open_recorder(args, &registry, &redactor)?;
     let transport = match &recorder {
         Some(tape) => Transport::with_tape(tape.clone()),
@@ -92,7 +98,14 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
             return Err(exit::FAILED);
         }
     }
-    Ok(show_outcome(args, &trace, &pretty, &redactor, &sigint))
+    Ok(show_outcome(
+        args,
+        &trace,
+        &pretty,
+        &redactor,
+        &sigint,
+        live_text.as_ref(),
+    ))
 }
 
 fn usage(e: String) -> i32 {
@@ -226,11 +239,17 @@ fn show_outcome(
     pretty: &str,
     redactor: &Redactor,
     sigint: &crate::replay::Interrupt,
+    live_text: Option<&super::live_text::LiveText>,
 ) -> i32 {
     if args.json {
         print!("{pretty}");
     } else if let Some(answer) = &trace.final_output {
-        println!("{}", crate::term::visible(&redactor.str(answer)));
+        let answer = redactor.str(answer);
+        if !live_text.is_some_and(|l| l.finish(&answer)) {
+            println!("{}", crate::term::visible(&answer));
+        }
+    } else if let Some(l) = live_text {
+        l.finish("");
     }
     if trace.status != Status::Ok {
         let why = trace.error.as_deref().unwrap_or("");

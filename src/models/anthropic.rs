@@ -57,7 +57,12 @@ impl AnthropicModel {
             url: live::url(&self.settings, "/v1/messages"),
             headers,
         };
-        let reply = live::post_json(&ep, &body, transport, events).await?;
+        let form = if self.settings.stream {
+            live::ReplyForm::Stream(|| Box::<super::stream::AnthropicStream>::default())
+        } else {
+            live::ReplyForm::Json
+        };
+        let reply = live::post_json(&ep, &body, form, transport, events).await?;
         parse_response(&reply, input.step).map_err(|mut e| {
             e.message = format!("model `{}` (anthropic): {}", self.name, e.message);
             e
@@ -149,6 +154,9 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
     // The spec allows 0..2 (OpenAI's range); Anthropic's is 0..1 and rejects more.
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t.min(1.0)));
+    }
+    if settings.stream {
+        body.insert("stream".into(), json!(true));
     }
     live::merge_extra_body(&mut body, settings);
     Value::Object(body)

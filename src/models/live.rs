@@ -2,11 +2,13 @@
 //! policy lets the model see, liberal parsing of tool-call arguments, and error messages that
 //! carry the provider's own words but never the API key.
 
+use super::stream::{self, Assembler};
 use super::{Message, ModelError};
 use crate::events::Events;
 use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOptions, Transport};
 use crate::registry::{LiveModel, Registry, Tool, ToolChoice};
 use serde_json::{json, Value};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Model replies are small; anything this large is a misbehaving server, not a reply.
@@ -88,32 +90,27 @@ pub fn allowed_tools(registry: &Registry) -> impl Iterator<Item = &Tool> {
     })
 }
 
-/// Posts `body` and returns the parsed JSON of a 2xx reply. Retries 429, 5xx and failed
-/// connections (`settings.retries` times) with exponential backoff, honouring `Retry-After`;
-/// a timeout is not retried, since the per-request `timeout` is the user's budget for it.
+/// How the reply comes: one JSON document, or server-sent events folded back into one.
+#[derive(Clone, Copy)]
+pub enum ReplyForm {
+    Json,
+    Stream(fn() -> Box<dyn Assembler>),
+}
+
+/// Posts `body` and returns the JSON of a 2xx reply (a stream folded into the reply the
+/// non-streaming API would have sent). Retries 429, 5xx and failed connections
+/// (`settings.retries` times) with the shared backoff, honouring `Retry-After`; a timeout is
+/// not retried, since the per-request `timeout` is the user's budget for it.
 pub async fn post_json(
     ep: &Endpoint<'_>,
     body: &Value,
+    form: ReplyForm,
     transport: &Transport,
     events: &Events,
 ) -> Result<Value, ModelError> {
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "application/json".to_string()),
-    ];
-    for (k, v) in ep.headers.iter().chain(&ep.settings.headers) {
-        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
-        headers.push((k.clone(), v.clone()));
-    }
-    let bytes = serde_json::to_vec(body)
-        .map_err(|e| ModelError::new(format!("cannot encode the request: {e}")))?;
-    let req = HttpRequest {
-        method: "POST".into(),
-        url: ep.url.clone(),
-        headers,
-        body: Some(bytes),
-    };
+    let req = http_request(ep, body, form)?;
     let attempts = ep.settings.retries.saturating_add(1);
+    let deltas = Deltas::new(ep.model_name, events);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -122,110 +119,244 @@ pub async fn post_json(
             json!({ "model": ep.model_name, "provider": ep.provider, "url": ep.url, "attempt": attempt, "body": body }),
         );
         let started = Instant::now();
+        let live = match form {
+            ReplyForm::Stream(make) => Some(Mutex::new(stream::Reader::new(make()))),
+            ReplyForm::Json => None,
+        };
+        let on_chunk = |bytes: &[u8]| {
+            if let Some(Ok(mut r)) = live.as_ref().map(Mutex::lock) {
+                r.feed(bytes, &mut |t| deltas.push(t));
+            }
+        };
         let opts = SendOptions {
             timeout: ep.settings.timeout,
             max_bytes: MAX_RESPONSE_BYTES,
             progress: None,
+            on_chunk: live.as_ref().map(|_| &on_chunk as &(dyn Fn(&[u8]) + Sync)),
         };
         let result = transport
             .send(Purpose::Model(ep.model_name), &req, opts)
             .await;
-        let last = attempt >= attempts;
-        let resp = match result {
-            Ok(resp) => resp,
-            Err(NetError::Connect(m)) if !last => {
-                emit_failure(
-                    ep,
-                    events,
-                    attempt,
-                    &format!("connection failed: {m}"),
-                    started,
-                );
-                transport
-                    .pause(retry::MODELS.delay(attempt, req.body.as_deref().unwrap_or_default()))
-                    .await;
-                continue;
+        let streamed_live = live
+            .and_then(|m| m.into_inner().ok())
+            .is_some_and(|r| r.fed > 0);
+        match outcome(ep, events, attempt, attempt >= attempts, started, result) {
+            Next::Retry(wait) => transport.pause(wait).await,
+            Next::Fail(e) => return Err(e),
+            Next::Reply(resp) => {
+                let reply = read_reply(ep, &resp, form, streamed_live, &deltas);
+                deltas.flush();
+                return reply;
             }
-            Err(e) => {
-                emit_failure(ep, events, attempt, &e.to_string(), started);
-                let what = match e {
-                    NetError::Timeout => {
-                        format!("no reply within {}", humantime(ep.settings.timeout))
-                    }
-                    other => other.to_string(),
-                };
-                return Err(error(
-                    ep,
-                    format!("{what} ({})", tries(attempt)),
-                    None,
-                    None,
-                ));
-            }
-        };
-        let text = String::from_utf8_lossy(&resp.body).into_owned();
-        let parsed: Option<Value> = serde_json::from_str(&text).ok();
-        events.emit(
-            "model_http_response",
-            json!({
-                "model": ep.model_name,
-                "status": resp.status,
-                "attempt": attempt,
-                "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
-                "body": parsed.clone().unwrap_or_else(|| Value::String(text.clone())),
-            }),
-        );
-        if (200..300).contains(&resp.status) {
-            if resp.truncated {
-                return Err(error(
-                    ep,
-                    format!("the reply is larger than {} MiB", MAX_RESPONSE_BYTES >> 20),
-                    Some(resp.status),
-                    None,
-                ));
-            }
-            return match parsed {
-                Some(v) => Ok(v),
-                None => Err(error(
-                    ep,
-                    format!("the reply is not JSON: {}", snippet(&text)),
-                    Some(resp.status),
-                    Some(text),
-                )),
-            };
         }
-        let retryable = resp.status == 429 || (500..600).contains(&resp.status);
-        let detail = provider_message(parsed.as_ref(), &text);
-        if retryable && !last {
-            match retry_delay(
-                Some(&resp),
+    }
+}
+
+/// The request: JSON in, the reply form's media type accepted, provider headers (auth,
+/// versions) overridden by the model's own `headers:` by name.
+fn http_request(
+    ep: &Endpoint<'_>,
+    body: &Value,
+    form: ReplyForm,
+) -> Result<HttpRequest, ModelError> {
+    let accept = match form {
+        ReplyForm::Json => "application/json",
+        ReplyForm::Stream(_) => "text/event-stream",
+    };
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        ("accept".to_string(), accept.to_string()),
+    ];
+    for (k, v) in ep.headers.iter().chain(&ep.settings.headers) {
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+        headers.push((k.clone(), v.clone()));
+    }
+    let bytes = serde_json::to_vec(body)
+        .map_err(|e| ModelError::new(format!("cannot encode the request: {e}")))?;
+    Ok(HttpRequest {
+        method: "POST".into(),
+        url: ep.url.clone(),
+        headers,
+        body: Some(bytes),
+    })
+}
+
+enum Next {
+    Retry(Duration),
+    Fail(ModelError),
+    Reply(HttpResponse),
+}
+
+/// What one attempt's result means: a 2xx reply, a wait before the next attempt, or the
+/// error that ends the call. Reports the attempt as `model_http_response`.
+fn outcome(
+    ep: &Endpoint<'_>,
+    events: &Events,
+    attempt: u32,
+    last: bool,
+    started: Instant,
+    result: Result<HttpResponse, NetError>,
+) -> Next {
+    let seed = ep.model_name.as_bytes();
+    let resp = match result {
+        Ok(resp) => resp,
+        Err(NetError::Connect(m)) if !last => {
+            emit_failure(
+                ep,
+                events,
                 attempt,
-                req.body.as_deref().unwrap_or_default(),
-            ) {
-                Some(wait) => {
-                    transport.pause(wait).await;
-                    continue;
-                }
-                None => {
-                    let msg = format!(
-                        "HTTP {}: {detail} (the server asks to retry after more than {}s)",
-                        resp.status,
-                        RETRY_AFTER_MAX.as_secs()
-                    );
-                    return Err(error(ep, msg, Some(resp.status), Some(text)));
-                }
-            }
+                &format!("connection failed: {m}"),
+                started,
+            );
+            return Next::Retry(retry::MODELS.delay(attempt, seed));
         }
-        let suffix = if retryable {
-            format!(" ({})", tries(attempt))
-        } else {
-            String::new()
+        Err(e) => {
+            emit_failure(ep, events, attempt, &e.to_string(), started);
+            let what = match e {
+                NetError::Timeout => format!("no reply within {}", humantime(ep.settings.timeout)),
+                other => other.to_string(),
+            };
+            return Next::Fail(error(
+                ep,
+                format!("{what} ({})", tries(attempt)),
+                None,
+                None,
+            ));
+        }
+    };
+    let text = String::from_utf8_lossy(&resp.body).into_owned();
+    let parsed: Option<Value> = serde_json::from_str(&text).ok();
+    events.emit(
+        "model_http_response",
+        json!({
+            "model": ep.model_name,
+            "status": resp.status,
+            "attempt": attempt,
+            "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
+            "body": parsed.clone().unwrap_or_else(|| Value::String(text.clone())),
+        }),
+    );
+    if (200..300).contains(&resp.status) {
+        return Next::Reply(resp);
+    }
+    let retryable = resp.status == 429 || (500..600).contains(&resp.status);
+    let detail = provider_message(parsed.as_ref(), &text);
+    if retryable && !last {
+        return match retry_delay(Some(&resp), attempt, seed) {
+            Some(wait) => Next::Retry(wait),
+            None => {
+                let msg = format!(
+                    "HTTP {}: {detail} (the server asks to retry after more than {}s)",
+                    resp.status,
+                    RETRY_AFTER_MAX.as_secs()
+                );
+                Next::Fail(error(ep, msg, Some(resp.status), Some(text)))
+            }
         };
+    }
+    let suffix = if retryable {
+        format!(" ({})", tries(attempt))
+    } else {
+        String::new()
+    };
+    Next::Fail(error(
+        ep,
+        format!("HTTP {}: {detail}{suffix}", resp.status),
+        Some(resp.status),
+        Some(text),
+    ))
+}
+
+/// A 2xx body as the reply JSON. A stream is folded again from the whole (masked) body, so the
+/// reply is the same live and in a replay; its text goes out as deltas here only when it did
+/// not while arriving (a replay, a compressed stream). A server that ignored `stream` and sent
+/// JSON is read as JSON.
+fn read_reply(
+    ep: &Endpoint<'_>,
+    resp: &HttpResponse,
+    form: ReplyForm,
+    streamed_live: bool,
+    deltas: &Deltas<'_>,
+) -> Result<Value, ModelError> {
+    if resp.truncated {
         return Err(error(
             ep,
-            format!("HTTP {}: {detail}{suffix}", resp.status),
+            format!("the reply is larger than {} MiB", MAX_RESPONSE_BYTES >> 20),
             Some(resp.status),
-            Some(text),
+            None,
         ));
+    }
+    let text = String::from_utf8_lossy(&resp.body);
+    let json = serde_json::from_str::<Value>(&text).ok();
+    match (form, json) {
+        (_, Some(v)) => Ok(v),
+        (ReplyForm::Stream(make), None) => {
+            let mut reader = stream::Reader::new(make());
+            let mut text_out = |t: &str| {
+                if !streamed_live {
+                    deltas.push(t);
+                }
+            };
+            reader.feed(&resp.body, &mut text_out);
+            Ok(reader.finish(&mut text_out))
+        }
+        (ReplyForm::Json, None) => Err(error(
+            ep,
+            format!("the reply is not JSON: {}", snippet(&text)),
+            Some(resp.status),
+            Some(text.into_owned()),
+        )),
+    }
+}
+
+/// Answer text as it streams in, as `model_text_delta` events. Text is held back to the last
+/// whitespace: a secret split across two chunks is then masked whole (secrets hold no spaces).
+struct Deltas<'a> {
+    model: &'a str,
+    events: &'a Events,
+    pending: Mutex<String>,
+}
+
+impl<'a> Deltas<'a> {
+    fn new(model: &'a str, events: &'a Events) -> Deltas<'a> {
+        Deltas {
+            model,
+            events,
+            pending: Mutex::new(String::new()),
+        }
+    }
+
+    fn push(&self, text: &str) {
+        if !self.events.is_active() {
+            return;
+        }
+        let Ok(mut pending) = self.pending.lock() else {
+            return;
+        };
+        pending.push_str(text);
+        if let Some(cut) = pending.rfind(char::is_whitespace) {
+            let cut = cut + pending[cut..].chars().next().map_or(1, char::len_utf8);
+            let ready: String = pending.drain(..cut).collect();
+            self.emit(ready);
+        }
+    }
+
+    fn flush(&self) {
+        let rest = self
+            .pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        if !rest.is_empty() {
+            self.emit(rest);
+        }
+    }
+
+    fn emit(&self, text: String) {
+        self.events.emit(
+            "model_text_delta",
+            json!({ "model": self.model, "text": text }),
+        );
     }
 }
 

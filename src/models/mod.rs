@@ -5,6 +5,7 @@ pub mod anthropic;
 pub mod live;
 pub mod openai;
 pub mod scripted;
+pub mod stream;
 
 use crate::events::Events;
 use crate::net::Transport;

@@ -55,7 +55,12 @@ impl OpenAiModel {
             url: live::url(&self.settings, "/chat/completions"),
             headers,
         };
-        let reply = live::post_json(&ep, &body, transport, events).await?;
+        let form = if self.settings.stream {
+            live::ReplyForm::Stream(|| Box::<super::stream::OpenAiStream>::default())
+        } else {
+            live::ReplyForm::Json
+        };
+        let reply = live::post_json(&ep, &body, form, transport, events).await?;
         parse_response(&reply, input.step).map_err(|mut e| {
             e.message = format!("model `{}` (openai): {}", self.name, e.message);
             e
@@ -115,6 +120,11 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
     // `max_tokens`, not `max_completion_tokens`: every compatible server knows the former.
     if let Some(n) = settings.max_tokens {
         body.insert("max_tokens".into(), json!(n));
+    }
+    if settings.stream {
+        body.insert("stream".into(), json!(true));
+        // Without it OpenAI sends no usage in a stream (servers that ignore it send none).
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
     }
     live::merge_extra_body(&mut body, settings);
     Value::Object(body)

@@ -522,6 +522,7 @@ impl Call<'_, '_> {
             } else {
                 None
             },
+            on_chunk: None,
         };
         env.transport
             .send(Purpose::Tool(&self.tool.name), req, opts)

@@ -259,6 +259,150 @@ pub fn openai_tool_calls(calls: &[(&str, &str, &str)]) -> Response {
     )
 }
 
+/// Server-sent events as servers frame them: a keep-alive comment first, CRLF line ends
+/// (allowed, and the framing a parser most often gets wrong), each event ended by a blank line,
+/// and the body sent a few bytes at a time so events and characters are split across reads.
+pub fn sse(events: &[(Option<&str>, Value)], done: bool) -> Response {
+    let mut body = String::from(": keep-alive\r\n\r\n");
+    for (name, data) in events {
+        if let Some(n) = name {
+            body.push_str(&format!("event: {n}\r\n"));
+        }
+        body.push_str(&format!("data: {data}\r\n\r\n"));
+    }
+    if done {
+        body.push_str("data: [DONE]\r\n\r\n");
+    }
+    Response::status(200)
+        .header("Content-Type", "text/event-stream")
+        .body(body.into_bytes())
+        .chunked()
+        .trickle(7, std::time::Duration::from_millis(1))
+}
+
+fn openai_chunk(delta: Value, finish: Value) -> (Option<&'static str>, Value) {
+    (
+        None,
+        json!({ "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "fake",
+                "choices": [{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }] }),
+    )
+}
+
+fn openai_usage_chunk() -> (Option<&'static str>, Value) {
+    (
+        None,
+        json!({ "id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
+                "usage": { "prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS, "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS } }),
+    )
+}
+
+/// [`openai_answer`] streamed: the text in pieces of a few characters, then the usage chunk.
+pub fn openai_stream_answer(text: &str) -> Response {
+    let mut events = vec![openai_chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(4) {
+        events.push(openai_chunk(
+            json!({"content": piece.iter().collect::<String>()}),
+            Value::Null,
+        ));
+    }
+    events.push(openai_chunk(json!({}), json!("stop")));
+    events.push(openai_usage_chunk());
+    sse(&events, true)
+}
+
+/// [`openai_tool_calls`] streamed as OpenAI does: id and name in a call's first chunk, then
+/// the arguments a few characters at a time, calls told apart by `index`.
+pub fn openai_stream_tool_calls(calls: &[(&str, &str, &str)]) -> Response {
+    let mut events = vec![openai_chunk(
+        json!({"role": "assistant", "content": null}),
+        Value::Null,
+    )];
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        events.push(openai_chunk(
+            json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let chars: Vec<char> = args.chars().collect();
+        for piece in chars.chunks(5) {
+            events.push(openai_chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": piece.iter().collect::<String>()}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    events.push(openai_chunk(json!({}), json!("tool_calls")));
+    events.push(openai_usage_chunk());
+    sse(&events, true)
+}
+
+fn anthropic_start() -> Vec<(Option<&'static str>, Value)> {
+    vec![(
+        Some("message_start"),
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+               "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1}}}),
+    )]
+}
+
+fn anthropic_end(events: &mut Vec<(Option<&'static str>, Value)>, stop: &str) {
+    events.push((
+        Some("message_delta"),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": OUTPUT_TOKENS}}),
+    ));
+    events.push((Some("message_stop"), json!({"type": "message_stop"})));
+}
+
+/// [`anthropic_answer`] streamed: text deltas of a few characters, a ping among them.
+pub fn anthropic_stream_answer(text: &str) -> Response {
+    let mut events = anthropic_start();
+    events.push((
+        Some("content_block_start"),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ));
+    events.push((Some("ping"), json!({"type": "ping"})));
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(4) {
+        events.push((
+            Some("content_block_delta"),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece.iter().collect::<String>()}}),
+        ));
+    }
+    events.push((
+        Some("content_block_stop"),
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    anthropic_end(&mut events, "end_turn");
+    sse(&events, false)
+}
+
+/// [`anthropic_tool_use`] streamed: each input as `input_json_delta` fragments.
+pub fn anthropic_stream_tool_use(calls: &[(&str, &str, Value)]) -> Response {
+    let mut events = anthropic_start();
+    for (i, (id, name, input)) in calls.iter().enumerate() {
+        events.push((
+            Some("content_block_start"),
+            json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ));
+        let text = input.to_string();
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(5) {
+            events.push((
+                Some("content_block_delta"),
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece.iter().collect::<String>()}}),
+            ));
+        }
+        events.push((
+            Some("content_block_stop"),
+            json!({"type": "content_block_stop", "index": i}),
+        ));
+    }
+    anthropic_end(&mut events, "tool_use");
+    sse(&events, false)
+}
+
 /// A Messages reply with these content blocks and `stop_reason`.
 pub fn anthropic_reply(content: Value, stop_reason: &str) -> Response {
     Response::json(
@@ -356,6 +500,7 @@ pub fn check_openai(body: &Value) -> Check {
             "seed",
             "n",
             "stream",
+            "stream_options",
             "response_format",
             "user",
         ],
@@ -370,6 +515,12 @@ pub fn check_openai(body: &Value) -> Check {
     }
     check_number(body, "temperature", 0.0, 2.0)?;
     check_positive_int(body, "max_tokens", false)?;
+    if body.get("stream").is_some_and(|s| !s.is_boolean()) {
+        return fail("stream: Input should be a valid boolean");
+    }
+    if body.get("stream_options").is_some() && body.get("stream") != Some(&json!(true)) {
+        return fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    }
     if let Some(tools) = body.get("tools") {
         let tools = tools.as_array().ok_or("`tools` must be an array")?;
         if tools.is_empty() {
