@@ -81,8 +81,8 @@ codes! {
         "It would fail on every run; toolrun finds it at check time instead.",
         "url: \"https://x.test/{{ args.city \"", "url: \"https://x.test/{{ args.city }}\"";
     "E017", "unknown template variable",
-        "A template reads a variable that does not exist there, e.g. `args.x` where `x` is not in the input schema.",
-        "It would render as empty text and send a wrong request with no error.",
+        "A template reads a variable that does not exist there, e.g. `args.x` where `x` is not in the input schema, or `last.reslt` (a result has `id`, `name`, `arguments`, `status`, `result`, `error`).",
+        "At run time reading an undefined value is an error (a tool error, or a model error in a script), so the run would fail where the spec could have said so up front.",
         "url: \"https://x.test/?q={{ args.cty }}\"", "url: \"https://x.test/?q={{ args.city }}\"";
     "E018", "undeclared secret",
         "A template reads `secrets.NAME` but `NAME` is not listed in `secrets:` (or the name is not a valid variable name).",

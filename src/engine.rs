@@ -502,6 +502,9 @@ impl<'a> Engine<'a> {
         opts: &RunOptions<'_>,
     ) -> Option<Stop> {
         let calls = self.record_turn(st, text, calls);
+        // Rejections enter `results` while planning, executions after running: remember where
+        // this turn starts so its entries can be put back in the model's order.
+        let results_start = st.results.len();
         let mut turn = match self.plan_turn(st, &calls, opts) {
             Ok(turn) => turn,
             Err(confirmation) => return Some(confirmation),
@@ -523,6 +526,11 @@ impl<'a> Engine<'a> {
             }
         }
         st.messages.extend(tool_messages);
+        let position = |entry: &Value| {
+            let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
+            calls.iter().position(|c| c.id == id).unwrap_or(usize::MAX)
+        };
+        st.results[results_start..].sort_by_key(position);
         let malformed = self.count_malformed(st, turn.any_malformed);
         turn.stop.or(malformed)
     }

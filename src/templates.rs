@@ -6,6 +6,8 @@ use serde_json::Value;
 
 /// Bounds the work a hostile template (loops, huge ranges) can make a run do.
 const FUEL: u64 = 200_000;
+/// Names of templates made by `add_expr`, whose printed value is written as JSON.
+const EXPR_PREFIX: char = 'j';
 /// A rendered string larger than this is an error, not an observation to carry around.
 pub const MAX_RENDERED_BYTES: usize = 4 << 20;
 
@@ -61,7 +63,13 @@ impl Templates {
         let mut env = minijinja::Environment::new();
         env.set_fuel(Some(FUEL));
         env.set_recursion_limit(64);
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+        // A typo (`{{ last.reslt }}`) must fail loudly instead of rendering as nothing; `{% if
+        // last.error %}` and `| default(..)` still work on values that may be absent.
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::SemiStrict);
+        env.set_formatter(json_formatter);
+        // Undefined values remember the expression that made them, so the error names it
+        // (`last.reslt` is undefined) in every build profile alike.
+        env.set_debug(true);
         env.add_filter("urlencode", urlencode);
         Templates {
             env,
@@ -74,8 +82,16 @@ impl Templates {
     /// Adds a template; a syntax error comes back with its (line, column) inside the template,
     /// both 1-based, the column in characters.
     pub fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
+        self.add_named('t', source)
+    }
+
+    fn add_named(
+        &mut self,
+        prefix: char,
+        source: &str,
+    ) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.count += 1;
-        let id = TemplateId(format!("t{}", self.count));
+        let id = TemplateId(format!("{prefix}{}", self.count));
         self.env
             .add_template_owned(id.0.clone(), source.to_string())
             .map_err(|e| {
@@ -111,9 +127,11 @@ impl Templates {
         }
     }
 
-    /// For `{{ expr }}` leaves: renders the expression as JSON so its type survives.
+    /// For `{{ expr }}` leaves: the formatter prints the value of an `EXPR_PREFIX` template as
+    /// JSON so its type survives. Printing (rather than a `tojson` filter) keeps strict undefined
+    /// checks: a filter would serialise an undefined value as `null`.
     pub fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
-        self.add(&format!("{{{{ ({expr}) | tojson }}}}"))
+        self.add_named(EXPR_PREFIX, &format!("{{{{ {expr} }}}}"))
     }
 
     /// The text a template was compiled from (HTTP tools read the literal host of a URL).
@@ -166,14 +184,14 @@ impl Templates {
         match value {
             Value::String(s) if is_template(s) => {
                 let result = match single_expression(s) {
-                    // The wrapper `{{ (expr) | tojson }}` shifts columns: map them back to `s`.
+                    // The wrapper `{{ expr }}` shifts columns: map them back to `s`.
                     Some(expr) => self.add_expr(expr).map(TValue::Expr).map_err(|(msg, pos)| {
                         let start = s.find(expr).map(|b| s[..b].chars().count()).unwrap_or(0);
                         let pos =
-                            pos.filter(|p| p.line == 1 && p.column > 4)
+                            pos.filter(|p| p.line == 1 && p.column > 3)
                                 .map(|p| TemplatePos {
                                     line: 1,
-                                    column: p.column - 4 + start,
+                                    column: p.column - 3 + start,
                                 });
                         (msg, pos)
                     }),
@@ -287,6 +305,30 @@ fn urlencode(value: &minijinja::Value) -> Result<minijinja::Value, minijinja::Er
     minijinja::filters::urlencode(value).map(minijinja::Value::from)
 }
 
+/// Values print as JSON (what a model, an API or a person reading a trace expects), not as
+/// minijinja's Python-style `{'date': ...}`, `True` or `none`; strings print as themselves in
+/// text. In an expression leaf (`EXPR_PREFIX`) everything is JSON, strings quoted, so the
+/// rendered text parses back into the value with its type.
+fn json_formatter(
+    out: &mut minijinja::Output,
+    state: &mut minijinja::State,
+    value: &minijinja::Value,
+) -> Result<(), minijinja::Error> {
+    use minijinja::value::ValueKind;
+    let as_json = match value.kind() {
+        ValueKind::Undefined => false,
+        ValueKind::String => state.name().starts_with(EXPR_PREFIX),
+        _ => true,
+    };
+    if !as_json {
+        return minijinja::escape_formatter(out, state, value);
+    }
+    let json = serde_json::to_string(value).map_err(|e| {
+        minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string())
+    })?;
+    out.write_str(&json).map_err(minijinja::Error::from)
+}
+
 /// Collects rendered output and refuses to grow past `MAX_RENDERED_BYTES`.
 #[derive(Default)]
 struct CappedWriter {
@@ -323,6 +365,13 @@ fn describe_error(e: minijinja::Error) -> String {
         minijinja::ErrorKind::OutOfFuel => {
             "template did too much work (loop or range too large)".to_string()
         }
+        minijinja::ErrorKind::UndefinedError => format!(
+            "{}; check the name, or give an optional value a fallback: `{{{{ x | default(\"...\") }}}}`",
+            match e.detail() {
+                Some(d) => d.to_string(),
+                None => "a value the template reads is undefined".to_string(),
+            }
+        ),
         _ => match e.detail() {
             Some(d) => format!("{}: {d}", e.kind()),
             None => e.kind().to_string(),
@@ -383,6 +432,44 @@ mod tests {
             .unwrap();
         let err = t.render_text(&id, &context(&json!({}))).unwrap_err();
         assert!(err.contains("more than"), "{err}");
+    }
+
+    #[test]
+    fn undefined_values_are_errors_but_can_be_tested_and_defaulted() {
+        let mut t = Templates::new();
+        let ctx = context(&json!({"last": {"result": 1}, "args": {}}));
+        for source in ["{{ last.reslt }}", "x {{ args.units }} y", "{{ nothing }}"] {
+            let tv = t.compile_value(&json!(source)).unwrap();
+            let err = t.render(&tv, &ctx).unwrap_err();
+            assert!(err.contains("is undefined"), "{source}: {err}");
+            assert!(err.contains("default("), "{source}: {err}");
+        }
+        let tv = t
+            .compile_value(&json!({
+                "a": "{{ args.units | default('metric') }}",
+                "b": "{% if last.error %}bad{% else %}{{ last.result }}{% endif %}",
+                "c": "{{ args.units is defined }}",
+            }))
+            .unwrap();
+        assert_eq!(
+            t.render(&tv, &ctx).unwrap(),
+            json!({"a": "metric", "b": "1", "c": false})
+        );
+    }
+
+    #[test]
+    fn objects_and_arrays_render_as_json() {
+        let mut t = Templates::new();
+        let id = t
+            .add("{{ r }} and {{ r.items }} and {{ r.name }} {{ r.n }} {{ r.ok }} {{ r.no }}")
+            .unwrap();
+        let ctx = context(
+            &json!({"r": {"date": "2030-01-02", "items": [1, "two", null], "name": "Ann", "n": 1.5, "ok": true, "no": null}}),
+        );
+        assert_eq!(
+            t.render_text(&id, &ctx).unwrap(),
+            r#"{"date":"2030-01-02","items":[1,"two",null],"name":"Ann","n":1.5,"ok":true,"no":null} and [1,"two",null] and Ann 1.5 true null"#
+        );
     }
 
     #[test]

@@ -229,7 +229,35 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                     );
                 }
             }
+            ("last", Some(f)) => {
+                let sub = parts
+                    .next()
+                    .map(|rest| rest.split('.').next().unwrap_or(rest));
+                let (path, known): (String, &[&str]) = match (f, sub) {
+                    (f, _) if !RESULT_FIELDS.contains(&f) => (format!("last.{f}"), RESULT_FIELDS),
+                    ("error", Some(e)) if !ERROR_FIELDS.contains(&e) => {
+                        (format!("last.error.{e}"), ERROR_FIELDS)
+                    }
+                    _ => continue,
+                };
+                let wrong = path.rsplit('.').next().unwrap_or(&path);
+                let hint = did_you_mean(wrong, known.iter().copied())
+                    .unwrap_or_else(|| format!("its fields: {}", known.join(", ")));
+                let at = narrow(node, &path, ctx);
+                ctx.d.push(
+                    Diagnostic::new(
+                        "E017",
+                        format!("template reads `{path}`, which a tool result never has"),
+                    )
+                    .at(at)
+                    .help(hint),
+                );
+            }
             _ => {}
         }
     }
 }
+
+/// What every entry of `results` (and so `last`) holds; `error` holds `kind` and `message`.
+const RESULT_FIELDS: &[&str] = &["id", "name", "arguments", "status", "result", "error"];
+const ERROR_FIELDS: &[&str] = &["kind", "message"];
