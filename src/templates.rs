@@ -34,6 +34,10 @@ pub struct Templates {
     env: minijinja::Environment<'static>,
     /// Templates without template syntax: rendered by returning their text, with no context.
     plain: std::collections::HashSet<String>,
+    /// Templates that are exactly `{{ args.NAME }}`, by id: they pass an argument through, so
+    /// one the call left out renders as null (an HTTP query parameter or header is then left
+    /// out) instead of failing like every other undefined value.
+    passthrough: std::collections::HashMap<String, String>,
     count: usize,
 }
 
@@ -74,6 +78,7 @@ impl Templates {
         Templates {
             env,
             plain: Default::default(),
+            passthrough: Default::default(),
             count: 0,
         }
     }
@@ -107,6 +112,16 @@ impl Templates {
             })?;
         if !is_template(source) {
             self.plain.insert(id.0.clone());
+        }
+        if let Some(name) = single_expression(source)
+            .and_then(|e| e.strip_prefix("args."))
+            .filter(|n| {
+                !n.is_empty()
+                    && !n.starts_with(|c: char| c.is_ascii_digit())
+                    && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        {
+            self.passthrough.insert(id.0.clone(), name.to_string());
         }
         Ok(id)
     }
@@ -235,6 +250,16 @@ impl Templates {
         let template = self.env.get_template(&id.0).map_err(|e| e.to_string())?;
         if self.is_plain(id) {
             return Ok(template.source().to_string());
+        }
+        if let Some(name) = self.passthrough.get(&id.0) {
+            let absent = ctx
+                .get_attr("args")
+                .and_then(|args| args.get_attr(name))
+                .map_or(true, |v| v.is_undefined());
+            if absent {
+                let expr = id.0.starts_with(EXPR_PREFIX);
+                return Ok(if expr { "null" } else { "" }.to_string());
+            }
         }
         // Fuel bounds instructions, not bytes: `{% for i in range(100) %}{{ big }}{% endfor %}`
         // is cheap in fuel and huge in output. The writer stops the render at the limit instead
@@ -454,6 +479,28 @@ mod tests {
         assert_eq!(
             t.render(&tv, &ctx).unwrap(),
             json!({"a": "metric", "b": "1", "c": false})
+        );
+    }
+
+    #[test]
+    fn an_argument_passed_through_alone_is_null_when_left_out() {
+        let mut t = Templates::new();
+        let tv = t
+            .compile_value(&json!({"q": "{{ args.q }}", "h": "{{args.q}}", "x": "x{{ args.q }}"}))
+            .unwrap();
+        let err = t.render(&tv, &context(&json!({"args": {}}))).unwrap_err();
+        assert!(err.contains("`args.q` is undefined"), "{err}");
+        let tv = t
+            .compile_value(&json!({"q": "{{ args.q }}", "n": " {{ args.n }} "}))
+            .unwrap();
+        assert_eq!(
+            t.render(&tv, &context(&json!({"args": {"n": 2}}))).unwrap(),
+            json!({"q": null, "n": 2})
+        );
+        let id = t.add("{{ args.q }}").unwrap();
+        assert_eq!(
+            t.render_text(&id, &context(&json!({"args": {}}))).unwrap(),
+            ""
         );
     }
 
