@@ -17,6 +17,10 @@ the tool runs, and its observation goes back to the model, until an answer, a st
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The project root: paths that specs and fixtures name must stay inside it (default: the
+    /// nearest folder above the spec or fixture that holds `.git`, else its own folder)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -101,8 +101,8 @@ codes! {
         "toolrun speaks HTTP only; anything else is a typo or a danger (file://).",
         "url: api.example.com/v1", "url: https://api.example.com/v1";
     "E022", "table file problem",
-        "A table's `file` does not exist, lies outside the spec's folder, or is not valid CSV or JSON.",
-        "A spec may only read files next to it, so running someone's spec cannot read your files.",
+        "A table's `file` does not exist, is not a regular file, lies outside the project root (the nearest folder holding `.git`, else the spec's folder, or `--root DIR`), or is not valid CSV or JSON.",
+        "A spec may only read files inside its project, so running someone's spec cannot read your files.",
         "file: ../../etc/passwd", "file: data/candidates.csv";
     "E023", "invalid limit",
         "A limit is zero, negative or inconsistent (`max_parallel_tools` above `max_tool_calls`).",
@@ -152,6 +152,10 @@ codes! {
         "A `faults:` entry has the wrong form.",
         "Each fault is one of `fail_first`, `timeout`, `http_status`, `oversized_output`.",
         "faults: [{fail_first: 2, http_status: 500}]", "faults: [{fail_first: 2, kind: timeout}]";
+    "E036", "fixture path refused",
+        "A test's `fixture:` is not a regular file (a FIFO, a device, a directory), or lies outside the project root: an absolute path, or `..` or a symlink leading out of the nearest folder holding `.git` (the spec's folder without one; `--root DIR` sets it).",
+        "A spec from someone else must not make toolrun read files outside the project, or hang on a pipe.",
+        "fixture: /home/me/.ssh/id_rsa", "fixture: ../fixtures/gain.json  # recorded with --record";
     "E041", "credential in `headers`",
         "A model's `headers:` sets `Authorization`, `x-api-key`, `api-key` or its `api_key_header`.",
         "A key written into a spec gets committed, shared and printed; keys come from environment variables named in `api_key_env`.",

@@ -1,9 +1,78 @@
-//! Writing files safely: every output (traces, fixtures, reports) goes through here.
+//! Files, safely (issue 12 §3). Every output (traces, fixtures, events, reports) is written
+//! through here, every input a spec or fixture names is read through here, and the paths those
+//! files name are kept inside the project root.
 
-use std::path::Path;
+use std::fs::{File, Metadata, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
-/// Writes next to the target and renames over it, so readers never see half a file.
+/// Writes to a new temporary file next to the target, then renames it over the target, so
+/// readers never see half a file. The temporary name is unpredictable and created with
+/// `O_EXCL` (a symlink planted there makes the create fail, it is never followed); the rename
+/// replaces whatever is at the destination, a symlink included, without writing through it.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let (mut f, tmp) = create_temp_beside(path)?;
+    let result = f
+        .write_all(contents)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Opens a file to stream into (`--events`), created the same way as `write_atomically`'s: a
+/// fresh file renamed into place at once, so a symlink at `path` is replaced, not followed, and
+/// a reader sees the stream from its first line. A FIFO or a terminal that already exists at
+/// `path` (`--events /dev/stderr`, a named pipe a watcher reads) is written to as it is.
+pub fn create_stream(path: &Path) -> std::io::Result<File> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if is_stream_target(&meta) {
+            return open_no_follow(path);
+        }
+        if meta.is_dir() {
+            return Err(std::io::Error::other("it is a directory"));
+        }
+    }
+    let (f, tmp) = create_temp_beside(path)?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(f)
+}
+
+#[cfg(unix)]
+fn is_stream_target(meta: &Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    t.is_fifo() || t.is_char_device() || t.is_socket()
+}
+
+#[cfg(not(unix))]
+fn is_stream_target(_: &Metadata) -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NOFOLLOW: the check above saw no symlink; one swapped in since must not be followed.
+    OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().write(true).open(path)
+}
+
+fn create_temp_beside(path: &Path) -> std::io::Result<(File, PathBuf)> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -12,16 +81,296 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let mut last = None;
+    for _ in 0..16 {
+        let tmp = dir.join(format!(".{name}.{:016x}.tmp", random_u64()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
     }
-    result
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
+/// 64 unpredictable bits: std's `RandomState` is seeded from the operating system's generator.
+fn random_u64() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: regular files only
+
+/// Why an input path is not something to read.
+#[derive(Debug)]
+pub enum NotAFile {
+    Missing,
+    Directory,
+    /// A FIFO, a device or a socket: reading it could block forever or never end.
+    Special(&'static str),
+    Io(std::io::Error),
+}
+
+impl NotAFile {
+    /// "does not exist", "is a directory", "is a character device", ...: after the path.
+    pub fn describe(&self) -> String {
+        match self {
+            NotAFile::Missing => "does not exist".into(),
+            NotAFile::Directory => "is a directory, not a file".into(),
+            NotAFile::Special(kind) => format!("is a {kind}, not a regular file"),
+            NotAFile::Io(e) => format!("cannot be read: {e}"),
+        }
+    }
+}
+
+impl std::fmt::Display for NotAFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// The metadata of `path` (symlinks followed) when it is a regular file. FIFOs and devices are
+/// refused before they are opened: opening a FIFO for reading blocks until a writer comes.
+pub fn regular_file(path: &Path) -> Result<Metadata, NotAFile> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(NotAFile::Missing),
+        Err(e) => return Err(NotAFile::Io(e)),
+    };
+    if meta.is_dir() {
+        return Err(NotAFile::Directory);
+    }
+    if !meta.is_file() {
+        return Err(NotAFile::Special(special_kind(&meta)));
+    }
+    Ok(meta)
+}
+
+#[cfg(unix)]
+fn special_kind(meta: &Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "named pipe (FIFO)"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &Metadata) -> &'static str {
+    "special file"
+}
+
+/// What went wrong reading an input file.
+#[derive(Debug)]
+pub enum ReadError {
+    NotAFile(NotAFile),
+    TooLarge { limit: u64 },
+}
+
+/// Reads a regular file of at most `limit` bytes. The file is checked again once open, so one
+/// swapped for a FIFO in between is still refused; reading stops one byte past the limit.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let meta = regular_file(path).map_err(ReadError::NotAFile)?;
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge { limit });
+    }
+    let f = File::open(path).map_err(|e| ReadError::NotAFile(NotAFile::Io(e)))?;
+    match f.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(m) => return Err(ReadError::NotAFile(NotAFile::Special(special_kind(&m)))),
+        Err(e) => return Err(ReadError::NotAFile(NotAFile::Io(e))),
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadError::NotAFile(NotAFile::Io(e)))?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge { limit });
+    }
+    Ok(bytes)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The project root
+
+static ROOT_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
+
+/// `--root DIR`: the project root for every path a spec or fixture names, in this process.
+pub fn set_root_override(dir: PathBuf) {
+    let _ = ROOT_OVERRIDE.set(dir);
+}
+
+/// The project root of a file: `--root` if given, else the nearest enclosing directory holding
+/// a `.git` (a folder, or the file of a git worktree), else the file's own directory.
+pub fn project_root(file: &Path) -> PathBuf {
+    if let Some(dir) = ROOT_OVERRIDE.get() {
+        return dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    }
+    let dir = parent_dir(file);
+    let dir = dir.canonicalize().unwrap_or(dir);
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .unwrap_or(dir)
+}
+
+fn parent_dir(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Why a path named inside a spec or fixture was refused.
+#[derive(Debug, PartialEq)]
+pub enum Escape {
+    Absolute,
+    OutsideRoot(PathBuf),
+}
+
+impl Escape {
+    pub fn describe(&self, written: &str) -> String {
+        match self {
+            Escape::Absolute => format!("`{written}` is an absolute path"),
+            // The root itself is left out: messages (and their snapshots) stay machine-independent.
+            Escape::OutsideRoot(_) => format!("`{written}` leads outside the project root"),
+        }
+    }
+
+    pub const HELP: &'static str = "write the path relative to the file that names it, inside the project (the nearest folder holding `.git`, or `--root DIR`)";
+}
+
+/// `written` (relative to `base_dir`) as a path, if it stays inside `root`. `..` is allowed as
+/// long as the result stays inside; symlinks are resolved for the existing part of the path, so
+/// a link leading out is an escape too.
+pub fn within_root(root: &Path, base_dir: &Path, written: &str) -> Result<PathBuf, Escape> {
+    let rel = Path::new(written);
+    if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::Prefix(_))) {
+        return Err(Escape::Absolute);
+    }
+    let joined = base_dir.join(rel);
+    let resolved = resolve(&joined);
+    let root_real = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    if resolved.starts_with(&root_real) {
+        Ok(joined)
+    } else {
+        Err(Escape::OutsideRoot(root_real))
+    }
+}
+
+/// The canonical form of the longest existing prefix, with the rest appended lexically.
+fn resolve(path: &Path) -> PathBuf {
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    let mut out = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => resolve(p),
+        _ => std::env::current_dir().unwrap_or_default(),
+    };
+    match path.components().next_back() {
+        Some(Component::ParentDir) => {
+            out.pop();
+        }
+        Some(Component::Normal(n)) => out.push(n),
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "toolrun-files-{name}-{}-{:x}",
+            std::process::id(),
+            random_u64()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_old_predictable_temp_name_is_not_followed() {
+        let d = scratch("tmp");
+        let victim = d.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        // The name the previous implementation used for its temporary file.
+        let old = d.join(format!(".out.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old).unwrap();
+        write_atomically(&d.join("out.json"), b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(d.join("out.json")).unwrap(), "new");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_destination_is_replaced() {
+        let d = scratch("dest");
+        let victim = d.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("out.json")).unwrap();
+        write_atomically(&d.join("out.json"), b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let meta = std::fs::symlink_metadata(d.join("out.json")).unwrap();
+        assert!(meta.is_file());
+        std::os::unix::fs::symlink(&victim, d.join("events.jsonl")).unwrap();
+        let mut f = create_stream(&d.join("events.jsonl")).unwrap();
+        f.write_all(b"{}\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(
+            std::fs::read_to_string(d.join("events.jsonl")).unwrap(),
+            "{}\n"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_named_as_devices() {
+        let e = regular_file(Path::new("/dev/null")).unwrap_err();
+        assert_eq!(e.describe(), "is a character device, not a regular file");
+        assert!(matches!(
+            regular_file(Path::new("/")),
+            Err(NotAFile::Directory)
+        ));
+    }
+
+    #[test]
+    fn paths_stay_inside_the_root() {
+        let root = scratch("root");
+        std::fs::create_dir_all(root.join("specs")).unwrap();
+        let specs = root.join("specs");
+        assert!(within_root(&root, &specs, "../fixtures/y.json").is_ok());
+        assert!(within_root(&root, &specs, "data/t.csv").is_ok());
+        assert_eq!(
+            within_root(&root, &specs, "/etc/passwd"),
+            Err(Escape::Absolute)
+        );
+        assert!(matches!(
+            within_root(&root, &specs, "../../etc/passwd"),
+            Err(Escape::OutsideRoot(_))
+        ));
+        assert!(matches!(
+            within_root(&root, &specs, "a/../../../x"),
+            Err(Escape::OutsideRoot(_))
+        ));
+    }
 }

@@ -22,28 +22,51 @@ pub struct ReplayReport {
     pub trace: Option<crate::trace::Trace>,
 }
 
+/// Fixtures hold every response of a run; this bounds what a hostile one can make us hold.
+const MAX_FIXTURE_BYTES: u64 = 256 << 20;
+
 pub fn load_fixture(path: &Path) -> Result<Fixture, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read fixture `{}`: {e}", path.display()))?;
-    let raw: Value = serde_json::from_str(&text)
+    let bytes = crate::files::read_regular(path, MAX_FIXTURE_BYTES).map_err(|e| match e {
+        crate::files::ReadError::NotAFile(e) => format!("fixture `{}` {e}", path.display()),
+        crate::files::ReadError::TooLarge { limit } => {
+            format!("fixture `{}` is larger than {limit} bytes", path.display())
+        }
+    })?;
+    let raw: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("fixture `{}` is not valid JSON: {e}", path.display()))?;
-    let version = raw
-        .get("format_version")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    if version != u64::from(FORMAT_VERSION) {
-        return Err(format!("fixture `{}` has format_version {version}; this toolrun reads version {FORMAT_VERSION}", path.display()));
+    let version = raw.get("format_version");
+    if version.and_then(Value::as_u64) != Some(u64::from(FORMAT_VERSION)) {
+        // Say what the file holds (`1.5`, `"1"`, nothing), not what it was coerced to.
+        let found = match version {
+            None => "no format_version".to_string(),
+            Some(v) => format!("format_version {v}"),
+        };
+        return Err(format!(
+            "fixture `{}` has {found}; this toolrun reads version {FORMAT_VERSION}",
+            path.display()
+        ));
     }
     serde_json::from_value(raw)
         .map_err(|e| format!("fixture `{}` is malformed: {e}", path.display()))
 }
 
-/// The spec a fixture was recorded from, resolved against the fixture's own folder.
-pub fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> PathBuf {
-    fixture_path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(&fixture.spec.path)
+/// The spec a fixture was recorded from, resolved against the fixture's own folder. It must stay
+/// inside the fixture's project root: a fixture from a pull request cannot make `replay` read
+/// `/etc/passwd` or a home directory.
+pub fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> Result<PathBuf, String> {
+    let dir = match fixture_path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let root = crate::files::project_root(fixture_path);
+    let written = &fixture.spec.path;
+    crate::files::within_root(&root, dir, written).map_err(|e| {
+        format!(
+            "fixture `{}`: its spec path {}; pass `--spec PATH` or `--root DIR`",
+            fixture_path.display(),
+            e.describe(written)
+        )
+    })
 }
 
 /// `to` relative to the directory `from`, for portable paths inside fixtures.
@@ -193,7 +216,7 @@ pub async fn replay_file(
     match registry {
         Some(r) => Ok(replay_fixture(&fixture, r, path, update, interrupted).await),
         None => {
-            let spec = spec_path_for(path, &fixture);
+            let spec = spec_path_for(path, &fixture)?;
             let r = load_quiet(&spec)?;
             Ok(replay_fixture(&fixture, &r, path, update, interrupted).await)
         }

@@ -120,7 +120,7 @@ fn table_file_outside_the_spec_folder_is_refused() {
 
     let out = check(&write(&dir, "dotdot.yaml", &table_spec("../secret.csv")));
     assert_refused(&out, "E022");
-    assert!(both(&out).contains("outside the spec's folder"), "{out:?}");
+    assert!(both(&out).contains("outside the project root"), "{out:?}");
     assert!(!both(&out).contains("top secret"), "{out:?}");
 
     let out = check(&write(

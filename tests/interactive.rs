@@ -50,8 +50,14 @@ fn yes_on_the_prompt_runs_the_tool_and_is_recorded_as_an_approval() {
     let recorded: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
     assert_eq!(recorded["approvals"], serde_json::json!(["refund_order"]));
-    // The replay needs no terminal: the approval comes from the fixture.
-    let out = support::run(support::toolrun().arg("replay").arg(&fixture));
+    // The replay needs no terminal: the approval comes from the fixture. The fixture lives
+    // outside the project, so the spec it names is given explicitly.
+    let out = support::run(
+        support::toolrun()
+            .arg("replay")
+            .arg(&fixture)
+            .args(["--spec", "specs/guardrails.yaml"]),
+    );
     assert_eq!(out.code, 0, "{out:?}");
 }
 

@@ -392,6 +392,8 @@ fn the_repository_fixture_tests_check_assertions() {
         assert!(text.contains(good), "{spec} still asserts {good}");
         std::fs::create_dir_all(dir.join("specs")).unwrap();
         std::fs::create_dir_all(dir.join("fixtures")).unwrap();
+        // A project root, as the repository has: `../fixtures` stays inside it.
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
         if spec == "stock_assistant.yaml" {
             std::fs::create_dir_all(dir.join("specs/data")).unwrap();
             for e in std::fs::read_dir(root.join("specs/data")).unwrap() {

@@ -19,6 +19,16 @@ use crate::registry::Registry;
 use std::path::Path;
 
 pub fn dispatch(cli: Cli) -> i32 {
+    if let Some(root) = cli.root {
+        if !root.is_dir() {
+            eprintln!(
+                "error: --root `{}` is not a directory",
+                crate::term::visible(&root.display().to_string())
+            );
+            return exit::USAGE;
+        }
+        crate::files::set_root_override(root);
+    }
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),

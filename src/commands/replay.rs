@@ -15,23 +15,24 @@ pub fn run(args: ReplayArgs) -> i32 {
     type Job = (PathBuf, Result<(crate::fixture::Fixture, PathBuf), String>);
     let mut jobs: Vec<Job> = Vec::new();
     for path in &args.fixtures {
-        if !path.is_file() {
+        if let Err(e) = crate::files::regular_file(path) {
             eprintln!(
-                "error: fixture `{}` does not exist or is not a file",
-                path.display()
+                "error: fixture `{}` {}",
+                crate::term::visible(&path.display().to_string()),
+                e.describe()
             );
             return exit::USAGE;
         }
-        let job = crate::replay::load_fixture(path).map(|fx| {
-            let spec = args
-                .spec
-                .clone()
-                .unwrap_or_else(|| crate::replay::spec_path_for(path, &fx));
+        let job = crate::replay::load_fixture(path).and_then(|fx| {
+            let spec = match &args.spec {
+                Some(s) => s.clone(),
+                None => crate::replay::spec_path_for(path, &fx)?,
+            };
             let key = spec.canonicalize().unwrap_or(spec.clone());
             specs
                 .entry(key.clone())
                 .or_insert_with(|| crate::replay::load_quiet(&spec));
-            (fx, key)
+            Ok((fx, key))
         });
         jobs.push((path.clone(), job));
     }

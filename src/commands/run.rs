@@ -128,7 +128,7 @@ fn open_events(args: &RunArgs, redactor: &Redactor) -> Result<Events, i32> {
     let Some(path) = &args.events else {
         return Ok(Events::none());
     };
-    match std::fs::File::create(path) {
+    match crate::files::create_stream(path) {
         Ok(f) => Ok(Events::to_writer(
             Box::new(std::io::BufWriter::new(f)),
             redactor.clone(),

@@ -23,6 +23,8 @@ pub struct Ctx<'a> {
     pub d: Diagnostics,
     pub source: &'a Source,
     pub spec_dir: PathBuf,
+    /// Paths the spec names (`file:`, `fixture:`) must stay inside this folder.
+    pub root: PathBuf,
     pub templates: Templates,
     pub secrets: BTreeMap<String, Span>,
     pub used_secrets: BTreeSet<String>,
@@ -93,6 +95,7 @@ pub fn compile(source: &Source, path: &Path) -> Compiled {
         d: Diagnostics::default(),
         source,
         spec_dir,
+        root: crate::files::project_root(path),
         templates: Templates::new(),
         secrets: BTreeMap::new(),
         used_secrets: BTreeSet::new(),

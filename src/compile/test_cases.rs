@@ -63,23 +63,7 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
         });
         // A fixture not recorded yet is that test's state, not an error in the spec: every other
         // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
-        let fixture_path = fixture.map(|f| {
-            let p = ctx.spec_dir.join(&f.value);
-            if !p.is_file() {
-                ctx.d.push(
-                    Diagnostic::new(
-                        "W108",
-                        format!("fixture `{}` has not been recorded yet", f.value),
-                    )
-                    .at(f.span)
-                    .help(format!(
-                        "`toolrun test` reports test `{}` as failed until it exists; paths are relative to the spec's folder; record it with `toolrun run SPEC --query ... --record {}`",
-                        name.value, f.value
-                    )),
-                );
-            }
-            p
-        });
+        let fixture_path = fixture.and_then(|f| fixture_path(&f, &name.value, ctx));
         let approve = obj.string_list("approve", &mut ctx.d).unwrap_or_default();
         for a in &approve {
             if !ctx.tool_exists(&a.value) {
@@ -213,4 +197,43 @@ fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
         .count("max_tool_calls", 0, &mut ctx.d)
         .map(|v| v.value.min(u32::MAX as u64) as u32);
     e
+}
+
+/// `fixture:` must name a regular file inside the project root (issue 12 §3); one not recorded
+/// yet is a warning.
+fn fixture_path(f: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<std::path::PathBuf> {
+    let p = match crate::files::within_root(&ctx.root, &ctx.spec_dir, &f.value) {
+        Ok(p) => p,
+        Err(e) => {
+            ctx.d.push(
+                Diagnostic::new("E036", format!("fixture {}", e.describe(&f.value)))
+                    .at(f.span)
+                    .help(crate::files::Escape::HELP),
+            );
+            return None;
+        }
+    };
+    match crate::files::regular_file(&p) {
+        Ok(_) => {}
+        Err(crate::files::NotAFile::Missing) => ctx.d.push(
+            Diagnostic::new(
+                "W108",
+                format!("fixture `{}` has not been recorded yet", f.value),
+            )
+            .at(f.span)
+            .help(format!(
+                "`toolrun test` reports test `{test}` as failed until it exists; paths are relative to the spec's folder; record it with `toolrun run SPEC --query ... --record {}`",
+                f.value
+            )),
+        ),
+        Err(e) => {
+            ctx.d.push(
+                Diagnostic::new("E036", format!("fixture `{}` {e}", f.value))
+                    .at(f.span)
+                    .help("name a fixture file (JSON) written by `toolrun run ... --record PATH`"),
+            );
+            return None;
+        }
+    }
+    Some(p)
 }

@@ -558,124 +558,132 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
 }
 
 fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
-    let fail = |ctx: &mut Ctx, msg: String, help: &str| {
-        ctx.d.push(
-            Diagnostic::new("E022", msg)
-                .at(file.span)
-                .help(help.to_string()),
-        );
-        None
-    };
-    let rel = std::path::Path::new(&file.value);
-    if rel.is_absolute() {
-        return fail(
-            ctx,
-            format!("table file `{}` is an absolute path", file.value),
-            "write the path relative to the spec's folder",
-        );
-    }
-    let path = ctx.spec_dir.join(rel);
-    // Canonical paths resolve `..` and symlinks: the file must really live under the spec's folder.
-    let (Ok(base), Ok(real)) = (ctx.spec_dir.canonicalize(), path.canonicalize()) else {
-        return fail(
-            ctx,
-            format!("table file `{}` does not exist", file.value),
-            "the path is relative to the spec's folder",
-        );
-    };
-    if !real.starts_with(&base) {
-        return fail(
-            ctx,
-            format!("table file `{}` is outside the spec's folder", file.value),
-            "specs may only read files in their own folder (no `..`, no symlinks leading out)",
-        );
-    }
-    let meta = std::fs::metadata(&real).ok()?;
-    // A FIFO or a device (`/dev/zero` behind a symlink in the folder) has no end: reading it
-    // would hang or fill memory.
-    if !meta.is_file() {
-        return fail(
-            ctx,
-            format!("table file `{}` is not a regular file", file.value),
-            "point `file:` at a CSV or JSON file",
-        );
-    }
-    if meta.len() > crate::spec::MAX_SPEC_BYTES * 4 {
-        return fail(
-            ctx,
-            format!(
-                "table file `{}` is larger than {} bytes",
-                file.value,
-                crate::spec::MAX_SPEC_BYTES * 4
-            ),
-            "use a smaller table",
-        );
-    }
-    let text = match std::fs::read_to_string(&real) {
-        Ok(t) => t,
-        Err(e) => {
-            return fail(
-                ctx,
-                format!("cannot read table file `{}`: {e}", file.value),
-                "save it as UTF-8 CSV or JSON",
-            )
-        }
-    };
-    let is_json = real
+    let path = table_path(file, ctx)?;
+    let text = read_table_text(file, &path, ctx)?;
+    let is_json = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_json {
-        match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(rows),
-            Ok(_) => fail(
-                ctx,
-                format!(
-                    "table file `{}` must hold a JSON array of objects",
-                    file.value
-                ),
-                "write `[{\"column\": \"value\"}, ...]`",
-            ),
-            Err(e) => fail(
-                ctx,
-                format!("table file `{}` is not valid JSON: {e}", file.value),
-                "fix the JSON",
-            ),
-        }
+        json_table(file, &text, ctx)
     } else {
-        let mut reader = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
-            .from_reader(text.as_bytes());
-        let headers = match reader.headers() {
-            Ok(h) => h.clone(),
+        csv_table(file, &text, ctx)
+    }
+}
+
+fn table_error(file: &Spanned<String>, ctx: &mut Ctx, msg: String, help: &str) {
+    ctx.d.push(
+        Diagnostic::new("E022", msg)
+            .at(file.span)
+            .help(help.to_string()),
+    );
+}
+
+/// The table's path, if it stays inside the project root (symlinks leading out included).
+fn table_path(file: &Spanned<String>, ctx: &mut Ctx) -> Option<std::path::PathBuf> {
+    match crate::files::within_root(&ctx.root, &ctx.spec_dir, &file.value) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            let msg = format!("table file {}", e.describe(&file.value));
+            table_error(file, ctx, msg, crate::files::Escape::HELP);
+            None
+        }
+    }
+}
+
+/// The file's text: a regular file (a FIFO or `/dev/zero` has no end), within the size limit.
+fn read_table_text(
+    file: &Spanned<String>,
+    path: &std::path::Path,
+    ctx: &mut Ctx,
+) -> Option<String> {
+    let limit = crate::spec::MAX_SPEC_BYTES * 4;
+    let bytes = match crate::files::read_regular(path, limit) {
+        Ok(b) => b,
+        Err(crate::files::ReadError::NotAFile(e)) => {
+            let help = match e {
+                crate::files::NotAFile::Missing => "the path is relative to the spec's folder",
+                _ => "point `file:` at a CSV or JSON file",
+            };
+            table_error(file, ctx, format!("table file `{}` {e}", file.value), help);
+            return None;
+        }
+        Err(crate::files::ReadError::TooLarge { limit }) => {
+            let msg = format!("table file `{}` is larger than {limit} bytes", file.value);
+            table_error(file, ctx, msg, "use a smaller table");
+            return None;
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            let msg = format!("table file `{}` is not valid UTF-8", file.value);
+            table_error(file, ctx, msg, "save it as UTF-8 CSV or JSON");
+            None
+        }
+    }
+}
+
+fn json_table(file: &Spanned<String>, text: &str, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
+    let fail = |ctx: &mut Ctx, msg: String, help: &str| {
+        table_error(file, ctx, msg, help);
+        None
+    };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(rows),
+        Ok(_) => fail(
+            ctx,
+            format!(
+                "table file `{}` must hold a JSON array of objects",
+                file.value
+            ),
+            "write `[{\"column\": \"value\"}, ...]`",
+        ),
+        Err(e) => fail(
+            ctx,
+            format!("table file `{}` is not valid JSON: {e}", file.value),
+            "fix the JSON",
+        ),
+    }
+}
+
+fn csv_table(file: &Spanned<String>, text: &str, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
+    let fail = |ctx: &mut Ctx, msg: String, help: &str| {
+        table_error(file, ctx, msg, help);
+        None
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let headers = match reader.headers() {
+        Ok(h) => h.clone(),
+        Err(e) => {
+            return fail(
+                ctx,
+                format!("table file `{}` is not valid CSV: {e}", file.value),
+                "the first line names the columns",
+            )
+        }
+    };
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        match record {
+            Ok(r) => {
+                let mut map = Map::new();
+                for (h, v) in headers.iter().zip(r.iter()) {
+                    map.insert(h.to_string(), csv_cell(v));
+                }
+                rows.push(serde_json::Value::Object(map));
+            }
             Err(e) => {
                 return fail(
                     ctx,
                     format!("table file `{}` is not valid CSV: {e}", file.value),
-                    "the first line names the columns",
+                    "every row needs as many fields as the header",
                 )
             }
-        };
-        let mut rows = Vec::new();
-        for record in reader.records() {
-            match record {
-                Ok(r) => {
-                    let mut map = Map::new();
-                    for (h, v) in headers.iter().zip(r.iter()) {
-                        map.insert(h.to_string(), csv_cell(v));
-                    }
-                    rows.push(serde_json::Value::Object(map));
-                }
-                Err(e) => {
-                    return fail(
-                        ctx,
-                        format!("table file `{}` is not valid CSV: {e}", file.value),
-                        "every row needs as many fields as the header",
-                    )
-                }
-            }
         }
-        Some(rows)
     }
+    Some(rows)
 }
 
 /// CSV has no types; numbers and booleans are recognised so comparisons behave as in YAML rows.

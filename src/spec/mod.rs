@@ -27,57 +27,28 @@ pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
             .in_file(&display)
             .help(help.to_string()))
     };
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return fail(format!("`{display}` does not exist"), "check the path")
+    // A FIFO, a device or a directory is refused before it is opened: opening a FIFO blocks
+    // until a writer comes, and `/dev/zero` never ends.
+    let bytes = match crate::files::read_regular(path, MAX_SPEC_BYTES) {
+        Ok(b) => b,
+        Err(crate::files::ReadError::NotAFile(e)) => {
+            let help = match e {
+                crate::files::NotAFile::Missing => "check the path",
+                crate::files::NotAFile::Directory => "name a .yaml file inside it",
+                crate::files::NotAFile::Special(_) => "save the spec to a file and name that file",
+                crate::files::NotAFile::Io(_) => "check the file's permissions",
+            };
+            return fail(format!("`{display}` {e}"), help);
         }
-        Err(e) => {
-            return fail(
-                format!("cannot read `{display}`: {e}"),
-                "check the file's permissions",
+        Err(crate::files::ReadError::TooLarge { limit }) => {
+            return Err(Diagnostic::new(
+                "E004",
+                format!("`{display}` is larger than {limit} bytes, the limit for a spec"),
             )
+            .in_file(&display)
+            .help("split the spec, or move large tables into a `file:` next to it"))
         }
     };
-    if meta.is_dir() {
-        return fail(
-            format!("`{display}` is a directory, not a spec file"),
-            "name a .yaml file inside it",
-        );
-    }
-    if meta.len() > MAX_SPEC_BYTES {
-        return Err(Diagnostic::new(
-            "E004",
-            format!(
-                "`{display}` is {} bytes; specs are limited to {} bytes",
-                meta.len(),
-                MAX_SPEC_BYTES
-            ),
-        )
-        .in_file(&display)
-        .help("split the spec, or move large tables into a `file:` next to it"));
-    }
-    // The size check above sees 0 for `/dev/zero`, a FIFO or `/dev/stdin`; reading at most one
-    // byte past the limit keeps those bounded too.
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| {
-        use std::io::Read;
-        f.take(MAX_SPEC_BYTES + 1).read_to_end(&mut bytes)
-    });
-    if let Err(e) = read {
-        return fail(
-            format!("cannot read `{display}`: {e}"),
-            "check the file's permissions",
-        );
-    }
-    if bytes.len() as u64 > MAX_SPEC_BYTES {
-        return Err(Diagnostic::new(
-            "E004",
-            format!("`{display}` is larger than {MAX_SPEC_BYTES} bytes, the limit for a spec"),
-        )
-        .in_file(&display)
-        .help("split the spec, or move large tables into a `file:` next to it"));
-    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Source { display, text }),
         Err(e) => {
