@@ -374,3 +374,85 @@ mod tests {
         ));
     }
 }
+
+/// Can a file be written at `path` later? Checked before a run starts, so a typo in `--trace
+/// out/trace.json` fails in a moment instead of after the whole loop ran. `creates_folders`:
+/// the writer makes missing folders itself (fixtures), so only an existing ancestor must be a
+/// writable folder. `flag` names the option in the message.
+pub fn check_destination(path: &Path, flag: &str, creates_folders: bool) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!(
+            "{flag} `{shown}` is a folder; give a file name, e.g. `{}`",
+            path.join("out.json").display()
+        ));
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut folder = parent;
+    if creates_folders {
+        while !folder.exists() {
+            match folder.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(up) => folder = up,
+                None => {
+                    folder = Path::new(".");
+                    break;
+                }
+            }
+        }
+    }
+    if !folder.is_dir() {
+        return Err(if folder.exists() {
+            format!("{flag} `{shown}`: `{}` is not a folder", folder.display())
+        } else {
+            format!(
+                "{flag} `{shown}`: the folder `{}` does not exist; create it first (`mkdir -p {}`)",
+                folder.display(),
+                folder.display()
+            )
+        });
+    }
+    // Permissions say little (root, ACLs, read-only mounts): try what the writer will do.
+    let probe = folder.join(format!(".toolrun-probe.{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!(
+            "{flag} `{shown}`: cannot write in `{}`: {e}",
+            folder.display()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_destination;
+
+    #[test]
+    fn destinations_are_checked_before_anything_runs() {
+        let dir = std::env::temp_dir().join(format!("toolrun-dest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(check_destination(&dir.join("t.json"), "--trace", false).is_ok());
+        let err = check_destination(&dir.join("missing/t.json"), "--trace", false).unwrap_err();
+        assert!(
+            err.contains("does not exist") && err.contains("mkdir -p"),
+            "{err}"
+        );
+        assert!(check_destination(&dir.join("missing/deeper/f.json"), "--record", true).is_ok());
+        let err = check_destination(&dir, "--junit", false).unwrap_err();
+        assert!(err.contains("is a folder"), "{err}");
+        std::fs::write(dir.join("file"), "x").unwrap();
+        let err = check_destination(&dir.join("file/t.json"), "--record", true).unwrap_err();
+        assert!(err.contains("is not a folder"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -10,6 +10,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub fn run(args: ReplayArgs) -> i32 {
+    if let Some(path) = &args.junit {
+        if let Err(e) = crate::files::check_destination(path, "--junit", false) {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    }
     // Each spec is compiled once, however many fixtures were recorded from it.
     let mut specs: HashMap<PathBuf, Result<Registry, String>> = HashMap::new();
     type Job = (PathBuf, Result<(crate::fixture::Fixture, PathBuf), String>);

@@ -21,6 +21,7 @@ pub fn run(args: RunArgs) -> i32 {
 /// Each step either hands its result on or ends the command with an exit code.
 fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let registry = super::load_registry(&args.spec)?;
+    check_destinations(args)?;
     let now = crate::session::now_unix_ms(args.now.as_deref()).map_err(usage)?;
     let mut prepared =
         crate::session::prepare(&registry, args.model.as_deref(), &args.query).map_err(usage)?;
@@ -119,6 +120,21 @@ fn check_approvals(registry: &Registry, args: &RunArgs) -> Result<(), i32> {
             let hint = crate::diag::did_you_mean(tool, registry.tool_names()).unwrap_or_default();
             eprintln!("error: --approve names `{tool}`, which is not a tool of this spec {hint}");
             return Err(exit::USAGE);
+        }
+    }
+    Ok(())
+}
+
+/// Every file the run will write is checked before the loop starts (exit 2).
+fn check_destinations(args: &RunArgs) -> Result<(), i32> {
+    let outputs = [
+        (&args.trace, "--trace", false),
+        (&args.events, "--events", false),
+        (&args.record, "--record", true),
+    ];
+    for (path, flag, creates_folders) in outputs {
+        if let Some(path) = path {
+            crate::files::check_destination(path, flag, creates_folders).map_err(usage)?;
         }
     }
     Ok(())

@@ -17,6 +17,12 @@ pub use expect::check_expectations;
 pub use select::{parse_partition, shard_of};
 
 pub fn run(args: TestArgs) -> i32 {
+    if let Some(path) = &args.junit {
+        if let Err(e) = crate::files::check_destination(path, "--junit", false) {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    }
     let partition = match args.partition.as_deref().map(parse_partition).transpose() {
         Ok(p) => p,
         Err(e) => {
