@@ -55,6 +55,11 @@ pub enum Command {
         after_help = "Examples:\n  toolrun report results.json -o report.html\n  toolrun report gpt.json claude.json -o compare.html\n  toolrun report results.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
     )]
     Report(ReportArgs),
+    /// Serve the spec's tools as an MCP server (stdio by default; `--http` for streamable HTTP)
+    #[command(
+        after_help = "Examples:\n  toolrun serve specs/stock_assistant.yaml\n  toolrun serve spec.yaml --http 127.0.0.1:8765 --events calls.jsonl\n  MCP_TOKEN=... toolrun serve spec.yaml --http 0.0.0.0:8765 --token-env MCP_TOKEN --approve send_email"
+    )]
+    Serve(ServeArgs),
     /// Print the compiled tool definitions as an API expects them
     #[command(
         after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp"
@@ -257,4 +262,29 @@ pub struct ExplainArgs {
     /// List every code
     #[arg(long)]
     pub list: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Serve streamable HTTP on this address (endpoint `/mcp`) instead of stdio
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Option<String>,
+    /// Bearer token required on every HTTP request, read from this environment variable
+    /// (required to bind anything but a loopback address)
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Let a tool that needs confirmation run (repeatable)
+    #[arg(long, value_name = "TOOL")]
+    pub approve: Vec<String>,
+    /// Write one JSON line per call (and the engine's tool events) here
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+    /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown
+    #[arg(long, value_name = "PATH")]
+    pub record: Option<PathBuf>,
+    /// Fix the clock for built-ins (RFC 3339)
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
 }

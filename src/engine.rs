@@ -200,6 +200,19 @@ fn truncate_observation(redactor: &Redactor, text: &str, max_chars: usize) -> (S
     }
 }
 
+/// The loop's bookkeeping for calls that arrive one at a time from outside a model loop (an MCP
+/// session): limits, loop detection and fault counts run per session, exactly as per run.
+#[derive(Default)]
+pub struct CallSession {
+    st: State,
+}
+
+impl CallSession {
+    pub fn tool_call_count(&self) -> u32 {
+        self.st.tool_call_count
+    }
+}
+
 impl<'a> Engine<'a> {
     pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
         let started = Instant::now();
@@ -275,24 +288,43 @@ impl<'a> Engine<'a> {
         arguments: Value,
         opts: RunOptions<'_>,
     ) -> CallOutcome {
+        self.call_in_session(&mut CallSession::default(), name, arguments, &opts)
+            .await
+    }
+
+    /// Like [`Engine::call_tool`], counting limits and loops across the calls of one session
+    /// (an MCP client's), as a run counts them across its turns.
+    pub async fn call_in_session(
+        &self,
+        session: &mut CallSession,
+        name: &str,
+        arguments: Value,
+        opts: &RunOptions<'_>,
+    ) -> CallOutcome {
         self.transport.mask_with(&self.redactor);
-        let mut st = State::default();
+        let st = &mut session.st;
         let call = ProposedCall {
             id: String::new(),
             name: name.to_string(),
             arguments: Ok(arguments),
         };
-        let stop = self.handle_calls(&mut st, None, vec![call], &opts).await;
+        let stop = self.handle_calls(st, None, vec![call], opts).await;
         let error = st.tool_errors.pop().map(|mut e| {
             e.message = self.redactor.str(&e.message);
             e
         });
-        CallOutcome {
+        let outcome = CallOutcome {
             result: st.tool_results.pop(),
             error,
-            pending: st.pending,
+            pending: st.pending.take(),
             stop_reason: stop.as_ref().map(|s| s.reason),
-        }
+        };
+        // A session can be long: keep only the counters admission reads, not the conversation.
+        st.messages.clear();
+        st.results.clear();
+        st.tool_results.clear();
+        st.tool_errors.clear();
+        outcome
     }
 
     /// Masks what the loop has not masked yet. Tool results and the observations of successful
@@ -656,10 +688,11 @@ impl<'a> Engine<'a> {
                 Plan::Rejected(_) => None,
             })
             .collect();
-        let futures = plans
-            .iter()
-            .zip(fault_draws)
-            .map(|((i, plan), fault)| async move {
+        // A loop rather than `map(closure)`: a closure here makes the future's `Send` proof
+        // higher-ranked, which rustc cannot show (rust-lang/rust#102211), and `serve` needs it.
+        let mut futures = Vec::with_capacity(plans.len());
+        for ((i, plan), fault) in plans.iter().zip(fault_draws) {
+            futures.push(async move {
                 match plan {
                     Plan::Rejected(_) => None,
                     Plan::Run { tool, args } => {
@@ -667,6 +700,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             });
+        }
         let parallel = self.registry.limits.max_parallel_tools.max(1) as usize;
         futures_util::stream::iter(futures)
             .buffered(parallel)

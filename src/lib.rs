@@ -19,6 +19,7 @@ pub mod files;
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod mcp;
 pub mod models;
 pub mod net;
 pub mod redact;

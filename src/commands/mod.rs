@@ -9,6 +9,7 @@ pub mod live_text;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod test;
 pub mod tools;
 
@@ -36,6 +37,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Replay(args) => replay::run(args),
         Command::Report(args) => report::run(args),
         Command::Call(args) => call::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
             println!(

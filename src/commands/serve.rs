@@ -1,0 +1,255 @@
+//! `toolrun serve`: the registry as an MCP server, over stdio or streamable HTTP. The work is in
+//! `crate::mcp`; this maps flags to it and its end to an exit code.
+
+use crate::cli::ServeArgs;
+use crate::events::Events;
+use crate::exit;
+use crate::fixture::{Exchange, Fixture, FixtureSpec, RecordedRequest, RecordedResponse, Tape};
+use crate::mcp::server::{LoggedCall, Served, Session};
+use crate::net::Transport;
+use crate::redact::Secrets;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub fn run(args: ServeArgs) -> i32 {
+    match serve(args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            exit::USAGE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> Result<i32, String> {
+    let registry = match super::load_registry(&args.spec) {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    for tool in &args.approve {
+        if registry.tool(tool).is_none() {
+            let hint = crate::diag::did_you_mean(tool, registry.tool_names())
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default();
+            return Err(format!(
+                "--approve names `{tool}`, which is not a tool of this spec{hint}"
+            ));
+        }
+    }
+    crate::session::now_unix_ms(args.now.as_deref())?;
+    // Checked before anything is bound: a bad flag never leaves a half-started server.
+    let http = match &args.http {
+        None => None,
+        Some(text) => Some(http_settings(text, args.token_env.as_deref())?),
+    };
+    if http.is_none() && args.token_env.is_some() {
+        return Err("--token-env applies to --http; stdio needs no token".into());
+    }
+    let (secrets, missing) = Secrets::from_env(&registry.secrets);
+    if !missing.is_empty() {
+        return Err(format!(
+            "the spec reads secret(s) {} from the environment, but they are not set; export them and run again",
+            missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let redactor = secrets.redactor();
+    let events = match &args.events {
+        None => Events::none(),
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| format!("cannot write events to `{}`: {e}", path.display()))?;
+            Events::to_writer(Box::new(std::io::BufWriter::new(file)), redactor.clone())
+        }
+    };
+    let tape = match &args.record {
+        Some(path) if path.exists() => {
+            return Err(format!(
+                "fixture `{}` already exists; remove it or record to another path",
+                path.display()
+            ))
+        }
+        Some(_) => Some(Arc::new(Tape::recording(redactor.clone()))),
+        None => None,
+    };
+    let transport = match &tape {
+        Some(t) => Transport::with_tape(t.clone()),
+        None => Transport::live(),
+    };
+    let served = Arc::new(Served::new(
+        registry,
+        transport,
+        events,
+        secrets,
+        args.approve.iter().cloned().collect(),
+        args.now.clone(),
+        args.record.is_some(),
+    )?);
+    let rt = crate::session::runtime();
+    let tool_count = served.registry.callable_tools().count();
+    let result: Result<(), String> = rt.block_on(async {
+        match http {
+            Some((addr, token)) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                let bound = listener.local_addr().map_err(|e| e.to_string())?;
+                eprintln!(
+                    "toolrun: serving {tool_count} tool(s) of `{}` on http://{bound}{}",
+                    served.registry.name,
+                    crate::mcp::http::ENDPOINT
+                );
+                crate::mcp::http::serve(served.clone(), listener, token, shutdown_signal()).await;
+                Ok(())
+            }
+            None => {
+                let running = Session::new(&served)
+                    .serve(rmcp::transport::stdio())
+                    .await
+                    .map_err(|e| format!("the MCP client did not initialize the session: {e}"))?;
+                let cancel = running.cancellation_token();
+                tokio::select! {
+                    _ = running.waiting() => {}
+                    _ = shutdown_signal() => cancel.cancel(),
+                }
+                Ok(())
+            }
+        }
+    });
+    // Whatever ended the session, what was recorded is written.
+    if let (Some(path), Some(tape)) = (&args.record, &tape) {
+        write_session_fixture(path, &args.spec, &served, tape)?;
+    }
+    result?;
+    Ok(exit::SUCCESS)
+}
+
+/// `--http ADDR:PORT` and its token: loopback needs none; any other address requires one, read
+/// from the named environment variable.
+fn http_settings(
+    text: &str,
+    token_env: Option<&str>,
+) -> Result<(SocketAddr, Option<String>), String> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        format!("--http takes ADDR:PORT, such as 127.0.0.1:8765 or [::1]:8765, not `{text}`")
+    })?;
+    let token = match token_env {
+        None => None,
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            _ => {
+                return Err(format!(
+                    "--token-env names `{var}`, which is not set (or empty); export the bearer token there"
+                ))
+            }
+        },
+    };
+    if !crate::mcp::http::is_loopback(&addr) && token.is_none() {
+        return Err(format!(
+            "{addr} is reachable from other machines; pass --token-env VAR (a bearer token every request must carry) or bind 127.0.0.1"
+        ));
+    }
+    Ok((addr, token))
+}
+
+/// Ctrl-C or SIGTERM: the normal way to stop a server, so it ends cleanly with exit 0.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+/// The served calls as MCP exchanges (each `tools/call` with the result sent back), then the
+/// HTTP exchanges the tools made, and a trace of the session's calls.
+fn write_session_fixture(
+    path: &std::path::Path,
+    spec: &std::path::Path,
+    served: &Served,
+    tape: &Tape,
+) -> Result<(), String> {
+    let calls = served.logged_calls();
+    let mut exchanges: Vec<Exchange> = calls.iter().map(mcp_exchange).collect();
+    exchanges.extend(tape.exchanges());
+    let registry = &served.registry;
+    let tool_results: Vec<Value> = calls
+        .iter()
+        .filter_map(|c| c.result.as_ref())
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect();
+    let tool_errors: Vec<Value> = calls
+        .iter()
+        .filter_map(|c| c.error.as_ref())
+        .filter_map(|e| serde_json::to_value(e).ok())
+        .collect();
+    let trace = json!({
+        "format_version": crate::trace::FORMAT_VERSION,
+        "status": "ok",
+        "stop_reason": "session_ended",
+        "query": "",
+        "model": "mcp",
+        "spec": { "name": registry.name, "sha256": registry.spec_sha256 },
+        "tool_results": tool_results,
+        "tool_errors": tool_errors,
+        "tool_call_count": tool_results.len(),
+        "steps": 0,
+        "messages": [],
+    });
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let fixture = Fixture {
+        format_version: crate::fixture::FORMAT_VERSION,
+        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec: FixtureSpec {
+            name: registry.name.clone(),
+            sha256: registry.spec_sha256.clone(),
+            path: crate::replay::relative_path(dir, spec)
+                .to_string_lossy()
+                .replace('\\', "/"),
+        },
+        query: String::new(),
+        model: "mcp".into(),
+        now_unix_ms: crate::session::now_unix_ms(served.now.as_deref()).unwrap_or(0),
+        approvals: served.approvals.iter().cloned().collect(),
+        exchanges,
+        trace,
+    };
+    crate::replay::write_fixture(path, &fixture, &served.redactor)
+}
+
+fn mcp_exchange(call: &LoggedCall) -> Exchange {
+    Exchange {
+        kind: "mcp".into(),
+        source: call.session.clone(),
+        request: RecordedRequest {
+            method: "tools/call".into(),
+            url: format!("mcp:{}", call.name),
+            headers: Default::default(),
+            body: Some(json!({ "name": call.name, "arguments": call.arguments })),
+        },
+        response: Some(RecordedResponse {
+            status: 200,
+            headers: Default::default(),
+            body: call.response.clone(),
+            truncated: false,
+        }),
+        error: None,
+    }
+}

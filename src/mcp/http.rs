@@ -1,0 +1,225 @@
+//! Streamable HTTP for `toolrun serve --http`: rmcp's service behind the guards MCP asks of a
+//! local server. The endpoint is `/mcp`; a bearer token (when configured) is checked on every
+//! request; a browser `Origin` must name this server or a loopback host (DNS rebinding); rmcp
+//! checks `Host` against loopback names unless a token makes that moot.
+
+use super::server::{Served, Session};
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+pub const ENDPOINT: &str = "/mcp";
+
+struct Guard {
+    service: StreamableHttpService<Session, LocalSessionManager>,
+    token: Option<String>,
+}
+
+/// Is `addr` one that only this machine can reach?
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Serves until `shutdown` resolves, then stops accepting, ends the MCP sessions and lets
+/// requests in flight finish (for at most a few seconds).
+pub async fn serve(
+    served: Arc<Served>,
+    listener: tokio::net::TcpListener,
+    token: Option<String>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let mut config = StreamableHttpServerConfig::default();
+    if token.is_some() {
+        // Rebinding cannot forge a bearer token, and a server reachable by name must accept it.
+        config = config.disable_allowed_hosts();
+    }
+    let sessions_done = config.cancellation_token.clone();
+    let factory_served = served.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(Session::new(&factory_served)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let guard = Arc::new(Guard { service, token });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors and the like: wait a little rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let guard = guard.clone();
+        let mut stop = stop_rx.clone();
+        connections.spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let svc = hyper::service::service_fn(move |req| {
+                let guard = guard.clone();
+                async move { Ok::<_, Infallible>(handle(&guard, req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+        // Reap finished connections so a long-lived server does not keep their handles.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    sessions_done.cancel();
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(3), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    connections.abort_all();
+}
+
+async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
+    if req.uri().path() != ENDPOINT {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: the MCP endpoint is /mcp\n",
+        );
+    }
+    if let Some(token) = &guard.token {
+        let given = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| same_secret(g.trim(), token)) {
+            let mut resp = plain(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: send `Authorization: Bearer <token>`\n",
+            );
+            resp.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return resp;
+        }
+    }
+    if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
+        let host = req
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|h| h.to_str().ok());
+        if !origin_allowed(origin.to_str().unwrap_or(""), host) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "forbidden: this Origin may not call this MCP server\n",
+            );
+        }
+    }
+    guard.service.handle(req).await
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+/// Compares in time independent of where the first difference is.
+fn same_secret(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A browser page may call only if it was served by this server's own host, or by a loopback
+/// host: a page on `evil.example` that rebinds its name to 127.0.0.1 is refused.
+pub fn origin_allowed(origin: &str, host_header: Option<&str>) -> bool {
+    let Ok(url) = url::Url::parse(origin) else {
+        return false;
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return false;
+    }
+    let Some(origin_host) = url.host_str() else {
+        return false;
+    };
+    let origin_host = origin_host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = origin_host.eq_ignore_ascii_case("localhost")
+        || origin_host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        return true;
+    }
+    let Some(host) = host_header else {
+        return false;
+    };
+    // The Host header's name, without its port (`[::1]:8080`, `example.com:8080`).
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    name.trim_start_matches('[')
+        .trim_end_matches(']')
+        .eq_ignore_ascii_case(origin_host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_of_loopback_or_this_host_only() {
+        assert!(origin_allowed(
+            "http://localhost:3000",
+            Some("127.0.0.1:8765")
+        ));
+        assert!(origin_allowed("http://127.0.0.1", Some("127.0.0.1:8765")));
+        assert!(origin_allowed("http://[::1]:9", None));
+        assert!(origin_allowed(
+            "https://mcp.example.com",
+            Some("mcp.example.com:8765")
+        ));
+        assert!(!origin_allowed(
+            "http://evil.example",
+            Some("127.0.0.1:8765")
+        ));
+        assert!(!origin_allowed("http://evil.example", None));
+        assert!(!origin_allowed("null", Some("127.0.0.1:8765")));
+        assert!(!origin_allowed("file:///x", Some("127.0.0.1:8765")));
+        assert!(!origin_allowed(
+            "http://127.0.0.1.evil.example",
+            Some("127.0.0.1:8765")
+        ));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abd", "abc"));
+        assert!(!same_secret("ab", "abc"));
+        assert!(!same_secret("", "abc"));
+    }
+}

@@ -1,0 +1,9 @@
+//! The Model Context Protocol side of toolrun, on the official SDK (`rmcp`).
+//!
+//! `server` serves a registry: a thin adapter that lists the tools a model may call and sends
+//! every `tools/call` through the engine's own call path, so a served call and a loop call are
+//! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
+//! token, `Origin` and `Host` checks). The core never imports this module.
+
+pub mod http;
+pub mod server;

@@ -1,0 +1,264 @@
+//! A registry served over MCP. `tools/list` is what `toolrun tools --format mcp` prints;
+//! `tools/call` goes through [`Engine::call_in_session`], so validation, policy, limits, loop
+//! detection, faults, timeouts, truncation and masking are the loop's own. Each MCP session
+//! (each client connection) gets its own limits and loop counters, as a run does.
+
+use crate::engine::{CallOutcome, CallSession, Engine, RunOptions};
+use crate::events::Events;
+use crate::net::Transport;
+use crate::redact::{Redactor, Secrets};
+use crate::registry::Registry;
+use crate::trace::{ToolErrorEntry, ToolResultEntry};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Everything every session shares: the compiled spec, the network door, secrets and logs.
+pub struct Served {
+    pub registry: Registry,
+    pub transport: Transport,
+    pub events: Events,
+    pub secrets: Secrets,
+    pub redactor: Redactor,
+    /// Tools that need confirmation and may run anyway (`--approve`).
+    pub approvals: BTreeSet<String>,
+    /// `--now`: a fixed clock for built-ins; otherwise the system clock at each call.
+    pub now: Option<String>,
+    tools: Vec<rmcp::model::Tool>,
+    /// Every call, kept only when the session is recorded (`--record`).
+    log: Option<Mutex<Vec<LoggedCall>>>,
+    sessions: AtomicU64,
+}
+
+/// One served call as a fixture keeps it.
+#[derive(Clone, Debug)]
+pub struct LoggedCall {
+    pub session: String,
+    pub name: String,
+    pub arguments: Value,
+    /// The `tools/call` result as sent to the client.
+    pub response: Value,
+    pub result: Option<ToolResultEntry>,
+    pub error: Option<ToolErrorEntry>,
+}
+
+impl Served {
+    pub fn new(
+        registry: Registry,
+        transport: Transport,
+        events: Events,
+        secrets: Secrets,
+        approvals: BTreeSet<String>,
+        now: Option<String>,
+        record: bool,
+    ) -> Result<Served, String> {
+        let tools = registry
+            .callable_tools()
+            .map(|t| {
+                serde_json::from_value(crate::tooldefs::mcp(t))
+                    .map_err(|e| format!("tool `{}` is not a valid MCP tool: {e}", t.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Served {
+            redactor: secrets.redactor(),
+            registry,
+            transport,
+            events,
+            secrets,
+            approvals,
+            now,
+            tools,
+            log: record.then(|| Mutex::new(Vec::new())),
+            sessions: AtomicU64::new(0),
+        })
+    }
+
+    pub fn logged_calls(&self) -> Vec<LoggedCall> {
+        self.log
+            .as_ref()
+            .and_then(|l| l.lock().ok().map(|l| l.clone()))
+            .unwrap_or_default()
+    }
+}
+
+/// One MCP session: its own limits and loop counters over the shared registry.
+#[derive(Clone)]
+pub struct Session {
+    served: Arc<Served>,
+    /// Numbered at the first call: clients probe with throwaway sessions that never call.
+    id: Arc<std::sync::OnceLock<String>>,
+    state: Arc<tokio::sync::Mutex<CallSession>>,
+}
+
+impl Session {
+    pub fn new(served: &Arc<Served>) -> Session {
+        Session {
+            served: served.clone(),
+            id: Arc::new(std::sync::OnceLock::new()),
+            state: Arc::new(tokio::sync::Mutex::new(CallSession::default())),
+        }
+    }
+
+    fn id(&self) -> &str {
+        self.id.get_or_init(|| {
+            let n = self.served.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+            format!("session_{n}")
+        })
+    }
+
+    /// Runs one call and returns the MCP `CallToolResult` as JSON. Tool errors, rejections and
+    /// missing approvals are results with `isError: true`, never protocol failures: the client's
+    /// model reads them and can recover, as in a run.
+    pub async fn call(&self, name: &str, arguments: Value) -> Value {
+        let served = &*self.served;
+        let now = match crate::session::now_unix_ms(served.now.as_deref()) {
+            Ok(n) => n,
+            Err(e) => return error_result("execution_error", &e),
+        };
+        let engine = Engine {
+            registry: &served.registry,
+            transport: &served.transport,
+            events: &served.events,
+            secrets: &served.secrets,
+            redactor: served.redactor.clone(),
+        };
+        let opts = RunOptions {
+            query: "",
+            model_name: "mcp",
+            approvals: served.approvals.clone(),
+            confirmer: None,
+            now_unix_ms: now,
+            faults: Vec::new(),
+            interrupted: None,
+        };
+        let started = Instant::now();
+        // Calls of one session take turns, as a run's turns do: its counters stay exact.
+        let mut state = self.state.lock().await;
+        let outcome = engine
+            .call_in_session(&mut state, name, arguments.clone(), &opts)
+            .await;
+        drop(state);
+        let mut response = to_mcp_result(&outcome);
+        served.redactor.value(&mut response);
+        served.events.emit_with("mcp_call", || {
+            json!({
+                "session": self.id(),
+                "name": name,
+                "arguments": arguments,
+                "is_error": response["isError"],
+                "kind": outcome.error.as_ref().map(|e| e.kind),
+                "duration_ms": crate::trace::millis(started.elapsed()),
+            })
+        });
+        if let Some(log) = &served.log {
+            if let Ok(mut log) = log.lock() {
+                log.push(LoggedCall {
+                    session: self.id().to_string(),
+                    name: name.to_string(),
+                    arguments,
+                    response: response.clone(),
+                    result: outcome.result.clone(),
+                    error: outcome.error.clone(),
+                });
+            }
+        }
+        response
+    }
+}
+
+fn error_result(kind: &str, message: &str) -> Value {
+    json!({
+        "content": [{ "type": "text", "text": format!("{kind}: {message}") }],
+        "structuredContent": { "error": { "kind": kind, "message": message } },
+        "isError": true,
+    })
+}
+
+/// The engine's outcome as an MCP `CallToolResult`: text content always (what a model reads),
+/// `structuredContent` when the result is JSON, `isError` with the error kind and message.
+pub fn to_mcp_result(outcome: &CallOutcome) -> Value {
+    if let Some(p) = &outcome.pending {
+        return error_result(
+            "needs_confirmation",
+            &format!(
+                "`{0}` needs confirmation before it runs; start `toolrun serve` with --approve {0} to allow it",
+                p.name
+            ),
+        );
+    }
+    if let Some(e) = &outcome.error {
+        return error_result(e.kind.as_str(), &e.message);
+    }
+    let Some(entry) = &outcome.result else {
+        return error_result("execution_error", "the tool produced no result");
+    };
+    let value = entry.result.clone().unwrap_or(Value::Null);
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": false });
+    // `structuredContent` is an object; other JSON is wrapped so clients still get it typed.
+    // A truncated result is text with a marker, not JSON any more.
+    let structured = match value {
+        Value::Object(_) => Some(value),
+        Value::String(_) | Value::Null => None,
+        other if !entry.truncated => Some(json!({ "result": other })),
+        _ => None,
+    };
+    if let Some(s) = structured {
+        result["structuredContent"] = s;
+    }
+    result
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info.name = "toolrun".into();
+        info.server_info.version = env!("CARGO_PKG_VERSION").into();
+        info.server_info.title = Some(self.served.registry.name.clone());
+        info.instructions = self.served.registry.description.clone();
+        info
+    }
+
+    /// Up to 2025-11-25, the last revision with sessions: limits and loop detection count per
+    /// session, and the stateless 2026-07-28 revision would make every request its own session.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.served.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.served.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let response = self.call(&request.name, arguments).await;
+        let mut result: CallToolResult = serde_json::from_value(response)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Required from protocol 2026-07-28 on; rmcp drops it again for older clients.
+        result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        Ok(CallToolResponse::Complete(result))
+    }
+}

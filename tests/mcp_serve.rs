@@ -1,0 +1,449 @@
+//! `toolrun serve` driven by the official MCP Python SDK (a client toolrun did not write), over
+//! stdio and streamable HTTP. Everything binds and contacts 127.0.0.1 only.
+
+#[path = "mcp/python.rs"]
+mod python;
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use support::{Response, TestServer};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example() -> PathBuf {
+    root().join("specs/mcp_served.yaml")
+}
+
+/// The Python client: `args` after `client.py`, the plan of calls on stdin; its JSON output.
+fn client(args: &[&str], env: &[(&str, &str)], plan: &Value) -> Value {
+    let mut cmd = Command::new(python::python());
+    cmd.arg(python::script("client.py")).args(args);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    out.json()
+}
+
+fn stdio(spec: &Path, serve_args: &[&str], env: &[(&str, &str)], plan: Value) -> Value {
+    let mut args = vec![
+        "stdio",
+        env!("CARGO_BIN_EXE_toolrun"),
+        "serve",
+        spec.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(serve_args);
+    client(&args, env, &plan)
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({ "name": name, "arguments": arguments })
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[track_caller]
+fn assert_error(result: &Value, kind: &str) {
+    assert_eq!(result["isError"], true, "{result:#}");
+    assert_eq!(
+        result["structuredContent"]["error"]["kind"], kind,
+        "{result:#}"
+    );
+}
+
+#[test]
+fn stdio_lists_what_tools_prints_and_calls_go_through_the_loop_path() {
+    let doc = stdio(
+        &example(),
+        &[],
+        &[],
+        json!([
+            call("lookup_order", json!({ "order_id": 42 })),
+            call("lookup_order", json!({ "order_id": 7 })),
+            call("lookup_order", json!({ "order_id": "42" })),
+            call("lookup_ordr", json!({ "order_id": 42 })),
+            call("refund_order", json!({ "order_id": 42 })),
+            call("delivery_log", json!({ "order_id": 42 })),
+            call("calculate", json!({ "expression": "(178.15 - 150) * 100" })),
+            call("lookup_order", json!({ "order_id": 42 })),
+            call("lookup_order", json!({ "order_id": 42 })),
+        ]),
+    );
+
+    // tools/list is `toolrun tools --format mcp`, as the client parsed it.
+    let mut cmd = support::toolrun();
+    cmd.args(["tools", "--format", "mcp"]).arg(example());
+    let exported = support::run(&mut cmd);
+    exported.assert_success();
+    let exported = exported.json()["tools"].clone();
+    let listed = doc["tools"].as_array().expect("tools");
+    assert_eq!(listed.len(), exported.as_array().map_or(0, Vec::len));
+    for (got, want) in listed.iter().zip(exported.as_array().expect("array")) {
+        for key in ["name", "description", "inputSchema", "annotations"] {
+            assert_eq!(got[key], want[key], "{key} of {}", want["name"]);
+        }
+    }
+    let refund = listed
+        .iter()
+        .find(|t| t["name"] == "refund_order")
+        .expect("refund_order");
+    assert_eq!(refund["annotations"]["destructiveHint"], true);
+    assert_eq!(refund["annotations"]["readOnlyHint"], false);
+
+    let calls = doc["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["isError"], false, "{:#}", calls[0]);
+    assert_eq!(
+        calls[0]["structuredContent"],
+        json!({ "order_id": 42, "status": "shipped", "carrier": "DHL" })
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(text(&calls[0])).expect("JSON text"),
+        calls[0]["structuredContent"]
+    );
+    assert_error(&calls[1], "not_found");
+    assert_eq!(
+        calls[1]["structuredContent"]["error"]["message"],
+        "no order 7"
+    );
+    assert_error(&calls[2], "invalid_arguments");
+    assert!(text(&calls[2]).contains("/order_id"), "{:#}", calls[2]);
+    assert_error(&calls[3], "unknown_tool");
+    assert!(
+        text(&calls[3]).contains("did you mean `lookup_order`"),
+        "{:#}",
+        calls[3]
+    );
+    assert_error(&calls[4], "needs_confirmation");
+    assert!(
+        text(&calls[4]).contains("--approve refund_order"),
+        "{:#}",
+        calls[4]
+    );
+    assert_eq!(calls[5]["isError"], false);
+    assert!(text(&calls[5]).contains("…[truncated: "), "{:#}", calls[5]);
+    assert!(
+        calls[5].get("structuredContent").is_none(),
+        "{:#}",
+        calls[5]
+    );
+    assert_eq!(calls[6]["structuredContent"], json!({ "result": 2815 }));
+    // max_identical_calls: 2 — the third identical call in this session is a loop.
+    assert_eq!(calls[7]["isError"], false, "{:#}", calls[7]);
+    assert_error(&calls[8], "loop_detected");
+}
+
+#[test]
+fn approve_lets_a_confirmed_tool_run() {
+    let doc = stdio(
+        &example(),
+        &["--approve", "refund_order"],
+        &[],
+        json!([call("refund_order", json!({ "order_id": 42 }))]),
+    );
+    let result = &doc["calls"][0];
+    assert_eq!(result["isError"], false, "{result:#}");
+    assert_eq!(
+        result["structuredContent"],
+        json!({ "refunded": true, "order_id": 42 })
+    );
+}
+
+const SECRET: &str = "desk-secret-7f3a9c";
+
+/// A spec with a denied tool, a low call limit and an HTTP tool whose server echoes its secret.
+fn guarded_spec(server: &TestServer) -> PathBuf {
+    let dir = support::temp_dir("mcp-serve-guarded");
+    support::write(
+        &dir,
+        "s.yaml",
+        &format!(
+            "version: 1\nname: guarded\n\
+             tools:\n\
+             \x20 echo:\n    description: Echoes what the service saw.\n    kind: http\n\
+             \x20   input: {{ type: object, properties: {{ q: {{ type: string }} }} }}\n\
+             \x20   request: {{ url: \"{}/echo\", headers: {{ Authorization: \"Bearer {{{{ secrets.DESK_TOKEN }}}}\" }} }}\n\
+             \x20 hidden:\n    description: A tool the policy blocks.\n    kind: builtin\n    builtin: calculator\n\
+             secrets: [DESK_TOKEN]\n\
+             policy: {{ deny: [hidden], network: {{ allow_hosts: [\"127.0.0.1:{}\"] }} }}\n\
+             limits: {{ max_tool_calls: 2 }}\n",
+            server.base_url(),
+            server.base_url().rsplit(':').next().unwrap_or_default()
+        ),
+    )
+}
+
+fn echo_server() -> TestServer {
+    TestServer::start(|req| {
+        Response::json(
+            200,
+            json!({ "saw": req.header("authorization").unwrap_or_default() }),
+        )
+    })
+}
+
+#[test]
+fn policy_limits_and_masking_apply_per_session() {
+    let server = echo_server();
+    let spec = guarded_spec(&server);
+    let doc = stdio(
+        &spec,
+        &[],
+        &[("DESK_TOKEN", SECRET)],
+        json!([
+            call("hidden", json!({ "expression": "1+1" })),
+            call("echo", json!({ "q": "a" })),
+            call("echo", json!({ "q": "b" })),
+            call("echo", json!({ "q": "c" })),
+        ]),
+    );
+    let names: Vec<&str> = doc["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo"], "a denied tool is never listed");
+    let calls = &doc["calls"];
+    assert_error(&calls[0], "denied");
+    assert_eq!(calls[1]["isError"], false, "{:#}", calls[1]);
+    assert_eq!(calls[1]["structuredContent"]["saw"], "Bearer ***");
+    assert!(
+        !doc.to_string().contains(SECRET),
+        "the secret leaked: {doc}"
+    );
+    assert_eq!(calls[2]["isError"], false);
+    assert_error(&calls[3], "limit_exceeded");
+    assert_eq!(server.hits("/echo"), 2, "the third call never ran");
+}
+
+/// `toolrun serve --http 127.0.0.1:0`, its URL read from the line it prints.
+struct HttpServe {
+    child: Child,
+    url: String,
+    stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl HttpServe {
+    fn start(spec: &Path, args: &[&str], env: &[(&str, &str)]) -> HttpServe {
+        let mut cmd = support::toolrun();
+        cmd.arg("serve")
+            .arg(spec)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start toolrun serve");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("first line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        HttpServe { child, url, stderr }
+    }
+
+    fn authority(&self) -> &str {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+    }
+
+    /// A raw request; returns the status line.
+    fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> String {
+        let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.authority(),
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        stream.write_all(req.as_bytes()).expect("send");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// SIGTERM, then the exit code and the rest of stderr.
+    fn stop(mut self) -> (i32, String) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait");
+        let mut rest = String::new();
+        let _ = self.stderr.read_to_string(&mut rest);
+        (status.code().unwrap_or(-1), rest)
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_serves_sequential_and_concurrent_calls_records_and_stops_cleanly() {
+    let dir = support::temp_dir("mcp-serve-http");
+    let events = dir.join("events.jsonl");
+    let fixture = dir.join("session.json");
+    let serve = HttpServe::start(
+        &example(),
+        &[
+            "--events",
+            events.to_str().expect("utf-8"),
+            "--record",
+            fixture.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    let doc = client(
+        &["http", &serve.url],
+        &[],
+        &json!([
+            call("lookup_order", json!({ "order_id": 42 })),
+            { "concurrent": [
+                call("calculate", json!({ "expression": "2*3" })),
+                call("lookup_order", json!({ "order_id": 9 })),
+                call("calculate", json!({ "expression": "7-1" })),
+            ] },
+            call("refund_order", json!({ "order_id": 42 })),
+        ]),
+    );
+    let calls = &doc["calls"];
+    assert_eq!(calls[0]["structuredContent"]["status"], "shipped");
+    assert_eq!(calls[1]["structuredContent"], json!({ "result": 6 }));
+    assert_error(&calls[2], "not_found");
+    assert_eq!(calls[3]["structuredContent"], json!({ "result": 6 }));
+    assert_error(&calls[4], "needs_confirmation");
+
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "SIGTERM is a clean stop\n{stderr}");
+
+    let lines: Vec<Value> = std::fs::read_to_string(&events)
+        .expect("events")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let served: Vec<&Value> = lines.iter().filter(|e| e["event"] == "mcp_call").collect();
+    assert_eq!(served.len(), 5, "{lines:#?}");
+    assert!(
+        served.iter().all(|e| e["session"] == "session_1"),
+        "{served:#?}"
+    );
+    assert_eq!(served[4]["is_error"], true);
+
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    assert_eq!(fixture["format_version"], 1);
+    assert_eq!(fixture["model"], "mcp");
+    let exchanges = fixture["exchanges"].as_array().expect("exchanges");
+    assert_eq!(exchanges.len(), 5);
+    assert_eq!(exchanges[0]["kind"], "mcp");
+    assert_eq!(exchanges[0]["request"]["method"], "tools/call");
+    assert_eq!(
+        exchanges[0]["request"]["body"],
+        json!({ "name": "lookup_order", "arguments": { "order_id": 42 } })
+    );
+    let mut sent = calls[0].clone();
+    // The client fills in the 2026 `resultType` default itself; the wire had none.
+    sent.as_object_mut().expect("object").remove("resultType");
+    assert_eq!(exchanges[0]["response"]["body"], sent);
+    // Four ran (one of them failed: `not_found`); the refund waited for an approval.
+    assert_eq!(
+        fixture["trace"]["tool_call_count"], 4,
+        "{:#}",
+        fixture["trace"]
+    );
+}
+
+#[test]
+fn http_checks_the_bearer_token_the_origin_and_the_path() {
+    let token = "serve-token-41d2";
+    let serve = HttpServe::start(
+        &example(),
+        &["--token-env", "MCP_TOKEN"],
+        &[("MCP_TOKEN", token)],
+    );
+    let bearer = format!("Bearer {token}");
+    assert!(serve.raw("POST", "/mcp", &[]).contains(" 401 "));
+    assert!(serve
+        .raw("POST", "/mcp", &[("Authorization", "Bearer wrong")])
+        .contains(" 401 "));
+    assert!(serve
+        .raw(
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", &bearer),
+                ("Origin", "http://evil.example")
+            ]
+        )
+        .contains(" 403 "));
+    assert!(serve
+        .raw("POST", "/other", &[("Authorization", &bearer)])
+        .contains(" 404 "));
+    let doc = client(
+        &["http", &serve.url, token],
+        &[],
+        &json!([call("calculate", json!({ "expression": "1+1" }))]),
+    );
+    assert_eq!(doc["calls"][0]["structuredContent"], json!({ "result": 2 }));
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn http_refuses_to_start_badly() {
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
+        (&["--http", "0.0.0.0:0"], &[], "pass --token-env VAR"),
+        (
+            &["--http", "127.0.0.1:0", "--token-env", "NOT_SET"],
+            &[],
+            "`NOT_SET`, which is not set",
+        ),
+        (&["--http", "localhost"], &[], "--http takes ADDR:PORT"),
+        (
+            &["--approve", "refund_ordr"],
+            &[],
+            "did you mean `refund_order`",
+        ),
+        (&["--token-env", "X"], &[("X", "t")], "applies to --http"),
+    ];
+    for (args, env, message) in cases {
+        let mut cmd = support::toolrun();
+        cmd.arg("serve").arg(example()).args(*args);
+        for (k, v) in *env {
+            cmd.env(k, v);
+        }
+        let out = support::run(&mut cmd);
+        out.assert_code(2);
+        assert!(out.stderr.contains(message), "{args:?}: {out:?}");
+    }
+}
