@@ -434,7 +434,7 @@ pub fn check_destination(path: &Path, flag: &str, creates_folders: bool) -> Resu
 }
 
 #[cfg(test)]
-mod tests {
+mod destination_tests {
     use super::check_destination;
 
     #[test]
