@@ -60,6 +60,9 @@ pub enum Command {
         after_help = "Examples:\n  toolrun serve specs/stock_assistant.yaml\n  toolrun serve spec.yaml --http 127.0.0.1:8765 --events calls.jsonl\n  MCP_TOKEN=... toolrun serve spec.yaml --http 0.0.0.0:8765 --token-env MCP_TOKEN --approve send_email"
     )]
     Serve(ServeArgs),
+    /// Print a spec with tools imported from another description (an OpenAPI document)
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Print the compiled tool definitions as an API expects them
     #[command(
         after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp"
@@ -287,4 +290,31 @@ pub struct ServeArgs {
     /// Fix the clock for built-ins (RFC 3339)
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImportCommand {
+    /// One `kind: http` tool per operation of an OpenAPI 3.0 or 3.1 document (YAML or JSON)
+    #[command(
+        after_help = "Examples:\n  toolrun import openapi petstore.yaml > specs/petstore.yaml\n  toolrun import openapi api.json --include tag:pets --exclude deletePet --tools-only\n  toolrun import openapi api.yaml --base-url http://127.0.0.1:8080/v1"
+    )]
+    Openapi(ImportOpenapiArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImportOpenapiArgs {
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Only these operations: an operationId (globs with `*`), a path glob (`/pets/*`) or `tag:NAME` (repeatable)
+    #[arg(long, value_name = "PATTERN")]
+    pub include: Vec<String>,
+    /// Leave these operations out (same patterns as --include; repeatable)
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Print only the `tools:` block, to paste into an existing spec
+    #[arg(long)]
+    pub tools_only: bool,
+    /// The API's base URL (default: the document's first server)
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
 }

@@ -22,6 +22,7 @@ pub mod fuzzing;
 pub mod mcp;
 pub mod models;
 pub mod net;
+pub mod openapi;
 pub mod redact;
 pub mod registry;
 pub mod replay;

@@ -4,6 +4,7 @@ pub mod call;
 pub mod cases;
 pub mod check;
 pub mod explain;
+pub mod import;
 pub mod junit;
 pub mod live_text;
 pub mod replay;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Report(args) => report::run(args),
         Command::Call(args) => call::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Import(cmd) => import::run(cmd),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
             println!(

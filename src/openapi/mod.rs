@@ -1,0 +1,549 @@
+//! `toolrun import openapi`: one `kind: http` tool per operation of an OpenAPI 3.0 or 3.1
+//! document. The output is a spec that `toolrun check` accepts as printed: names providers take,
+//! every `args.*` a property of the input schema, hosts written in the URL, secrets declared.
+//! This module reads documents and writes YAML text; it never reaches into the compiler.
+
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+pub struct Options {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub base_url: Option<String>,
+    pub tools_only: bool,
+}
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// How deep `$ref`s are followed at most; a `$ref` to itself (a tree of nodes) stops at once.
+const MAX_REF_DEPTH: usize = 16;
+
+/// The document (YAML or JSON text) as a spec, or a message saying what is wrong.
+pub fn import(text: &str, opts: &Options) -> Result<String, String> {
+    let doc = match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
+        Err(_) => crate::spec::yaml::parse(text)
+            .map_err(|d| {
+                let first = d.first().map(|d| d.message.clone()).unwrap_or_default();
+                format!("the document is neither JSON nor YAML: {first}")
+            })?
+            .to_json(),
+    };
+    let version = doc.get("openapi").and_then(Value::as_str).unwrap_or("");
+    if !(version.starts_with("3.0") || version.starts_with("3.1")) {
+        return Err(match doc.get("swagger") {
+            Some(_) => "this is a Swagger 2.0 document; convert it to OpenAPI 3 first".into(),
+            None => format!(
+                "not an OpenAPI 3.0 or 3.1 document (`openapi: {}`)",
+                if version.is_empty() {
+                    "missing"
+                } else {
+                    version
+                }
+            ),
+        });
+    }
+    let base = base_url(&doc, opts)?;
+    let mut used_names = BTreeSet::new();
+    let mut secrets = BTreeSet::new();
+    let mut tools = String::new();
+    let paths = doc
+        .get("paths")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (path, item) in &paths {
+        let item = resolve(&doc, item, 0);
+        for method in METHODS {
+            let Some(op) = item.get(method) else {
+                continue;
+            };
+            let op = resolve(&doc, op, 0);
+            if !selected(opts, path, method, &op) {
+                continue;
+            }
+            let tool = operation(&doc, &base, path, method, &item, &op, &mut used_names)?;
+            for s in &tool.secrets {
+                secrets.insert(s.clone());
+            }
+            tools.push_str(&tool.yaml);
+        }
+    }
+    if tools.is_empty() {
+        return Err("no operation was selected; check --include/--exclude".into());
+    }
+    if opts.tools_only {
+        return Ok(format!("tools:\n{tools}"));
+    }
+    let title = doc
+        .pointer("/info/title")
+        .and_then(Value::as_str)
+        .unwrap_or("imported_api");
+    let mut out = format!(
+        "# Imported from an OpenAPI {version} document by `toolrun import openapi`.\nversion: 1\nname: {}\n",
+        yaml_str(&identifier(title, 64))
+    );
+    if let Some(d) = doc.pointer("/info/description").and_then(Value::as_str) {
+        out.push_str(&format!("description: {}\n", yaml_str(d.trim())));
+    }
+    out.push_str("\ntools:\n");
+    out.push_str(&tools);
+    if !secrets.is_empty() {
+        let list: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        out.push_str(&format!("\nsecrets: [{}]\n", list.join(", ")));
+    }
+    Ok(out)
+}
+
+fn base_url(doc: &Value, opts: &Options) -> Result<String, String> {
+    if let Some(b) = &opts.base_url {
+        return Ok(b.trim_end_matches('/').to_string());
+    }
+    let server = doc.pointer("/servers/0");
+    let mut url = server
+        .and_then(|s| s.get("url"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if let Some(vars) = server
+        .and_then(|s| s.get("variables"))
+        .and_then(Value::as_object)
+    {
+        for (name, var) in vars {
+            let default = var.get("default").and_then(Value::as_str).unwrap_or("");
+            url = url.replace(&format!("{{{name}}}"), default);
+        }
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "the document's first server is `{}`, not an absolute http(s) URL; pass --base-url https://host/path",
+            if url.is_empty() { "missing" } else { &url }
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// `--include`/`--exclude`: an operationId, a path glob (`/pets/*`), or `tag:NAME`.
+fn selected(opts: &Options, path: &str, method: &str, op: &Value) -> bool {
+    let id = op.get("operationId").and_then(Value::as_str).unwrap_or("");
+    let tags: Vec<&str> = op
+        .get("tags")
+        .and_then(Value::as_array)
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let matches = |pattern: &String| {
+        if let Some(tag) = pattern.strip_prefix("tag:") {
+            tags.contains(&tag)
+        } else if pattern.starts_with('/') {
+            glob(pattern, path)
+        } else {
+            glob(pattern, id) || pattern.eq_ignore_ascii_case(&format!("{method} {path}"))
+        }
+    };
+    (opts.include.is_empty() || opts.include.iter().any(matches))
+        && !opts.exclude.iter().any(matches)
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let mut rest = text;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            let Some(r) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = r;
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// Follows a local `$ref` (and `$ref`s inside), turning OpenAPI 3.0's `nullable` into JSON
+/// Schema and dropping keys that only document (`xml`, `example`, `discriminator`).
+fn resolve(doc: &Value, v: &Value, depth: usize) -> Value {
+    resolve_in(doc, v, depth, &mut Vec::new())
+}
+
+fn resolve_in(doc: &Value, v: &Value, depth: usize, chain: &mut Vec<String>) -> Value {
+    match v {
+        Value::Object(m) => {
+            if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                // A cycle would repeat forever (and a branching one grow exponentially): the
+                // inner occurrence accepts any value.
+                if depth >= MAX_REF_DEPTH || chain.iter().any(|c| c == r) {
+                    return json!({});
+                }
+                chain.push(r.to_string());
+                let target = r
+                    .strip_prefix('#')
+                    .and_then(|p| doc.pointer(p))
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                let mut resolved = resolve_in(doc, &target, depth + 1, chain);
+                // 3.1 allows siblings next to `$ref` (a description, say): they win.
+                if let Value::Object(out) = &mut resolved {
+                    for (k, val) in m.iter().filter(|(k, _)| *k != "$ref") {
+                        out.insert(k.clone(), resolve_in(doc, val, depth + 1, chain));
+                    }
+                }
+                chain.pop();
+                return resolved;
+            }
+            let mut out = Map::new();
+            for (k, val) in m {
+                if matches!(
+                    k.as_str(),
+                    "xml" | "example" | "discriminator" | "externalDocs" | "nullable"
+                ) {
+                    continue;
+                }
+                out.insert(k.clone(), resolve_in(doc, val, depth, chain));
+            }
+            if m.get("nullable") == Some(&Value::Bool(true)) {
+                match out.get("type").cloned() {
+                    Some(Value::String(t)) => {
+                        out.insert("type".into(), json!([t, "null"]));
+                    }
+                    Some(Value::Array(mut ts)) if !ts.contains(&json!("null")) => {
+                        ts.push(json!("null"));
+                        out.insert("type".into(), Value::Array(ts));
+                    }
+                    _ => {}
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| resolve_in(doc, i, depth, chain))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+struct Imported {
+    yaml: String,
+    secrets: Vec<String>,
+}
+
+#[derive(PartialEq)]
+enum Place {
+    Path,
+    Query,
+    Header,
+}
+
+fn operation(
+    doc: &Value,
+    base: &str,
+    path: &str,
+    method: &str,
+    item: &Value,
+    op: &Value,
+    used_names: &mut BTreeSet<String>,
+) -> Result<Imported, String> {
+    let raw_name = op
+        .get("operationId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{method}_{path}"));
+    let mut name = identifier(&raw_name, 64);
+    let mut n = 2;
+    while used_names.contains(&name) {
+        name = format!("{}_{n}", identifier(&raw_name, 60));
+        n += 1;
+    }
+    used_names.insert(name.clone());
+
+    let summary = op.get("summary").and_then(Value::as_str).map(str::trim);
+    let long = op.get("description").and_then(Value::as_str).map(str::trim);
+    let description = match (summary, long) {
+        (Some(s), Some(d)) if !s.is_empty() && !d.is_empty() && s != d => format!("{s}. {d}"),
+        (Some(s), _) if !s.is_empty() => s.to_string(),
+        (_, Some(d)) if !d.is_empty() => d.to_string(),
+        _ => format!("{} {path}", method.to_uppercase()),
+    };
+    // Long descriptions cost tokens on every request; the first part says what the tool does.
+    let description: String = description.chars().take(1000).collect();
+
+    // Path-level parameters apply unless the operation redefines them (same name and place).
+    let mut params: Vec<Value> = Vec::new();
+    for list in [op.get("parameters"), item.get("parameters")] {
+        for p in list.and_then(Value::as_array).into_iter().flatten() {
+            let p = resolve(doc, p, 0);
+            let key = (p.get("name").cloned(), p.get("in").cloned());
+            if !params
+                .iter()
+                .any(|q| (q.get("name").cloned(), q.get("in").cloned()) == key)
+            {
+                params.push(p);
+            }
+        }
+    }
+
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    let mut url_path = path.to_string();
+    let mut query = Vec::new();
+    let mut headers = Vec::new();
+    let mut taken = BTreeSet::new();
+    for p in &params {
+        let pname = p.get("name").and_then(Value::as_str).unwrap_or("");
+        let place = match p.get("in").and_then(Value::as_str) {
+            Some("path") => Place::Path,
+            Some("query") => Place::Query,
+            Some("header") => Place::Header,
+            // Cookies carry sessions, not arguments a model should choose.
+            _ => continue,
+        };
+        if pname.is_empty()
+            || (place == Place::Header
+                && ["accept", "content-type", "authorization"]
+                    .contains(&pname.to_ascii_lowercase().as_str()))
+        {
+            continue;
+        }
+        let mut arg = identifier(pname, 64);
+        if taken.contains(&arg) {
+            let prefix = match place {
+                Place::Path => "path",
+                Place::Query => "query",
+                Place::Header => "header",
+            };
+            arg = identifier(&format!("{prefix}_{pname}"), 64);
+        }
+        taken.insert(arg.clone());
+        let mut schema = p.get("schema").cloned().unwrap_or_else(|| json!({}));
+        if let (Value::Object(s), Some(d)) =
+            (&mut schema, p.get("description").and_then(Value::as_str))
+        {
+            s.entry("description").or_insert_with(|| json!(d.trim()));
+        }
+        properties.insert(arg.clone(), schema);
+        let is_required = place == Place::Path || p.get("required") == Some(&Value::Bool(true));
+        if is_required {
+            required.push(json!(arg));
+        }
+        let expr = format!("{{{{ args.{arg} }}}}");
+        match place {
+            Place::Path => url_path = url_path.replace(&format!("{{{pname}}}"), &expr),
+            Place::Query => query.push((pname.to_string(), expr)),
+            Place::Header => headers.push((pname.to_string(), expr)),
+        }
+    }
+
+    let mut body = None;
+    if let Some(rb) = op.get("requestBody") {
+        let rb = resolve(doc, rb, 0);
+        let json_media = rb.get("content").and_then(Value::as_object).and_then(|c| {
+            c.iter()
+                .find(|(k, _)| k.starts_with("application/json") || k.ends_with("+json"))
+                .map(|(_, v)| v.clone())
+        });
+        if let Some(media) = json_media {
+            let mut arg = "body".to_string();
+            while taken.contains(&arg) {
+                arg = format!("request_{arg}");
+            }
+            let mut schema = media.get("schema").cloned().unwrap_or_else(|| json!({}));
+            if let (Value::Object(s), Some(d)) =
+                (&mut schema, rb.get("description").and_then(Value::as_str))
+            {
+                s.entry("description").or_insert_with(|| json!(d.trim()));
+            }
+            properties.insert(arg.clone(), schema);
+            if rb.get("required") == Some(&Value::Bool(true)) {
+                required.push(json!(arg));
+            }
+            body = Some(format!("{{{{ args.{arg} }}}}"));
+        }
+    }
+
+    let mut secrets = Vec::new();
+    let requirement = op
+        .get("security")
+        .or_else(|| doc.get("security"))
+        .and_then(Value::as_array)
+        .and_then(|alternatives| alternatives.first())
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for scheme_name in requirement.keys() {
+        let Some(scheme) = doc
+            .pointer(&format!(
+                "/components/securitySchemes/{}",
+                pointer_escape(scheme_name)
+            ))
+            .map(|s| resolve(doc, s, 0))
+        else {
+            continue;
+        };
+        let secret = secret_name(scheme_name);
+        let value = format!("{{{{ secrets.{secret} }}}}");
+        match scheme.get("type").and_then(Value::as_str) {
+            Some("apiKey") => {
+                let key = scheme
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("X-API-Key");
+                match scheme.get("in").and_then(Value::as_str) {
+                    Some("query") => query.push((key.to_string(), value)),
+                    Some("header") => headers.push((key.to_string(), value)),
+                    _ => continue,
+                }
+            }
+            Some("http") => {
+                match scheme
+                    .get("scheme")
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_lowercase)
+                    .as_deref()
+                {
+                    // The secret holds base64 of `user:password`, as the header carries it.
+                    Some("basic") => {
+                        headers.push(("Authorization".into(), format!("Basic {value}")))
+                    }
+                    _ => headers.push(("Authorization".into(), format!("Bearer {value}"))),
+                }
+            }
+            Some("oauth2") | Some("openIdConnect") => {
+                headers.push(("Authorization".into(), format!("Bearer {value}")))
+            }
+            _ => continue,
+        }
+        secrets.push(secret);
+    }
+
+    let upper = method.to_uppercase();
+    let input = json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    });
+    let mut input = input;
+    if required.is_empty() {
+        if let Value::Object(m) = &mut input {
+            m.remove("required");
+        }
+    }
+    let mut y = String::new();
+    y.push_str(&format!("  {name}:\n"));
+    y.push_str(&format!("    description: {}\n", yaml_str(&description)));
+    y.push_str("    kind: http\n");
+    match upper.as_str() {
+        "GET" | "HEAD" | "OPTIONS" => y.push_str("    idempotent: true\n"),
+        // Writes stop for a person by default; `--approve NAME` (or editing this) lets them run.
+        _ => y.push_str("    side_effects: true\n"),
+    }
+    y.push_str(&format!("    input: {}\n", input));
+    y.push_str("    request:\n");
+    y.push_str(&format!("      method: {upper}\n"));
+    y.push_str(&format!(
+        "      url: {}\n",
+        yaml_str(&format!("{base}{url_path}"))
+    ));
+    if !query.is_empty() {
+        y.push_str("      query:\n");
+        for (k, v) in &query {
+            y.push_str(&format!("        {}: {}\n", yaml_str(k), yaml_str(v)));
+        }
+    }
+    if !headers.is_empty() {
+        y.push_str("      headers:\n");
+        for (k, v) in &headers {
+            y.push_str(&format!("        {}: {}\n", yaml_str(k), yaml_str(v)));
+        }
+    }
+    if let Some(b) = body {
+        y.push_str(&format!("      body: {}\n", yaml_str(&b)));
+    }
+    Ok(Imported { yaml: y, secrets })
+}
+
+fn pointer_escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// A name every provider accepts: letters, digits, `_` and `-`, at most `max` characters.
+fn identifier(raw: &str, max: usize) -> String {
+    let mut out: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while out.contains("__") {
+        out = out.replace("__", "_");
+    }
+    let out = out.trim_matches('_');
+    let mut out: String = out.chars().take(max).collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out = format!("x_{out}").chars().take(max).collect();
+    }
+    out
+}
+
+/// `api_key` → `API_KEY`: secrets are environment variable names.
+fn secret_name(scheme: &str) -> String {
+    identifier(scheme, 60).to_ascii_uppercase()
+}
+
+/// A YAML scalar that reads back as exactly this string (a JSON string is valid YAML).
+fn yaml_str(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob("/pets/*", "/pets/{id}"));
+        assert!(glob("*Pet*", "findPetById"));
+        assert!(!glob("/pets/*", "/stores/1"));
+        assert!(glob("addPet", "addPet"));
+    }
+
+    #[test]
+    fn identifiers_and_secret_names() {
+        assert_eq!(identifier("X-Request-ID", 64), "X_Request_ID");
+        assert_eq!(identifier("page[size]", 64), "page_size");
+        assert_eq!(identifier("get /pets/{id}", 64), "get_pets_id");
+        assert_eq!(identifier("1st", 64), "x_1st");
+        assert_eq!(secret_name("api_key"), "API_KEY");
+    }
+
+    #[test]
+    fn refs_resolve_recursively_and_nullable_becomes_a_type() {
+        let doc = json!({
+            "components": { "schemas": {
+                "Node": { "type": "object", "nullable": true, "properties": { "next": { "$ref": "#/components/schemas/Node" } } }
+            } }
+        });
+        let v = resolve(&doc, &json!({ "$ref": "#/components/schemas/Node" }), 0);
+        assert_eq!(v["type"], json!(["object", "null"]));
+        assert_eq!(v["properties"]["next"], json!({}), "the cycle stops");
+        assert!(v.to_string().len() < 100_000);
+    }
+}
