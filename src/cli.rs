@@ -37,7 +37,7 @@ pub enum Command {
     Run(RunArgs),
     /// Run the `tests:` declared in specs (offline: scripted models and fixtures)
     #[command(
-        after_help = "Examples:\n  toolrun test specs/*.yaml\n  toolrun test specs/*.yaml --junit report.xml --partition 1/4"
+        after_help = "Examples:\n  toolrun test specs/*.yaml\n  toolrun test specs/*.yaml --junit report.xml --partition 1/4\n  toolrun test spec.yaml --model gpt --record missing\n  toolrun test spec.yaml --model gpt --repeat 5 --pass-rate 0.8 --results results.json"
     )]
     Test(TestArgs),
     /// Re-run recorded fixtures with no network; fail on any divergence
@@ -193,6 +193,53 @@ pub struct TestArgs {
     /// What a run in which no test ran means (every test skipped, or none selected)
     #[arg(long, value_enum, value_name = "WHAT", default_value = "fail")]
     pub no_tests: NoTests,
+    /// Run every test with this model instead of its own (live models are called)
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Run tests live and write their fixtures: those whose fixture is missing, or all
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub record: Option<RecordWhich>,
+    /// Run each test N times
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub repeat: u32,
+    /// A test passes when at least this share of its runs pass (0 to 1)
+    #[arg(long, value_name = "R", default_value_t = 1.0, value_parser = parse_rate)]
+    pub pass_rate: f64,
+    /// Tests run at once (default: the number of cores)
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// Write the results document (JSON) here
+    #[arg(long, value_name = "PATH")]
+    pub results: Option<std::path::PathBuf>,
+    /// Fix the clock for built-ins (RFC 3339); a test's own `now:` wins
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordWhich {
+    /// Tests whose fixture does not exist yet; the rest replay
+    Missing,
+    /// Every test with a fixture path, overwriting
+    All,
+}
+
+impl RecordWhich {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordWhich::Missing => "missing",
+            RecordWhich::All => "all",
+        }
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "expected a share between 0 and 1, e.g. 0.8 (got `{s}`)"
+        )),
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

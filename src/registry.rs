@@ -25,6 +25,8 @@ pub struct Registry {
     pub templates: Templates,
     /// JSON Pointers into recorded request bodies that replay ignores (volatile fields).
     pub replay_ignore: Vec<String>,
+    /// `fixtures: DIR`, resolved against the spec's folder: per-test fixtures live there.
+    pub fixtures_dir: Option<PathBuf>,
 }
 
 impl Registry {
@@ -277,6 +279,8 @@ pub struct TestCase {
     pub query: String,
     pub model: Option<String>,
     pub fixture: Option<PathBuf>,
+    /// `now:`: this test's clock (Unix ms), instead of `TOOLRUN_NOW` or the system clock.
+    pub now_unix_ms: Option<i64>,
     pub approve: Vec<String>,
     /// Faults for this test only, by tool; they replace the tool's own.
     pub faults: Vec<(String, Vec<Fault>)>,

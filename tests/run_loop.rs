@@ -387,8 +387,10 @@ tests:
         .args(["--format", "json", "--filter", "right"]));
     assert_eq!(out.code, 0);
     let doc = out.json();
-    assert_eq!(doc["passed"], 1);
-    assert_eq!(doc["results"][0]["name"], "right_answer");
+    // `--format json` prints the results document.
+    assert_eq!(doc["kind"], "toolrun.results");
+    assert_eq!(doc["totals"]["passed"], 1);
+    assert_eq!(doc["tests"][0]["name"], "right_answer");
 }
 
 #[test]
@@ -402,7 +404,7 @@ fn partitions_split_the_suite_without_overlap() {
             &format!("{k}/3"),
         ]));
         assert_eq!(out.code, 0);
-        for r in out.json()["results"].as_array().unwrap() {
+        for r in out.json()["tests"].as_array().unwrap() {
             seen.push(r["name"].as_str().unwrap().to_string());
         }
     }
@@ -411,7 +413,7 @@ fn partitions_split_the_suite_without_overlap() {
         .arg(spec("guardrails.yaml"))
         .args(["--format", "json"]))
     .json();
-    let mut expected: Vec<String> = all["results"]
+    let mut expected: Vec<String> = all["tests"]
         .as_array()
         .unwrap()
         .iter()

@@ -62,13 +62,17 @@ fn shell_words(line: &str) -> Vec<String> {
     words
 }
 
-/// The command after `record it with: ` up to the first `,` that ends it (or the line's end).
+/// The command after `record it with: ` up to the `, ` or `; ` that ends it (or the line's end).
 fn record_command(stdout: &str) -> Vec<String> {
     let line = stdout
         .lines()
         .find_map(|l| l.trim().strip_prefix("record it with: "))
         .unwrap_or_else(|| panic!("no record command in:\n{stdout}"));
-    let end = line.find(", then").unwrap_or(line.len());
+    let end = [line.find(", "), line.find("; ")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(line.len());
     shell_words(&line[..end])
 }
 
@@ -191,21 +195,14 @@ fn a_missing_fixture_fails_only_its_test_and_says_how_to_record_it() {
     let cmd = record_command(&out.stdout);
     assert_eq!(
         cmd,
-        [
-            "toolrun",
-            "run",
-            "s.yaml",
-            "--query",
-            "what's new?",
-            "--model",
-            "scripted",
-            "--record",
-            "./fixtures/recorded.json"
-        ]
+        ["toolrun", "test", "s.yaml", "--filter", "recorded", "--record", "missing"]
     );
-    // The command works on this very spec (it used to fail with E036), creates the folder, and
-    // then the test passes.
-    run(toolrun().current_dir(&dir).args(&cmd[1..])).assert_success();
+    // The command works on this very spec (E036 used to refuse it), creates the folder, and
+    // records only the missing fixture; then a plain `test` replays it and passes.
+    let rec = run(toolrun().current_dir(&dir).args(&cmd[1..]));
+    rec.assert_success();
+    assert!(rec.stdout.contains("PASS notes::recorded"), "{rec:?}");
+    assert!(dir.join("fixtures/recorded.json").is_file());
     let out = run(toolrun().current_dir(&dir).args(["test", "s.yaml"]));
     out.assert_code(0);
     assert_eq!(out.stdout.lines().last(), Some("2 passed, 0 failed"));
@@ -280,11 +277,21 @@ fn a_live_model_test_fails_offline_and_runs_with_allow_network() {
         "{out:?}"
     );
     let cmd = record_command(&out.stdout);
-    assert_eq!(cmd[..3], ["toolrun", "run", "s.yaml"]);
-    assert!(cmd.ends_with(&["--record".into(), "./fixtures/live_case.json".into()]));
+    assert_eq!(
+        cmd,
+        [
+            "toolrun",
+            "test",
+            "s.yaml",
+            "--filter",
+            "live_case",
+            "--record",
+            "missing"
+        ]
+    );
     assert!(
         out.stdout.contains(
-            "then add `fixture: fixtures/live_case.json` to the test; or pass --allow-network"
+            ", after adding `fixtures: fixtures` to the spec (or `fixture: PATH` to the test); or pass --allow-network to run it live"
         ),
         "{out:?}"
     );
@@ -344,12 +351,17 @@ fn an_offline_test_never_reaches_the_network_or_reads_real_secrets() {
     out.assert_code(1);
     assert_eq!(server.requests().len(), 0, "nothing was sent");
     let doc = out.json();
-    let failure = doc["results"][0]["failures"][0].as_str().unwrap();
+    let failure = doc["tests"][0]["attempts"][0]["failures"][0]["message"]
+        .as_str()
+        .unwrap();
     assert!(
         failure.starts_with("offline: tool `weather` would reach the network (GET "),
         "{failure}"
     );
-    assert!(failure.contains("record it with: toolrun run s.yaml --query 'Weather in Paris?' --model scripted --record ./fixtures/paris.json"), "{failure}");
+    assert!(
+        failure.contains("record it with: toolrun test s.yaml --filter paris --record missing"),
+        "{failure}"
+    );
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
 
     // --allow-network runs it for real; the echoed secret still never reaches the report.

@@ -13,6 +13,8 @@ pub struct CaseResult {
     pub outcome: Outcome,
     pub failures: Vec<String>,
     pub duration_ms: f64,
+    /// `k/N` runs passed, shown when a test ran more than once (`--repeat`).
+    pub runs: Option<(u32, u32)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,8 +93,12 @@ pub fn report(
                     Outcome::Failed => "FAIL",
                     Outcome::Skipped => "SKIP",
                 };
+                let runs = r
+                    .runs
+                    .map(|(k, n)| format!(" ({k}/{n} runs passed)"))
+                    .unwrap_or_default();
                 println!(
-                    "{tag} {}",
+                    "{tag} {}{runs}",
                     crate::term::visible_line(&format!("{}::{}", r.suite, r.name))
                 );
                 for f in &r.failures {

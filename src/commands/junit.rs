@@ -76,6 +76,7 @@ mod tests {
             outcome: Outcome::Failed,
             failures: vec!["x & y".into()],
             duration_ms: 1.0,
+            runs: None,
         };
         let xml = junit_xml(&[r]);
         assert!(xml.contains("name=\"a&lt;b\""));

@@ -91,6 +91,7 @@ pub fn run(args: ReplayArgs) -> i32 {
                     outcome,
                     failures,
                     duration_ms: crate::trace::millis(started.elapsed()),
+                    runs: None,
                 };
                 (i, result, was_updated)
             }

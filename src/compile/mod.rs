@@ -172,6 +172,20 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         None => Vec::new(),
     };
     let replay_ignore = compile_replay_ignore(&top, ctx);
+    // Per-test fixtures are written by `test --record`: the folder must stay inside the project.
+    let fixtures_dir = top.string("fixtures", &mut ctx.d).and_then(|d| {
+        match crate::files::within_root(&ctx.root, &ctx.spec_dir, &d.value) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                ctx.d.push(
+                    Diagnostic::new("E036", format!("fixtures folder {}", e.describe(&d.value)))
+                        .at(d.span)
+                        .help(crate::files::Escape::HELP),
+                );
+                None
+            }
+        }
+    });
     warn_unused_secrets(ctx);
     let sha = sha256_hex(&ctx.source.text);
     let templates = std::mem::take(&mut ctx.templates);
@@ -191,6 +205,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         tests,
         templates,
         replay_ignore,
+        fixtures_dir,
     })
 }
 

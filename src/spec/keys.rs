@@ -14,6 +14,7 @@ pub const TOP: &[&str] = &[
     "models",
     "tests",
     "replay",
+    "fixtures",
 ];
 
 /// Keys every tool kind accepts.
@@ -131,7 +132,7 @@ pub const TURN: &[&str] = &["answer", "tool_calls", "raw"];
 pub const SCRIPTED_CALL: &[&str] = &["name", "arguments", "arguments_raw", "malformed"];
 
 pub const TEST: &[&str] = &[
-    "name", "query", "model", "fixture", "approve", "faults", "expect",
+    "name", "query", "model", "fixture", "now", "approve", "faults", "expect",
 ];
 pub const EXPECT: &[&str] = &[
     "status",

@@ -102,6 +102,7 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
         ("spec", "models") => (json!({ "type": "object", "additionalProperties": r("model") }), "Models by name."),
         ("spec", "tests") => (json!({ "type": "array", "items": r("test") }), "Tests run by `toolrun test`."),
         ("spec", "replay") => (r("replay"), "Settings for `toolrun replay`."),
+        ("spec", "fixtures") => (json!({ "type": "string" }), "Folder of per-test fixtures, relative to the spec: a test's fixture is `DIR/<test name>.json` unless it sets `fixture:`. `toolrun test --record missing|all` writes them."),
 
         ("tool", "description") => (json!({ "type": "string", "minLength": 1 }), "What the tool does and returns; models choose tools by it."),
         ("tool", "kind") => (json!({ "enum": keys::TOOL_KINDS }), "How the tool runs: mock, table, builtin or http."),
@@ -216,6 +217,7 @@ pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
         ("test", "query") => (json!({ "type": "string" }), "The query to run."),
         ("test", "model") => (json!({ "type": "string" }), "Model to use (default: `default_model`)."),
         ("test", "fixture") => (json!({ "type": "string" }), "A recorded fixture to replay instead, relative to the spec."),
+        ("test", "now") => (json!({ "type": "string" }), "The clock for this test (RFC 3339), for `datetime` and templates; overrides `TOOLRUN_NOW`."),
         ("test", "approve") => (tool_names(), "Tools approved for this run."),
         ("test", "faults") => (
             json!({ "type": "object", "additionalProperties": { "type": "array", "items": r("fault") } }),

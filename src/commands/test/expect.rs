@@ -5,7 +5,8 @@ use crate::registry::Expect;
 use crate::trace::Trace;
 use serde_json::Value;
 
-pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
+/// Each unmet expectation as the `expect:` key it belongs to and a readable line.
+pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'static str, String)> {
     let mut failures = Vec::new();
     let output = trace.final_output.as_deref().unwrap_or("");
     let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
@@ -16,52 +17,71 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
                 .as_deref()
                 .map(|e| format!(" ({}: {e})", trace.stop_reason))
                 .unwrap_or_default();
-            failures.push(format!(
-                "expected status `{status}`, got `{}`{why}",
-                trace.status.as_str()
+            failures.push((
+                "status",
+                format!(
+                    "expected status `{status}`, got `{}`{why}",
+                    trace.status.as_str()
+                ),
             ));
         }
     }
     if let Some(reason) = &expect.stop_reason {
         if reason != &trace.stop_reason {
-            failures.push(format!(
-                "expected stop_reason `{reason}`, got `{}`",
-                trace.stop_reason
+            failures.push((
+                "stop_reason",
+                format!(
+                    "expected stop_reason `{reason}`, got `{}`",
+                    trace.stop_reason
+                ),
             ));
         }
     }
     if let Some(list) = &expect.tool_calls {
         if list.iter().map(String::as_str).ne(called.iter().copied()) {
-            failures.push(format!("expected tool calls {list:?}, got {called:?}"));
+            failures.push((
+                "tool_calls",
+                format!("expected tool calls {list:?}, got {called:?}"),
+            ));
         }
     }
     for name in &expect.tool_calls_include {
         if !called.contains(&name.as_str()) {
-            failures.push(format!("expected a call to `{name}`, got {called:?}"));
+            failures.push((
+                "tool_calls_include",
+                format!("expected a call to `{name}`, got {called:?}"),
+            ));
         }
     }
     for name in &expect.tool_calls_exclude {
         if called.contains(&name.as_str()) {
-            failures.push(format!("expected no call to `{name}`, got {called:?}"));
+            failures.push((
+                "tool_calls_exclude",
+                format!("expected no call to `{name}`, got {called:?}"),
+            ));
         }
     }
     for (i, wanted) in expect.arguments.iter().enumerate() {
         match trace.tool_results.get(i) {
-            None => failures.push(format!(
-                "expected arguments {} for call {}, but only {} call(s) ran",
-                Value::Object(wanted.clone()),
-                i + 1,
-                called.len()
+            None => failures.push((
+                "arguments",
+                format!(
+                    "expected arguments {} for call {}, but only {} call(s) ran",
+                    Value::Object(wanted.clone()),
+                    i + 1,
+                    called.len()
+                ),
             )),
-            Some(r) if !crate::tools::mock::is_subset(wanted, &r.arguments) => {
-                failures.push(format!(
+            Some(r) if !crate::tools::mock::is_subset(wanted, &r.arguments) => failures.push((
+                "arguments",
+                format!(
                     "call {} (`{}`): expected arguments to include {}, got {}",
                     i + 1,
                     r.name,
                     Value::Object(wanted.clone()),
                     r.arguments
-                ))
-            }
+                ),
+            )),
             Some(_) => {}
         }
     }
@@ -73,36 +93,47 @@ pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<String> {
         want.sort_unstable();
         want.dedup();
         if got != want {
-            failures.push(format!("expected error kinds {want:?}, got {got:?}"));
+            failures.push((
+                "error_kinds",
+                format!("expected error kinds {want:?}, got {got:?}"),
+            ));
         }
     }
     for s in &expect.output_contains {
         if !output.contains(s.as_str()) {
-            failures.push(format!(
-                "expected the output to contain {s:?}, got {output:?}"
+            failures.push((
+                "output_contains",
+                format!("expected the output to contain {s:?}, got {output:?}"),
             ));
         }
     }
     for s in &expect.output_not_contains {
         if output.contains(s.as_str()) {
-            failures.push(format!(
-                "expected the output not to contain {s:?}, got {output:?}"
+            failures.push((
+                "output_not_contains",
+                format!("expected the output not to contain {s:?}, got {output:?}"),
             ));
         }
     }
     if let Some(re) = &expect.output_matches {
         if !re.is_match(output) {
-            failures.push(format!(
-                "expected the output to match /{}/, got {output:?}",
-                re.as_str()
+            failures.push((
+                "output_matches",
+                format!(
+                    "expected the output to match /{}/, got {output:?}",
+                    re.as_str()
+                ),
             ));
         }
     }
     if let Some(max) = expect.max_tool_calls {
         if trace.tool_call_count > max {
-            failures.push(format!(
-                "expected at most {max} tool calls, got {}",
-                trace.tool_call_count
+            failures.push((
+                "max_tool_calls",
+                format!(
+                    "expected at most {max} tool calls, got {}",
+                    trace.tool_call_count
+                ),
             ));
         }
     }

@@ -1,106 +1,168 @@
-//! One test case, start to verdict: replay its fixture or run its scripted model, then judge the
-//! trace by its `expect:`. Offline means offline: without `--allow-network` nothing reaches the
-//! network, and a test that would is a failure naming what and how to record it.
+//! One attempt of one test case, start to verdict: decide how it runs (replay its fixture, record
+//! it, run its scripted model, or run a live model on purpose), run it, and judge the trace by
+//! its `expect:`. Offline means offline: without `--allow-network`, `--model` or `--record`,
+//! nothing reaches the network, and a test that would is a failure naming what and how to record.
 
 use super::expect::check_expectations;
+use crate::cli::RecordWhich;
 use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
-use crate::fixture::Tape;
+use crate::fixture::{Fixture, FixtureSpec, Tape};
 use crate::net::Transport;
 use crate::registry::{ModelKind, Registry, TestCase};
 use crate::replay::Interrupt;
+use crate::results::{Attempt, Failure, PriceInfo, Source};
 use crate::trace::Trace;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-use crate::commands::cases::Outcome;
+use std::time::Instant;
 
 /// What every case of one `toolrun test` invocation shares.
 pub struct RunContext<'a> {
     pub registry: &'a Registry,
+    /// `--model`: replaces each test's own model.
+    pub model: Option<&'a str>,
+    pub record: Option<RecordWhich>,
+    /// `--allow-network` (also implied by `--model` and `--record`).
     pub allow_network: bool,
     pub now_unix_ms: i64,
     pub stop: &'a Interrupt,
 }
 
-pub struct CaseRun {
-    pub outcome: Outcome,
-    pub failures: Vec<String>,
-    /// The run the verdict was made on (scripted or replayed), when one happened.
+/// How a case runs; decided once, before its attempts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    Replay(PathBuf),
+    /// Run live (or scripted) and write the fixture from the first attempt.
+    Record(PathBuf),
+    /// Run the model as it is: scripted offline, live only when the network is allowed.
+    Run,
+    /// Cannot run as asked; every attempt fails with this reason.
+    Fail(String),
+}
+
+/// One attempt, judged, and the trace it was judged on.
+pub struct AttemptRun {
+    pub attempt: Attempt,
     pub trace: Option<Trace>,
 }
 
-impl CaseRun {
-    fn failed(reason: impl Into<String>) -> CaseRun {
-        CaseRun {
-            outcome: Outcome::Failed,
-            failures: vec![reason.into()],
-            trace: None,
-        }
-    }
+/// The test's fixture: its own `fixture:`, or `DIR/<name>.json` under the spec's `fixtures: DIR`.
+pub fn fixture_path(registry: &Registry, case: &TestCase) -> Option<PathBuf> {
+    case.fixture.clone().or_else(|| {
+        registry
+            .fixtures_dir
+            .as_ref()
+            .map(|d| d.join(format!("{}.json", file_stem(&case.name))))
+    })
+}
 
-    fn judged(trace: Trace, mut failures: Vec<String>, case: &TestCase) -> CaseRun {
+pub fn model_for(ctx: &RunContext<'_>, case: &TestCase) -> Result<String, String> {
+    crate::session::model_name(ctx.registry, ctx.model.or(case.model.as_deref()))
+}
+
+pub fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
+    let fixture = fixture_path(ctx.registry, case);
+    let live = live_endpoint(ctx.registry, model);
+    match (&fixture, ctx.record) {
+        (Some(f), Some(RecordWhich::All)) => return Plan::Record(f.clone()),
+        (Some(f), Some(RecordWhich::Missing)) if !f.is_file() => return Plan::Record(f.clone()),
+        (Some(f), Some(RecordWhich::Missing)) => return Plan::Replay(f.clone()),
+        (None, Some(_)) if live.is_some() => {
+            return Plan::Fail(format!(
+                "--record needs a place for this test's fixture: set `fixtures: DIR` in the spec or `fixture: PATH` on the test ({})",
+                ctx.registry.spec_path.display()
+            ))
+        }
+        _ => {}
+    }
+    // `--model` without `--record` asks how that model does now: fixtures are not consulted.
+    let fresh = ctx.model.is_some() && ctx.record.is_none();
+    match &fixture {
+        Some(f) if f.is_file() && !fresh => return Plan::Replay(f.clone()),
+        Some(f) if case.fixture.is_some() && !fresh => {
+            return Plan::Fail(format!(
+                "fixture `{}` has not been recorded yet\n{}",
+                f.display(),
+                record_hint(ctx, case, model)
+            ))
+        }
+        _ => {}
+    }
+    match live {
+        Some(endpoint) if !ctx.allow_network => Plan::Fail(format!(
+            "offline: the test would call live model `{model}` ({endpoint}) and has no fixture\n{}",
+            record_hint(ctx, case, model)
+        )),
+        _ => Plan::Run,
+    }
+}
+
+pub async fn run_attempt(
+    ctx: &RunContext<'_>,
+    case: &TestCase,
+    model: &str,
+    plan: &Plan,
+    number: u32,
+    price: Option<&PriceInfo>,
+) -> AttemptRun {
+    let started = Instant::now();
+    let source = match plan {
+        Plan::Replay(_) => Source::Replay,
+        Plan::Record(_) if number == 1 => Source::Record,
+        _ if live_endpoint(ctx.registry, model).is_some() => Source::Live,
+        _ => Source::Scripted,
+    };
+    let failed = |f: Failure| AttemptRun {
+        attempt: Attempt::without_trace(number, source, f, crate::trace::millis(started.elapsed())),
+        trace: None,
+    };
+    let (trace, mut failures) = match plan {
+        Plan::Fail(reason) => return failed(Failure::error(reason.clone())),
+        Plan::Replay(path) => match replay(ctx, case, path).await {
+            Ok(r) => r,
+            Err(f) => return failed(f),
+        },
+        Plan::Record(path) if number == 1 => match execute(ctx, case, model, Some(path)).await {
+            Ok(r) => r,
+            Err(f) => return failed(f),
+        },
+        Plan::Record(_) | Plan::Run => match execute(ctx, case, model, None).await {
+            Ok(r) => r,
+            Err(f) => return failed(f),
+        },
+    };
+    if failures
+        .iter()
+        .all(|f| f.kind != crate::results::FailureKind::Error)
+    {
         failures.extend(
             check_expectations(&case.expect, &trace)
                 .into_iter()
-                .map(|f| format!("assertion failed: {f}")),
+                .map(|(key, message)| Failure::assertion(key, message)),
         );
-        CaseRun {
-            outcome: if failures.is_empty() {
-                Outcome::Passed
-            } else {
-                Outcome::Failed
-            },
-            failures,
-            trace: Some(trace),
-        }
+    }
+    let mut attempt = Attempt::from_trace(number, source, &trace, failures, price);
+    if attempt.duration_ms == 0.0 {
+        attempt.duration_ms = crate::trace::millis(started.elapsed());
+    }
+    AttemptRun {
+        attempt,
+        trace: Some(trace),
     }
 }
 
-pub async fn run_case(ctx: &RunContext<'_>, case: &TestCase) -> CaseRun {
-    if ctx.stop.load(Ordering::SeqCst) {
-        return CaseRun {
-            outcome: Outcome::Skipped,
-            failures: vec!["not run: interrupted (Ctrl-C or SIGTERM)".to_string()],
-            trace: None,
-        };
-    }
-    if let Some(fixture) = &case.fixture {
-        return replay_case(ctx, case, fixture).await;
-    }
-    let model_name = match crate::session::model_name(ctx.registry, case.model.as_deref()) {
-        Ok(m) => m,
-        Err(e) => return CaseRun::failed(e),
-    };
-    if let Some(live) = live_endpoint(ctx.registry, &model_name) {
-        if !ctx.allow_network {
-            return CaseRun::failed(format!(
-                "offline: the test would call live model `{model_name}` ({live}) and has no fixture\n{}",
-                record_hint(ctx.registry, case, &model_name)
-            ));
-        }
-    }
-    scripted_or_live_case(ctx, case, &model_name).await
-}
-
-/// A fixture-backed test: the replay must match the recording, and the replayed run must meet
-/// the test's `expect:` like any other run. Both kinds of failure are reported, each as itself.
-async fn replay_case(ctx: &RunContext<'_>, case: &TestCase, fixture: &Path) -> CaseRun {
-    if !fixture.is_file() {
-        let model = crate::session::model_name(ctx.registry, case.model.as_deref())
-            .unwrap_or_else(|_| "MODEL".into());
-        return CaseRun::failed(format!(
-            "fixture `{}` has not been recorded yet\n{}",
-            fixture.display(),
-            record_hint(ctx.registry, case, &model)
-        ));
-    }
-    let recorded = match crate::replay::load_fixture(fixture) {
-        Ok(f) => f,
-        Err(e) => return CaseRun::failed(format!("cannot replay: {e}")),
-    };
-    let mut report = crate::replay::replay_fixture(
+/// A fixture-backed attempt: the replay must match the recording (divergences), and the
+/// replayed run is then judged like any other (assertions).
+async fn replay(
+    ctx: &RunContext<'_>,
+    case: &TestCase,
+    fixture: &Path,
+) -> Result<(Trace, Vec<Failure>), Failure> {
+    let recorded = crate::replay::load_fixture(fixture)
+        .map_err(|e| Failure::error(format!("cannot replay: {e}")))?;
+    let report = crate::replay::replay_fixture(
         &recorded,
         ctx.registry,
         fixture,
@@ -108,144 +170,174 @@ async fn replay_case(ctx: &RunContext<'_>, case: &TestCase, fixture: &Path) -> C
         Some(ctx.stop.clone()),
     )
     .await;
+    let mut failures = Vec::new();
     // A test that states its query must be testing that query, not whatever was recorded.
     if !case.query.is_empty() && case.query != recorded.query {
-        report.failures.insert(
-            0,
-            format!(
-                "the test's query {:?} is not the recorded query {:?}; re-record the fixture",
-                case.query, recorded.query
-            ),
-        );
+        failures.push(Failure::divergence(format!(
+            "the test's query {:?} is not the recorded query {:?}; re-record the fixture",
+            case.query, recorded.query
+        )));
     }
-    let divergences: Vec<String> = report
-        .failures
-        .into_iter()
-        .map(|f| {
-            format!(
-                "replay diverged from the recording `{}`: {f}",
-                fixture.display()
-            )
-        })
-        .collect();
+    failures.extend(report.failures.into_iter().map(|f| {
+        Failure::divergence(format!(
+            "replay diverged from the recording `{}`: {f}",
+            fixture.display()
+        ))
+    }));
     match report.trace {
-        Some(trace) => CaseRun::judged(trace, divergences, case),
-        None => CaseRun {
-            outcome: Outcome::Failed,
-            failures: divergences,
-            trace: None,
-        },
+        Some(trace) => Ok((trace, failures)),
+        None => Err(failures
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Failure::error("the replay did not run"))),
     }
 }
 
-async fn scripted_or_live_case(ctx: &RunContext<'_>, case: &TestCase, model_name: &str) -> CaseRun {
+/// Runs the loop: offline behind a tape that refuses every request, or live (recording into
+/// `record` when given).
+async fn execute(
+    ctx: &RunContext<'_>,
+    case: &TestCase,
+    model: &str,
+    record: Option<&Path>,
+) -> Result<(Trace, Vec<Failure>), Failure> {
     // Offline, every secret is the mask: a real credential can neither be sent nor echoed into
     // the report, whatever the environment holds.
     let offline = !ctx.allow_network;
     let mut prepared =
-        match crate::session::prepare_with(ctx.registry, Some(model_name), &case.query, offline) {
-            Ok(p) => p,
-            Err(e) => return CaseRun::failed(e),
-        };
+        crate::session::prepare_with(ctx.registry, Some(model), &case.query, offline)
+            .map_err(Failure::error)?;
+    let redactor = prepared.secrets.redactor();
     // Offline, the transport is a tape with nothing on it: every request is refused before it
     // leaves the process, and remembered so the failure can name it.
-    let tape = offline.then(|| Arc::new(Tape::offline()));
+    let tape = if offline {
+        Some(Arc::new(Tape::offline()))
+    } else if record.is_some() {
+        Some(Arc::new(Tape::recording(redactor.clone())))
+    } else {
+        None
+    };
     let transport = match &tape {
         Some(t) => Transport::with_tape(t.clone()),
         None => Transport::live(),
     };
     let events = Events::none();
-    let redactor = prepared.secrets.redactor();
     let engine = Engine {
         registry: ctx.registry,
         transport: &transport,
         events: &events,
         secrets: &prepared.secrets,
-        redactor,
+        redactor: redactor.clone(),
     };
+    let now = case.now_unix_ms.unwrap_or(ctx.now_unix_ms);
     let opts = RunOptions {
         faults: case.faults.clone(),
         query: &case.query,
         model_name: &prepared.model_name,
         approvals: case.approve.iter().cloned().collect(),
         confirmer: None,
-        now_unix_ms: ctx.now_unix_ms,
+        now_unix_ms: now,
         interrupted: Some(ctx.stop.clone()),
     };
     let trace = engine.run(&mut prepared.model, opts).await;
-    let refused = tape.map(|t| t.refused()).unwrap_or_default();
-    if refused.is_empty() {
-        return CaseRun::judged(trace, Vec::new(), case);
+    if let (Some(path), Some(tape)) = (record, &tape) {
+        let fixture = build_fixture(ctx.registry, case, model, now, path, tape, &trace);
+        crate::replay::write_fixture(path, &fixture, &redactor).map_err(Failure::error)?;
     }
-    // The run was cut off from the network, so its expectations say nothing: report only why.
+    let refused = tape.as_ref().map(|t| t.refused()).unwrap_or_default();
+    // A run cut off from the network says nothing about its expectations: report only why.
     let failures = refused
         .iter()
         .map(|(kind, source, request)| {
             let who = if kind == "model" { "model" } else { "tool" };
-            format!(
+            Failure::error(format!(
                 "offline: {who} `{source}` would reach the network ({request}); nothing was sent\n{}",
-                record_hint(ctx.registry, case, model_name)
-            )
+                record_hint(ctx, case, model)
+            ))
         })
         .collect();
-    CaseRun {
-        outcome: Outcome::Failed,
-        failures,
-        trace: Some(trace),
+    Ok((trace, failures))
+}
+
+fn build_fixture(
+    registry: &Registry,
+    case: &TestCase,
+    model: &str,
+    now: i64,
+    path: &Path,
+    tape: &Tape,
+    trace: &Trace,
+) -> Fixture {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    // The folder may not exist before the first recording: relate the spec to it by name.
+    let _ = std::fs::create_dir_all(dir);
+    let mut approvals = case.approve.clone();
+    approvals.sort();
+    approvals.dedup();
+    Fixture {
+        format_version: crate::fixture::FORMAT_VERSION,
+        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec: FixtureSpec {
+            name: registry.name.clone(),
+            sha256: registry.spec_sha256.clone(),
+            path: crate::replay::relative_path(dir, &registry.spec_path)
+                .to_string_lossy()
+                .replace('\\', "/"),
+        },
+        query: case.query.clone(),
+        model: model.to_string(),
+        now_unix_ms: now,
+        approvals,
+        exchanges: tape.exchanges(),
+        trace: serde_json::to_value(trace).unwrap_or_default(),
     }
 }
 
 /// `kind at base_url` for live models; `None` for scripted ones.
-fn live_endpoint(registry: &Registry, model: &str) -> Option<String> {
-    match &registry.model(model)?.kind {
+pub fn live_endpoint(registry: &Registry, model: &str) -> Option<String> {
+    let def = registry.model(model)?;
+    match &def.kind {
         ModelKind::Scripted(_) => None,
-        ModelKind::OpenAi(live) | ModelKind::Anthropic(live) => Some(format!(
-            "{} at {}",
-            registry.model(model)?.kind.name(),
-            live.base_url
-        )),
+        ModelKind::OpenAi(live) | ModelKind::Anthropic(live) => {
+            Some(format!("{} at {}", def.kind.name(), live.base_url))
+        }
     }
 }
 
 /// The exact command that records this test's fixture, and what to do with it. Shown, never run.
-pub fn record_hint(registry: &Registry, case: &TestCase, model: &str) -> String {
-    let fixture = case.fixture.clone().unwrap_or_else(|| {
-        registry
-            .spec_dir
-            .join("fixtures")
-            .join(format!("{}.json", file_stem(&case.name)))
-    });
+pub fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> String {
+    let registry = ctx.registry;
     if case.query.is_empty() {
-        return format!(
-            "the test has no `query:` to record with; add one, then record `{}` with `toolrun run {} --query ... --record {}`",
-            fixture.display(),
-            registry.spec_path.display(),
-            fixture.display()
-        );
+        return "the test has no `query:` to record with; add one, then record it".into();
     }
     let mut cmd = vec![
         "toolrun".to_string(),
-        "run".into(),
+        "test".into(),
         shell_word(&registry.spec_path.to_string_lossy()),
-        "--query".into(),
-        shell_word(&case.query),
-        "--model".into(),
-        shell_word(model),
+        "--filter".into(),
+        shell_word(&case.name),
     ];
-    for tool in &case.approve {
-        cmd.push("--approve".into());
-        cmd.push(shell_word(tool));
+    if ctx.model.is_some() || case.model.is_some() {
+        cmd.push("--model".into());
+        cmd.push(shell_word(model));
     }
     cmd.push("--record".into());
-    cmd.push(shell_word(&fixture.to_string_lossy()));
-    let then = if case.fixture.is_some() {
+    cmd.push("missing".into());
+    let place = if fixture_path(registry, case).is_some() {
         String::new()
     } else {
-        // No fixture yet: the alternative to recording is running live on purpose.
-        let rel = format!("fixtures/{}.json", file_stem(&case.name));
-        format!(", then add `fixture: {rel}` to the test; or pass --allow-network to run it live")
+        ", after adding `fixtures: fixtures` to the spec (or `fixture: PATH` to the test)"
+            .to_string()
     };
-    format!("record it with: {}{then}", cmd.join(" "))
+    let live = if case.fixture.is_none() {
+        "; or pass --allow-network to run it live"
+    } else {
+        ""
+    };
+    format!("record it with: {}{place}{live}", cmd.join(" "))
 }
 
 /// Test names become file names: anything outside a conservative set becomes `_`.
@@ -271,6 +363,11 @@ fn shell_word(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// Whether the run was stopped by a signal before this case started.
+pub fn interrupted(ctx: &RunContext<'_>) -> bool {
+    ctx.stop.load(Ordering::SeqCst)
 }
 
 #[cfg(test)]
