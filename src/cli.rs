@@ -27,7 +27,7 @@ pub struct Cli {
 pub enum Command {
     /// Parse, compile and lint specs; report every problem, not just the first
     #[command(
-        after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun check spec.yaml --format github --deny-warnings"
+        after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun check specs/\n  toolrun check spec.yaml --format github --deny-warnings"
     )]
     Check(CheckArgs),
     /// Run the tool-use loop once and print the final answer
@@ -99,7 +99,8 @@ pub enum ReportFormat {
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    #[arg(required = true, value_name = "SPEC")]
+    /// Spec files, or folders: every spec below a folder is checked
+    #[arg(required = true, value_name = "SPEC|DIR")]
     pub specs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: CheckFormat,

@@ -193,13 +193,17 @@ codes! {
         "The request would go to `/v1/v1/messages` and get a 404.",
         "base_url: https://api.anthropic.com/v1", "base_url: https://api.anthropic.com";
     "W107", "unreachable mock response",
-        "A mock response comes after a fallback (a response with no `when`), so it never matches.",
+        "A mock response comes after a fallback (a response with no `when`), or after a response whose `when` tests a subset of its own, so it never matches.",
         "The first matching response wins.",
         "responses:\n  - error: unknown\n  - when: {t: A}\n    result: 1", "responses:\n  - when: {t: A}\n    result: 1\n  - error: unknown";
     "W108", "fixture not recorded yet",
         "A test names a `fixture:` file that does not exist (yet).",
         "The spec is fine and every other test runs; `toolrun test` reports this one as failed, with the command that records it.",
         "fixture: fixtures/missing.json", "fixture: fixtures/gain.json  # recorded with `toolrun run SPEC --query ... --record fixtures/gain.json`";
+    "W112", "unreachable script",
+        "A scripted model's script comes after a fallback script (no `when`) or repeats an earlier script's `when`, so it is never chosen.",
+        "The first script whose `when` matches the query is used; the later one is dead code and its turns are never tested.",
+        "scripts:\n  - when: \"(?i)order\"\n    turns: [{answer: A}]\n  - when: \"(?i)order\"\n    turns: [{answer: B}]", "scripts:\n  - when: \"(?i)order\"\n    turns: [{answer: A}]\n  - when: \"(?i)refund\"\n    turns: [{answer: B}]";
 }
 
 pub fn find(code: &str) -> Option<&'static Code> {

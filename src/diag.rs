@@ -134,6 +134,16 @@ pub fn did_you_mean<'a>(
     closest(wanted, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
+/// The help line of an enum-valued key: the likely intent first, then every allowed value, so
+/// one reading of the error is enough to fix it.
+pub fn choose<'a>(wanted: &str, allowed: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    let all = allowed.clone().into_iter().collect::<Vec<_>>().join(", ");
+    match did_you_mean(wanted, allowed) {
+        Some(hint) => format!("{hint} (one of: {all})"),
+        None => format!("one of: {all}"),
+    }
+}
+
 pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let wanted_lower = wanted.to_lowercase();
     candidates

@@ -3,12 +3,20 @@
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::diag::{render_github, render_human, to_json, to_sarif, Diagnostic, Severity};
 use crate::exit;
+use std::path::{Path, PathBuf};
 
 pub fn run(args: CheckArgs) -> i32 {
     let mut all: Vec<Diagnostic> = Vec::new();
     let mut sources: Vec<(String, String)> = Vec::new();
     let mut unreadable = false;
-    for path in &args.specs {
+    let specs = match expand(&args.specs) {
+        Ok(specs) => specs,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    for path in &specs {
         match crate::compile::compile_file(path) {
             Err(d) => {
                 // Whatever stopped the file from being read (missing, a directory, not UTF-8,
@@ -38,7 +46,7 @@ pub fn run(args: CheckArgs) -> i32 {
                 eprint!("{}", crate::term::visible(&render_human(d, src)));
                 eprintln!();
             }
-            let checked = args.specs.len();
+            let checked = specs.len();
             let noun = if checked == 1 { "spec" } else { "specs" };
             if all.is_empty() {
                 eprintln!("checked {checked} {noun}: no problems");
@@ -70,4 +78,67 @@ pub fn run(args: CheckArgs) -> i32 {
     } else {
         exit::SUCCESS
     }
+}
+
+/// `check DIR` checks every spec below DIR: YAML files with a top-level `version:` and `tools:`
+/// or `models:` (other YAML, such as CI workflows or compose files, is not a toolrun spec).
+/// Hidden folders and `target/` are skipped; files are checked in path order.
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        walk(path, &mut found, 0)
+            .map_err(|e| format!("cannot read folder `{}`: {e}", path.display()))?;
+        if found.is_empty() {
+            return Err(format!(
+                "no toolrun specs under `{}` (YAML files with top-level `version:` and `tools:` or `models:`)",
+                path.display()
+            ));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()> {
+    // Deep enough for any project layout; a symlink loop stops here instead of running forever.
+    if depth > 32 {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                walk(&path, found, depth + 1)?;
+            }
+        } else if kind.is_file()
+            && (name.ends_with(".yaml") || name.ends_with(".yml"))
+            && looks_like_spec(&path)
+        {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn looks_like_spec(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let top = |key: &str| {
+        text.lines().any(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+    };
+    top("version") && (top("tools") || top("models"))
 }

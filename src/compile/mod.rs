@@ -71,8 +71,8 @@ pub fn compile(source: &Source, path: &Path) -> Compiled {
         }
         d.items
     };
-    let root = match yaml::parse(&source.text) {
-        Ok(root) => root,
+    let (root, duplicates) = match yaml::parse_keeping_duplicates(&source.text) {
+        Ok(parsed) => parsed,
         Err(errors) => {
             return Compiled {
                 registry: None,
@@ -102,6 +102,10 @@ pub fn compile(source: &Source, path: &Path) -> Compiled {
         tool_names: Vec::new(),
         pending_call_checks: Vec::new(),
     };
+    // A duplicate key is an error, but the rest of the spec is still worth checking.
+    for d in duplicates {
+        ctx.d.push(d);
+    }
     let registry = compile_root(&root, path, &mut ctx);
     let has_errors = ctx.d.has_errors();
     Compiled {
@@ -148,7 +152,8 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     // any order.
     let tools_node = top.get("tools");
     if let Some(n) = tools_node {
-        if let Some(obj) = Obj::open(n, "`tools`", &mut ctx.d) {
+        // `compile_tools` reports a `tools:` that is not a mapping; this pass only reads names.
+        if let Some(obj) = Obj::open(n, "`tools`", &mut Diagnostics::default()) {
             ctx.tool_names = obj.entries.iter().map(|(k, _)| k.name.clone()).collect();
         }
     }

@@ -147,10 +147,10 @@ fn model_kind(
     ctx.d.push(
         Diagnostic::new("E011", format!("unknown model kind `{shown}`"))
             .at(k.span)
-            .help(
-                did_you_mean(&shown, keys::MODEL_KINDS.iter().copied())
-                    .unwrap_or_else(|| "kinds are scripted, openai and anthropic".into()),
-            ),
+            .help(crate::diag::choose(
+                &shown,
+                keys::MODEL_KINDS.iter().copied(),
+            )),
     );
     None
 }
@@ -168,12 +168,40 @@ fn compile_scripted(
         return None;
     };
     let mut scripts = Vec::new();
-    for s in seq(scripts_node, "`scripts`", &mut ctx.d)? {
+    let items = seq(scripts_node, "`scripts`", &mut ctx.d)?;
+    warn_shadowed_scripts(items, ctx);
+    for s in items {
         if let Some(script) = compile_script(s, ctx) {
             scripts.push(script);
         }
     }
     Some(scripts)
+}
+
+/// The first script whose `when` matches is used: a script after a fallback (no `when`), or
+/// with the very same `when` as an earlier one, can never be chosen.
+fn warn_shadowed_scripts(items: &[Node], ctx: &mut Ctx) {
+    let mut earlier: Vec<(Option<String>, u32)> = Vec::new();
+    for item in items {
+        let when_node = item.get("when");
+        let when = when_node.and_then(|n| n.as_str()).map(str::to_string);
+        let covering = earlier.iter().find(|(w, _)| w.is_none() || *w == when);
+        if let Some((covering_when, line)) = covering {
+            let why = match covering_when {
+                None => format!("the script at line {line} has no `when` and matches every query"),
+                Some(w) => format!("the script at line {line} has the same `when: {w}`"),
+            };
+            ctx.d.push(
+                Diagnostic::new("W112", "this script can never be chosen")
+                    .at(when_node.map_or(item.span, |n| n.span))
+                    .label("shadowed by an earlier script")
+                    .help(format!(
+                        "{why}; the first matching script wins, so remove this one or change its `when`"
+                    )),
+            );
+        }
+        earlier.push((when, item.span.line));
+    }
 }
 
 /// The settings of an `openai` or `anthropic` model.

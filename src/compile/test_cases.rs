@@ -125,10 +125,7 @@ fn one_of(v: &Spanned<String>, allowed: &[&str], what: &str, ctx: &mut Ctx) -> b
     ctx.d.push(
         Diagnostic::new("E033", format!("unknown {what} `{}`", v.value))
             .at(v.span)
-            .help(
-                did_you_mean(&v.value, allowed.iter().copied())
-                    .unwrap_or_else(|| format!("one of: {}", allowed.join(", "))),
-            ),
+            .help(crate::diag::choose(&v.value, allowed.iter().copied())),
     );
     false
 }

@@ -170,10 +170,10 @@ fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'
     ctx.d.push(
         Diagnostic::new("E011", format!("unknown tool kind `{shown}`"))
             .at(n.span)
-            .help(
-                did_you_mean(&shown, keys::TOOL_KINDS.iter().copied())
-                    .unwrap_or_else(|| "kinds are mock, table, builtin and http".into()),
-            ),
+            .help(crate::diag::choose(
+                &shown,
+                keys::TOOL_KINDS.iter().copied(),
+            )),
     );
     None
 }
@@ -316,10 +316,7 @@ fn compile_builtin(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Opt
         ctx.d.push(
             Diagnostic::new("E026", format!("unknown builtin `{}`", b.value))
                 .at(b.span)
-                .help(
-                    did_you_mean(&b.value, names.iter().copied())
-                        .unwrap_or_else(|| format!("builtins: {}", names.join(", "))),
-                ),
+                .help(crate::diag::choose(&b.value, names.iter().copied())),
         );
         return None;
     };
@@ -388,10 +385,36 @@ fn compile_mock(
     let roots = Roots::tool(Some(&props));
     let mut out = Vec::new();
     let mut fallback_seen: Option<Span> = None;
+    let mut earlier_whens: Vec<(serde_json::Map<String, serde_json::Value>, u32)> = Vec::new();
     for item in items {
         let Some(r) = Obj::new(item, "a mock response", keys::MOCK_RESPONSE, &mut ctx.d) else {
             continue;
         };
+        let covering = match r.get("when").map(Node::to_json) {
+            Some(serde_json::Value::Object(later)) if fallback_seen.is_none() => earlier_whens
+                .iter()
+                .find(|(w, _)| {
+                    crate::tools::mock::is_subset(w, &serde_json::Value::Object(later.clone()))
+                })
+                .map(|(_, line)| *line),
+            _ => None,
+        };
+        if let Some(line) = covering {
+            ctx.d.push(
+                Diagnostic::new(
+                    "W107",
+                    "this response can never match: an earlier `when` matches every call it does",
+                )
+                .at(r.get("when").map_or(item.span, |n| n.span))
+                .label("shadowed by an earlier response")
+                .help(format!(
+                    "the response at line {line} tests a subset of these arguments and comes first; put the more specific response first"
+                )),
+            );
+        }
+        if let Some(serde_json::Value::Object(w)) = r.get("when").map(Node::to_json) {
+            earlier_whens.push((w, item.span.line));
+        }
         if let Some(first) = fallback_seen {
             ctx.d.push(
                 Diagnostic::new(
@@ -478,10 +501,7 @@ fn error_kind(obj: &Obj, code: &'static str, ctx: &mut Ctx) -> Option<ErrorKind>
         ctx.d.push(
             Diagnostic::new(code, format!("unknown error kind `{}`", k.value))
                 .at(k.span)
-                .help(
-                    did_you_mean(&k.value, all.iter().copied())
-                        .unwrap_or_else(|| format!("kinds: {}", all.join(", "))),
-                ),
+                .help(crate::diag::choose(&k.value, all.iter().copied())),
         );
     }
     kind
@@ -801,10 +821,7 @@ fn http_method(req: &Obj, ctx: &mut Ctx) -> String {
                 ctx.d.push(
                     Diagnostic::new("E031", format!("unsupported HTTP method `{}`", m.value))
                         .at(m.span)
-                        .help(
-                            did_you_mean(&upper, METHODS.iter().copied())
-                                .unwrap_or_else(|| format!("methods: {}", METHODS.join(", "))),
-                        ),
+                        .help(crate::diag::choose(&upper, METHODS.iter().copied())),
                 );
             }
             upper

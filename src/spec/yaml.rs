@@ -156,6 +156,16 @@ fn count_nodes(node: &Node) -> usize {
 /// (shape), E004 (resource limits) and E005 (duplicate keys); duplicate keys are reported all
 /// together, other errors stop the parse.
 pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
+    match parse_keeping_duplicates(source)? {
+        (node, duplicates) if duplicates.is_empty() => Ok(node),
+        (_, duplicates) => Err(duplicates),
+    }
+}
+
+/// Like [`parse`], but duplicate keys do not stop it: the document comes back (keeping each
+/// key's first definition) with the E005 diagnostics beside it, so `check` can report every
+/// other problem of the spec in the same pass.
+pub fn parse_keeping_duplicates(source: &str) -> Result<(Node, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut parser = Parser::new_from_str(source);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: std::collections::HashMap<usize, (Node, usize)> = Default::default();
@@ -366,11 +376,8 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
             }
         }
     }
-    if !duplicates.is_empty() {
-        return Err(duplicates);
-    }
     match root {
-        Some(node) => Ok(node),
+        Some(node) => Ok((node, duplicates)),
         None => Err(vec![Diagnostic::new("E003", "the spec is empty")
             .at(Span::point(1, 1))
             .help("start with `version: 1`")]),
