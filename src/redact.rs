@@ -191,24 +191,20 @@ impl Matcher {
         self.starts[usize::from(b >> 6)] |= 1 << (b & 63);
     }
 
+    #[inline]
     fn can_start(&self, b: u8) -> bool {
         self.starts[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 
-    /// Can a match start at `t[p]`? Where neither of the first two bytes is (or can start)
-    /// an escape, a needle must begin with exactly that pair.
-    fn may_start_at(&self, t: &[u8], p: usize) -> bool {
-        let b = t[p];
-        if !self.can_start(b) {
-            return false;
+    /// Can a match start with these two bytes? Where neither is (or can start) an escape, a
+    /// needle must begin with exactly that pair.
+    #[inline]
+    fn pair_may_start(&self, b: u8, next: u8) -> bool {
+        if is_escape_start(b) || is_escape_start(next) || next == b'+' {
+            return true;
         }
-        match t.get(p + 1) {
-            Some(&next) if !is_escape_start(b) && !is_escape_start(next) && next != b'+' => {
-                let pair = usize::from(b) << 8 | usize::from(next);
-                self.pairs[pair >> 6] & (1 << (pair & 63)) != 0
-            }
-            _ => true,
-        }
+        let pair = usize::from(b) << 8 | usize::from(next);
+        self.pairs[pair >> 6] & (1 << (pair & 63)) != 0
     }
 
     /// The ranges of `t` that spell a secret, merged where they overlap, each with the secret
@@ -223,8 +219,10 @@ impl Matcher {
         if self.needles.is_empty() {
             return out;
         }
+        // The hot loop: most bytes of most texts are ruled out by `can_start` alone.
+        let last = t.len().saturating_sub(1);
         for (p, &b) in t.iter().enumerate() {
-            if !self.may_start_at(t, p) {
+            if !self.can_start(b) || (p < last && !self.pair_may_start(b, t[p + 1])) {
                 continue;
             }
             let mut best: Option<(usize, usize)> = None;
@@ -577,6 +575,7 @@ fn walk(
     }
 }
 
+#[inline]
 fn is_escape_start(b: u8) -> bool {
     matches!(b, b'%' | b'\\' | b'&')
 }
@@ -608,6 +607,7 @@ impl Decoded {
     }
 }
 
+#[inline]
 fn hex(b: u8) -> Option<u32> {
     (b as char).to_digit(16)
 }
@@ -621,6 +621,7 @@ fn hex4(t: &[u8]) -> Option<u32> {
         .try_fold(0, |acc, &b| Some(acc * 16 + hex(b)?))
 }
 
+#[inline]
 fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
     let rest = &t[i..];
     match rest.first()? {

@@ -83,15 +83,22 @@ fn templates() {
 }
 
 /// The masker's property (no decoding of masked text yields the secret) on the saved inputs,
-/// then on a few thousand generated ones: a cheap stand-in for `fuzz/run.sh` on stable.
+/// then on a few thousand generated ones: a cheap stand-in for `fuzz/run.sh` on stable
+/// (`MASKER_ITERATIONS=1000000` for a longer search, `MASKER_SEED=N` for another one).
 #[test]
 fn masker() {
     for (path, bytes) in inputs("masker") {
         eprintln!("{}", path.display());
         toolrun::fuzzing::masker(&bytes);
     }
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    for _ in 0..3000 {
+    let setting = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let mut state: u64 = setting("MASKER_SEED", 0x9E37_79B9_7F4A_7C15).max(1);
+    for _ in 0..setting("MASKER_ITERATIONS", 3000) {
         let len = 20 + (state % 60) as usize;
         let data: Vec<u8> = (0..len)
             .map(|_| {
