@@ -1,12 +1,11 @@
-//! `toolrun report`: results files from real runs, rendered as HTML and markdown through the
+//! `toolrun report`: results files written by `toolrun test --results` (a scripted run, and a
+//! live run against a fake OpenAI server on 127.0.0.1), rendered as HTML and markdown through the
 //! binary, and the page checked in a real browser (headless Chromium).
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use toolrun::results::{Attempt, Failure, Results, Settings, Source, TestResult};
-use toolrun::trace::Trace;
 
 const SPEC: &str = r#"version: 1
 default_model: scripted
@@ -44,11 +43,19 @@ models:
       - turns:
           - tool_calls: [{ name: price, arguments: { ticker: ZZZZ } }]
           - answer: "No price: {{ last.error.message }}"
+tests:
+  - name: gain_on_aapl
+    query: "What is the gain on 100 AAPL shares bought at 150?"
+    expect:
+      tool_calls: [price, calc]
+      output_contains: "2815"
+  - name: unknown_ticker
+    query: "Price of ZZZZ? </script><img src=x onerror=alert(1)>"
+    expect:
+      output_contains: "not found"
 "#;
 
 const GAIN: &str = "What is the gain on 100 AAPL shares bought at 150?";
-/// A query that tries to close the data block and inject markup.
-const HOSTILE: &str = "Price of ZZZZ? </script><img src=x onerror=alert(1)>";
 
 fn toolrun_in(dir: &Path, args: &[&str]) -> support::Output {
     let mut cmd = support::toolrun();
@@ -56,122 +63,67 @@ fn toolrun_in(dir: &Path, args: &[&str]) -> support::Output {
     support::run(&mut cmd)
 }
 
-/// A real trace from the binary.
-fn trace(dir: &Path, model: &str, query: &str) -> Trace {
-    let out = toolrun_in(
-        dir,
-        &[
-            "run",
-            "spec.yaml",
-            "--model",
-            model,
-            "--query",
-            query,
-            "--json",
-        ],
-    );
-    out.assert_success();
-    serde_json::from_value(out.json()).unwrap_or_else(|e| panic!("not a trace: {e}\n{out:?}"))
-}
-
-/// What the fake OpenAI server answers for one run of the gain question (15 tokens a call).
-fn live_gain_script() -> Vec<support::Response> {
+/// A fake OpenAI server that answers by what it is asked, whatever order the runner asks in:
+/// the gain question right on odd answers and wrong (2816) on even ones, the unknown ticker
+/// always with "not found". Each reply reports 10 input and 5 output tokens.
+fn fake_gpt() -> support::TestServer {
     use support::providers::{openai_answer, openai_tool_calls};
-    vec![
-        openai_tool_calls(&[("call_1", "price", r#"{"ticker":"AAPL"}"#)]),
-        openai_tool_calls(&[("call_2", "calc", r#"{"expression":"(178.15 - 150) * 100"}"#)]),
-        openai_answer("AAPL is 178.15; the gain is 2815."),
-    ]
+    let answers = std::sync::atomic::AtomicUsize::new(0);
+    support::TestServer::start(move |req| {
+        let body = req.json().unwrap_or_default();
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let query = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string();
+        let tool_results = messages.iter().filter(|m| m["role"] == "tool").count();
+        match (query.contains("gain"), tool_results) {
+            (true, 0) => openai_tool_calls(&[("call_1", "price", r#"{"ticker":"AAPL"}"#)]),
+            (true, 1) => {
+                openai_tool_calls(&[("call_2", "calc", r#"{"expression":"(178.15 - 150) * 100"}"#)])
+            }
+            (true, _) => {
+                let n = answers.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                openai_answer(if n % 2 == 0 {
+                    "AAPL is 178.15; the gain is 2815."
+                } else {
+                    "The gain is 2816."
+                })
+            }
+            (false, 0) => openai_tool_calls(&[("call_1", "price", r#"{"ticker":"ZZZZ"}"#)]),
+            (false, _) => openai_answer("ZZZZ was not found."),
+        }
+    })
 }
 
-/// A results document as the runner builds it: each attempt from a real trace and a verdict.
-fn results(dir: &Path, model: &str, gain_passes: &[bool], hostile_passes: bool) -> Results {
-    let gain = trace(dir, model, GAIN);
-    let hostile = trace(dir, "scripted", HOSTILE);
-    let mut r = Results::new(
-        Settings {
-            repeat: gain_passes.len() as u32,
-            pass_rate: 1.0,
-            ..Settings::default()
-        },
-        1_795_000_000_000,
-    );
-    // The spec's own model definitions, so the price comes from `price:` as the runner's does.
-    let registry =
-        toolrun::replay::load_quiet(&dir.join("spec.yaml")).unwrap_or_else(|e| panic!("{e}"));
-    r.add_spec(&registry);
-    let def = registry
-        .model(model)
-        .unwrap_or_else(|| panic!("no model {model}"));
-    let price = r.add_model(def);
-    if model == "scripted" {
-        assert_eq!(price, None, "scripted models have no price");
-    }
-    let mut t = TestResult::new("stocks", "gain_on_aapl", GAIN, 1.0);
-    t.model = Some(model.into());
-    for (i, pass) in gain_passes.iter().enumerate() {
-        let failures = if *pass {
-            vec![]
-        } else {
-            vec![Failure::assertion(
-                "output_contains",
-                "expected the output to contain \"2816\"",
-            )]
-        };
-        t.push(Attempt::from_trace(
-            i as u32 + 1,
-            if model == "gpt" {
-                Source::Live
-            } else {
-                Source::Scripted
-            },
-            &gain,
-            failures,
-            price.as_ref(),
-        ));
-    }
-    r.tests.push(t);
-    let mut t = TestResult::new("stocks", "unknown_ticker", HOSTILE, 1.0);
-    let failures = if hostile_passes {
-        vec![]
-    } else {
-        vec![Failure::assertion(
-            "tool_calls",
-            "expected tool calls [\"lookup\"], got [\"price\"]",
-        )]
-    };
-    t.push(Attempt::from_trace(
-        1,
-        Source::Scripted,
-        &hostile,
-        failures,
-        None,
-    ));
-    r.tests.push(t);
-    r.tests
-        .push(TestResult::new("stocks", "live_only", "hi", 1.0).skipped("model `gpt` is live"));
-    r.finish();
-    r
-}
-
-/// `before.json`, the scripted model (gain passes 2/2, unknown_ticker fails), and `after.json`,
-/// a live model on a fake OpenAI server (gain 1/2, a regression; unknown_ticker passes, a fix).
+/// `before.json` from the scripted model (gain passes, unknown_ticker fails) and `after.json`
+/// from the live model on the fake server, twice per test (gain 1/2, a regression;
+/// unknown_ticker 2/2, a fix): both written by `toolrun test --results`.
 fn two_runs() -> PathBuf {
     let dir = support::temp_dir("report");
-    let fake = support::providers::Fake::openai_keyless(live_gain_script());
+    let fake = fake_gpt();
     std::fs::write(
         dir.join("spec.yaml"),
-        SPEC.replace("BASE_URL", &fake.base_url()),
+        SPEC.replace("BASE_URL", &fake.url("/v1")),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let redactor = toolrun::redact::Redactor::default();
-    results(&dir, "scripted", &[true, true], false)
-        .write(&dir.join("before.json"), &redactor)
-        .unwrap_or_else(|e| panic!("{e}"));
-    results(&dir, "gpt", &[true, false], true)
-        .write(&dir.join("after.json"), &redactor)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    toolrun_in(&dir, &["test", "spec.yaml", "--results", "before.json"]).assert_code(1);
+    toolrun_in(
+        &dir,
+        &[
+            "test",
+            "spec.yaml",
+            "--model",
+            "gpt",
+            "--repeat",
+            "2",
+            "--results",
+            "after.json",
+        ],
+    )
+    .assert_code(1);
     dir
 }
 
@@ -192,38 +144,58 @@ fn markdown_summary_names_rates_regressions_and_failures() {
     let md = &out.stdout;
     assert!(md.contains("| | scripted | gpt |"), "{md}");
     assert!(
-        md.contains("| **tests passed** | 1/2 (50%), 1 skipped | 1/2 (50%), 1 skipped |"),
+        md.contains("| **tests passed** | 1/2 (50%) | 1/2 (50%) |"),
         "{md}"
     );
     assert!(
-        md.contains("| **attempts passed** | 2/3 (67%) | 2/3 (67%) |"),
+        md.contains("| **attempts passed** | 1/2 (50%) | 3/4 (75%) |"),
         "{md}"
     );
-    // Three calls of 10 + 5 tokens per live attempt, two attempts, at $3 / $15 per million.
-    assert!(md.contains("| **tokens** | 0 | 90 |"), "{md}");
-    assert!(md.contains("| **cost** | — | $0.0006 |"), "{md}");
+    // Live: (3 + 2 calls) × 2 attempts × (10 + 5) tokens; scripted models report none.
+    assert!(md.contains("| **tokens** | 0 | 150 |"), "{md}");
+    assert!(md.contains("| **cost** | — | $0.00"), "{md}");
     assert!(
-        md.contains("| stocks::gain\\_on\\_aapl | ✅ 2/2 | ❌ 1/2 **regression** |"),
+        md.contains("| stocks::gain\\_on\\_aapl | ✅ 1/1 | ❌ 1/2 **regression** |"),
         "{md}"
     );
     assert!(
-        md.contains("| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 1/1 **fixed** |"),
+        md.contains("| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 2/2 **fixed** |"),
         "{md}"
     );
     assert!(
         md.contains("- regression: stocks::gain\\_on\\_aapl"),
         "{md}"
     );
+    assert!(md.contains("- fixed: stocks::unknown\\_ticker"), "{md}");
+    let failed = failed_gain_attempt(&dir);
     assert!(
-        md.contains(
-            "(gpt, attempt 2): `output\\_contains`: expected the output to contain \"2816\""
-        ),
+        md.contains(&format!(
+            "(gpt, attempt {failed}): `output\\_contains`: expected the output to contain \"2815\""
+        )),
         "{md}"
     );
-    // Rows that fail somewhere come first.
+    // The regression comes first, then the other failing row.
     let gain = md.find("| stocks::gain").unwrap_or(usize::MAX);
-    let skipped = md.find("| stocks::live").unwrap_or(0);
-    assert!(gain < skipped, "{md}");
+    let unknown = md.find("| stocks::unknown").unwrap_or(0);
+    assert!(gain < unknown, "{md}");
+}
+
+/// Which of the live gain attempts got the wrong answer (the runner may start them in any order).
+fn failed_gain_attempt(dir: &Path) -> u64 {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("after.json")).unwrap_or_default())
+            .unwrap_or_default();
+    let test = &doc["tests"][0];
+    assert_eq!(test["name"], "gain_on_aapl", "{doc:#}");
+    let failed: Vec<u64> = test["attempts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["outcome"] == "failed")
+        .filter_map(|a| a["attempt"].as_u64())
+        .collect();
+    assert_eq!(failed.len(), 1, "{doc:#}");
+    failed[0]
 }
 
 #[test]
@@ -322,7 +294,7 @@ fn the_html_report_renders_in_a_real_browser() {
     out.assert_success();
     assert!(
         out.stderr
-            .contains("wrote report.html (3 test(s) × 2 results file(s))"),
+            .contains("wrote report.html (2 test(s) × 2 results file(s))"),
         "{out:?}"
     );
     let page = dir.join("report.html");
@@ -330,27 +302,30 @@ fn the_html_report_renders_in_a_real_browser() {
     assert!(!html.contains("<img"), "the hostile query became markup");
 
     let Some(browser) = chromium() else { return };
-    // Open the regressed attempt (after.json is column 1; attempt 2 failed) by its link.
-    let dom = rendered_dom(&browser, &page, "#open=1/2/stocks%3A%3Again_on_aapl");
+    // Open the regressed attempt (after.json is column 1) by its link.
+    let failed = failed_gain_attempt(&dir);
+    let dom = rendered_dom(
+        &browser,
+        &page,
+        &format!("#open=1/{failed}/stocks%3A%3Again_on_aapl"),
+    );
     assert!(
         dom.contains("data-rendered=\"true\""),
         "the script did not run:\n{dom}"
     );
 
-    // The matrix: names, rates, marks; failing rows first.
+    // The matrix: names, rates, marks; the regression first.
     let matrix = section(&dom, "id=\"matrix\"", "</table>");
     let gain = matrix.find("gain_on_aapl").unwrap_or(usize::MAX);
-    let unknown = matrix.find("unknown_ticker").unwrap_or(usize::MAX);
-    let skipped = matrix.find("live_only").unwrap_or(0);
-    assert!(gain < unknown && unknown < skipped, "row order:\n{matrix}");
+    let unknown = matrix.find("unknown_ticker").unwrap_or(0);
+    assert!(gain < unknown, "row order:\n{matrix}");
     for shown in [
-        "2/2 (100%)",
+        "1/1 (100%)",
         "1/2 (50%)",
         "0/1 (0%)",
-        "1/1 (100%)",
+        "2/2 (100%)",
         "class=\"change regression\">regression<",
         "class=\"change fixed\">fixed<",
-        "model `gpt` is live",
         "90 tok · $0.0006",
     ] {
         assert!(
@@ -369,51 +344,60 @@ fn the_html_report_renders_in_a_real_browser() {
     );
 
     let summary = section(&dom, "id=\"summary\"", "</table>");
-    assert!(
-        summary.contains("fake-model") || summary.contains("gpt"),
-        "{summary}"
-    );
-    assert!(summary.contains("$0.0006"), "{summary}");
+    assert!(summary.contains(">150<"), "{summary}");
     let changes = section(&dom, "id=\"changes\"", "</ul>");
     assert!(
         changes.contains("scripted → gpt: stocks::gain_on_aapl"),
         "{changes}"
     );
+    assert!(
+        changes.contains("scripted → gpt: stocks::unknown_ticker"),
+        "{changes}"
+    );
 
     // The expanded trajectory: query, each tool call with arguments and result, the answer, and
-    // the failed assertion.
-    let traj = section(&dom, "id=\"trajectory-0-1-2\"", "</div></div></td>");
-    let expect_in_order = [
+    // the failed assertion, in that order.
+    let traj = section(
+        &dom,
+        &format!("id=\"trajectory-0-1-{failed}\""),
+        "</div></div></td>",
+    );
+    let mut at = 0;
+    for s in [
         GAIN,
         "step 1 · tool call · ok",
         ">price<",
         "\"ticker\": \"AAPL\"",
         "178.15",
+        "step 2 · tool call · ok",
         ">calc<",
         "(178.15 - 150) * 100",
         "2815",
-        "AAPL is 178.15; the gain is 2815.",
+        "The gain is 2816.",
         "failed assertion · output_contains",
-        "expected the output to contain \"2816\"",
-    ];
-    let mut at = 0;
-    for s in expect_in_order {
+        "expected the output to contain \"2815\"",
+    ] {
         match traj[at..].find(s) {
             Some(i) => at += i + 1,
             None => panic!("`{s}` missing (or out of order) in the trajectory:\n{traj}"),
         }
     }
     assert!(
-        dom.contains("id=\"attempt-0-1-2\" aria-expanded=\"true\""),
+        dom.contains(&format!(
+            "id=\"attempt-0-1-{failed}\" aria-expanded=\"true\""
+        )),
         "the attempt is not marked expanded"
     );
 
-    // The tool error of the other test, opened the same way.
+    // The scripted run of the other test: its tool error, opened the same way.
     let dom = rendered_dom(&browser, &page, "#open=0/1/stocks%3A%3Aunknown_ticker");
     let traj = section(&dom, "id=\"trajectory-1-0-1\"", "</div></div></td>");
     assert!(traj.contains("error · not_found"), "{traj}");
     assert!(traj.contains("unknown ticker ZZZZ"), "{traj}");
-    assert!(traj.contains("failed assertion · tool_calls"), "{traj}");
+    assert!(
+        traj.contains("failed assertion · output_contains"),
+        "{traj}"
+    );
 }
 
 /// The text from `start` to the first `end` after it; panics with the whole DOM if absent.
@@ -435,8 +419,14 @@ fn secrets_declared_by_the_spec_are_masked_even_in_a_file_that_kept_them() {
             .unwrap_or_default();
     doc["specs"][0]["secrets"] = serde_json::json!(["REPORT_TOKEN"]);
     doc["tests"][0]["query"] = serde_json::json!("use tok-abcdef-123456 please");
-    doc["tests"][0]["attempts"][1]["failures"][0]["message"] =
-        serde_json::json!("expected tok-abcdef-123456 in the output");
+    for test in doc["tests"].as_array_mut().into_iter().flatten() {
+        for attempt in test["attempts"].as_array_mut().into_iter().flatten() {
+            let failures = attempt.get_mut("failures").and_then(|f| f.as_array_mut());
+            for f in failures.into_iter().flatten() {
+                f["message"] = serde_json::json!("expected tok-abcdef-123456 in the output");
+            }
+        }
+    }
     std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
     for args in [
         &[
