@@ -166,16 +166,7 @@ fn assistant(content: Option<&str>, calls: &[CallMessage]) -> Value {
 
 /// Reads a Chat Completions reply. Only the first choice counts (we never ask for `n` > 1).
 pub fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
-    let usage = v.get("usage").filter(|u| u.is_object()).and_then(|u| {
-        let input = live::u64_field(u.get("prompt_tokens"))
-            .or_else(|| live::u64_field(u.get("input_tokens")));
-        let output = live::u64_field(u.get("completion_tokens"))
-            .or_else(|| live::u64_field(u.get("output_tokens")));
-        (input.is_some() || output.is_some()).then(|| Usage {
-            input_tokens: input.unwrap_or(0),
-            output_tokens: output.unwrap_or(0),
-        })
-    });
+    let usage = usage(v);
     if v.get("choices").is_none() {
         // A 200 carrying an error object (some proxies do this) is an error, not a reply.
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
@@ -251,30 +242,9 @@ pub fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
     }
 
     if !raw_calls.is_empty() {
-        let mut seen = Vec::new();
-        let calls = raw_calls
-            .iter()
-            .enumerate()
-            .map(|(i, call)| {
-                // `function` per the reference; a flat `{name, arguments}` from older servers.
-                let f = call
-                    .get("function")
-                    .filter(|f| f.is_object())
-                    .unwrap_or(call);
-                ProposedCall {
-                    id: live::call_id(call.get("id"), step, i, &mut seen),
-                    name: f
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    arguments: live::parse_arguments(f.get("arguments")),
-                }
-            })
-            .collect();
         return turn(Decision::ToolCalls {
             text: text.filter(|t| !t.trim().is_empty()),
-            calls,
+            calls: proposed_calls(&raw_calls, step),
         });
     }
 
@@ -285,6 +255,43 @@ pub fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
             reason: "the model returned an empty reply".into(),
         }),
     }
+}
+
+/// Token counts under OpenAI's names, or the `input_tokens`/`output_tokens` some servers use.
+fn usage(v: &Value) -> Option<Usage> {
+    let u = v.get("usage").filter(|u| u.is_object())?;
+    let input =
+        live::u64_field(u.get("prompt_tokens")).or_else(|| live::u64_field(u.get("input_tokens")));
+    let output = live::u64_field(u.get("completion_tokens"))
+        .or_else(|| live::u64_field(u.get("output_tokens")));
+    (input.is_some() || output.is_some()).then(|| Usage {
+        input_tokens: input.unwrap_or(0),
+        output_tokens: output.unwrap_or(0),
+    })
+}
+
+fn proposed_calls(raw_calls: &[&Value], step: u32) -> Vec<ProposedCall> {
+    let mut seen = Vec::new();
+    raw_calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            // `function` per the reference; a flat `{name, arguments}` from older servers.
+            let f = call
+                .get("function")
+                .filter(|f| f.is_object())
+                .unwrap_or(call);
+            ProposedCall {
+                id: live::call_id(call.get("id"), step, i, &mut seen),
+                name: f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments: live::parse_arguments(f.get("arguments")),
+            }
+        })
+        .collect()
 }
 
 /// `content` as a string, or the text parts of a content array (some servers send parts).

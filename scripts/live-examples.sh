@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# toolrun's live examples against real model servers: llama-cpp-python's OpenAI-compatible
+# server with a real small model, and LiteLLM's Anthropic Messages proxy in front of it (both
+# from ../shared/real-servers, set up once with their `setup` command). Not part of .ci/run:
+# it takes minutes. Runs specs/real_servers.yaml through each provider — a real tool loop,
+# streaming and not, tool_choice variants — records fixtures, stops the servers, and replays
+# the fixtures offline. Exit 0 when every check holds.
+#
+#   scripts/live-examples.sh
+#   REAL_SERVERS=/path/to/real-servers LLM_PORT=18090 ANTH_PORT=18091 scripts/live-examples.sh
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+servers=${REAL_SERVERS:-$repo/../shared/real-servers}
+llm_port=${LLM_PORT:-18090}
+anth_port=${ANTH_PORT:-18091}
+query="What is the price of AAPL?"
+
+[ -x "$servers/llm_server.sh" ] || { echo "no real-server scripts in $servers (set REAL_SERVERS)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/toolrun-live.XXXXXX)
+echo "work directory: $work"
+cargo build -q --manifest-path "$repo/Cargo.toml"
+# A copy: a rebuild in the repository during the run must not swap the binary under it.
+bin=$work/toolrun
+cp "$repo/target/debug/toolrun" "$bin"
+spec=$work/real_servers.yaml
+sed -e "s#127.0.0.1:18090#127.0.0.1:$llm_port#g" -e "s#127.0.0.1:18091#127.0.0.1:$anth_port#g" \
+    "$repo/specs/real_servers.yaml" > "$spec"
+"$bin" check "$spec"
+
+export LOCAL_LLM_KEY=sk-local-test LOCAL_ANTH_KEY=sk-anth-test
+llm_pid= ; anth_pid=
+stop_servers() {
+    [ -n "$anth_pid" ] && "$servers/anthropic_proxy.sh" stop "$anth_pid" >/dev/null 2>&1 || true
+    [ -n "$llm_pid" ] && "$servers/llm_server.sh" stop "$llm_pid" >/dev/null 2>&1 || true
+    anth_pid= ; llm_pid=
+}
+trap stop_servers EXIT
+echo "starting the model server on $llm_port and the Anthropic proxy on $anth_port ..."
+llm_pid=$(LLM_API_KEY=$LOCAL_LLM_KEY "$servers/llm_server.sh" start "$llm_port")
+anth_pid=$(UPSTREAM_API_KEY=$LOCAL_LLM_KEY ANTH_PROXY_KEY=$LOCAL_ANTH_KEY \
+    "$servers/anthropic_proxy.sh" start "$anth_port" "http://127.0.0.1:$llm_port/v1")
+
+failures=0
+# run NAME MODEL [toolrun args...]: the trace in $work/NAME.json, events in NAME.events.
+run() {
+    local name=$1 model=$2; shift 2
+    local started=$SECONDS
+    "$bin" run "$spec" --model "$model" --query "$query" --json \
+        --events "$work/$name.events" "$@" > "$work/$name.json" 2> "$work/$name.err" || true
+    echo "== $name ($model, $((SECONDS - started))s)"
+    python3 - "$work/$name.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+calls = [(r["name"], r.get("arguments"), r.get("result")) for r in t.get("tool_results", [])]
+print(f"   status={t['status']} stop={t['stop_reason']} calls={calls}")
+print(f"   answer={t.get('final_output')!r} error={t.get('error')!r} usage={t.get('usage', {}).get('input_tokens')}/{t.get('usage', {}).get('output_tokens')}")
+PY
+}
+# expect NAME PYTHON-CONDITION DESCRIPTION: `t` is the trace, `ev` the list of events.
+expect() {
+    if python3 - "$work/$1.json" "$work/$1.events" "$2" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+calls = t.get("tool_results", [])
+# The text of the last model call (an earlier, rejected reply streams too).
+last = max([i for i, e in enumerate(ev) if e["event"] == "model_http_request"] or [0])
+deltas = "".join(e.get("text", "") for e in ev[last:] if e["event"] == "model_text_delta")
+sys.exit(0 if eval(sys.argv[3]) else 1)
+PY
+    then echo "   ok: $3"; else echo "   FAILED: $3"; failures=$((failures + 1)); fi
+}
+
+# OpenAI-compatible server. Without tool_choice it would ignore the tools; with `auto` sent it
+# calls the tool, but never sees tool results, so it calls again until the step limit.
+run local local --record "$work/local.fixture.json"
+expect local 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["status"] == "ok"' "auto: a real tool call, run through the loop"
+expect local 'all(c["arguments"].get("ticker") for c in calls)' "auto: the arguments match the tool's schema"
+
+run local_forced local_forced
+expect local_forced 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["status"] == "ok"' "forced tool: the server constrains the call to the schema"
+
+run local_none local_none
+expect local_none 't["status"] == "ok" and not calls and t["final_output"]' "none: a text answer, no tool call"
+
+run local_none_stream local_none_stream --record "$work/local_stream.fixture.json"
+expect local_none_stream 't["status"] == "ok" and t["final_output"]' "streamed none: a text answer"
+expect local_none_stream 't["final_output"] and deltas.strip() == t["final_output"].strip()' "streamed none: the text arrived as deltas"
+python3 - "$work/local_none.json" "$work/local_none_stream.json" <<'PY' && echo "   ok: streamed and plain answers are the same text (temperature 0)" || { echo "   FAILED: streamed and plain answers differ"; failures=$((failures + 1)); }
+import json, sys
+a, b = (json.load(open(p))["final_output"] for p in sys.argv[1:3])
+sys.exit(0 if a == b else 1)
+PY
+
+run local_forced_stream local_forced_stream
+expect local_forced_stream 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["arguments"].get("ticker")' "streamed forced tool: llama.cpp's repeated-id chunks make one call with whole arguments"
+
+run local_required local_required
+expect local_required 't["status"] != "ok" and "500" in (t.get("error") or "")' "required: the server's HTTP 500 is reported with its status"
+
+# Anthropic Messages through LiteLLM: tool_use, tool_result, then an answer.
+run claude claude_local --record "$work/claude.fixture.json"
+expect claude 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["status"] == "ok"' "anthropic auto: a real tool_use, run through the loop"
+expect claude 't["status"] == "ok" and t["final_output"]' "anthropic auto: the loop ends with an answer"
+expect claude 't["usage"]["input_tokens"] > 0 and t["usage"]["output_tokens"] > 0' "anthropic: usage is counted"
+
+run claude_none_stream claude_none_stream --record "$work/claude_stream.fixture.json"
+expect claude_none_stream 't["status"] == "ok" and t["final_output"] and deltas.strip() == t["final_output"].strip()' "anthropic streamed none: text deltas make the answer"
+expect claude_none_stream 't["usage"]["output_tokens"] > 0' "anthropic streamed: usage from message_delta"
+
+run claude_forced_stream claude_forced_stream
+expect claude_forced_stream 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["arguments"].get("ticker")' "anthropic streamed forced tool: LiteLLM's one-block-per-fragment stream makes one call"
+
+# Offline: the servers stop, the recordings replay.
+stop_servers
+echo "== servers stopped; replaying the recordings offline"
+for f in local local_stream claude claude_stream; do
+    if "$bin" replay "$work/$f.fixture.json" > "$work/$f.replay" 2>&1; then
+        echo "   ok: $f.fixture.json replays"
+    else
+        echo "   FAILED: $f.fixture.json does not replay:"; sed 's/^/     /' "$work/$f.replay"
+        failures=$((failures + 1))
+    fi
+done
+
+if [ "$failures" -gt 0 ]; then
+    echo "live examples: $failures check(s) failed (traces in $work)"
+    exit 1
+fi
+echo "live examples: every check passed (traces in $work)"
