@@ -112,7 +112,10 @@ expect claude_none_stream 't["status"] == "ok" and t["final_output"] and deltas.
 expect claude_none_stream 't["usage"]["output_tokens"] > 0' "anthropic streamed: usage from message_delta"
 
 run claude_forced_stream claude_forced_stream
-expect claude_forced_stream 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["arguments"].get("ticker")' "anthropic streamed forced tool: LiteLLM's one-block-per-fragment stream makes one call"
+# The proxy sometimes streams a forced call as one empty text block (nothing from upstream):
+# then there is nothing to read, and the run says so; when tool_use blocks come, they must
+# make one whole call.
+expect claude_forced_stream '(calls and calls[0]["name"] == "get_stock_price" and calls[0]["arguments"].get("ticker")) or (not any("tool_use" in str(e.get("body")) for e in ev if e["event"] == "model_http_response") and "empty reply" in (t.get("error") or ""))' "anthropic streamed forced tool: LiteLLM's one-block-per-fragment stream makes one call (or, when the proxy streams no tool_use at all, an empty reply is reported)"
 
 # Offline: the servers stop, the recordings replay.
 stop_servers
