@@ -820,11 +820,11 @@ models:
         )
         .unwrap_err();
         assert!(e.message.contains("no reply within 200ms"), "{}", e.message);
-        // On a loaded machine the server may log the request after the client gave up: wait
-        // for it, then make sure no second attempt follows.
+        // On a loaded machine the 200ms can run out before the request is even sent, or the
+        // server may log it after the client gave up; either way there is no second attempt.
         let seen = fake
             .server
-            .wait_for_requests(1, std::time::Duration::from_secs(10));
-        assert_eq!(seen.len(), 1, "a timeout is not retried");
+            .wait_for_requests(2, std::time::Duration::from_millis(500));
+        assert!(seen.len() <= 1, "a timeout is not retried: {seen:?}");
     }
 }
