@@ -201,3 +201,25 @@ fn a_missing_secret_is_a_usage_error() {
     out.assert_code(2);
     assert!(out.stderr.contains("not set"), "{out:?}");
 }
+
+#[test]
+fn unit_convert_handles_speeds_binary_sizes_and_volumes() {
+    let dir = support::temp_dir("call_units");
+    let spec = support::write(
+        &dir,
+        "units.yaml",
+        "version: 1\nname: units\ntools:\n  convert:\n    description: Converts a value between units and returns the number.\n    kind: builtin\n    builtin: unit_convert\nmodels:\n  s: { kind: scripted, scripts: [{ turns: [{ answer: ok }] }] }\n",
+    );
+    for (args, expected) in [
+        (r#"{"value": 10, "from": "knots", "to": "km/h"}"#, "18.52"),
+        (r#"{"value": 60, "from": "mph", "to": "km/h"}"#, "96.56064"),
+        (r#"{"value": 2, "from": "GiB", "to": "MiB"}"#, "2048"),
+        (r#"{"value": 1, "from": "gal", "to": "L"}"#, "3.785411784"),
+    ] {
+        let mut cmd = support::toolrun();
+        cmd.arg("call").arg(&spec).args(["convert", "--args", args]);
+        let out = support::run(&mut cmd);
+        out.assert_success();
+        assert_eq!(out.stdout.trim(), expected, "{args}\n{out:?}");
+    }
+}

@@ -4,7 +4,7 @@ use super::{clean_number, closest, Args, BuiltinContext, BuiltinError};
 use serde_json::{json, Value};
 
 pub(super) const SUMMARY: &str =
-    "Converts a value between units of length, mass, temperature or time and returns the number.";
+    "Converts a value between units of length, mass, temperature, time, speed, data size or volume and returns the number.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dimension {
@@ -12,6 +12,9 @@ enum Dimension {
     Mass,
     Temperature,
     Time,
+    Speed,
+    Data,
+    Volume,
 }
 
 impl Dimension {
@@ -21,6 +24,9 @@ impl Dimension {
             Dimension::Mass => "mass",
             Dimension::Temperature => "temperature",
             Dimension::Time => "time",
+            Dimension::Speed => "speed",
+            Dimension::Data => "data size",
+            Dimension::Volume => "volume",
         }
     }
 }
@@ -105,6 +111,111 @@ const UNITS: &[Unit] = &[
         3600.0,
     ),
     unit("d", &["day", "days"], Dimension::Time, 86_400.0),
+    // Speed in m/s; a knot is one nautical mile (1852 m) per hour.
+    unit(
+        "m/s",
+        &["mps", "meters per second", "metres per second"],
+        Dimension::Speed,
+        1.0,
+    ),
+    unit(
+        "km/h",
+        &[
+            "kph",
+            "kmh",
+            "kmph",
+            "kilometers per hour",
+            "kilometres per hour",
+        ],
+        Dimension::Speed,
+        1000.0 / 3600.0,
+    ),
+    unit(
+        "mph",
+        &["mi/h", "miles per hour"],
+        Dimension::Speed,
+        1609.344 / 3600.0,
+    ),
+    unit(
+        "kn",
+        &["kt", "kts", "knot", "knots"],
+        Dimension::Speed,
+        1852.0 / 3600.0,
+    ),
+    // Data sizes in bytes: decimal prefixes are powers of 1000, binary (IEC) ones of 1024.
+    unit("B", &["byte", "bytes"], Dimension::Data, 1.0),
+    unit("KB", &["kilobyte", "kilobytes"], Dimension::Data, 1e3),
+    unit("MB", &["megabyte", "megabytes"], Dimension::Data, 1e6),
+    unit("GB", &["gigabyte", "gigabytes"], Dimension::Data, 1e9),
+    unit("TB", &["terabyte", "terabytes"], Dimension::Data, 1e12),
+    unit("KiB", &["kibibyte", "kibibytes"], Dimension::Data, 1024.0),
+    unit(
+        "MiB",
+        &["mebibyte", "mebibytes"],
+        Dimension::Data,
+        1_048_576.0,
+    ),
+    unit(
+        "GiB",
+        &["gibibyte", "gibibytes"],
+        Dimension::Data,
+        1_073_741_824.0,
+    ),
+    unit(
+        "TiB",
+        &["tebibyte", "tebibytes"],
+        Dimension::Data,
+        1_099_511_627_776.0,
+    ),
+    // Volume in litres; gallons, quarts, pints and fluid ounces are US customary.
+    unit(
+        "L",
+        &["liter", "liters", "litre", "litres"],
+        Dimension::Volume,
+        1.0,
+    ),
+    unit(
+        "mL",
+        &["milliliter", "milliliters", "millilitre", "millilitres"],
+        Dimension::Volume,
+        0.001,
+    ),
+    unit(
+        "m3",
+        &[
+            "m³",
+            "cubic meter",
+            "cubic meters",
+            "cubic metre",
+            "cubic metres",
+        ],
+        Dimension::Volume,
+        1000.0,
+    ),
+    unit(
+        "gal",
+        &["gallon", "gallons"],
+        Dimension::Volume,
+        3.785_411_784,
+    ),
+    unit(
+        "qt",
+        &["quart", "quarts"],
+        Dimension::Volume,
+        3.785_411_784 / 4.0,
+    ),
+    unit(
+        "pt",
+        &["pint", "pints"],
+        Dimension::Volume,
+        3.785_411_784 / 8.0,
+    ),
+    unit(
+        "floz",
+        &["fl oz", "fluid ounce", "fluid ounces"],
+        Dimension::Volume,
+        3.785_411_784 / 128.0,
+    ),
 ];
 
 const fn unit(
@@ -134,7 +245,9 @@ pub(super) fn schema() -> Value {
                 "type": "string",
                 "description": format!(
                     "Unit of `value`. Length: m, km, cm, mm, mi, ft, in, yd. Mass: kg, g, lb, oz. \
-                     Temperature: C, F, K. Time: s, min, h, d. Full names (\"miles\", \"celsius\") also work. \
+                     Temperature: C, F, K. Time: s, min, h, d. Speed: m/s, km/h, mph, kn. \
+                     Data: B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024). \
+                     Volume: L, mL, m3, gal, qt, pt, floz (US). Full names (\"miles\", \"celsius\") also work. \
                      Known symbols: {}.", symbols.join(", ")
                 )
             },
@@ -251,6 +364,19 @@ mod tests {
         assert_eq!(ok(5280.0, "feet", "miles"), json!(1));
         assert_eq!(ok(100.0, "cm", "m"), json!(1));
         assert_eq!(ok(0.1, "m", "cm"), json!(10));
+    }
+
+    #[test]
+    fn speed_data_and_volume() {
+        assert_eq!(ok(100.0, "km/h", "m/s"), json!(27.7777777778));
+        assert_eq!(ok(60.0, "mph", "km/h"), json!(96.56064));
+        assert_eq!(ok(10.0, "knots", "km/h"), json!(18.52));
+        assert_eq!(ok(1.0, "GiB", "MiB"), json!(1024));
+        assert_eq!(ok(1.0, "GiB", "GB"), json!(1.073741824));
+        assert_eq!(ok(1.5, "MB", "KB"), json!(1500));
+        assert_eq!(ok(1.0, "gal", "L"), json!(3.785411784));
+        assert_eq!(ok(2.0, "L", "mL"), json!(2000));
+        assert!(run(json!(1), "MB", "km/h").is_err());
     }
 
     #[test]
