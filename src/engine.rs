@@ -159,7 +159,11 @@ fn canonical(v: &Value) -> String {
 
 /// `/ticker: 5 is not of type "string"`, with a did-you-mean for unexpected properties.
 pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
-    tool.validator
+    let validator = match tool.validator() {
+        Ok(v) => v,
+        Err(e) => return vec![format!("the input schema of `{}` does not compile: {e}", tool.name)],
+    };
+    validator
         .iter_errors(args)
         .map(|err| {
             let path = err.instance_path().as_str().to_string();

@@ -6,6 +6,7 @@
 // Diagnostics are rich values and errors are the rare path: boxing them buys nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod arguments;
 pub mod builtins;
 pub mod cli;
 pub mod codes;

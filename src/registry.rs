@@ -53,7 +53,8 @@ pub struct Tool {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
-    pub validator: jsonschema::Validator,
+    /// Checked at compile time, built on first use (see `crate::arguments`).
+    pub validator: crate::arguments::LazyValidator,
     pub side_effects: bool,
     pub idempotent: bool,
     /// Stop for a person before running (side effects, or listed in `policy.confirm`).
@@ -62,6 +63,13 @@ pub struct Tool {
     pub timeout: Duration,
     pub kind: ToolKind,
     pub faults: Vec<Fault>,
+}
+
+impl Tool {
+    /// The validator of `input_schema`, built on the tool's first call.
+    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator.get(&self.input_schema)
+    }
 }
 
 pub enum ToolKind {

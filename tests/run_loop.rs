@@ -472,3 +472,93 @@ models:
     assert_eq!(t["tool_results"][0]["name"], "quick");
     assert!(t["final_output"].is_null());
 }
+
+const CHECKED_SPEC: &str = r#"version: 1
+name: checked
+tools:
+  lookup:
+    description: Looks a code up in the catalogue.
+    kind: mock
+    input:
+      type: object
+      properties:
+        code: { type: string, pattern: "^[A-Z]{3}$", default: 7 }
+      required: [code]
+      additionalProperties: false
+    responses:
+      - result: found
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: lookup, arguments: { code: "{{ query[5:8] | lower }}" } }]
+          - tool_calls: [{ name: lookup, arguments: { code: ABC } }]
+          - answer: "{{ last.result }}"
+"#;
+
+fn checked_files(cache: &std::path::Path) -> usize {
+    std::fs::read_dir(cache.join("checked"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_spec_checked_once_runs_without_checking_its_schemas_again_and_behaves_the_same() {
+    let dir = support::temp_dir("checked-cache");
+    let cache = dir.join("cache");
+    let spec = write(&dir, "checked.yaml", CHECKED_SPEC);
+    let go = || {
+        let out = run(toolrun()
+            .env("TOOLRUN_CACHE_DIR", &cache)
+            .args(["run", "--json", "--query", "find ABC"])
+            .arg(&spec));
+        out.assert_success();
+        let mut v = out.json();
+        support::redact_durations_json(&mut v);
+        v
+    };
+    let first = go();
+    assert_eq!(checked_files(&cache), 1, "a clean spec is remembered");
+    let second = go();
+    assert_eq!(first, second, "a remembered spec runs the same");
+    // The validator built on first call still rejects what the schema forbids.
+    assert_eq!(second["tool_errors"][0]["kind"], "invalid_arguments");
+    assert_eq!(second["final_output"], "found");
+
+    // `check` checks everything, remembered or not: the default that breaks its schema.
+    let out = run(toolrun()
+        .env("TOOLRUN_CACHE_DIR", &cache)
+        .arg("check")
+        .arg(&spec));
+    assert!(out.stderr.contains("W102"), "{out:?}");
+
+    // Any change to the text is a new spec.
+    let changed = write(&dir, "checked.yaml", &CHECKED_SPEC.replace("catalogue", "index"));
+    run(toolrun()
+        .env("TOOLRUN_CACHE_DIR", &cache)
+        .args(["run", "--query", "find ABC"])
+        .arg(&changed))
+    .assert_success();
+    assert_eq!(checked_files(&cache), 2);
+}
+
+#[test]
+fn a_spec_with_a_broken_schema_is_never_remembered() {
+    let dir = support::temp_dir("checked-cache-broken");
+    let cache = dir.join("cache");
+    let spec = write(
+        &dir,
+        "broken.yaml",
+        &CHECKED_SPEC.replace("type: string, pattern", "type: strng, pattern"),
+    );
+    for _ in 0..2 {
+        let out = run(toolrun()
+            .env("TOOLRUN_CACHE_DIR", &cache)
+            .args(["run", "--query", "find ABC"])
+            .arg(&spec));
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stderr.contains("E014"), "{out:?}");
+    }
+    assert_eq!(checked_files(&cache), 0);
+}

@@ -17,7 +17,7 @@ pub fn run(args: CheckArgs) -> i32 {
         }
     };
     for path in &specs {
-        match crate::compile::compile_file(path) {
+        match crate::compile::check_file(path) {
             Err(d) => {
                 // Whatever stopped the file from being read (missing, a directory, not UTF-8,
                 // too large) is unreadable input: exit 2, not a spec with errors.

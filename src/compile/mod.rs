@@ -1,6 +1,7 @@
 //! Spec → `Registry`. Several passes, like a compiler: read every section, resolve names, lint.
 //! Every problem is collected; a registry comes out only when there is no error.
 
+mod checked;
 mod models;
 mod schema_check;
 mod template_check;
@@ -31,6 +32,10 @@ pub struct Ctx<'a> {
     pub tool_names: Vec<String>,
     /// Scripted calls with literal arguments, validated once every tool is compiled.
     pub pending_call_checks: Vec<(String, serde_json::Value, Node)>,
+    /// This exact text passed every check before (`checked`): tool schemas are not checked
+    /// against the meta-schema again, and validators are built on each tool's first call.
+    pub trusted: bool,
+    pub spec_sha256: String,
 }
 
 impl Ctx<'_> {
@@ -59,11 +64,33 @@ pub struct Compiled {
 #[allow(clippy::result_large_err)]
 pub fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
-    let compiled = compile(&source, path);
+    let sha = sha256_hex(&source.text);
+    let trusted = checked::was_checked(&sha);
+    let compiled = compile_with(&source, path, sha, trusted);
+    if let (false, Some(r)) = (trusted, &compiled.registry) {
+        checked::mark_checked(&r.spec_sha256);
+    }
     Ok((source, compiled))
 }
 
+/// Every check, whatever was checked before (`toolrun check`).
+// One diagnostic per file, returned once: its size does not matter.
+#[allow(clippy::result_large_err)]
+pub fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
+    let source = crate::spec::read_source(path)?;
+    let compiled = compile(&source, path);
+    if let Some(r) = &compiled.registry {
+        checked::mark_checked(&r.spec_sha256);
+    }
+    Ok((source, compiled))
+}
+
+/// Compiles with every check.
 pub fn compile(source: &Source, path: &Path) -> Compiled {
+    compile_with(source, path, sha256_hex(&source.text), false)
+}
+
+fn compile_with(source: &Source, path: &Path, spec_sha256: String, trusted: bool) -> Compiled {
     let finish = |mut d: Diagnostics| {
         d.sort();
         for item in &mut d.items {
@@ -101,6 +128,8 @@ pub fn compile(source: &Source, path: &Path) -> Compiled {
         used_secrets: BTreeSet::new(),
         tool_names: Vec::new(),
         pending_call_checks: Vec::new(),
+        trusted,
+        spec_sha256,
     };
     // A duplicate key is an error, but the rest of the spec is still worth checking.
     for d in duplicates {
@@ -192,7 +221,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         }
     });
     warn_unused_secrets(ctx);
-    let sha = sha256_hex(&ctx.source.text);
+    let sha = std::mem::take(&mut ctx.spec_sha256);
     let templates = std::mem::take(&mut ctx.templates);
     Some(Registry {
         name,
@@ -526,11 +555,19 @@ pub fn parse_host_rule(text: &str) -> Option<HostRule> {
 
 /// Scripted arguments that the tool would reject are a spec bug, caught here rather than in a run.
 fn check_scripted_calls(tools: &[crate::registry::Tool], ctx: &mut Ctx) {
+    if ctx.trusted {
+        // Checked before; validating them would build the validators a run may never need.
+        ctx.pending_call_checks.clear();
+        return;
+    }
     for (name, args, node) in std::mem::take(&mut ctx.pending_call_checks) {
         let Some(tool) = tools.iter().find(|t| t.name == name) else {
             continue;
         };
-        for err in tool.validator.iter_errors(&args) {
+        let Ok(validator) = tool.validator() else {
+            continue;
+        };
+        for err in validator.iter_errors(&args) {
             let path = err.instance_path().as_str().to_string();
             let at = node.locate(&path);
             let shown = if path.is_empty() {

@@ -1,7 +1,8 @@
 //! `tools:` → `Tool`s. The raw tool is flat; which fields a kind allows is checked here, so the
 //! message can say "`rows` is not a field of an `http` tool" instead of pointing at the tool.
 
-use super::schema_check::{compile_input_schema, empty_object_schema, tool_validator};
+use super::schema_check::{compile_input_schema, empty_object_schema};
+use crate::arguments::LazyValidator;
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::url_template;
 use super::Ctx;
@@ -101,10 +102,7 @@ fn compile_tool(
         idempotent,
         prebuilt,
     } = compile_kind(kind?, &obj, name, name_span, ctx)?;
-    let validator = match prebuilt {
-        Some(v) => v,
-        None => generated_validator(name, name_span, &schema, ctx)?,
-    };
+    let validator = prebuilt.map(LazyValidator::built).unwrap_or_default();
     let confirm = side_effects || confirm.iter().any(|c| c.value == name);
     Some(Tool {
         name: name.to_string(),
@@ -265,7 +263,7 @@ fn compile_kind(
 ) -> Option<KindParts> {
     let what = format!("tool `{name}`");
     let declared_input = |ctx: &mut Ctx| match obj.get("input") {
-        Some(n) => compile_input_schema(n, name, ctx).map(|(s, v)| (s, Some(v))),
+        Some(n) => compile_input_schema(n, name, ctx),
         None => Some((empty_object_schema(), None)),
     };
     match kind {
@@ -326,29 +324,6 @@ fn compile_builtin(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Opt
         idempotent: true,
         prebuilt: None,
     })
-}
-
-/// The validator of a generated schema (tables, builtins).
-fn generated_validator(
-    name: &str,
-    name_span: Span,
-    schema: &serde_json::Value,
-    ctx: &mut Ctx,
-) -> Option<jsonschema::Validator> {
-    match tool_validator(schema) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            // Generated schemas (tables, builtins) always compile; this is a bug, not user error.
-            ctx.d.push(
-                Diagnostic::new(
-                    "E014",
-                    format!("input schema of tool `{name}` does not compile: {e}"),
-                )
-                .at(name_span),
-            );
-            None
-        }
-    }
 }
 
 fn schema_properties(schema: &serde_json::Value) -> Vec<String> {

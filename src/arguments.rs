@@ -1,0 +1,157 @@
+//! How a tool's arguments are checked against its input schema: which draft reads the schema,
+//! and a validator built on the tool's first call. Building validators is most of a cold start,
+//! and a run calls few of its tools.
+
+use std::sync::OnceLock;
+
+/// Arguments are checked against formats too (`date`, `email`, ...): a model's malformed date
+/// is better rejected as `invalid_arguments` than passed to a tool.
+pub fn tool_validator(
+    schema: &serde_json::Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    let mut options = jsonschema::options();
+    if let Some(draft) = shared_subset_draft(schema) {
+        options = options.with_draft(draft);
+    }
+    options.should_validate_formats(true).build(schema)
+}
+
+/// Keywords whose meaning differs between draft-07 and 2020-12, or that only 2020-12 has.
+const MODERN_KEYWORDS: &[&str] = &[
+    "prefixItems",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$anchor",
+    "$vocabulary",
+    "minContains",
+    "maxContains",
+    "contentSchema",
+];
+/// Keywords that may sit beside `$ref` without changing validation in either draft.
+const ANNOTATIONS: &[&str] = &[
+    "$ref",
+    "description",
+    "title",
+    "$comment",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Draft-07 when it validates exactly as 2020-12 would, else `None` (2020-12, or the declared
+/// `$schema`). Why: building the 2020-12 meta-schema's validator is over half of a small run's
+/// start-up, and nearly every tool schema uses only keywords both drafts read the same way
+/// (type, properties, required, enum, items as a schema, anyOf, ...).
+pub fn shared_subset_draft(schema: &serde_json::Value) -> Option<jsonschema::Draft> {
+    fn modern(v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Object(map) => {
+                map.keys().any(|k| MODERN_KEYWORDS.contains(&k.as_str()))
+                    // Beside `$ref`, draft-07 ignores every other keyword; 2020-12 applies them.
+                    || (map.contains_key("$ref") && map.keys().any(|k| !ANNOTATIONS.contains(&k.as_str())))
+                    // Array-form `items` is a tuple in draft-07 and an error in 2020-12.
+                    || map.get("items").is_some_and(serde_json::Value::is_array)
+                    // Formats draft-07 does not know would silently stop being checked.
+                    || map.get("format").and_then(serde_json::Value::as_str).is_some_and(|f| matches!(f, "uuid" | "duration"))
+                    || map.values().any(modern)
+            }
+            serde_json::Value::Array(items) => items.iter().any(modern),
+            _ => false,
+        }
+    }
+    if schema.get("$schema").is_some() || modern(schema) {
+        None
+    } else {
+        Some(jsonschema::Draft::Draft7)
+    }
+}
+
+/// A tool's validator: the one `check` built while checking the schema, or one built on the
+/// tool's first call.
+#[derive(Default)]
+pub struct LazyValidator(OnceLock<Result<jsonschema::Validator, String>>);
+
+impl LazyValidator {
+    pub fn built(validator: jsonschema::Validator) -> LazyValidator {
+        LazyValidator(OnceLock::from(Ok(validator)))
+    }
+
+    /// The validator of `schema`; `Err` only for a schema that was never checked and does not
+    /// compile.
+    pub fn get(&self, schema: &serde_json::Value) -> Result<&jsonschema::Validator, &str> {
+        self.0
+            .get_or_init(|| tool_validator(schema).map_err(|e| e.masked().to_string()))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    pub fn is_built(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_lazy_validator_is_built_on_first_use_and_reports_a_broken_schema() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let lazy = LazyValidator::default();
+        assert!(!lazy.is_built());
+        assert!(!lazy.get(&schema).unwrap().is_valid(&json!({"n": "x"})));
+        assert!(lazy.is_built());
+        let broken = LazyValidator::default();
+        assert!(broken.get(&json!({"type": "strng"})).is_err());
+    }
+
+    #[test]
+    fn plain_schemas_use_the_cheap_draft_and_modern_ones_keep_2020_12() {
+        let plain = json!({"type": "object", "properties": {"t": {"type": "string", "enum": ["a"]}, "n": {"anyOf": [{"type": "integer"}]}}, "required": ["t"]});
+        assert_eq!(shared_subset_draft(&plain), Some(jsonschema::Draft::Draft7));
+        for modern in [
+            json!({"type": "object", "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}]}}}),
+            json!({"type": "object", "properties": {"t": {"$ref": "#/$defs/x", "maxLength": 3}}, "$defs": {"x": {"type": "string"}}}),
+            json!({"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}}),
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+            json!({"type": "object", "properties": {"t": {"items": [{"type": "string"}]}}}),
+        ] {
+            assert_eq!(shared_subset_draft(&modern), None, "{modern}");
+        }
+    }
+
+    #[test]
+    fn both_drafts_agree_on_the_shared_subset() {
+        let schema = json!({"type": "object", "properties": {"t": {"type": "string", "minLength": 2, "pattern": "^[A-Z]+$"}, "n": {"type": "integer", "minimum": 1}, "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}}, "required": ["t"], "additionalProperties": false});
+        let d7 = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft7)
+            .build(&schema)
+            .unwrap();
+        let d2020 = jsonschema::options().build(&schema).unwrap();
+        for instance in [
+            json!({"t": "AB"}),
+            json!({"t": "A"}),
+            json!({"t": "ab"}),
+            json!({"n": 0}),
+            json!({"t": "AB", "x": 1}),
+            json!({"t": "AB", "tags": ["a", "b", "c"]}),
+            json!({"t": "AB", "tags": [1]}),
+            json!({"t": 5}),
+        ] {
+            assert_eq!(
+                d7.is_valid(&instance),
+                d2020.is_valid(&instance),
+                "{instance}"
+            );
+        }
+    }
+}
