@@ -161,7 +161,12 @@ fn canonical(v: &Value) -> String {
 pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
     let validator = match tool.validator() {
         Ok(v) => v,
-        Err(e) => return vec![format!("the input schema of `{}` does not compile: {e}", tool.name)],
+        Err(e) => {
+            return vec![format!(
+                "the input schema of `{}` does not compile: {e}",
+                tool.name
+            )]
+        }
     };
     validator
         .iter_errors(args)

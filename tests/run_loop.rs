@@ -534,7 +534,11 @@ fn a_spec_checked_once_runs_without_checking_its_schemas_again_and_behaves_the_s
     assert!(out.stderr.contains("W102"), "{out:?}");
 
     // Any change to the text is a new spec.
-    let changed = write(&dir, "checked.yaml", &CHECKED_SPEC.replace("catalogue", "index"));
+    let changed = write(
+        &dir,
+        "checked.yaml",
+        &CHECKED_SPEC.replace("catalogue", "index"),
+    );
     run(toolrun()
         .env("TOOLRUN_CACHE_DIR", &cache)
         .args(["run", "--query", "find ABC"])

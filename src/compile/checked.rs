@@ -76,6 +76,9 @@ mod tests {
             assert!(!tool.validator.is_built(), "{}", tool.name);
         }
         let t = fast.tool("t").unwrap();
-        assert!(!t.validator().unwrap().is_valid(&serde_json::json!({"n": "x"})));
+        assert!(!t
+            .validator()
+            .unwrap()
+            .is_valid(&serde_json::json!({"n": "x"})));
     }
 }

@@ -2,10 +2,10 @@
 //! message can say "`rows` is not a field of an `http` tool" instead of pointing at the tool.
 
 use super::schema_check::{compile_input_schema, empty_object_schema};
-use crate::arguments::LazyValidator;
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::url_template;
 use super::Ctx;
+use crate::arguments::LazyValidator;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{
     Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind, UrlOrigin,
