@@ -69,6 +69,26 @@ pub fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> Result<PathBuf, 
     })
 }
 
+/// The spec part of a fixture about to be written at `fixture_path`: the spec's path is stored
+/// relative to the fixture's folder, so a repository can be cloned anywhere.
+pub fn fixture_spec(
+    registry: &crate::registry::Registry,
+    spec_path: &Path,
+    fixture_path: &Path,
+) -> crate::fixture::FixtureSpec {
+    let dir = fixture_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    crate::fixture::FixtureSpec {
+        name: registry.name.clone(),
+        sha256: registry.spec_sha256.clone(),
+        path: relative_path(dir, spec_path)
+            .to_string_lossy()
+            .replace('\\', "/"),
+    }
+}
+
 /// `to` relative to the directory `from`, for portable paths inside fixtures.
 pub fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
     let (Ok(from), Ok(to_abs)) = (from_dir.canonicalize(), to.canonicalize()) else {

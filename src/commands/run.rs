@@ -4,7 +4,7 @@ use crate::cli::{RecordMode, RunArgs};
 use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
 use crate::exit;
-use crate::fixture::{Fixture, FixtureSpec, Tape};
+use crate::fixture::{Fixture, Tape};
 use crate::net::Transport;
 use crate::redact::Redactor;
 use crate::registry::Registry;
@@ -222,22 +222,15 @@ fn build_fixture(
 ) -> Fixture {
     approvals.sort();
     approvals.dedup();
-    let fixture_dir = args
+    // `--record` is set whenever a fixture is built.
+    let fixture_path = args
         .record
         .as_deref()
-        .and_then(std::path::Path::parent)
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+        .unwrap_or(std::path::Path::new("fixture.json"));
     Fixture {
         format_version: crate::fixture::FORMAT_VERSION,
         toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: FixtureSpec {
-            name: registry.name.clone(),
-            sha256: registry.spec_sha256.clone(),
-            path: crate::replay::relative_path(fixture_dir, &args.spec)
-                .to_string_lossy()
-                .replace('\\', "/"),
-        },
+        spec: crate::replay::fixture_spec(registry, &args.spec, fixture_path),
         query: args.query.clone(),
         model: model_name.to_string(),
         now_unix_ms: now,

@@ -4,7 +4,7 @@
 use crate::cli::ServeArgs;
 use crate::events::Events;
 use crate::exit;
-use crate::fixture::{Exchange, Fixture, FixtureSpec, RecordedRequest, RecordedResponse, Tape};
+use crate::fixture::{Exchange, Fixture, RecordedRequest, RecordedResponse, Tape};
 use crate::mcp::server::{LoggedCall, Served, Session};
 use crate::net::Transport;
 use crate::redact::Secrets;
@@ -210,20 +210,10 @@ fn write_session_fixture(
         "steps": 0,
         "messages": [],
     });
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
     let fixture = Fixture {
         format_version: crate::fixture::FORMAT_VERSION,
         toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: FixtureSpec {
-            name: registry.name.clone(),
-            sha256: registry.spec_sha256.clone(),
-            path: crate::replay::relative_path(dir, spec)
-                .to_string_lossy()
-                .replace('\\', "/"),
-        },
+        spec: crate::replay::fixture_spec(registry, spec, path),
         query: String::new(),
         model: "mcp".into(),
         now_unix_ms: crate::session::now_unix_ms(served.now.as_deref()).unwrap_or(0),

@@ -7,7 +7,7 @@ use super::expect::check_expectations;
 use crate::cli::RecordWhich;
 use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
-use crate::fixture::{Fixture, FixtureSpec, Tape};
+use crate::fixture::{Fixture, Tape};
 use crate::net::Transport;
 use crate::registry::{ModelKind, Registry, TestCase};
 use crate::replay::Interrupt;
@@ -280,13 +280,7 @@ fn build_fixture(
     Fixture {
         format_version: crate::fixture::FORMAT_VERSION,
         toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: FixtureSpec {
-            name: registry.name.clone(),
-            sha256: registry.spec_sha256.clone(),
-            path: crate::replay::relative_path(dir, &registry.spec_path)
-                .to_string_lossy()
-                .replace('\\', "/"),
-        },
+        spec: crate::replay::fixture_spec(registry, &registry.spec_path, path),
         query: case.query.clone(),
         model: model.to_string(),
         now_unix_ms: now,
