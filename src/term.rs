@@ -18,25 +18,39 @@ pub fn visible_line(text: &str) -> Cow<'_, str> {
 }
 
 fn escape(text: &str, one_line: bool) -> Cow<'_, str> {
-    let hidden = |c: char| match c {
-        '\n' | '\t' => one_line,
-        c => c.is_control() || is_bidi_control(c),
-    };
-    let Some(first) = text.find(hidden) else {
+    let Some(first) = text.find(|c| is_hidden(c, one_line)) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str(&text[..first]);
     for c in text[first..].chars() {
-        match c {
-            '\n' if one_line => out.push_str("\\n"),
-            '\t' if one_line => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            c => out.push(c),
+        match shown_char(c, one_line) {
+            Some(escaped) => out.push_str(&escaped),
+            None => out.push(c),
         }
     }
     Cow::Owned(out)
+}
+
+fn is_hidden(c: char, one_line: bool) -> bool {
+    match c {
+        '\n' | '\t' => one_line,
+        c => c.is_control() || is_bidi_control(c),
+    }
+}
+
+/// How [`visible`] (or [`visible_line`] when `one_line`) shows `c`: `None` when `c` stays as it
+/// is. For renderers that must know each character's on-screen form, like a diagnostic's caret.
+pub fn shown_char(c: char, one_line: bool) -> Option<String> {
+    if !is_hidden(c, one_line) {
+        return None;
+    }
+    Some(match c {
+        '\n' => "\\n".to_string(),
+        '\t' => "\\t".to_string(),
+        '\r' => "\\r".to_string(),
+        c => format!("\\u{{{:x}}}", u32::from(c)),
+    })
 }
 
 /// Embeddings, overrides and isolates reorder what a terminal shows ("Trojan Source").

@@ -142,3 +142,54 @@ fn all_problems_are_reported_in_one_pass() {
         .collect();
     assert_eq!(codes, ["E006", "E011", "E012", "E024", "E033"], "{out:?}");
 }
+
+/// `file:line:col` counts characters (`株` is one column, so is a tab): the snapshots show the
+/// carets placed by display width, the JSON keeps the character columns editors expect.
+#[test]
+fn columns_count_characters_not_cells() {
+    let out = check("layout_cjk.yaml", "json");
+    let reported = out.json();
+    let unknown = reported
+        .as_array()
+        .and_then(|a| a.iter().find(|d| d["code"] == "E012"))
+        .unwrap_or_else(|| panic!("no E012:\n{out:?}"));
+    assert_eq!(
+        (&unknown["line"], &unknown["column"], &unknown["end_column"]),
+        (&10.into(), &38.into(), &43.into()),
+        "{out:?}"
+    );
+    let out = check("layout_tab.yaml", "json");
+    let schema = out
+        .json()
+        .as_array()
+        .and_then(|a| a.iter().find(|d| d["code"] == "E014").cloned())
+        .unwrap_or_else(|| panic!("no E014:\n{out:?}"));
+    assert_eq!(
+        (&schema["line"], &schema["column"]),
+        (&7.into(), &58.into())
+    );
+}
+
+#[test]
+fn a_duplicate_key_names_both_places_in_json_and_sarif() {
+    let out = check("layout_duplicate_key_one_line.yaml", "json");
+    let dup = out
+        .json()
+        .as_array()
+        .and_then(|a| a.iter().find(|d| d["code"] == "E005").cloned())
+        .unwrap_or_else(|| panic!("no E005:\n{out:?}"));
+    assert_eq!((&dup["line"], &dup["column"]), (&4.into(), &18.into()));
+    assert_eq!(
+        dup["related"],
+        serde_json::json!([{ "line": 4, "column": 6, "end_line": 4, "end_column": 7, "label": "first defined here" }])
+    );
+    let out = check("layout_duplicate_key_one_line.yaml", "sarif");
+    let results = &out.json()["runs"][0]["results"];
+    let dup = results
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["ruleId"] == "E005"))
+        .unwrap_or_else(|| panic!("no E005:\n{out:?}"));
+    let related = &dup["relatedLocations"][0];
+    assert_eq!(related["physicalLocation"]["region"]["startColumn"], 6);
+    assert_eq!(related["message"]["text"], "first defined here");
+}

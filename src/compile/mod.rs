@@ -280,10 +280,12 @@ fn compile_secrets(top: &Obj, ctx: &mut Ctx) {
                     .at(s.span)
                     .help("use letters, digits and `_`, e.g. `WEATHER_KEY`"),
                 );
-            } else if ctx.secrets.insert(s.value.clone(), s.span).is_some() {
+            } else if let Some(first) = ctx.secrets.insert(s.value.clone(), s.span) {
                 ctx.d.push(
                     Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value))
                         .at(s.span)
+                        .label("second declaration")
+                        .also(first, "first declared here")
                         .help("remove one of them"),
                 );
             }

@@ -2,7 +2,7 @@
 
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
-use crate::diag::{did_you_mean, Diagnostic};
+use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{
     LazyRegex, LiveModel, ModelDef, ModelKind, Policy, Price, Script, ScriptedArguments,
     ScriptedCall, ToolChoice, Turn,
@@ -185,12 +185,13 @@ fn compile_scripted(
 /// The first script whose `when` matches is used: a script after a fallback (no `when`), or
 /// with the very same `when` as an earlier one, can never be chosen.
 fn warn_shadowed_scripts(items: &[Node], ctx: &mut Ctx) {
-    let mut earlier: Vec<(Option<String>, u32)> = Vec::new();
+    let mut earlier: Vec<(Option<String>, Span)> = Vec::new();
     for item in items {
         let when_node = item.get("when");
         let when = when_node.and_then(|n| n.as_str()).map(str::to_string);
         let covering = earlier.iter().find(|(w, _)| w.is_none() || *w == when);
-        if let Some((covering_when, line)) = covering {
+        if let Some((covering_when, covering_span)) = covering {
+            let line = covering_span.line;
             let why = match covering_when {
                 None => format!("the script at line {line} has no `when` and matches every query"),
                 Some(w) => format!("the script at line {line} has the same `when: {w}`"),
@@ -199,12 +200,13 @@ fn warn_shadowed_scripts(items: &[Node], ctx: &mut Ctx) {
                 Diagnostic::new("W112", "this script can never be chosen")
                     .at(when_node.map_or(item.span, |n| n.span))
                     .label("shadowed by an earlier script")
+                    .also(*covering_span, "this script matches first")
                     .help(format!(
                         "{why}; the first matching script wins, so remove this one or change its `when`"
                     )),
             );
         }
-        earlier.push((when, item.span.line));
+        earlier.push((when, when_node.map_or(item.span, |n| n.span)));
     }
 }
 

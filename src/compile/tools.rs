@@ -360,7 +360,7 @@ fn compile_mock(
     let roots = Roots::tool(Some(&props));
     let mut out = Vec::new();
     let mut fallback_seen: Option<Span> = None;
-    let mut earlier_whens: Vec<(serde_json::Map<String, serde_json::Value>, u32)> = Vec::new();
+    let mut earlier_whens: Vec<(serde_json::Map<String, serde_json::Value>, Span)> = Vec::new();
     for item in items {
         let Some(r) = Obj::new(item, "a mock response", keys::MOCK_RESPONSE, &mut ctx.d) else {
             continue;
@@ -371,10 +371,11 @@ fn compile_mock(
                 .find(|(w, _)| {
                     crate::tools::mock::is_subset(w, &serde_json::Value::Object(later.clone()))
                 })
-                .map(|(_, line)| *line),
+                .map(|(_, span)| *span),
             _ => None,
         };
-        if let Some(line) = covering {
+        if let Some(covering) = covering {
+            let line = covering.line;
             ctx.d.push(
                 Diagnostic::new(
                     "W107",
@@ -382,13 +383,14 @@ fn compile_mock(
                 )
                 .at(r.get("when").map_or(item.span, |n| n.span))
                 .label("shadowed by an earlier response")
+                .also(covering, "this `when` matches first")
                 .help(format!(
                     "the response at line {line} tests a subset of these arguments and comes first; put the more specific response first"
                 )),
             );
         }
         if let Some(serde_json::Value::Object(w)) = r.get("when").map(Node::to_json) {
-            earlier_whens.push((w, item.span.line));
+            earlier_whens.push((w, r.get("when").map_or(item.span, |n| n.span)));
         }
         if let Some(first) = fallback_seen {
             ctx.d.push(
@@ -397,6 +399,7 @@ fn compile_mock(
                     "this response can never match: an earlier response has no `when`",
                 )
                 .at(item.span)
+                .also(first, "this response has no `when` and matches every call")
                 .help(format!(
                     "move the fallback at line {} to the end of `responses`",
                     first.line

@@ -358,6 +358,7 @@ pub fn parse_keeping_duplicates(source: &str) -> Result<(Node, Vec<Diagnostic>),
                             Diagnostic::new("E005", format!("duplicate key `{name}`"))
                                 .at(node.span)
                                 .label("second definition")
+                                .also(first.span, "first defined here")
                                 .help(format!("`{name}` is already defined at line {}; remove one of them", first.span.line)),
                         );
                         }

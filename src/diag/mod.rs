@@ -1,5 +1,7 @@
 //! Diagnostics are data: one list, rendered as human text, JSON, SARIF or GitHub annotations.
 
+mod snippet;
+
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -48,6 +50,9 @@ pub struct Diagnostic {
     pub span: Option<Span>,
     /// Short text drawn under the caret.
     pub label: Option<String>,
+    /// Other places that explain this one (where a duplicate key was first defined, the rule that
+    /// shadows this one), each with its label: drawn with `-` under the primary caret's `^`.
+    pub related: Vec<(Span, String)>,
     pub help: Option<String>,
 }
 
@@ -65,6 +70,7 @@ impl Diagnostic {
             file: None,
             span: None,
             label: None,
+            related: Vec::new(),
             help: None,
         }
     }
@@ -78,6 +84,11 @@ impl Diagnostic {
     }
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
+        self
+    }
+    /// A related place in the same file, labelled.
+    pub fn also(mut self, span: Span, label: impl Into<String>) -> Self {
+        self.related.push((span, label.into()));
         self
     }
     pub fn help(mut self, help: impl Into<String>) -> Self {
@@ -157,7 +168,9 @@ pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
         .map(|(_, c)| c)
 }
 
-/// Renders in the rustc style: header, `-->` location, the source line and a caret run.
+/// Renders in the rustc style: header, `-->` location, the source lines with carets and labels,
+/// then notes and help. Columns in the location count characters (a tab is one, so is `名`); the
+/// carets are placed by display width (see `snippet`).
 pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
@@ -166,47 +179,52 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
         (Some(f), None) => Some(f.clone()),
         _ => None,
     };
-    let line_text = match (source, d.span) {
-        (Some(src), Some(s)) if s.line > 0 => src.lines().nth(s.line as usize - 1),
-        _ => None,
-    };
-    let gutter = d.span.map(|s| s.line.to_string().len()).unwrap_or(1);
+    let mut marks = Vec::new();
+    if let Some(span) = d.span {
+        marks.push(snippet::Mark {
+            span,
+            label: d.label.as_deref(),
+            primary: true,
+        });
+        marks.extend(d.related.iter().map(|(span, label)| snippet::Mark {
+            span: *span,
+            label: Some(label),
+            primary: false,
+        }));
+    }
+    let gutter = marks
+        .iter()
+        .map(|m| m.span.line.to_string().len())
+        .max()
+        .unwrap_or(1);
     let pad = " ".repeat(gutter);
     if let Some(loc) = location {
         let _ = writeln!(out, "{pad}--> {loc}");
     }
-    if let (Some(text), Some(s)) = (line_text, d.span) {
-        let text = text.replace('\t', " ");
-        let (text, shift) = window(text.trim_end(), s.col);
-        let width = text.chars().count() as u32;
-        let start = s.col.max(1).saturating_sub(shift).max(1);
-        let end = if s.end_line == s.line && s.end_col > s.col {
-            s.end_col.saturating_sub(shift).min(width + 1)
-        } else {
-            width + 1
-        };
-        let carets = (end.saturating_sub(start)).max(1) as usize;
+    let before = out.len();
+    let missed = match source {
+        Some(src) => snippet::render(&mut out, src, &marks, gutter),
+        None => marks.iter().filter_map(|m| m.label).collect(),
+    };
+    let drew_source = out.len() > before;
+    let notes: Vec<String> = missed
+        .iter()
+        .map(|label| {
+            let at = marks.iter().find(|m| m.label == Some(label) && !m.primary);
+            match at {
+                Some(m) => format!("{label} (line {}:{})", m.span.line, m.span.col),
+                None => label.to_string(),
+            }
+        })
+        .chain(d.span.is_none().then(|| d.label.clone()).flatten())
+        .collect();
+    if drew_source && (!notes.is_empty() || d.help.is_some()) {
         let _ = writeln!(out, "{pad} |");
-        let _ = writeln!(out, "{} | {}", s.line, text);
-        let label = d
-            .label
-            .as_deref()
-            .map(|l| format!(" {l}"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{pad} | {}{}{}",
-            " ".repeat(start as usize - 1),
-            "^".repeat(carets),
-            label
-        );
-    } else if let Some(label) = &d.label {
-        let _ = writeln!(out, "{pad} = note: {label}");
+    }
+    for note in &notes {
+        let _ = writeln!(out, "{pad} = note: {note}");
     }
     if let Some(help) = &d.help {
-        if line_text.is_some() {
-            let _ = writeln!(out, "{pad} |");
-        }
         for (i, line) in help.lines().enumerate() {
             if i == 0 {
                 let _ = writeln!(out, "{pad} = help: {line}");
@@ -216,37 +234,6 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
         }
     }
     out
-}
-
-/// Longest source line shown whole; a minified or generated line is cut around the column so a
-/// single diagnostic cannot print megabytes.
-const MAX_SHOWN_LINE: usize = 120;
-
-/// The part of `text` to show for a caret at 1-based `col`, and how many columns were cut from
-/// the left (the `...` marker included, so carets still line up).
-fn window(text: &str, col: u32) -> (String, u32) {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() <= MAX_SHOWN_LINE {
-        return (text.to_string(), 0);
-    }
-    let at = (col.max(1) as usize - 1).min(chars.len());
-    // Cut on the left only when that saves more than the `...` it costs.
-    let from = if at > MAX_SHOWN_LINE / 3 + 3 {
-        at - MAX_SHOWN_LINE / 3
-    } else {
-        0
-    };
-    let to = (from + MAX_SHOWN_LINE).min(chars.len());
-    let mut shown = String::new();
-    if from > 0 {
-        shown.push_str("...");
-    }
-    shown.extend(&chars[from..to]);
-    if to < chars.len() {
-        shown.push_str("...");
-    }
-    let shift = if from > 0 { from as u32 - 3 } else { 0 };
-    (shown, shift)
 }
 
 #[derive(Serialize)]
@@ -260,6 +247,17 @@ struct JsonDiagnostic<'a> {
     end_line: Option<u32>,
     end_column: Option<u32>,
     help: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related: Vec<JsonRelated<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonRelated<'a> {
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    label: &'a str,
 }
 
 pub fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
@@ -275,6 +273,17 @@ pub fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
             end_line: d.span.map(|s| s.end_line),
             end_column: d.span.map(|s| s.end_col),
             help: d.help.as_deref(),
+            related: d
+                .related
+                .iter()
+                .map(|(s, label)| JsonRelated {
+                    line: s.line,
+                    column: s.col,
+                    end_line: s.end_line,
+                    end_column: s.end_col,
+                    label,
+                })
+                .collect(),
         })
         .collect();
     serde_json::to_value(list).unwrap_or_default()
@@ -347,6 +356,25 @@ pub fn to_sarif(diags: &[Diagnostic], rules: &[(&'static str, &'static str)]) ->
                     physical["region"] = serde_json::Value::Object(region);
                 }
                 result["locations"] = json!([{ "physicalLocation": physical }]);
+                if !d.related.is_empty() {
+                    let related: Vec<_> = d
+                        .related
+                        .iter()
+                        .map(|(s, label)| {
+                            json!({
+                                "physicalLocation": {
+                                    "artifactLocation": { "uri": file },
+                                    "region": {
+                                        "startLine": s.line, "startColumn": s.col,
+                                        "endLine": s.end_line, "endColumn": s.end_col,
+                                    },
+                                },
+                                "message": { "text": label },
+                            })
+                        })
+                        .collect();
+                    result["relatedLocations"] = json!(related);
+                }
             }
             result
         })
