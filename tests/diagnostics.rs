@@ -143,27 +143,25 @@ fn all_problems_are_reported_in_one_pass() {
     assert_eq!(codes, ["E006", "E011", "E012", "E024", "E033"], "{out:?}");
 }
 
+/// The first diagnostic with `code` in `check --format json` of corpus file `name`.
+fn json_diagnostic(name: &str, code: &str) -> serde_json::Value {
+    let out = check(name, "json");
+    out.json()
+        .as_array()
+        .and_then(|a| a.iter().find(|d| d["code"] == code).cloned())
+        .unwrap_or_else(|| panic!("{name} does not report {code}:\n{out:?}"))
+}
+
 /// `file:line:col` counts characters (`株` is one column, so is a tab): the snapshots show the
 /// carets placed by display width, the JSON keeps the character columns editors expect.
 #[test]
 fn columns_count_characters_not_cells() {
-    let out = check("layout_cjk.yaml", "json");
-    let reported = out.json();
-    let unknown = reported
-        .as_array()
-        .and_then(|a| a.iter().find(|d| d["code"] == "E012"))
-        .unwrap_or_else(|| panic!("no E012:\n{out:?}"));
+    let unknown = json_diagnostic("layout_cjk.yaml", "E012");
     assert_eq!(
         (&unknown["line"], &unknown["column"], &unknown["end_column"]),
         (&10.into(), &38.into(), &43.into()),
-        "{out:?}"
     );
-    let out = check("layout_tab.yaml", "json");
-    let schema = out
-        .json()
-        .as_array()
-        .and_then(|a| a.iter().find(|d| d["code"] == "E014").cloned())
-        .unwrap_or_else(|| panic!("no E014:\n{out:?}"));
+    let schema = json_diagnostic("layout_tab.yaml", "E014");
     assert_eq!(
         (&schema["line"], &schema["column"]),
         (&7.into(), &58.into())
@@ -172,12 +170,7 @@ fn columns_count_characters_not_cells() {
 
 #[test]
 fn a_duplicate_key_names_both_places_in_json_and_sarif() {
-    let out = check("layout_duplicate_key_one_line.yaml", "json");
-    let dup = out
-        .json()
-        .as_array()
-        .and_then(|a| a.iter().find(|d| d["code"] == "E005").cloned())
-        .unwrap_or_else(|| panic!("no E005:\n{out:?}"));
+    let dup = json_diagnostic("layout_duplicate_key_one_line.yaml", "E005");
     assert_eq!((&dup["line"], &dup["column"]), (&4.into(), &18.into()));
     assert_eq!(
         dup["related"],
