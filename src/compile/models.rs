@@ -48,12 +48,8 @@ pub fn compile_models(
         if let Some(obj) = Obj::open(node, "`models`", &mut ctx.d) {
             for (key, model) in obj.entries {
                 names.push(key.name.clone());
-                if let Some(kind) = compile_model(&key.name, key.span, model, policy, ctx) {
-                    // Scripted models use no tokens; their `price` is already an unknown key.
-                    let price = match kind {
-                        ModelKind::Scripted(_) => None,
-                        _ => compile_price(model, ctx),
-                    };
+                if let Some((kind, price)) = compile_model(&key.name, key.span, model, policy, ctx)
+                {
                     models.push(ModelDef {
                         name: key.name.clone(),
                         kind,
@@ -115,19 +111,22 @@ fn compile_model(
     node: &Node,
     policy: &Policy,
     ctx: &mut Ctx,
-) -> Option<ModelKind> {
+) -> Option<(ModelKind, Option<Price>)> {
     let what = format!("model `{name}`");
     let kind_name = model_kind(node, name_span, &what, ctx)?;
     if kind_name == "scripted" {
-        return compile_scripted(node, name_span, &what, ctx).map(ModelKind::Scripted);
+        // Scripted models use no tokens; their `price` is already an unknown key.
+        let scripts = compile_scripted(node, name_span, &what, ctx)?;
+        return Some((ModelKind::Scripted(scripts), None));
     }
     let obj = Obj::new(node, &what, keys::MODEL_LIVE, &mut ctx.d)?;
     let live = compile_live(&obj, kind_name, &what, policy, ctx)?;
-    Some(if kind_name == "openai" {
+    let kind = if kind_name == "openai" {
         ModelKind::OpenAi(live)
     } else {
         ModelKind::Anthropic(live)
-    })
+    };
+    Some((kind, compile_price(&obj, ctx)))
 }
 
 /// `kind:`, one of [`keys::MODEL_KINDS`].
@@ -137,15 +136,23 @@ fn model_kind(
     what: &str,
     ctx: &mut Ctx,
 ) -> Option<&'static str> {
-    let Some(k) = node.get("kind") else {
+    // Not a mapping: reported as a missing `kind`, the first thing a model needs.
+    let k = match &node.value {
+        Value::Map(_) => Obj::declared(node, what, keys::MODEL, &mut ctx.d)?.get("kind"),
+        _ => None,
+    };
+    let Some(k) = k else {
         ctx.d.push(
             crate::spec::read::missing_at(name_span, "kind", what)
                 .help("add `kind:` with scripted, openai or anthropic"),
         );
         return None;
     };
-    if let Some(known) = keys::MODEL_KINDS.iter().find(|m| Some(**m) == k.as_str()) {
-        return Some(known);
+    if let Some(known) = k
+        .as_str()
+        .and_then(|k| keys::find_kind(keys::MODEL_KINDS, k))
+    {
+        return Some(known.name);
     }
     let shown = k.as_str().unwrap_or("?").to_string();
     ctx.d.push(
@@ -153,7 +160,7 @@ fn model_kind(
             .at(k.span)
             .help(crate::diag::choose(
                 &shown,
-                keys::MODEL_KINDS.iter().copied(),
+                keys::kind_names(keys::MODEL_KINDS),
             )),
     );
     None
@@ -268,7 +275,7 @@ fn compile_live(
 
 /// `price: { input, output }`, USD per million tokens: what `toolrun test --results` multiplies
 /// the reported token usage by.
-fn compile_price(model: &Node, ctx: &mut Ctx) -> Option<Price> {
+fn compile_price(model: &Obj, ctx: &mut Ctx) -> Option<Price> {
     let node = model.get("price")?;
     let obj = Obj::new(node, "`price`", keys::PRICE, &mut ctx.d)?;
     let mut part = |key: &str| {
@@ -507,7 +514,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
         let Some(turn) = Obj::new(t, "a turn", keys::TURN, &mut ctx.d) else {
             continue;
         };
-        let forms = keys::TURN.iter().filter(|k| turn.has(k)).count();
+        let forms = keys::TURN.keys.iter().filter(|k| turn.has(k.name)).count();
         if forms != 1 {
             ctx.d.push(
                 Diagnostic::new(

@@ -10,7 +10,7 @@ use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{
     Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind, UrlOrigin,
 };
-use crate::spec::keys;
+use crate::spec::keys::{self, Kind};
 use crate::spec::read::{expected, seq, Obj, Spanned};
 use crate::spec::yaml::{Node, Value};
 use crate::templates::{TValue, TemplateId};
@@ -72,11 +72,7 @@ fn compile_tool(
 ) -> Option<Tool> {
     check_tool_name(name, name_span, ctx);
     let what = format!("tool `{name}`");
-    let Value::Map(entries) = &node.value else {
-        ctx.d.push(expected(node, "a mapping", &what));
-        return None;
-    };
-    let obj = Obj { node, entries };
+    let obj = Obj::declared(node, &what, keys::TOOL, &mut ctx.d)?;
     let kind = tool_kind(&obj, &what, name_span, ctx);
     check_tool_keys(&obj, kind, &what, ctx);
     let description = tool_description(&obj, name, name_span, ctx);
@@ -101,7 +97,7 @@ fn compile_tool(
         kind,
         idempotent,
         prebuilt,
-    } = compile_kind(kind?, &obj, name, name_span, ctx)?;
+    } = compile_kind(kind?.name, &obj.as_place(kind?.place), name, name_span, ctx)?;
     let validator = prebuilt.map(LazyValidator::built).unwrap_or_default();
     let confirm = side_effects || confirm.iter().any(|c| c.value == name);
     Some(Tool {
@@ -147,7 +143,7 @@ fn check_tool_name(name: &str, name_span: Span, ctx: &mut Ctx) {
 }
 
 /// The tool's `kind:`, reported when missing or unknown.
-fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'static str> {
+fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'static Kind> {
     let Some(n) = obj.get("kind") else {
         ctx.d.push(
             crate::spec::read::missing_at(name_span, "kind", what)
@@ -157,7 +153,7 @@ fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'
     };
     if let Some(k) = n
         .as_str()
-        .and_then(|k| keys::TOOL_KINDS.iter().find(|known| **known == k))
+        .and_then(|k| keys::find_kind(keys::TOOL_KINDS, k))
     {
         return Some(k);
     }
@@ -170,7 +166,7 @@ fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'
             .at(n.span)
             .help(crate::diag::choose(
                 &shown,
-                keys::TOOL_KINDS.iter().copied(),
+                keys::kind_names(keys::TOOL_KINDS),
             )),
     );
     None
@@ -178,9 +174,9 @@ fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'
 
 /// Which keys this kind allows, and which belong to another kind; without a kind, only keys
 /// that belong to no kind at all are reported.
-fn check_tool_keys(obj: &Obj, kind: Option<&str>, what: &str, ctx: &mut Ctx) {
+fn check_tool_keys(obj: &Obj, kind: Option<&Kind>, what: &str, ctx: &mut Ctx) {
     let Some(kind) = kind else {
-        let all = keys::all_tool_keys();
+        let all = all_tool_keys();
         for (key, _) in obj.entries {
             if !all.contains(&key.name.as_str()) {
                 ctx.d.push(crate::spec::read::unknown_key(key, what, &all));
@@ -190,21 +186,23 @@ fn check_tool_keys(obj: &Obj, kind: Option<&str>, what: &str, ctx: &mut Ctx) {
     };
     for (key, _) in obj.entries {
         let k = key.name.as_str();
-        if keys::TOOL_COMMON.contains(&k) || keys::tool_kind_keys(kind).contains(&k) {
+        if kind.place.declares(k) {
             continue;
         }
         let owners: Vec<&str> = keys::TOOL_KINDS
             .iter()
-            .copied()
-            .filter(|other| keys::tool_kind_keys(other).contains(&k))
+            .filter(|other| other.place.owns(k))
+            .map(|other| other.name)
             .collect();
         if owners.is_empty() {
-            let mut allowed: Vec<&str> = keys::TOOL_COMMON.to_vec();
-            allowed.extend(keys::tool_kind_keys(kind));
-            ctx.d
-                .push(crate::spec::read::unknown_key(key, what, &allowed));
+            ctx.d.push(crate::spec::read::unknown_key(
+                key,
+                what,
+                &kind.place.names(),
+            ));
             continue;
         }
+        let kind = kind.name;
         let help = if k == "input" && kind == "builtin" {
             "a builtin's input schema comes from the builtin; remove `input`".to_string()
         } else if k == "input" && kind == "table" {
@@ -222,6 +220,19 @@ fn check_tool_keys(obj: &Obj, kind: Option<&str>, what: &str, ctx: &mut Ctx) {
                 .help(help),
         );
     }
+}
+
+/// The keys of every tool kind, common ones first.
+fn all_tool_keys() -> Vec<&'static str> {
+    let mut all = keys::TOOL.names();
+    for kind in keys::TOOL_KINDS {
+        for k in kind.place.keys {
+            if !all.contains(&k.name) {
+                all.push(k.name);
+            }
+        }
+    }
+    all
 }
 
 /// The description models choose tools by; a missing or very short one is a warning.

@@ -1,150 +1,542 @@
-//! The complete set of keys each place in a spec allows. The decoder rejects anything else (with a
-//! did-you-mean) and `toolrun schema` is checked against these lists in tests, so they cannot drift.
+//! The spec's shape, declared once. Each place in a spec (the root, a tool of each kind, a model,
+//! a test, ...) is a [`Place`] listing its keys; each [`Key`] has its JSON Schema type, its
+//! documentation and whether it is required. Everything else is derived from these tables:
+//! - the reader ([`super::read::Obj`]) rejects keys a place does not declare, with a did-you-mean;
+//! - `toolrun schema` (and the committed `toolrun.schema.json`) is generated from them;
+//! - reading a key its place does not declare is a bug caught in debug builds, and a test checks
+//!   that the compiler reads every declared key, so a key cannot be added in one place only.
+//!
+//! To add a key: add one `Key::new(name, type, doc)` line to its place (`.required()` if the
+//! spec is invalid without it), read it in `compile/`, then regenerate the schema file with
+//! `UPDATE_SNAPSHOTS=1 cargo test --lib committed_schema_file_is_current`. A new nested mapping
+//! is a new `Place` (read with `Obj::new(node, what, keys::NEW, d)`), listed in [`PLACES`] and
+//! referenced with `Ty::Ref("new")`. A new tool or model kind is a line in [`TOOL_KINDS`] or
+//! [`MODEL_KINDS`].
 
-pub const TOP: &[&str] = &[
-    "version",
-    "name",
-    "description",
-    "system",
-    "default_model",
-    "tools",
-    "secrets",
-    "policy",
-    "limits",
-    "models",
-    "tests",
-    "replay",
-    "fixtures",
-];
+use serde_json::{json, Value};
+use Ty::*;
 
-/// Keys every tool kind accepts.
-pub const TOOL_COMMON: &[&str] = &[
-    "description",
-    "kind",
-    "side_effects",
-    "idempotent",
-    "max_calls",
-    "timeout",
-    "faults",
-];
-pub const TOOL_MOCK: &[&str] = &["input", "responses"];
-pub const TOOL_TABLE: &[&str] = &["rows", "file"];
-pub const TOOL_BUILTIN: &[&str] = &["builtin"];
-pub const TOOL_HTTP: &[&str] = &["input", "request", "response", "retries"];
-pub const TOOL_KINDS: &[&str] = &["mock", "table", "builtin", "http"];
-
-pub fn tool_kind_keys(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "mock" => TOOL_MOCK,
-        "table" => TOOL_TABLE,
-        "builtin" => TOOL_BUILTIN,
-        "http" => TOOL_HTTP,
-        _ => &[],
-    }
+/// One mapping of the format. `def` names it in the schema's `$defs` (the root is `spec`).
+pub struct Place {
+    pub def: &'static str,
+    pub doc: &'static str,
+    /// Keys shared with sibling places, listed first (every tool kind takes the common tool keys).
+    pub base: Option<&'static Place>,
+    pub keys: &'static [Key],
+    /// Exactly one of the keys must be present (a turn).
+    pub exactly_one: bool,
 }
 
-pub fn all_tool_keys() -> Vec<&'static str> {
-    let mut keys: Vec<&str> = TOOL_COMMON.to_vec();
-    for kind in TOOL_KINDS {
-        for k in tool_kind_keys(kind) {
-            if !keys.contains(k) {
-                keys.push(k);
-            }
+/// One key of a place.
+pub struct Key {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub doc: &'static str,
+    pub required: bool,
+}
+
+/// A key's JSON Schema type, as the schema generator writes it.
+#[derive(Clone, Copy)]
+pub enum Ty {
+    Str,
+    Bool,
+    /// Any JSON object.
+    Object,
+    /// Any JSON value.
+    Any,
+    Strings,
+    /// A list of tool names, each at most once.
+    ToolNames,
+    /// A whole number of at least this much.
+    Count(i64),
+    /// A string matching this regular expression.
+    Pattern(&'static str),
+    Enum(&'static [&'static str]),
+    /// Another place, or a shared definition (`duration`, `texts`), by its `$defs` name.
+    Ref(&'static str),
+    /// A list of another place.
+    ListOf(&'static str),
+    /// `kind`: the kind's name, derived from [`TOOL_KINDS`] / [`MODEL_KINDS`].
+    KindName,
+    /// Anything else, written as JSON Schema.
+    Json(fn() -> Value),
+}
+
+impl Key {
+    pub const fn new(name: &'static str, ty: Ty, doc: &'static str) -> Key {
+        Key {
+            name,
+            ty,
+            doc,
+            required: false,
         }
     }
-    keys
+
+    pub const fn required(self) -> Key {
+        Key {
+            required: true,
+            ..self
+        }
+    }
 }
 
-pub const MOCK_RESPONSE: &[&str] = &["when", "result", "error"];
-pub const ERROR_OBJECT: &[&str] = &["kind", "message"];
-pub const REQUEST: &[&str] = &["method", "url", "query", "headers", "body", "body_text"];
-pub const HTTP_RESPONSE: &[&str] = &["pointer", "max_bytes", "max_redirects"];
-pub const FAULT: &[&str] = &[
-    "fail_first",
-    "kind",
-    "message",
-    "timeout",
-    "http_status",
-    "oversized_output",
-    "delay",
+impl Place {
+    pub const fn new(def: &'static str, doc: &'static str, keys: &'static [Key]) -> Place {
+        Place {
+            def,
+            doc,
+            base: None,
+            keys,
+            exactly_one: false,
+        }
+    }
+
+    const fn with_base(self, base: &'static Place) -> Place {
+        Place {
+            base: Some(base),
+            ..self
+        }
+    }
+
+    const fn exactly_one(self) -> Place {
+        Place {
+            exactly_one: true,
+            ..self
+        }
+    }
+
+    /// Every key the place accepts: its base's first, then its own.
+    pub fn all_keys(&self) -> impl Iterator<Item = &'static Key> + '_ {
+        self.base
+            .into_iter()
+            .flat_map(|b| b.keys.iter())
+            .chain(self.keys.iter())
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.all_keys().map(|k| k.name).collect()
+    }
+
+    pub fn key(&self, name: &str) -> Option<&'static Key> {
+        self.all_keys().find(|k| k.name == name)
+    }
+
+    pub fn declares(&self, name: &str) -> bool {
+        self.key(name).is_some()
+    }
+
+    /// The key is the place's own, not its base's.
+    pub fn owns(&self, name: &str) -> bool {
+        self.keys.iter().any(|k| k.name == name)
+    }
+}
+
+/// A value of `kind:` and the place that describes a mapping of that kind.
+pub struct Kind {
+    pub name: &'static str,
+    pub place: &'static Place,
+}
+
+pub const TOOL_KINDS: &[Kind] = &[
+    Kind { name: "mock", place: TOOL_MOCK },
+    Kind { name: "table", place: TOOL_TABLE },
+    Kind { name: "builtin", place: TOOL_BUILTIN },
+    Kind { name: "http", place: TOOL_HTTP },
 ];
 
-pub const POLICY: &[&str] = &[
-    "allow",
-    "deny",
-    "confirm",
-    "max_identical_calls",
-    "max_repeated_errors",
-    "detect_alternation",
-    "network",
-];
-pub const NETWORK: &[&str] = &["allow_hosts"];
-pub const LIMITS: &[&str] = &[
-    "max_steps",
-    "max_tool_calls",
-    "max_parallel_tools",
-    "tool_timeout",
-    "run_timeout",
-    "max_tool_output_chars",
-    "max_tokens_total",
+pub const MODEL_KINDS: &[Kind] = &[
+    Kind { name: "scripted", place: MODEL_SCRIPTED },
+    Kind { name: "openai", place: MODEL_LIVE },
+    Kind { name: "anthropic", place: MODEL_LIVE },
 ];
 
-pub const MODEL_KINDS: &[&str] = &["scripted", "openai", "anthropic"];
-pub const MODEL_SCRIPTED: &[&str] = &["kind", "scripts"];
-pub const MODEL_LIVE: &[&str] = &[
-    "kind",
-    "model",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "max_tokens",
-    "retries",
-    "timeout",
-    "headers",
-    "price",
-    "tool_choice",
-    "parallel_tool_calls",
-    "extra_body",
-    "stream",
-    "query",
-    "api_key_header",
+pub fn kind_names(kinds: &'static [Kind]) -> impl Iterator<Item = &'static str> + Clone {
+    kinds.iter().map(|k| k.name)
+}
+
+pub fn find_kind(kinds: &'static [Kind], name: &str) -> Option<&'static Kind> {
+    kinds.iter().find(|k| k.name == name)
+}
+
+/// Every place with its own `$defs` entry in the schema, the root first. The tool and model
+/// dispatchers, `duration` and `texts` are written by the schema generator itself.
+pub const PLACES: &[&Place] = &[
+    TOP,
+    TOOL_MOCK,
+    TOOL_TABLE,
+    TOOL_BUILTIN,
+    TOOL_HTTP,
+    MOCK_RESPONSE,
+    ERROR_OBJECT,
+    REQUEST,
+    HTTP_RESPONSE,
+    FAULT,
+    POLICY,
+    NETWORK,
+    LIMITS,
+    MODEL_SCRIPTED,
+    MODEL_LIVE,
+    PRICE,
+    SCRIPT,
+    TURN,
+    SCRIPTED_CALL,
+    TEST,
+    EXPECT,
+    REPLAY,
 ];
-pub const TOOL_CHOICE: &[&str] = &["tool"];
+
+const DURATION: Ty = Ref("duration");
+
+pub const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, policy, limits, models and tests.", &[
+    Key::new("version", Json(|| json!({ "const": 1 })), "Version of the spec format; always 1.").required(),
+    Key::new("name", Str, "Name of the spec (default: the file name)."),
+    Key::new("description", Str, "What this spec's assistant does."),
+    Key::new("system", Str, "System prompt sent to live models."),
+    Key::new("default_model", Str, "The model `toolrun run` uses; needed when several are declared."),
+    Key::new("tools", Json(|| json!({ "type": "object", "propertyNames": { "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$" }, "additionalProperties": { "$ref": "#/$defs/tool" } })), "Tools by name. Names must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$, the rule every provider accepts."),
+    Key::new("secrets", Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }, "uniqueItems": true })), "The only environment variables templates may read, as `{{ secrets.NAME }}`."),
+    Key::new("policy", Ref("policy"), "Which tools may run, which need confirmation, loop detection, network rules."),
+    Key::new("limits", Ref("limits"), "Budgets that stop a run."),
+    Key::new("models", Json(|| json!({ "type": "object", "additionalProperties": { "$ref": "#/$defs/model" } })), "Models by name."),
+    Key::new("tests", ListOf("test"), "Tests run by `toolrun test`."),
+    Key::new("replay", Ref("replay"), "Settings for `toolrun replay`."),
+    Key::new("fixtures", Str, "Folder of per-test fixtures, relative to the spec: a test's fixture is `DIR/<test name>.json` unless it sets `fixture:`. `toolrun test --record missing|all` writes them."),
+]);
+
+/// Keys every tool kind takes; each kind's place lists its own after these.
+pub const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides which other keys it takes.", &[
+    Key::new("description", Json(|| json!({ "type": "string", "minLength": 1 })), "What the tool does and returns; models choose tools by it."),
+    Key::new("kind", KindName, "How the tool runs: mock, table, builtin or http.").required(),
+    Key::new("side_effects", Bool, "The tool changes the world; it needs confirmation before it runs."),
+    Key::new("idempotent", Bool, "Calling twice is the same as once, so retries are safe (default: from the method or kind)."),
+    Key::new("max_calls", Count(1), "Most calls of this tool per run."),
+    Key::new("timeout", DURATION, "Timeout of one call (default: `limits.tool_timeout`)."),
+    Key::new("faults", ListOf("fault"), "Injected faults, for testing how the loop copes."),
+]);
+
+const INPUT: Key = Key::new("input", Json(|| json!({ "type": "object", "properties": { "type": { "const": "object" } } })), "JSON Schema of the arguments: an object schema.");
+
+pub const TOOL_MOCK: &Place = &Place::new("tool_mock", "A `mock` tool: canned responses chosen by its arguments.", &[
+    INPUT,
+    Key::new("responses", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/mock_response" }, "minItems": 1 })), "Responses; the first whose `when` matches the arguments wins.").required(),
+])
+.with_base(TOOL);
+
+pub const TOOL_TABLE: &Place = &Place::new("tool_table", "A `table` tool: looks up rows of a small table (inline `rows` or a `file`).", &[
+    Key::new("rows", Json(|| json!({ "type": "array", "items": { "type": "object" } })), "The rows, each a mapping of column to value."),
+    Key::new("file", Pattern("\\.([cC][sS][vV]|[jJ][sS][oO][nN])$"), "A CSV or JSON file of rows, relative to the spec's folder (and inside it)."),
+])
+.with_base(TOOL);
+
+pub const TOOL_BUILTIN: &Place = &Place::new("tool_builtin", "A `builtin` tool: a safe function shipped with toolrun.", &[
+    Key::new("builtin", Json(|| json!({ "enum": crate::builtins::all().iter().map(|b| b.name).collect::<Vec<_>>() })), "Which builtin; its input schema comes with it.").required(),
+])
+.with_base(TOOL);
+
+pub const TOOL_HTTP: &Place = &Place::new("tool_http", "An `http` tool: one templated HTTP request.", &[
+    INPUT,
+    Key::new("request", Ref("request"), "The HTTP request to send.").required(),
+    Key::new("response", Ref("http_response"), "How the response becomes the result."),
+    Key::new("retries", Count(0), "Retries on network errors and 5xx, for idempotent calls only."),
+])
+.with_base(TOOL);
+
+pub const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback).", &[
+    Key::new("when", Object, "Arguments that must match (a subset); no `when` makes this the fallback."),
+    Key::new("result", Any, "The result, any JSON value; strings are templates over `args` and `query`."),
+    Key::new("error", Json(|| json!({ "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/error_object" }] })), "An error message (kind `execution_error`), or `{kind, message}`."),
+]);
+
+pub const ERROR_OBJECT: &Place = &Place::new("error_object", "A tool error with its kind.", &[
+    Key::new("kind", Enum(crate::vocab::ErrorKind::NAMES), "The error kind the model sees."),
+    Key::new("message", Str, "The message, a template over `args` and `query`.").required(),
+]);
+
+pub const REQUEST: &Place = &Place::new("request", "The HTTP request; strings are minijinja templates over `args`, `secrets` and `query`.", &[
+    Key::new("method", Enum(&["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "get", "post", "put", "patch", "delete", "head", "options"]), "HTTP method (default: GET)."),
+    Key::new("url", Str, "The URL, http:// or https://, a template.").required(),
+    Key::new("query", Object, "Query parameters, added URL-encoded; values are templates."),
+    Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Headers; values are templates."),
+    Key::new("body", Any, "A JSON body; strings inside are templates."),
+    Key::new("body_text", Str, "A text body, a template (instead of `body`)."),
+]);
+
+pub const HTTP_RESPONSE: &Place = &Place::new("http_response", "How the HTTP response becomes the tool's result.", &[
+    Key::new("pointer", Pattern("^(/.*)?$"), "JSON Pointer into the response body; the result is what it points at."),
+    Key::new("max_bytes", Count(1), "Largest response body read, in bytes."),
+    Key::new("max_redirects", Count(0), "Redirects followed (each to an allowed host)."),
+]);
+
+pub const FAULT: &Place = &Place::new("fault", "An injected fault, for testing how the loop copes: exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`.", &[
+    Key::new("fail_first", Count(1), "Fail the first N calls."),
+    Key::new("kind", Enum(crate::vocab::ErrorKind::NAMES), "Error kind of `fail_first` failures."),
+    Key::new("message", Str, "Error message of `fail_first` failures."),
+    Key::new("timeout", Bool, "Every call times out."),
+    Key::new("http_status", Json(|| json!({ "type": "integer", "minimum": 100, "maximum": 599 })), "Every call gets this HTTP status."),
+    Key::new("oversized_output", Count(1), "Every call returns this many characters."),
+    Key::new("delay", DURATION, "Every call waits this long first (a slow tool; the tool's timeout still applies)."),
+]);
+
+pub const POLICY: &Place = &Place::new("policy", "Which tools may run, which need confirmation, loop detection and network rules.", &[
+    Key::new("allow", ToolNames, "Tools that may run; others are denied (default: all)."),
+    Key::new("deny", ToolNames, "Tools that never run."),
+    Key::new("confirm", ToolNames, "Tools that need confirmation (`--approve TOOL`); `side_effects: true` tools always do."),
+    Key::new("max_identical_calls", Count(1), "Loop detection: most calls with the same tool and arguments."),
+    Key::new("max_repeated_errors", Count(1), "Stop after this many errors in a row from one tool."),
+    Key::new("detect_alternation", Bool, "Loop detection: stop on A, B, A, B call patterns."),
+    Key::new("network", Ref("network"), "Network rules for `http` tools."),
+]);
+
+pub const NETWORK: &Place = &Place::new("network", "Network rules for `http` tools.", &[
+    Key::new("allow_hosts", Strings, "Hosts `http` tools may reach (`api.example.com`, `127.0.0.1:8080`); default: the hosts written in URLs."),
+]);
+
+pub const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run.", &[
+    Key::new("max_steps", Count(1), "Most model calls per run."),
+    Key::new("max_tool_calls", Count(1), "Most tool executions per run."),
+    Key::new("max_parallel_tools", Count(1), "Most tool calls running at once."),
+    Key::new("tool_timeout", DURATION, "Default timeout of one tool call."),
+    Key::new("run_timeout", DURATION, "Timeout of the whole run."),
+    Key::new("max_tool_output_chars", Count(16), "Longer observations are truncated, with a marker."),
+    Key::new("max_tokens_total", Count(1), "Most tokens used by live models per run."),
+]);
+
+/// Keys every model kind takes; each kind's place lists its own after these.
+pub const MODEL: &Place = &Place::new("model", "A model; `kind` decides which other keys it takes.", &[
+    Key::new("kind", KindName, "The kind of model: `scripted` (replies follow scripts), or the API of a live one: `openai` (any compatible server) or `anthropic`.").required(),
+]);
+
+pub const MODEL_SCRIPTED: &Place = &Place::new("model_scripted", "A scripted model: replies follow scripts, for offline tests.", &[Key::new("scripts", ListOf("script"), "Scripts; the first whose `when` matches the query plays.").required(),
+])
+.with_base(MODEL);
+
+pub const MODEL_LIVE: &Place = &Place::new("model_live", "A live model behind an OpenAI-compatible or Anthropic API.", &[
+    Key::new("model", Str, "The provider's model name.").required(),
+    Key::new("base_url", Pattern("^[hH][tT][tT][pP][sS]?://"), "API base URL."),
+    Key::new("api_key_env", Str, "Environment variable holding the API key."),
+    Key::new("temperature", Json(|| json!({ "type": "number", "minimum": 0, "maximum": 2 })), "Sampling temperature."),
+    Key::new("max_tokens", Count(1), "Most tokens per reply."),
+    Key::new("retries", Count(0), "Retries on rate limits and server errors."),
+    Key::new("timeout", DURATION, "Timeout of one model call."),
+    Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": "string" } })), "Extra HTTP headers; not Authorization, x-api-key or api-key (use `api_key_env`)."),
+    Key::new("price", Ref("price"), "USD per million tokens (`input`, `output`), for the cost in `toolrun test --results`."),
+    Key::new("tool_choice", Json(|| json!({ "oneOf": [{ "enum": ["auto", "required", "none"] }, super::schema::inline(TOOL_CHOICE)] })), "auto (default, sent whenever tools are), required, none, or { tool: NAME } to force one; a forced choice holds until the first tool call."),
+    Key::new("parallel_tool_calls", Bool, "false: at most one tool call per turn."),
+    Key::new("extra_body", Json(|| json!({ "type": "object", "propertyNames": { "not": { "enum": OWNED_BODY_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>() } } })), "Provider knobs merged into every request body (seed, top_p, response_format, ...); not keys toolrun writes."),
+    Key::new("stream", Bool, "Read the reply as server-sent events and print text as it arrives."),
+    Key::new("query", Json(|| json!({ "type": "object", "additionalProperties": { "type": "string" } })), "Query parameters added to every request (Azure: api-version)."),
+    Key::new("api_key_header", Str, "Send the key verbatim in this header (Azure: api-key) instead of the provider's own."),
+])
+.with_base(MODEL);
+
+/// `tool_choice: { tool: NAME }`, written inline in the schema.
+pub const TOOL_CHOICE: &Place = &Place::new("tool_choice", "Force the model to call one tool.", &[Key::new("tool", Str, "The tool the model must call.").required(),
+]);
+
 /// The request keys toolrun writes itself; `extra_body` may not replace them.
-pub const OWNED_BODY_KEYS: &[(&str, &str)] = &[
-    ("model", "the model's `model:`"),
-    ("messages", "the conversation toolrun builds"),
-    ("system", "the spec's `system:`"),
-    ("tools", "the spec's `tools:` and `policy:`"),
-    ("functions", "the spec's `tools:` and `policy:`"),
-    ("tool_choice", "the model's `tool_choice:`"),
-    ("function_call", "the model's `tool_choice:`"),
-    ("parallel_tool_calls", "the model's `parallel_tool_calls:`"),
-    ("stream", "the model's `stream:`"),
-    ("stream_options", "the model's `stream:`"),
-    ("max_tokens", "the model's `max_tokens:`"),
-    ("temperature", "the model's `temperature:`"),
-];
-/// `price:` on a live model: USD per million tokens.
-pub const PRICE: &[&str] = &["input", "output"];
-pub const SCRIPT: &[&str] = &["when", "turns"];
-pub const TURN: &[&str] = &["answer", "tool_calls", "raw"];
-pub const SCRIPTED_CALL: &[&str] = &["name", "arguments", "arguments_raw", "malformed"];
+pub const OWNED_BODY_KEYS: &[(&str, &str)] = &[("model", "the model's `model:`"), ("messages", "the conversation toolrun builds"), ("system", "the spec's `system:`"), ("tools", "the spec's `tools:` and `policy:`"), ("functions", "the spec's `tools:` and `policy:`"), ("tool_choice", "the model's `tool_choice:`"), ("function_call", "the model's `tool_choice:`"), ("parallel_tool_calls", "the model's `parallel_tool_calls:`"), ("stream", "the model's `stream:`"), ("stream_options", "the model's `stream:`"), ("max_tokens", "the model's `max_tokens:`"), ("temperature", "the model's `temperature:`"),];
 
-pub const TEST: &[&str] = &[
-    "name", "query", "model", "fixture", "now", "approve", "faults", "expect",
-];
-pub const EXPECT: &[&str] = &[
-    "status",
-    "stop_reason",
-    "tool_calls",
-    "tool_calls_include",
-    "tool_calls_exclude",
-    "arguments",
-    "error_kinds",
-    "output_contains",
-    "output_not_contains",
-    "output_matches",
-    "max_tool_calls",
-];
-pub const REPLAY: &[&str] = &["ignore"];
+/// `price:` on a live model: USD per million tokens.
+pub const PRICE: &Place = &Place::new("price", "What the model costs, in USD per million tokens; test results then carry cost.", &[
+    Key::new("input", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million input (prompt) tokens.")
+    .required(),
+    Key::new("output", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million output (completion) tokens.").required(),
+]);
+
+pub const SCRIPT: &Place = &Place::new("script", "A script: the first whose `when` matches the query is played.", &[
+    Key::new("when", Str, "Regular expression (Rust syntax) matched against the query; none matches everything."),
+    Key::new("turns", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/turn" }, "minItems": 1 })), "One turn per model call, in order.").required(),
+]);
+
+pub const TURN: &Place = &Place::new("turn", "One model reply: exactly one of `answer`, `tool_calls` or `raw`.", &[
+    Key::new("answer", Str, "The final answer, a template over `query`, `results`, `last`, `step`."),
+    Key::new("tool_calls", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/scripted_call" }, "minItems": 1 })), "Tool calls made in this turn."),
+    Key::new("raw", Str, "A malformed reply: prose instead of a tool call."),
+])
+.exactly_one();
+
+pub const SCRIPTED_CALL: &Place = &Place::new("scripted_call", "A tool call made by a scripted model.", &[
+    Key::new("name", Str, "The tool to call.").required(),
+    Key::new("arguments", Object, "Arguments; strings are templates."),
+    Key::new("arguments_raw", Str, "Arguments as raw text, e.g. invalid JSON on purpose."),
+    Key::new("malformed", Bool, "The call is wrong on purpose; skip the check-time validation."),
+]);
+
+pub const TEST: &Place = &Place::new("test", "A test run by `toolrun test`.", &[
+    Key::new("name", Str, "Unique name of the test.").required(),
+    Key::new("query", Str, "The query to run."),
+    Key::new("model", Str, "Model to use (default: `default_model`)."),
+    Key::new("fixture", Str, "A recorded fixture to replay instead, relative to the spec."),
+    Key::new("now", Str, "The clock for this test (RFC 3339), for `datetime` and templates; overrides `TOOLRUN_NOW`."),
+    Key::new("approve", ToolNames, "Tools approved for this run."),
+    Key::new("faults", Json(|| json!({ "type": "object", "additionalProperties": { "type": "array", "items": { "$ref": "#/$defs/fault" } } })), "Faults injected for this test only, by tool name; they replace the tool's own `faults`."),
+    Key::new("expect", Ref("expect"), "What the run must show."),
+]);
+
+pub const EXPECT: &Place = &Place::new("expect", "What a test's run must show.", &[
+    Key::new("status", Enum(crate::vocab::Status::NAMES), "The run's status."),
+    Key::new("stop_reason", Enum(crate::vocab::StopReason::NAMES), "The rule that ended the run."),
+    Key::new("tool_calls", Strings, "Exactly these tool calls, in order."),
+    Key::new("tool_calls_include", Strings, "These tools were called."),
+    Key::new("tool_calls_exclude", Strings, "These tools were not called."),
+    Key::new("arguments", Json(|| json!({ "type": "array", "items": { "type": "object" } })), "Each call's arguments include these, in order."),
+    Key::new("error_kinds", Json(|| json!({ "type": "array", "items": { "enum": crate::vocab::ErrorKind::NAMES } })), "Exactly these tool error kinds, in order."),
+    Key::new("output_contains", Ref("texts"), "The answer contains this text (or each of these)."),
+    Key::new("output_not_contains", Ref("texts"), "The answer contains none of these."),
+    Key::new("output_matches", Str, "The answer matches this regular expression."),
+    Key::new("max_tool_calls", Count(0), "At most this many tool calls."),
+]);
+
+pub const REPLAY: &Place = &Place::new("replay", "How `toolrun replay` compares traces.", &[Key::new("ignore", Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^(/.*)?$" } })), "JSON Pointers of volatile fields, ignored when replay compares request bodies and traces."),
+]);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::read::reads;
+    use std::path::Path;
+
+    /// Reaches every place (and every branch that reads a key) at least once.
+    const EVERY_PLACE: &[&str] = &[r#"
+version: 1
+name: every_place
+description: d
+system: s
+default_model: live
+secrets: [KEY]
+fixtures: fx
+replay: { ignore: [/id] }
+policy:
+  allow: [m, h, t, b]
+  deny: []
+  confirm: []
+  max_identical_calls: 2
+  max_repeated_errors: 2
+  detect_alternation: true
+  network: { allow_hosts: [127.0.0.1] }
+limits: { max_steps: 3, max_tool_calls: 3, max_parallel_tools: 1, tool_timeout: 1s, run_timeout: 2s, max_tool_output_chars: 100, max_tokens_total: 10 }
+tools:
+  m:
+    description: A mock tool for the test.
+    kind: mock
+    side_effects: false
+    idempotent: true
+    max_calls: 2
+    timeout: 1s
+    faults: [{ fail_first: 1, kind: timeout, message: x }, { timeout: true }, { http_status: 500 }, { oversized_output: 10 }, { delay: 1ms }]
+    input: { type: object, properties: { a: { type: string } } }
+    responses: [{ when: { a: x }, result: 1 }, { error: { kind: not_found, message: no } }, { error: plain }]
+  h:
+    description: An http tool for the test.
+    kind: http
+    retries: 1
+    request: { method: POST, url: "http://127.0.0.1:1/x", query: { q: "1" }, headers: { h: "1" }, body: { a: 1 } }
+    response: { pointer: /a, max_bytes: 10, max_redirects: 0 }
+  h2:
+    description: An http tool with a text body.
+    kind: http
+    request: { url: "http://127.0.0.1:1/y", body_text: "t" }
+  t:
+    description: A table tool for the test.
+    kind: table
+    rows: [{ a: 1 }]
+  f:
+    description: A table tool read from a file.
+    kind: table
+    file: data/candidates.csv
+  b:
+    description: A builtin tool for the test.
+    kind: builtin
+    builtin: calculator
+models:
+  live:
+    kind: openai
+    model: x
+    base_url: "http://127.0.0.1:1/v1"
+    api_key_env: KEY
+    temperature: 0
+    max_tokens: 10
+    retries: 0
+    timeout: 1s
+    headers: { x: y }
+    price: { input: 1, output: 2 }
+    tool_choice: { tool: m }
+    parallel_tool_calls: false
+    extra_body: { seed: 1 }
+    stream: false
+    query: { v: "1" }
+    api_key_header: api-key
+  s:
+    kind: scripted
+    scripts:
+      - when: x
+        turns:
+          - tool_calls: [{ name: m, arguments: { a: x } }, { name: m, arguments_raw: "{", malformed: true }]
+          - raw: prose
+          - answer: done
+tests:
+  - name: one
+    query: q
+    model: s
+    fixture: fx/one.json
+    now: "2030-01-01T00:00:00Z"
+    approve: [m]
+    faults: { m: [{ timeout: true }] }
+    expect:
+      status: ok
+      stop_reason: final_answer
+      tool_calls: [m]
+      tool_calls_include: [m]
+      tool_calls_exclude: [h]
+      arguments: [{ a: x }]
+      error_kinds: []
+      output_contains: done
+      output_not_contains: [nope]
+      output_matches: d.ne
+      max_tool_calls: 3
+"#];
+
+    fn compile_all() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs");
+        let mut texts: Vec<String> = EVERY_PLACE.iter().map(|t| t.to_string()).collect();
+        for entry in std::fs::read_dir(&dir).expect("specs/") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                texts.push(std::fs::read_to_string(&path).expect("read"));
+            }
+        }
+        for text in texts {
+            let source = crate::spec::Source {
+                display: "every_place.yaml".into(),
+                text,
+            };
+            crate::compile::compile(&source, &dir.join("every_place.yaml"));
+        }
+    }
+
+    /// A key declared here but read nowhere is a key the schema offers and the compiler
+    /// ignores; the reverse (read, not declared) panics in `Obj::get` while compiling.
+    #[test]
+    fn the_compiler_reads_every_declared_key() {
+        compile_all();
+        let places = PLACES.iter().chain([&TOOL, &MODEL, &TOOL_CHOICE]);
+        let mut unread = Vec::new();
+        for place in places {
+            for key in place.keys {
+                if !reads::seen(place.def, key.name) {
+                    unread.push(format!("{}.{}", place.def, key.name));
+                }
+            }
+        }
+        assert!(unread.is_empty(), "declared but never read: {unread:?}");
+    }
+
+    #[test]
+    #[should_panic(expected = "`nope` is read from `limits` but not declared there")]
+    fn reading_an_undeclared_key_is_caught() {
+        let node = crate::spec::yaml::parse("max_steps: 1\n").expect("yaml");
+        let mut d = crate::diag::Diagnostics::default();
+        let obj = crate::spec::read::Obj::new(&node, "`limits`", LIMITS, &mut d).expect("map");
+        obj.get("nope");
+    }
+}

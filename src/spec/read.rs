@@ -1,6 +1,7 @@
 //! Typed, position-aware reading of the YAML tree. Every accessor reports what is wrong as a
 //! diagnostic and returns `None`, so one pass finds every problem in a spec.
 
+use super::keys::Place;
 use super::yaml::{Key, Node, Value};
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use std::time::Duration;
@@ -11,37 +12,62 @@ pub struct Spanned<T> {
     pub span: Span,
 }
 
-/// A mapping whose keys were checked against the keys its place in the spec allows.
+/// A mapping whose keys were checked against the keys its place in the spec declares.
+#[derive(Clone, Copy)]
 pub struct Obj<'a> {
     pub node: &'a Node,
     pub entries: &'a [(Key, Node)],
+    /// What the mapping is, when its keys are declared in [`super::keys`]: reading a key it does not
+    /// declare is a bug, caught in debug builds. `None` for free-form keys (tool names, headers).
+    place: Option<&'static Place>,
 }
 
 impl<'a> Obj<'a> {
-    /// `what` names the place for messages ("tool `x`", "`limits`"); `allowed` is the complete
-    /// list of keys there.
+    /// `what` names the place for messages ("tool `x`", "`limits`"); `place` declares its keys.
     pub fn new(
         node: &'a Node,
         what: &str,
-        allowed: &[&str],
+        place: &'static Place,
         d: &mut Diagnostics,
     ) -> Option<Obj<'a>> {
-        let Value::Map(entries) = &node.value else {
-            d.push(expected(node, "a mapping", what));
-            return None;
-        };
-        for (key, _) in entries {
-            if !allowed.contains(&key.name.as_str()) {
-                d.push(unknown_key(key, what, allowed));
+        let obj = Obj::declared(node, what, place, d)?;
+        for (key, _) in obj.entries {
+            if !place.declares(&key.name) {
+                d.push(unknown_key(key, what, &place.names()));
             }
         }
-        Some(Obj { node, entries })
+        Some(obj)
+    }
+
+    /// A mapping of `place` whose keys the caller checks itself (a tool: which keys are wrong
+    /// depends on its kind).
+    pub fn declared(
+        node: &'a Node,
+        what: &str,
+        place: &'static Place,
+        d: &mut Diagnostics,
+    ) -> Option<Obj<'a>> {
+        let mut obj = Obj::open(node, what, d)?;
+        obj.place = Some(place);
+        Some(obj)
+    }
+
+    /// The same mapping, read as `place` from now on (a tool once its kind is known).
+    pub fn as_place(&self, place: &'static Place) -> Obj<'a> {
+        Obj {
+            place: Some(place),
+            ..*self
+        }
     }
 
     /// A mapping with free-form keys (tool names, model names, headers).
     pub fn open(node: &'a Node, what: &str, d: &mut Diagnostics) -> Option<Obj<'a>> {
         match &node.value {
-            Value::Map(entries) => Some(Obj { node, entries }),
+            Value::Map(entries) => Some(Obj {
+                node,
+                entries,
+                place: None,
+            }),
             _ => {
                 d.push(expected(node, "a mapping", what));
                 None
@@ -50,13 +76,29 @@ impl<'a> Obj<'a> {
     }
 
     pub fn get(&self, key: &str) -> Option<&'a Node> {
+        self.reading(key);
         self.entries
             .iter()
             .find(|(k, _)| k.name == key)
             .map(|(_, v)| v)
     }
 
+    /// Every read of a declared place goes through here: in debug builds an undeclared key
+    /// panics (the spec's shape is declared in `keys.rs` only), and unit tests record what
+    /// the compiler reads, to find declared keys nothing reads.
+    fn reading(&self, key: &str) {
+        let Some(place) = self.place else { return };
+        debug_assert!(
+            place.declares(key),
+            "`{key}` is read from `{}` but not declared there in spec/keys.rs",
+            place.def
+        );
+        #[cfg(test)]
+        reads::record(place, key);
+    }
+
     pub fn key(&self, key: &str) -> Option<&'a Key> {
+        self.reading(key);
         self.entries
             .iter()
             .find(|(k, _)| k.name == key)
@@ -332,6 +374,31 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("it is longer than a year".into());
     }
     Ok(Duration::from_millis(total_ms as u64))
+}
+
+/// What the compiler read, by place, while unit tests compiled specs.
+#[cfg(test)]
+pub(crate) mod reads {
+    use super::Place;
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    static READS: Mutex<BTreeSet<(&'static str, String)>> = Mutex::new(BTreeSet::new());
+
+    pub(crate) fn record(place: &'static Place, key: &str) {
+        // The owner of a base key is the base: `tool.timeout`, not `tool_http.timeout`.
+        let def = match place.base {
+            Some(base) if !place.owns(key) => base.def,
+            _ => place.def,
+        };
+        let mut reads = READS.lock().unwrap_or_else(|e| e.into_inner());
+        reads.insert((def, key.to_string()));
+    }
+
+    pub(crate) fn seen(def: &str, key: &str) -> bool {
+        let reads = READS.lock().unwrap_or_else(|e| e.into_inner());
+        reads.contains(&(def, key.to_string()))
+    }
 }
 
 #[cfg(test)]

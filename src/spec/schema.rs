@@ -1,286 +1,75 @@
-//! The JSON Schema of the spec format, for editors' YAML language servers (`toolrun schema`).
-//!
-//! Every object's `properties` come from the key lists in `keys.rs`, the same lists the decoder
-//! checks, and each key's type and description from [`field`]. Tests check that every listed key
-//! has an entry here and every entry is listed, so the schema cannot drift from the decoder.
+//! The JSON Schema of the spec format, for editors' YAML language servers (`toolrun schema`),
+//! generated from the declarations in [`keys`]: the same tables the reader checks keys against.
 
-use super::keys;
+use super::keys::{self, Kind, Place, Ty};
 use serde_json::{json, Map, Value};
 
 pub const SCHEMA_ID: &str = "https://github.com/toolrun/toolrun/raw/main/toolrun.schema.json";
-
-/// Each object of the format: its `$defs` name, its complete key list, the keys it requires and
-/// a description. The root is `spec`.
-pub struct Place {
-    pub def: &'static str,
-    pub keys: &'static [&'static str],
-    pub required: &'static [&'static str],
-    pub description: &'static str,
-}
-
-pub fn places() -> Vec<Place> {
-    let place = |def, keys, required, description| Place {
-        def,
-        keys,
-        required,
-        description,
-    };
-    vec![
-        place("spec", keys::TOP, &["version"][..], "A toolrun spec: tools, policy, limits, models and tests."),
-        place("tool_mock", tool_keys("mock"), &["kind", "responses"], "A `mock` tool: canned responses chosen by its arguments."),
-        place("tool_table", tool_keys("table"), &["kind"], "A `table` tool: looks up rows of a small table (inline `rows` or a `file`)."),
-        place("tool_builtin", tool_keys("builtin"), &["kind", "builtin"], "A `builtin` tool: a safe function shipped with toolrun."),
-        place("tool_http", tool_keys("http"), &["kind", "request"], "An `http` tool: one templated HTTP request."),
-        place("mock_response", keys::MOCK_RESPONSE, &[], "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback)."),
-        place("error_object", keys::ERROR_OBJECT, &["message"], "A tool error with its kind."),
-        place("request", keys::REQUEST, &["url"], "The HTTP request; strings are minijinja templates over `args`, `secrets` and `query`."),
-        place("http_response", keys::HTTP_RESPONSE, &[], "How the HTTP response becomes the tool's result."),
-        place("fault", keys::FAULT, &[], "An injected fault, for testing how the loop copes: exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`."),
-        place("policy", keys::POLICY, &[], "Which tools may run, which need confirmation, loop detection and network rules."),
-        place("network", keys::NETWORK, &[], "Network rules for `http` tools."),
-        place("limits", keys::LIMITS, &[], "Budgets that stop a run."),
-        place("model_scripted", keys::MODEL_SCRIPTED, &["kind", "scripts"], "A scripted model: replies follow scripts, for offline tests."),
-        place("model_live", keys::MODEL_LIVE, &["kind", "model"], "A live model behind an OpenAI-compatible or Anthropic API."),
-        place("price", keys::PRICE, &["input", "output"], "What the model costs, in USD per million tokens; test results then carry cost."),
-        place("script", keys::SCRIPT, &["turns"], "A script: the first whose `when` matches the query is played."),
-        place("turn", keys::TURN, &[], "One model reply: exactly one of `answer`, `tool_calls` or `raw`."),
-        place("scripted_call", keys::SCRIPTED_CALL, &["name"], "A tool call made by a scripted model."),
-        place("test", keys::TEST, &["name"], "A test run by `toolrun test`."),
-        place("expect", keys::EXPECT, &[], "What a test's run must show."),
-        place("replay", keys::REPLAY, &[], "How `toolrun replay` compares traces."),
-    ]
-}
-
-/// Tool places list the common keys first, then the kind's own: what the decoder accepts.
-fn tool_keys(kind: &str) -> &'static [&'static str] {
-    let own = keys::tool_kind_keys(kind);
-    let all: Vec<&'static str> = keys::TOOL_COMMON.iter().chain(own).copied().collect();
-    // Leaked once per kind per process: the lists are tiny and `toolrun schema` is short-lived.
-    Box::leak(all.into_boxed_slice())
-}
 
 fn r(def: &str) -> Value {
     json!({ "$ref": format!("#/$defs/{def}") })
 }
 
-fn strings() -> Value {
-    json!({ "type": "array", "items": { "type": "string" } })
+/// The kinds whose mappings `place` describes: `kind:` there is one of these.
+fn kinds_of(place: &Place) -> Vec<&'static str> {
+    keys::TOOL_KINDS
+        .iter()
+        .chain(keys::MODEL_KINDS)
+        .filter(|k| std::ptr::eq(k.place, place))
+        .map(|k| k.name)
+        .collect()
 }
 
-fn tool_names() -> Value {
-    json!({ "type": "array", "items": { "type": "string" }, "uniqueItems": true })
-}
-
-fn count(min: i64) -> Value {
-    json!({ "type": "integer", "minimum": min })
-}
-
-/// The schema and description of `key` in `def`, or `None` when this table does not know it (a
-/// test turns that into a failure naming the key).
-pub fn field(def: &str, key: &str) -> Option<(Value, &'static str)> {
-    let duration = r("duration");
-    let f = match (def, key) {
-        ("spec", "version") => (json!({ "const": 1 }), "Version of the spec format; always 1."),
-        ("spec", "name") => (json!({ "type": "string" }), "Name of the spec (default: the file name)."),
-        ("spec", "description") => (json!({ "type": "string" }), "What this spec's assistant does."),
-        ("spec", "system") => (json!({ "type": "string" }), "System prompt sent to live models."),
-        ("spec", "default_model") => (json!({ "type": "string" }), "The model `toolrun run` uses; needed when several are declared."),
-        ("spec", "tools") => (
-            json!({
-                "type": "object",
-                "propertyNames": { "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$" },
-                "additionalProperties": r("tool"),
-            }),
-            "Tools by name. Names must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$, the rule every provider accepts.",
-        ),
-        ("spec", "secrets") => (
-            json!({ "type": "array", "items": { "type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }, "uniqueItems": true }),
-            "The only environment variables templates may read, as `{{ secrets.NAME }}`.",
-        ),
-        ("spec", "policy") => (r("policy"), "Which tools may run, which need confirmation, loop detection, network rules."),
-        ("spec", "limits") => (r("limits"), "Budgets that stop a run."),
-        ("spec", "models") => (json!({ "type": "object", "additionalProperties": r("model") }), "Models by name."),
-        ("spec", "tests") => (json!({ "type": "array", "items": r("test") }), "Tests run by `toolrun test`."),
-        ("spec", "replay") => (r("replay"), "Settings for `toolrun replay`."),
-        ("spec", "fixtures") => (json!({ "type": "string" }), "Folder of per-test fixtures, relative to the spec: a test's fixture is `DIR/<test name>.json` unless it sets `fixture:`. `toolrun test --record missing|all` writes them."),
-
-        ("tool", "description") => (json!({ "type": "string", "minLength": 1 }), "What the tool does and returns; models choose tools by it."),
-        ("tool", "kind") => (json!({ "enum": keys::TOOL_KINDS }), "How the tool runs: mock, table, builtin or http."),
-        ("tool", "side_effects") => (json!({ "type": "boolean" }), "The tool changes the world; it needs confirmation before it runs."),
-        ("tool", "idempotent") => (json!({ "type": "boolean" }), "Calling twice is the same as once, so retries are safe (default: from the method or kind)."),
-        ("tool", "max_calls") => (count(1), "Most calls of this tool per run."),
-        ("tool", "timeout") => (duration, "Timeout of one call (default: `limits.tool_timeout`)."),
-        ("tool", "faults") => (json!({ "type": "array", "items": r("fault") }), "Injected faults, for testing how the loop copes."),
-        ("tool_mock" | "tool_http", "input") => (
-            json!({ "type": "object", "properties": { "type": { "const": "object" } } }),
-            "JSON Schema of the arguments: an object schema.",
-        ),
-        ("tool_mock", "responses") => (
-            json!({ "type": "array", "items": r("mock_response"), "minItems": 1 }),
-            "Responses; the first whose `when` matches the arguments wins.",
-        ),
-        ("tool_table", "rows") => (json!({ "type": "array", "items": { "type": "object" } }), "The rows, each a mapping of column to value."),
-        ("tool_table", "file") => (
-            json!({ "type": "string", "pattern": "\\.([cC][sS][vV]|[jJ][sS][oO][nN])$" }),
-            "A CSV or JSON file of rows, relative to the spec's folder (and inside it).",
-        ),
-        ("tool_builtin", "builtin") => {
-            let names: Vec<&str> = crate::builtins::all().iter().map(|b| b.name).collect();
-            (json!({ "enum": names }), "Which builtin; its input schema comes with it.")
+fn type_of(place: &Place, ty: Ty) -> Value {
+    match ty {
+        Ty::Str => json!({ "type": "string" }),
+        Ty::Bool => json!({ "type": "boolean" }),
+        Ty::Object => json!({ "type": "object" }),
+        Ty::Any => json!({}),
+        Ty::Strings => json!({ "type": "array", "items": { "type": "string" } }),
+        Ty::ToolNames => {
+            json!({ "type": "array", "items": { "type": "string" }, "uniqueItems": true })
         }
-        ("tool_http", "request") => (r("request"), "The HTTP request to send."),
-        ("tool_http", "response") => (r("http_response"), "How the response becomes the result."),
-        ("tool_http", "retries") => (count(0), "Retries on network errors and 5xx, for idempotent calls only."),
-
-        ("mock_response", "when") => (json!({ "type": "object" }), "Arguments that must match (a subset); no `when` makes this the fallback."),
-        ("mock_response", "result") => (json!({}), "The result, any JSON value; strings are templates over `args` and `query`."),
-        ("mock_response", "error") => (
-            json!({ "anyOf": [{ "type": "string" }, r("error_object")] }),
-            "An error message (kind `execution_error`), or `{kind, message}`.",
-        ),
-        ("error_object", "kind") => (json!({ "enum": crate::vocab::ErrorKind::NAMES }), "The error kind the model sees."),
-        ("error_object", "message") => (json!({ "type": "string" }), "The message, a template over `args` and `query`."),
-
-        ("request", "method") => (
-            json!({ "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "get", "post", "put", "patch", "delete", "head", "options"] }),
-            "HTTP method (default: GET).",
-        ),
-        ("request", "url") => (json!({ "type": "string" }), "The URL, http:// or https://, a template."),
-        ("request", "query") => (json!({ "type": "object" }), "Query parameters, added URL-encoded; values are templates."),
-        ("request", "headers") => (json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } }), "Headers; values are templates."),
-        ("request", "body") => (json!({}), "A JSON body; strings inside are templates."),
-        ("request", "body_text") => (json!({ "type": "string" }), "A text body, a template (instead of `body`)."),
-        ("http_response", "pointer") => (json!({ "type": "string", "pattern": "^(/.*)?$" }), "JSON Pointer into the response body; the result is what it points at."),
-        ("http_response", "max_bytes") => (count(1), "Largest response body read, in bytes."),
-        ("http_response", "max_redirects") => (count(0), "Redirects followed (each to an allowed host)."),
-
-        ("fault", "fail_first") => (count(1), "Fail the first N calls."),
-        ("fault", "kind") => (json!({ "enum": crate::vocab::ErrorKind::NAMES }), "Error kind of `fail_first` failures."),
-        ("fault", "message") => (json!({ "type": "string" }), "Error message of `fail_first` failures."),
-        ("fault", "timeout") => (json!({ "type": "boolean" }), "Every call times out."),
-        ("fault", "http_status") => (json!({ "type": "integer", "minimum": 100, "maximum": 599 }), "Every call gets this HTTP status."),
-        ("fault", "oversized_output") => (count(1), "Every call returns this many characters."),
-        ("fault", "delay") => (duration, "Every call waits this long first (a slow tool; the tool's timeout still applies)."),
-
-        ("policy", "allow") => (tool_names(), "Tools that may run; others are denied (default: all)."),
-        ("policy", "deny") => (tool_names(), "Tools that never run."),
-        ("policy", "confirm") => (tool_names(), "Tools that need confirmation (`--approve TOOL`); `side_effects: true` tools always do."),
-        ("policy", "max_identical_calls") => (count(1), "Loop detection: most calls with the same tool and arguments."),
-        ("policy", "max_repeated_errors") => (count(1), "Stop after this many errors in a row from one tool."),
-        ("policy", "detect_alternation") => (json!({ "type": "boolean" }), "Loop detection: stop on A, B, A, B call patterns."),
-        ("policy", "network") => (r("network"), "Network rules for `http` tools."),
-        ("network", "allow_hosts") => (
-            strings(),
-            "Hosts `http` tools may reach (`api.example.com`, `127.0.0.1:8080`); default: the hosts written in URLs.",
-        ),
-
-        ("limits", "max_steps") => (count(1), "Most model calls per run."),
-        ("limits", "max_tool_calls") => (count(1), "Most tool executions per run."),
-        ("limits", "max_parallel_tools") => (count(1), "Most tool calls running at once."),
-        ("limits", "tool_timeout") => (duration, "Default timeout of one tool call."),
-        ("limits", "run_timeout") => (duration, "Timeout of the whole run."),
-        ("limits", "max_tool_output_chars") => (count(16), "Longer observations are truncated, with a marker."),
-        ("limits", "max_tokens_total") => (count(1), "Most tokens used by live models per run."),
-
-        ("model_scripted", "kind") => (json!({ "const": "scripted" }), "A scripted model."),
-        ("model_scripted", "scripts") => (json!({ "type": "array", "items": r("script") }), "Scripts; the first whose `when` matches the query plays."),
-        ("model_live", "kind") => (json!({ "enum": ["openai", "anthropic"] }), "Which API: openai (any compatible server) or anthropic."),
-        ("model_live", "model") => (json!({ "type": "string" }), "The provider's model name."),
-        ("model_live", "base_url") => (json!({ "type": "string", "pattern": "^[hH][tT][tT][pP][sS]?://" }), "API base URL."),
-        ("model_live", "api_key_env") => (json!({ "type": "string" }), "Environment variable holding the API key."),
-        ("model_live", "temperature") => (json!({ "type": "number", "minimum": 0, "maximum": 2 }), "Sampling temperature."),
-        ("model_live", "max_tokens") => (count(1), "Most tokens per reply."),
-        ("model_live", "retries") => (count(0), "Retries on rate limits and server errors."),
-        ("model_live", "timeout") => (duration, "Timeout of one model call."),
-        ("model_live", "headers") => (json!({ "type": "object", "additionalProperties": { "type": "string" } }), "Extra HTTP headers; not Authorization, x-api-key or api-key (use `api_key_env`)."),
-        ("model_live", "tool_choice") => (json!({ "oneOf": [{ "enum": ["auto", "required", "none"] }, { "type": "object", "properties": { "tool": { "type": "string" } }, "required": ["tool"], "additionalProperties": false }] }), "auto (default, sent whenever tools are), required, none, or { tool: NAME } to force one; a forced choice holds until the first tool call."),
-        ("model_live", "parallel_tool_calls") => (json!({ "type": "boolean" }), "false: at most one tool call per turn."),
-        ("model_live", "extra_body") => (json!({ "type": "object", "propertyNames": { "not": { "enum": keys::OWNED_BODY_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>() } } }), "Provider knobs merged into every request body (seed, top_p, response_format, ...); not keys toolrun writes."),
-        ("model_live", "stream") => (json!({ "type": "boolean" }), "Read the reply as server-sent events and print text as it arrives."),
-        ("model_live", "query") => (json!({ "type": "object", "additionalProperties": { "type": "string" } }), "Query parameters added to every request (Azure: api-version)."),
-        ("model_live", "api_key_header") => (json!({ "type": "string" }), "Send the key verbatim in this header (Azure: api-key) instead of the provider's own."),
-        ("model_live", "price") => (r("price"), "USD per million tokens (`input`, `output`), for the cost in `toolrun test --results`."),
-        ("price", "input") => (json!({ "type": "number", "minimum": 0 }), "USD per million input (prompt) tokens."),
-        ("price", "output") => (json!({ "type": "number", "minimum": 0 }), "USD per million output (completion) tokens."),
-
-        ("script", "when") => (json!({ "type": "string" }), "Regular expression (Rust syntax) matched against the query; none matches everything."),
-        ("script", "turns") => (json!({ "type": "array", "items": r("turn"), "minItems": 1 }), "One turn per model call, in order."),
-        ("turn", "answer") => (json!({ "type": "string" }), "The final answer, a template over `query`, `results`, `last`, `step`."),
-        ("turn", "tool_calls") => (json!({ "type": "array", "items": r("scripted_call"), "minItems": 1 }), "Tool calls made in this turn."),
-        ("turn", "raw") => (json!({ "type": "string" }), "A malformed reply: prose instead of a tool call."),
-        ("scripted_call", "name") => (json!({ "type": "string" }), "The tool to call."),
-        ("scripted_call", "arguments") => (json!({ "type": "object" }), "Arguments; strings are templates."),
-        ("scripted_call", "arguments_raw") => (json!({ "type": "string" }), "Arguments as raw text, e.g. invalid JSON on purpose."),
-        ("scripted_call", "malformed") => (json!({ "type": "boolean" }), "The call is wrong on purpose; skip the check-time validation."),
-
-        ("test", "name") => (json!({ "type": "string" }), "Unique name of the test."),
-        ("test", "query") => (json!({ "type": "string" }), "The query to run."),
-        ("test", "model") => (json!({ "type": "string" }), "Model to use (default: `default_model`)."),
-        ("test", "fixture") => (json!({ "type": "string" }), "A recorded fixture to replay instead, relative to the spec."),
-        ("test", "now") => (json!({ "type": "string" }), "The clock for this test (RFC 3339), for `datetime` and templates; overrides `TOOLRUN_NOW`."),
-        ("test", "approve") => (tool_names(), "Tools approved for this run."),
-        ("test", "faults") => (
-            json!({ "type": "object", "additionalProperties": { "type": "array", "items": r("fault") } }),
-            "Faults injected for this test only, by tool name; they replace the tool's own `faults`.",
-        ),
-        ("test", "expect") => (r("expect"), "What the run must show."),
-        ("expect", "status") => (json!({ "enum": crate::vocab::Status::NAMES }), "The run's status."),
-        ("expect", "stop_reason") => (json!({ "enum": crate::vocab::StopReason::NAMES }), "The rule that ended the run."),
-        ("expect", "tool_calls") => (strings(), "Exactly these tool calls, in order."),
-        ("expect", "tool_calls_include") => (strings(), "These tools were called."),
-        ("expect", "tool_calls_exclude") => (strings(), "These tools were not called."),
-        ("expect", "arguments") => (json!({ "type": "array", "items": { "type": "object" } }), "Each call's arguments include these, in order."),
-        ("expect", "error_kinds") => (json!({ "type": "array", "items": { "enum": crate::vocab::ErrorKind::NAMES } }), "Exactly these tool error kinds, in order."),
-        ("expect", "output_contains") => (r("texts"), "The answer contains this text (or each of these)."),
-        ("expect", "output_not_contains") => (r("texts"), "The answer contains none of these."),
-        ("expect", "output_matches") => (json!({ "type": "string" }), "The answer matches this regular expression."),
-        ("expect", "max_tool_calls") => (count(0), "At most this many tool calls."),
-        ("replay", "ignore") => (
-            json!({ "type": "array", "items": { "type": "string", "pattern": "^(/.*)?$" } }),
-            "JSON Pointers of volatile fields, ignored when replay compares request bodies and traces.",
-        ),
-        _ => return None,
-    };
-    Some(f)
+        Ty::Count(min) => json!({ "type": "integer", "minimum": min }),
+        Ty::Pattern(p) => json!({ "type": "string", "pattern": p }),
+        Ty::Enum(words) => json!({ "enum": words }),
+        Ty::Ref(def) => r(def),
+        Ty::ListOf(def) => json!({ "type": "array", "items": r(def) }),
+        // A kind's own def pins `kind`, so editors only offer that kind's keys.
+        Ty::KindName => match kinds_of(place).as_slice() {
+            [one] => json!({ "const": one }),
+            many => json!({ "enum": many }),
+        },
+        Ty::Json(schema) => schema(),
+    }
 }
 
-/// Common tool keys are described once, under `tool`.
-fn lookup(def: &str, key: &str) -> Option<(Value, &'static str)> {
-    field(def, key).or_else(|| {
-        if def.starts_with("tool_") {
-            field("tool", key)
-        } else {
-            None
-        }
-    })
-}
-
-fn object(place: &Place) -> Value {
+/// The object schema of a place: its keys with their types and descriptions.
+pub fn inline(place: &Place) -> Value {
     let mut props = Map::new();
-    for key in place.keys {
-        let (mut schema, description) = lookup(place.def, key).unwrap_or((json!({}), ""));
-        // A tool kind's own def pins `kind`, so editors only offer that kind's keys.
-        if *key == "kind" {
-            if let Some(kind) = place.def.strip_prefix("tool_") {
-                schema = json!({ "const": kind });
-            }
-        }
+    for key in place.all_keys() {
+        let mut schema = type_of(place, key.ty);
         // Siblings of `$ref` are allowed in 2020-12, so references get a description too.
         if let Value::Object(m) = &mut schema {
-            m.insert("description".into(), json!(description));
+            m.insert("description".into(), json!(key.doc));
         }
-        props.insert((*key).to_string(), schema);
+        props.insert(key.name.to_string(), schema);
     }
     let mut obj = json!({
         "type": "object",
-        "description": place.description,
+        "description": place.doc,
         "properties": props,
         "additionalProperties": false,
     });
-    if !place.required.is_empty() {
-        obj["required"] = json!(place.required);
+    let required: Vec<&str> = place
+        .all_keys()
+        .filter(|k| k.required)
+        .map(|k| k.name)
+        .collect();
+    if !required.is_empty() {
+        obj["required"] = json!(required);
     }
-    if place.def == "turn" {
+    if place.exactly_one {
         obj["minProperties"] = json!(1);
         obj["maxProperties"] = json!(1);
     }
@@ -288,14 +77,14 @@ fn object(place: &Place) -> Value {
 }
 
 /// `if kind is X then that def`: editors report the keys of the right kind, not a `oneOf` muddle.
-fn dispatch(description: &str, kinds: &[(&str, &str)]) -> Value {
-    let all: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
+fn dispatch(description: &str, kinds: &[Kind]) -> Value {
+    let all: Vec<&str> = kinds.iter().map(|k| k.name).collect();
     let branches: Vec<Value> = kinds
         .iter()
-        .map(|(kind, def)| {
+        .map(|kind| {
             json!({
-                "if": { "properties": { "kind": { "const": kind } }, "required": ["kind"] },
-                "then": r(def),
+                "if": { "properties": { "kind": { "const": kind.name } }, "required": ["kind"] },
+                "then": r(kind.place.def),
             })
         })
         .collect();
@@ -311,45 +100,21 @@ fn dispatch(description: &str, kinds: &[(&str, &str)]) -> Value {
 pub fn spec_schema() -> Value {
     let mut defs = Map::new();
     let mut root = Value::Null;
-    for place in places() {
-        let obj = object(&place);
-        if place.def == "spec" {
+    for place in keys::PLACES {
+        let obj = inline(place);
+        if std::ptr::eq(*place, keys::TOP) {
             root = obj;
         } else {
             defs.insert(place.def.to_string(), obj);
         }
     }
-    let tool_kinds: Vec<(&str, String)> = keys::TOOL_KINDS
-        .iter()
-        .map(|k| (*k, format!("tool_{k}")))
-        .collect();
-    let tool_kinds: Vec<(&str, &str)> = tool_kinds.iter().map(|(k, d)| (*k, d.as_str())).collect();
     defs.insert(
-        "tool".into(),
-        dispatch(
-            "A tool; `kind` decides which other keys it takes.",
-            &tool_kinds,
-        ),
+        keys::TOOL.def.into(),
+        dispatch(keys::TOOL.doc, keys::TOOL_KINDS),
     );
-    let model_kinds: Vec<(&str, &str)> = keys::MODEL_KINDS
-        .iter()
-        .map(|k| {
-            (
-                *k,
-                if *k == "scripted" {
-                    "model_scripted"
-                } else {
-                    "model_live"
-                },
-            )
-        })
-        .collect();
     defs.insert(
-        "model".into(),
-        dispatch(
-            "A model; `kind` decides which other keys it takes.",
-            &model_kinds,
-        ),
+        keys::MODEL.def.into(),
+        dispatch(keys::MODEL.doc, keys::MODEL_KINDS),
     );
     defs.insert(
         "duration".into(),
@@ -383,7 +148,6 @@ pub fn spec_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     fn keys_of(v: &Value) -> Vec<String> {
         v["properties"]
@@ -393,15 +157,15 @@ mod tests {
     }
 
     #[test]
-    fn every_object_has_exactly_the_decoders_keys() {
+    fn every_place_has_exactly_its_declared_keys() {
         let schema = spec_schema();
-        for place in places() {
-            let obj = if place.def == "spec" {
+        for place in keys::PLACES {
+            let obj = if std::ptr::eq(*place, keys::TOP) {
                 &schema
             } else {
                 &schema["$defs"][place.def]
             };
-            let want: Vec<String> = place.keys.iter().map(|k| k.to_string()).collect();
+            let want: Vec<String> = place.names().iter().map(|k| k.to_string()).collect();
             assert_eq!(keys_of(obj), want, "properties of `{}`", place.def);
             assert_eq!(
                 obj["additionalProperties"],
@@ -410,102 +174,71 @@ mod tests {
                 place.def
             );
         }
-        // Every keys.rs list with a place in the schema.
-        let tool_kinds: Vec<(&str, &[&str])> = keys::TOOL_KINDS
-            .iter()
-            .map(|k| (*k, keys::tool_kind_keys(k)))
-            .collect();
-        for (kind, own) in tool_kinds {
-            let want: Vec<String> = keys::TOOL_COMMON
-                .iter()
-                .chain(own)
-                .map(|k| k.to_string())
-                .collect();
-            assert_eq!(
-                keys_of(&schema["$defs"][format!("tool_{kind}")]),
-                want,
-                "tool kind `{kind}`"
+        let kinds = keys::TOOL_KINDS.iter().chain(keys::MODEL_KINDS);
+        for kind in kinds {
+            assert!(
+                keys::PLACES.iter().any(|p| std::ptr::eq(*p, kind.place)),
+                "kind `{}`: its place `{}` is not in keys::PLACES",
+                kind.name,
+                kind.place.def
+            );
+            let kind_schema = &schema["$defs"][kind.place.def]["properties"]["kind"];
+            assert!(
+                kind_schema["const"] == kind.name
+                    || kind_schema["enum"]
+                        .as_array()
+                        .is_some_and(|e| e.contains(&json!(kind.name))),
+                "`kind` of `{}` must admit `{}`: {kind_schema}",
+                kind.place.def,
+                kind.name
             );
         }
-        for (def, list) in [
-            ("mock_response", keys::MOCK_RESPONSE),
-            ("error_object", keys::ERROR_OBJECT),
-            ("request", keys::REQUEST),
-            ("http_response", keys::HTTP_RESPONSE),
-            ("fault", keys::FAULT),
-            ("policy", keys::POLICY),
-            ("network", keys::NETWORK),
-            ("limits", keys::LIMITS),
-            ("model_scripted", keys::MODEL_SCRIPTED),
-            ("model_live", keys::MODEL_LIVE),
-            ("price", keys::PRICE),
-            ("script", keys::SCRIPT),
-            ("turn", keys::TURN),
-            ("scripted_call", keys::SCRIPTED_CALL),
-            ("test", keys::TEST),
-            ("expect", keys::EXPECT),
-            ("replay", keys::REPLAY),
-        ] {
-            let want: Vec<String> = list.iter().map(|k| k.to_string()).collect();
-            assert_eq!(keys_of(&schema["$defs"][def]), want, "`{def}`");
-        }
-        assert_eq!(
-            keys_of(&schema),
-            keys::TOP.iter().map(|k| k.to_string()).collect::<Vec<_>>()
-        );
     }
 
     #[test]
-    fn every_key_is_described_and_every_description_is_used() {
-        let mut used = BTreeSet::new();
-        for place in places() {
-            for key in place.keys {
-                let found = lookup(place.def, key);
+    fn every_key_is_documented_once() {
+        let places = keys::PLACES
+            .iter()
+            .chain([&keys::TOOL, &keys::MODEL, &keys::TOOL_CHOICE]);
+        for place in places {
+            assert!(!place.doc.is_empty(), "`{}` has no doc", place.def);
+            let names = place.names();
+            for key in place.all_keys() {
                 assert!(
-                    found.as_ref().is_some_and(|(_, d)| !d.is_empty()),
-                    "no type/description for `{key}` in `{}`",
-                    place.def
+                    !key.doc.is_empty(),
+                    "`{}.{}` has no doc",
+                    place.def,
+                    key.name
                 );
-                let owner = if field(place.def, key).is_some() {
-                    place.def
-                } else {
-                    "tool"
-                };
-                used.insert((owner.to_string(), key.to_string()));
-            }
-            for required in place.required {
-                assert!(
-                    place.keys.contains(required),
-                    "`{}` requires unknown key `{required}`",
-                    place.def
-                );
+                let n = names.iter().filter(|k| **k == key.name).count();
+                assert_eq!(n, 1, "`{}.{}` is declared {n} times", place.def, key.name);
             }
         }
-        // An entry for a key no list has is a key the decoder would reject: a drift the other way.
-        let candidates: BTreeSet<(String, String)> = places()
-            .iter()
-            .map(|p| p.def)
-            .chain(["tool"])
-            .flat_map(|def| {
-                keys::all_tool_keys()
-                    .into_iter()
-                    .chain(all_listed_keys())
-                    .map(move |k| (def.to_string(), k.to_string()))
-            })
-            .filter(|(d, k)| field(d, k).is_some())
-            .collect();
-        let unused: Vec<_> = candidates.difference(&used).collect();
-        assert!(
-            unused.is_empty(),
-            "descriptions for keys the decoder does not accept there: {unused:?}"
-        );
     }
 
-    fn all_listed_keys() -> Vec<&'static str> {
-        places()
-            .iter()
-            .flat_map(|p| p.keys.iter().copied())
-            .collect()
+    /// A `Ty::Ref("x")` whose `x` has no definition would leave editors without a schema.
+    #[test]
+    fn every_reference_is_defined() {
+        fn refs(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::String(r)) = m.get("$ref") {
+                        out.push(r.clone());
+                    }
+                    m.values().for_each(|v| refs(v, out));
+                }
+                Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+                _ => {}
+            }
+        }
+        let schema = spec_schema();
+        let mut found = Vec::new();
+        refs(&schema, &mut found);
+        assert!(!found.is_empty());
+        for r in found {
+            let def = r.strip_prefix("#/$defs/").expect("local reference");
+            assert!(schema["$defs"].get(def).is_some(), "`{r}` is not defined");
+        }
     }
 
     #[test]
