@@ -138,7 +138,8 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
         body.insert("system".into(), json!(s));
     }
     body.insert("messages".into(), Value::Array(wire));
-    let tools: Vec<Value> = live::allowed_tools(registry)
+    let tools: Vec<Value> = registry
+        .callable_tools()
         .map(crate::tooldefs::anthropic)
         .collect();
     if !tools.is_empty() {

@@ -6,7 +6,7 @@ use super::stream::{self, Assembler};
 use super::{Message, ModelError};
 use crate::events::Events;
 use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOptions, Transport};
-use crate::registry::{LiveModel, Registry, Tool, ToolChoice};
+use crate::registry::{LiveModel, ToolChoice};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -75,19 +75,6 @@ pub fn merge_extra_body(body: &mut serde_json::Map<String, Value>, settings: &Li
     for (k, v) in &settings.extra_body {
         body.entry(k.clone()).or_insert_with(|| v.clone());
     }
-}
-
-/// Tools the policy lets the model call, in the spec's order. A denied tool is never offered:
-/// the model cannot ask for what it does not know about (and if it does, the engine says no).
-pub fn allowed_tools(registry: &Registry) -> impl Iterator<Item = &Tool> {
-    registry.tools.iter().filter(|t| {
-        registry
-            .policy
-            .allow
-            .as_ref()
-            .is_none_or(|a| a.contains(&t.name))
-            && !registry.policy.deny.contains(&t.name)
-    })
 }
 
 /// How the reply comes: one JSON document, or server-sent events folded back into one.

@@ -99,7 +99,8 @@ pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Mess
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
     body.insert("messages".into(), Value::Array(wire));
-    let tools: Vec<Value> = live::allowed_tools(registry)
+    let tools: Vec<Value> = registry
+        .callable_tools()
         .map(crate::tooldefs::openai)
         .collect();
     // OpenAI rejects `tools: []`, and `tool_choice` or `parallel_tool_calls` without tools;
