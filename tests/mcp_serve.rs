@@ -196,9 +196,10 @@ fn echo_server() -> TestServer {
 fn policy_limits_and_masking_apply_per_session() {
     let server = echo_server();
     let spec = guarded_spec(&server);
+    let fixture = spec.with_file_name("session.json");
     let doc = stdio(
         &spec,
-        &[],
+        &["--record", fixture.to_str().expect("utf-8")],
         &[("DESK_TOKEN", SECRET)],
         json!([
             call("hidden", json!({ "expression": "1+1" })),
@@ -225,6 +226,14 @@ fn policy_limits_and_masking_apply_per_session() {
     assert_eq!(calls[2]["isError"], false);
     assert_error(&calls[3], "limit_exceeded");
     assert_eq!(server.hits("/echo"), 2, "the third call never ran");
+
+    // The session replays with the service gone and no secret set: its HTTP exchanges answer.
+    drop(server);
+    let recorded = std::fs::read_to_string(&fixture).expect("fixture");
+    assert!(!recorded.contains(SECRET), "the secret leaked: {recorded}");
+    let out = replay(&fixture, &spec);
+    out.assert_success();
+    assert!(out.stdout.contains("1 passed, 0 failed"), "{out:?}");
 }
 
 /// `toolrun serve --http 127.0.0.1:0`, its URL read from the line it prints.
@@ -364,11 +373,14 @@ fn http_serves_sequential_and_concurrent_calls_records_and_stops_cleanly() {
     assert_eq!(fixture["model"], "mcp");
     let exchanges = fixture["exchanges"].as_array().expect("exchanges");
     assert_eq!(exchanges.len(), 5);
-    assert_eq!(exchanges[0]["kind"], "mcp");
+    assert_eq!(exchanges[0]["kind"], "served");
     assert_eq!(exchanges[0]["request"]["method"], "tools/call");
-    assert_eq!(
-        exchanges[0]["request"]["body"],
-        json!({ "name": "lookup_order", "arguments": { "order_id": 42 } })
+    let body = &exchanges[0]["request"]["body"];
+    assert_eq!(body["name"], "lookup_order");
+    assert_eq!(body["arguments"], json!({ "order_id": 42 }));
+    assert!(
+        body["now_unix_ms"].is_i64(),
+        "the clock it ran with: {body}"
     );
     let mut sent = calls[0].clone();
     // The client fills in the 2026 `resultType` default itself; the wire had none.
@@ -380,6 +392,15 @@ fn http_serves_sequential_and_concurrent_calls_records_and_stops_cleanly() {
         "{:#}",
         fixture["trace"]
     );
+    replay(&dir.join("session.json"), &example()).assert_success();
+}
+
+/// `toolrun replay FIXTURE --spec SPEC`: a fixture under /tmp recorded from the repository's
+/// spec points outside its project root, which replay refuses to follow on its own.
+fn replay(fixture: &Path, spec: &Path) -> support::Output {
+    let mut cmd = support::toolrun();
+    cmd.arg("replay").arg(fixture).arg("--spec").arg(spec);
+    support::run(&mut cmd)
 }
 
 #[test]
@@ -446,4 +467,158 @@ fn http_refuses_to_start_badly() {
         out.assert_code(2);
         assert!(out.stderr.contains(message), "{args:?}: {out:?}");
     }
+}
+
+fn refund(order_id: Value, answer: &str) -> Value {
+    json!({ "name": "refund_order", "arguments": { "order_id": order_id }, "confirm": answer })
+}
+
+/// A client that declares elicitation is asked before a call that needs confirmation runs; its
+/// user's answer decides, once per call. The session replays offline with the recorded answers.
+#[test]
+fn a_client_with_elicitation_confirms_each_call_and_the_session_replays() {
+    let dir = support::temp_dir("mcp-serve-elicit");
+    let spec = dir.join("s.yaml");
+    std::fs::copy(example(), &spec).expect("copy the example spec");
+    let fixture = dir.join("session.json");
+    let doc = client(
+        &[
+            "--elicit",
+            "stdio",
+            env!("CARGO_BIN_EXE_toolrun"),
+            "serve",
+            spec.to_str().expect("utf-8"),
+            "--record",
+            fixture.to_str().expect("utf-8"),
+        ],
+        &[],
+        &json!([
+            refund(json!(42), "accept"),
+            refund(json!(43), "decline"),
+            refund(json!(44), "cancel"),
+            refund(json!(45), "accept_unticked"),
+            refund(json!("x"), "accept"),
+            call("lookup_order", json!({ "order_id": 42 })),
+        ]),
+    );
+    let calls = &doc["calls"];
+    assert_eq!(calls[0]["isError"], false, "{:#}", calls[0]);
+    assert_eq!(
+        calls[0]["structuredContent"],
+        json!({ "refunded": true, "order_id": 42 })
+    );
+    assert_error(&calls[1], "denied");
+    assert!(
+        text(&calls[1]).contains("did not approve"),
+        "{:#}",
+        calls[1]
+    );
+    assert_error(&calls[2], "needs_confirmation");
+    assert!(
+        text(&calls[2]).contains("--approve refund_order"),
+        "{:#}",
+        calls[2]
+    );
+    assert_error(&calls[3], "denied");
+    // Invalid arguments are refused before anyone is asked.
+    assert_error(&calls[4], "invalid_arguments");
+    assert_eq!(calls[5]["isError"], false);
+
+    let asked = doc["elicitations"].as_array().expect("elicitations");
+    assert_eq!(
+        asked.len(),
+        4,
+        "one question per refund with valid arguments"
+    );
+    for (question, id) in asked.iter().zip([42, 43, 44, 45]) {
+        let message = question["message"].as_str().unwrap_or_default();
+        assert!(message.contains("`refund_order`"), "{message}");
+        assert!(
+            message.contains(&format!("{{\"order_id\":{id}}}")),
+            "{message}"
+        );
+        assert_eq!(question["mode"], "form");
+        assert_eq!(
+            question["requestedSchema"]["properties"]["approve"]["type"],
+            "boolean"
+        );
+    }
+
+    // The session replays offline: the recorded answers stand in for the person.
+    let out = replay(&fixture, &spec);
+    out.assert_success();
+    assert!(out.stdout.contains("1 passed, 0 failed"), "{out:?}");
+
+    // Had the person declined the first refund, the session would have gone differently.
+    let mut recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    assert_eq!(
+        recorded["exchanges"][0]["request"]["body"]["confirmation"],
+        json!({ "action": "accept", "content": { "approve": true } })
+    );
+    recorded["exchanges"][0]["request"]["body"]["confirmation"] = json!({ "action": "decline" });
+    let declined = dir.join("declined.json");
+    std::fs::write(&declined, recorded.to_string()).expect("write");
+    let out = replay(&declined, &spec);
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("served call 1 (`refund_order` in session_1) now answers differently"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("/isError: expected false, got true"),
+        "{out:?}"
+    );
+
+    // So would a changed spec; `--update` accepts what it answers now.
+    let text = std::fs::read_to_string(&spec).expect("spec");
+    std::fs::write(&spec, text.replace("refunded: true", "refunded: false")).expect("edit");
+    let out = replay(&fixture, &spec);
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("/structuredContent/refunded: expected true, got false"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("/tool_results/0/result/refunded"),
+        "{out:?}"
+    );
+    let mut cmd = support::toolrun();
+    cmd.arg("replay").arg(&fixture).arg("--update");
+    cmd.arg("--spec").arg(&spec);
+    support::run(&mut cmd).assert_success();
+    replay(&fixture, &spec).assert_success();
+}
+
+/// Over streamable HTTP the question travels on the call's own response stream.
+#[test]
+fn http_asks_a_client_with_elicitation_and_records_its_answers() {
+    let dir = support::temp_dir("mcp-serve-http-elicit");
+    let fixture = dir.join("session.json");
+    let serve = HttpServe::start(
+        &example(),
+        &["--record", fixture.to_str().expect("utf-8")],
+        &[],
+    );
+    let doc = client(
+        &["--elicit", "http", &serve.url],
+        &[],
+        &json!([refund(json!(42), "accept"), refund(json!(42), "decline")]),
+    );
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let calls = &doc["calls"];
+    assert_eq!(calls[0]["structuredContent"]["refunded"], true, "{doc:#}");
+    assert_error(&calls[1], "denied");
+    assert_eq!(doc["elicitations"].as_array().map(Vec::len), Some(2));
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    assert_eq!(
+        recorded["exchanges"][1]["request"]["body"]["confirmation"]["action"],
+        "decline"
+    );
+    assert_eq!(recorded["trace"]["tool_call_count"], 1);
+    replay(&fixture, &example()).assert_success();
 }

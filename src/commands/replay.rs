@@ -62,6 +62,19 @@ pub fn run(args: ReplayArgs) -> i32 {
                     ),
                     Err(e) => (Outcome::Failed, vec![e.clone()], false),
                     Ok((fixture, key)) => match specs.get(key) {
+                        // A served session needs a registry of its own: the server owns it.
+                        Some(Ok(_)) if crate::mcp::record::is_served(fixture) => {
+                            match crate::replay::load_quiet(key) {
+                                Ok(registry) => {
+                                    let r = crate::mcp::replay::replay_session(
+                                        fixture, registry, path, update,
+                                    )
+                                    .await;
+                                    (outcome(&r), r.failures, r.updated)
+                                }
+                                Err(e) => (Outcome::Failed, vec![e], false),
+                            }
+                        }
                         Some(Ok(registry)) => {
                             let r = crate::replay::replay_fixture(
                                 fixture,
@@ -71,12 +84,7 @@ pub fn run(args: ReplayArgs) -> i32 {
                                 Some(stop.clone()),
                             )
                             .await;
-                            let outcome = if r.failures.is_empty() {
-                                Outcome::Passed
-                            } else {
-                                Outcome::Failed
-                            };
-                            (outcome, r.failures, r.updated)
+                            (outcome(&r), r.failures, r.updated)
                         }
                         Some(Err(e)) => (Outcome::Failed, vec![e.clone()], false),
                         None => (Outcome::Failed, vec!["spec not loaded".into()], false),
@@ -114,4 +122,12 @@ pub fn run(args: ReplayArgs) -> i32 {
     }
     let code = report(&ordered, args.format, args.junit.as_deref(), "fixtures");
     super::interrupted_exit(&stop, &sigint).unwrap_or(code)
+}
+
+fn outcome(report: &crate::replay::ReplayReport) -> Outcome {
+    if report.failures.is_empty() {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    }
 }

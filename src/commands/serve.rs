@@ -4,12 +4,11 @@
 use crate::cli::ServeArgs;
 use crate::events::Events;
 use crate::exit;
-use crate::fixture::{Exchange, Fixture, RecordedRequest, RecordedResponse, Tape};
-use crate::mcp::server::{LoggedCall, Served, Session};
+use crate::fixture::Tape;
+use crate::mcp::server::{Served, Session};
 use crate::net::Transport;
 use crate::redact::Secrets;
 use rmcp::ServiceExt;
-use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -175,71 +174,20 @@ async fn shutdown_signal() {
     }
 }
 
-/// The served calls as MCP exchanges (each `tools/call` with the result sent back), then the
-/// HTTP exchanges the tools made, and a trace of the session's calls.
+/// The served calls, the HTTP exchanges their tools made and a trace, as one fixture.
 fn write_session_fixture(
     path: &std::path::Path,
     spec: &std::path::Path,
     served: &Served,
     tape: &Tape,
 ) -> Result<(), String> {
-    let calls = served.logged_calls();
-    let mut exchanges: Vec<Exchange> = calls.iter().map(mcp_exchange).collect();
-    exchanges.extend(tape.exchanges());
-    let registry = &served.registry;
-    let tool_results: Vec<Value> = calls
-        .iter()
-        .filter_map(|c| c.result.as_ref())
-        .filter_map(|r| serde_json::to_value(r).ok())
-        .collect();
-    let tool_errors: Vec<Value> = calls
-        .iter()
-        .filter_map(|c| c.error.as_ref())
-        .filter_map(|e| serde_json::to_value(e).ok())
-        .collect();
-    let trace = json!({
-        "format_version": crate::trace::FORMAT_VERSION,
-        "status": "ok",
-        "stop_reason": "session_ended",
-        "query": "",
-        "model": "mcp",
-        "spec": { "name": registry.name, "sha256": registry.spec_sha256 },
-        "tool_results": tool_results,
-        "tool_errors": tool_errors,
-        "tool_call_count": tool_results.len(),
-        "steps": 0,
-        "messages": [],
-    });
-    let fixture = Fixture {
-        format_version: crate::fixture::FORMAT_VERSION,
-        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: crate::replay::fixture_spec(registry, spec, path),
-        query: String::new(),
-        model: "mcp".into(),
-        now_unix_ms: crate::session::now_unix_ms(served.now.as_deref()).unwrap_or(0),
-        approvals: served.approvals.iter().cloned().collect(),
-        exchanges,
-        trace,
-    };
+    let fixture = crate::mcp::record::session_fixture(
+        &served.registry,
+        crate::replay::fixture_spec(&served.registry, spec, path),
+        &served.logged_calls(),
+        tape.exchanges(),
+        served.approvals.iter().cloned().collect(),
+        crate::session::now_unix_ms(served.now.as_deref()).unwrap_or(0),
+    );
     crate::replay::write_fixture(path, &fixture, &served.redactor)
-}
-
-fn mcp_exchange(call: &LoggedCall) -> Exchange {
-    Exchange {
-        kind: "mcp".into(),
-        source: call.session.clone(),
-        request: RecordedRequest {
-            method: "tools/call".into(),
-            url: format!("mcp:{}", call.name),
-            headers: Default::default(),
-            body: Some(json!({ "name": call.name, "arguments": call.arguments })),
-        },
-        response: Some(RecordedResponse {
-            status: 200,
-            headers: Default::default(),
-            body: call.response.clone(),
-            truncated: false,
-        }),
-        error: None,
-    }
 }

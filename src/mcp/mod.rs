@@ -5,5 +5,8 @@
 //! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
 //! token, `Origin` and `Host` checks). The core never imports this module.
 
+pub mod confirm;
 pub mod http;
+pub mod record;
+pub mod replay;
 pub mod server;

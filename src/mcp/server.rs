@@ -3,17 +3,18 @@
 //! detection, faults, timeouts, truncation and masking are the loop's own. Each MCP session
 //! (each client connection) gets its own limits and loop counters, as a run does.
 
+use super::confirm::{self, Confirmation};
 use crate::engine::{CallOutcome, CallSession, Engine, RunOptions};
 use crate::events::Events;
 use crate::net::Transport;
 use crate::redact::{Redactor, Secrets};
 use crate::registry::Registry;
-use crate::trace::{ToolErrorEntry, ToolResultEntry};
+use crate::trace::{PendingCall, ToolErrorEntry, ToolResultEntry};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -44,6 +45,10 @@ pub struct LoggedCall {
     pub session: String,
     pub name: String,
     pub arguments: Value,
+    /// The clock the call ran with (built-ins' "now").
+    pub now_unix_ms: i64,
+    /// The client's answer when the call needed confirmation and the client was asked.
+    pub confirmation: Option<Confirmation>,
     /// The `tools/call` result as sent to the client.
     pub response: Value,
     pub result: Option<ToolResultEntry>,
@@ -114,15 +119,16 @@ impl Session {
         })
     }
 
-    /// Runs one call and returns the MCP `CallToolResult` as JSON. Tool errors, rejections and
-    /// missing approvals are results with `isError: true`, never protocol failures: the client's
-    /// model reads them and can recover, as in a run.
-    pub async fn call(&self, name: &str, arguments: Value) -> Value {
+    /// One try of a call through the engine, this session's counters locked meanwhile.
+    /// `approved_once`: the client's user confirmed this call (elicitation).
+    async fn attempt(
+        &self,
+        name: &str,
+        arguments: &Value,
+        now_unix_ms: i64,
+        approved_once: bool,
+    ) -> CallOutcome {
         let served = &*self.served;
-        let now = match crate::session::now_unix_ms(served.now.as_deref()) {
-            Ok(n) => n,
-            Err(e) => return error_result("execution_error", &e),
-        };
         let engine = Engine {
             registry: &served.registry,
             transport: &served.transport,
@@ -130,23 +136,79 @@ impl Session {
             secrets: &served.secrets,
             redactor: served.redactor.clone(),
         };
+        let mut approvals = served.approvals.clone();
+        if approved_once {
+            approvals.insert(name.to_string());
+        }
         let opts = RunOptions {
             query: "",
             model_name: "mcp",
-            approvals: served.approvals.clone(),
+            approvals,
             confirmer: None,
-            now_unix_ms: now,
+            now_unix_ms,
             faults: Vec::new(),
             interrupted: None,
         };
-        let started = Instant::now();
         // Calls of one session take turns, as a run's turns do: its counters stay exact.
         let mut state = self.state.lock().await;
-        let outcome = engine
+        engine
             .call_in_session(&mut state, name, arguments.clone(), &opts)
-            .await;
-        drop(state);
-        let mut response = to_mcp_result(&outcome);
+            .await
+    }
+
+    /// Asks whoever can confirm a call that is waiting for a person; `None` when nobody can.
+    async fn confirmation(
+        &self,
+        pending: &PendingCall,
+        origin: Origin<'_>,
+    ) -> Option<Confirmation> {
+        match origin {
+            Origin::Client(peer) if confirm::client_can_confirm(peer) => {
+                let served = &*self.served;
+                let description = served
+                    .registry
+                    .tool(&pending.name)
+                    .map(|t| t.description.as_str())
+                    .unwrap_or_default();
+                let mut form = confirm::request(pending, description);
+                served.redactor.value(&mut form);
+                Some(confirm::ask(peer, form).await)
+            }
+            Origin::Client(_) => None,
+            Origin::Recording { confirmation, .. } => confirmation,
+        }
+    }
+
+    /// Runs one call and returns the MCP `CallToolResult` as JSON. Tool errors, rejections and
+    /// missing approvals are results with `isError: true`, never protocol failures: the client's
+    /// model reads them and can recover, as in a run. A call that needs confirmation is put to
+    /// the client's user when the client can be asked (the session's lock is released while
+    /// they decide), and runs once if they approve; admission is checked again then.
+    pub async fn call(&self, name: &str, arguments: Value, origin: Origin<'_>) -> Value {
+        let served = &*self.served;
+        let started = Instant::now();
+        let now_unix_ms = match &origin {
+            Origin::Recording { now_unix_ms, .. } => *now_unix_ms,
+            Origin::Client(_) => match crate::session::now_unix_ms(served.now.as_deref()) {
+                Ok(n) => n,
+                Err(e) => return error_result("execution_error", &e),
+            },
+        };
+        let mut outcome = self.attempt(name, &arguments, now_unix_ms, false).await;
+        let mut confirmation = None;
+        if let Some(pending) = &outcome.pending {
+            confirmation = self.confirmation(pending, origin).await;
+            if confirmation.as_ref().is_some_and(Confirmation::granted) {
+                outcome = self.attempt(name, &arguments, now_unix_ms, true).await;
+            }
+        }
+        let mut response = match (&outcome.pending, &confirmation) {
+            (Some(p), Some(answer)) => {
+                let (kind, message) = answer.refusal(&p.name);
+                error_result(kind, &message)
+            }
+            _ => to_mcp_result(&outcome),
+        };
         served.redactor.value(&mut response);
         served.events.emit_with("mcp_call", || {
             json!({
@@ -155,6 +217,7 @@ impl Session {
                 "arguments": arguments,
                 "is_error": response["isError"],
                 "kind": outcome.error.as_ref().map(|e| e.kind),
+                "confirmation": confirmation.as_ref().map(|c| &c.action),
                 "duration_ms": crate::trace::millis(started.elapsed()),
             })
         });
@@ -164,6 +227,8 @@ impl Session {
                     session: self.id().to_string(),
                     name: name.to_string(),
                     arguments,
+                    now_unix_ms,
+                    confirmation,
                     response: response.clone(),
                     result: outcome.result.clone(),
                     error: outcome.error.clone(),
@@ -172,6 +237,19 @@ impl Session {
         }
         response
     }
+}
+
+/// Where a served call comes from, which decides its clock and who confirms it.
+pub enum Origin<'a> {
+    /// A connected client: the server's clock; the client's user confirms through MCP
+    /// elicitation when the client declared that capability.
+    Client(&'a Peer<RoleServer>),
+    /// A recorded call being replayed: its clock, and its recorded answer (`None`: nobody was
+    /// asked).
+    Recording {
+        now_unix_ms: i64,
+        confirmation: Option<Confirmation>,
+    },
 }
 
 fn error_result(kind: &str, message: &str) -> Value {
@@ -189,7 +267,7 @@ pub fn to_mcp_result(outcome: &CallOutcome) -> Value {
         return error_result(
             "needs_confirmation",
             &format!(
-                "`{0}` needs confirmation before it runs; start `toolrun serve` with --approve {0} to allow it",
+                "`{0}` needs confirmation before it runs; start `toolrun serve` with --approve {0} to allow it (a client that supports MCP elicitation is asked instead)",
                 p.name
             ),
         );
@@ -251,10 +329,12 @@ impl ServerHandler for Session {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let response = self.call(&request.name, arguments).await;
+        let response = self
+            .call(&request.name, arguments, Origin::Client(&context.peer))
+            .await;
         let mut result: CallToolResult = serde_json::from_value(response)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         // Required from protocol 2026-07-28 on; rmcp drops it again for older clients.

@@ -1,9 +1,13 @@
 """Drives an MCP server with the official Python SDK (PyPI `mcp`), a client toolrun did not write.
 
-usage: client.py stdio COMMAND [ARG...]   |   client.py http URL [TOKEN]
+usage: client.py [--elicit] stdio COMMAND [ARG...]   |   client.py [--elicit] http URL [TOKEN]
 Reads a JSON list of calls on stdin ([{"name": ..., "arguments": {...}}, ...]; an entry
 {"concurrent": [calls]} runs its calls at once), prints one JSON document on stdout:
 {"server": ..., "tools": [...], "calls": [CallToolResult, ...]} (camelCase, as on the wire).
+
+--elicit declares the elicitation capability: a call's "confirm" key is what its user answers
+when the server asks (`accept`, `accept_unticked`, `decline`, `cancel`; none: `decline`), and
+the output gains "elicitations", every request the server sent, in order.
 """
 
 import json
@@ -12,7 +16,7 @@ import sys
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -20,16 +24,36 @@ def dump(model):
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+ANSWERS = {
+    "accept": types.ElicitResult(action="accept", content={"approve": True}),
+    "accept_unticked": types.ElicitResult(action="accept", content={"approve": False}),
+    "decline": types.ElicitResult(action="decline"),
+    "cancel": types.ElicitResult(action="cancel"),
+}
+
+
 async def main():
-    mode, rest = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    elicit = args[0] == "--elicit"
+    if elicit:
+        args = args[1:]
+    mode, rest = args[0], args[1:]
     plan = json.load(sys.stdin)
+    elicitations = []
+    # What the person answers to the next question (calls that confirm run one at a time).
+    answer = {"now": "decline"}
+
+    async def on_elicit(context, params):
+        elicitations.append(dump(params))
+        return ANSWERS[answer["now"]]
     if mode == "stdio":
         # The server gets this process's environment: the test decides what it holds.
         target = StdioServerParameters(command=rest[0], args=rest[1:], env=dict(os.environ))
     else:
         headers = {"Authorization": f"Bearer {rest[1]}"} if len(rest) > 1 else {}
         target = streamable_http_client(rest[0], http_client=httpx2.AsyncClient(headers=headers))
-    async with Client(target) as client:
+    options = {"elicitation_callback": on_elicit} if elicit else {}
+    async with Client(target, **options) as client:
         tools = await client.list_tools()
         calls = []
         for step in plan:
@@ -44,8 +68,12 @@ async def main():
                         tg.start_soon(one, i, c)
                 calls.extend(results)
             else:
+                answer["now"] = step.get("confirm", "decline")
                 calls.append(dump(await client.call_tool(step["name"], step.get("arguments", {}))))
-        print(json.dumps({"tools": [dump(t) for t in tools.tools], "calls": calls}))
+        doc = {"tools": [dump(t) for t in tools.tools], "calls": calls}
+        if elicit:
+            doc["elicitations"] = elicitations
+        print(json.dumps(doc))
 
 
 anyio.run(main)

@@ -1,0 +1,142 @@
+//! Replaying a served session (`serve --record`) offline: every recorded `tools/call` goes
+//! through the spec as it is now, in the recorded order, each in its own session (so limits and
+//! loop detection count as they did), with its recorded clock and the client's recorded answer
+//! to a confirmation; the tools' HTTP requests are answered from the recording. The replay fails
+//! with a readable diff when a result sent to the client, a request or the trace differs.
+
+use super::record::{recorded_calls, session_fixture, session_trace, SERVED};
+use super::server::{Origin, Served, Session};
+use crate::events::Events;
+use crate::fixture::{json_diff, Exchange, Fixture, Tape};
+use crate::net::Transport;
+use crate::redact::Redactor;
+use crate::registry::Registry;
+use crate::replay::ReplayReport;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+fn failed(failures: Vec<String>) -> ReplayReport {
+    ReplayReport {
+        failures,
+        updated: false,
+        trace: None,
+    }
+}
+
+pub async fn replay_session(
+    fixture: &Fixture,
+    registry: Registry,
+    fixture_path: &Path,
+    update: bool,
+) -> ReplayReport {
+    let calls = match recorded_calls(fixture) {
+        Ok(c) => c,
+        Err(e) => return failed(vec![e]),
+    };
+    let secrets = crate::replay::placeholder_secrets(&registry, &fixture.model);
+    let redactor = secrets.redactor();
+    let http: Vec<Exchange> = fixture
+        .exchanges
+        .iter()
+        .filter(|e| e.kind != SERVED)
+        .cloned()
+        .collect();
+    let tape = Arc::new(Tape::replaying(
+        http,
+        registry.replay_ignore.clone(),
+        redactor.clone(),
+    ));
+    let served = match Served::new(
+        registry,
+        Transport::with_tape(tape.clone()),
+        Events::none(),
+        secrets,
+        fixture.approvals.iter().cloned().collect(),
+        None,
+        true,
+    ) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return failed(vec![e]),
+    };
+    let mut failures = Vec::new();
+    let mut sessions: HashMap<&str, Session> = HashMap::new();
+    for (i, call) in calls.iter().enumerate() {
+        let session = sessions
+            .entry(&call.session)
+            .or_insert_with(|| Session::new(&served));
+        let origin = Origin::Recording {
+            now_unix_ms: call.now_unix_ms,
+            confirmation: call.confirmation.clone(),
+        };
+        let sent = session
+            .call(&call.name, call.arguments.clone(), origin)
+            .await;
+        let (old, new) = (masked(&call.response, &redactor), masked(&sent, &redactor));
+        if old != new {
+            failures.push(format!(
+                "served call {} (`{}` in {}) now answers differently:\n{}",
+                i + 1,
+                crate::term::visible(&call.name),
+                crate::term::visible(&call.session),
+                json_diff(&old, &new)
+            ));
+        }
+    }
+    let http_failures = tape.mismatches().len() + tape.unused().len();
+    failures.extend(tape.mismatches());
+    for unused in tape.unused() {
+        failures.push(format!("recorded exchange was never requested: {unused}"));
+    }
+    let registry = &served.registry;
+    let logged = served.logged_calls();
+    let comparable = |v: &Value| {
+        let mut v = crate::fixture::without_pointers(
+            crate::trace::without_durations(v),
+            &registry.replay_ignore,
+        );
+        redactor.value(&mut v);
+        if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("sha256");
+        }
+        v
+    };
+    let new_trace = session_trace(registry, &logged);
+    let (old, new) = (comparable(&fixture.trace), comparable(&new_trace));
+    if old != new {
+        failures.push(format!(
+            "the trace differs from the recorded one:\n{}",
+            json_diff(&old, &new)
+        ));
+    }
+    if !update || failures.is_empty() || http_failures > 0 {
+        return failed(failures);
+    }
+    // `--update` accepts what the session answers now, as long as every HTTP request still
+    // matched the recording.
+    let mut spec = fixture.spec.clone();
+    spec.sha256 = registry.spec_sha256.clone();
+    let fresh = session_fixture(
+        registry,
+        spec,
+        &logged,
+        tape.exchanges(),
+        fixture.approvals.clone(),
+        fixture.now_unix_ms,
+    );
+    match crate::replay::write_fixture(fixture_path, &fresh, &redactor) {
+        Ok(()) => ReplayReport {
+            failures: Vec::new(),
+            updated: true,
+            trace: None,
+        },
+        Err(e) => failed(vec![e]),
+    }
+}
+
+fn masked(v: &Value, redactor: &Redactor) -> Value {
+    let mut v = v.clone();
+    redactor.value(&mut v);
+    v
+}
