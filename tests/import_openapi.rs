@@ -213,3 +213,144 @@ fn the_example_spec_is_what_the_importer_prints_today() {
         "regenerate: toolrun import openapi tests/data/openapi/petstore.yaml > specs/petstore_openapi.yaml"
     );
 }
+
+/// Imports a vendored document (relative or missing servers get `base`) and checks the output
+/// unchanged; returns the spec text.
+fn import_and_check(doc: &str, base: &str) -> String {
+    let out = import(&[data(doc).to_str().expect("utf-8"), "--base-url", base]);
+    out.assert_success();
+    let dir = support::temp_dir("openapi-real");
+    let spec = support::write(&dir, "spec.yaml", &out.stdout);
+    check_clean(&spec);
+    out.stdout.clone()
+}
+
+fn tool_names(spec: &str) -> Vec<&str> {
+    spec.lines()
+        .filter_map(|l| l.strip_prefix("  ")?.strip_suffix(':'))
+        .filter(|n| !n.starts_with(' '))
+        .collect()
+}
+
+#[test]
+fn swaggers_petstore_3_1_resolves_ids_anchors_and_a_null_ref() {
+    let spec = import_and_check(
+        "petstore-3.1.yaml",
+        "https://petstore31.example.com/api/v31",
+    );
+    assert_eq!(
+        tool_names(&spec),
+        [
+            "updatePet",
+            "addPet",
+            "findPetsByStatus",
+            "findPetsByTags",
+            "getPetById",
+            "deletePet"
+        ],
+        "webhooks (`newPet`) are not operations\n{spec}"
+    );
+    // `$ref: /components/schemas/petdetails#pet_details_id` names a `$id` and an `$anchor`;
+    // `$ref: #/...` unquoted is a YAML comment, so that `$ref` is null: any value.
+    assert!(
+        spec.contains(
+            r#""petDetails":{},"petDetailsId":{"type":"integer","format":"int64","examples":[10]}"#
+        ),
+        "{spec}"
+    );
+    for dropped in ["\"$id\"", "\"$schema\"", "\"xml\"", "\"$ref\""] {
+        assert!(!spec.contains(dropped), "{dropped} left in\n{spec}");
+    }
+}
+
+#[test]
+fn the_openapi_initiatives_3_1_examples_import_or_say_why_not() {
+    let spec = import_and_check("learn-tictactoe-3.1.yaml", "https://ttt.example.com/v1");
+    assert_eq!(tool_names(&spec), ["get_board", "get_square", "put_square"]);
+    assert!(
+        spec.contains("secrets: [BEARERHTTPAUTHENTICATION, DEFAULTAPIKEY]"),
+        "{spec}"
+    );
+    let out = import(&[data("learn-webhook-example-3.1.yaml")
+        .to_str()
+        .expect("utf-8")]);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("no paths, only 1 webhook(s): webhooks are requests the API sends"),
+        "{out:?}"
+    );
+}
+
+/// The tic-tac-toe API's 3.1 document, imported and run: path parameters from a shared
+/// `components/parameters`, a JSON string body from an `enum` schema, a bearer secret.
+#[test]
+fn tictactoe_end_to_end_against_a_local_server() {
+    let server = TestServer::start(|req| match (req.method.as_str(), req.path.as_str()) {
+        ("PUT", "/v1/board/2/3") => Response::json(
+            200,
+            json!({ "winner": ".", "board": [[".", ".", "."], [".", ".", "X"], [".", ".", "."]] }),
+        ),
+        ("GET", "/v1/board/2/3") => Response::json(200, json!("X")),
+        _ => Response::json(400, json!({ "error": "bad square" })),
+    });
+    let base = format!("{}/v1", server.base_url());
+    let spec_text = import_and_check("learn-tictactoe-3.1.yaml", &base);
+    let script = "\nmodels:\n  scripted:\n    kind: scripted\n    scripts:\n      - turns:\n\
+         \x20         - tool_calls: [{ name: put_square, arguments: { row: 2, column: 3, body: X } }]\n\
+         \x20         - tool_calls: [{ name: get_square, arguments: { row: 2, column: 3 } }]\n\
+         \x20         - answer: \"square 2/3 is {{ last.result }}\"\n";
+    let dir = support::temp_dir("openapi-ttt");
+    let spec = support::write(&dir, "ttt.yaml", &format!("{spec_text}{script}"));
+    let mut cmd = support::toolrun();
+    cmd.arg("run")
+        .arg(&spec)
+        .args(["--query", "play", "--json", "--approve", "put_square"])
+        .env("BEARERHTTPAUTHENTICATION", "ttt-bearer-token")
+        .env("DEFAULTAPIKEY", "ttt-api-key-value");
+    let run = support::run(&mut cmd);
+    run.assert_success();
+    let trace = run.json();
+    assert_eq!(trace["final_output"], "square 2/3 is X", "{trace:#}");
+    let requests = server.requests();
+    let put = requests
+        .iter()
+        .find(|r| r.method == "PUT")
+        .expect("put_square");
+    assert_eq!(put.body, b"\"X\"", "the enum's string, as JSON");
+    assert_eq!(put.header("authorization"), Some("Bearer ttt-bearer-token"));
+    assert!(
+        put.header("progressUrl").is_none(),
+        "unset optional header left out"
+    );
+}
+
+/// OpenAI's API description (3 MB, OpenAPI 3.1): every operation imports and the 2 MB spec
+/// passes `check` as printed: recursive filters (`$recursiveRef`), 3.0-style boolean
+/// `exclusiveMinimum` in a 3.1 document, `x-oaiMeta` extensions everywhere.
+#[test]
+fn openais_api_description_imports_every_operation_and_passes_check() {
+    let spec = import_and_check("openai-openapi.yaml", "https://api.openai.com/v1");
+    let names = tool_names(&spec);
+    assert_eq!(names.len(), 288, "one tool per operation");
+    for op in [
+        "createChatCompletion",
+        "createEmbedding",
+        "listModels",
+        "createResponse",
+    ] {
+        assert!(names.contains(&op), "{op} missing");
+    }
+    for gone in [
+        "x-oaiMeta",
+        "\"exclusiveMinimum\":true",
+        "$recursiveRef",
+        "$recursiveAnchor",
+    ] {
+        assert!(!spec.contains(gone), "{gone} left in the spec");
+    }
+    assert!(
+        spec.contains("secrets: [ADMINAPIKEYAUTH, APIKEYAUTH]"),
+        "the bearer keys are declared secrets"
+    );
+}

@@ -3,6 +3,9 @@
 //! every `args.*` a property of the input schema, hosts written in the URL, secrets declared.
 //! This module reads documents and writes YAML text; it never reaches into the compiler.
 
+mod resolve;
+
+use resolve::Resolver;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -16,9 +19,6 @@ pub struct Options {
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
-
-/// How deep `$ref`s are followed at most; a `$ref` to itself (a tree of nodes) stops at once.
-const MAX_REF_DEPTH: usize = 16;
 
 /// The document (YAML or JSON text) as a spec, or a message saying what is wrong.
 pub fn import(text: &str, opts: &Options) -> Result<String, String> {
@@ -45,26 +45,39 @@ pub fn import(text: &str, opts: &Options) -> Result<String, String> {
             ),
         });
     }
-    let base = base_url(&doc, opts)?;
-    let mut used_names = BTreeSet::new();
-    let mut secrets = BTreeSet::new();
-    let mut tools = String::new();
     let paths = doc
         .get("paths")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    if paths.is_empty() {
+        let webhooks = doc
+            .get("webhooks")
+            .and_then(Value::as_object)
+            .map_or(0, Map::len);
+        return Err(if webhooks > 0 {
+            format!("the document has no paths, only {webhooks} webhook(s): webhooks are requests the API sends to you, not operations to call, so there is nothing to import")
+        } else {
+            "the document has no paths: there is no operation to import".into()
+        });
+    }
+    let base = base_url(&doc, opts)?;
+    let resolver = Resolver::new(&doc);
+    let mut used_names = BTreeSet::new();
+    let mut secrets = BTreeSet::new();
+    let mut tools = String::new();
+    // Webhooks are requests the API makes, not operations to call: only `paths` are imported.
     for (path, item) in &paths {
-        let item = resolve(&doc, item, 0);
+        let item = resolver.shallow(item);
         for method in METHODS {
             let Some(op) = item.get(method) else {
                 continue;
             };
-            let op = resolve(&doc, op, 0);
-            if !selected(opts, path, method, &op) {
+            let op = resolver.shallow(op);
+            if !selected(opts, path, method, op) {
                 continue;
             }
-            let tool = operation(&doc, &base, path, method, &item, &op, &mut used_names)?;
+            let tool = operation(&resolver, &base, path, method, item, op, &mut used_names)?;
             for s in &tool.secrets {
                 secrets.insert(s.clone());
             }
@@ -171,71 +184,6 @@ fn glob(pattern: &str, text: &str) -> bool {
     true
 }
 
-/// Follows a local `$ref` (and `$ref`s inside), turning OpenAPI 3.0's `nullable` into JSON
-/// Schema and dropping keys that only document (`xml`, `example`, `discriminator`).
-fn resolve(doc: &Value, v: &Value, depth: usize) -> Value {
-    resolve_in(doc, v, depth, &mut Vec::new())
-}
-
-fn resolve_in(doc: &Value, v: &Value, depth: usize, chain: &mut Vec<String>) -> Value {
-    match v {
-        Value::Object(m) => {
-            if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-                // A cycle would repeat forever (and a branching one grow exponentially): the
-                // inner occurrence accepts any value.
-                if depth >= MAX_REF_DEPTH || chain.iter().any(|c| c == r) {
-                    return json!({});
-                }
-                chain.push(r.to_string());
-                let target = r
-                    .strip_prefix('#')
-                    .and_then(|p| doc.pointer(p))
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let mut resolved = resolve_in(doc, &target, depth + 1, chain);
-                // 3.1 allows siblings next to `$ref` (a description, say): they win.
-                if let Value::Object(out) = &mut resolved {
-                    for (k, val) in m.iter().filter(|(k, _)| *k != "$ref") {
-                        out.insert(k.clone(), resolve_in(doc, val, depth + 1, chain));
-                    }
-                }
-                chain.pop();
-                return resolved;
-            }
-            let mut out = Map::new();
-            for (k, val) in m {
-                if matches!(
-                    k.as_str(),
-                    "xml" | "example" | "discriminator" | "externalDocs" | "nullable"
-                ) {
-                    continue;
-                }
-                out.insert(k.clone(), resolve_in(doc, val, depth, chain));
-            }
-            if m.get("nullable") == Some(&Value::Bool(true)) {
-                match out.get("type").cloned() {
-                    Some(Value::String(t)) => {
-                        out.insert("type".into(), json!([t, "null"]));
-                    }
-                    Some(Value::Array(mut ts)) if !ts.contains(&json!("null")) => {
-                        ts.push(json!("null"));
-                        out.insert("type".into(), Value::Array(ts));
-                    }
-                    _ => {}
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|i| resolve_in(doc, i, depth, chain))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 struct Imported {
     yaml: String,
     secrets: Vec<String>,
@@ -249,7 +197,7 @@ enum Place {
 }
 
 fn operation(
-    doc: &Value,
+    resolver: &Resolver<'_>,
     base: &str,
     path: &str,
     method: &str,
@@ -257,6 +205,7 @@ fn operation(
     op: &Value,
     used_names: &mut BTreeSet<String>,
 ) -> Result<Imported, String> {
+    let doc = resolver.doc();
     let raw_name = op
         .get("operationId")
         .and_then(Value::as_str)
@@ -285,7 +234,7 @@ fn operation(
     let mut params: Vec<Value> = Vec::new();
     for list in [op.get("parameters"), item.get("parameters")] {
         for p in list.and_then(Value::as_array).into_iter().flatten() {
-            let p = resolve(doc, p, 0);
+            let p = resolver.resolve(p);
             let key = (p.get("name").cloned(), p.get("in").cloned());
             if !params
                 .iter()
@@ -349,7 +298,7 @@ fn operation(
 
     let mut body = None;
     if let Some(rb) = op.get("requestBody") {
-        let rb = resolve(doc, rb, 0);
+        let rb = resolver.resolve(rb);
         let json_media = rb.get("content").and_then(Value::as_object).and_then(|c| {
             c.iter()
                 .find(|(k, _)| k.starts_with("application/json") || k.ends_with("+json"))
@@ -389,7 +338,7 @@ fn operation(
                 "/components/securitySchemes/{}",
                 pointer_escape(scheme_name)
             ))
-            .map(|s| resolve(doc, s, 0))
+            .map(|s| resolver.resolve(s))
         else {
             continue;
         };
@@ -532,18 +481,5 @@ mod tests {
         assert_eq!(identifier("get /pets/{id}", 64), "get_pets_id");
         assert_eq!(identifier("1st", 64), "x_1st");
         assert_eq!(secret_name("api_key"), "API_KEY");
-    }
-
-    #[test]
-    fn refs_resolve_recursively_and_nullable_becomes_a_type() {
-        let doc = json!({
-            "components": { "schemas": {
-                "Node": { "type": "object", "nullable": true, "properties": { "next": { "$ref": "#/components/schemas/Node" } } }
-            } }
-        });
-        let v = resolve(&doc, &json!({ "$ref": "#/components/schemas/Node" }), 0);
-        assert_eq!(v["type"], json!(["object", "null"]));
-        assert_eq!(v["properties"]["next"], json!({}), "the cycle stops");
-        assert!(v.to_string().len() < 100_000);
     }
 }
