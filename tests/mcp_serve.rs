@@ -590,6 +590,26 @@ fn a_client_with_elicitation_confirms_each_call_and_the_session_replays() {
     cmd.arg("--spec").arg(&spec);
     support::run(&mut cmd).assert_success();
     replay(&fixture, &spec).assert_success();
+
+    // A test cannot use a served session as the fixture of a run; it says what to do instead.
+    let text = std::fs::read_to_string(&spec).expect("spec");
+    std::fs::write(
+        &spec,
+        format!(
+            "{text}\nmodels: {{ scripted: {{ kind: scripted, scripts: [{{ turns: [{{ answer: ok }}] }}] }} }}\n\
+             tests:\n  - name: served\n    query: refund\n    fixture: session.json\n"
+        ),
+    )
+    .expect("add a test");
+    let mut cmd = support::toolrun();
+    cmd.arg("test").arg(&spec);
+    let out = support::run(&mut cmd);
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("is a session recorded by `toolrun serve --record`, not a run"),
+        "{out:?}"
+    );
 }
 
 /// Over streamable HTTP the question travels on the call's own response stream.

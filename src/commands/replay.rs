@@ -63,7 +63,7 @@ pub fn run(args: ReplayArgs) -> i32 {
                     Err(e) => (Outcome::Failed, vec![e.clone()], false),
                     Ok((fixture, key)) => match specs.get(key) {
                         // A served session needs a registry of its own: the server owns it.
-                        Some(Ok(_)) if crate::mcp::record::is_served(fixture) => {
+                        Some(Ok(_)) if fixture.is_served_session() => {
                             match crate::replay::load_quiet(key) {
                                 Ok(registry) => {
                                     let r = crate::mcp::replay::replay_session(

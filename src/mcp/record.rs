@@ -11,13 +11,7 @@ use serde_json::{json, Value};
 /// The exchange kind of a call a client made to `toolrun serve`.
 pub const SERVED: &str = "served";
 
-/// What a served session's trace has as its `stop_reason`: there is no loop to stop.
-pub const SESSION_ENDED: &str = "session_ended";
-
-/// Whether a fixture was written by `serve --record` (rather than by a run).
-pub fn is_served(fixture: &Fixture) -> bool {
-    fixture.trace.get("stop_reason").and_then(Value::as_str) == Some(SESSION_ENDED)
-}
+use crate::fixture::SESSION_ENDED;
 
 /// The fixture of a served session: `http` are the tools' HTTP exchanges, in order.
 pub fn session_fixture(

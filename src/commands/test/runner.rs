@@ -162,6 +162,12 @@ async fn replay(
 ) -> Result<(Trace, Vec<Failure>), Failure> {
     let recorded = crate::replay::load_fixture(fixture)
         .map_err(|e| Failure::error(format!("cannot replay: {e}")))?;
+    if recorded.is_served_session() {
+        return Err(Failure::error(format!(
+            "fixture `{0}` is a session recorded by `toolrun serve --record`, not a run: replay it with `toolrun replay {0}`",
+            fixture.display()
+        )));
+    }
     let report = crate::replay::replay_fixture(
         &recorded,
         ctx.registry,
