@@ -183,7 +183,7 @@ pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
                 let schema_path = err.schema_path().as_str().to_string();
                 let parent = schema_path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
                 let known: Vec<String> = tool
-                    .input_schema
+                    .input_schema()
                     .pointer(&format!("{parent}/properties"))
                     .and_then(Value::as_object)
                     .map(|p| p.keys().cloned().collect())
@@ -397,6 +397,9 @@ impl<'a> Engine<'a> {
         opts: &RunOptions<'_>,
     ) -> Stop {
         let limits = &self.registry.limits;
+        if let Err(why) = self.connect_servers(opts).await {
+            return Stop::new(StopReason::McpError, why);
+        }
         if let Some(system) = &self.registry.system {
             st.messages.push(Message::System {
                 content: system.clone(),
@@ -717,6 +720,25 @@ impl<'a> Engine<'a> {
             .await
     }
 
+    /// Lists the tools of every MCP server the run may use, before the model is called: the
+    /// model must be offered the tools the servers really have, as the spec describes them.
+    async fn connect_servers(&self, opts: &RunOptions<'_>) -> Result<(), String> {
+        tools::mcp::connect_all(&self.tool_env(opts, "")).await
+    }
+
+    /// What a tool may touch during this run.
+    fn tool_env<'e>(&'e self, opts: &RunOptions<'e>, call_id: &'e str) -> ToolEnv<'e> {
+        ToolEnv {
+            registry: self.registry,
+            secrets: self.secrets,
+            transport: self.transport,
+            events: self.events,
+            query: opts.query,
+            now_unix_ms: opts.now_unix_ms,
+            call_id,
+        }
+    }
+
     /// One admitted call, with its fault applied and its timeout enforced.
     async fn execute_one(
         &self,
@@ -731,15 +753,7 @@ impl<'a> Engine<'a> {
             || json!({ "id": call.id, "name": tool.name, "arguments": args }),
         );
         let started = Instant::now();
-        let env = ToolEnv {
-            registry: self.registry,
-            secrets: self.secrets,
-            transport: self.transport,
-            events: self.events,
-            query: opts.query,
-            now_unix_ms: opts.now_unix_ms,
-            call_id: &call.id,
-        };
+        let env = self.tool_env(opts, &call.id);
         let delay = match &fault {
             Some(Fault::Delay(d)) => Some(*d),
             _ => None,

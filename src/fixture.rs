@@ -145,6 +145,7 @@ fn purpose_parts(p: Purpose<'_>) -> (&'static str, String) {
     match p {
         Purpose::Tool(n) => ("http", n.to_string()),
         Purpose::Model(n) => ("model", n.to_string()),
+        Purpose::Mcp(n) => ("mcp", n.to_string()),
     }
 }
 
@@ -172,7 +173,18 @@ pub fn without_pointers(mut v: Value, pointers: &[String]) -> Value {
     v
 }
 
+/// The toolrun version an MCP client announces in `initialize`: an upgrade is not a divergence.
+const MCP_VOLATILE: &str = "/params/clientInfo/version";
+
 fn comparable(r: &RecordedRequest, ignore: &[String]) -> Value {
+    let mcp_ignore;
+    let ignore = match &r.body {
+        Some(b) if b.pointer(MCP_VOLATILE).is_some() && b.get("jsonrpc").is_some() => {
+            mcp_ignore = [ignore, &[MCP_VOLATILE.to_string()]].concat();
+            &mcp_ignore[..]
+        }
+        _ => ignore,
+    };
     let headers: BTreeMap<&String, &String> = r
         .headers
         .iter()

@@ -5,7 +5,8 @@ use crate::redact::Redactor;
 pub mod decode;
 pub mod retry;
 
-use std::sync::OnceLock;
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -66,12 +67,18 @@ pub struct SendOptions<'a> {
     /// Called with each piece of a 2xx body as it arrives (live traffic only, and only when the
     /// body is not compressed): streamed replies are shown before they end.
     pub on_chunk: Option<OnChunk<'a>>,
+    /// Turns a live response into the form it is used, masked and recorded in (an MCP reply
+    /// sent as server-sent events becomes its one JSON-RPC message), so a replay hands the
+    /// caller exactly what the live run had.
+    pub reshape: Option<fn(HttpResponse) -> HttpResponse>,
 }
 
 #[derive(Clone, Copy, Debug)]
 pub enum Purpose<'a> {
     Tool(&'a str),
     Model(&'a str),
+    /// A `kind: mcp` entry talking to its server (named by the entry).
+    Mcp(&'a str),
 }
 
 /// Recorded traffic: answers requests from a recording, or records live ones. Fixtures
@@ -102,6 +109,9 @@ pub struct Transport {
     tape: Option<std::sync::Arc<dyn Recorder>>,
     /// Masks every secret in what comes back, before anything reads or cuts it (`mask_with`).
     redactor: std::sync::Mutex<Redactor>,
+    /// What a protocol keeps for as long as this transport lives (one run): an MCP session
+    /// per server. Typed by its owner, so this layer knows nothing of MCP.
+    sessions: std::sync::Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
 }
 
 impl Default for Transport {
@@ -116,6 +126,7 @@ impl Transport {
             client: OnceLock::new(),
             tape: None,
             redactor: Default::default(),
+            sessions: Default::default(),
         }
     }
 
@@ -133,7 +144,26 @@ impl Transport {
             client: OnceLock::new(),
             tape: Some(tape),
             redactor: Default::default(),
+            sessions: Default::default(),
         }
+    }
+
+    /// The state kept under `key` for this transport's lifetime, made on first use.
+    pub fn session<T: Default + Send + Sync + 'static>(&self, key: &str) -> Arc<T> {
+        let mut sessions = match self.sessions.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(found) = sessions
+            .iter()
+            .filter(|(k, _)| k == key)
+            .find_map(|(_, v)| v.clone().downcast::<T>().ok())
+        {
+            return found;
+        }
+        let made = Arc::new(T::default());
+        sessions.push((key.to_string(), made.clone()));
+        made
     }
 
     /// From now on, responses are masked with these secrets too. A server that echoes a secret
@@ -162,9 +192,10 @@ impl Transport {
             max_bytes: max.saturating_add(redactor.slack() as u64),
             ..opts
         };
+        let reshape = opts.reshape;
         let Some(tape) = &self.tape else {
             let result = self.send_live(purpose, req, opts).await;
-            return masked(result, &redactor, max);
+            return masked(result.map(|r| reshaped(r, reshape)), &redactor, max);
         };
         if let Some(answer) = tape.answer(purpose, req) {
             return answer;
@@ -176,7 +207,8 @@ impl Transport {
                 tape.redact(&req.url)
             )));
         }
-        let result = masked(self.send_live(purpose, req, opts).await, &redactor, max);
+        let result = self.send_live(purpose, req, opts).await;
+        let result = masked(result.map(|r| reshaped(r, reshape)), &redactor, max);
         tape.record(purpose, req, &result);
         result
     }
@@ -273,6 +305,13 @@ impl Transport {
             Ok(r) => r,
             Err(_) => Err(NetError::Timeout),
         }
+    }
+}
+
+fn reshaped(r: HttpResponse, reshape: Option<fn(HttpResponse) -> HttpResponse>) -> HttpResponse {
+    match reshape {
+        Some(f) => f(r),
+        None => r,
     }
 }
 

@@ -66,9 +66,35 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// The validator of `input_schema`, built on the tool's first call.
+    /// The validator of the input schema, built on the tool's first call.
     pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
-        self.validator.get(&self.input_schema)
+        self.validator.get(self.input_schema())
+    }
+
+    /// The input schema models see and arguments are validated against: the spec's, or for an
+    /// MCP tool without a pinned `input:`, the one its server listed when a run connected.
+    pub fn input_schema(&self) -> &Value {
+        match &self.kind {
+            ToolKind::Mcp(m) if !m.pinned_input => m
+                .listed
+                .get()
+                .map(|l| &l.input_schema)
+                .unwrap_or(&self.input_schema),
+            _ => &self.input_schema,
+        }
+    }
+
+    /// The description models choose the tool by (an MCP tool's comes from its server unless
+    /// the spec gives one).
+    pub fn description(&self) -> &str {
+        match &self.kind {
+            ToolKind::Mcp(m) if !m.pinned_description => m
+                .listed
+                .get()
+                .map(|l| l.description.as_str())
+                .unwrap_or(&self.description),
+            _ => &self.description,
+        }
     }
 }
 
@@ -77,6 +103,7 @@ pub enum ToolKind {
     Table(Table),
     Builtin(&'static str),
     Http(Box<HttpTool>),
+    Mcp(Box<McpTool>),
 }
 
 impl ToolKind {
@@ -86,6 +113,7 @@ impl ToolKind {
             ToolKind::Table(_) => "table",
             ToolKind::Builtin(_) => "builtin",
             ToolKind::Http(_) => "http",
+            ToolKind::Mcp(_) => "mcp",
         }
     }
 }
@@ -122,6 +150,42 @@ pub struct HttpTool {
     pub max_bytes: u64,
     pub retries: u32,
     pub max_redirects: u32,
+}
+
+/// A tool of a remote MCP server (streamable HTTP). Its description and input schema are the
+/// server's, learned from `tools/list` when a run starts; what the spec pins is checked then.
+pub struct McpTool {
+    pub server: std::sync::Arc<McpServer>,
+    /// The tool's name on the server (the registry tool may be renamed with `as:`).
+    pub remote_name: String,
+    /// `input:` in the spec: the server's schema must be exactly this one.
+    pub pinned_input: bool,
+    /// `description:` in the spec: it replaces the server's.
+    pub pinned_description: bool,
+    /// What the server listed, set by the first run of this process that connected. Runs of
+    /// one process (the cases of `toolrun test`) share it; each still lists and checks.
+    pub listed: std::sync::OnceLock<ListedTool>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListedTool {
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// One `kind: mcp` entry: the server its tools share.
+pub struct McpServer {
+    /// The entry's key in `tools:`: names the server in messages and in fixtures.
+    pub name: String,
+    pub url: String,
+    /// The URL's host and port, held to the allow-list like an HTTP tool's.
+    pub host: HostRule,
+    /// Templates over `secrets` only.
+    pub headers: Vec<(String, TemplateId)>,
+    /// `(remote name, registry name)` of every tool used from this server.
+    pub tools: Vec<(String, String)>,
+    /// Bounds connecting (initialize and tools/list); calls use their tool's timeout.
+    pub timeout: Duration,
 }
 
 /// What decides an HTTP tool's scheme, host and port. Arguments never do, except as a whole URL.

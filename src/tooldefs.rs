@@ -9,8 +9,8 @@ pub fn openai(tool: &Tool) -> Value {
         "type": "function",
         "function": {
             "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.input_schema,
+            "description": tool.description(),
+            "parameters": tool.input_schema(),
         }
     })
 }
@@ -18,8 +18,8 @@ pub fn openai(tool: &Tool) -> Value {
 pub fn anthropic(tool: &Tool) -> Value {
     json!({
         "name": tool.name,
-        "description": tool.description,
-        "input_schema": tool.input_schema,
+        "description": tool.description(),
+        "input_schema": tool.input_schema(),
     })
 }
 
@@ -28,14 +28,16 @@ pub fn mcp(tool: &Tool) -> Value {
     let read_only = !tool.side_effects
         && match &tool.kind {
             ToolKind::Http(h) => matches!(h.method.as_str(), "GET" | "HEAD" | "OPTIONS"),
+            // What a remote tool does is its server's business.
+            ToolKind::Mcp(_) => false,
             _ => true,
         };
-    let open_world = matches!(tool.kind, ToolKind::Http(_));
+    let open_world = matches!(tool.kind, ToolKind::Http(_) | ToolKind::Mcp(_));
     json!({
         "name": tool.name,
         "title": tool.name.replace(['_', '-'], " "),
-        "description": tool.description,
-        "inputSchema": tool.input_schema,
+        "description": tool.description(),
+        "inputSchema": tool.input_schema(),
         "annotations": {
             "readOnlyHint": read_only,
             "destructiveHint": tool.side_effects,

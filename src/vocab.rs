@@ -76,6 +76,8 @@ vocabulary! {
         MaxTokensTotal = "max_tokens_total",
         RepeatedErrors = "repeated_errors",
         EmptyQuery = "empty_query",
+        /// An MCP server's tools could not be listed, or differ from the spec.
+        McpError = "mcp_error",
     }
 }
 
@@ -95,7 +97,8 @@ impl StopReason {
             | StopReason::MalformedDecision
             | StopReason::ModelError
             | StopReason::Interrupted
-            | StopReason::EmptyQuery => Status::Failed,
+            | StopReason::EmptyQuery
+            | StopReason::McpError => Status::Failed,
         }
     }
 }

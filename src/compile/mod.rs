@@ -2,6 +2,7 @@
 //! Every problem is collected; a registry comes out only when there is no error.
 
 mod checked;
+mod mcp_tools;
 mod models;
 mod schema_check;
 mod template_check;
@@ -183,7 +184,14 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     if let Some(n) = tools_node {
         // `compile_tools` reports a `tools:` that is not a mapping; this pass only reads names.
         if let Some(obj) = Obj::open(n, "`tools`", &mut Diagnostics::default()) {
-            ctx.tool_names = obj.entries.iter().map(|(k, _)| k.name.clone()).collect();
+            ctx.tool_names = obj
+                .entries
+                .iter()
+                .flat_map(|(k, v)| match v.get("kind").and_then(Node::as_str) {
+                    Some("mcp") => mcp_tools::local_names(v),
+                    _ => vec![k.name.clone()],
+                })
+                .collect();
         }
     }
     let policy_node = top.get("policy");

@@ -25,6 +25,13 @@ impl<'a> Roots<'a> {
             args,
         }
     }
+    /// Headers of an `mcp` tool: sent when connecting, before any call has arguments.
+    pub fn secrets() -> Roots<'static> {
+        Roots {
+            names: &["secrets"],
+            args: None,
+        }
+    }
     pub fn script() -> Roots<'static> {
         Roots {
             names: &["query", "results", "last", "step"],

@@ -28,9 +28,20 @@ pub fn compile_tools(
     let Some(obj) = Obj::open(node, "`tools`", &mut ctx.d) else {
         return Vec::new();
     };
-    let mut tools = Vec::new();
+    let mut tools: Vec<Tool> = Vec::new();
     for (key, tool_node) in obj.entries {
-        if let Some(tool) = compile_tool(&key.name, key.span, tool_node, limits, confirm, ctx) {
+        for tool in compile_tool(&key.name, key.span, tool_node, limits, confirm, ctx) {
+            // Map keys are unique already; an `mcp` entry's `as:` names can still collide.
+            if tools.iter().any(|t| t.name == tool.name) {
+                ctx.d.push(
+                    Diagnostic::new("E005", format!("tool `{}` is declared twice", tool.name))
+                        .at(key.span)
+                        .help(
+                            "give one of them another name (an `mcp` tool is renamed with `as:`)",
+                        ),
+                );
+                continue;
+            }
             tools.push(tool);
         }
     }
@@ -69,50 +80,111 @@ fn compile_tool(
     limits: &Limits,
     confirm: &[Spanned<String>],
     ctx: &mut Ctx,
-) -> Option<Tool> {
+) -> Vec<Tool> {
     check_tool_name(name, name_span, ctx);
     let what = format!("tool `{name}`");
-    let obj = Obj::declared(node, &what, keys::TOOL, &mut ctx.d)?;
+    let Some(obj) = Obj::declared(node, &what, keys::TOOL, &mut ctx.d) else {
+        return Vec::new();
+    };
     let kind = tool_kind(&obj, &what, name_span, ctx);
     check_tool_keys(&obj, kind, &what, ctx);
+    if let Some(mcp) = kind.filter(|k| k.name == "mcp") {
+        // The entry's own description is for readers of the spec: models see the server's.
+        let _ = obj.string("description", &mut ctx.d);
+        let common = Common::read(&obj, limits, ctx);
+        let obj = obj.as_place(mcp.place);
+        return super::mcp_tools::compile_group(name, name_span, &obj, &common, confirm, ctx);
+    }
     let description = tool_description(&obj, name, name_span, ctx);
-    let side_effects = obj
-        .bool("side_effects", &mut ctx.d)
-        .map(|b| b.value)
-        .unwrap_or(false);
-    let max_calls = obj
-        .count("max_calls", 1, &mut ctx.d)
-        .map(|v| v.value.min(u32::MAX as u64) as u32);
-    let timeout = obj
-        .duration("timeout", &mut ctx.d)
-        .map(|v| v.value)
-        .unwrap_or(limits.tool_timeout);
-    let faults = obj
-        .get("faults")
-        .map(|n| compile_faults(n, ctx))
-        .unwrap_or_default();
-    let explicit_idempotent = obj.bool("idempotent", &mut ctx.d).map(|b| b.value);
-    let KindParts {
+    let common = Common::read(&obj, limits, ctx);
+    let Some(kind) = kind else {
+        return Vec::new();
+    };
+    let Some(KindParts {
         schema,
         kind,
         idempotent,
         prebuilt,
-    } = compile_kind(kind?.name, &obj.as_place(kind?.place), name, name_span, ctx)?;
+    }) = compile_kind(kind.name, &obj.as_place(kind.place), name, name_span, ctx)
+    else {
+        return Vec::new();
+    };
     let validator = prebuilt.map(LazyValidator::built).unwrap_or_default();
-    let confirm = side_effects || confirm.iter().any(|c| c.value == name);
-    Some(Tool {
-        name: name.to_string(),
+    vec![common.tool(
+        name,
         description,
-        input_schema: schema,
+        schema,
         validator,
-        side_effects,
-        idempotent: explicit_idempotent.unwrap_or(idempotent && !side_effects),
-        confirm,
-        max_calls,
-        timeout,
+        idempotent,
         kind,
-        faults,
-    })
+        confirm,
+    )]
+}
+
+/// The keys every kind shares, read once per spec entry (an `mcp` entry's apply to each of its
+/// tools).
+pub(super) struct Common {
+    side_effects: bool,
+    max_calls: Option<u32>,
+    timeout: std::time::Duration,
+    faults: Vec<Fault>,
+    explicit_idempotent: Option<bool>,
+}
+
+impl Common {
+    fn read(obj: &Obj, limits: &Limits, ctx: &mut Ctx) -> Common {
+        Common {
+            side_effects: obj
+                .bool("side_effects", &mut ctx.d)
+                .map(|b| b.value)
+                .unwrap_or(false),
+            max_calls: obj
+                .count("max_calls", 1, &mut ctx.d)
+                .map(|v| v.value.min(u32::MAX as u64) as u32),
+            timeout: obj
+                .duration("timeout", &mut ctx.d)
+                .map(|v| v.value)
+                .unwrap_or(limits.tool_timeout),
+            faults: obj
+                .get("faults")
+                .map(|n| compile_faults(n, ctx))
+                .unwrap_or_default(),
+            explicit_idempotent: obj.bool("idempotent", &mut ctx.d).map(|b| b.value),
+        }
+    }
+
+    pub(super) fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+
+    /// `idempotent`: whether the kind is idempotent by nature (`idempotent:` overrides it).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tool(
+        &self,
+        name: &str,
+        description: String,
+        input_schema: serde_json::Value,
+        validator: LazyValidator,
+        idempotent: bool,
+        kind: ToolKind,
+        confirm: &[Spanned<String>],
+    ) -> Tool {
+        Tool {
+            name: name.to_string(),
+            description,
+            input_schema,
+            validator,
+            side_effects: self.side_effects,
+            idempotent: self
+                .explicit_idempotent
+                .unwrap_or(idempotent && !self.side_effects),
+            confirm: self.side_effects || confirm.iter().any(|c| c.value == name),
+            max_calls: self.max_calls,
+            timeout: self.timeout,
+            kind,
+            faults: self.faults.clone(),
+        }
+    }
 }
 
 /// What one kind contributes to a tool: its input schema (and the validator built while
@@ -124,7 +196,7 @@ struct KindParts {
     prebuilt: Option<jsonschema::Validator>,
 }
 
-fn check_tool_name(name: &str, name_span: Span, ctx: &mut Ctx) {
+pub(super) fn check_tool_name(name: &str, name_span: Span, ctx: &mut Ctx) {
     if valid_tool_name(name) {
         return;
     }
@@ -147,7 +219,7 @@ fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'
     let Some(n) = obj.get("kind") else {
         ctx.d.push(
             crate::spec::read::missing_at(name_span, "kind", what)
-                .help("add `kind:` with one of mock, table, builtin, http"),
+                .help("add `kind:` with one of mock, table, builtin, http, mcp"),
         );
         return None;
     };
@@ -205,6 +277,8 @@ fn check_tool_keys(obj: &Obj, kind: Option<&Kind>, what: &str, ctx: &mut Ctx) {
         let kind = kind.name;
         let help = if k == "input" && kind == "builtin" {
             "a builtin's input schema comes from the builtin; remove `input`".to_string()
+        } else if k == "input" && kind == "mcp" {
+            "an `mcp` tool's schema comes from its server; pin one per tool: `tools: [{ name: NAME, input: {...} }]`".to_string()
         } else if k == "input" && kind == "table" {
             "a table's input schema is generated from its columns; remove `input`".to_string()
         } else {
@@ -864,7 +938,7 @@ fn http_query(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(String, TValue)> 
     query
 }
 
-fn http_headers(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(String, TemplateId)> {
+pub(super) fn http_headers(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(String, TemplateId)> {
     let mut headers = Vec::new();
     if let Some(h) = req.get("headers") {
         if let Some(hobj) = Obj::open(h, "`headers`", &mut ctx.d) {
@@ -1018,6 +1092,10 @@ pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
         return;
     };
     for (name, tool) in tools {
+        if tool.get("kind").and_then(Node::as_str) == Some("mcp") {
+            check_mcp_host(&name.name, tool, policy, ctx);
+            continue;
+        }
         if tool.get("kind").and_then(Node::as_str) != Some("http") {
             continue;
         }
@@ -1055,4 +1133,30 @@ pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
             _ => {}
         }
     }
+}
+
+/// An `mcp` server's host obeys the same allow-list as an `http` tool's.
+fn check_mcp_host(name: &str, tool: &Node, policy: &Policy, ctx: &mut Ctx) {
+    let Some(url_node) = tool.get("url") else {
+        return;
+    };
+    let Some(url) = url_node
+        .as_str()
+        .and_then(|u| url::Url::parse(u.trim()).ok())
+    else {
+        return;
+    };
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port_or_known_default().unwrap_or(0);
+    if policy.allow_hosts.is_empty() || policy.allow_hosts.iter().any(|r| r.matches(host, port)) {
+        return;
+    }
+    ctx.d.push(
+        Diagnostic::new(
+            "E020",
+            format!("tool `{name}` calls host `{host}`, which `policy.network.allow_hosts` does not list"),
+        )
+        .at(url_node.span)
+        .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
+    );
 }

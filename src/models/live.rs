@@ -120,6 +120,7 @@ pub async fn post_json(
             max_bytes: MAX_RESPONSE_BYTES,
             progress: None,
             on_chunk: live.as_ref().map(|_| &on_chunk as &(dyn Fn(&[u8]) + Sync)),
+            reshape: None,
         };
         let result = transport
             .send(Purpose::Model(ep.model_name), &req, opts)

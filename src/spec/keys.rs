@@ -142,6 +142,7 @@ pub const TOOL_KINDS: &[Kind] = &[
     Kind { name: "table", place: TOOL_TABLE },
     Kind { name: "builtin", place: TOOL_BUILTIN },
     Kind { name: "http", place: TOOL_HTTP },
+    Kind { name: "mcp", place: TOOL_MCP },
 ];
 
 pub const MODEL_KINDS: &[Kind] = &[
@@ -166,6 +167,8 @@ pub const PLACES: &[&Place] = &[
     TOOL_TABLE,
     TOOL_BUILTIN,
     TOOL_HTTP,
+    TOOL_MCP,
+    MCP_TOOL,
     MOCK_RESPONSE,
     ERROR_OBJECT,
     REQUEST,
@@ -206,7 +209,7 @@ pub const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, policy, limi
 /// Keys every tool kind takes; each kind's place lists its own after these.
 pub const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides which other keys it takes.", &[
     Key::new("description", Json(|| json!({ "type": "string", "minLength": 1 })), "What the tool does and returns; models choose tools by it."),
-    Key::new("kind", KindName, "How the tool runs: mock, table, builtin or http.").required(),
+    Key::new("kind", KindName, "How the tool runs: mock, table, builtin, http or mcp.").required(),
     Key::new("side_effects", Bool, "The tool changes the world; it needs confirmation before it runs."),
     Key::new("idempotent", Bool, "Calling twice is the same as once, so retries are safe (default: from the method or kind)."),
     Key::new("max_calls", Count(1), "Most calls of this tool per run."),
@@ -240,6 +243,22 @@ pub const TOOL_HTTP: &Place = &Place::new("tool_http", "An `http` tool: one temp
     Key::new("retries", Count(0), "Retries on network errors and 5xx, for idempotent calls only."),
 ])
 .with_base(TOOL);
+
+/// A `kind: mcp` entry names a remote MCP server and the tools used from it: it becomes one
+/// registry tool per entry of its `tools:` list, and the common keys apply to each.
+pub const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tools of a remote MCP server (streamable HTTP), one tool per entry of `tools`.", &[
+    Key::new("url", Pattern("^[hH][tT][tT][pP][sS]?://"), "The MCP server's streamable-HTTP endpoint (`https://mcp.example.com/mcp`), written as it is; its host must be allowed like an `http` tool's.").required(),
+    Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Headers sent with every MCP request; values are templates over `secrets`."),
+    Key::new("tools", Json(|| json!({ "type": "array", "minItems": 1, "items": { "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/mcp_tool" }] } })), "The server's tools to use: a remote name, or `{name, as, description, input}`.").required(),
+])
+.with_base(TOOL);
+
+pub const MCP_TOOL: &Place = &Place::new("mcp_tool", "A remote MCP tool to use: its name on the server, optionally renamed, described and with its input schema pinned.", &[
+    Key::new("name", Str, "The tool's name on the MCP server.").required(),
+    Key::new("as", Pattern("^[A-Za-z_][A-Za-z0-9_-]{0,63}$"), "The name models, policy and tests use (default: `name`)."),
+    Key::new("description", Json(|| json!({ "type": "string", "minLength": 1 })), "Replaces the server's description of the tool."),
+    Key::new("input", Json(|| json!({ "type": "object", "properties": { "type": { "const": "object" } } })), "Pinned input schema: a run stops before the model is called if the server's schema differs."),
+]);
 
 pub const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback).", &[
     Key::new("when", Object, "Arguments that must match (a subset); no `when` makes this the fallback."),
@@ -287,8 +306,8 @@ pub const POLICY: &Place = &Place::new("policy", "Which tools may run, which nee
     Key::new("network", Ref("network"), "Network rules for `http` tools."),
 ]);
 
-pub const NETWORK: &Place = &Place::new("network", "Network rules for `http` tools.", &[
-    Key::new("allow_hosts", Strings, "Hosts `http` tools may reach (`api.example.com`, `127.0.0.1:8080`); default: the hosts written in URLs."),
+pub const NETWORK: &Place = &Place::new("network", "Network rules for `http` and `mcp` tools.", &[
+    Key::new("allow_hosts", Strings, "Hosts `http` and `mcp` tools may reach (`api.example.com`, `127.0.0.1:8080`); default: the hosts written in URLs."),
 ]);
 
 pub const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run.", &[

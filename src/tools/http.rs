@@ -313,6 +313,7 @@ pub fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
                 UrlOrigin::Literal(Some(rule)) => Some(rule.clone()),
                 _ => None,
             },
+            ToolKind::Mcp(m) => Some(m.server.host.clone()),
             _ => None,
         })
         .collect()
@@ -333,7 +334,7 @@ fn display_host(url: &url::Url) -> String {
     }
 }
 
-fn check_host(url: &url::Url, allow: &[HostRule]) -> bool {
+pub fn check_host(url: &url::Url, allow: &[HostRule]) -> bool {
     let (host, port) = host_port(url);
     matches!(url.scheme(), "http" | "https")
         && !host.is_empty()
@@ -523,6 +524,7 @@ impl Call<'_, '_> {
                 None
             },
             on_chunk: None,
+            reshape: None,
         };
         env.transport
             .send(Purpose::Tool(&self.tool.name), req, opts)

@@ -3,6 +3,7 @@
 
 pub mod builtin;
 pub mod http;
+pub mod mcp;
 pub mod mock;
 pub mod table;
 
@@ -55,5 +56,6 @@ pub async fn execute(tool: &Tool, args: &Value, env: &ToolEnv<'_>) -> Result<Val
         ToolKind::Table(table) => table::execute(table, args),
         ToolKind::Builtin(name) => builtin::execute(name, args, env),
         ToolKind::Http(http) => http::execute(tool, http, args, env).await,
+        ToolKind::Mcp(m) => mcp::execute(tool, m, args, env).await,
     }
 }

@@ -1,0 +1,221 @@
+//! `kind: mcp` entries. One entry names a remote MCP server and the tools used from it, so it
+//! compiles to one `Tool` per `tools:` entry, all sharing one `McpServer`. Everything here is
+//! checked offline; what the server really offers is checked when a run connects.
+
+use super::schema_check::compile_input_schema;
+use super::template_check::Roots;
+use super::tools::{check_tool_name, http_headers, Common};
+use super::Ctx;
+use crate::arguments::LazyValidator;
+use crate::diag::{Diagnostic, Span};
+use crate::registry::{HostRule, McpServer, McpTool, Tool, ToolKind};
+use crate::spec::keys;
+use crate::spec::read::{missing_at, seq, string, Obj, Spanned};
+use crate::spec::yaml::{Node, Value};
+use serde_json::json;
+use std::sync::Arc;
+
+/// One entry of `tools:` as written.
+struct Entry {
+    remote: Spanned<String>,
+    local: Spanned<String>,
+    description: Option<String>,
+    /// The pinned schema and the validator built while checking it.
+    input: Option<(serde_json::Value, Option<jsonschema::Validator>)>,
+}
+
+pub(super) fn compile_group(
+    group: &str,
+    name_span: Span,
+    obj: &Obj,
+    common: &Common,
+    confirm: &[Spanned<String>],
+    ctx: &mut Ctx,
+) -> Vec<Tool> {
+    let what = format!("tool `{group}`");
+    let url = obj
+        .require_string("url", &what, &mut ctx.d)
+        .and_then(|u| server_url(&u, ctx));
+    let headers = http_headers(obj, &Roots::secrets(), ctx);
+    let Some(list) = obj.get("tools") else {
+        ctx.d.push(
+            missing_at(name_span, "tools", &what)
+                .help("list the server's tools to use, e.g. `tools: [search_notes]`"),
+        );
+        return Vec::new();
+    };
+    let entries = entries(list, &what, ctx);
+    let Some((url, host)) = url else {
+        return Vec::new();
+    };
+    let server = Arc::new(McpServer {
+        name: group.to_string(),
+        url,
+        host,
+        headers,
+        tools: entries
+            .iter()
+            .map(|e| (e.remote.value.clone(), e.local.value.clone()))
+            .collect(),
+        timeout: common.timeout(),
+    });
+    entries
+        .into_iter()
+        .map(|e| {
+            let pinned_input = e.input.is_some();
+            let (schema, validator) = match e.input {
+                Some((schema, prebuilt)) => (
+                    schema,
+                    prebuilt.map(LazyValidator::built).unwrap_or_default(),
+                ),
+                // Until a run lists the server's tools; `Tool::input_schema` then answers.
+                None => (json!({ "type": "object" }), LazyValidator::default()),
+            };
+            let kind = ToolKind::Mcp(Box::new(McpTool {
+                server: server.clone(),
+                remote_name: e.remote.value,
+                pinned_input,
+                pinned_description: e.description.is_some(),
+                listed: Default::default(),
+            }));
+            common.tool(
+                &e.local.value,
+                e.description.unwrap_or_default(),
+                schema,
+                validator,
+                false,
+                kind,
+                confirm,
+            )
+        })
+        .collect()
+}
+
+/// The endpoint, written literally: its host is part of what `check` holds to the allow-list.
+fn server_url(url: &Spanned<String>, ctx: &mut Ctx) -> Option<(String, HostRule)> {
+    let text = url.value.trim();
+    let refuse = |ctx: &mut Ctx, msg: String, help: &str| {
+        ctx.d.push(
+            Diagnostic::new("E021", msg)
+                .at(url.span)
+                .help(help.to_string()),
+        );
+        None
+    };
+    if text.contains("{{") || text.contains("{%") {
+        return refuse(
+            ctx,
+            format!("the URL of an `mcp` tool is not a template: `{text}`"),
+            "write the server's endpoint as it is; put credentials in `headers:` with `{{ secrets.NAME }}`",
+        );
+    }
+    let parsed =
+        match url::Url::parse(text) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => u,
+            _ => return refuse(
+                ctx,
+                format!("URL `{text}` must start with http:// or https://"),
+                "write the server's streamable-HTTP endpoint, e.g. `https://mcp.example.com/mcp`",
+            ),
+        };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return refuse(
+            ctx,
+            "the URL of an `mcp` tool carries credentials".to_string(),
+            "declare a secret and send it in `headers:` instead, where it is masked",
+        );
+    }
+    let host = parsed
+        .host_str()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let rule = HostRule {
+        host,
+        port: parsed.port(),
+    };
+    Some((parsed.to_string(), rule))
+}
+
+fn entries(list: &Node, what: &str, ctx: &mut Ctx) -> Vec<Entry> {
+    let Some(items) = seq(list, &format!("`tools` of {what}"), &mut ctx.d) else {
+        return Vec::new();
+    };
+    if items.is_empty() {
+        ctx.d.push(
+            Diagnostic::new("E007", format!("`tools` of {what} lists no tools"))
+                .at(list.span)
+                .help("name the server's tools to use, e.g. `tools: [search_notes]`"),
+        );
+    }
+    let mut out: Vec<Entry> = Vec::new();
+    for item in items {
+        let Some(entry) = entry(item, what, ctx) else {
+            continue;
+        };
+        if out.iter().any(|e| e.remote.value == entry.remote.value) {
+            ctx.d.push(
+                Diagnostic::new(
+                    "E005",
+                    format!("remote tool `{}` is listed twice", entry.remote.value),
+                )
+                .at(entry.remote.span)
+                .help("list each of the server's tools once"),
+            );
+            continue;
+        }
+        out.push(entry);
+    }
+    out
+}
+
+fn entry(item: &Node, what: &str, ctx: &mut Ctx) -> Option<Entry> {
+    if let Value::Str(_) = &item.value {
+        let remote = string(item, "a remote tool name", &mut ctx.d)?;
+        check_tool_name(&remote.value, remote.span, ctx);
+        return Some(Entry {
+            local: remote.clone(),
+            remote,
+            description: None,
+            input: None,
+        });
+    }
+    let place = format!("an entry of `tools` of {what}");
+    let obj = Obj::new(item, &place, keys::MCP_TOOL, &mut ctx.d)?;
+    let remote = obj.require_string("name", &place, &mut ctx.d)?;
+    let local = obj
+        .string("as", &mut ctx.d)
+        .unwrap_or_else(|| remote.clone());
+    check_tool_name(&local.value, local.span, ctx);
+    let description = obj.string("description", &mut ctx.d).map(|d| d.value);
+    let input = match obj.get("input") {
+        Some(n) => Some(compile_input_schema(n, &local.value, ctx)?),
+        None => None,
+    };
+    Some(Entry {
+        remote,
+        local,
+        description,
+        input,
+    })
+}
+
+/// The registry names an entry gives, read before any tool is compiled (so `policy` and tests
+/// can name them): `as:` or the remote name.
+pub(super) fn local_names(entry: &Node) -> Vec<String> {
+    let Some(Value::Seq(items)) = entry.get("tools").map(|n| &n.value) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| match &item.value {
+            Value::Str(s) => Some(s.clone()),
+            _ => item
+                .get("as")
+                .or_else(|| item.get("name"))
+                .and_then(Node::as_str)
+                .map(str::to_string),
+        })
+        .collect()
+}

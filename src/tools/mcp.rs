@@ -1,0 +1,662 @@
+//! `kind: mcp` tools: a small MCP client (JSON-RPC over streamable HTTP) that sends through the
+//! same `net::Transport` as HTTP tools. The allow-list, response masking, size caps, recording
+//! and offline replay therefore apply unchanged, and a fixture holds each MCP request and reply
+//! (`initialize`, `tools/list`, `tools/call`) as an `mcp` exchange.
+//!
+//! Only the client side of four messages is needed, so this is not rmcp's client: that one owns
+//! its HTTP connection (its own reqwest client and SSE reader), which would bypass the transport
+//! that records, replays and masks every other request toolrun makes.
+
+use super::http::{allowed_hosts, check_host};
+use super::{ErrorKind, ToolEnv, ToolError};
+use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
+use crate::registry::{ListedTool, McpServer, McpTool, Tool, ToolKind};
+use crate::templates;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The revision offered; a server may answer with any of `SUPPORTED` (all have streamable
+/// HTTP, which 2024-11-05 did not).
+const PROTOCOL: &str = "2025-11-25";
+const SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Largest MCP reply read: far beyond any tool list or result a model could use.
+const MAX_BYTES: u64 = 4 << 20;
+/// `tools/list` pages followed before giving up on a server that never stops paginating.
+const MAX_PAGES: usize = 100;
+const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
+
+/// One server's MCP session within a run (kept by the transport, so each run has its own).
+#[derive(Default)]
+pub struct Session {
+    conn: tokio::sync::Mutex<Option<Connected>>,
+    next_id: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Connected {
+    session_id: Option<String>,
+    protocol: String,
+}
+
+pub async fn execute(
+    tool: &Tool,
+    mcp: &McpTool,
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<Value, ToolError> {
+    let redactor = env.secrets.redactor();
+    env.transport.mask_with(&redactor);
+    let result = call(tool, mcp, args, env).await;
+    result.map_err(|mut e| {
+        e.message = redactor.str(&e.message);
+        if let Some(d) = &mut e.details {
+            redactor.value(d);
+        }
+        e
+    })
+}
+
+async fn call(
+    tool: &Tool,
+    mcp: &McpTool,
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<Value, ToolError> {
+    let server = &mcp.server;
+    let (session, conn) = connected(server, env).await?;
+    let params = json!({ "name": mcp.remote_name, "arguments": args });
+    let rpc = Rpc {
+        server,
+        env,
+        conn: Some(&conn),
+        timeout: tool.timeout,
+    };
+    let result = rpc.request(&session, "tools/call", params).await?;
+    observation(server, &mcp.remote_name, &result)
+}
+
+/// Connects to every server whose tools the policy lets a model call, lists its tools and
+/// checks them against the spec: a missing tool or a changed pinned schema stops the run
+/// before the model is called. Returns the first problem, as a message for the trace.
+pub async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for tool in env.registry.callable_tools() {
+        let ToolKind::Mcp(m) = &tool.kind else {
+            continue;
+        };
+        if seen.contains(&m.server.name.as_str()) {
+            continue;
+        }
+        seen.push(&m.server.name);
+        if let Err(e) = connected(&m.server, env).await {
+            return Err(env.secrets.redactor().str(&e.message));
+        }
+    }
+    Ok(())
+}
+
+/// The run's session with `server`, made on first use: `initialize`, the `initialized`
+/// notification, then `tools/list`, checked against the spec.
+async fn connected(
+    server: &McpServer,
+    env: &ToolEnv<'_>,
+) -> Result<(Arc<Session>, Connected), ToolError> {
+    let session = env.transport.session::<Session>(&server.name);
+    let mut conn = session.conn.lock().await;
+    if let Some(c) = conn.as_ref() {
+        return Ok((session.clone(), c.clone()));
+    }
+    let url = url::Url::parse(&server.url)
+        .map_err(|e| ToolError::new(ErrorKind::ExecutionError, e.to_string()))?;
+    if !check_host(&url, &allowed_hosts(env.registry)) {
+        return Err(ToolError::new(
+            ErrorKind::Denied,
+            format!(
+                "refused to contact MCP server `{}`: {} is not in the spec's allowed hosts (policy.network.allow_hosts)",
+                server.name,
+                url.host_str().unwrap_or_default()
+            ),
+        ));
+    }
+    let made = handshake(server, &session, env).await?;
+    let tools = list_tools(server, &session, &made, env).await?;
+    check_listed(server, env, &tools)?;
+    env.events.emit_with("mcp_connected", || {
+        json!({ "server": server.name, "protocol": made.protocol, "tools": tools.iter().filter_map(|t| t.get("name")).collect::<Vec<_>>() })
+    });
+    *conn = Some(made.clone());
+    Ok((session.clone(), made))
+}
+
+async fn handshake(
+    server: &McpServer,
+    session: &Session,
+    env: &ToolEnv<'_>,
+) -> Result<Connected, ToolError> {
+    let rpc = Rpc {
+        server,
+        env,
+        conn: None,
+        timeout: server.timeout,
+    };
+    let params = json!({
+        "protocolVersion": PROTOCOL,
+        "capabilities": {},
+        "clientInfo": { "name": "toolrun", "version": env!("CARGO_PKG_VERSION") },
+    });
+    let (result, headers) = rpc.exchange(session, "initialize", params).await?;
+    let protocol = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if !SUPPORTED.contains(&protocol.as_str()) {
+        return Err(server_error(
+            server,
+            format!(
+                "speaks MCP revision `{protocol}`; toolrun speaks {}",
+                SUPPORTED.join(", ")
+            ),
+        ));
+    }
+    let made = Connected {
+        session_id: headers.header("mcp-session-id").map(str::to_string),
+        protocol,
+    };
+    let rpc = Rpc {
+        conn: Some(&made),
+        ..rpc
+    };
+    rpc.notify("notifications/initialized").await?;
+    Ok(made)
+}
+
+async fn list_tools(
+    server: &McpServer,
+    session: &Session,
+    conn: &Connected,
+    env: &ToolEnv<'_>,
+) -> Result<Vec<Value>, ToolError> {
+    let rpc = Rpc {
+        server,
+        env,
+        conn: Some(conn),
+        timeout: server.timeout,
+    };
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let page = rpc.request(session, "tools/list", params).await?;
+        if let Some(items) = page.get("tools").and_then(Value::as_array) {
+            tools.extend(items.iter().cloned());
+        }
+        cursor = page
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if cursor.is_none() {
+            return Ok(tools);
+        }
+    }
+    Err(server_error(
+        server,
+        format!("listed more than {MAX_PAGES} pages of tools"),
+    ))
+}
+
+/// Every tool the spec names must be listed, with the pinned schema where one is pinned.
+fn check_listed(server: &McpServer, env: &ToolEnv<'_>, listed: &[Value]) -> Result<(), ToolError> {
+    let names: Vec<&str> = listed
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    for (remote, local) in &server.tools {
+        let Some(found) = listed
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(remote.as_str()))
+        else {
+            let hint = crate::diag::did_you_mean(remote, names.iter().copied())
+                .unwrap_or_else(|| format!("it offers: {}", names.join(", ")));
+            return Err(server_error(
+                server,
+                format!(
+                    "has no tool `{remote}`; {hint}. Fix `tools:` of `{}` in the spec",
+                    server.name
+                ),
+            ));
+        };
+        let Some(tool) = env.registry.tool(local) else {
+            continue;
+        };
+        let ToolKind::Mcp(m) = &tool.kind else {
+            continue;
+        };
+        let schema = found
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({ "type": "object" }));
+        if m.pinned_input && schema != tool.input_schema {
+            return Err(server_error(
+                server,
+                format!(
+                    "lists tool `{remote}` with an input schema that differs from the one pinned in the spec (`input:` of `{local}`):\n{}\nUpdate the pinned schema if the change is expected",
+                    crate::fixture::json_diff(&tool.input_schema, &schema)
+                ),
+            ));
+        }
+        let listed = ListedTool {
+            description: found
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            input_schema: schema,
+        };
+        // Runs of one process share what models see: a server that changes its tools between
+        // them would make one run's checks describe another run's tools.
+        if let Err(listed) = m.listed.set(listed) {
+            if m.listed.get() != Some(&listed) {
+                return Err(server_error(
+                    server,
+                    format!("changed tool `{remote}` while toolrun was running; run again"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn server_error(server: &McpServer, what: String) -> ToolError {
+    ToolError::new(
+        ErrorKind::ExecutionError,
+        format!("MCP server `{}` ({}) {what}", server.name, server.url),
+    )
+}
+
+/// A tool result as the model sees it: `structuredContent` when the server gives it, else the
+/// text content; `isError: true` is a tool error carrying the server's text.
+fn observation(server: &McpServer, remote: &str, result: &Value) -> Result<Value, ToolError> {
+    let items = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let text: Vec<String> = items.iter().map(content_text).collect();
+    let text = text.join("\n");
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let message = if text.trim().is_empty() {
+            format!("`{remote}` reported an error without a message")
+        } else {
+            text
+        };
+        let mut details = Map::new();
+        details.insert("server".into(), json!(server.name));
+        details.insert("tool".into(), json!(remote));
+        if let Some(s) = result.get("structuredContent") {
+            details.insert("structuredContent".into(), s.clone());
+        }
+        return Err(
+            ToolError::new(ErrorKind::ExecutionError, message).with_details(Value::Object(details))
+        );
+    }
+    if let Some(s) = result.get("structuredContent").filter(|s| !s.is_null()) {
+        return Ok(s.clone());
+    }
+    // Servers without an output schema often send their JSON as text: keep it JSON, so
+    // templates can read into it (`{{ last.result.hits }}`).
+    if let [item] = items {
+        if let Some(parsed) = item
+            .get("text")
+            .and_then(Value::as_str)
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .filter(|v| v.is_object() || v.is_array())
+        {
+            return Ok(parsed);
+        }
+    }
+    Ok(Value::String(text))
+}
+
+/// Text as it is; other content (images, audio, resources) named, since a model reading the
+/// observation as text cannot use their bytes.
+fn content_text(item: &Value) -> String {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
+    match (kind, item.get("text").and_then(Value::as_str)) {
+        ("text", Some(t)) => t.to_string(),
+        _ => {
+            let mime = item
+                .get("mimeType")
+                .or_else(|| item.pointer("/resource/mimeType"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let uri = item
+                .get("uri")
+                .or_else(|| item.pointer("/resource/uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            format!("[{kind} {mime} {uri}]")
+                .replace("  ", " ")
+                .replace(" ]", "]")
+        }
+    }
+}
+
+/// JSON-RPC over streamable HTTP: one POST per message, the reply JSON or an event stream.
+#[derive(Clone, Copy)]
+struct Rpc<'a, 'e> {
+    server: &'a McpServer,
+    env: &'a ToolEnv<'e>,
+    conn: Option<&'a Connected>,
+    timeout: Duration,
+}
+
+impl Rpc<'_, '_> {
+    async fn request(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ToolError> {
+        self.exchange(session, method, params).await.map(|(v, _)| v)
+    }
+
+    /// A request and its result, with the reply's headers (the session id comes in one).
+    async fn exchange(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Value,
+    ) -> Result<(Value, HttpResponse), ToolError> {
+        // Ids count per session from 1, in the order requests are made: a replay sends the
+        // same ids, so requests compare equal.
+        let id = session.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let mut resp = self.post(method, &body).await?;
+        let message: Value = serde_json::from_slice(&resp.body).map_err(|_| {
+            self.fail(format!(
+                "answered `{method}` with something that is not a JSON-RPC message: {}",
+                excerpt(&resp.body)
+            ))
+        })?;
+        resp.body.clear();
+        if let Some(err) = message.get("error") {
+            let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
+            let text = err.get("message").and_then(Value::as_str).unwrap_or("");
+            // -32602: invalid params — the server refused the arguments.
+            let kind = if code == -32602 {
+                ErrorKind::InvalidArguments
+            } else {
+                ErrorKind::ExecutionError
+            };
+            return Err(ToolError::new(
+                kind,
+                format!(
+                    "MCP server `{}` refused `{method}` (error {code}): {text}",
+                    self.server.name
+                ),
+            ));
+        }
+        match message.get("result") {
+            Some(r) => Ok((r.clone(), resp)),
+            None => Err(self.fail(format!("answered `{method}` without a result"))),
+        }
+    }
+
+    async fn notify(&self, method: &str) -> Result<(), ToolError> {
+        let body = json!({ "jsonrpc": "2.0", "method": method });
+        self.post(method, &body).await.map(|_| ())
+    }
+
+    async fn post(&self, method: &str, body: &Value) -> Result<HttpResponse, ToolError> {
+        let req = self.build(body)?;
+        let opts = SendOptions {
+            timeout: self.timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: None,
+            reshape: Some(event_stream_to_json),
+        };
+        let sent = self
+            .env
+            .transport
+            .send(Purpose::Mcp(&self.server.name), &req, opts)
+            .await;
+        let resp = sent.map_err(|e| self.net_error(method, e))?;
+        if resp.truncated {
+            return Err(self.fail(format!(
+                "answered `{method}` with more than {MAX_BYTES} bytes"
+            )));
+        }
+        if !(200..300).contains(&resp.status) {
+            let hint = match resp.status {
+                401 | 403 => " (check the credentials in `headers:`)",
+                404 if self.conn.is_some_and(|c| c.session_id.is_some()) => {
+                    " (the server ended the session)"
+                }
+                _ => "",
+            };
+            return Err(ToolError::new(
+                ErrorKind::HttpStatus,
+                format!(
+                    "MCP server `{}` answered `{method}` with HTTP {}{hint}: {}",
+                    self.server.name,
+                    resp.status,
+                    excerpt(&resp.body)
+                ),
+            )
+            .with_details(json!({ "status": resp.status, "url": self.server.url })));
+        }
+        Ok(resp)
+    }
+
+    fn build(&self, body: &Value) -> Result<HttpRequest, ToolError> {
+        let mut headers = vec![
+            ("Content-Type".to_string(), "application/json".to_string()),
+            (
+                "Accept".to_string(),
+                "application/json, text/event-stream".to_string(),
+            ),
+            ("User-Agent".to_string(), USER_AGENT.to_string()),
+        ];
+        if let Some(c) = self.conn {
+            headers.push(("MCP-Protocol-Version".into(), c.protocol.clone()));
+            if let Some(id) = &c.session_id {
+                headers.push(("Mcp-Session-Id".into(), id.clone()));
+            }
+        }
+        let data = json!({ "secrets": self.env.secrets.as_json() });
+        let ctx = templates::context(&data);
+        for (name, id) in &self.server.headers {
+            let value = self
+                .env
+                .registry
+                .templates
+                .render_text(id, &ctx)
+                .map_err(|e| {
+                    ToolError::new(
+                        ErrorKind::ExecutionError,
+                        format!(
+                            "could not build header `{name}` of MCP server `{}`: {e}",
+                            self.server.name
+                        ),
+                    )
+                })?;
+            if value.trim().is_empty() {
+                continue;
+            }
+            if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                return Err(ToolError::new(
+                    ErrorKind::ExecutionError,
+                    format!("header `{name}` of MCP server `{}` would contain a line break or control character", self.server.name),
+                ));
+            }
+            headers.push((name.clone(), value));
+        }
+        Ok(HttpRequest {
+            method: "POST".into(),
+            url: self.server.url.clone(),
+            headers,
+            body: Some(body.to_string().into_bytes()),
+        })
+    }
+
+    fn fail(&self, what: String) -> ToolError {
+        server_error(self.server, what)
+    }
+
+    fn net_error(&self, method: &str, e: NetError) -> ToolError {
+        let name = &self.server.name;
+        match e {
+            NetError::Timeout => ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "MCP server `{name}` did not answer `{method}` within {:?}",
+                    self.timeout
+                ),
+            ),
+            NetError::NotRecorded(m) => ToolError::new(
+                ErrorKind::Network,
+                format!("MCP server `{name}`: no recorded exchange answers `{method}` ({m})"),
+            ),
+            NetError::Connect(m) | NetError::Io(m) => ToolError::new(
+                ErrorKind::Network,
+                format!(
+                    "cannot reach MCP server `{name}` at {}: {m}",
+                    self.server.url
+                ),
+            ),
+        }
+    }
+}
+
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut s: String = text.chars().take(300).collect();
+    if text.chars().count() > 300 {
+        s.push('…');
+    }
+    s
+}
+
+/// A reply sent as server-sent events becomes the JSON-RPC response among them (notifications
+/// sent before it, such as progress or log messages, are dropped): what a server answering
+/// with plain JSON would have sent, and what a fixture records.
+fn event_stream_to_json(mut resp: HttpResponse) -> HttpResponse {
+    let is_stream = resp
+        .header("content-type")
+        .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+    if !is_stream {
+        return resp;
+    }
+    let text = String::from_utf8_lossy(&resp.body).replace("\r\n", "\n");
+    let response = text
+        .split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            serde_json::from_str::<Value>(&data.join("\n")).ok()
+        })
+        .filter(|m| {
+            m.get("id").is_some() && (m.get("result").is_some() || m.get("error").is_some())
+        })
+        .last();
+    if let Some(message) = response {
+        resp.body = message.to_string().into_bytes();
+        for (k, v) in &mut resp.headers {
+            if k.eq_ignore_ascii_case("content-type") {
+                *v = "application/json".into();
+            }
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(body: &str) -> HttpResponse {
+        HttpResponse {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: body.as_bytes().to_vec(),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn an_event_stream_becomes_its_response_message() {
+        let r = event_stream_to_json(stream(
+            "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}\r\n\r\n",
+        ));
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"ok": true}})
+        );
+        // Data split over several lines is joined with newlines, as SSE defines.
+        let r = event_stream_to_json(stream("data: {\"id\":1,\ndata: \"result\":2}\n\n"));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&r.body).unwrap(),
+            json!({"id": 1, "result": 2})
+        );
+        // A stream without a response is left as it came, for the caller to report.
+        let r = event_stream_to_json(stream("data: {\"method\":\"x\"}\n\n"));
+        assert!(r
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/event-stream"));
+    }
+
+    #[test]
+    fn results_become_observations() {
+        let server = McpServer {
+            name: "s".into(),
+            url: "http://127.0.0.1:1/mcp".into(),
+            host: crate::registry::HostRule {
+                host: "127.0.0.1".into(),
+                port: Some(1),
+            },
+            headers: Vec::new(),
+            tools: Vec::new(),
+            timeout: Duration::from_secs(1),
+        };
+        let structured = json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}});
+        assert_eq!(observation(&server, "t", &structured), Ok(json!({"a": 1})));
+        let json_text = json!({"content": [{"type": "text", "text": "{\"hits\": [1]}"}]});
+        assert_eq!(
+            observation(&server, "t", &json_text),
+            Ok(json!({"hits": [1]}))
+        );
+        let text = json!({"content": [{"type": "text", "text": "one"}, {"type": "image", "mimeType": "image/png", "data": "AAAA"}]});
+        assert_eq!(
+            observation(&server, "t", &text),
+            Ok(json!("one\n[image image/png]"))
+        );
+        let err = observation(
+            &server,
+            "t",
+            &json!({"isError": true, "content": [{"type": "text", "text": "no such note"}]}),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ExecutionError);
+        assert_eq!(err.message, "no such note");
+        let empty =
+            observation(&server, "t", &json!({"isError": true, "content": []})).unwrap_err();
+        assert!(
+            empty.message.contains("without a message"),
+            "{}",
+            empty.message
+        );
+    }
+}

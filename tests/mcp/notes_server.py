@@ -1,0 +1,73 @@
+"""A streamable-HTTP MCP server built with the official Python SDK (PyPI `mcp`: its MCPServer,
+FastMCP before 2.0), which `kind: mcp` tools are tested against: a server toolrun did not write.
+
+usage: notes_server.py HEADERS_LOG [PORT]
+Binds 127.0.0.1 on PORT (default: a free port) and prints the port as its first line of stdout. The headers of
+every HTTP request it receives are appended to HEADERS_LOG, one JSON object per line, so a test
+can check what reached the server (a secret header) without the server echoing it anywhere.
+"""
+
+import json
+import socket
+import sys
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("notes")
+NOTES = {"groceries": "milk, eggs, coffee", "ideas": "a tool-use loop declared in YAML"}
+
+
+@server.tool()
+def search_notes(query: str) -> dict:
+    """Finds notes whose title or text contains the query (case-insensitive)."""
+    hits = [
+        {"title": title, "text": text}
+        for title, text in NOTES.items()
+        if query.lower() in f"{title} {text}".lower()
+    ]
+    return {"query": query, "hits": hits}
+
+
+@server.tool()
+def add_note(title: str, text: str) -> str:
+    """Adds a note with this title and text."""
+    NOTES[title] = text
+    return f"added {title}"
+
+
+@server.tool()
+def delete_note(title: str) -> str:
+    """Deletes the note with this title; fails when there is none."""
+    if title not in NOTES:
+        # ToolError: the SDK passes its message on to the client (other exceptions are hidden).
+        raise ToolError(f"no note titled {title!r}")
+    del NOTES[title]
+    return f"deleted {title}"
+
+
+def main():
+    log_path = sys.argv[1]
+    app = server.streamable_http_app()
+
+    async def logged(scope, receive, send):
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"path": scope["path"], "headers": headers}) + "\n")
+        await app(scope, receive, send)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 else 0))
+    # Listening before the port is announced: a client that connects at once is queued, not
+    # refused, while uvicorn starts.
+    sock.listen(128)
+    print(sock.getsockname()[1], flush=True)
+    config = uvicorn.Config(logged, log_level="warning", lifespan="on")
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+//! `kind: mcp` tools against a real MCP server toolrun did not write: the official Python SDK's
+//! MCPServer (`tests/mcp/notes_server.py`) over streamable HTTP on 127.0.0.1, started per test.
+//! Runs go through the binary with a scripted model; fixtures are then replayed offline.
+
+#[path = "mcp/python.rs"]
+mod python;
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use support::{run, toolrun, write};
+
+const SECRET: &str = "notes-key-5b0d1e9a7c";
+
+/// The Python notes server; killed when dropped.
+struct NotesServer {
+    child: Child,
+    port: u16,
+    headers_log: PathBuf,
+}
+
+impl NotesServer {
+    fn start(dir: &Path) -> NotesServer {
+        let headers_log = dir.join("headers.jsonl");
+        let mut child = Command::new(python::python())
+            .arg(python::script("notes_server.py"))
+            .arg(&headers_log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the notes server");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        BufReader::new(stdout).read_line(&mut line).expect("port");
+        let port = line.trim().parse().unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("the notes server did not print its port: {line:?}")
+        });
+        NotesServer {
+            child,
+            port,
+            headers_log,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// The headers of every request the server received, in order.
+    fn received(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.headers_log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json line")["headers"].clone())
+            .collect()
+    }
+}
+
+impl Drop for NotesServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A spec using the server's tools: `tools` is the YAML of the `tools:` list, `turns` the
+/// scripted model's turns.
+fn spec(url: &str, tools: &str, turns: &str) -> String {
+    format!(
+        r#"version: 1
+name: notes
+secrets: [NOTES_KEY]
+tools:
+  notes:
+    kind: mcp
+    description: The team's notes server.
+    url: {url}
+    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
+    timeout: 20s
+    tools:
+{tools}
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+{turns}
+"#
+    )
+}
+
+const TOOLS: &str = r#"      - search_notes
+      - name: add_note
+        as: remember
+        description: Remembers a note for later.
+      - delete_note"#;
+
+const TURNS: &str = r#"          - tool_calls: [{ name: search_notes, arguments: { query: milk } }]
+          - tool_calls: [{ name: remember, arguments: { title: plan, text: ship it } }]
+          - tool_calls: [{ name: delete_note, arguments: { title: nothing-here } }]
+          - answer: "{{ results[0].result.hits[0].title }}; {{ results[1].result.result }}; {{ results[2].error.kind }}""#;
+
+fn run_notes(spec: &Path, extra: &[&str]) -> support::Output {
+    run(toolrun()
+        .env("NOTES_KEY", SECRET)
+        .arg("run")
+        .arg(spec)
+        .args(["--query", "what do I need to buy?"])
+        .args(extra))
+}
+
+#[test]
+fn remote_renamed_and_failing_tools_run_with_a_masked_secret_header_then_replay_offline() {
+    let dir = support::temp_dir("mcp-client-run");
+    let server = NotesServer::start(&dir);
+    let spec_path = write(&dir, "notes.yaml", &spec(&server.url(), TOOLS, TURNS));
+    let fixture = dir.join("notes.json");
+    let trace_path = dir.join("trace.json");
+    let out = run_notes(
+        &spec_path,
+        &[
+            "--json",
+            "--record",
+            fixture.to_str().unwrap(),
+            "--trace",
+            trace_path.to_str().unwrap(),
+        ],
+    );
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(
+        trace["final_output"],
+        "groceries; added plan; execution_error"
+    );
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(
+        results.iter().map(|r| &r["name"]).collect::<Vec<_>>(),
+        ["search_notes", "remember", "delete_note"]
+    );
+    // JSON sent as text stays JSON; structured content is the result as it is.
+    assert_eq!(
+        results[0]["result"]["hits"][0],
+        json!({ "title": "groceries", "text": "milk, eggs, coffee" })
+    );
+    assert_eq!(results[1]["result"], json!({ "result": "added plan" }));
+    // `isError: true` is a tool error the model sees, not a crash.
+    let errors = trace["tool_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["name"], "delete_note");
+    assert_eq!(errors[0]["kind"], "execution_error");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no note titled 'nothing-here'"),
+        "{errors:#?}"
+    );
+    // The model was offered the server's tools under the spec's names and descriptions.
+    assert_eq!(trace["steps"], 4);
+
+    // The secret reached the server on every request and nothing toolrun wrote.
+    let received = server.received();
+    assert!(received.len() >= 6, "{received:#?}");
+    for headers in &received {
+        assert_eq!(headers["x-api-key"], SECRET, "{headers:#}");
+    }
+    let fixture_text = std::fs::read_to_string(&fixture).unwrap();
+    let trace_text = std::fs::read_to_string(&trace_path).unwrap();
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("fixture", &fixture_text),
+        ("trace", &trace_text),
+    ] {
+        assert!(!text.contains(SECRET), "the secret leaked into {what}");
+    }
+
+    // The fixture holds the MCP exchanges: initialize, initialized, tools/list, three calls.
+    let recorded: Value = serde_json::from_str(&fixture_text).unwrap();
+    let exchanges = recorded["exchanges"].as_array().unwrap();
+    let methods: Vec<&str> = exchanges
+        .iter()
+        .map(|e| {
+            assert_eq!(e["kind"], "mcp");
+            assert_eq!(e["source"], "notes");
+            assert_eq!(e["request"]["headers"]["x-api-key"], "***");
+            e["request"]["body"]["method"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    assert_eq!(
+        exchanges[4]["request"]["body"]["params"],
+        json!({ "name": "add_note", "arguments": { "title": "plan", "text": "ship it" } })
+    );
+
+    // Offline: the server is gone, the fixture answers everything.
+    drop(server);
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
+}
+
+#[test]
+fn offline_tests_refuse_live_mcp_and_replay_divergence_is_a_diff() {
+    let dir = support::temp_dir("mcp-client-offline");
+    let server = NotesServer::start(&dir);
+    let url = server.url();
+    let tests = r#"
+tests:
+  - name: recorded
+    query: what do I need to buy?
+    fixture: recorded.json
+    expect: { status: ok, tool_calls: [search_notes, remember, delete_note] }
+  - name: live
+    query: what do I need to buy?
+"#;
+    let spec_path = write(&dir, "notes.yaml", &(spec(&url, TOOLS, TURNS) + tests));
+    run_notes(
+        &spec_path,
+        &["--record", dir.join("recorded.json").to_str().unwrap()],
+    )
+    .assert_success();
+    drop(server);
+
+    let out = run(toolrun().arg("test").arg(&spec_path));
+    out.assert_code(1);
+    assert!(out.stdout.contains("PASS notes::recorded"), "{out:?}");
+    assert!(out.stdout.contains("FAIL notes::live"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("offline: tool `notes` would reach the network (POST http://127.0.0.1:"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("1 passed, 1 failed"), "{out:?}");
+
+    // The model now asks the server something else: the replay names the differing field.
+    let changed = spec(&url, TOOLS, &TURNS.replace("query: milk", "query: eggs")) + tests;
+    write(&dir, "notes.yaml", &changed);
+    let out = run(toolrun()
+        .arg("test")
+        .arg(&spec_path)
+        .args(["--filter", "recorded"]));
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("/body/params/arguments/query: expected \"milk\", got \"eggs\""),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("mcp request from `notes`"), "{out:?}");
+}
+
+#[test]
+fn a_missing_tool_or_a_changed_pinned_schema_stops_the_run_before_the_model() {
+    let dir = support::temp_dir("mcp-client-mismatch");
+    let server = NotesServer::start(&dir);
+    let url = server.url();
+    let one_call = "          - tool_calls: [{ name: search_notes, arguments: { query: milk } }]\n          - answer: done";
+
+    let missing = write(
+        &dir,
+        "missing.yaml",
+        &spec(&url, "      - search_notes\n      - serch_notes", one_call),
+    );
+    let out = run_notes(&missing, &["--json"]);
+    out.assert_code(1);
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "mcp_error");
+    assert_eq!(trace["status"], "failed");
+    assert_eq!(trace["steps"], 0, "the model was called");
+    let why = trace["error"].as_str().unwrap();
+    assert!(why.contains("has no tool `serch_notes`"), "{why}");
+    assert!(why.contains("search_notes"), "{why}");
+    assert!(out.stderr.contains("mcp_error"), "{out:?}");
+
+    // The schema the server lists, pinned: the run goes ahead.
+    let pinned = r#"      - name: search_notes
+        input:
+          type: object
+          title: search_notesArguments
+          properties: { query: { title: Query, type: string } }
+          required: [query]"#;
+    let ok = write(&dir, "pinned.yaml", &spec(&url, pinned, one_call));
+    run_notes(&ok, &[]).assert_success();
+
+    // Pinned differently: a clear error naming the difference, before the model is called.
+    let changed = pinned.replace(
+        "properties: { query: { title: Query, type: string } }",
+        "properties: { query: { title: Query, type: string }, limit: { type: integer } }",
+    );
+    let bad = write(&dir, "changed.yaml", &spec(&url, &changed, one_call));
+    let out = run_notes(&bad, &["--json"]);
+    out.assert_code(1);
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "mcp_error");
+    assert_eq!(trace["steps"], 0);
+    let why = trace["error"].as_str().unwrap();
+    assert!(why.contains("differs from the one pinned"), "{why}");
+    assert!(why.contains("/properties/limit: expected"), "{why}");
+}
+
+#[test]
+fn check_validates_mcp_tools_offline() {
+    let dir = support::temp_dir("mcp-client-check");
+    // Nothing listens: `check` must not try.
+    let port = support::refused_port();
+    let good = spec(
+        &format!("http://127.0.0.1:{port}/mcp"),
+        TOOLS,
+        "          - answer: hi",
+    ) + "policy:\n  confirm: [remember]\n  network: { allow_hosts: [\"127.0.0.1\"] }\n";
+    let path = write(&dir, "good.yaml", &good);
+    let out = run(toolrun().arg("check").arg(&path).arg("--deny-warnings"));
+    out.assert_success();
+
+    let bad = r#"version: 1
+name: bad
+tools:
+  notes:
+    kind: mcp
+    url: "https://{{ secrets.HOST }}/mcp"
+    tools: [search_notes]
+  other:
+    kind: mcp
+    url: https://mcp.example.com/mcp
+    headers: { X-Trace: "{{ args.q }}" }
+    tools:
+      - { name: search_notes, as: find, inputs: {} }
+      - { name: search_notes }
+  third:
+    kind: mcp
+    url: https://mcp.example.com/mcp
+    request: { url: x }
+    tools: [find]
+policy:
+  network: { allow_hosts: [api.example.com] }
+models:
+  m: { kind: scripted, scripts: [{ turns: [{ answer: hi }] }] }
+"#;
+    let path = write(&dir, "bad.yaml", bad);
+    let out = run(toolrun().arg("check").arg(&path).args(["--format", "json"]));
+    out.assert_code(1);
+    let text = out.stdout.clone();
+    for needle in [
+        "the URL of an `mcp` tool is not a template",
+        "unknown key `inputs`",
+        "remote tool `search_notes` is listed twice",
+        "`request` is not a field of a `mcp` tool",
+        "tool `find` is declared twice",
+        "calls host `mcp.example.com`, which `policy.network.allow_hosts` does not list",
+        "args",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+}
