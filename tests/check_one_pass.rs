@@ -47,7 +47,7 @@ fn enum_errors_list_every_allowed_value() {
     out.assert_code(1);
     assert!(
         out.stderr
-            .contains("help: did you mean `mock`? (one of: mock, table, builtin, http)"),
+            .contains("help: did you mean `mock`? (one of: mock, table, builtin, http, mcp)"),
         "{out:?}"
     );
 }
