@@ -297,14 +297,8 @@ fn resolve(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "toolrun-files-{name}-{}-{:x}",
-            std::process::id(),
-            random_u64()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn scratch(name: &str) -> crate::test_support::TempDir {
+        crate::test_support::temp_dir(&format!("files-{name}"))
     }
 
     #[cfg(unix)]
@@ -439,8 +433,7 @@ mod destination_tests {
 
     #[test]
     fn destinations_are_checked_before_anything_runs() {
-        let dir = std::env::temp_dir().join(format!("toolrun-dest-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_support::temp_dir("dest-check");
         assert!(check_destination(&dir.join("t.json"), "--trace", false).is_ok());
         let err = check_destination(&dir.join("missing/t.json"), "--trace", false).unwrap_err();
         assert!(
@@ -453,6 +446,5 @@ mod destination_tests {
         std::fs::write(dir.join("file"), "x").unwrap();
         let err = check_destination(&dir.join("file/t.json"), "--record", true).unwrap_err();
         assert!(err.contains("is not a folder"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -890,8 +890,7 @@ mod tests {
 
     #[test]
     fn documents_round_trip_and_strangers_are_refused() {
-        let dir = std::env::temp_dir().join(format!("toolrun-results-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
+        let dir = crate::test_support::temp_dir("results-round-trip");
         let mut r = Results::new(Settings::default(), 0);
         let mut t = TestResult::new("s", "t", "token sk-secret-1", 1.0);
         t.push(Attempt::from_trace(1, Source::Live, &trace(), vec![], None));
@@ -922,6 +921,5 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(err.contains("cannot read"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -4,21 +4,19 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Duration;
 use support::providers::{self, Fake, KEY};
 use support::{run, toolrun, write, Output};
 
-fn spec(fake: &Fake, model_extra: &str, extra: &str) -> PathBuf {
-    let dir = support::temp_dir("fake_anthropic");
-    write(
-        &dir,
+fn spec(fake: &Fake, model_extra: &str, extra: &str) -> support::TempFile {
+    support::temp_file(
+        "fake_anthropic",
         "spec.yaml",
         &providers::live_spec("anthropic", &fake.base_url(), model_extra, extra),
     )
 }
 
-fn run_json(spec: &PathBuf, key: Option<&str>, query: &str) -> Output {
+fn run_json(spec: &std::path::Path, key: Option<&str>, query: &str) -> Output {
     let mut cmd = toolrun();
     cmd.arg("run").arg(spec).args(["--json", "--query", query]);
     if let Some(k) = key {

@@ -17,7 +17,7 @@ fn run(cmd: &mut std::process::Command) -> support::Output {
 }
 
 /// A project: `root/.git`, `root/specs/x.yaml`, and a fixture recorded at `root/fixtures/y.json`.
-fn project() -> (PathBuf, PathBuf, PathBuf) {
+fn project() -> (support::TempDir, PathBuf, PathBuf) {
     let root = temp_dir("files_project");
     std::fs::create_dir_all(root.join(".git")).unwrap();
     let spec = write(&root.join("specs"), "x.yaml", SPEC);

@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use support::providers::{self, Fake, KEY};
 use support::{run_with_timeout, temp_dir, toolrun, write, Output, Response};
@@ -316,10 +316,9 @@ fn durations_that_overflow_are_errors() {
 // ---------------------------------------------------------------------------------------------
 // Model output (a fake OpenAI server)
 
-fn live_spec(fake: &Fake, extra: &str) -> PathBuf {
-    let dir = temp_dir("hostile_model");
-    write(
-        &dir,
+fn live_spec(fake: &Fake, extra: &str) -> support::TempFile {
+    support::temp_file(
+        "hostile_model",
         "spec.yaml",
         &providers::live_spec("openai", &fake.base_url(), "", extra),
     )

@@ -162,10 +162,9 @@ fn approve_lets_a_confirmed_tool_run() {
 const SECRET: &str = "desk-secret-7f3a9c";
 
 /// A spec with a denied tool, a low call limit and an HTTP tool whose server echoes its secret.
-fn guarded_spec(server: &TestServer) -> PathBuf {
-    let dir = support::temp_dir("mcp-serve-guarded");
-    support::write(
-        &dir,
+fn guarded_spec(server: &TestServer) -> support::TempFile {
+    support::temp_file(
+        "mcp-serve-guarded",
         "s.yaml",
         &format!(
             "version: 1\nname: guarded\n\

@@ -122,7 +122,8 @@ fn fixtures_in_the_repository_replay() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     assert!(!fixtures.is_empty());
-    let junit = support::temp_dir("replay-junit").join("r.xml");
+    let scratch = support::temp_dir("replay-junit");
+    let junit = scratch.join("r.xml");
     let out = run(toolrun()
         .arg("replay")
         .args(&fixtures)

@@ -64,10 +64,11 @@ fn local_stack_fixture_is_what_a_recording_produces() {
     });
     let committed =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/local_stack_inventory.json");
+    let scratch = support::temp_dir("recorded-fixture");
     let target = if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         committed.clone()
     } else {
-        support::temp_dir("recorded-fixture").join("local_stack_inventory.json")
+        scratch.join("local_stack_inventory.json")
     };
     let out = record(&target);
     assert_eq!(out.code, 0, "{out:?}");

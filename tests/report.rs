@@ -101,7 +101,7 @@ fn fake_gpt() -> support::TestServer {
 /// `before.json` from the scripted model (gain passes, unknown_ticker fails) and `after.json`
 /// from the live model on the fake server, twice per test (gain 1/2, a regression;
 /// unknown_ticker 2/2, a fix): both written by `toolrun test --results`.
-fn two_runs() -> PathBuf {
+fn two_runs() -> support::TempDir {
     let dir = support::temp_dir("report");
     let fake = fake_gpt();
     std::fs::write(

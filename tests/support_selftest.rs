@@ -866,15 +866,35 @@ fn run_kills_a_command_that_hangs() {
 fn temp_dir_and_write() {
     let a = temp_dir("self test/a");
     let b = temp_dir("self test/a");
-    assert_ne!(a, b);
+    assert_ne!(a.path(), b.path());
     assert!(a.is_dir() && b.is_dir());
     assert!(a.starts_with(std::env::temp_dir()));
     assert_eq!(std::fs::read_dir(&a).unwrap().count(), 0);
     let p = write(&a, "sub/dir/spec.yaml", "version: 1\n");
     assert_eq!(p, a.join("sub/dir/spec.yaml"));
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "version: 1\n");
-    std::fs::remove_dir_all(&a).unwrap();
-    std::fs::remove_dir_all(&b).unwrap();
+    let (a_path, b_path) = (a.to_path_buf(), b.to_path_buf());
+    drop(a);
+    drop(b);
+    assert!(
+        !a_path.exists() && !b_path.exists(),
+        "a passing test's files are removed"
+    );
+}
+
+#[test]
+fn temp_dir_of_a_failing_test_is_kept() {
+    let path = std::sync::Mutex::new(None);
+    let failed = std::panic::catch_unwind(|| {
+        let dir = temp_dir("self test/failing");
+        write(&dir, "left.txt", "look at me");
+        *path.lock().unwrap() = Some(dir.to_path_buf());
+        panic!("a failing test");
+    });
+    assert!(failed.is_err());
+    let path = path.into_inner().unwrap().expect("the test ran");
+    assert!(path.join("left.txt").is_file(), "{}", path.display());
+    std::fs::remove_dir_all(&path).unwrap();
 }
 
 #[test]

@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 const HEAD: &str = r#"version: 1
 name: templates
 tools:
@@ -25,16 +23,15 @@ tools:
       - result: "got {{ args.v.missing }}"
 "#;
 
-fn spec(name: &str, scripts: &str) -> PathBuf {
-    let dir = support::temp_dir(name);
-    support::write(
-        &dir,
+fn spec(name: &str, scripts: &str) -> support::TempFile {
+    support::temp_file(
+        name,
         "spec.yaml",
         &format!("{HEAD}models:\n  s:\n    kind: scripted\n    scripts:\n{scripts}"),
     )
 }
 
-fn run(spec: &PathBuf, query: &str) -> support::Output {
+fn run(spec: &std::path::Path, query: &str) -> support::Output {
     let mut cmd = support::toolrun();
     cmd.arg("run").arg(spec).args(["--query", query, "--json"]);
     support::run(&mut cmd)

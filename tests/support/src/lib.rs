@@ -4,7 +4,7 @@
 //!   (see `http.rs`), and [`refused_port`] for "connection refused".
 //! - [`clean_command`], [`run`], [`run_with_stdin`], [`Output`]: run the real binary with a clean
 //!   environment, capture its exit code and streams, and never hang a test.
-//! - [`temp_dir`], [`write`]: scratch files.
+//! - [`temp_dir`], [`write`]: scratch files, removed after a passing test.
 //! - [`redact_durations`], [`redact_durations_json`]: stable snapshots of traces.
 //!
 //! A library of its own (a dev-dependency), so it is compiled once, not once per test binary;
@@ -181,9 +181,10 @@ fn exit_code(status: ExitStatus) -> i32 {
 }
 
 /// A fresh, empty directory under `std::env::temp_dir()/toolrun-tests/`, unique to this
-/// call (name, process id, counter and time), created. It is not removed afterwards,
-/// so a failing test leaves its files to look at.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// call (name, process id, counter and time), created. It is removed when the returned guard is
+/// dropped, unless the test is failing (panicking) then, or `TOOLRUN_KEEP_TEST_DIRS` is set:
+/// a failing test leaves its files to look at and says where they are on stderr.
+pub fn temp_dir(name: &str) -> TempDir {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let nanos = SystemTime::now()
@@ -207,7 +208,76 @@ pub fn temp_dir(name: &str) -> PathBuf {
         std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("remove {}: {e}", dir.display()));
     }
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
-    dir
+    TempDir { path: dir }
+}
+
+/// A scratch directory from [`temp_dir`]; use it as a `Path`.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A file in a scratch directory of its own, for helpers that make one file and return it: the
+/// directory lives (and is removed, see [`temp_dir`]) with the returned value. Use it as a `Path`.
+#[derive(Debug)]
+pub struct TempFile {
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+/// Writes `contents` to `name` in a fresh [`temp_dir`] called `dir_name`.
+pub fn temp_file(dir_name: &str, name: &str, contents: &str) -> TempFile {
+    let dir = temp_dir(dir_name);
+    TempFile {
+        path: write(&dir, name, contents),
+        _dir: dir,
+    }
+}
+
+impl TempFile {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+macro_rules! as_path {
+    ($t:ty) => {
+        impl std::ops::Deref for $t {
+            type Target = Path;
+            fn deref(&self) -> &Path {
+                &self.path
+            }
+        }
+        impl AsRef<Path> for $t {
+            fn as_ref(&self) -> &Path {
+                &self.path
+            }
+        }
+        impl AsRef<std::ffi::OsStr> for $t {
+            fn as_ref(&self) -> &std::ffi::OsStr {
+                self.path.as_os_str()
+            }
+        }
+    };
+}
+as_path!(TempDir);
+as_path!(TempFile);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if thread::panicking() || std::env::var_os("TOOLRUN_KEEP_TEST_DIRS").is_some() {
+            eprintln!("test files kept in {}", self.path.display());
+        } else {
+            // Best effort: a server thread may still hold a file open; the next run does not care.
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 /// Writes `contents` to `dir/name` (creating parent directories) and returns the path.
