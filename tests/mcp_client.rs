@@ -363,8 +363,52 @@ models:
         "`request` is not a field of a `mcp` tool",
         "tool `find` is declared twice",
         "calls host `mcp.example.com`, which `policy.network.allow_hosts` does not list",
-        "args",
+        "template reads `args`, which is not available here",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in {text}");
     }
+}
+
+#[test]
+fn echoed_secrets_are_masked_long_results_cut_and_slow_calls_time_out() {
+    let dir = support::temp_dir("mcp-client-guards");
+    let server = NotesServer::start(&dir);
+    let tools = "      - whoami\n      - search_notes\n      - slow_search";
+    let turns = r#"          - tool_calls: [{ name: whoami, arguments: {} }]
+          - tool_calls: [{ name: search_notes, arguments: { query: e } }]
+          - tool_calls: [{ name: slow_search, arguments: { query: x } }]
+          - answer: "{{ results[0].result.result }} / {{ results[2].error.kind }}""#;
+    let text = spec(&server.url(), tools, turns).replace("timeout: 20s", "timeout: 1s")
+        + "limits:\n  max_tool_output_chars: 40\n";
+    let spec_path = write(&dir, "guards.yaml", &text);
+    let out = run_notes(&spec_path, &["--json"]);
+    out.assert_success();
+    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+    let trace = out.json();
+    // The server echoed the key; the model and the trace see the mask.
+    assert_eq!(trace["final_output"], "you called with key *** / timeout");
+    let observations: Vec<&str> = trace["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(observations.len(), 3, "{observations:#?}");
+    assert!(
+        observations[1].contains("[truncated: "),
+        "{observations:#?}"
+    );
+    assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{trace:#}");
+
+    // One call, without a model: `toolrun call` connects on its own.
+    let out = run(toolrun()
+        .env("NOTES_KEY", SECRET)
+        .arg("call")
+        .arg(&spec_path)
+        .arg("whoami")
+        .args(["--args", "{}"]));
+    out.assert_success();
+    assert!(out.stdout.contains("you called with key ***"), "{out:?}");
+    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
 }

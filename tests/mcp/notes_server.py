@@ -11,9 +11,11 @@ import json
 import socket
 import sys
 
+import time
+
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("notes")
@@ -46,6 +48,19 @@ def delete_note(title: str) -> str:
         raise ToolError(f"no note titled {title!r}")
     del NOTES[title]
     return f"deleted {title}"
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """Says which API key the request carried: a careless server echoing a credential."""
+    return f"you called with key {ctx.request_context.request.headers.get('x-api-key')}"
+
+
+@server.tool()
+def slow_search(query: str) -> str:
+    """Searches, slowly (three seconds)."""
+    time.sleep(3)
+    return f"nothing about {query}"
 
 
 def main():
