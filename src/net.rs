@@ -139,6 +139,11 @@ impl Transport {
         tokio::time::sleep(wait).await;
     }
 
+    /// Whether a request may reach a server: live traffic or a recording, not a replay.
+    pub fn may_go_live(&self) -> bool {
+        self.tape.as_ref().is_none_or(|t| t.may_go_live())
+    }
+
     pub fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
         Transport {
             client: OnceLock::new(),

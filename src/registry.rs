@@ -334,6 +334,10 @@ pub struct LiveModel {
     /// The header that carries the key verbatim (Azure's `api-key`), instead of the
     /// provider's own (`Authorization: Bearer` or `x-api-key`).
     pub api_key_header: Option<String>,
+    /// Most requests in flight at once to this model, across every run of the process.
+    pub max_concurrency: Option<u32>,
+    /// Most requests started per minute, across every run of the process (evenly spaced).
+    pub requests_per_minute: Option<u32>,
 }
 
 /// Whether the model may, must or must not call a tool, provider-neutral.

@@ -270,7 +270,15 @@ fn compile_live(
         stream: obj.bool("stream", &mut ctx.d).is_some_and(|b| b.value),
         query: string_map(obj.get("query"), "`query`", "query parameter", ctx),
         api_key_header,
+        max_concurrency: limit(obj, "max_concurrency", ctx),
+        requests_per_minute: limit(obj, "requests_per_minute", ctx),
     })
+}
+
+/// `max_concurrency` and `requests_per_minute`: 1 or more (0 would never send anything).
+fn limit(obj: &Obj<'_>, key: &str, ctx: &mut Ctx) -> Option<u32> {
+    obj.count(key, 1, &mut ctx.d)
+        .map(|v| v.value.min(u32::MAX as u64) as u32)
 }
 
 /// `price: { input, output }`, USD per million tokens: what `toolrun test --results` multiplies

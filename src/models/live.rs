@@ -2,6 +2,7 @@
 //! policy lets the model see, liberal parsing of tool-call arguments, and error messages that
 //! carry the provider's own words but never the API key.
 
+use super::gate;
 use super::stream::{self, Assembler};
 use super::{Message, ModelError};
 use crate::events::Events;
@@ -87,7 +88,9 @@ pub enum ReplyForm {
 /// Posts `body` and returns the JSON of a 2xx reply (a stream folded into the reply the
 /// non-streaming API would have sent). Retries 429, 5xx and failed connections
 /// (`settings.retries` times) with the shared backoff, honouring `Retry-After`; a timeout is
-/// not retried, since the per-request `timeout` is the user's budget for it.
+/// not retried, since the per-request `timeout` is the user's budget for it. Every request
+/// that may reach the server passes the model's [`gate`] first, and a 429 closes it for every
+/// worker of the process.
 pub async fn post_json(
     ep: &Endpoint<'_>,
     body: &Value,
@@ -98,9 +101,15 @@ pub async fn post_json(
     let req = http_request(ep, body, form)?;
     let attempts = ep.settings.retries.saturating_add(1);
     let deltas = Deltas::new(ep.model_name, events);
+    // A replay has no server to protect: only requests that may reach one pass the gate.
+    let gate = transport.may_go_live().then(|| gate::for_model(ep.settings));
     let mut attempt = 0;
     loop {
         attempt += 1;
+        let pass = match &gate {
+            Some(g) => Some(g.enter().await),
+            None => None,
+        };
         events.emit(
             "model_http_request",
             json!({ "model": ep.model_name, "provider": ep.provider, "url": ep.url, "attempt": attempt, "body": body }),
@@ -128,7 +137,13 @@ pub async fn post_json(
         let streamed_live = live
             .and_then(|m| m.into_inner().ok())
             .is_some_and(|r| r.fed > 0);
+        let closed = gate
+            .as_ref()
+            .is_some_and(|g| close_on_429(g, &result, attempt, ep.model_name));
+        drop(pass);
         match outcome(ep, events, attempt, attempt >= attempts, started, result) {
+            // The closed gate holds this worker too, for the same wait.
+            Next::Retry(_) if closed => {}
             Next::Retry(wait) => transport.pause(wait).await,
             Next::Fail(e) => return Err(e),
             Next::Reply(resp) => {
@@ -137,6 +152,30 @@ pub async fn post_json(
                 return reply;
             }
         }
+    }
+}
+
+/// A 429 asks the client, not one connection, to slow down: every worker of this model waits
+/// the server's `Retry-After` (or the backoff), unless that is longer than we would wait.
+/// Returns whether the gate was closed.
+fn close_on_429(
+    gate: &gate::Gate,
+    result: &Result<HttpResponse, NetError>,
+    attempt: u32,
+    model_name: &str,
+) -> bool {
+    let Ok(resp) = result else {
+        return false;
+    };
+    if resp.status != 429 {
+        return false;
+    }
+    match retry_delay(Some(resp), attempt, model_name.as_bytes()) {
+        Some(wait) => {
+            gate.close_for(wait);
+            true
+        }
+        None => false,
     }
 }
 

@@ -2,6 +2,7 @@
 //! deterministic for tests; live providers speak OpenAI's and Anthropic's wire formats.
 
 pub mod anthropic;
+pub mod gate;
 pub mod live;
 pub mod openai;
 pub mod scripted;

@@ -345,6 +345,8 @@ pub const MODEL_LIVE: &Place = &Place::new("model_live", "A live model behind an
     Key::new("stream", Bool, "Read the reply as server-sent events and print text as it arrives."),
     Key::new("query", Json(|| json!({ "type": "object", "additionalProperties": { "type": "string" } })), "Query parameters added to every request (Azure: api-version)."),
     Key::new("api_key_header", Str, "Send the key verbatim in this header (Azure: api-key) instead of the provider's own."),
+    Key::new("max_concurrency", Count(1), "Most requests in flight to this model at once, across every `--jobs` worker (models with the same base_url, model and api_key_env share one limit)."),
+    Key::new("requests_per_minute", Count(1), "Most requests started per minute, spaced evenly, across every `--jobs` worker; a 429 pauses every worker of the model for its Retry-After."),
 ])
 .with_base(MODEL);
 
