@@ -86,22 +86,10 @@ fn tests_yaml(n: usize) -> String {
 
 fn run_tests(server: &TestServer, limits: &str, cases: usize, name: &str) -> Value {
     let dir = support::temp_dir(name);
-    let spec = live_spec(
-        "openai",
-        &server.url("/v1"),
-        limits,
-        &tests_yaml(cases),
-    );
+    let spec = live_spec("openai", &server.url("/v1"), limits, &tests_yaml(cases));
     write(&dir, "s.yaml", &spec);
     let out = run(toolrun().current_dir(&dir).env("TEST_KEY", KEY).args([
-        "test",
-        "s.yaml",
-        "--model",
-        "live",
-        "--jobs",
-        "4",
-        "--format",
-        "json",
+        "test", "s.yaml", "--model", "live", "--jobs", "4", "--format", "json",
     ]));
     out.assert_code(0);
     out.json()
@@ -167,26 +155,24 @@ fn requests_per_minute_spaces_the_starts_of_every_worker() {
 #[test]
 fn check_validates_the_limits() {
     let dir = support::temp_dir("limits-check");
-    let spec = live_spec(
-        "openai",
-        "http://127.0.0.1:9/v1",
-        "    max_concurrency: 0\n    requests_per_minute: fast\n",
-        "",
+    let spec = |limits: &str| live_spec("openai", "http://127.0.0.1:9/v1", limits, "");
+    write(
+        &dir,
+        "s.yaml",
+        &spec("    max_concurrency: 0\n    requests_per_minute: fast\n"),
     );
-    write(&dir, "s.yaml", &spec);
     let out = run(toolrun().current_dir(&dir).args(["check", "s.yaml"]));
     out.assert_code(1);
     assert!(
-        out.stderr.contains("`max_concurrency` must be at least 1, found 0"),
+        out.stderr
+            .contains("`max_concurrency` must be at least 1, found 0"),
         "{out:?}"
     );
     assert!(out.stderr.contains("requests_per_minute"), "{out:?}");
-    let good = live_spec(
-        "openai",
-        "http://127.0.0.1:9/v1",
-        "    max_concurrency: 2\n    requests_per_minute: 60\n",
-        "",
+    write(
+        &dir,
+        "good.yaml",
+        &spec("    max_concurrency: 2\n    requests_per_minute: 60\n"),
     );
-    write(&dir, "good.yaml", &good);
     run(toolrun().current_dir(&dir).args(["check", "good.yaml"])).assert_code(0);
 }

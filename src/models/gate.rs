@@ -183,7 +183,10 @@ mod tests {
                 async move { g.enter().await }
             });
             tokio::task::yield_now().await;
-            assert!(!second.is_finished(), "a second request waits for the first");
+            assert!(
+                !second.is_finished(),
+                "a second request waits for the first"
+            );
             drop(first);
             let _second = second.await.expect("the second request enters");
             assert_eq!(g.lock().in_flight, 1);
@@ -199,7 +202,10 @@ mod tests {
         let half = Duration::from_millis(500);
         assert!(matches!(s.admit(t0), Admit::At(t) if t == t0 + half));
         assert!(matches!(s.admit(t0 + half), Admit::Now));
-        assert_eq!(s.in_flight, 2, "the minute limit does not hold requests in flight");
+        assert_eq!(
+            s.in_flight, 2,
+            "the minute limit does not hold requests in flight"
+        );
     }
 
     #[test]
@@ -209,7 +215,9 @@ mod tests {
         let mut s = g.lock();
         s.close_until(t0 + Duration::from_secs(2));
         s.close_until(t0 + Duration::from_millis(500));
-        assert!(matches!(s.admit(t0 + Duration::from_secs(1)), Admit::At(t) if t == t0 + Duration::from_secs(2)));
+        assert!(
+            matches!(s.admit(t0 + Duration::from_secs(1)), Admit::At(t) if t == t0 + Duration::from_secs(2))
+        );
         assert!(matches!(s.admit(t0 + Duration::from_secs(2)), Admit::Now));
     }
 

@@ -102,7 +102,9 @@ pub async fn post_json(
     let attempts = ep.settings.retries.saturating_add(1);
     let deltas = Deltas::new(ep.model_name, events);
     // A replay has no server to protect: only requests that may reach one pass the gate.
-    let gate = transport.may_go_live().then(|| gate::for_model(ep.settings));
+    let gate = transport
+        .may_go_live()
+        .then(|| gate::for_model(ep.settings));
     let mut attempt = 0;
     loop {
         attempt += 1;
