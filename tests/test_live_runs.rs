@@ -249,3 +249,74 @@ fn jobs_keep_the_spec_order_and_the_verdicts() {
     let xml = std::fs::read_to_string(dir.join("j.xml")).unwrap();
     assert!(xml.find("case_001") < xml.find("case_059"));
 }
+
+#[test]
+fn fixtures_per_model_keep_two_models_apart() {
+    let fake = Fake::openai(vec![
+        openai_answer("AAPL is 178.15."),
+        openai_answer("MSFT is 411.2."),
+        openai_answer("AAPL is 178.15 (other)."),
+        openai_answer("MSFT is 411.2 (other)."),
+    ]);
+    let dir = support::temp_dir("fixtures-per-model");
+    let other = format!(
+        "  other:\n    kind: openai\n    model: test-model\n    base_url: {}\n    api_key_env: TEST_KEY\ndefault_model: live\n",
+        fake.base_url()
+    );
+    let base_url = fake.base_url();
+    let spec = |fixtures: &str| {
+        let tests = TESTS.replace("fixtures: fx", &format!("fixtures: {fixtures}"));
+        live_spec("openai", &base_url, "", &format!("{other}{tests}"))
+    };
+    write(&dir, "s.yaml", &spec("fx/{model}"));
+    for model in ["live", "other"] {
+        run(toolrun().current_dir(&dir).env("TEST_KEY", KEY).args([
+            "test", "s.yaml", "--model", model, "--record", "missing", "--jobs", "1",
+        ]))
+        .assert_code(0);
+    }
+    assert_eq!(fake.requests().len(), 4);
+    let fixture = |model: &str, test: &str| -> serde_json::Value {
+        let path = dir.join(format!("fx/{model}/{test}.json"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    assert_eq!(fixture("live", "aapl")["model"], "live");
+    assert_eq!(fixture("other", "msft")["model"], "other");
+    assert_eq!(
+        fixture("other", "aapl")["trace"]["final_output"],
+        "AAPL is 178.15 (other)."
+    );
+    drop(fake);
+
+    // Offline, each model replays its own recordings: the default model by a plain `test`,
+    // the other through `--record missing` (every fixture is there, so nothing goes live).
+    run(toolrun().current_dir(&dir).args(["test", "s.yaml"])).assert_code(0);
+    let out = run(toolrun().current_dir(&dir).args([
+        "test", "s.yaml", "--model", "other", "--record", "missing", "--format", "json",
+    ]));
+    out.assert_code(0);
+    let doc = out.json();
+    assert_eq!(doc["tests"][0]["attempts"][0]["source"], "replay");
+    assert_eq!(
+        doc["tests"][0]["attempts"][0]["answer"],
+        "AAPL is 178.15 (other)."
+    );
+    assert_eq!(
+        doc["tests"][0]["fixture"]
+            .as_str()
+            .map(|f| f.contains("other")),
+        Some(true)
+    );
+
+    // Without `{model}`, one model's recording is not passed off as another's.
+    write(&dir, "one.yaml", &spec("fx/live"));
+    let out = run(toolrun().current_dir(&dir).args([
+        "test", "one.yaml", "--model", "other", "--record", "missing",
+    ]));
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("the fixture was recorded with model `live`, not `other`"),
+        "{out:?}"
+    );
+}

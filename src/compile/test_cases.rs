@@ -11,7 +11,8 @@ use crate::vocab::{ErrorKind, Status, StopReason};
 
 pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
     let mut out = Vec::new();
-    let mut seen: Vec<(String, u32)> = Vec::new();
+    // By name: a spec with 10,000 tests must not compare every name with every other.
+    let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
         let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else {
             continue;
@@ -19,14 +20,14 @@ pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<Tes
         let Some(name) = obj.require_string("name", "a test", &mut ctx.d) else {
             continue;
         };
-        if let Some((_, line)) = seen.iter().find(|(n, _)| *n == name.value) {
+        if let Some(line) = seen.get(&name.value) {
             ctx.d.push(
                 Diagnostic::new("E034", format!("test name `{}` is used twice", name.value))
                     .at(name.span)
                     .help(format!("the first is at line {line}; test names must be unique so results can be told apart")),
             );
         }
-        seen.push((name.value.clone(), name.span.line));
+        seen.entry(name.value.clone()).or_insert(name.span.line);
         let fixture = obj.string("fixture", &mut ctx.d);
         let query = match (obj.string("query", &mut ctx.d), &fixture) {
             (Some(q), _) => q.value,

@@ -203,7 +203,7 @@ pub const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, policy, limi
     Key::new("models", Json(|| json!({ "type": "object", "additionalProperties": { "$ref": "#/$defs/model" } })), "Models by name."),
     Key::new("tests", ListOf("test"), "Tests run by `toolrun test`."),
     Key::new("replay", Ref("replay"), "Settings for `toolrun replay`."),
-    Key::new("fixtures", Str, "Folder of per-test fixtures, relative to the spec: a test's fixture is `DIR/<test name>.json` unless it sets `fixture:`. `toolrun test --record missing|all` writes them."),
+    Key::new("fixtures", Str, "Folder of per-test fixtures, relative to the spec: a test's fixture is `DIR/<test name>.json` unless it sets `fixture:`; `{model}` in DIR is the model the test runs with (one set of fixtures per model). `toolrun test --record missing|all` writes them."),
 ]);
 
 /// Keys every tool kind takes; each kind's place lists its own after these.

@@ -249,7 +249,6 @@ fn run_cases<'a>(
 
 async fn run_case(ctx: &runner::RunContext<'_>, case: &TestCase, args: &TestArgs) -> TestResult {
     let mut test = TestResult::new(&ctx.registry.name, &case.name, &case.query, args.pass_rate);
-    test.fixture = runner::fixture_path(ctx.registry, case).map(|p| p.display().to_string());
     if runner::interrupted(ctx) {
         return test.skipped("not run: interrupted (Ctrl-C or SIGTERM)");
     }
@@ -266,6 +265,8 @@ async fn run_case(ctx: &runner::RunContext<'_>, case: &TestCase, args: &TestArgs
         }
     };
     test.model = Some(model.clone());
+    test.fixture =
+        runner::fixture_path(ctx.registry, case, &model).map(|p| p.display().to_string());
     let plan = runner::plan(ctx, case, &model);
     let price = ctx
         .registry

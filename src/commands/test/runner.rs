@@ -48,14 +48,33 @@ pub struct AttemptRun {
     pub trace: Option<Trace>,
 }
 
-/// The test's fixture: its own `fixture:`, or `DIR/<name>.json` under the spec's `fixtures: DIR`.
-pub fn fixture_path(registry: &Registry, case: &TestCase) -> Option<PathBuf> {
+/// Written in `fixtures: DIR`, it stands for the model a test runs with: one recording per model.
+pub const MODEL_PLACEHOLDER: &str = "{model}";
+
+/// The test's fixture: its own `fixture:`, or `DIR/<name>.json` under the spec's `fixtures: DIR`
+/// (with `{model}` in DIR replaced by `model`, the model this run of the test uses).
+pub fn fixture_path(registry: &Registry, case: &TestCase, model: &str) -> Option<PathBuf> {
     case.fixture.clone().or_else(|| {
-        registry
-            .fixtures_dir
-            .as_ref()
-            .map(|d| d.join(format!("{}.json", file_stem(&case.name))))
+        registry.fixtures_dir.as_ref().map(|d| {
+            let dir = match d.to_str() {
+                Some(text) if text.contains(MODEL_PLACEHOLDER) => {
+                    PathBuf::from(text.replace(MODEL_PLACEHOLDER, &model_folder(model)))
+                }
+                _ => d.clone(),
+            };
+            dir.join(format!("{}.json", file_stem(&case.name)))
+        })
     })
+}
+
+/// A model name as one folder name: never `.` or `..`, which would leave the fixtures folder.
+fn model_folder(model: &str) -> String {
+    let stem = file_stem(model);
+    if stem.chars().all(|c| c == '.') {
+        stem.replace('.', "_")
+    } else {
+        stem
+    }
 }
 
 pub fn model_for(ctx: &RunContext<'_>, case: &TestCase) -> Result<String, String> {
@@ -63,7 +82,7 @@ pub fn model_for(ctx: &RunContext<'_>, case: &TestCase) -> Result<String, String
 }
 
 pub fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
-    let fixture = fixture_path(ctx.registry, case);
+    let fixture = fixture_path(ctx.registry, case, model);
     let live = live_endpoint(ctx.registry, model);
     match (&fixture, ctx.record) {
         (Some(f), Some(RecordWhich::All)) => return Plan::Record(f.clone()),
@@ -120,7 +139,7 @@ pub async fn run_attempt(
     };
     let (trace, mut failures) = match plan {
         Plan::Fail(reason) => return failed(Failure::error(reason.clone())),
-        Plan::Replay(path) => match replay(ctx, case, path).await {
+        Plan::Replay(path) => match replay(ctx, case, model, path).await {
             Ok(r) => r,
             Err(f) => return failed(f),
         },
@@ -158,6 +177,7 @@ pub async fn run_attempt(
 async fn replay(
     ctx: &RunContext<'_>,
     case: &TestCase,
+    model: &str,
     fixture: &Path,
 ) -> Result<(Trace, Vec<Failure>), Failure> {
     let recorded = crate::replay::load_fixture(fixture)
@@ -182,6 +202,14 @@ async fn replay(
         failures.push(Failure::divergence(format!(
             "the test's query {:?} is not the recorded query {:?}; re-record the fixture",
             case.query, recorded.query
+        )));
+    }
+    // Likewise a test run with a model it names (`--model`, or its own `model:`): another
+    // model's recording says nothing about this one.
+    if (ctx.model.is_some() || case.model.is_some()) && model != recorded.model {
+        failures.push(Failure::divergence(format!(
+            "the fixture was recorded with model `{}`, not `{model}`; give each model its own fixtures with `fixtures: DIR/{MODEL_PLACEHOLDER}` in the spec, or re-record with --record all",
+            recorded.model
         )));
     }
     failures.extend(report.failures.into_iter().map(|f| {
@@ -326,7 +354,7 @@ pub fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> String
     }
     cmd.push("--record".into());
     cmd.push("missing".into());
-    let place = if fixture_path(registry, case).is_some() {
+    let place = if fixture_path(registry, case, model).is_some() {
         String::new()
     } else {
         ", after adding `fixtures: fixtures` to the spec (or `fixture: PATH` to the test)"
@@ -385,5 +413,12 @@ mod tests {
     #[test]
     fn test_names_become_safe_file_stems() {
         assert_eq!(file_stem("gain on aapl/x"), "gain_on_aapl_x");
+    }
+
+    #[test]
+    fn model_names_become_one_folder() {
+        assert_eq!(model_folder("claude_local"), "claude_local");
+        assert_eq!(model_folder(".."), "__");
+        assert_eq!(model_folder("a/../b"), "a_.._b");
     }
 }
