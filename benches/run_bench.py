@@ -65,6 +65,24 @@ def report(name, samples, target):
     print(f"{name:<48} mean {statistics.mean(samples):7.1f} ms   min {min(samples):7.1f} ms   (target {target})")
 
 
+def cases_spec(cases):
+    """The stock assistant with CASES declared tests over four kinds of question (tool calls,
+    the calculator, a fallback answer), all passing with its scripted model."""
+    with open(os.path.join(ROOT, "specs", "stock_assistant.yaml")) as f:
+        spec = f.read()
+    parts = [spec[: spec.index("\ntests:")] + "\ntests:\n"]
+    queries = [
+        ("What is the gain on 100 AAPL shares bought at 150?", "2815"),
+        ("What is the price of MSFT?", "411.2"),
+        ("Compare AAPL and MSFT", "AAPL is"),
+        ("Tell me a joke", "only answer"),
+    ]
+    for i in range(cases):
+        q, expect = queries[i % len(queries)]
+        parts.append(f"  - name: case_{i}\n    query: \"{q}\"\n    expect: {{ status: ok, output_contains: \"{expect}\" }}\n")
+    return "".join(parts)
+
+
 def main():
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     gain = [BIN, "run", "specs/stock_assistant.yaml", "--query", "What is the gain on 100 AAPL shares bought at 150?"]
@@ -88,18 +106,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="toolrun-bench-")
     try:
-        with open(os.path.join(ROOT, "specs", "stock_assistant.yaml")) as f:
-            spec = f.read()
-        spec = spec[: spec.index("\ntests:")] + "\ntests:\n"
-        queries = [
-            ("What is the gain on 100 AAPL shares bought at 150?", "2815"),
-            ("What is the price of MSFT?", "411.2"),
-            ("Compare AAPL and MSFT", "AAPL is"),
-            ("Tell me a joke", "only answer"),
-        ]
-        for i in range(1000):
-            q, expect = queries[i % len(queries)]
-            spec += f"  - name: case_{i}\n    query: \"{q}\"\n    expect: {{ status: ok, output_contains: \"{expect}\" }}\n"
+        spec = cases_spec(1000)
         spec_path = os.path.join(work, "thousand.yaml")
         with open(spec_path, "w") as f:
             f.write(spec)

@@ -8,7 +8,7 @@ and scripted model, four kinds of question (tool calls, the calculator, a fallba
 runs `toolrun test --jobs 1` and `--jobs 2` on it RUNS times each (default 7), interleaved so a
 busy neighbour slows both alike. Prints the median wall time, the CPU time (user + system) and
 the speed-up, and, for the part that cannot scale, the time of a run that reads and compiles the
-same spec but runs one case (`--partition 1/CASES`).
+same spec but runs one case (`--filter case_0`).
 """
 import os
 import resource
@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_bench import cases_spec  # noqa: E402  (the same generated spec)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -39,30 +42,13 @@ def timed(args, env=None):
     return wall, cpu
 
 
-def spec_text(cases):
-    with open(os.path.join(ROOT, "specs", "stock_assistant.yaml")) as f:
-        spec = f.read()
-    spec = spec[: spec.index("\ntests:")] + "\ntests:\n"
-    queries = [
-        ("What is the gain on 100 AAPL shares bought at 150?", "2815"),
-        ("What is the price of MSFT?", "411.2"),
-        ("Compare AAPL and MSFT", "AAPL is"),
-        ("Tell me a joke", "only answer"),
-    ]
-    lines = [spec]
-    for i in range(cases):
-        q, expect = queries[i % len(queries)]
-        lines.append(f"  - name: case_{i}\n    query: \"{q}\"\n    expect: {{ status: ok, output_contains: \"{expect}\" }}\n")
-    return "".join(lines)
-
-
 def main():
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     work = tempfile.mkdtemp(prefix="toolrun-bench-jobs-")
     try:
         path = os.path.join(work, "cases.yaml")
         with open(path, "w") as f:
-            f.write(spec_text(CASES))
+            f.write(cases_spec(CASES))
         # Runs of this spec skip the schema checks they already passed, as users' runs do.
         env = dict(os.environ, TOOLRUN_CACHE_DIR=os.path.join(work, "cache"))
         timed([BIN, "test", path, "--jobs", "1"], env)
@@ -70,7 +56,7 @@ def main():
         for _ in range(RUNS):
             for jobs in samples:
                 samples[jobs].append(timed([BIN, "test", path, "--jobs", str(jobs)], env))
-        serial = [timed([BIN, "test", path, "--partition", f"1/{CASES}"], env)[0] for _ in range(3)]
+        serial = [timed([BIN, "test", path, "--filter", "case_0"], env)[0] for _ in range(3)]
         print(f"`toolrun test`, {CASES:,} scripted cases, {RUNS} runs each, medians:")
         for jobs, runs in samples.items():
             wall = statistics.median(w for w, _ in runs)
