@@ -412,3 +412,40 @@ fn echoed_secrets_are_masked_long_results_cut_and_slow_calls_time_out() {
     assert!(out.stdout.contains("you called with key ***"), "{out:?}");
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
 }
+
+#[test]
+fn serve_offers_remote_tools_with_their_servers_definitions() {
+    let dir = support::temp_dir("mcp-client-serve");
+    let server = NotesServer::start(&dir);
+    let spec_path = write(
+        &dir,
+        "gateway.yaml",
+        &spec(&server.url(), TOOLS, "          - answer: unused"),
+    );
+    // The official Python client drives `toolrun serve`, which calls the Python notes server.
+    let plan = json!([{ "name": "search_notes", "arguments": { "query": "milk" } }]);
+    let mut cmd = Command::new(python::python());
+    cmd.arg(python::script("client.py"))
+        .args(["stdio", env!("CARGO_BIN_EXE_toolrun"), "serve"])
+        .arg(&spec_path);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NOTES_KEY", SECRET);
+    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    assert!(!out.stdout.contains(SECRET));
+    let doc = out.json();
+    let tools = doc["tools"].as_array().unwrap();
+    let search = tools.iter().find(|t| t["name"] == "search_notes").unwrap();
+    assert_eq!(
+        search["description"],
+        "Finds notes whose title or text contains the query (case-insensitive)."
+    );
+    assert_eq!(search["inputSchema"]["required"], json!(["query"]));
+    let remember = tools.iter().find(|t| t["name"] == "remember").unwrap();
+    assert_eq!(remember["description"], "Remembers a note for later.");
+    assert_eq!(
+        doc["calls"][0]["structuredContent"]["hits"][0]["title"],
+        "groceries"
+    );
+}

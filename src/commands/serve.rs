@@ -22,6 +22,25 @@ pub fn run(args: ServeArgs) -> i32 {
     }
 }
 
+async fn connect_remote(
+    registry: &crate::registry::Registry,
+    transport: &Transport,
+    events: &Events,
+    secrets: &Secrets,
+) -> Result<(), String> {
+    let env = crate::tools::ToolEnv {
+        registry,
+        secrets,
+        transport,
+        events,
+        query: "",
+        now_unix_ms: 0,
+        call_id: "",
+    };
+    transport.mask_with(&secrets.redactor());
+    crate::tools::mcp::connect_all(&env).await
+}
+
 fn serve(args: ServeArgs) -> Result<i32, String> {
     let registry = match super::load_registry(&args.spec) {
         Ok(r) => r,
@@ -76,6 +95,13 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Some(t) => Transport::with_tape(t.clone()),
         None => Transport::live(),
     };
+    let rt = crate::session::runtime();
+    // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
+    // carries their servers' descriptions and schemas; a missing tool is an error here.
+    if let Err(why) = rt.block_on(connect_remote(&registry, &transport, &events, &secrets)) {
+        eprintln!("error: {why}");
+        return Ok(exit::FAILED);
+    }
     let served = Arc::new(Served::new(
         registry,
         transport,
@@ -85,7 +111,6 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         args.now.clone(),
         args.record.is_some(),
     )?);
-    let rt = crate::session::runtime();
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {
