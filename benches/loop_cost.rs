@@ -48,10 +48,7 @@ models:
 }
 
 fn time_runs(calls: usize, iterations: usize) -> f64 {
-    let source = Source {
-        display: "bench.yaml".into(),
-        text: spec(calls),
-    };
+    let source = Source::new("bench.yaml", spec(calls));
     let registry = toolrun::compile::compile(&source, Path::new("bench.yaml"))
         .registry
         .expect("bench spec compiles");

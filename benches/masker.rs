@@ -91,9 +91,9 @@ fn serve(body: String) -> u16 {
 /// Milliseconds per run of a spec whose tool fetches the response, masked with `redactor`,
 /// including the trace as `run` writes it.
 fn time_runs(port: u16, redactor: &Redactor) -> f64 {
-    let source = Source {
-        display: "bench.yaml".into(),
-        text: format!(
+    let source = Source::new(
+        "bench.yaml",
+        format!(
             r#"version: 1
 name: bench
 tools:
@@ -112,7 +112,7 @@ models:
           - answer: done
 "#
         ),
-    };
+    );
     let registry = toolrun::compile::compile(&source, Path::new("bench.yaml"))
         .registry
         .expect("bench spec compiles");

@@ -186,17 +186,8 @@ pub enum ReadError {
 /// Reads a regular file of at most `limit` bytes. The file is checked again once open, so one
 /// swapped for a FIFO in between is still refused; reading stops one byte past the limit.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let meta = regular_file(path).map_err(ReadError::NotAFile)?;
-    if meta.len() > limit {
-        return Err(ReadError::TooLarge { limit });
-    }
-    let f = File::open(path).map_err(|e| ReadError::NotAFile(NotAFile::Io(e)))?;
-    match f.metadata() {
-        Ok(m) if m.is_file() => {}
-        Ok(m) => return Err(ReadError::NotAFile(NotAFile::Special(special_kind(&m)))),
-        Err(e) => return Err(ReadError::NotAFile(NotAFile::Io(e))),
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let (f, len) = open_regular(path, limit)?;
+    let mut bytes = Vec::with_capacity(len as usize);
     f.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| ReadError::NotAFile(NotAFile::Io(e)))?;
@@ -204,6 +195,22 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         return Err(ReadError::TooLarge { limit });
     }
     Ok(bytes)
+}
+
+/// Opens a regular file of at most `limit` bytes (as it was when opened) for a reader that
+/// streams it, with its length. Checked before and after opening, as [`read_regular`] does; a
+/// reader that must not go past the limit if the file grows reads it through `take(limit + 1)`.
+pub fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadError> {
+    let meta = regular_file(path).map_err(ReadError::NotAFile)?;
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge { limit });
+    }
+    let f = File::open(path).map_err(|e| ReadError::NotAFile(NotAFile::Io(e)))?;
+    match f.metadata() {
+        Ok(m) if m.is_file() => Ok((f, m.len())),
+        Ok(m) => Err(ReadError::NotAFile(NotAFile::Special(special_kind(&m)))),
+        Err(e) => Err(ReadError::NotAFile(NotAFile::Io(e))),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

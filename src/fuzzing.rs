@@ -16,16 +16,13 @@ pub fn spec_compile(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let source = crate::spec::Source {
-        display: "fuzz.yaml".into(),
-        text: text.into(),
-    };
+    let source = crate::spec::Source::new("fuzz.yaml", text);
     // A folder that does not exist: a `file:` table is looked up, but never found.
     let compiled =
         crate::compile::compile(&source, Path::new("/nonexistent-toolrun-fuzz/spec.yaml"));
     // Spans come from the parser; rendering a snippet under them must cope with any of them.
     for d in &compiled.diagnostics {
-        let _ = crate::diag::render_human(d, Some(text));
+        let _ = crate::diag::render_human(d, Some(source.lines()));
         let _ = crate::diag::render_github(d);
     }
     let _ = crate::diag::to_json(&compiled.diagnostics);
@@ -94,10 +91,10 @@ pub fn calculator(data: &[u8]) {
 pub fn templates_registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let source = crate::spec::Source {
-            display: "templates.yaml".into(),
-            text: include_str!("../fuzz/specs/templates.yaml").into(),
-        };
+        let source = crate::spec::Source::new(
+            "templates.yaml",
+            include_str!("../fuzz/specs/templates.yaml"),
+        );
         let compiled = crate::compile::compile(&source, Path::new("templates.yaml"));
         match compiled.registry {
             Some(r) => r,

@@ -20,6 +20,7 @@ pub mod files;
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod line_index;
 pub mod mcp;
 pub mod models;
 pub mod net;

@@ -1,12 +1,15 @@
 //! The compiled, immutable form of a spec. Everything downstream of the compiler (the engine,
 //! models, tools, `tools --format`) reads only this; names have been resolved and checked.
 
+pub mod table;
+
 use crate::templates::{TValue, TemplateId, Templates};
 use crate::vocab::{ErrorKind, Status, StopReason};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
+pub use table::Table;
 
 pub struct Registry {
     pub name: String,
@@ -130,11 +133,6 @@ pub enum MockOutcome {
         kind: ErrorKind,
         message: TemplateId,
     },
-}
-
-pub struct Table {
-    pub columns: Vec<String>,
-    pub rows: Vec<Map<String, Value>>,
 }
 
 pub struct HttpTool {

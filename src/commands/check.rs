@@ -3,11 +3,12 @@
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::diag::{render_github, render_human, to_json, to_sarif, Diagnostic, Severity};
 use crate::exit;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub fn run(args: CheckArgs) -> i32 {
     let mut all: Vec<Diagnostic> = Vec::new();
-    let mut sources: Vec<(String, String)> = Vec::new();
+    let mut sources: HashMap<String, crate::spec::Source> = HashMap::new();
     let mut unreadable = false;
     let specs = match expand(&args.specs) {
         Ok(specs) => specs,
@@ -29,7 +30,7 @@ pub fn run(args: CheckArgs) -> i32 {
                 // tool) piece by piece would cost more than compiling it did.
                 std::mem::forget(compiled.registry);
                 all.extend(compiled.diagnostics);
-                sources.push((source.display, source.text));
+                sources.insert(source.display.clone(), source);
             }
         }
     }
@@ -38,12 +39,12 @@ pub fn run(args: CheckArgs) -> i32 {
     match args.format {
         CheckFormat::Human => {
             for d in &all {
-                let src = d
+                let lines = d
                     .file
                     .as_ref()
-                    .and_then(|f| sources.iter().find(|(n, _)| n == f))
-                    .map(|(_, t)| t.as_str());
-                eprint!("{}", crate::term::visible(&render_human(d, src)));
+                    .and_then(|f| sources.get(f))
+                    .map(crate::spec::Source::lines);
+                eprint!("{}", crate::term::visible(&render_human(d, lines)));
                 eprintln!();
             }
             let checked = specs.len();

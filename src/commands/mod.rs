@@ -77,7 +77,7 @@ pub fn load_registry(path: &Path) -> Result<Registry, i32> {
                 for d in &errors {
                     eprint!(
                         "{}",
-                        crate::term::visible(&render_human(d, Some(&source.text)))
+                        crate::term::visible(&render_human(d, Some(source.lines())))
                     );
                     eprintln!();
                 }

@@ -60,10 +60,7 @@ mod tests {
 
     #[test]
     fn a_trusted_compile_builds_no_validator_and_a_full_one_keeps_what_it_checked() {
-        let source = Source {
-            display: "t.yaml".into(),
-            text: SPEC.into(),
-        };
+        let source = Source::new("t.yaml", SPEC);
         let full = super::super::compile(&source, Path::new("t.yaml"));
         let full = full.registry.expect("compiles");
         assert!(full.tool("t").unwrap().validator.is_built());

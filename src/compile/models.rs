@@ -642,10 +642,7 @@ mod tests {
     fn model(settings: &str, extra: &str) -> (Vec<String>, Option<crate::registry::LiveModel>) {
         let text =
             format!("{TOOLS}{extra}models:\n  m:\n    kind: openai\n    model: x\n{settings}");
-        let source = Source {
-            display: "t.yaml".into(),
-            text,
-        };
+        let source = Source::new("t.yaml", text);
         let out = crate::compile::compile(&source, Path::new("t.yaml"));
         let diags = out
             .diagnostics

@@ -46,8 +46,7 @@ impl<'a> Roots<'a> {
 /// the source text and falls back to the whole string when the two do not line up (escapes).
 fn template_error_span(node: &Node, template: &str, pos: Option<TemplatePos>, ctx: &Ctx) -> Span {
     let Some(pos) = pos else { return node.span };
-    let lines: Vec<&str> = ctx.source.text.lines().collect();
-    let Some(first) = lines.get(node.span.line as usize - 1) else {
+    let Some(first) = ctx.source.line(node.span.line) else {
         return node.span;
     };
     let at_node: String = first.chars().skip(node.span.col as usize - 1).collect();
@@ -67,7 +66,7 @@ fn template_error_span(node: &Node, template: &str, pos: Option<TemplatePos>, ct
             node.span.line + pos.line as u32,
         ];
         for line in candidates {
-            let Some(text) = lines.get(line as usize - 1) else {
+            let Some(text) = ctx.source.line(line) else {
                 continue;
             };
             if !template_line.trim().is_empty() && text.ends_with(template_line) {
@@ -149,7 +148,7 @@ fn narrow(node: &Node, needle: &str, ctx: &Ctx) -> Span {
     if s.line != s.end_line || needle.is_empty() {
         return s;
     }
-    let Some(line) = ctx.source.text.lines().nth(s.line as usize - 1) else {
+    let Some(line) = ctx.source.line(s.line) else {
         return s;
     };
     let chars: Vec<char> = line.chars().collect();

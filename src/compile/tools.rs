@@ -7,6 +7,7 @@ use super::url_template;
 use super::Ctx;
 use crate::arguments::LazyValidator;
 use crate::diag::{did_you_mean, Diagnostic, Span};
+use crate::registry::table::CsvTableBuilder;
 use crate::registry::{
     Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind, UrlOrigin,
 };
@@ -16,6 +17,7 @@ use crate::spec::yaml::{Node, Value};
 use crate::templates::{TValue, TemplateId};
 use crate::vocab::ErrorKind;
 use serde_json::{json, Map};
+use std::io::Read as _;
 
 const DEFAULT_MAX_BYTES: u64 = 4 << 20;
 
@@ -596,60 +598,52 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
 }
 
 fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<Table> {
-    let rows_json: Vec<serde_json::Value> = match (obj.get("rows"), obj.string("file", &mut ctx.d))
-    {
+    match (obj.get("rows"), obj.string("file", &mut ctx.d)) {
         (Some(_), Some(f)) => {
             ctx.d.push(
                 Diagnostic::new("E013", "a table has either `rows` or `file`, not both")
                     .at(f.span)
                     .help("remove one of them"),
             );
-            return None;
+            None
         }
         (Some(rows), None) => {
             let items = seq(rows, "`rows`", &mut ctx.d)?;
+            let mut objects = Vec::with_capacity(items.len());
             for item in items {
-                if !matches!(item.value, Value::Map(_)) {
-                    ctx.d
-                        .push(expected(item, "a mapping of column to value", "each row"));
+                match item.to_json() {
+                    serde_json::Value::Object(map) => objects.push(map),
+                    _ => ctx
+                        .d
+                        .push(expected(item, "a mapping of column to value", "each row")),
                 }
             }
-            items.iter().map(Node::to_json).collect()
+            Some(Table::from_objects(objects))
         }
-        (None, Some(f)) => load_table_file(&f, ctx)?,
+        (None, Some(f)) => load_table_file(&f, ctx),
         (None, None) => {
             ctx.d
                 .push(crate::spec::read::missing_at(name_span, "rows", what).help(
                 "add `rows:` (a list of mappings) or `file:` (a CSV or JSON file next to the spec)",
             ));
-            return None;
-        }
-    };
-    let mut columns: Vec<String> = Vec::new();
-    let mut rows = Vec::new();
-    for row in rows_json {
-        if let serde_json::Value::Object(map) = row {
-            for k in map.keys() {
-                if !columns.contains(k) {
-                    columns.push(k.clone());
-                }
-            }
-            rows.push(map);
+            None
         }
     }
-    Some(Table { columns, rows })
 }
 
-fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
+/// Table files may be larger than specs: a data export, not something written by hand.
+const MAX_TABLE_BYTES: u64 = crate::spec::MAX_SPEC_BYTES * 4;
+
+fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Table> {
     let path = table_path(file, ctx)?;
-    let text = read_table_text(file, &path, ctx)?;
     let is_json = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_json {
-        json_table(file, &text, ctx)
+        let text = read_table_text(file, &path, ctx)?;
+        json_table(file, &text, ctx).map(Table::from_objects)
     } else {
-        csv_table(file, &text, ctx)
+        csv_table(file, &path, ctx)
     }
 }
 
@@ -679,40 +673,61 @@ fn read_table_text(
     path: &std::path::Path,
     ctx: &mut Ctx,
 ) -> Option<String> {
-    let limit = crate::spec::MAX_SPEC_BYTES * 4;
-    let bytes = match crate::files::read_regular(path, limit) {
+    let bytes = match crate::files::read_regular(path, MAX_TABLE_BYTES) {
         Ok(b) => b,
-        Err(crate::files::ReadError::NotAFile(e)) => {
+        Err(e) => return table_read_error(file, e, ctx),
+    };
+    match String::from_utf8(bytes) {
+        Ok(t) => Some(t),
+        Err(_) => table_not_utf8(file, ctx),
+    }
+}
+
+fn table_read_error<T>(
+    file: &Spanned<String>,
+    e: crate::files::ReadError,
+    ctx: &mut Ctx,
+) -> Option<T> {
+    match e {
+        crate::files::ReadError::NotAFile(e) => {
             let help = match e {
                 crate::files::NotAFile::Missing => "the path is relative to the spec's folder",
                 _ => "point `file:` at a CSV or JSON file",
             };
             table_error(file, ctx, format!("table file `{}` {e}", file.value), help);
-            return None;
         }
-        Err(crate::files::ReadError::TooLarge { limit }) => {
+        crate::files::ReadError::TooLarge { limit } => {
             let msg = format!("table file `{}` is larger than {limit} bytes", file.value);
             table_error(file, ctx, msg, "use a smaller table");
-            return None;
-        }
-    };
-    match String::from_utf8(bytes) {
-        Ok(t) => Some(t),
-        Err(_) => {
-            let msg = format!("table file `{}` is not valid UTF-8", file.value);
-            table_error(file, ctx, msg, "save it as UTF-8 CSV or JSON");
-            None
         }
     }
+    None
 }
 
-fn json_table(file: &Spanned<String>, text: &str, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
+fn table_not_utf8<T>(file: &Spanned<String>, ctx: &mut Ctx) -> Option<T> {
+    let msg = format!("table file `{}` is not valid UTF-8", file.value);
+    table_error(file, ctx, msg, "save it as UTF-8 CSV or JSON");
+    None
+}
+
+fn json_table(
+    file: &Spanned<String>,
+    text: &str,
+    ctx: &mut Ctx,
+) -> Option<Vec<Map<String, serde_json::Value>>> {
     let fail = |ctx: &mut Ctx, msg: String, help: &str| {
         table_error(file, ctx, msg, help);
         None
     };
     match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(rows),
+        Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(
+            rows.into_iter()
+                .filter_map(|r| match r {
+                    serde_json::Value::Object(map) => Some(map),
+                    _ => None,
+                })
+                .collect(),
+        ),
         Ok(_) => fail(
             ctx,
             format!(
@@ -729,93 +744,103 @@ fn json_table(file: &Spanned<String>, text: &str, ctx: &mut Ctx) -> Option<Vec<s
     }
 }
 
-fn csv_table(file: &Spanned<String>, text: &str, ctx: &mut Ctx) -> Option<Vec<serde_json::Value>> {
-    let fail = |ctx: &mut Ctx, msg: String, help: &str| {
-        table_error(file, ctx, msg, help);
-        None
+/// Reads the CSV file as a stream into the table's compact form: the whole text is never held.
+fn csv_table(file: &Spanned<String>, path: &std::path::Path, ctx: &mut Ctx) -> Option<Table> {
+    let input = match crate::files::open_regular(path, MAX_TABLE_BYTES) {
+        Ok((f, _)) => f.take(MAX_TABLE_BYTES + 1),
+        Err(e) => return table_read_error(file, e, ctx),
     };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let headers = match reader.headers() {
-        Ok(h) => h.clone(),
-        Err(e) => {
-            return fail(
-                ctx,
-                format!("table file `{}` is not valid CSV: {e}", file.value),
-                "the first line names the columns",
-            )
+        .buffer_capacity(1 << 16)
+        .from_reader(input);
+    let invalid = |ctx: &mut Ctx, e: csv::Error, help: &str| {
+        if matches!(e.kind(), csv::ErrorKind::Utf8 { .. }) {
+            return table_not_utf8(file, ctx);
         }
+        let msg = format!("table file `{}` is not valid CSV: {e}", file.value);
+        table_error(file, ctx, msg, help);
+        None
     };
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        match record {
-            Ok(r) => {
-                let mut map = Map::new();
-                for (h, v) in headers.iter().zip(r.iter()) {
-                    map.insert(h.to_string(), csv_cell(v));
+    let mut table = match reader.headers() {
+        Ok(h) => CsvTableBuilder::new(h),
+        Err(e) => return invalid(ctx, e, "the first line names the columns"),
+    };
+    let mut record = csv::StringRecord::new();
+    loop {
+        match reader.read_record(&mut record) {
+            Ok(true) => {
+                if let Err(why) = table.push(&record) {
+                    let msg = format!("table file `{}`: {why}", file.value);
+                    table_error(file, ctx, msg, "use a smaller table");
+                    return None;
                 }
-                rows.push(serde_json::Value::Object(map));
             }
-            Err(e) => {
-                return fail(
-                    ctx,
-                    format!("table file `{}` is not valid CSV: {e}", file.value),
-                    "every row needs as many fields as the header",
-                )
-            }
+            Ok(false) => break,
+            Err(e) => return invalid(ctx, e, "every row needs as many fields as the header"),
         }
     }
-    Some(rows)
+    // The file grew past the limit after it was measured: refuse it, as a larger file is.
+    if reader.position().byte() > MAX_TABLE_BYTES {
+        return table_read_error(
+            file,
+            crate::files::ReadError::TooLarge {
+                limit: MAX_TABLE_BYTES,
+            },
+            ctx,
+        );
+    }
+    Some(table.finish())
 }
 
-/// CSV has no types; numbers and booleans are recognised so comparisons behave as in YAML rows.
-fn csv_cell(v: &str) -> serde_json::Value {
-    if let Ok(i) = v.parse::<i64>() {
-        return json!(i);
-    }
-    if let Ok(f) = v.parse::<f64>() {
-        if f.is_finite() && v.contains('.') {
-            return json!(f);
-        }
-    }
-    match v {
-        "true" => json!(true),
-        "false" => json!(false),
-        _ => json!(v),
-    }
-}
+/// Up to this many columns, each column is a property of `where` and a value of the `columns`
+/// enum, the shape models read best. A wider table's schema names no columns (it would grow with
+/// every column, and so would its validator and every request sending it); the tool checks the
+/// names itself, with a did-you-mean.
+pub const COLUMNS_IN_SCHEMA: usize = 64;
 
 pub fn table_schema(table: &Table) -> serde_json::Value {
-    let column_props: Map<String, serde_json::Value> = table
-        .columns
-        .iter()
-        .map(|c| {
-            (
-                c.clone(),
-                json!({
-                    "description": format!("Value of `{c}`: an exact value, or {{\"contains\": \"text\"}} for a case-insensitive substring"),
-                    "anyOf": [
-                        { "type": ["string", "number", "boolean", "null"] },
-                        { "type": "object", "properties": { "contains": { "type": "string" } }, "required": ["contains"], "additionalProperties": false }
-                    ]
-                }),
-            )
-        })
-        .collect();
-    json!({
-        "type": "object",
-        "properties": {
-            "where": {
+    let filter = json!([
+        { "type": ["string", "number", "boolean", "null"] },
+        { "type": "object", "properties": { "contains": { "type": "string" } }, "required": ["contains"], "additionalProperties": false }
+    ]);
+    let columns = table.columns();
+    let (filters, column) = if columns.len() <= COLUMNS_IN_SCHEMA {
+        let column_props: Map<String, serde_json::Value> = columns
+            .iter()
+            .map(|c| {
+                let description = format!("Value of `{c}`: an exact value, or {{\"contains\": \"text\"}} for a case-insensitive substring");
+                (c.clone(), json!({ "description": description, "anyOf": filter }))
+            })
+            .collect();
+        (
+            json!({
                 "type": "object",
                 "description": "Filters: column → value. Rows must match every filter.",
                 "properties": column_props,
                 "additionalProperties": false
-            },
+            }),
+            json!({ "type": "string", "enum": columns }),
+        )
+    } else {
+        let description = format!("Filters: column → value, an exact value or {{\"contains\": \"text\"}} for a case-insensitive substring. Rows must match every filter. Columns: {}.", table.column_list());
+        (
+            json!({
+                "type": "object",
+                "description": description,
+                "additionalProperties": { "anyOf": filter }
+            }),
+            json!({ "type": "string" }),
+        )
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            "where": filters,
             "columns": {
                 "type": "array",
                 "description": "Columns to return (default: all).",
-                "items": { "type": "string", "enum": table.columns }
+                "items": column
             },
             "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Maximum rows to return." }
         },

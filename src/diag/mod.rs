@@ -2,6 +2,7 @@
 
 mod snippet;
 
+use crate::line_index::Lines;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -171,7 +172,8 @@ pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
 /// Renders in the rustc style: header, `-->` location, the source lines with carets and labels,
 /// then notes and help. Columns in the location count characters (a tab is one, so is `名`); the
 /// carets are placed by display width (see `snippet`).
-pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
+/// `source` is the file's text, indexed by line (`Source::lines`), when it is at hand.
+pub fn render_human(d: &Diagnostic, source: Option<Lines>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
     let location = match (&d.file, d.span) {
@@ -203,7 +205,7 @@ pub fn render_human(d: &Diagnostic, source: Option<&str>) -> String {
     }
     let before = out.len();
     let missed = match source {
-        Some(src) => snippet::render(&mut out, src, &marks, gutter),
+        Some(lines) => snippet::render(&mut out, lines, &marks, gutter),
         None => marks.iter().filter_map(|m| m.label).collect(),
     };
     let drew_source = out.len() > before;
@@ -397,6 +399,7 @@ pub fn to_sarif(diags: &[Diagnostic], rules: &[(&'static str, &'static str)]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::line_index::LineIndex;
 
     #[test]
     fn human_rendering_draws_caret_under_the_span() {
@@ -410,7 +413,8 @@ mod tests {
             })
             .label("not a tool of this spec")
             .help("did you mean `get_stock`?");
-        let out = render_human(&d, Some("a: 1\nallow: [get_stok]\n"));
+        let text = "a: 1\nallow: [get_stok]\n";
+        let out = render_human(&d, Some(Lines::new(text, &LineIndex::new(text))));
         assert_eq!(
             out,
             "error[E012]: unknown tool `get_stok`\n --> s.yaml:2:10\n  |\n2 | allow: [get_stok]\n  |          ^^^^^^^^ not a tool of this spec\n  |\n  = help: did you mean `get_stock`?\n"
@@ -421,7 +425,7 @@ mod tests {
     fn long_lines_are_cut_around_the_caret() {
         let line = format!("{}X{}", "a".repeat(500), "b".repeat(500));
         let d = Diagnostic::new("E002", "bad").at(Span::point(1, 501));
-        let out = render_human(&d, Some(&line));
+        let out = render_human(&d, Some(Lines::new(&line, &LineIndex::new(&line))));
         let lines: Vec<&str> = out.lines().collect();
         let text = lines.iter().find(|l| l.starts_with("1 | ")).unwrap();
         let caret = lines.iter().find(|l| l.contains('^')).unwrap();

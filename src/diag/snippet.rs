@@ -8,6 +8,7 @@
 //! drive the terminal and the carets still sit under what they mark.
 
 use super::Span;
+use crate::line_index::Lines;
 use std::fmt::Write as _;
 use unicode_width::UnicodeWidthChar;
 
@@ -29,17 +30,11 @@ pub(super) struct Mark<'a> {
 /// shown part of a cut line), for the caller to mention in a note.
 pub(super) fn render<'a>(
     out: &mut String,
-    source: &str,
+    source: Lines,
     marks: &[Mark<'a>],
     pad: usize,
 ) -> Vec<&'a str> {
-    let lines: Vec<&str> = source.lines().collect();
-    let text_of = |line: u32| {
-        (line > 0)
-            .then(|| lines.get(line as usize - 1))
-            .flatten()
-            .copied()
-    };
+    let text_of = |line: u32| source.line(line);
     let mut missed = Vec::new();
     let mut shown: Vec<u32> = marks
         .iter()
@@ -271,7 +266,8 @@ mod tests {
 
     fn snippet(source: &str, marks: &[Mark]) -> String {
         let mut out = String::new();
-        render(&mut out, source, marks, 1);
+        let index = crate::line_index::LineIndex::new(source);
+        render(&mut out, Lines::new(source, &index), marks, 1);
         out
     }
 

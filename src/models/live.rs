@@ -553,10 +553,7 @@ pub(crate) mod testing {
     use std::path::Path;
 
     pub fn registry(yaml: &str) -> Registry {
-        let source = Source {
-            display: "test.yaml".into(),
-            text: yaml.into(),
-        };
+        let source = Source::new("test.yaml", yaml);
         let compiled = crate::compile::compile(&source, Path::new("test.yaml"));
         match compiled.registry {
             Some(r) => r,

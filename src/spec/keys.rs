@@ -527,10 +527,7 @@ tests:
             }
         }
         for text in texts {
-            let source = crate::spec::Source {
-                display: "every_place.yaml".into(),
-                text,
-            };
+            let source = crate::spec::Source::new("every_place.yaml", text);
             crate::compile::compile(&source, &dir.join("every_place.yaml"));
         }
     }

@@ -9,6 +9,7 @@ pub mod schema;
 pub mod yaml;
 
 use crate::diag::{Diagnostic, Span};
+use crate::line_index::{LineIndex, Lines};
 use std::path::Path;
 
 /// Specs larger than this are refused before parsing: no real spec comes close.
@@ -18,6 +19,28 @@ pub struct Source {
     /// As the user wrote it on the command line, for messages.
     pub display: String,
     pub text: String,
+    lines: LineIndex,
+}
+
+impl Source {
+    pub fn new(display: impl Into<String>, text: impl Into<String>) -> Source {
+        let text = text.into();
+        Source {
+            display: display.into(),
+            lines: LineIndex::new(&text),
+            text,
+        }
+    }
+
+    /// Line `n` (1-based), without its line ending.
+    pub fn line(&self, n: u32) -> Option<&str> {
+        self.lines.line(&self.text, n as usize)
+    }
+
+    /// The text's lines by number, for the snippets under diagnostics.
+    pub fn lines(&self) -> Lines<'_> {
+        Lines::new(&self.text, &self.lines)
+    }
 }
 
 /// Reading problems are exit code 2 (unreadable input), unlike problems inside the spec.
@@ -52,17 +75,11 @@ pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
         }
     };
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(Source { display, text }),
+        Ok(text) => Ok(Source::new(display, text)),
         Err(e) => {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let text = String::from_utf8_lossy(valid);
-            let line = text.matches('\n').count() as u32 + 1;
-            let col = text
-                .rsplit('\n')
-                .next()
-                .map(|l| l.chars().count())
-                .unwrap_or(0) as u32
-                + 1;
+            let (line, col) = LineIndex::new(&text).position(&text, text.len());
             Err(
                 Diagnostic::new("E001", format!("`{display}` is not valid UTF-8"))
                     .in_file(&display)

@@ -6,6 +6,7 @@
 
 use crate::diag::{Diagnostic, Span};
 use saphyr_parser::{Event, Parser, ScalarStyle};
+use std::collections::HashMap;
 
 pub const MAX_DEPTH: usize = 128;
 pub const MAX_NODES: usize = 1_000_000;
@@ -135,8 +136,18 @@ enum Frame {
         span: Span,
         anchor: usize,
         entries: Vec<(Key, Node)>,
-        pending_key: Option<Key>,
+        /// Where each key was first defined: duplicates are found by hashing, so a mapping of
+        /// many keys costs linear time, and the diagnostic can name both places.
+        first_seen: HashMap<String, Span>,
+        pending_key: Option<PendingKey>,
     },
+}
+
+/// A key whose value is still being read; the value of a duplicate is dropped, keeping the
+/// first definition.
+struct PendingKey {
+    key: Key,
+    duplicate: bool,
 }
 
 fn count_nodes(node: &Node) -> usize {
@@ -167,222 +178,250 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
 /// other problem of the spec in the same pass.
 pub fn parse_keeping_duplicates(source: &str) -> Result<(Node, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut parser = Parser::new_from_str(source);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: std::collections::HashMap<usize, (Node, usize)> = Default::default();
-    let mut root: Option<Node> = None;
-    let mut documents = 0;
-    let mut budget = MAX_NODES;
-    let mut duplicates: Vec<Diagnostic> = Vec::new();
-
-    loop {
-        let (event, span) = match parser.next_event() {
-            None => break,
-            Some(Ok(e)) => e,
-            Some(Err(err)) => {
-                let m = err.marker();
-                let line = (m.line() as u32).max(1);
-                // saphyr stops flow collections at its own depth limit, below ours for
-                // block nesting: it is the same resource limit, so it gets the same code.
-                if err.info().contains("recursion limit") {
-                    return Err(vec![depth_error(Span::point(line, m.col() as u32 + 1))]);
-                }
-                return Err(vec![Diagnostic::new(
-                    "E002",
-                    format!("YAML syntax error: {}", err.info()),
-                )
-                .at(Span::point(line, m.col() as u32 + 1))
-                .help("check indentation and quoting near this position")]);
-            }
-        };
+    let mut tree = TreeBuilder::default();
+    while let Some(next) = parser.next_event() {
+        let (event, span) = next.map_err(|err| vec![syntax_error(&err)])?;
         let here = span_of(&span);
-        let completed: Option<(Node, usize)> = match event {
-            Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => None,
+        if let Some((node, anchor)) = tree.event(event, here).map_err(|d| vec![d])? {
+            tree.attach(node, anchor).map_err(|d| vec![d])?;
+        }
+    }
+    match tree.root {
+        Some(node) => Ok((node, tree.duplicates)),
+        None => Err(vec![Diagnostic::new("E003", "the spec is empty")
+            .at(Span::point(1, 1))
+            .help("start with `version: 1`")]),
+    }
+}
+
+fn syntax_error(err: &saphyr_parser::ScanError) -> Diagnostic {
+    let m = err.marker();
+    let at = Span::point((m.line() as u32).max(1), m.col() as u32 + 1);
+    // saphyr stops flow collections at its own depth limit, below ours for block nesting: it is
+    // the same resource limit, so it gets the same code.
+    if err.info().contains("recursion limit") {
+        return depth_error(at);
+    }
+    Diagnostic::new("E002", format!("YAML syntax error: {}", err.info()))
+        .at(at)
+        .help("check indentation and quoting near this position")
+}
+
+/// The tree under construction: open collections on an explicit stack, anchors, and what is
+/// left of the node budget.
+struct TreeBuilder {
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Node, usize)>,
+    root: Option<Node>,
+    documents: usize,
+    budget: usize,
+    duplicates: Vec<Diagnostic>,
+}
+
+impl Default for TreeBuilder {
+    fn default() -> TreeBuilder {
+        TreeBuilder {
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            root: None,
+            documents: 0,
+            budget: MAX_NODES,
+            duplicates: Vec::new(),
+        }
+    }
+}
+
+/// A node just completed, with its anchor id (0 for none).
+type Completed = Option<(Node, usize)>;
+
+impl TreeBuilder {
+    fn event(&mut self, event: Event, here: Span) -> Result<Completed, Diagnostic> {
+        match event {
+            Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => Ok(None),
             Event::DocumentStart(_) => {
-                documents += 1;
-                if documents > 1 {
-                    return Err(vec![Diagnostic::new("E003", "a spec holds exactly one YAML document")
+                self.documents += 1;
+                if self.documents > 1 {
+                    return Err(Diagnostic::new("E003", "a spec holds exactly one YAML document")
                         .at(here)
-                        .help("remove the `---` separator and everything after it, or split into several spec files")]);
+                        .help("remove the `---` separator and everything after it, or split into several spec files"));
                 }
-                None
+                Ok(None)
             }
-            Event::Alias(id) => match anchors.get(&id) {
-                Some((node, size)) => {
-                    if *size > budget {
-                        return Err(vec![Diagnostic::new(
-                            "E004",
-                            format!("aliases expand to more than {MAX_NODES} nodes"),
-                        )
-                        .at(here)
-                        .help("this looks like an alias bomb (\"billion laughs\"); write the values out or use fewer nested aliases")]);
-                    }
-                    budget -= size;
-                    let mut copy = node.clone();
-                    copy.span = here;
-                    Some((copy, 0))
-                }
-                None => {
-                    return Err(vec![Diagnostic::new(
-                        "E002",
-                        "YAML alias refers to an unknown anchor",
-                    )
-                    .at(here)])
-                }
-            },
+            Event::Alias(id) => self.alias(id, here).map(Some),
             Event::Scalar(text, style, anchor, tag) => {
-                if budget == 0 {
-                    return Err(vec![Diagnostic::new(
+                if self.budget == 0 {
+                    return Err(Diagnostic::new(
                         "E004",
                         format!("document has more than {MAX_NODES} nodes"),
                     )
-                    .at(here)]);
+                    .at(here));
                 }
-                budget -= 1;
+                self.budget -= 1;
                 let forced_str = tag.as_ref().is_some_and(|t| t.suffix == "str");
                 let value = if style == ScalarStyle::Plain && !forced_str {
                     resolve_plain(&text)
                 } else {
                     Value::Str(text.into_owned())
                 };
-                Some((Node { span: here, value }, anchor))
+                Ok(Some((Node { span: here, value }, anchor)))
             }
             Event::SequenceStart(anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(vec![depth_error(here)]);
-                }
-                stack.push(Frame::Seq {
+                self.open(Frame::Seq {
                     span: here,
                     anchor,
                     items: Vec::new(),
-                });
-                None
+                })?;
+                Ok(None)
             }
             Event::MappingStart(anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(vec![depth_error(here)]);
-                }
-                stack.push(Frame::Map {
+                self.open(Frame::Map {
                     span: here,
                     anchor,
                     entries: Vec::new(),
+                    first_seen: HashMap::new(),
                     pending_key: None,
-                });
-                None
+                })?;
+                Ok(None)
             }
-            Event::SequenceEnd => match stack.pop() {
+            Event::SequenceEnd => self.close(true, here).map(Some),
+            Event::MappingEnd => self.close(false, here).map(Some),
+        }
+    }
+
+    /// A copy of the anchored node, paid for from the node budget ("billion laughs").
+    fn alias(&mut self, id: usize, here: Span) -> Result<(Node, usize), Diagnostic> {
+        let Some((node, size)) = self.anchors.get(&id) else {
+            return Err(Diagnostic::new("E002", "YAML alias refers to an unknown anchor").at(here));
+        };
+        if *size > self.budget {
+            return Err(Diagnostic::new(
+                "E004",
+                format!("aliases expand to more than {MAX_NODES} nodes"),
+            )
+            .at(here)
+            .help("this looks like an alias bomb (\"billion laughs\"); write the values out or use fewer nested aliases"));
+        }
+        self.budget -= size;
+        let mut copy = node.clone();
+        copy.span = here;
+        Ok((copy, 0))
+    }
+
+    fn open(&mut self, frame: Frame) -> Result<(), Diagnostic> {
+        if self.stack.len() >= MAX_DEPTH {
+            let (Frame::Seq { span, .. } | Frame::Map { span, .. }) = frame;
+            return Err(depth_error(span));
+        }
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    /// The end of the innermost collection: its node, spanning from its start to `here`.
+    fn close(&mut self, seq: bool, here: Span) -> Result<(Node, usize), Diagnostic> {
+        let (span, anchor, value) = match (self.stack.pop(), seq) {
+            (
                 Some(Frame::Seq {
                     span,
                     anchor,
                     items,
-                }) => {
-                    let span = Span {
-                        end_line: here.end_line,
-                        end_col: here.end_col,
-                        ..span
-                    };
-                    Some((
-                        Node {
-                            span,
-                            value: Value::Seq(items),
-                        },
-                        anchor,
-                    ))
-                }
-                _ => {
-                    return Err(vec![
-                        Diagnostic::new("E002", "unbalanced YAML sequence").at(here)
-                    ])
-                }
-            },
-            Event::MappingEnd => match stack.pop() {
+                }),
+                true,
+            ) => (span, anchor, Value::Seq(items)),
+            (
                 Some(Frame::Map {
                     span,
                     anchor,
                     entries,
                     ..
-                }) => {
-                    let span = Span {
-                        end_line: here.end_line,
-                        end_col: here.end_col,
-                        ..span
-                    };
-                    Some((
-                        Node {
-                            span,
-                            value: Value::Map(entries),
-                        },
-                        anchor,
-                    ))
-                }
-                _ => {
-                    return Err(vec![
-                        Diagnostic::new("E002", "unbalanced YAML mapping").at(here)
-                    ])
-                }
-            },
+                }),
+                false,
+            ) => (span, anchor, Value::Map(entries)),
+            _ => {
+                let what = if seq { "sequence" } else { "mapping" };
+                return Err(Diagnostic::new("E002", format!("unbalanced YAML {what}")).at(here));
+            }
         };
+        let span = Span {
+            end_line: here.end_line,
+            end_col: here.end_col,
+            ..span
+        };
+        Ok((Node { span, value }, anchor))
+    }
 
-        let Some((node, anchor)) = completed else {
-            continue;
-        };
+    /// Puts a completed node where it belongs: the root, the open sequence, or the open
+    /// mapping (as a key, or as the value of the pending key).
+    fn attach(&mut self, node: Node, anchor: usize) -> Result<(), Diagnostic> {
         if anchor != 0 {
             let size = count_nodes(&node);
-            anchors.insert(anchor, (node.clone(), size));
+            self.anchors.insert(anchor, (node.clone(), size));
         }
-        match stack.last_mut() {
-            None => root = Some(node),
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Map {
                 entries,
+                first_seen,
                 pending_key,
                 ..
-            }) => {
-                match pending_key.take() {
-                    None => {
-                        let name = match &node.value {
-                            Value::Str(s) => s.clone(),
-                            Value::Int(i) => i.to_string(),
-                            Value::Bool(b) => b.to_string(),
-                            Value::Float(f) => f.to_string(),
-                            Value::Null => "null".to_string(),
-                            _ => {
-                                return Err(vec![Diagnostic::new(
-                                    "E003",
-                                    "mapping keys must be plain names, not lists or mappings",
-                                )
-                                .at(node.span)])
-                            }
-                        };
-                        if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
-                            duplicates.push(
-                            Diagnostic::new("E005", format!("duplicate key `{name}`"))
-                                .at(node.span)
-                                .label("second definition")
-                                .also(first.span, "first defined here")
-                                .help(format!("`{name}` is already defined at line {}; remove one of them", first.span.line)),
-                        );
+            }) => match pending_key.take() {
+                None => {
+                    let key = map_key(&node)?;
+                    let duplicate = match first_seen.get(&key.name) {
+                        Some(first) => {
+                            self.duplicates.push(duplicate_key(&key, *first));
+                            true
                         }
-                        *pending_key = Some(Key {
-                            name,
-                            span: node.span,
-                        });
-                    }
-                    Some(key) => {
-                        // Keep the first definition: the duplicate is an error either way.
-                        if !entries.iter().any(|(k, _)| k.name == key.name) {
-                            entries.push((key, node));
+                        None => {
+                            first_seen.insert(key.name.clone(), key.span);
+                            false
                         }
-                    }
+                    };
+                    *pending_key = Some(PendingKey { key, duplicate });
                 }
-            }
+                // Keep the first definition: the duplicate is an error either way.
+                Some(PendingKey {
+                    duplicate: true, ..
+                }) => {}
+                Some(PendingKey { key, .. }) => entries.push((key, node)),
+            },
         }
+        Ok(())
     }
-    match root {
-        Some(node) => Ok((node, duplicates)),
-        None => Err(vec![Diagnostic::new("E003", "the spec is empty")
-            .at(Span::point(1, 1))
-            .help("start with `version: 1`")]),
-    }
+}
+
+/// A mapping key as a name: scalars by their text, collections refused.
+fn map_key(node: &Node) -> Result<Key, Diagnostic> {
+    let name = match &node.value {
+        Value::Str(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Null => "null".to_string(),
+        Value::Seq(_) | Value::Map(_) => {
+            return Err(Diagnostic::new(
+                "E003",
+                "mapping keys must be plain names, not lists or mappings",
+            )
+            .at(node.span))
+        }
+    };
+    Ok(Key {
+        name,
+        span: node.span,
+    })
+}
+
+fn duplicate_key(key: &Key, first: Span) -> Diagnostic {
+    let name = &key.name;
+    Diagnostic::new("E005", format!("duplicate key `{name}`"))
+        .at(key.span)
+        .label("second definition")
+        .also(first, "first defined here")
+        .help(format!(
+            "`{name}` is already defined at line {}; remove one of them",
+            first.line
+        ))
 }
 
 fn depth_error(span: Span) -> Diagnostic {

@@ -36,62 +36,76 @@ fn cell_matches(cell: Option<&Value>, wanted: &Value) -> bool {
 }
 
 pub fn execute(table: &Table, args: &Value) -> Result<Value, ToolError> {
+    let no_filters = Map::new();
     let filters = args
         .get("where")
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let columns: Option<Vec<String>> = args.get("columns").and_then(Value::as_array).map(|c| {
-        c.iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
-    });
+        .unwrap_or(&no_filters);
+    let requested: Option<Vec<&str>> = args
+        .get("columns")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter_map(Value::as_str).collect());
     // Filtered and requested columns must both exist; a typo gets a did-you-mean.
-    let requested = columns.iter().flatten();
-    if let Some(column) = filters
-        .keys()
-        .chain(requested)
-        .find(|c| !table.columns.contains(c))
-    {
-        let hint = crate::diag::did_you_mean(column, table.columns.iter().map(String::as_str))
-            .unwrap_or_else(|| format!("columns: {}", table.columns.join(", ")));
-        return Err(ToolError::new(
-            ErrorKind::InvalidArguments,
-            format!("unknown column `{column}`; {hint}"),
-        ));
-    }
+    let filters = filters
+        .iter()
+        .map(|(name, wanted)| Ok((position(table, name)?, wanted)))
+        .collect::<Result<Vec<_>, ToolError>>()?;
+    let projection = requested
+        .map(|names| {
+            names
+                .into_iter()
+                .map(|name| Ok((position(table, name)?, name)))
+                .collect::<Result<Vec<_>, ToolError>>()
+        })
+        .transpose()?;
     let limit = args
         .get("limit")
         .and_then(Value::as_u64)
         .map(|l| (l as usize).clamp(1, MAX_LIMIT))
         .unwrap_or(DEFAULT_LIMIT);
-    let rows: Vec<Value> = table
-        .rows
-        .iter()
-        .filter(|row| {
+    let rows: Vec<Value> = (0..table.len())
+        .filter(|&row| {
             filters
                 .iter()
-                .all(|(col, wanted)| cell_matches(row.get(col), wanted))
+                .all(|&(column, wanted)| cell_matches(table.cell(row, column).as_deref(), wanted))
         })
         .take(limit)
-        .map(|row| match &columns {
-            Some(cols) => Value::Object(
-                cols.iter()
-                    .filter_map(|c| row.get(c).map(|v| (c.clone(), v.clone())))
+        .map(|row| match &projection {
+            Some(columns) => Value::Object(
+                columns
+                    .iter()
+                    .filter_map(|&(c, name)| {
+                        Some((name.to_string(), table.cell(row, c)?.into_owned()))
+                    })
                     .collect::<Map<_, _>>(),
             ),
-            None => Value::Object(row.clone()),
+            None => Value::Object(table.row_object(row)),
         })
         .collect();
     if rows.is_empty() {
         let described = if filters.is_empty() {
             "the table is empty".to_string()
         } else {
-            format!("no rows match {}", Value::Object(filters))
+            let filters = args.get("where").cloned().unwrap_or_default();
+            format!("no rows match {filters}")
         };
         return Err(ToolError::new(ErrorKind::NotFound, described));
     }
     Ok(Value::Array(rows))
+}
+
+/// The index of a column the arguments name, or an error with a did-you-mean.
+fn position(table: &Table, column: &str) -> Result<usize, ToolError> {
+    if let Some(position) = table.position(column) {
+        return Ok(position);
+    }
+    let columns = table.columns();
+    let hint = crate::diag::did_you_mean(column, columns.iter().map(String::as_str))
+        .unwrap_or_else(|| format!("columns: {}", table.column_list()));
+    Err(ToolError::new(
+        ErrorKind::InvalidArguments,
+        format!("unknown column `{column}`; {hint}"),
+    ))
 }
 
 #[cfg(test)]
@@ -104,13 +118,11 @@ mod tests {
             json!({"name": "Alice Johnson", "email": "alice@example.com", "salary": "100"}),
             json!({"name": "Bob Stone", "email": "bob@example.com", "salary": 90}),
         ];
-        Table {
-            columns: vec!["name".into(), "email".into(), "salary".into()],
-            rows: rows
-                .into_iter()
+        Table::from_objects(
+            rows.into_iter()
                 .map(|r| r.as_object().cloned().unwrap())
                 .collect(),
-        }
+        )
     }
 
     #[test]

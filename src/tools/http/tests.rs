@@ -29,10 +29,7 @@ fn spec(allow: &[&str], tool: &str) -> Registry {
         "version: 1\nname: t\nsecrets: [KEY]\n{policy}tools:\n  t:\n    description: A tool under test for HTTP.\n    kind: http\n{tool}{MODEL}"
     );
     let compiled = crate::compile::compile(
-        &Source {
-            display: "t.yaml".into(),
-            text: text.clone(),
-        },
+        &Source::new("t.yaml", text.clone()),
         std::path::Path::new("t.yaml"),
     );
     match compiled.registry {
@@ -316,13 +313,8 @@ fn hosts_outside_the_allow_list_are_denied_before_any_request() {
     // A host or port taken from an argument does not compile (E020), whatever the allow-list.
     for url in ["http://{{ args.h }}/x", "http://127.0.0.1:{{ args.h }}/x"] {
         let text = format!("version: 1\nname: t\npolicy: {{ network: {{ allow_hosts: [api.example.com] }} }}\ntools:\n  t:\n    description: A tool under test for HTTP.\n    kind: http\n    input: {{ type: object, properties: {{ h: {{ type: string }} }} }}\n    request: {{ url: \"{url}\" }}\n{MODEL}");
-        let compiled = crate::compile::compile(
-            &Source {
-                display: "t.yaml".into(),
-                text,
-            },
-            std::path::Path::new("t.yaml"),
-        );
+        let compiled =
+            crate::compile::compile(&Source::new("t.yaml", text), std::path::Path::new("t.yaml"));
         assert!(compiled.registry.is_none(), "{url}");
         assert!(
             compiled.diagnostics.iter().any(|d| d.code == "E020"),
