@@ -103,6 +103,21 @@ pub fn templates_registry() -> &'static Registry {
     })
 }
 
+/// Tool code is async (a template may render in a child process); the harness drives it on
+/// one runtime per thread.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    thread_local! {
+        static RUNTIME: Option<tokio::runtime::Runtime> = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok();
+    }
+    RUNTIME.with(|rt| match rt {
+        Some(rt) => rt.block_on(f),
+        None => panic!("the fuzz harness needs a tokio runtime"),
+    })
+}
+
 /// Hostile argument values through the templates of a mock result and error and of an HTTP
 /// request. Rendering may fail; no value may move the request to another host, add a path
 /// segment, a query parameter, a fragment or a header. Returns the mock's results for callers
@@ -124,9 +139,11 @@ pub fn templates(args: &Value, query: &str) -> Vec<Value> {
     let mut results = Vec::new();
     for tool in &registry.tools {
         match &tool.kind {
-            ToolKind::Mock(responses) => results.extend(mock::execute(responses, args, &env).ok()),
+            ToolKind::Mock(responses) => {
+                results.extend(block_on(mock::execute(responses, args, &env)).ok())
+            }
             ToolKind::Http(h) => {
-                let Ok(req) = http::prepare(h, args, &env) else {
+                let Ok(req) = block_on(http::prepare(h, args, &env)) else {
                     continue;
                 };
                 let url = match url::Url::parse(&req.url) {

@@ -1,9 +1,16 @@
 use clap::Parser;
-use toolrun::{cli, commands, exit};
+use toolrun::{cli, commands, exit, templates};
 
 fn main() {
     // A closed pipe (`toolrun schema | head`) is a normal way to stop reading, not a crash.
     reset_sigpipe();
+    // toolrun run again by itself to render one costly template under hard limits.
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some(templates::isolated::CHILD_ARG) {
+        let rest: Vec<String> = args.collect();
+        std::process::exit(templates::isolated::child_main(&rest));
+    }
+    templates::isolated::enable();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -1,11 +1,24 @@
 //! minijinja templates compiled once per spec. A string leaf that is exactly one `{{ expr }}`
 //! keeps the expression's JSON type (a number argument stays a number); any other templated
 //! string renders as text.
+//!
+//! Rendering is bounded in time and memory (issue 12): each template's cost is bounded when it
+//! is compiled (`cost`), and one that may cost more than `MEMORY_BUDGET`/`TIME_BUDGET` with the
+//! context at hand renders in a limited child process instead (`isolated`).
+
+mod cost;
+pub mod isolated;
 
 use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
-/// Bounds the work a hostile template (loops, huge ranges) can make a run do.
+/// Bounds the instructions a template can run (loops, huge ranges).
 const FUEL: u64 = 200_000;
+/// Display bytes (see `cost`) a template may build at once and read in all while rendering in
+/// process; a template that could exceed either renders in a child process.
+const MEMORY_BUDGET: f64 = (16 << 20) as f64;
+const TIME_BUDGET: f64 = (256 << 20) as f64;
 /// Names of templates made by `add_expr`, whose printed value is written as JSON.
 const EXPR_PREFIX: char = 'j';
 /// A rendered string larger than this is an error, not an observation to carry around.
@@ -32,6 +45,8 @@ pub enum TValue {
 
 pub struct Templates {
     env: minijinja::Environment<'static>,
+    /// Each template's bound, by name.
+    costs: HashMap<String, cost::Cost>,
     /// Templates without template syntax: rendered by returning their text, with no context.
     plain: std::collections::HashSet<String>,
     /// Templates that are exactly `{{ args.NAME }}`, by id: they pass an argument through, so
@@ -77,6 +92,7 @@ impl Templates {
         env.add_filter("urlencode", urlencode);
         Templates {
             env,
+            costs: Default::default(),
             plain: Default::default(),
             passthrough: Default::default(),
             count: 0,
@@ -97,6 +113,10 @@ impl Templates {
     ) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.count += 1;
         let id = TemplateId(format!("{prefix}{}", self.count));
+        // Before minijinja compiles it: compiling folds constants, which may itself be the
+        // attack (`{{ 'x' * 100000000 }}`).
+        let cost = cost::analyse(source).map_err(|e| (e, None))?;
+        self.costs.insert(id.0.clone(), cost);
         self.env
             .add_template_owned(id.0.clone(), source.to_string())
             .map_err(|e| {
@@ -151,10 +171,21 @@ impl Templates {
 
     /// The text a template was compiled from (HTTP tools read the literal host of a URL).
     pub fn source(&self, id: &TemplateId) -> Option<String> {
+        self.source_of(&id.0)
+    }
+
+    fn source_of(&self, name: &str) -> Option<String> {
         self.env
-            .get_template(&id.0)
+            .get_template(name)
             .ok()
             .map(|t| t.source().to_string())
+    }
+
+    /// Adds a template under a given name, as the parent named it (the isolated renderer).
+    fn add_raw(&mut self, name: &str, source: &str) -> Result<(), String> {
+        self.env
+            .add_template_owned(name.to_string(), source.to_string())
+            .map_err(|e| describe_error(e).message)
     }
 
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
@@ -246,18 +277,46 @@ impl Templates {
         }
     }
 
-    pub fn render_text(&self, id: &TemplateId, ctx: &minijinja::Value) -> Result<String, String> {
-        let template = self.env.get_template(&id.0).map_err(|e| e.to_string())?;
-        if self.is_plain(id) {
+    /// Does rendering `name` over `ctx` need a child process? When its bound with this
+    /// context's sizes is over budget, or it has no bound.
+    fn needs_isolation(&self, name: &str, ctx: &Ctx<'_>) -> bool {
+        match self.costs.get(name) {
+            None => false,
+            Some(cost::Cost::Unbounded(_)) => true,
+            Some(cost::Cost::Bounded { memory, time }) => {
+                let mut size = |root: &str| ctx.root_size(root);
+                let memory = memory.eval(&mut size);
+                memory > MEMORY_BUDGET || memory + time.eval(&mut size) > TIME_BUDGET
+            }
+        }
+    }
+
+    pub async fn render_text(&self, id: &TemplateId, ctx: &Ctx<'_>) -> Result<String, RenderError> {
+        if !self.needs_isolation(&id.0, ctx) {
+            return self.render_here(&id.0, ctx);
+        }
+        let mut done = isolated::render_many(self, &[id.0.as_str()], ctx).await?;
+        done.remove(&id.0)
+            .unwrap_or_else(|| Err(RenderError::other("the template renderer gave no result")))
+    }
+
+    /// Renders in this process; only for templates whose bound allows it, or in the child.
+    fn render_here(&self, name: &str, ctx: &Ctx<'_>) -> Result<String, RenderError> {
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| RenderError::other(e.to_string()))?;
+        if self.plain.contains(name) {
             return Ok(template.source().to_string());
         }
-        if let Some(name) = self.passthrough.get(&id.0) {
+        let ctx = ctx.value();
+        if let Some(arg) = self.passthrough.get(name) {
             let absent = ctx
                 .get_attr("args")
-                .and_then(|args| args.get_attr(name))
+                .and_then(|args| args.get_attr(arg))
                 .map_or(true, |v| v.is_undefined());
             if absent {
-                let expr = id.0.starts_with(EXPR_PREFIX);
+                let expr = name.starts_with(EXPR_PREFIX);
                 return Ok(if expr { "null" } else { "" }.to_string());
             }
         }
@@ -267,9 +326,9 @@ impl Templates {
         let mut out = CappedWriter::default();
         let rendered = template.render_captured_to(ctx, &mut out).map(drop);
         if out.exceeded {
-            return Err(format!(
+            return Err(RenderError::limit(format!(
                 "template rendered more than the {MAX_RENDERED_BYTES} bytes allowed"
-            ));
+            )));
         }
         rendered.map_err(describe_error)?;
         // minijinja writes whole UTF-8 strings; the lossy conversion only avoids a panic path.
@@ -279,27 +338,136 @@ impl Templates {
         })
     }
 
-    pub fn render(&self, tv: &TValue, ctx: &minijinja::Value) -> Result<Value, String> {
+    /// Renders a template value. Templates that need a child process render first, all in one.
+    pub async fn render(&self, tv: &TValue, ctx: &Ctx<'_>) -> Result<Value, RenderError> {
+        let mut ids = Vec::new();
+        self.ids_of(tv, &mut ids);
+        let isolate: Vec<&str> = ids
+            .iter()
+            .map(|id| id.0.as_str())
+            .filter(|name| self.needs_isolation(name, ctx))
+            .collect();
+        let mut done = if isolate.is_empty() {
+            HashMap::new()
+        } else {
+            isolated::render_many(self, &isolate, ctx).await?
+        };
+        self.build(tv, ctx, &mut done)
+    }
+
+    fn build(
+        &self,
+        tv: &TValue,
+        ctx: &Ctx<'_>,
+        done: &mut HashMap<String, Result<String, RenderError>>,
+    ) -> Result<Value, RenderError> {
+        let mut text = |id: &TemplateId| match done.remove(&id.0) {
+            Some(result) => result,
+            None => self.render_here(&id.0, ctx),
+        };
         Ok(match tv {
             TValue::Literal(v) => v.clone(),
-            TValue::Text(id) => Value::String(self.render_text(id, ctx)?),
-            TValue::Expr(id) => {
-                let json = self.render_text(id, ctx)?;
-                serde_json::from_str(&json).unwrap_or(Value::Null)
-            }
+            TValue::Text(id) => Value::String(text(id)?),
+            TValue::Expr(id) => serde_json::from_str(&text(id)?).unwrap_or(Value::Null),
+            TValue::Array(_) | TValue::Object(_) => return self.build_nested(tv, ctx, done),
+        })
+    }
+
+    fn build_nested(
+        &self,
+        tv: &TValue,
+        ctx: &Ctx<'_>,
+        done: &mut HashMap<String, Result<String, RenderError>>,
+    ) -> Result<Value, RenderError> {
+        Ok(match tv {
             TValue::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|i| self.render(i, ctx))
+                    .map(|i| self.build(i, ctx, done))
                     .collect::<Result<_, _>>()?,
             ),
             TValue::Object(entries) => Value::Object(
                 entries
                     .iter()
-                    .map(|(k, v)| Ok((k.clone(), self.render(v, ctx)?)))
-                    .collect::<Result<_, String>>()?,
+                    .map(|(k, v)| Ok((k.clone(), self.build(v, ctx, done)?)))
+                    .collect::<Result<_, RenderError>>()?,
             ),
+            leaf => self.build(leaf, ctx, done)?,
         })
+    }
+}
+
+/// Why a render failed. `limit` marks a bound (fuel, output size, a child's memory or CPU
+/// limit): callers report those as `limit_exceeded`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderError {
+    pub message: String,
+    pub limit: bool,
+}
+
+impl RenderError {
+    pub fn limit(message: impl Into<String>) -> RenderError {
+        RenderError {
+            message: message.into(),
+            limit: true,
+        }
+    }
+
+    pub fn other(message: impl Into<String>) -> RenderError {
+        RenderError {
+            message: message.into(),
+            limit: false,
+        }
+    }
+}
+
+impl std::fmt::Display for RenderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The data a template renders over (JSON), converted for minijinja on first use. A URL
+/// context percent-encodes every string but the secrets that write the URL's origin (see
+/// `tools::http::build_url`).
+pub struct Ctx<'a> {
+    data: &'a Value,
+    raw_secrets: Option<&'a [String]>,
+    value: OnceLock<minijinja::Value>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(data: &'a Value) -> Ctx<'a> {
+        Ctx {
+            data,
+            raw_secrets: None,
+            value: OnceLock::new(),
+        }
+    }
+
+    pub fn url(data: &'a Value, raw_secrets: &'a [String]) -> Ctx<'a> {
+        Ctx {
+            data,
+            raw_secrets: Some(raw_secrets),
+            value: OnceLock::new(),
+        }
+    }
+
+    fn value(&self) -> &minijinja::Value {
+        self.value.get_or_init(|| match self.raw_secrets {
+            Some(raw) => url_context(self.data, raw),
+            None => context(self.data),
+        })
+    }
+
+    /// Display bytes of a top-level value (percent-encoding triples a URL context's).
+    fn root_size(&self, root: &str) -> f64 {
+        let size = self.data.get(root).map_or(0.0, cost::json_size);
+        if self.raw_secrets.is_some() {
+            size * 3.0
+        } else {
+            size
+        }
     }
 }
 
@@ -385,10 +553,10 @@ fn contains_template(v: &Value) -> bool {
     }
 }
 
-fn describe_error(e: minijinja::Error) -> String {
-    match e.kind() {
+fn describe_error(e: minijinja::Error) -> RenderError {
+    let message = match e.kind() {
         minijinja::ErrorKind::OutOfFuel => {
-            "template did too much work (loop or range too large)".to_string()
+            return RenderError::limit("template did too much work (loop or range too large)")
         }
         minijinja::ErrorKind::UndefinedError => format!(
             "{}; check the name, or give an optional value a fallback: `{{{{ x | default(\"...\") }}}}`",
@@ -401,17 +569,92 @@ fn describe_error(e: minijinja::Error) -> String {
             Some(d) => format!("{}: {d}", e.kind()),
             None => e.kind().to_string(),
         },
-    }
+    };
+    RenderError::other(message)
 }
 
 pub fn context(value: &Value) -> minijinja::Value {
     minijinja::Value::from(minijinja::value::Serde(value))
 }
 
+/// A URL template's context: every string percent-encoded for any URL component and marked
+/// safe (so `| urlencode` leaves it alone), except the secrets named in `raw_secrets` (those
+/// that write the scheme and host).
+fn url_context(data: &Value, raw_secrets: &[String]) -> minijinja::Value {
+    fn convert(v: &Value) -> minijinja::Value {
+        match v {
+            Value::Null => minijinja::Value::from(()),
+            Value::Bool(b) => minijinja::Value::from(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => minijinja::Value::from(i),
+                (_, Some(u), _) => minijinja::Value::from(u),
+                (_, _, Some(f)) => minijinja::Value::from(f),
+                _ => minijinja::Value::from(()),
+            },
+            Value::String(s) => minijinja::Value::from_safe_string(
+                percent_encoding::utf8_percent_encode(s, URL_COMPONENT).to_string(),
+            ),
+            Value::Array(items) => items.iter().map(convert).collect(),
+            Value::Object(map) => minijinja::Value::from_object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), convert(v)))
+                    .collect::<BTreeMap<String, minijinja::Value>>(),
+            ),
+        }
+    }
+    let mut root: BTreeMap<String, minijinja::Value> = BTreeMap::new();
+    if let Value::Object(map) = data {
+        for (key, v) in map {
+            let converted = match v {
+                Value::Object(secrets) if key == "secrets" => minijinja::Value::from_object(
+                    secrets
+                        .iter()
+                        .map(|(name, s)| {
+                            let value = if raw_secrets.contains(name) {
+                                context(s)
+                            } else {
+                                convert(s)
+                            };
+                            (name.clone(), value)
+                        })
+                        .collect::<BTreeMap<String, minijinja::Value>>(),
+                ),
+                other => convert(other),
+            };
+            root.insert(key.clone(), converted);
+        }
+    }
+    minijinja::Value::from_object(root)
+}
+
+/// Everything but RFC 3986 "unreserved" characters: an encoded value cannot add a `/`, `?`, `#`,
+/// `&`, `=`, `@`, `:` or `\` to a URL, in any position.
+pub const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn text(t: &Templates, id: &TemplateId, data: &Value) -> Result<String, String> {
+        block_on(t.render_text(id, &Ctx::new(data))).map_err(|e| e.message)
+    }
+
+    fn render(t: &Templates, tv: &TValue, data: &Value) -> Result<Value, String> {
+        block_on(t.render(tv, &Ctx::new(data))).map_err(|e| e.message)
+    }
 
     #[test]
     fn single_expressions_keep_their_type() {
@@ -419,7 +662,7 @@ mod tests {
         let tv = t
             .compile_value(&json!({"n": "{{ args.n }}", "s": "id-{{ args.n }}", "k": 3}))
             .unwrap();
-        let out = t.render(&tv, &context(&json!({"args": {"n": 5}}))).unwrap();
+        let out = render(&t, &tv, &json!({"args": {"n": 5}})).unwrap();
         assert_eq!(out, json!({"n": 5, "s": "id-5", "k": 3}));
     }
 
@@ -443,8 +686,7 @@ mod tests {
                 "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
             )
             .unwrap();
-        assert!(t
-            .render_text(&id, &context(&json!({})))
+        assert!(text(&t, &id, &json!({}))
             .unwrap_err()
             .contains("too much work"));
     }
@@ -455,17 +697,17 @@ mod tests {
         let id = t
             .add("{% set mb = 'x' * 1000000 %}{% for i in range(1000) %}{{ mb }}{% endfor %}")
             .unwrap();
-        let err = t.render_text(&id, &context(&json!({}))).unwrap_err();
+        let err = text(&t, &id, &json!({})).unwrap_err();
         assert!(err.contains("more than"), "{err}");
     }
 
     #[test]
     fn undefined_values_are_errors_but_can_be_tested_and_defaulted() {
         let mut t = Templates::new();
-        let ctx = context(&json!({"last": {"result": 1}, "args": {}}));
+        let ctx = json!({"last": {"result": 1}, "args": {}});
         for source in ["{{ last.reslt }}", "x {{ args.units }} y", "{{ nothing }}"] {
             let tv = t.compile_value(&json!(source)).unwrap();
-            let err = t.render(&tv, &ctx).unwrap_err();
+            let err = render(&t, &tv, &ctx).unwrap_err();
             assert!(err.contains("is undefined"), "{source}: {err}");
             assert!(err.contains("default("), "{source}: {err}");
         }
@@ -477,7 +719,7 @@ mod tests {
             }))
             .unwrap();
         assert_eq!(
-            t.render(&tv, &ctx).unwrap(),
+            render(&t, &tv, &ctx).unwrap(),
             json!({"a": "metric", "b": "1", "c": false})
         );
     }
@@ -488,20 +730,17 @@ mod tests {
         let tv = t
             .compile_value(&json!({"q": "{{ args.q }}", "h": "{{args.q}}", "x": "x{{ args.q }}"}))
             .unwrap();
-        let err = t.render(&tv, &context(&json!({"args": {}}))).unwrap_err();
+        let err = render(&t, &tv, &json!({"args": {}})).unwrap_err();
         assert!(err.contains("`args.q` is undefined"), "{err}");
         let tv = t
             .compile_value(&json!({"q": "{{ args.q }}", "n": " {{ args.n }} "}))
             .unwrap();
         assert_eq!(
-            t.render(&tv, &context(&json!({"args": {"n": 2}}))).unwrap(),
+            render(&t, &tv, &json!({"args": {"n": 2}})).unwrap(),
             json!({"q": null, "n": 2})
         );
         let id = t.add("{{ args.q }}").unwrap();
-        assert_eq!(
-            t.render_text(&id, &context(&json!({"args": {}}))).unwrap(),
-            ""
-        );
+        assert_eq!(text(&t, &id, &json!({"args": {}})).unwrap(), "");
     }
 
     #[test]
@@ -510,13 +749,88 @@ mod tests {
         let id = t
             .add("{{ r }} and {{ r.items }} and {{ r.name }} {{ r.n }} {{ r.ok }} {{ r.no }}")
             .unwrap();
-        let ctx = context(
-            &json!({"r": {"date": "2030-01-02", "items": [1, "two", null], "name": "Ann", "n": 1.5, "ok": true, "no": null}}),
-        );
+        let ctx = json!({"r": {"date": "2030-01-02", "items": [1, "two", null], "name": "Ann", "n": 1.5, "ok": true, "no": null}});
         assert_eq!(
-            t.render_text(&id, &ctx).unwrap(),
+            text(&t, &id, &ctx).unwrap(),
             r#"{"date":"2030-01-02","items":[1,"two",null],"name":"Ann","n":1.5,"ok":true,"no":null} and [1,"two",null] and Ann 1.5 true null"#
         );
+    }
+
+    /// Would this template render in a child process over `data`?
+    fn isolated(source: &str, data: &Value) -> bool {
+        let mut t = Templates::new();
+        let id = t.add(source).unwrap();
+        t.needs_isolation(&id.0, &Ctx::new(data))
+    }
+
+    #[test]
+    fn ordinary_templates_render_in_process() {
+        // 56 KB of escape-heavy text: a query far longer than people type.
+        let big: String = "é\"<x>".repeat(8_000);
+        let results: Vec<Value> = (0..200)
+            .map(|i| json!({"name": "t", "result": {"id": i, "title": "x"}, "status": "ok"}))
+            .collect();
+        let data = json!({"args": {"city": big, "n": 3}, "query": big, "results": results,
+            "last": {"result": [{"title": "a", "id": 1}]}});
+        for source in [
+            "{{ args.city }}",
+            "Bearer {{ secrets.KEY }}",
+            "{{ query | upper | replace('WHAT IS THE PRICE OF ', '') | replace('?', '') }}",
+            "{% for o in last.result %}{{ o.title }} ({{ o.id }}){% if not loop.last %}, {% endif %}{% endfor %}.",
+            "{% for r in results %}{{ r.id }}={{ r.status }} {% if r.status == 'ok' %}{{ r.name | upper }}{% endif %}{% endfor %}",
+            "{% for i in range(300) %}event {{ i }}: parcel scanned at hub; {% endfor %}",
+            "{% if last.error %}bad{% else %}{{ last.result | tojson }}{% endif %}",
+            "{{ args.units | default('metric') }} {{ args.city | urlencode }} {{ results | length }}",
+            "{% set name = args.city | lower %}{{ name ~ '!' }}",
+            "{{ (results | map(attribute='id') | list) if false else 1 }}x",
+        ] {
+            let isolated = isolated(source, &data);
+            if source.contains("map(") {
+                assert!(isolated, "unmodelled filters render in a child: {source}");
+            } else {
+                assert!(!isolated, "{source}");
+            }
+        }
+    }
+
+    #[test]
+    fn templates_that_can_grow_without_bound_render_in_a_child() {
+        let data = json!({"args": {"s": "ab"}});
+        let mut doubling = String::from("{% set a0 = args.s %}");
+        for i in 1..40 {
+            doubling.push_str(&format!("{{% set a{i} = a{p} ~ a{p} %}}", p = i - 1));
+        }
+        doubling.push_str("{{ a39 | length }}");
+        for source in [
+            doubling.as_str(),
+            "{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}",
+            "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+            "{% set x %}{% for i in range(99999) %}{{ args.s }}{% endfor %}{% endset %}{{ x }}",
+            "{% for x in [1] recursive %}{{ loop([x]) }}{% endfor %}",
+            "{{ args.s * args.n }}",
+            "{{ args.s | center(1000000000) }}",
+            "{% for i in range(100000) %}{% if (args.s ~ args.s) == '' %}{% endif %}{% endfor %}",
+        ] {
+            let data = if source.contains("range(100000)") {
+                json!({"args": {"s": "x".repeat(100_000)}})
+            } else {
+                data.clone()
+            };
+            assert!(isolated(source, &data), "{source}");
+        }
+    }
+
+    #[test]
+    fn huge_constants_are_refused_before_compiling() {
+        let mut t = Templates::new();
+        for source in [
+            "{{ 'x' * 100000000 }}",
+            "{{ ('x' * 900000 ~ 'y' * 900000) ~ args.s }}",
+        ] {
+            let (msg, _) = t.add(source).unwrap_err();
+            assert!(msg.contains("megabyte"), "{source}: {msg}");
+        }
+        assert!(t.add("{{ '-' * 80 }}").is_ok());
     }
 
     #[test]

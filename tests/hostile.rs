@@ -226,12 +226,111 @@ fn huge_ranges_are_refused() {
 
 #[test]
 fn string_repetition_is_bounded() {
-    // minijinja refuses repetitions past 100 MB itself...
-    let err = echo_error(&template_spec("{{ 'x' * 1000000000 }}"));
-    assert!(err.contains("too large"), "{err}");
-    // ...and toolrun refuses any rendered text past its own limit.
-    let err = echo_error(&template_spec("{{ 'x' * 100000000 }}"));
-    assert!(err.contains("more than"), "{err}");
+    // A constant repetition is refused by `check`: minijinja would build it while compiling.
+    for template in ["{{ 'x' * 1000000000 }}", "{{ 'x' * 100000000 }}"] {
+        let dir = temp_dir("repeat");
+        let out = check(&write(&dir, "spec.yaml", &template_spec(template)));
+        assert_refused(&out, "E016");
+        assert!(both(&out).contains("megabyte"), "{out:?}");
+    }
+    // A repetition by an argument renders in a limited child process.
+    let err = echo_error(&template_spec(
+        "{% set s = 'xy' * (args.text | length * 10000000) %}{{ (s ~ s ~ s) | length }}",
+    ));
+    assert!(err.contains("limit_exceeded"), "{err}");
+    assert!(err.contains("MiB of memory"), "{err}");
+}
+
+/// A run whose `echo` result is `result` and whose answer reports how the call ended, so the
+/// run's own outcome shows that it went on after the template failed.
+fn run_after_template(result: &str) -> (Output, Value) {
+    let dir = temp_dir("template_limit");
+    let spec = template_spec(result).replace(
+        "- answer: done",
+        "- answer: \"went on after {{ last.error.kind }}\"",
+    );
+    let spec = write(&dir, "spec.yaml", &spec);
+    let checked = check(&spec);
+    assert_eq!(checked.code, 0, "{checked:?}");
+    run_trace(&spec, "go")
+}
+
+#[test]
+fn doubling_strings_is_stopped_at_the_memory_limit() {
+    // 40 doublings of the argument: a terabyte. Before issue 12 this ran out of memory.
+    let mut doubling = String::from("{% set a0 = args.text %}");
+    for i in 1..=40 {
+        doubling.push_str(&format!("{{% set a{i} = a{p} ~ a{p} %}}", p = i - 1));
+    }
+    doubling.push_str("{{ a40 | length }}");
+    let namespace = "{% set ns = namespace(s=args.text) %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}";
+    for template in [doubling.as_str(), namespace] {
+        let (out, trace) = run_after_template(template);
+        assert_eq!(out.code, 0, "{template}\n{out:?}");
+        let error = &trace["tool_errors"][0];
+        assert_eq!(error["kind"], "limit_exceeded", "{template}\n{trace:#}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("MiB of memory") || message.contains("more than"),
+            "{message}"
+        );
+        assert_eq!(trace["final_output"], "went on after limit_exceeded");
+    }
+}
+
+#[test]
+fn recursive_macros_are_not_available() {
+    let template = "{% macro d(s, n) %}{% if n > 0 %}{{ d(s ~ s, n - 1) }}{% else %}{{ s }}{% endif %}{% endmacro %}{{ d(args.text, 60) }}";
+    let dir = temp_dir("macro");
+    let out = check(&write(&dir, "spec.yaml", &template_spec(template)));
+    assert_refused(&out, "E016");
+}
+
+#[test]
+fn huge_loops_run_out_of_fuel_as_a_limit() {
+    let (out, trace) = run_after_template(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{{ args.text }}{% endfor %}{% endfor %}",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        trace["tool_errors"][0]["kind"], "limit_exceeded",
+        "{trace:#}"
+    );
+}
+
+/// Copies a megabyte 100,000 times: within fuel and memory, but minutes of work.
+const SLOW: &str = "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% if (s ~ QUERY) == '' %}{% endif %}{% endfor %}";
+
+#[test]
+fn a_slow_template_is_stopped_by_the_tool_timeout() {
+    let spec = template_spec(&SLOW.replace("QUERY", "args.text"))
+        .replace("kind: mock\n", "kind: mock\n    timeout: 1s\n")
+        .replace(
+            "- answer: done",
+            "- answer: \"went on after {{ last.error.kind }}\"",
+        );
+    let dir = temp_dir("slow_tool");
+    let (out, trace) = run_trace(&write(&dir, "spec.yaml", &spec), "go");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{trace:#}");
+    assert_eq!(trace["final_output"], "went on after timeout");
+}
+
+#[test]
+fn a_slow_answer_template_is_stopped_by_the_run_timeout() {
+    let spec = template_spec("ok")
+        .replace(
+            "tools:\n",
+            "limits: { run_timeout: 2s, tool_timeout: 1s }\ntools:\n",
+        )
+        .replace(
+            "- answer: done",
+            &format!("- answer: \"{}\"", SLOW.replace("QUERY", "query")),
+        );
+    let dir = temp_dir("slow_answer");
+    let (out, trace) = run_trace(&write(&dir, "spec.yaml", &spec), "go");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(trace["stop_reason"], "run_timeout", "{trace:#}");
 }
 
 #[test]

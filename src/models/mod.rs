@@ -139,7 +139,7 @@ impl ModelClient {
         events: &Events,
     ) -> Result<ModelTurn, ModelError> {
         match self {
-            ModelClient::Scripted(m) => m.decide(input),
+            ModelClient::Scripted(m) => m.decide(input).await,
             ModelClient::OpenAi(m) => m.decide(input, transport, events).await,
             ModelClient::Anthropic(m) => m.decide(input, transport, events).await,
         }

@@ -3,7 +3,7 @@
 
 use super::{DecideInput, Decision, ModelError, ModelTurn, ProposedCall};
 use crate::registry::{Script, ScriptedArguments, Turn};
-use crate::templates::context;
+use crate::templates::Ctx;
 use serde_json::{json, Value};
 
 pub struct ScriptedModel {
@@ -32,7 +32,7 @@ impl ScriptedModel {
         })
     }
 
-    pub fn decide(&mut self, input: DecideInput<'_>) -> Result<ModelTurn, ModelError> {
+    pub async fn decide(&mut self, input: DecideInput<'_>) -> Result<ModelTurn, ModelError> {
         let registry = input.registry;
         let Some(crate::registry::ModelKind::Scripted(scripts)) =
             registry.model(&self.name).map(|m| &m.kind)
@@ -60,26 +60,36 @@ impl ScriptedModel {
                 |c| matches!(&c.arguments, ScriptedArguments::Json(tv) if t.needs_context(tv)),
             ),
         };
-        let ctx = if needs_context {
-            context(&json!({
+        let data = if needs_context {
+            json!({
                 "query": input.query,
                 "results": input.results,
                 "last": input.results.last(),
                 "step": input.step,
-            }))
+            })
         } else {
-            minijinja::Value::UNDEFINED
+            Value::Null
         };
-        let render_err = |e: String| {
+        let ctx = Ctx::new(&data);
+        // A template outside a tool call fails the run (`model_error`, exit 1); a bound it hit
+        // says so.
+        let render_err = |e: crate::templates::RenderError| {
+            let what = if e.limit {
+                "template exceeded a limit"
+            } else {
+                "template failed"
+            };
             ModelError::new(format!(
-                "{}, turn {}: template failed: {e}",
+                "{}, turn {}: {what}: {e}",
                 self.script_label, self.next_turn
             ))
         };
         let decision = match turn {
-            Turn::Answer(id) => Decision::Answer(t.render_text(id, &ctx).map_err(render_err)?),
+            Turn::Answer(id) => {
+                Decision::Answer(t.render_text(id, &ctx).await.map_err(render_err)?)
+            }
             Turn::Raw(id) => {
-                let raw = t.render_text(id, &ctx).map_err(render_err)?;
+                let raw = t.render_text(id, &ctx).await.map_err(render_err)?;
                 Decision::Malformed {
                     raw,
                     reason: "the reply describes a tool call in prose instead of making one".into(),
@@ -90,7 +100,7 @@ impl ScriptedModel {
                 for call in calls {
                     let arguments = match &call.arguments {
                         ScriptedArguments::Json(tv) => {
-                            match t.render(tv, &ctx).map_err(render_err)? {
+                            match t.render(tv, &ctx).await.map_err(render_err)? {
                                 Value::Object(m) => Ok(Value::Object(m)),
                                 other => Err(other.to_string()),
                             }

@@ -10,19 +10,9 @@ use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOption
 use crate::redact::Redactor;
 use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind, UrlOrigin};
 use crate::templates;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// Everything but RFC 3986 "unreserved" characters: an encoded value cannot add a `/`, `?`, `#`,
-/// `&`, `=`, `@`, `:` or `\` to a URL, in any position.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
 
 /// `tool_progress` events at most once per this many bytes, so a fast download does not flood.
 const PROGRESS_EVERY: u64 = 64 * 1024;
@@ -39,7 +29,7 @@ pub async fn execute(
     let redactor = env.secrets.redactor();
     env.transport.mask_with(&redactor);
     let started = Instant::now();
-    let result = match prepare(http, args, env) {
+    let result = match prepare(http, args, env).await {
         Ok(req) => {
             Call {
                 tool,
@@ -87,12 +77,16 @@ fn invalid(message: impl Into<String>) -> ToolError {
 
 /// Renders the request a call would send, without sending it. Public so the template fuzz target
 /// can check that no argument value changes a URL's host or path structure.
-pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpRequest, ToolError> {
+pub async fn prepare(
+    http: &HttpTool,
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<HttpRequest, ToolError> {
     let templates = &env.registry.templates;
     let data = json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query });
-    let plain = templates::context(&data);
+    let plain = templates::Ctx::new(&data);
 
-    let url = build_url(http, &data, env)?;
+    let url = build_url(http, &data, env).await?;
     let mut url = url::Url::parse(url.trim()).map_err(|e| {
         invalid(format!(
             "the URL `{}` is not valid ({e}); check the arguments that go into it",
@@ -113,7 +107,8 @@ pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpR
         for (key, tv) in &http.query {
             let v = templates
                 .render(tv, &plain)
-                .map_err(|e| render_error(&format!("query parameter `{key}`"), &e))?;
+                .await
+                .map_err(|e| render_error(&format!("query parameter `{key}`"), e))?;
             query_values(&v, &mut |s| pairs.push((key.clone(), s)));
         }
         if !pairs.is_empty() {
@@ -126,7 +121,8 @@ pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpR
     for (name, id) in &http.headers {
         let value = templates
             .render_text(id, &plain)
-            .map_err(|e| render_error(&format!("header `{name}`"), &e))?;
+            .await
+            .map_err(|e| render_error(&format!("header `{name}`"), e))?;
         // An unset optional argument leaves a header out, as it does a query parameter: an
         // empty `X-Trace:` would tell the server something the caller never said.
         if value.trim().is_empty() {
@@ -146,14 +142,16 @@ pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpR
     if let Some(tv) = &http.body {
         let v = templates
             .render(tv, &plain)
-            .map_err(|e| render_error("the request body", &e))?;
+            .await
+            .map_err(|e| render_error("the request body", e))?;
         body = Some(serde_json::to_vec(&v).unwrap_or_default());
         content_type = Some("application/json");
     } else if let Some(id) = &http.body_text {
         body = Some(
             templates
                 .render_text(id, &plain)
-                .map_err(|e| render_error("the request body", &e))?
+                .await
+                .map_err(|e| render_error("the request body", e))?
                 .into_bytes(),
         );
         content_type = Some("text/plain; charset=utf-8");
@@ -183,11 +181,8 @@ pub fn prepare(http: &HttpTool, args: &Value, env: &ToolEnv<'_>) -> Result<HttpR
     })
 }
 
-fn render_error(what: &str, e: &str) -> ToolError {
-    ToolError::new(
-        ErrorKind::ExecutionError,
-        format!("could not build {what}: {e}"),
-    )
+fn render_error(what: &str, e: templates::RenderError) -> ToolError {
+    super::render_error(&format!("could not build {what}"), e)
 }
 
 /// Renders the URL template so that no value can change the URL's structure.
@@ -206,20 +201,22 @@ fn render_error(what: &str, e: &str) -> ToolError {
 /// A URL that is one argument as a whole (`url: "{{ args.url }}"`, allowed only with an
 /// explicit `allow_hosts`) is taken as it is: the allow-list check on the parsed result, on every
 /// call and every redirect, is what keeps it in bounds.
-fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String, ToolError> {
+async fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String, ToolError> {
     let templates = &env.registry.templates;
     let raw_secrets: &[String] = match &http.origin {
         UrlOrigin::WholeArgument => {
             return templates
-                .render_text(&http.url, &templates::context(data))
-                .map_err(|e| render_error("the URL", &e));
+                .render_text(&http.url, &templates::Ctx::new(data))
+                .await
+                .map_err(|e| render_error("the URL", e));
         }
         UrlOrigin::Secrets(names) => names,
         UrlOrigin::Literal(_) => &[],
     };
     let url = templates
-        .render_text(&http.url, &encoded_context(data, raw_secrets))
-        .map_err(|e| render_error("the URL", &e))?;
+        .render_text(&http.url, &templates::Ctx::url(data, raw_secrets))
+        .await
+        .map_err(|e| render_error("the URL", e))?;
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
     let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0).min(path_end);
     let path_start = url[after_scheme..path_end]
@@ -235,55 +232,6 @@ fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String,
 fn is_dot_segment(segment: &str) -> bool {
     let s = segment.to_ascii_lowercase().replace("%2e", ".");
     s == "." || s == ".."
-}
-
-/// The template context with every string encoded for a URL, except the secrets named in
-/// `raw_secrets` (those that write the scheme and host).
-fn encoded_context(data: &Value, raw_secrets: &[String]) -> minijinja::Value {
-    fn convert(v: &Value) -> minijinja::Value {
-        match v {
-            Value::Null => minijinja::Value::from(()),
-            Value::Bool(b) => minijinja::Value::from(*b),
-            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => minijinja::Value::from(i),
-                (_, Some(u), _) => minijinja::Value::from(u),
-                (_, _, Some(f)) => minijinja::Value::from(f),
-                _ => minijinja::Value::from(()),
-            },
-            Value::String(s) => {
-                minijinja::Value::from_safe_string(utf8_percent_encode(s, COMPONENT).to_string())
-            }
-            Value::Array(items) => items.iter().map(convert).collect(),
-            Value::Object(map) => minijinja::Value::from_object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), convert(v)))
-                    .collect::<BTreeMap<String, minijinja::Value>>(),
-            ),
-        }
-    }
-    let mut root: BTreeMap<String, minijinja::Value> = BTreeMap::new();
-    if let Value::Object(map) = data {
-        for (key, v) in map {
-            let converted = match v {
-                Value::Object(secrets) if key == "secrets" => minijinja::Value::from_object(
-                    secrets
-                        .iter()
-                        .map(|(name, s)| {
-                            let value = if raw_secrets.contains(name) {
-                                templates::context(s)
-                            } else {
-                                convert(s)
-                            };
-                            (name.clone(), value)
-                        })
-                        .collect::<BTreeMap<String, minijinja::Value>>(),
-                ),
-                other => convert(other),
-            };
-            root.insert(key.clone(), converted);
-        }
-    }
-    minijinja::Value::from_object(root)
 }
 
 /// `query:` values: null leaves the parameter out, a list repeats it, objects go as JSON text.

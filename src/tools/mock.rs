@@ -2,7 +2,7 @@
 
 use super::{ToolEnv, ToolError};
 use crate::registry::{MockOutcome, MockResponse};
-use crate::templates::context;
+use crate::templates::Ctx;
 use serde_json::{json, Value};
 
 /// `1` and `1.0` are the same number to a person writing `when:`.
@@ -27,7 +27,7 @@ pub fn is_subset(expected: &serde_json::Map<String, Value>, actual: &Value) -> b
         .all(|(k, v)| actual.get(k).is_some_and(|a| json_eq(v, a)))
 }
 
-pub fn execute(
+pub async fn execute(
     responses: &[MockResponse],
     args: &Value,
     env: &ToolEnv<'_>,
@@ -46,23 +46,24 @@ pub fn execute(
         MockOutcome::Result(tv) => templates.needs_context(tv),
         MockOutcome::Error { message, .. } => !templates.is_plain(message),
     };
-    let ctx = if needs_context {
-        context(&json!({ "args": args, "query": env.query }))
+    let data = if needs_context {
+        json!({ "args": args, "query": env.query })
     } else {
-        minijinja::Value::UNDEFINED
+        Value::Null
     };
+    let ctx = Ctx::new(&data);
     match &response.outcome {
-        MockOutcome::Result(tv) => templates.render(tv, &ctx).map_err(|e| {
-            ToolError::new(
-                super::ErrorKind::ExecutionError,
-                format!("mock result template failed: {e}"),
-            )
-        }),
-        MockOutcome::Error { kind, message } => {
-            let text = templates
-                .render_text(message, &ctx)
-                .unwrap_or_else(|e| format!("mock error template failed: {e}"));
-            Err(ToolError::new(*kind, text))
-        }
+        MockOutcome::Result(tv) => templates
+            .render(tv, &ctx)
+            .await
+            .map_err(|e| super::render_error("mock result template failed", e)),
+        MockOutcome::Error { kind, message } => match templates.render_text(message, &ctx).await {
+            Ok(text) => Err(ToolError::new(*kind, text)),
+            Err(e) if e.limit => Err(super::render_error("mock error template failed", e)),
+            Err(e) => Err(ToolError::new(
+                *kind,
+                format!("mock error template failed: {e}"),
+            )),
+        },
     }
 }

@@ -50,9 +50,20 @@ pub struct ToolEnv<'a> {
     pub call_id: &'a str,
 }
 
+/// A template that failed while a tool ran: a bound it hit is `limit_exceeded`, anything else
+/// (an undefined value, a type error) `execution_error`.
+pub fn render_error(what: &str, e: crate::templates::RenderError) -> ToolError {
+    let kind = if e.limit {
+        ErrorKind::LimitExceeded
+    } else {
+        ErrorKind::ExecutionError
+    };
+    ToolError::new(kind, format!("{what}: {}", e.message))
+}
+
 pub async fn execute(tool: &Tool, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
     match &tool.kind {
-        ToolKind::Mock(responses) => mock::execute(responses, args, env),
+        ToolKind::Mock(responses) => mock::execute(responses, args, env).await,
         ToolKind::Table(table) => table::execute(table, args),
         ToolKind::Builtin(name) => builtin::execute(name, args, env),
         ToolKind::Http(http) => http::execute(tool, http, args, env).await,
