@@ -638,15 +638,8 @@ pub const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_AL
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::live::testing::block_on;
     use serde_json::json;
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(f)
-    }
 
     fn text(t: &Templates, id: &TemplateId, data: &Value) -> Result<String, String> {
         block_on(t.render_text(id, &Ctx::new(data))).map_err(|e| e.message)
