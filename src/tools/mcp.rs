@@ -414,7 +414,7 @@ impl Rpc<'_, '_> {
     }
 
     async fn post(&self, method: &str, body: &Value) -> Result<HttpResponse, ToolError> {
-        let req = self.build(body)?;
+        let req = self.build(body).await?;
         let opts = SendOptions {
             timeout: self.timeout,
             max_bytes: MAX_BYTES,
@@ -455,7 +455,7 @@ impl Rpc<'_, '_> {
         Ok(resp)
     }
 
-    fn build(&self, body: &Value) -> Result<HttpRequest, ToolError> {
+    async fn build(&self, body: &Value) -> Result<HttpRequest, ToolError> {
         let mut headers = vec![
             ("Content-Type".to_string(), "application/json".to_string()),
             (
@@ -471,20 +471,21 @@ impl Rpc<'_, '_> {
             }
         }
         let data = json!({ "secrets": self.env.secrets.as_json() });
-        let ctx = templates::context(&data);
+        let ctx = templates::Ctx::new(&data);
         for (name, id) in &self.server.headers {
             let value = self
                 .env
                 .registry
                 .templates
                 .render_text(id, &ctx)
+                .await
                 .map_err(|e| {
-                    ToolError::new(
-                        ErrorKind::ExecutionError,
-                        format!(
-                            "could not build header `{name}` of MCP server `{}`: {e}",
+                    super::render_error(
+                        &format!(
+                            "could not build header `{name}` of MCP server `{}`",
                             self.server.name
                         ),
+                        e,
                     )
                 })?;
             if value.trim().is_empty() {
