@@ -17,27 +17,27 @@ use serde_json::{json, Value};
 use Ty::*;
 
 /// One mapping of the format. `def` names it in the schema's `$defs` (the root is `spec`).
-pub struct Place {
-    pub def: &'static str,
-    pub doc: &'static str,
+pub(crate) struct Place {
+    pub(crate) def: &'static str,
+    pub(crate) doc: &'static str,
     /// Keys shared with sibling places, listed first (every tool kind takes the common tool keys).
-    pub base: Option<&'static Place>,
-    pub keys: &'static [Key],
+    pub(crate) base: Option<&'static Place>,
+    pub(crate) keys: &'static [Key],
     /// Exactly one of the keys must be present (a turn).
-    pub exactly_one: bool,
+    pub(crate) exactly_one: bool,
 }
 
 /// One key of a place.
-pub struct Key {
-    pub name: &'static str,
-    pub ty: Ty,
-    pub doc: &'static str,
-    pub required: bool,
+pub(crate) struct Key {
+    pub(crate) name: &'static str,
+    pub(crate) ty: Ty,
+    pub(crate) doc: &'static str,
+    pub(crate) required: bool,
 }
 
 /// A key's JSON Schema type, as the schema generator writes it.
 #[derive(Clone, Copy)]
-pub enum Ty {
+pub(crate) enum Ty {
     Str,
     Bool,
     /// Any JSON object.
@@ -63,7 +63,7 @@ pub enum Ty {
 }
 
 impl Key {
-    pub const fn new(name: &'static str, ty: Ty, doc: &'static str) -> Key {
+    pub(crate) const fn new(name: &'static str, ty: Ty, doc: &'static str) -> Key {
         Key {
             name,
             ty,
@@ -72,7 +72,7 @@ impl Key {
         }
     }
 
-    pub const fn required(self) -> Key {
+    pub(crate) const fn required(self) -> Key {
         Key {
             required: true,
             ..self
@@ -81,7 +81,7 @@ impl Key {
 }
 
 impl Place {
-    pub const fn new(def: &'static str, doc: &'static str, keys: &'static [Key]) -> Place {
+    pub(crate) const fn new(def: &'static str, doc: &'static str, keys: &'static [Key]) -> Place {
         Place {
             def,
             doc,
@@ -106,38 +106,38 @@ impl Place {
     }
 
     /// Every key the place accepts: its base's first, then its own.
-    pub fn all_keys(&self) -> impl Iterator<Item = &'static Key> + '_ {
+    pub(crate) fn all_keys(&self) -> impl Iterator<Item = &'static Key> + '_ {
         self.base
             .into_iter()
             .flat_map(|b| b.keys.iter())
             .chain(self.keys.iter())
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
+    pub(crate) fn names(&self) -> Vec<&'static str> {
         self.all_keys().map(|k| k.name).collect()
     }
 
-    pub fn key(&self, name: &str) -> Option<&'static Key> {
+    pub(crate) fn key(&self, name: &str) -> Option<&'static Key> {
         self.all_keys().find(|k| k.name == name)
     }
 
-    pub fn declares(&self, name: &str) -> bool {
+    pub(crate) fn declares(&self, name: &str) -> bool {
         self.key(name).is_some()
     }
 
     /// The key is the place's own, not its base's.
-    pub fn owns(&self, name: &str) -> bool {
+    pub(crate) fn owns(&self, name: &str) -> bool {
         self.keys.iter().any(|k| k.name == name)
     }
 }
 
 /// A value of `kind:` and the place that describes a mapping of that kind.
-pub struct Kind {
-    pub name: &'static str,
-    pub place: &'static Place,
+pub(crate) struct Kind {
+    pub(crate) name: &'static str,
+    pub(crate) place: &'static Place,
 }
 
-pub const TOOL_KINDS: &[Kind] = &[
+pub(crate) const TOOL_KINDS: &[Kind] = &[
     Kind { name: "mock", place: TOOL_MOCK },
     Kind { name: "table", place: TOOL_TABLE },
     Kind { name: "builtin", place: TOOL_BUILTIN },
@@ -145,23 +145,23 @@ pub const TOOL_KINDS: &[Kind] = &[
     Kind { name: "mcp", place: TOOL_MCP },
 ];
 
-pub const MODEL_KINDS: &[Kind] = &[
+pub(crate) const MODEL_KINDS: &[Kind] = &[
     Kind { name: "scripted", place: MODEL_SCRIPTED },
     Kind { name: "openai", place: MODEL_LIVE },
     Kind { name: "anthropic", place: MODEL_LIVE },
 ];
 
-pub fn kind_names(kinds: &'static [Kind]) -> impl Iterator<Item = &'static str> + Clone {
+pub(crate) fn kind_names(kinds: &'static [Kind]) -> impl Iterator<Item = &'static str> + Clone {
     kinds.iter().map(|k| k.name)
 }
 
-pub fn find_kind(kinds: &'static [Kind], name: &str) -> Option<&'static Kind> {
+pub(crate) fn find_kind(kinds: &'static [Kind], name: &str) -> Option<&'static Kind> {
     kinds.iter().find(|k| k.name == name)
 }
 
 /// Every place with its own `$defs` entry in the schema, the root first. The tool and model
 /// dispatchers, `duration` and `texts` are written by the schema generator itself.
-pub const PLACES: &[&Place] = &[
+pub(crate) const PLACES: &[&Place] = &[
     TOP,
     TOOL_MOCK,
     TOOL_TABLE,
@@ -190,7 +190,7 @@ pub const PLACES: &[&Place] = &[
 
 const DURATION: Ty = Ref("duration");
 
-pub const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, policy, limits, models and tests.", &[
+pub(crate) const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, policy, limits, models and tests.", &[
     Key::new("version", Json(|| json!({ "const": 1 })), "Version of the spec format; always 1.").required(),
     Key::new("name", Str, "Name of the spec (default: the file name)."),
     Key::new("description", Str, "What this spec's assistant does."),
@@ -207,7 +207,7 @@ pub const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, policy, limi
 ]);
 
 /// Keys every tool kind takes; each kind's place lists its own after these.
-pub const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides which other keys it takes.", &[
+pub(crate) const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides which other keys it takes.", &[
     Key::new("description", Json(|| json!({ "type": "string", "minLength": 1 })), "What the tool does and returns; models choose tools by it."),
     Key::new("kind", KindName, "How the tool runs: mock, table, builtin, http or mcp.").required(),
     Key::new("side_effects", Bool, "The tool changes the world; it needs confirmation before it runs."),
@@ -219,24 +219,24 @@ pub const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides which other
 
 const INPUT: Key = Key::new("input", Json(|| json!({ "type": "object", "properties": { "type": { "const": "object" } } })), "JSON Schema of the arguments: an object schema.");
 
-pub const TOOL_MOCK: &Place = &Place::new("tool_mock", "A `mock` tool: canned responses chosen by its arguments.", &[
+pub(crate) const TOOL_MOCK: &Place = &Place::new("tool_mock", "A `mock` tool: canned responses chosen by its arguments.", &[
     INPUT,
     Key::new("responses", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/mock_response" }, "minItems": 1 })), "Responses; the first whose `when` matches the arguments wins.").required(),
 ])
 .with_base(TOOL);
 
-pub const TOOL_TABLE: &Place = &Place::new("tool_table", "A `table` tool: looks up rows of a small table (inline `rows` or a `file`).", &[
+pub(crate) const TOOL_TABLE: &Place = &Place::new("tool_table", "A `table` tool: looks up rows of a small table (inline `rows` or a `file`).", &[
     Key::new("rows", Json(|| json!({ "type": "array", "items": { "type": "object" } })), "The rows, each a mapping of column to value."),
     Key::new("file", Pattern("\\.([cC][sS][vV]|[jJ][sS][oO][nN])$"), "A CSV or JSON file of rows, relative to the spec's folder (and inside it)."),
 ])
 .with_base(TOOL);
 
-pub const TOOL_BUILTIN: &Place = &Place::new("tool_builtin", "A `builtin` tool: a safe function shipped with toolrun.", &[
+pub(crate) const TOOL_BUILTIN: &Place = &Place::new("tool_builtin", "A `builtin` tool: a safe function shipped with toolrun.", &[
     Key::new("builtin", Json(|| json!({ "enum": crate::builtins::all().iter().map(|b| b.name).collect::<Vec<_>>() })), "Which builtin; its input schema comes with it.").required(),
 ])
 .with_base(TOOL);
 
-pub const TOOL_HTTP: &Place = &Place::new("tool_http", "An `http` tool: one templated HTTP request.", &[
+pub(crate) const TOOL_HTTP: &Place = &Place::new("tool_http", "An `http` tool: one templated HTTP request.", &[
     INPUT,
     Key::new("request", Ref("request"), "The HTTP request to send.").required(),
     Key::new("response", Ref("http_response"), "How the response becomes the result."),
@@ -246,32 +246,32 @@ pub const TOOL_HTTP: &Place = &Place::new("tool_http", "An `http` tool: one temp
 
 /// A `kind: mcp` entry names a remote MCP server and the tools used from it: it becomes one
 /// registry tool per entry of its `tools:` list, and the common keys apply to each.
-pub const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tools of a remote MCP server (streamable HTTP), one tool per entry of `tools`.", &[
+pub(crate) const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tools of a remote MCP server (streamable HTTP), one tool per entry of `tools`.", &[
     Key::new("url", Pattern("^[hH][tT][tT][pP][sS]?://"), "The MCP server's streamable-HTTP endpoint (`https://mcp.example.com/mcp`), written as it is; its host must be allowed like an `http` tool's.").required(),
     Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Headers sent with every MCP request; values are templates over `secrets`."),
     Key::new("tools", Json(|| json!({ "type": "array", "minItems": 1, "items": { "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/mcp_tool" }] } })), "The server's tools to use: a remote name, or `{name, as, description, input}`.").required(),
 ])
 .with_base(TOOL);
 
-pub const MCP_TOOL: &Place = &Place::new("mcp_tool", "A remote MCP tool to use: its name on the server, optionally renamed, described and with its input schema pinned.", &[
+pub(crate) const MCP_TOOL: &Place = &Place::new("mcp_tool", "A remote MCP tool to use: its name on the server, optionally renamed, described and with its input schema pinned.", &[
     Key::new("name", Str, "The tool's name on the MCP server.").required(),
     Key::new("as", Pattern("^[A-Za-z_][A-Za-z0-9_-]{0,63}$"), "The name models, policy and tests use (default: `name`)."),
     Key::new("description", Json(|| json!({ "type": "string", "minLength": 1 })), "Replaces the server's description of the tool."),
     Key::new("input", Json(|| json!({ "type": "object", "properties": { "type": { "const": "object" } } })), "Pinned input schema: a run stops before the model is called if the server's schema differs."),
 ]);
 
-pub const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback).", &[
+pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback).", &[
     Key::new("when", Object, "Arguments that must match (a subset); no `when` makes this the fallback."),
     Key::new("result", Any, "The result, any JSON value; strings are templates over `args` and `query`."),
     Key::new("error", Json(|| json!({ "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/error_object" }] })), "An error message (kind `execution_error`), or `{kind, message}`."),
 ]);
 
-pub const ERROR_OBJECT: &Place = &Place::new("error_object", "A tool error with its kind.", &[
+pub(crate) const ERROR_OBJECT: &Place = &Place::new("error_object", "A tool error with its kind.", &[
     Key::new("kind", Enum(crate::vocab::ErrorKind::NAMES), "The error kind the model sees."),
     Key::new("message", Str, "The message, a template over `args` and `query`.").required(),
 ]);
 
-pub const REQUEST: &Place = &Place::new("request", "The HTTP request; strings are minijinja templates over `args`, `secrets` and `query`.", &[
+pub(crate) const REQUEST: &Place = &Place::new("request", "The HTTP request; strings are minijinja templates over `args`, `secrets` and `query`.", &[
     Key::new("method", Enum(&["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "get", "post", "put", "patch", "delete", "head", "options"]), "HTTP method (default: GET)."),
     Key::new("url", Str, "The URL, http:// or https://, a template.").required(),
     Key::new("query", Object, "Query parameters, added URL-encoded; values are templates."),
@@ -280,13 +280,13 @@ pub const REQUEST: &Place = &Place::new("request", "The HTTP request; strings ar
     Key::new("body_text", Str, "A text body, a template (instead of `body`)."),
 ]);
 
-pub const HTTP_RESPONSE: &Place = &Place::new("http_response", "How the HTTP response becomes the tool's result.", &[
+pub(crate) const HTTP_RESPONSE: &Place = &Place::new("http_response", "How the HTTP response becomes the tool's result.", &[
     Key::new("pointer", Pattern("^(/.*)?$"), "JSON Pointer into the response body; the result is what it points at."),
     Key::new("max_bytes", Count(1), "Largest response body read, in bytes."),
     Key::new("max_redirects", Count(0), "Redirects followed (each to an allowed host)."),
 ]);
 
-pub const FAULT: &Place = &Place::new("fault", "An injected fault, for testing how the loop copes: exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`.", &[
+pub(crate) const FAULT: &Place = &Place::new("fault", "An injected fault, for testing how the loop copes: exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`.", &[
     Key::new("fail_first", Count(1), "Fail the first N calls."),
     Key::new("kind", Enum(crate::vocab::ErrorKind::NAMES), "Error kind of `fail_first` failures."),
     Key::new("message", Str, "Error message of `fail_first` failures."),
@@ -296,7 +296,7 @@ pub const FAULT: &Place = &Place::new("fault", "An injected fault, for testing h
     Key::new("delay", DURATION, "Every call waits this long first (a slow tool; the tool's timeout still applies)."),
 ]);
 
-pub const POLICY: &Place = &Place::new("policy", "Which tools may run, which need confirmation, loop detection and network rules.", &[
+pub(crate) const POLICY: &Place = &Place::new("policy", "Which tools may run, which need confirmation, loop detection and network rules.", &[
     Key::new("allow", ToolNames, "Tools that may run; others are denied (default: all)."),
     Key::new("deny", ToolNames, "Tools that never run."),
     Key::new("confirm", ToolNames, "Tools that need confirmation (`--approve TOOL`); `side_effects: true` tools always do."),
@@ -306,11 +306,11 @@ pub const POLICY: &Place = &Place::new("policy", "Which tools may run, which nee
     Key::new("network", Ref("network"), "Network rules for `http` tools."),
 ]);
 
-pub const NETWORK: &Place = &Place::new("network", "Network rules for `http` and `mcp` tools.", &[
+pub(crate) const NETWORK: &Place = &Place::new("network", "Network rules for `http` and `mcp` tools.", &[
     Key::new("allow_hosts", Strings, "Hosts `http` and `mcp` tools may reach (`api.example.com`, `127.0.0.1:8080`); default: the hosts written in URLs."),
 ]);
 
-pub const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run.", &[
+pub(crate) const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run.", &[
     Key::new("max_steps", Count(1), "Most model calls per run."),
     Key::new("max_tool_calls", Count(1), "Most tool executions per run."),
     Key::new("max_parallel_tools", Count(1), "Most tool calls running at once."),
@@ -321,15 +321,15 @@ pub const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run.", &[
 ]);
 
 /// Keys every model kind takes; each kind's place lists its own after these.
-pub const MODEL: &Place = &Place::new("model", "A model; `kind` decides which other keys it takes.", &[
+pub(crate) const MODEL: &Place = &Place::new("model", "A model; `kind` decides which other keys it takes.", &[
     Key::new("kind", KindName, "The kind of model: `scripted` (replies follow scripts), or the API of a live one: `openai` (any compatible server) or `anthropic`.").required(),
 ]);
 
-pub const MODEL_SCRIPTED: &Place = &Place::new("model_scripted", "A scripted model: replies follow scripts, for offline tests.", &[Key::new("scripts", ListOf("script"), "Scripts; the first whose `when` matches the query plays.").required(),
+pub(crate) const MODEL_SCRIPTED: &Place = &Place::new("model_scripted", "A scripted model: replies follow scripts, for offline tests.", &[Key::new("scripts", ListOf("script"), "Scripts; the first whose `when` matches the query plays.").required(),
 ])
 .with_base(MODEL);
 
-pub const MODEL_LIVE: &Place = &Place::new("model_live", "A live model behind an OpenAI-compatible or Anthropic API.", &[
+pub(crate) const MODEL_LIVE: &Place = &Place::new("model_live", "A live model behind an OpenAI-compatible or Anthropic API.", &[
     Key::new("model", Str, "The provider's model name.").required(),
     Key::new("base_url", Pattern("^[hH][tT][tT][pP][sS]?://"), "API base URL."),
     Key::new("api_key_env", Str, "Environment variable holding the API key."),
@@ -351,39 +351,39 @@ pub const MODEL_LIVE: &Place = &Place::new("model_live", "A live model behind an
 .with_base(MODEL);
 
 /// `tool_choice: { tool: NAME }`, written inline in the schema.
-pub const TOOL_CHOICE: &Place = &Place::new("tool_choice", "Force the model to call one tool.", &[Key::new("tool", Str, "The tool the model must call.").required(),
+pub(crate) const TOOL_CHOICE: &Place = &Place::new("tool_choice", "Force the model to call one tool.", &[Key::new("tool", Str, "The tool the model must call.").required(),
 ]);
 
 /// The request keys toolrun writes itself; `extra_body` may not replace them.
-pub const OWNED_BODY_KEYS: &[(&str, &str)] = &[("model", "the model's `model:`"), ("messages", "the conversation toolrun builds"), ("system", "the spec's `system:`"), ("tools", "the spec's `tools:` and `policy:`"), ("functions", "the spec's `tools:` and `policy:`"), ("tool_choice", "the model's `tool_choice:`"), ("function_call", "the model's `tool_choice:`"), ("parallel_tool_calls", "the model's `parallel_tool_calls:`"), ("stream", "the model's `stream:`"), ("stream_options", "the model's `stream:`"), ("max_tokens", "the model's `max_tokens:`"), ("temperature", "the model's `temperature:`"),];
+pub(crate) const OWNED_BODY_KEYS: &[(&str, &str)] = &[("model", "the model's `model:`"), ("messages", "the conversation toolrun builds"), ("system", "the spec's `system:`"), ("tools", "the spec's `tools:` and `policy:`"), ("functions", "the spec's `tools:` and `policy:`"), ("tool_choice", "the model's `tool_choice:`"), ("function_call", "the model's `tool_choice:`"), ("parallel_tool_calls", "the model's `parallel_tool_calls:`"), ("stream", "the model's `stream:`"), ("stream_options", "the model's `stream:`"), ("max_tokens", "the model's `max_tokens:`"), ("temperature", "the model's `temperature:`"),];
 
 /// `price:` on a live model: USD per million tokens.
-pub const PRICE: &Place = &Place::new("price", "What the model costs, in USD per million tokens; test results then carry cost.", &[
+pub(crate) const PRICE: &Place = &Place::new("price", "What the model costs, in USD per million tokens; test results then carry cost.", &[
     Key::new("input", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million input (prompt) tokens.")
     .required(),
     Key::new("output", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million output (completion) tokens.").required(),
 ]);
 
-pub const SCRIPT: &Place = &Place::new("script", "A script: the first whose `when` matches the query is played.", &[
+pub(crate) const SCRIPT: &Place = &Place::new("script", "A script: the first whose `when` matches the query is played.", &[
     Key::new("when", Str, "Regular expression (Rust syntax) matched against the query; none matches everything."),
     Key::new("turns", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/turn" }, "minItems": 1 })), "One turn per model call, in order.").required(),
 ]);
 
-pub const TURN: &Place = &Place::new("turn", "One model reply: exactly one of `answer`, `tool_calls` or `raw`.", &[
+pub(crate) const TURN: &Place = &Place::new("turn", "One model reply: exactly one of `answer`, `tool_calls` or `raw`.", &[
     Key::new("answer", Str, "The final answer, a template over `query`, `results`, `last`, `step`."),
     Key::new("tool_calls", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/scripted_call" }, "minItems": 1 })), "Tool calls made in this turn."),
     Key::new("raw", Str, "A malformed reply: prose instead of a tool call."),
 ])
 .exactly_one();
 
-pub const SCRIPTED_CALL: &Place = &Place::new("scripted_call", "A tool call made by a scripted model.", &[
+pub(crate) const SCRIPTED_CALL: &Place = &Place::new("scripted_call", "A tool call made by a scripted model.", &[
     Key::new("name", Str, "The tool to call.").required(),
     Key::new("arguments", Object, "Arguments; strings are templates."),
     Key::new("arguments_raw", Str, "Arguments as raw text, e.g. invalid JSON on purpose."),
     Key::new("malformed", Bool, "The call is wrong on purpose; skip the check-time validation."),
 ]);
 
-pub const TEST: &Place = &Place::new("test", "A test run by `toolrun test`.", &[
+pub(crate) const TEST: &Place = &Place::new("test", "A test run by `toolrun test`.", &[
     Key::new("name", Str, "Unique name of the test.").required(),
     Key::new("query", Str, "The query to run."),
     Key::new("model", Str, "Model to use (default: `default_model`)."),
@@ -394,7 +394,7 @@ pub const TEST: &Place = &Place::new("test", "A test run by `toolrun test`.", &[
     Key::new("expect", Ref("expect"), "What the run must show."),
 ]);
 
-pub const EXPECT: &Place = &Place::new("expect", "What a test's run must show.", &[
+pub(crate) const EXPECT: &Place = &Place::new("expect", "What a test's run must show.", &[
     Key::new("status", Enum(crate::vocab::Status::NAMES), "The run's status."),
     Key::new("stop_reason", Enum(crate::vocab::StopReason::NAMES), "The rule that ended the run."),
     Key::new("tool_calls", Strings, "Exactly these tool calls, in order."),
@@ -408,7 +408,7 @@ pub const EXPECT: &Place = &Place::new("expect", "What a test's run must show.",
     Key::new("max_tool_calls", Count(0), "At most this many tool calls."),
 ]);
 
-pub const REPLAY: &Place = &Place::new("replay", "How `toolrun replay` compares traces.", &[Key::new("ignore", Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^(/.*)?$" } })), "JSON Pointers of volatile fields, ignored when replay compares request bodies and traces."),
+pub(crate) const REPLAY: &Place = &Place::new("replay", "How `toolrun replay` compares traces.", &[Key::new("ignore", Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^(/.*)?$" } })), "JSON Pointers of volatile fields, ignored when replay compares request bodies and traces."),
 ]);
 
 #[cfg(test)]

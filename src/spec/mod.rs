@@ -3,17 +3,17 @@
 
 // The declaration tables read best one key per line, which rustfmt would rewrap.
 #[rustfmt::skip]
-pub mod keys;
-pub mod read;
-pub mod schema;
-pub mod yaml;
+pub(crate) mod keys;
+pub(crate) mod read;
+pub(crate) mod schema;
+pub(crate) mod yaml;
 
 use crate::diag::{Diagnostic, Span};
 use crate::line_index::{LineIndex, Lines};
 use std::path::Path;
 
 /// Specs larger than this are refused before parsing: no real spec comes close.
-pub const MAX_SPEC_BYTES: u64 = 8 << 20;
+pub(crate) const MAX_SPEC_BYTES: u64 = 8 << 20;
 
 pub struct Source {
     /// As the user wrote it on the command line, for messages.
@@ -45,7 +45,7 @@ impl Source {
 
 /// Reading problems are exit code 2 (unreadable input), unlike problems inside the spec.
 #[allow(clippy::result_large_err)]
-pub fn read_source(path: &Path) -> Result<Source, Diagnostic> {
+pub(crate) fn read_source(path: &Path) -> Result<Source, Diagnostic> {
     let display = path.display().to_string();
     let fail = |msg: String, help: &str| {
         Err(Diagnostic::new("E001", msg)

@@ -7,16 +7,16 @@ use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Spanned<T> {
-    pub value: T,
-    pub span: Span,
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
 }
 
 /// A mapping whose keys were checked against the keys its place in the spec declares.
 #[derive(Clone, Copy)]
-pub struct Obj<'a> {
-    pub node: &'a Node,
-    pub entries: &'a [(Key, Node)],
+pub(crate) struct Obj<'a> {
+    pub(crate) node: &'a Node,
+    pub(crate) entries: &'a [(Key, Node)],
     /// What the mapping is, when its keys are declared in [`super::keys`]: reading a key it does not
     /// declare is a bug, caught in debug builds. `None` for free-form keys (tool names, headers).
     place: Option<&'static Place>,
@@ -24,7 +24,7 @@ pub struct Obj<'a> {
 
 impl<'a> Obj<'a> {
     /// `what` names the place for messages ("tool `x`", "`limits`"); `place` declares its keys.
-    pub fn new(
+    pub(crate) fn new(
         node: &'a Node,
         what: &str,
         place: &'static Place,
@@ -41,7 +41,7 @@ impl<'a> Obj<'a> {
 
     /// A mapping of `place` whose keys the caller checks itself (a tool: which keys are wrong
     /// depends on its kind).
-    pub fn declared(
+    pub(crate) fn declared(
         node: &'a Node,
         what: &str,
         place: &'static Place,
@@ -53,7 +53,7 @@ impl<'a> Obj<'a> {
     }
 
     /// The same mapping, read as `place` from now on (a tool once its kind is known).
-    pub fn as_place(&self, place: &'static Place) -> Obj<'a> {
+    pub(crate) fn as_place(&self, place: &'static Place) -> Obj<'a> {
         Obj {
             place: Some(place),
             ..*self
@@ -61,7 +61,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A mapping with free-form keys (tool names, model names, headers).
-    pub fn open(node: &'a Node, what: &str, d: &mut Diagnostics) -> Option<Obj<'a>> {
+    pub(crate) fn open(node: &'a Node, what: &str, d: &mut Diagnostics) -> Option<Obj<'a>> {
         match &node.value {
             Value::Map(entries) => Some(Obj {
                 node,
@@ -75,7 +75,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn get(&self, key: &str) -> Option<&'a Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Node> {
         self.reading(key);
         self.entries
             .iter()
@@ -97,7 +97,7 @@ impl<'a> Obj<'a> {
         reads::record(place, key);
     }
 
-    pub fn key(&self, key: &str) -> Option<&'a Key> {
+    pub(crate) fn key(&self, key: &str) -> Option<&'a Key> {
         self.reading(key);
         self.entries
             .iter()
@@ -105,15 +105,15 @@ impl<'a> Obj<'a> {
             .map(|(k, _)| k)
     }
 
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
-    pub fn string(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
+    pub(crate) fn string(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
         self.get(key).and_then(|n| string(n, key, d))
     }
 
-    pub fn require_string(
+    pub(crate) fn require_string(
         &self,
         key: &str,
         what: &str,
@@ -126,7 +126,7 @@ impl<'a> Obj<'a> {
         self.string(key, d)
     }
 
-    pub fn bool(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<bool>> {
+    pub(crate) fn bool(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<bool>> {
         let n = self.get(key)?;
         match n.value {
             Value::Bool(b) => Some(Spanned {
@@ -140,7 +140,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn int(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<i64>> {
+    pub(crate) fn int(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<i64>> {
         let n = self.get(key)?;
         match n.value {
             Value::Int(i) => Some(Spanned {
@@ -155,7 +155,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A whole number that must be at least `min`.
-    pub fn count(&self, key: &str, min: i64, d: &mut Diagnostics) -> Option<Spanned<u64>> {
+    pub(crate) fn count(&self, key: &str, min: i64, d: &mut Diagnostics) -> Option<Spanned<u64>> {
         let v = self.int(key, d)?;
         if v.value < min {
             d.push(
@@ -174,7 +174,7 @@ impl<'a> Obj<'a> {
         })
     }
 
-    pub fn number(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<f64>> {
+    pub(crate) fn number(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<f64>> {
         let n = self.get(key)?;
         match n.value {
             Value::Int(i) => Some(Spanned {
@@ -192,7 +192,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn duration(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<Duration>> {
+    pub(crate) fn duration(&self, key: &str, d: &mut Diagnostics) -> Option<Spanned<Duration>> {
         let n = self.get(key)?;
         let text = match &n.value {
             Value::Str(s) => s.clone(),
@@ -239,13 +239,17 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn string_list(&self, key: &str, d: &mut Diagnostics) -> Option<Vec<Spanned<String>>> {
+    pub(crate) fn string_list(
+        &self,
+        key: &str,
+        d: &mut Diagnostics,
+    ) -> Option<Vec<Spanned<String>>> {
         let n = self.get(key)?;
         string_list(n, key, d)
     }
 }
 
-pub fn string(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
+pub(crate) fn string(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Spanned<String>> {
     match &n.value {
         Value::Str(s) => Some(Spanned {
             value: s.clone(),
@@ -260,7 +264,11 @@ pub fn string(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Spanned<Strin
     }
 }
 
-pub fn string_list(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Vec<Spanned<String>>> {
+pub(crate) fn string_list(
+    n: &Node,
+    what: &str,
+    d: &mut Diagnostics,
+) -> Option<Vec<Spanned<String>>> {
     match &n.value {
         Value::Seq(items) => Some(items.iter().filter_map(|i| string(i, what, d)).collect()),
         Value::Null => Some(Vec::new()),
@@ -279,7 +287,7 @@ pub fn string_list(n: &Node, what: &str, d: &mut Diagnostics) -> Option<Vec<Span
     }
 }
 
-pub fn seq<'a>(n: &'a Node, what: &str, d: &mut Diagnostics) -> Option<&'a [Node]> {
+pub(crate) fn seq<'a>(n: &'a Node, what: &str, d: &mut Diagnostics) -> Option<&'a [Node]> {
     match &n.value {
         Value::Seq(items) => Some(items),
         Value::Null => Some(&[]),
@@ -290,7 +298,7 @@ pub fn seq<'a>(n: &'a Node, what: &str, d: &mut Diagnostics) -> Option<&'a [Node
     }
 }
 
-pub fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
+pub(crate) fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
     Diagnostic::new(
         "E007",
         format!("{what} must be {wanted}, found {}", n.type_name()),
@@ -299,7 +307,7 @@ pub fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
     .label(format!("expected {wanted}"))
 }
 
-pub fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
+pub(crate) fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
     // Point at the first line of the mapping: the key belongs there.
     missing_at(
         Span {
@@ -313,14 +321,14 @@ pub fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
 }
 
 /// For a named mapping (a tool, a model) the name is the most precise place to point at.
-pub fn missing_at(span: Span, key: &str, what: &str) -> Diagnostic {
+pub(crate) fn missing_at(span: Span, key: &str, what: &str) -> Diagnostic {
     Diagnostic::new("E008", format!("{what} is missing required key `{key}`"))
         .at(span)
         .label(format!("no `{key}` here"))
         .help(format!("add `{key}:` to {what}"))
 }
 
-pub fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic {
+pub(crate) fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic {
     let mut help = did_you_mean(&key.name, allowed.iter().copied());
     if help.is_none() {
         help = Some(format!("allowed keys in {what}: {}", allowed.join(", ")));
@@ -332,7 +340,7 @@ pub fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic {
 }
 
 /// `500ms`, `5s`, `2m`, `1h`, `1m30s`, `1.5s`. Overflow is an error, not a wrap-around.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if t.is_empty() {
         return Err("it is empty".into());

@@ -4,7 +4,8 @@
 use super::keys::{self, Kind, Place, Ty};
 use serde_json::{json, Map, Value};
 
-pub const SCHEMA_ID: &str = "https://github.com/toolrun/toolrun/raw/main/toolrun.schema.json";
+pub(crate) const SCHEMA_ID: &str =
+    "https://github.com/toolrun/toolrun/raw/main/toolrun.schema.json";
 
 fn r(def: &str) -> Value {
     json!({ "$ref": format!("#/$defs/{def}") })
@@ -45,7 +46,7 @@ fn type_of(place: &Place, ty: Ty) -> Value {
 }
 
 /// The object schema of a place: its keys with their types and descriptions.
-pub fn inline(place: &Place) -> Value {
+pub(crate) fn inline(place: &Place) -> Value {
     let mut props = Map::new();
     for key in place.all_keys() {
         let mut schema = type_of(place, key.ty);
@@ -97,7 +98,7 @@ fn dispatch(description: &str, kinds: &[Kind]) -> Value {
     })
 }
 
-pub fn spec_schema() -> Value {
+pub(crate) fn spec_schema() -> Value {
     let mut defs = Map::new();
     let mut root = Value::Null;
     for place in keys::PLACES {

@@ -8,23 +8,23 @@ use crate::diag::{Diagnostic, Span};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
 
-pub const MAX_DEPTH: usize = 128;
-pub const MAX_NODES: usize = 1_000_000;
+pub(crate) const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_NODES: usize = 1_000_000;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Node {
-    pub span: Span,
-    pub value: Value,
+pub(crate) struct Node {
+    pub(crate) span: Span,
+    pub(crate) value: Value,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Key {
-    pub name: String,
-    pub span: Span,
+pub(crate) struct Key {
+    pub(crate) name: String,
+    pub(crate) span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Null,
     Bool(bool),
     Int(i64),
@@ -35,7 +35,7 @@ pub enum Value {
 }
 
 impl Node {
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match &self.value {
             Value::Null => "null",
             Value::Bool(_) => "a boolean",
@@ -47,21 +47,21 @@ impl Node {
         }
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match &self.value {
             Value::Str(s) => Some(s),
             _ => None,
         }
     }
 
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
         match &self.value {
             Value::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
-    pub fn key_span(&self, key: &str) -> Option<Span> {
+    pub(crate) fn key_span(&self, key: &str) -> Option<Span> {
         match &self.value {
             Value::Map(entries) => entries
                 .iter()
@@ -73,7 +73,7 @@ impl Node {
 
     /// Follows an RFC 6901 pointer, returning the deepest node reached: a diagnostic about a
     /// nested value then points as close to it as the document allows.
-    pub fn locate(&self, pointer: &str) -> &Node {
+    pub(crate) fn locate(&self, pointer: &str) -> &Node {
         let mut node = self;
         if pointer.is_empty() {
             return node;
@@ -96,7 +96,7 @@ impl Node {
         node
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;
         match &self.value {
             Value::Null => J::Null,
@@ -166,7 +166,7 @@ fn count_nodes(node: &Node) -> usize {
 /// Parses exactly one YAML document. Errors are diagnostics with codes E002 (syntax), E003
 /// (shape), E004 (resource limits) and E005 (duplicate keys); duplicate keys are reported all
 /// together, other errors stop the parse.
-pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
+pub(crate) fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
     match parse_keeping_duplicates(source)? {
         (node, duplicates) if duplicates.is_empty() => Ok(node),
         (_, duplicates) => Err(duplicates),
@@ -176,7 +176,9 @@ pub fn parse(source: &str) -> Result<Node, Vec<Diagnostic>> {
 /// Like [`parse`], but duplicate keys do not stop it: the document comes back (keeping each
 /// key's first definition) with the E005 diagnostics beside it, so `check` can report every
 /// other problem of the spec in the same pass.
-pub fn parse_keeping_duplicates(source: &str) -> Result<(Node, Vec<Diagnostic>), Vec<Diagnostic>> {
+pub(crate) fn parse_keeping_duplicates(
+    source: &str,
+) -> Result<(Node, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut parser = Parser::new_from_str(source);
     let mut tree = TreeBuilder::default();
     while let Some(next) = parser.next_event() {
