@@ -32,12 +32,12 @@ fn marker(spec_sha256: &str) -> Option<PathBuf> {
 }
 
 /// Did the text with this SHA-256 pass every check before?
-pub fn was_checked(spec_sha256: &str) -> bool {
+pub(super) fn was_checked(spec_sha256: &str) -> bool {
     marker(spec_sha256).is_some_and(|m| m.is_file())
 }
 
 /// Records that the text with this SHA-256 passed every check.
-pub fn mark_checked(spec_sha256: &str) {
+pub(super) fn mark_checked(spec_sha256: &str) {
     let Some(m) = marker(spec_sha256) else {
         return;
     };

@@ -21,30 +21,30 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub struct Ctx<'a> {
-    pub d: Diagnostics,
-    pub source: &'a Source,
-    pub spec_dir: PathBuf,
+pub(crate) struct Ctx<'a> {
+    pub(crate) d: Diagnostics,
+    pub(crate) source: &'a Source,
+    pub(crate) spec_dir: PathBuf,
     /// Paths the spec names (`file:`, `fixture:`) must stay inside this folder.
-    pub root: PathBuf,
-    pub templates: Templates,
-    pub secrets: BTreeMap<String, Span>,
-    pub used_secrets: BTreeSet<String>,
-    pub tool_names: Vec<String>,
+    pub(crate) root: PathBuf,
+    pub(crate) templates: Templates,
+    pub(crate) secrets: BTreeMap<String, Span>,
+    pub(crate) used_secrets: BTreeSet<String>,
+    pub(crate) tool_names: Vec<String>,
     /// Scripted calls with literal arguments, validated once every tool is compiled.
-    pub pending_call_checks: Vec<(String, serde_json::Value, Node)>,
+    pub(crate) pending_call_checks: Vec<(String, serde_json::Value, Node)>,
     /// This exact text passed every check before (`checked`): tool schemas are not checked
     /// against the meta-schema again, and validators are built on each tool's first call.
-    pub trusted: bool,
-    pub spec_sha256: String,
+    pub(crate) trusted: bool,
+    pub(crate) spec_sha256: String,
 }
 
 impl Ctx<'_> {
-    pub fn tool_exists(&self, name: &str) -> bool {
+    pub(crate) fn tool_exists(&self, name: &str) -> bool {
         self.tool_names.iter().any(|t| t == name)
     }
 
-    pub fn unknown_tool(&mut self, name: &Spanned<String>, place: &str) {
+    pub(crate) fn unknown_tool(&mut self, name: &Spanned<String>, place: &str) {
         let help = did_you_mean(&name.value, self.tool_names.iter().map(String::as_str))
             .unwrap_or_else(|| format!("declared tools: {}", self.tool_names.join(", ")));
         self.d.push(
@@ -58,12 +58,12 @@ impl Ctx<'_> {
 
 pub struct Compiled {
     pub registry: Option<Registry>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 // One diagnostic per file, returned once: its size does not matter.
 #[allow(clippy::result_large_err)]
-pub fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
+pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
     let sha = sha256_hex(&source.text);
     let trusted = checked::was_checked(&sha);
@@ -77,7 +77,7 @@ pub fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
 /// Every check, whatever was checked before (`toolrun check`).
 // One diagnostic per file, returned once: its size does not matter.
 #[allow(clippy::result_large_err)]
-pub fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
+pub(crate) fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
     let compiled = compile(&source, path);
     if let Some(r) = &compiled.registry {
@@ -535,7 +535,7 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
     policy
 }
 
-pub fn parse_host_rule(text: &str) -> Option<HostRule> {
+pub(crate) fn parse_host_rule(text: &str) -> Option<HostRule> {
     let t = text.trim();
     if t.is_empty() || t.contains("://") || t.contains('/') || t.contains(char::is_whitespace) {
         return None;

@@ -12,7 +12,7 @@ use crate::spec::read::{expected, seq, Obj};
 use crate::spec::yaml::{Node, Value};
 use std::time::Duration;
 
-pub fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<LazyRegex> {
+pub(super) fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<LazyRegex> {
     if ctx.trusted {
         // Parsed without error before; a run builds only the regexes it tries.
         return Some(LazyRegex::new(text));
@@ -36,7 +36,7 @@ pub fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<LazyRegex
     }
 }
 
-pub fn compile_models(
+pub(super) fn compile_models(
     node: Option<&Node>,
     default: Option<&Node>,
     policy: &Policy,

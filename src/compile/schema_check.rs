@@ -10,7 +10,7 @@ use crate::spec::read::expected;
 use crate::spec::yaml::{Node, Value};
 use serde_json::json;
 
-pub fn empty_object_schema() -> serde_json::Value {
+pub(super) fn empty_object_schema() -> serde_json::Value {
     json!({ "type": "object", "properties": {}, "additionalProperties": false })
 }
 
@@ -22,7 +22,7 @@ fn node_at<'a>(root: &'a Node, location: &str) -> &'a Node {
 /// The schema and its compiled validator: building a validator is the costliest step of a
 /// check, so the one built here is the one the registry keeps. A spec checked before
 /// (`ctx.trusted`) skips the checks and leaves the validator to the tool's first call.
-pub fn compile_input_schema(
+pub(super) fn compile_input_schema(
     node: &Node,
     tool: &str,
     ctx: &mut Ctx,

@@ -6,33 +6,33 @@ use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::spec::yaml::Node;
 use crate::templates::{TValue, TemplateId, TemplatePos};
 
-pub struct Roots<'a> {
-    pub names: &'static [&'static str],
+pub(crate) struct Roots<'a> {
+    pub(crate) names: &'static [&'static str],
     /// The tool's argument names, when `args` is a root.
-    pub args: Option<&'a [String]>,
+    pub(crate) args: Option<&'a [String]>,
 }
 
 impl<'a> Roots<'a> {
-    pub fn tool(args: Option<&'a [String]>) -> Roots<'a> {
+    pub(crate) fn tool(args: Option<&'a [String]>) -> Roots<'a> {
         Roots {
             names: &["args", "query"],
             args,
         }
     }
-    pub fn http(args: Option<&'a [String]>) -> Roots<'a> {
+    pub(crate) fn http(args: Option<&'a [String]>) -> Roots<'a> {
         Roots {
             names: &["args", "secrets", "query"],
             args,
         }
     }
     /// Headers of an `mcp` tool: sent when connecting, before any call has arguments.
-    pub fn secrets() -> Roots<'static> {
+    pub(crate) fn secrets() -> Roots<'static> {
         Roots {
             names: &["secrets"],
             args: None,
         }
     }
-    pub fn script() -> Roots<'static> {
+    pub(crate) fn script() -> Roots<'static> {
         Roots {
             names: &["query", "results", "last", "step"],
             args: None,
@@ -92,7 +92,7 @@ fn template_error_span(node: &Node, template: &str, pos: Option<TemplatePos>, ct
     }
 }
 
-pub fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<TemplateId> {
+pub(crate) fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<TemplateId> {
     match ctx.templates.add(text) {
         Ok(id) => {
             check_variables(&id, node, roots, ctx);
@@ -110,7 +110,7 @@ pub fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Op
     }
 }
 
-pub fn check_tvalue(
+pub(crate) fn check_tvalue(
     json: &serde_json::Value,
     node: &Node,
     roots: &Roots,

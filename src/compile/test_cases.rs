@@ -9,7 +9,7 @@ use crate::spec::read::{expected, seq, Obj, Spanned};
 use crate::spec::yaml::{Node, Value};
 use crate::vocab::{ErrorKind, Status, StopReason};
 
-pub fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
+pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
     let mut out = Vec::new();
     // By name: a spec with 10,000 tests must not compare every name with every other.
     let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();

@@ -21,7 +21,7 @@ use std::io::Read as _;
 
 const DEFAULT_MAX_BYTES: u64 = 4 << 20;
 
-pub fn compile_tools(
+pub(crate) fn compile_tools(
     node: &Node,
     limits: &Limits,
     confirm: &[Spanned<String>],
@@ -50,7 +50,7 @@ pub fn compile_tools(
     tools
 }
 
-pub fn valid_tool_name(name: &str) -> bool {
+pub(crate) fn valid_tool_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && name.len() <= 64
@@ -797,9 +797,9 @@ fn csv_table(file: &Spanned<String>, path: &std::path::Path, ctx: &mut Ctx) -> O
 /// enum, the shape models read best. A wider table's schema names no columns (it would grow with
 /// every column, and so would its validator and every request sending it); the tool checks the
 /// names itself, with a did-you-mean.
-pub const COLUMNS_IN_SCHEMA: usize = 64;
+pub(crate) const COLUMNS_IN_SCHEMA: usize = 64;
 
-pub fn table_schema(table: &Table) -> serde_json::Value {
+pub(crate) fn table_schema(table: &Table) -> serde_json::Value {
     let filter = json!([
         { "type": ["string", "number", "boolean", "null"] },
         { "type": "object", "properties": { "contains": { "type": "string" } }, "required": ["contains"], "additionalProperties": false }
@@ -1112,7 +1112,7 @@ pub(super) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
 /// With `policy.network.allow_hosts` the list is complete: a literal host outside it is an error.
 /// Without it, literal hosts are the allowed ones, and a host chosen by a template (a secret, or
 /// a whole-URL argument) is refused: the hosts a spec reaches must be visible in the spec.
-pub fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
+pub(crate) fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) {
     let Some(Value::Map(tools)) = tools_node.map(|n| &n.value) else {
         return;
     };

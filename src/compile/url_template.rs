@@ -11,7 +11,7 @@ use crate::registry::{HostRule, UrlOrigin};
 
 /// What the origin of a URL template is made of.
 #[derive(Debug, PartialEq)]
-pub enum Shape {
+pub(super) enum Shape {
     /// No template in the origin: the host is written in the spec (`None`: not a valid host).
     Literal(Option<HostRule>),
     /// `{{ secrets.BASE }}/items`: these secrets decide the origin.
@@ -23,7 +23,7 @@ pub enum Shape {
 }
 
 impl Shape {
-    pub fn origin(&self) -> Option<UrlOrigin> {
+    pub(super) fn origin(&self) -> Option<UrlOrigin> {
         match self {
             Shape::Literal(rule) => Some(UrlOrigin::Literal(rule.clone())),
             Shape::Secrets(names) => Some(UrlOrigin::Secrets(names.clone())),
@@ -36,7 +36,7 @@ impl Shape {
 /// Template roots a caller controls in an HTTP tool (`secrets` is the spec author's).
 const INPUT_ROOTS: &[&str] = &["args", "query"];
 
-pub fn shape(source: &str) -> Shape {
+pub(super) fn shape(source: &str) -> Shape {
     if let Some(expr) = crate::templates::single_expression(source) {
         if is_plain_argument(expr) {
             return Shape::WholeArgument;
@@ -199,7 +199,7 @@ fn secret_names(tag: &str) -> Vec<String> {
 }
 
 /// The host part of a URL template, or `None` when a template decides it.
-pub fn literal_host(url: &str) -> Option<HostRule> {
+pub(super) fn literal_host(url: &str) -> Option<HostRule> {
     let (scheme, rest) = url.trim().split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if crate::templates::is_template(authority) || crate::templates::is_template(scheme) {
