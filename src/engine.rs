@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Asks a person whether a tool may run (a terminal prompt in `run`; never in tests).
-pub type Confirmer = dyn Fn(&str, &Value) -> bool + Send + Sync;
+pub(crate) type Confirmer = dyn Fn(&str, &Value) -> bool + Send + Sync;
 
 pub struct RunOptions<'a> {
     pub query: &'a str,
@@ -101,12 +101,12 @@ enum Admission<'t> {
 /// What a single direct tool call produced. `result` is set when the tool ran (its `status`
 /// says ok or error); `error` when it failed or was rejected; `pending` when it needs a person.
 #[derive(Debug)]
-pub struct CallOutcome {
-    pub result: Option<ToolResultEntry>,
-    pub error: Option<ToolErrorEntry>,
-    pub pending: Option<PendingCall>,
+pub(crate) struct CallOutcome {
+    pub(crate) result: Option<ToolResultEntry>,
+    pub(crate) error: Option<ToolErrorEntry>,
+    pub(crate) pending: Option<PendingCall>,
     /// Set when a policy rule would have ended a run (a loop, a limit, a needed confirmation).
-    pub stop_reason: Option<StopReason>,
+    pub(crate) stop_reason: Option<StopReason>,
 }
 
 /// Why a call may not run, and whether that also ends the run.
@@ -158,7 +158,7 @@ fn canonical(v: &Value) -> String {
 }
 
 /// `/ticker: 5 is not of type "string"`, with a did-you-mean for unexpected properties.
-pub fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
+pub(crate) fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
     let validator = match tool.validator() {
         Ok(v) => v,
         Err(e) => {
@@ -212,12 +212,12 @@ fn truncate_observation(redactor: &Redactor, text: &str, max_chars: usize) -> (S
 /// The loop's bookkeeping for calls that arrive one at a time from outside a model loop (an MCP
 /// session): limits, loop detection and fault counts run per session, exactly as per run.
 #[derive(Default)]
-pub struct CallSession {
+pub(crate) struct CallSession {
     st: State,
 }
 
 impl CallSession {
-    pub fn tool_call_count(&self) -> u32 {
+    pub(crate) fn tool_call_count(&self) -> u32 {
         self.st.tool_call_count
     }
 }
@@ -291,7 +291,7 @@ impl<'a> Engine<'a> {
     /// One tool call outside a loop (`toolrun call`, an MCP client): the same admission,
     /// confirmation, faults, timeout, masking and truncation as a call the model makes, because
     /// it goes through the same turn handling.
-    pub async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         name: &str,
         arguments: Value,
@@ -303,7 +303,7 @@ impl<'a> Engine<'a> {
 
     /// Like [`Engine::call_tool`], counting limits and loops across the calls of one session
     /// (an MCP client's), as a run counts them across its turns.
-    pub async fn call_in_session(
+    pub(crate) async fn call_in_session(
         &self,
         session: &mut CallSession,
         name: &str,
@@ -1084,7 +1084,7 @@ async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Value, ToolError> {
 }
 
 /// Sums usage for display without a trace at hand.
-pub fn total_usage(usages: &[Option<Usage>]) -> Usage {
+pub(crate) fn total_usage(usages: &[Option<Usage>]) -> Usage {
     usages
         .iter()
         .flatten()

@@ -20,7 +20,7 @@ impl Events {
         Events::default()
     }
 
-    pub fn to_writer(writer: Box<dyn Write + Send>, redactor: Redactor) -> Events {
+    pub(crate) fn to_writer(writer: Box<dyn Write + Send>, redactor: Redactor) -> Events {
         Events {
             sink: Some(Mutex::new(writer)),
             redactor,
@@ -28,26 +28,26 @@ impl Events {
         }
     }
 
-    pub fn set_redactor(&mut self, redactor: Redactor) {
+    pub(crate) fn set_redactor(&mut self, redactor: Redactor) {
         self.redactor = redactor;
     }
 
-    pub fn tap(&mut self, f: impl Fn(&str, &Value) + Send + Sync + 'static) {
+    pub(crate) fn tap(&mut self, f: impl Fn(&str, &Value) + Send + Sync + 'static) {
         self.taps.push(Box::new(f));
     }
 
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.sink.is_some() || !self.taps.is_empty()
     }
 
     /// Builds the event only when someone listens: the loop's hot path stays allocation-free.
-    pub fn emit_with(&self, event: &str, data: impl FnOnce() -> Value) {
+    pub(crate) fn emit_with(&self, event: &str, data: impl FnOnce() -> Value) {
         if self.is_active() {
             self.emit(event, data());
         }
     }
 
-    pub fn emit(&self, event: &str, mut data: Value) {
+    pub(crate) fn emit(&self, event: &str, mut data: Value) {
         if !self.is_active() {
             return;
         }
