@@ -12,18 +12,18 @@ use crate::redact::Secrets;
 use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// The API requires `max_tokens`; this is used when the spec does not set it.
-pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 1024;
 
 pub struct AnthropicModel {
-    pub name: String,
-    pub settings: LiveModel,
-    pub api_key: Option<String>,
+    pub(crate) name: String,
+    pub(crate) settings: LiveModel,
+    pub(crate) api_key: Option<String>,
 }
 
 impl AnthropicModel {
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         settings: &LiveModel,
         secrets: &mut Secrets,
@@ -36,7 +36,7 @@ impl AnthropicModel {
         })
     }
 
-    pub async fn decide(
+    pub(crate) async fn decide(
         &mut self,
         input: DecideInput<'_>,
         transport: &Transport,
@@ -71,7 +71,11 @@ impl AnthropicModel {
 }
 
 /// The Messages request for this conversation.
-pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Message]) -> Value {
+pub(crate) fn build_request(
+    settings: &LiveModel,
+    registry: &Registry,
+    messages: &[Message],
+) -> Value {
     let mut system: Vec<&str> = Vec::new();
     let mut wire: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in messages {
@@ -208,7 +212,7 @@ fn safe_id(id: &str) -> String {
 }
 
 /// Reads a Messages reply.
-pub fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
+pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
     if v.get("type").and_then(Value::as_str) == Some("error")
         || (v.get("content").is_none() && v.get("error").is_some_and(|e| !e.is_null()))
     {

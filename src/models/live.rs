@@ -13,24 +13,24 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Model replies are small; anything this large is a misbehaving server, not a reply.
-pub const MAX_RESPONSE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_RESPONSE_BYTES: u64 = 16 << 20;
 /// A server asking for a longer pause than this is not waited for: the run fails now with
 /// the server's message rather than hanging silently for minutes.
 const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
 
 /// One provider's view of an exchange, so the retry loop can name it in events and errors.
-pub struct Endpoint<'a> {
-    pub model_name: &'a str,
-    pub provider: &'static str,
-    pub settings: &'a LiveModel,
-    pub api_key: Option<&'a str>,
-    pub url: String,
+pub(crate) struct Endpoint<'a> {
+    pub(crate) model_name: &'a str,
+    pub(crate) provider: &'static str,
+    pub(crate) settings: &'a LiveModel,
+    pub(crate) api_key: Option<&'a str>,
+    pub(crate) url: String,
     /// Provider headers (auth, versions); the model's own `headers:` override them by name.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// `base_url` + `path`, with the model's `query:` parameters (Azure's `api-version`).
-pub fn url(settings: &LiveModel, path: &str) -> String {
+pub(crate) fn url(settings: &LiveModel, path: &str) -> String {
     let mut url = format!("{}{path}", settings.base_url);
     if settings.query.is_empty() {
         return url;
@@ -45,7 +45,7 @@ pub fn url(settings: &LiveModel, path: &str) -> String {
 
 /// The header carrying the key: the provider's own (`default`), or the key verbatim in the
 /// model's `api_key_header:` (Azure's `api-key`). No key, no header.
-pub fn key_header(
+pub(crate) fn key_header(
     settings: &LiveModel,
     key: Option<&str>,
     default: impl FnOnce(&str) -> (String, String),
@@ -60,7 +60,7 @@ pub fn key_header(
 /// `required` and `{ tool: NAME }` hold until the model has called a tool; after that the
 /// choice is `auto`, or a forced call would repeat until a limit stops the run (the OpenAI
 /// Agents SDK resets it the same way).
-pub fn effective_tool_choice<'a>(settings: &'a LiveModel, messages: &[Message]) -> &'a ToolChoice {
+pub(crate) fn effective_tool_choice<'a>(settings: &'a LiveModel, messages: &[Message]) -> &'a ToolChoice {
     let called = messages
         .iter()
         .any(|m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()));
@@ -72,7 +72,7 @@ pub fn effective_tool_choice<'a>(settings: &'a LiveModel, messages: &[Message]) 
 
 /// The model's `extra_body:` over the request. `check` refuses keys toolrun writes, so
 /// nothing built here is replaced.
-pub fn merge_extra_body(body: &mut serde_json::Map<String, Value>, settings: &LiveModel) {
+pub(crate) fn merge_extra_body(body: &mut serde_json::Map<String, Value>, settings: &LiveModel) {
     for (k, v) in &settings.extra_body {
         body.entry(k.clone()).or_insert_with(|| v.clone());
     }
@@ -80,7 +80,7 @@ pub fn merge_extra_body(body: &mut serde_json::Map<String, Value>, settings: &Li
 
 /// How the reply comes: one JSON document, or server-sent events folded back into one.
 #[derive(Clone, Copy)]
-pub enum ReplyForm {
+pub(crate) enum ReplyForm {
     Json,
     Stream(fn() -> Box<dyn Assembler>),
 }
@@ -91,7 +91,7 @@ pub enum ReplyForm {
 /// not retried, since the per-request `timeout` is the user's budget for it. Every request
 /// that may reach the server passes the model's [`gate`] first, and a 429 closes it for every
 /// worker of the process.
-pub async fn post_json(
+pub(crate) async fn post_json(
     ep: &Endpoint<'_>,
     body: &Value,
     form: ReplyForm,
@@ -420,14 +420,14 @@ fn humantime(d: Duration) -> String {
 /// How long to wait before the next attempt: the server's `retry-after-ms` / `Retry-After`
 /// (seconds or a date) when given, else the shared backoff. `None`: the server asks for more
 /// than we are willing to wait.
-pub fn retry_delay(resp: Option<&HttpResponse>, attempt: u32, seed: &[u8]) -> Option<Duration> {
+pub(crate) fn retry_delay(resp: Option<&HttpResponse>, attempt: u32, seed: &[u8]) -> Option<Duration> {
     let wait = retry::MODELS.next(resp, attempt, seed);
     (wait <= RETRY_AFTER_MAX).then_some(wait)
 }
 
 /// The provider's own explanation: `error.message` (OpenAI, Anthropic), else the shapes other
 /// compatible servers use (`error` as a string, `message`, FastAPI's `detail`), else the text.
-pub fn provider_message(parsed: Option<&Value>, text: &str) -> String {
+pub(crate) fn provider_message(parsed: Option<&Value>, text: &str) -> String {
     let from_json = parsed.and_then(|v| {
         let err = v.get("error");
         err.and_then(|e| e.get("message"))
@@ -449,7 +449,7 @@ pub fn provider_message(parsed: Option<&Value>, text: &str) -> String {
     }
 }
 
-pub fn snippet(text: &str) -> String {
+pub(crate) fn snippet(text: &str) -> String {
     const MAX: usize = 300;
     let t = text.trim();
     match t.char_indices().nth(MAX) {
@@ -482,7 +482,7 @@ fn error(
 /// Tool-call arguments as models send them: a JSON object, a string holding one, or an empty
 /// string / null for a call without arguments (several servers do this). Anything else is
 /// `Err(raw text)`, which the engine reports as `invalid_arguments`.
-pub fn parse_arguments(value: Option<&Value>) -> Result<Value, String> {
+pub(crate) fn parse_arguments(value: Option<&Value>) -> Result<Value, String> {
     match value {
         None | Some(Value::Null) => Ok(json!({})),
         Some(Value::Object(_)) => Ok(value.cloned().unwrap_or_default()),
@@ -499,7 +499,7 @@ pub fn parse_arguments(value: Option<&Value>) -> Result<Value, String> {
 /// parsed are sent as `{}`: some servers (vLLM) parse them to render their chat template and
 /// reject the whole request otherwise; the tool's error message already tells the model what
 /// was wrong with what it sent.
-pub fn arguments_object(arguments: &Value) -> Value {
+pub(crate) fn arguments_object(arguments: &Value) -> Value {
     match arguments {
         Value::Object(_) => arguments.clone(),
         Value::String(s) => match serde_json::from_str::<Value>(s) {
@@ -512,7 +512,7 @@ pub fn arguments_object(arguments: &Value) -> Value {
 
 /// Tool-call ids as returned, unless missing, empty or repeated in one reply: then a stable
 /// `call_<step>_<i>`, so every tool result still answers exactly one call.
-pub fn call_id(raw: Option<&Value>, step: u32, index: usize, seen: &mut Vec<String>) -> String {
+pub(crate) fn call_id(raw: Option<&Value>, step: u32, index: usize, seen: &mut Vec<String>) -> String {
     let given = match raw {
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -532,7 +532,7 @@ pub fn call_id(raw: Option<&Value>, step: u32, index: usize, seen: &mut Vec<Stri
     id
 }
 
-pub fn u64_field(v: Option<&Value>) -> Option<u64> {
+pub(crate) fn u64_field(v: Option<&Value>) -> Option<u64> {
     let v = v?;
     v.as_u64().or_else(|| {
         v.as_f64()
@@ -552,7 +552,7 @@ pub(crate) mod testing {
     use crate::spec::Source;
     use std::path::Path;
 
-    pub fn registry(yaml: &str) -> Registry {
+    pub(crate) fn registry(yaml: &str) -> Registry {
         let source = Source::new("test.yaml", yaml);
         let compiled = crate::compile::compile(&source, Path::new("test.yaml"));
         match compiled.registry {
@@ -568,7 +568,7 @@ pub(crate) mod testing {
         }
     }
 
-    pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

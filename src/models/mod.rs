@@ -1,12 +1,12 @@
 //! Models decide: given the conversation so far, an answer or tool calls. Scripted models are
 //! deterministic for tests; live providers speak OpenAI's and Anthropic's wire formats.
 
-pub mod anthropic;
-pub mod gate;
-pub mod live;
-pub mod openai;
-pub mod scripted;
-pub mod stream;
+pub(crate) mod anthropic;
+pub(crate) mod gate;
+pub(crate) mod live;
+pub(crate) mod openai;
+pub(crate) mod scripted;
+pub(crate) mod stream;
 
 use crate::events::Events;
 use crate::net::Transport;
@@ -18,7 +18,7 @@ use serde_json::Value;
 /// The provider-neutral conversation. Each provider maps it to its own wire format.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
-pub enum Message {
+pub(crate) enum Message {
     System {
         content: String,
     },
@@ -41,15 +41,15 @@ pub enum Message {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallMessage {
-    pub id: String,
-    pub name: String,
+pub(crate) struct CallMessage {
+    pub(crate) id: String,
+    pub(crate) name: String,
     /// The arguments as the model sent them: JSON when they parsed, else the raw text.
-    pub arguments: Value,
+    pub(crate) arguments: Value,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Answer(String),
     ToolCalls {
         text: Option<String>,
@@ -63,36 +63,36 @@ pub enum Decision {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ProposedCall {
-    pub id: String,
-    pub name: String,
+pub(crate) struct ProposedCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
     /// `Err(raw)` when the model's arguments were not a JSON object.
-    pub arguments: Result<Value, String>,
+    pub(crate) arguments: Result<Value, String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
+pub(crate) struct Usage {
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ModelTurn {
-    pub decision: Decision,
-    pub usage: Option<Usage>,
+pub(crate) struct ModelTurn {
+    pub(crate) decision: Decision,
+    pub(crate) usage: Option<Usage>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ModelError {
-    pub message: String,
+pub(crate) struct ModelError {
+    pub(crate) message: String,
     /// The HTTP status of a live provider's failed reply.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// The provider's reply body as received (secrets masked), for the trace.
-    pub raw: Option<String>,
+    pub(crate) raw: Option<String>,
 }
 
 impl ModelError {
-    pub fn new(message: impl Into<String>) -> ModelError {
+    pub(crate) fn new(message: impl Into<String>) -> ModelError {
         ModelError {
             message: message.into(),
             ..ModelError::default()
@@ -101,16 +101,16 @@ impl ModelError {
 }
 
 /// What a model sees at each step.
-pub struct DecideInput<'a> {
-    pub registry: &'a Registry,
-    pub messages: &'a [Message],
-    pub query: &'a str,
+pub(crate) struct DecideInput<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) messages: &'a [Message],
+    pub(crate) query: &'a str,
     /// Every tool call so far as the template context sees it (`results`).
-    pub results: &'a [Value],
-    pub step: u32,
+    pub(crate) results: &'a [Value],
+    pub(crate) step: u32,
 }
 
-pub enum ModelClient {
+pub(crate) enum ModelClient {
     Scripted(scripted::ScriptedModel),
     OpenAi(openai::OpenAiModel),
     Anthropic(anthropic::AnthropicModel),
@@ -118,7 +118,7 @@ pub enum ModelClient {
 
 impl ModelClient {
     /// Fails before any request when a live model's API key variable is not set.
-    pub fn new(def: &ModelDef, query: &str, secrets: &mut Secrets) -> Result<ModelClient, String> {
+    pub(crate) fn new(def: &ModelDef, query: &str, secrets: &mut Secrets) -> Result<ModelClient, String> {
         Ok(match &def.kind {
             ModelKind::Scripted(scripts) => {
                 ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?)
@@ -132,7 +132,7 @@ impl ModelClient {
         })
     }
 
-    pub async fn decide(
+    pub(crate) async fn decide(
         &mut self,
         input: DecideInput<'_>,
         transport: &Transport,

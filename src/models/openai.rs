@@ -15,13 +15,13 @@ use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
 pub struct OpenAiModel {
-    pub name: String,
-    pub settings: LiveModel,
-    pub api_key: Option<String>,
+    pub(crate) name: String,
+    pub(crate) settings: LiveModel,
+    pub(crate) api_key: Option<String>,
 }
 
 impl OpenAiModel {
-    pub fn new(
+    pub(crate) fn new(
         name: &str,
         settings: &LiveModel,
         secrets: &mut Secrets,
@@ -34,7 +34,7 @@ impl OpenAiModel {
         })
     }
 
-    pub async fn decide(
+    pub(crate) async fn decide(
         &mut self,
         input: DecideInput<'_>,
         transport: &Transport,
@@ -69,7 +69,11 @@ impl OpenAiModel {
 }
 
 /// The Chat Completions request for this conversation.
-pub fn build_request(settings: &LiveModel, registry: &Registry, messages: &[Message]) -> Value {
+pub(crate) fn build_request(
+    settings: &LiveModel,
+    registry: &Registry,
+    messages: &[Message],
+) -> Value {
     let mut wire: Vec<Value> = Vec::with_capacity(messages.len() + 1);
     // The engine puts the spec's `system:` first; a conversation built elsewhere may not.
     if let (Some(system), false) = (
@@ -166,7 +170,7 @@ fn assistant(content: Option<&str>, calls: &[CallMessage]) -> Value {
 }
 
 /// Reads a Chat Completions reply. Only the first choice counts (we never ask for `n` > 1).
-pub fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
+pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
     let usage = usage(v);
     if v.get("choices").is_none() {
         // A 200 carrying an error object (some proxies do this) is an error, not a reply.

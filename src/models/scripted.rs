@@ -6,7 +6,7 @@ use crate::registry::{Script, ScriptedArguments, Turn};
 use crate::templates::Ctx;
 use serde_json::{json, Value};
 
-pub struct ScriptedModel {
+pub(crate) struct ScriptedModel {
     name: String,
     /// Raw pointer-free handle: the script index inside the registry's model.
     script: usize,
@@ -15,7 +15,7 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
-    pub fn select(name: &str, scripts: &[Script], query: &str) -> Result<ScriptedModel, String> {
+    pub(crate) fn select(name: &str, scripts: &[Script], query: &str) -> Result<ScriptedModel, String> {
         let index = scripts
             .iter()
             .position(|s| s.when.as_ref().is_none_or(|re| re.is_match(query)))
@@ -32,7 +32,7 @@ impl ScriptedModel {
         })
     }
 
-    pub async fn decide(&mut self, input: DecideInput<'_>) -> Result<ModelTurn, ModelError> {
+    pub(crate) async fn decide(&mut self, input: DecideInput<'_>) -> Result<ModelTurn, ModelError> {
         let registry = input.registry;
         let Some(crate::registry::ModelKind::Scripted(scripts)) =
             registry.model(&self.name).map(|m| &m.kind)

@@ -7,16 +7,16 @@ use serde_json::{json, Map, Value};
 
 /// One server-sent event: its `event:` name (empty when none) and its `data:` lines joined.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SseEvent {
-    pub event: String,
-    pub data: String,
+pub(crate) struct SseEvent {
+    pub(crate) event: String,
+    pub(crate) data: String,
 }
 
 /// The `text/event-stream` framing (WHATWG HTML §9.2): lines end in LF, CR or CRLF; a blank
 /// line dispatches; `:` lines are comments (keep-alives); several `data:` lines join with LF.
 /// Bytes arrive in arbitrary pieces, so a line (or a UTF-8 character) may be split anywhere.
 #[derive(Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     line: Vec<u8>,
     /// The previous byte was a CR: a following LF belongs to the same line end.
     after_cr: bool,
@@ -25,7 +25,7 @@ pub struct SseParser {
 }
 
 impl SseParser {
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
         for &b in bytes {
             if self.after_cr && b == b'\n' {
                 self.after_cr = false;
@@ -43,7 +43,7 @@ impl SseParser {
 
     /// The end of the body: a last event without its blank line still counts (servers that
     /// close right after `data: [DONE]`).
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.line_done(&String::from_utf8_lossy(&line), out);
@@ -84,7 +84,7 @@ impl SseParser {
 }
 
 /// Folds a provider's stream into its non-streamed reply, reporting text as it comes.
-pub trait Assembler: Send {
+pub(crate) trait Assembler: Send {
     /// One event; `text` receives each piece of answer text.
     fn event(&mut self, ev: &SseEvent, text: &mut dyn FnMut(&str));
     /// The reply the non-streaming API would have sent, or the error object the stream
@@ -105,7 +105,7 @@ struct CallParts {
 }
 
 #[derive(Default)]
-pub struct OpenAiStream {
+pub(crate) struct OpenAiStream {
     done: bool,
     text: Option<String>,
     refusal: String,
@@ -264,7 +264,7 @@ impl Assembler for OpenAiStream {
 // ---------------------------------------------------------------------------------------
 
 #[derive(Default)]
-pub struct AnthropicStream {
+pub(crate) struct AnthropicStream {
     message: Map<String, Value>,
     /// Content blocks in order; tool inputs as the JSON text received so far.
     blocks: Vec<(Value, String)>,
@@ -418,15 +418,15 @@ impl Assembler for AnthropicStream {
 }
 
 /// Feeds bytes through the framing into an assembler.
-pub struct Reader {
+pub(crate) struct Reader {
     parser: SseParser,
     assembler: Box<dyn Assembler>,
     /// Bytes fed so far: none means the body arrived whole (a replay, a compressed stream).
-    pub fed: u64,
+    pub(crate) fed: u64,
 }
 
 impl Reader {
-    pub fn new(assembler: Box<dyn Assembler>) -> Reader {
+    pub(crate) fn new(assembler: Box<dyn Assembler>) -> Reader {
         Reader {
             parser: SseParser::default(),
             assembler,
@@ -434,7 +434,7 @@ impl Reader {
         }
     }
 
-    pub fn feed(&mut self, bytes: &[u8], text: &mut dyn FnMut(&str)) {
+    pub(crate) fn feed(&mut self, bytes: &[u8], text: &mut dyn FnMut(&str)) {
         self.fed += bytes.len() as u64;
         let mut events = Vec::new();
         self.parser.feed(bytes, &mut events);
@@ -443,7 +443,7 @@ impl Reader {
         }
     }
 
-    pub fn finish(&mut self, text: &mut dyn FnMut(&str)) -> Value {
+    pub(crate) fn finish(&mut self, text: &mut dyn FnMut(&str)) -> Value {
         let mut events = Vec::new();
         self.parser.finish(&mut events);
         for ev in &events {
