@@ -2,32 +2,32 @@
 //! recording and replaying fixtures is just another transport: the engine never knows it replays.
 
 use crate::redact::Redactor;
-pub mod decode;
-pub mod retry;
+pub(crate) mod decode;
+pub(crate) mod retry;
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct HttpRequest {
-    pub method: String,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Option<Vec<u8>>,
+pub(crate) struct HttpRequest {
+    pub(crate) method: String,
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+pub(crate) struct HttpResponse {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
     /// The body was cut at `max_bytes`.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -36,7 +36,7 @@ impl HttpResponse {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum NetError {
+pub(crate) enum NetError {
     Timeout,
     Connect(String),
     Io(String),
@@ -56,25 +56,25 @@ impl std::fmt::Display for NetError {
 }
 
 /// Receives each piece of a body as it arrives.
-pub type OnChunk<'a> = &'a (dyn Fn(&[u8]) + Sync);
+pub(crate) type OnChunk<'a> = &'a (dyn Fn(&[u8]) + Sync);
 
-pub struct SendOptions<'a> {
+pub(crate) struct SendOptions<'a> {
     /// Covers connect, headers and the whole body.
-    pub timeout: Duration,
-    pub max_bytes: u64,
+    pub(crate) timeout: Duration,
+    pub(crate) max_bytes: u64,
     /// Called with the bytes received so far while a body streams in.
-    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    pub(crate) progress: Option<&'a (dyn Fn(u64) + Sync)>,
     /// Called with each piece of a 2xx body as it arrives (live traffic only, and only when the
     /// body is not compressed): streamed replies are shown before they end.
-    pub on_chunk: Option<OnChunk<'a>>,
+    pub(crate) on_chunk: Option<OnChunk<'a>>,
     /// Turns a live response into the form it is used, masked and recorded in (an MCP reply
     /// sent as server-sent events becomes its one JSON-RPC message), so a replay hands the
     /// caller exactly what the live run had.
-    pub reshape: Option<fn(HttpResponse) -> HttpResponse>,
+    pub(crate) reshape: Option<fn(HttpResponse) -> HttpResponse>,
 }
 
 #[derive(Clone, Copy, Debug)]
-pub enum Purpose<'a> {
+pub(crate) enum Purpose<'a> {
     Tool(&'a str),
     Model(&'a str),
     /// A `kind: mcp` entry talking to its server (named by the entry).
@@ -84,7 +84,7 @@ pub enum Purpose<'a> {
 /// Recorded traffic: answers requests from a recording, or records live ones. Fixtures
 /// (`crate::fixture::Tape`) implement it; the transport knows only this interface, so the network
 /// layer never reaches up into fixtures.
-pub trait Recorder: Send + Sync {
+pub(crate) trait Recorder: Send + Sync {
     /// The recorded answer to this request, if there is one.
     fn answer(
         &self,
@@ -103,7 +103,7 @@ pub trait Recorder: Send + Sync {
     );
 }
 
-pub struct Transport {
+pub(crate) struct Transport {
     client: OnceLock<Result<reqwest::Client, String>>,
     /// Recording or replaying; `None` is plain live traffic.
     tape: Option<std::sync::Arc<dyn Recorder>>,
@@ -121,7 +121,7 @@ impl Default for Transport {
 }
 
 impl Transport {
-    pub fn live() -> Transport {
+    pub(crate) fn live() -> Transport {
         Transport {
             client: OnceLock::new(),
             tape: None,
@@ -132,7 +132,7 @@ impl Transport {
 
     /// Waits between retries — except in a replay, where the answers are already recorded and
     /// waiting would only make CI slower.
-    pub async fn pause(&self, wait: Duration) {
+    pub(crate) async fn pause(&self, wait: Duration) {
         if self.tape.as_ref().is_some_and(|t| !t.may_go_live()) {
             return;
         }
@@ -140,11 +140,11 @@ impl Transport {
     }
 
     /// Whether a request may reach a server: live traffic or a recording, not a replay.
-    pub fn may_go_live(&self) -> bool {
+    pub(crate) fn may_go_live(&self) -> bool {
         self.tape.as_ref().is_none_or(|t| t.may_go_live())
     }
 
-    pub fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
+    pub(crate) fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
         Transport {
             client: OnceLock::new(),
             tape: Some(tape),
@@ -154,7 +154,7 @@ impl Transport {
     }
 
     /// The state kept under `key` for this transport's lifetime, made on first use.
-    pub fn session<T: Default + Send + Sync + 'static>(&self, key: &str) -> Arc<T> {
+    pub(crate) fn session<T: Default + Send + Sync + 'static>(&self, key: &str) -> Arc<T> {
         let mut sessions = match self.sessions.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
@@ -173,7 +173,7 @@ impl Transport {
 
     /// From now on, responses are masked with these secrets too. A server that echoes a secret
     /// (in any encoding) hands it to no one: not the tool, the model, a trace or a fixture.
-    pub fn mask_with(&self, redactor: &Redactor) {
+    pub(crate) fn mask_with(&self, redactor: &Redactor) {
         if let Ok(mut r) = self.redactor.lock() {
             r.merge(redactor);
         }
@@ -183,7 +183,7 @@ impl Transport {
         self.redactor.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         purpose: Purpose<'_>,
         req: &HttpRequest,

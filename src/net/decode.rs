@@ -6,18 +6,18 @@
 use std::io::Read;
 
 /// What we advertise in `Accept-Encoding`.
-pub const ACCEPTED: &str = "gzip, br, zstd, deflate";
+pub(crate) const ACCEPTED: &str = "gzip, br, zstd, deflate";
 
 /// The decoded body, and whether it was cut at `max_bytes`.
-pub struct Decoded {
-    pub body: Vec<u8>,
-    pub truncated: bool,
+pub(crate) struct Decoded {
+    pub(crate) body: Vec<u8>,
+    pub(crate) truncated: bool,
 }
 
 /// Undoes `encodings` (the `Content-Encoding` list, applied in order, so undone in reverse).
 /// `cut`: the encoded body was already cut at the cap, so it ends early; what decodes before
 /// the end is kept. Unknown encodings are an error rather than garbage handed to a parser.
-pub fn decode(
+pub(crate) fn decode(
     encodings: &str,
     body: Vec<u8>,
     max_bytes: u64,

@@ -6,21 +6,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long to wait between attempts when the server does not say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// The first wait (before jitter); doubled on each further attempt.
-    pub base: Duration,
+    pub(crate) base: Duration,
     /// No wait is longer than this.
-    pub max: Duration,
+    pub(crate) max: Duration,
 }
 
 /// Model calls: providers rate-limit by the minute, so waits grow long enough to matter.
-pub const MODELS: Backoff = Backoff {
+pub(crate) const MODELS: Backoff = Backoff {
     base: Duration::from_millis(500),
     max: Duration::from_secs(30),
 };
 
 /// HTTP tools: a tool call runs inside the tool's own timeout, so waits stay short.
-pub const TOOLS: Backoff = Backoff {
+pub(crate) const TOOLS: Backoff = Backoff {
     base: Duration::from_millis(200),
     max: Duration::from_secs(10),
 };
@@ -29,7 +29,7 @@ impl Backoff {
     /// "Equal jitter": half the exponential delay fixed, half spread. The spread is drawn from
     /// `seed` (a call id, a request body), so a replayed run computes the same waits while
     /// concurrent callers spread out instead of retrying in lockstep.
-    pub fn delay(&self, attempt: u32, seed: &[u8]) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32, seed: &[u8]) -> Duration {
         let exp = self
             .base
             .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
@@ -43,7 +43,7 @@ impl Backoff {
     }
 
     /// The server's wait when it gives one, else this backoff.
-    pub fn next(&self, resp: Option<&HttpResponse>, attempt: u32, seed: &[u8]) -> Duration {
+    pub(crate) fn next(&self, resp: Option<&HttpResponse>, attempt: u32, seed: &[u8]) -> Duration {
         resp.and_then(retry_after)
             .unwrap_or_else(|| self.delay(attempt, seed))
     }
@@ -51,7 +51,7 @@ impl Backoff {
 
 /// The wait a reply asks for: `retry-after-ms` (OpenAI's, milliseconds), else `Retry-After`
 /// in seconds or as an HTTP date.
-pub fn retry_after(resp: &HttpResponse) -> Option<Duration> {
+pub(crate) fn retry_after(resp: &HttpResponse) -> Option<Duration> {
     resp.header("retry-after-ms")
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
@@ -61,7 +61,7 @@ pub fn retry_after(resp: &HttpResponse) -> Option<Duration> {
 
 /// `Retry-After: 3` (fractions tolerated) or `Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`; a
 /// date in the past means now.
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(s) = v.parse::<f64>() {
         return (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(1e9)));
@@ -72,7 +72,7 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 }
 
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers are allowed to send.
-pub fn parse_http_date(s: &str) -> Option<i64> {
+pub(crate) fn parse_http_date(s: &str) -> Option<i64> {
     let rest = s.split_once(", ")?.1;
     let mut parts = rest.split(' ');
     let day: i64 = parts.next()?.parse().ok()?;
@@ -102,7 +102,7 @@ pub fn parse_http_date(s: &str) -> Option<i64> {
 
 /// An HTTP date `secs` from now, for tests that need a date in the future.
 #[cfg(test)]
-pub fn http_date_in(secs: u64) -> String {
+pub(crate) fn http_date_in(secs: u64) -> String {
     let t = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
