@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 /// Arguments are checked against formats too (`date`, `email`, ...): a model's malformed date
 /// is better rejected as `invalid_arguments` than passed to a tool.
-pub fn tool_validator(
+pub(crate) fn tool_validator(
     schema: &serde_json::Value,
 ) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
     let mut options = jsonschema::options();
@@ -50,7 +50,7 @@ const ANNOTATIONS: &[&str] = &[
 /// `$schema`). Why: building the 2020-12 meta-schema's validator is over half of a small run's
 /// start-up, and nearly every tool schema uses only keywords both drafts read the same way
 /// (type, properties, required, enum, items as a schema, anyOf, ...).
-pub fn shared_subset_draft(schema: &serde_json::Value) -> Option<jsonschema::Draft> {
+pub(crate) fn shared_subset_draft(schema: &serde_json::Value) -> Option<jsonschema::Draft> {
     fn modern(v: &serde_json::Value) -> bool {
         match v {
             serde_json::Value::Object(map) => {
@@ -77,23 +77,23 @@ pub fn shared_subset_draft(schema: &serde_json::Value) -> Option<jsonschema::Dra
 /// A tool's validator: the one `check` built while checking the schema, or one built on the
 /// tool's first call.
 #[derive(Default)]
-pub struct LazyValidator(OnceLock<Result<jsonschema::Validator, String>>);
+pub(crate) struct LazyValidator(OnceLock<Result<jsonschema::Validator, String>>);
 
 impl LazyValidator {
-    pub fn built(validator: jsonschema::Validator) -> LazyValidator {
+    pub(crate) fn built(validator: jsonschema::Validator) -> LazyValidator {
         LazyValidator(OnceLock::from(Ok(validator)))
     }
 
     /// The validator of `schema`; `Err` only for a schema that was never checked and does not
     /// compile.
-    pub fn get(&self, schema: &serde_json::Value) -> Result<&jsonschema::Validator, &str> {
+    pub(crate) fn get(&self, schema: &serde_json::Value) -> Result<&jsonschema::Validator, &str> {
         self.0
             .get_or_init(|| tool_validator(schema).map_err(|e| e.masked().to_string()))
             .as_ref()
             .map_err(String::as_str)
     }
 
-    pub fn is_built(&self) -> bool {
+    pub(crate) fn is_built(&self) -> bool {
         self.0.get().is_some()
     }
 }

@@ -17,12 +17,12 @@ mod unit_convert;
 /// Why a builtin refused or failed; maps onto the trace's error `kind`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuiltinError {
-    pub kind: BuiltinErrorKind,
-    pub message: String,
+    pub(crate) kind: BuiltinErrorKind,
+    pub(crate) message: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BuiltinErrorKind {
+pub(crate) enum BuiltinErrorKind {
     /// The caller (usually the model) sent something it should fix and retry.
     InvalidArguments,
     /// The arguments were well-formed but the computation itself failed.
@@ -33,7 +33,7 @@ pub enum BuiltinErrorKind {
 
 impl BuiltinErrorKind {
     /// The spelling used for error `kind` in traces and fixtures.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             BuiltinErrorKind::InvalidArguments => "invalid_arguments",
             BuiltinErrorKind::ExecutionError => "execution_error",
@@ -49,22 +49,22 @@ impl fmt::Display for BuiltinErrorKind {
 }
 
 impl BuiltinError {
-    pub fn new(kind: BuiltinErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: BuiltinErrorKind, message: impl Into<String>) -> Self {
         BuiltinError {
             kind,
             message: message.into(),
         }
     }
 
-    pub fn invalid(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(BuiltinErrorKind::InvalidArguments, message)
     }
 
-    pub fn execution(message: impl Into<String>) -> Self {
+    pub(crate) fn execution(message: impl Into<String>) -> Self {
         Self::new(BuiltinErrorKind::ExecutionError, message)
     }
 
-    pub fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(BuiltinErrorKind::NotFound, message)
     }
 }
@@ -88,7 +88,7 @@ pub struct BuiltinContext {
 pub struct BuiltinInfo {
     pub name: &'static str,
     /// One sentence, usable as a default tool description.
-    pub summary: &'static str,
+    pub(crate) summary: &'static str,
     /// JSON Schema (draft 2020-12 compatible) of the arguments object.
     pub input_schema: fn() -> Value,
 }
@@ -146,7 +146,7 @@ pub fn all() -> &'static [BuiltinInfo] {
     &BUILTINS
 }
 
-pub fn find(name: &str) -> Option<&'static BuiltinInfo> {
+pub(crate) fn find(name: &str) -> Option<&'static BuiltinInfo> {
     BUILTINS
         .binary_search_by(|b| b.name.cmp(name))
         .ok()

@@ -4,7 +4,7 @@ use super::{ErrorKind, ToolEnv, ToolError};
 use crate::builtins::{self, BuiltinContext, BuiltinErrorKind};
 use serde_json::Value;
 
-pub fn execute(name: &str, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
+pub(crate) fn execute(name: &str, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
     builtins::call(
         name,
         args,

@@ -20,7 +20,7 @@ const PROGRESS_EVERY: u64 = 64 * 1024;
 const EXCERPT_CHARS: usize = 300;
 const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
 
-pub async fn execute(
+pub(crate) async fn execute(
     tool: &Tool,
     http: &HttpTool,
     args: &Value,
@@ -77,7 +77,7 @@ fn invalid(message: impl Into<String>) -> ToolError {
 
 /// Renders the request a call would send, without sending it. Public so the template fuzz target
 /// can check that no argument value changes a URL's host or path structure.
-pub async fn prepare(
+pub(crate) async fn prepare(
     http: &HttpTool,
     args: &Value,
     env: &ToolEnv<'_>,
@@ -249,7 +249,7 @@ fn query_values(v: &Value, push: &mut dyn FnMut(String)) {
 
 /// The hosts this spec may reach: `policy.network.allow_hosts`, or else the hosts written
 /// literally in its HTTP tools' URLs (the same rule `toolrun check` applies).
-pub fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
+pub(crate) fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
     if !registry.policy.allow_hosts.is_empty() {
         return registry.policy.allow_hosts.clone();
     }
@@ -282,7 +282,7 @@ fn display_host(url: &url::Url) -> String {
     }
 }
 
-pub fn check_host(url: &url::Url, allow: &[HostRule]) -> bool {
+pub(crate) fn check_host(url: &url::Url, allow: &[HostRule]) -> bool {
     let (host, port) = host_port(url);
     matches!(url.scheme(), "http" | "https")
         && !host.is_empty()

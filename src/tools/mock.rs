@@ -6,7 +6,7 @@ use crate::templates::Ctx;
 use serde_json::{json, Value};
 
 /// `1` and `1.0` are the same number to a person writing `when:`.
-pub fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => {
@@ -21,13 +21,13 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-pub fn is_subset(expected: &serde_json::Map<String, Value>, actual: &Value) -> bool {
+pub(crate) fn is_subset(expected: &serde_json::Map<String, Value>, actual: &Value) -> bool {
     expected
         .iter()
         .all(|(k, v)| actual.get(k).is_some_and(|a| json_eq(v, a)))
 }
 
-pub async fn execute(
+pub(crate) async fn execute(
     responses: &[MockResponse],
     args: &Value,
     env: &ToolEnv<'_>,

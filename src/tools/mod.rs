@@ -1,11 +1,11 @@
 //! Tool execution: one function per kind, all returning a JSON observation or a structured error
 //! that goes back to the model (a tool error is never a crash).
 
-pub mod builtin;
-pub mod http;
-pub mod mcp;
-pub mod mock;
-pub mod table;
+pub(crate) mod builtin;
+pub(crate) mod http;
+pub(crate) mod mcp;
+pub(crate) mod mock;
+pub(crate) mod table;
 
 use crate::events::Events;
 use crate::net::Transport;
@@ -13,46 +13,46 @@ use crate::redact::Secrets;
 use crate::registry::{Registry, Tool, ToolKind};
 use serde_json::Value;
 
-pub use crate::vocab::ErrorKind;
+pub(crate) use crate::vocab::ErrorKind;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolError {
-    pub kind: ErrorKind,
-    pub message: String,
+pub(crate) struct ToolError {
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
     /// Facts for the trace that the model does not need (status, attempts, elapsed).
-    pub details: Option<Value>,
+    pub(crate) details: Option<Value>,
 }
 
 impl ToolError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
         ToolError {
             kind,
             message: message.into(),
             details: None,
         }
     }
-    pub fn with_details(mut self, details: Value) -> ToolError {
+    pub(crate) fn with_details(mut self, details: Value) -> ToolError {
         self.details = Some(details);
         self
     }
 }
 
 /// Everything a tool may touch while it runs. Nothing here reaches a shell.
-pub struct ToolEnv<'a> {
-    pub registry: &'a Registry,
-    pub secrets: &'a Secrets,
-    pub transport: &'a Transport,
-    pub events: &'a Events,
-    pub query: &'a str,
+pub(crate) struct ToolEnv<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) secrets: &'a Secrets,
+    pub(crate) transport: &'a Transport,
+    pub(crate) events: &'a Events,
+    pub(crate) query: &'a str,
     /// The run's fixed "now" (recorded in fixtures, so replays see the same clock).
-    pub now_unix_ms: i64,
+    pub(crate) now_unix_ms: i64,
     /// The id of the call, for progress events.
-    pub call_id: &'a str,
+    pub(crate) call_id: &'a str,
 }
 
 /// A template that failed while a tool ran: a bound it hit is `limit_exceeded`, anything else
 /// (an undefined value, a type error) `execution_error`.
-pub fn render_error(what: &str, e: crate::templates::RenderError) -> ToolError {
+pub(crate) fn render_error(what: &str, e: crate::templates::RenderError) -> ToolError {
     let kind = if e.limit {
         ErrorKind::LimitExceeded
     } else {
@@ -61,7 +61,7 @@ pub fn render_error(what: &str, e: crate::templates::RenderError) -> ToolError {
     ToolError::new(kind, format!("{what}: {}", e.message))
 }
 
-pub async fn execute(tool: &Tool, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
+pub(crate) async fn execute(tool: &Tool, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
     match &tool.kind {
         ToolKind::Mock(responses) => mock::execute(responses, args, env).await,
         ToolKind::Table(table) => table::execute(table, args),

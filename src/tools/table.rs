@@ -35,7 +35,7 @@ fn cell_matches(cell: Option<&Value>, wanted: &Value) -> bool {
     }
 }
 
-pub fn execute(table: &Table, args: &Value) -> Result<Value, ToolError> {
+pub(crate) fn execute(table: &Table, args: &Value) -> Result<Value, ToolError> {
     let no_filters = Map::new();
     let filters = args
         .get("where")
