@@ -8,29 +8,29 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FixtureSpec {
-    pub name: String,
-    pub sha256: String,
+pub(crate) struct FixtureSpec {
+    pub(crate) name: String,
+    pub(crate) sha256: String,
     /// Relative to the fixture's folder, so a repository can be cloned anywhere.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Fixture {
-    pub format_version: u32,
-    pub toolrun_version: String,
-    pub spec: FixtureSpec,
-    pub query: String,
-    pub model: String,
-    pub now_unix_ms: i64,
+pub(crate) struct Fixture {
+    pub(crate) format_version: u32,
+    pub(crate) toolrun_version: String,
+    pub(crate) spec: FixtureSpec,
+    pub(crate) query: String,
+    pub(crate) model: String,
+    pub(crate) now_unix_ms: i64,
     #[serde(default)]
-    pub approvals: Vec<String>,
+    pub(crate) approvals: Vec<String>,
     #[serde(default)]
-    pub exchanges: Vec<Exchange>,
-    pub trace: Value,
+    pub(crate) exchanges: Vec<Exchange>,
+    pub(crate) trace: Value,
 }
 
 /// What the trace of a session recorded by `toolrun serve --record` has as its `stop_reason`:
@@ -45,41 +45,41 @@ impl Fixture {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// `model` or `http`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The model or tool that made the request.
-    pub source: String,
-    pub request: RecordedRequest,
+    pub(crate) source: String,
+    pub(crate) request: RecordedRequest,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response: Option<RecordedResponse>,
+    pub(crate) response: Option<RecordedResponse>,
     /// A transport failure instead of a response: `timeout`, `connect: ...`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecordedRequest {
-    pub method: String,
-    pub url: String,
+pub(crate) struct RecordedRequest {
+    pub(crate) method: String,
+    pub(crate) url: String,
     #[serde(default)]
-    pub headers: BTreeMap<String, String>,
+    pub(crate) headers: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<Value>,
+    pub(crate) body: Option<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecordedResponse {
-    pub status: u16,
+pub(crate) struct RecordedResponse {
+    pub(crate) status: u16,
     #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    pub body: Value,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) body: Value,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// Header names whose values are credentials, whatever a secret's value is.
-pub fn is_sensitive_header(name: &str) -> bool {
+pub(crate) fn is_sensitive_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),
@@ -105,7 +105,7 @@ fn body_bytes(v: &Value) -> Vec<u8> {
     }
 }
 
-pub fn record_request(req: &HttpRequest) -> RecordedRequest {
+pub(crate) fn record_request(req: &HttpRequest) -> RecordedRequest {
     RecordedRequest {
         method: req.method.clone(),
         url: req.url.clone(),
@@ -150,7 +150,7 @@ fn purpose_parts(p: Purpose<'_>) -> (&'static str, String) {
 }
 
 /// Removes the ignored JSON Pointers (volatile fields) before two bodies are compared.
-pub fn without_pointers(mut v: Value, pointers: &[String]) -> Value {
+pub(crate) fn without_pointers(mut v: Value, pointers: &[String]) -> Value {
     for p in pointers {
         let Some((parent, last)) = p.rsplit_once('/') else {
             continue;
@@ -212,7 +212,7 @@ struct Slot {
     used: bool,
 }
 
-pub struct Tape {
+pub(crate) struct Tape {
     mode: Mode,
     slots: Mutex<Vec<Slot>>,
     /// Exchanges in the order they happened in this run (what a recording writes).
@@ -226,20 +226,28 @@ pub struct Tape {
 }
 
 impl Tape {
-    pub fn recording(redactor: Redactor) -> Tape {
+    pub(crate) fn recording(redactor: Redactor) -> Tape {
         Tape::new(Mode::Record, Vec::new(), Vec::new(), redactor)
     }
-    pub fn recording_new(previous: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
+    pub(crate) fn recording_new(
+        previous: Vec<Exchange>,
+        ignore: Vec<String>,
+        redactor: Redactor,
+    ) -> Tape {
         Tape::new(Mode::RecordNew, previous, ignore, redactor)
     }
     /// `redactor` masks the stand-ins a replay sends for secrets (`***`, or `%2A%2A%2A` once
     /// URL-encoded) back to the mask, on both sides of every comparison.
-    pub fn replaying(exchanges: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
+    pub(crate) fn replaying(
+        exchanges: Vec<Exchange>,
+        ignore: Vec<String>,
+        redactor: Redactor,
+    ) -> Tape {
         Tape::new(Mode::Replay, exchanges, ignore, redactor)
     }
     /// Nothing recorded and nothing live: every request is refused and remembered, so an
     /// offline test can say which tool or model would have reached the network.
-    pub fn offline() -> Tape {
+    pub(crate) fn offline() -> Tape {
         Tape::replaying(Vec::new(), Vec::new(), Redactor::default())
     }
     fn new(mode: Mode, exchanges: Vec<Exchange>, ignore: Vec<String>, redactor: Redactor) -> Tape {
@@ -265,22 +273,22 @@ impl Tape {
         }
     }
 
-    pub fn exchanges(&self) -> Vec<Exchange> {
+    pub(crate) fn exchanges(&self) -> Vec<Exchange> {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
-    pub fn refused(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn refused(&self) -> Vec<(String, String, String)> {
         self.refused.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    pub fn mismatches(&self) -> Vec<String> {
+    pub(crate) fn mismatches(&self) -> Vec<String> {
         self.mismatches
             .lock()
             .map(|m| m.clone())
             .unwrap_or_default()
     }
 
-    pub fn unused(&self) -> Vec<String> {
+    pub(crate) fn unused(&self) -> Vec<String> {
         self.slots
             .lock()
             .map(|s| {
@@ -447,7 +455,7 @@ impl Recorder for Tape {
 }
 
 /// A readable diff of two JSON documents: one line per differing path.
-pub fn json_diff(expected: &Value, actual: &Value) -> String {
+pub(crate) fn json_diff(expected: &Value, actual: &Value) -> String {
     let mut lines = Vec::new();
     diff_at("", expected, actual, &mut lines);
     if lines.len() > 40 {

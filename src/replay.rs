@@ -12,20 +12,20 @@ use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-pub type Interrupt = Arc<std::sync::atomic::AtomicBool>;
+pub(crate) type Interrupt = Arc<std::sync::atomic::AtomicBool>;
 
-pub struct ReplayReport {
-    pub failures: Vec<String>,
+pub(crate) struct ReplayReport {
+    pub(crate) failures: Vec<String>,
     /// `--update` rewrote the fixture's trace.
-    pub updated: bool,
+    pub(crate) updated: bool,
     /// The replayed run, when it could start: tests check their expectations against it.
-    pub trace: Option<crate::trace::Trace>,
+    pub(crate) trace: Option<crate::trace::Trace>,
 }
 
 /// Fixtures hold every response of a run; this bounds what a hostile one can make us hold.
 const MAX_FIXTURE_BYTES: u64 = 256 << 20;
 
-pub fn load_fixture(path: &Path) -> Result<Fixture, String> {
+pub(crate) fn load_fixture(path: &Path) -> Result<Fixture, String> {
     let bytes = crate::files::read_regular(path, MAX_FIXTURE_BYTES).map_err(|e| match e {
         crate::files::ReadError::NotAFile(e) => format!("fixture `{}` {e}", path.display()),
         crate::files::ReadError::TooLarge { limit } => {
@@ -53,7 +53,7 @@ pub fn load_fixture(path: &Path) -> Result<Fixture, String> {
 /// The spec a fixture was recorded from, resolved against the fixture's own folder. It must stay
 /// inside the fixture's project root: a fixture from a pull request cannot make `replay` read
 /// `/etc/passwd` or a home directory.
-pub fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> Result<PathBuf, String> {
+pub(crate) fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> Result<PathBuf, String> {
     let dir = match fixture_path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -71,7 +71,7 @@ pub fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> Result<PathBuf, 
 
 /// The spec part of a fixture about to be written at `fixture_path`: the spec's path is stored
 /// relative to the fixture's folder, so a repository can be cloned anywhere.
-pub fn fixture_spec(
+pub(crate) fn fixture_spec(
     registry: &crate::registry::Registry,
     spec_path: &Path,
     fixture_path: &Path,
@@ -90,7 +90,7 @@ pub fn fixture_spec(
 }
 
 /// `to` relative to the directory `from`, for portable paths inside fixtures.
-pub fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
+pub(crate) fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
     let (Ok(from), Ok(to_abs)) = (from_dir.canonicalize(), to.canonicalize()) else {
         return to.to_path_buf();
     };
@@ -124,7 +124,7 @@ pub fn placeholder_secrets(registry: &Registry, model: &str) -> Secrets {
     secrets
 }
 
-pub async fn replay_fixture(
+pub(crate) async fn replay_fixture(
     fixture: &Fixture,
     registry: &Registry,
     fixture_path: &Path,
@@ -226,7 +226,7 @@ pub async fn replay_fixture(
     }
 }
 
-pub async fn replay_file(
+pub(crate) async fn replay_file(
     path: &Path,
     registry: Option<&Registry>,
     update: bool,
@@ -244,7 +244,7 @@ pub async fn replay_file(
 }
 
 /// Compiles a spec for replay; errors become one readable failure.
-pub fn load_quiet(spec: &Path) -> Result<Registry, String> {
+pub(crate) fn load_quiet(spec: &Path) -> Result<Registry, String> {
     match crate::compile::compile_file(spec) {
         Err(d) => Err(format!(
             "cannot read spec `{}`: {}",
@@ -270,7 +270,11 @@ pub fn load_quiet(spec: &Path) -> Result<Registry, String> {
 
 /// Masks, then refuses to write if any secret survives in any form (fail closed), then writes
 /// atomically.
-pub fn write_fixture(path: &Path, fixture: &Fixture, redactor: &Redactor) -> Result<(), String> {
+pub(crate) fn write_fixture(
+    path: &Path,
+    fixture: &Fixture,
+    redactor: &Redactor,
+) -> Result<(), String> {
     let doc = serde_json::to_value(fixture).map_err(|e| e.to_string())?;
     let text = redactor.to_pretty(doc).map_err(|leak| {
         format!(

@@ -15,59 +15,59 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Names the document, so `report` can tell a results file from a trace or a fixture.
-pub const KIND: &str = "toolrun.results";
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const KIND: &str = "toolrun.results";
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Results {
+pub(crate) struct Results {
     /// Always [`KIND`].
-    pub kind: String,
-    pub format_version: u32,
-    pub toolrun_version: String,
+    pub(crate) kind: String,
+    pub(crate) format_version: u32,
+    pub(crate) toolrun_version: String,
     /// When the run started, RFC 3339 in UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
+    pub(crate) started_at: Option<String>,
     /// The options that shape the verdicts, so two files can be compared knowingly.
     #[serde(default)]
-    pub settings: Settings,
-    pub specs: Vec<SpecInfo>,
+    pub(crate) settings: Settings,
+    pub(crate) specs: Vec<SpecInfo>,
     /// Every model that ran at least one attempt, with its price when the spec declares one.
-    pub models: Vec<ModelInfo>,
+    pub(crate) models: Vec<ModelInfo>,
     /// In the order the specs declare them, whatever order they ran in.
-    pub tests: Vec<TestResult>,
-    pub totals: Totals,
+    pub(crate) tests: Vec<TestResult>,
+    pub(crate) totals: Totals,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `--model`, when it replaced each test's own model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Runs per test (`--repeat`).
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Share of a test's runs that must pass (`--pass-rate`).
-    pub pass_rate: f64,
+    pub(crate) pass_rate: f64,
     /// `--record missing|all`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub record: Option<String>,
+    pub(crate) record: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition: Option<String>,
+    pub(crate) partition: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SpecInfo {
-    pub name: String,
-    pub path: String,
-    pub sha256: String,
+pub(crate) struct SpecInfo {
+    pub(crate) name: String,
+    pub(crate) path: String,
+    pub(crate) sha256: String,
     /// Names only: `report` masks these variables' values if they are set where it runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub secrets: Vec<String>,
+    pub(crate) secrets: Vec<String>,
 }
 
 impl SpecInfo {
-    pub fn from_registry(registry: &Registry) -> SpecInfo {
+    pub(crate) fn from_registry(registry: &Registry) -> SpecInfo {
         SpecInfo {
             name: registry.name.clone(),
             path: registry.spec_path.display().to_string(),
@@ -78,20 +78,20 @@ impl SpecInfo {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelInfo {
+pub(crate) struct ModelInfo {
     /// The spec's name for the model (`models:` key).
-    pub name: String,
+    pub(crate) name: String,
     /// `scripted`, `openai` or `anthropic`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The provider's model id, for live models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub price: Option<PriceInfo>,
+    pub(crate) price: Option<PriceInfo>,
 }
 
 impl ModelInfo {
-    pub fn from_def(def: &ModelDef) -> ModelInfo {
+    pub(crate) fn from_def(def: &ModelDef) -> ModelInfo {
         let model = match &def.kind {
             ModelKind::Scripted(_) => None,
             ModelKind::OpenAi(live) | ModelKind::Anthropic(live) => Some(live.model.clone()),
@@ -107,9 +107,9 @@ impl ModelInfo {
 
 /// USD per million tokens, as declared by `price:` on the model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PriceInfo {
-    pub input: f64,
-    pub output: f64,
+pub(crate) struct PriceInfo {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
 }
 
 impl From<Price> for PriceInfo {
@@ -123,14 +123,14 @@ impl From<Price> for PriceInfo {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Passed,
     Failed,
     Skipped,
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
             Outcome::Failed => "failed",
@@ -142,7 +142,7 @@ impl Outcome {
 /// Where an attempt's model answers came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Source {
+pub(crate) enum Source {
     /// A `kind: scripted` model.
     Scripted,
     /// Replayed from a fixture, offline.
@@ -154,95 +154,95 @@ pub enum Source {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TestResult {
+pub(crate) struct TestResult {
     /// The spec's `name`; with `name`, the test's identity across results files.
-    pub spec: String,
-    pub name: String,
-    pub query: String,
+    pub(crate) spec: String,
+    pub(crate) name: String,
+    pub(crate) query: String,
     /// The model the test ran with (`--model`, the test's `model:`, or the spec's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fixture: Option<String>,
-    pub outcome: Outcome,
+    pub(crate) fixture: Option<String>,
+    pub(crate) outcome: Outcome,
     /// Why the test was skipped, or failed without an attempt (a fixture that cannot be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// Attempts that passed, out of `attempts.len()`.
-    pub passes: u32,
+    pub(crate) passes: u32,
     /// The share of attempts that had to pass.
-    pub required_pass_rate: f64,
-    pub attempts: Vec<Attempt>,
-    pub usage: TokenUsage,
+    pub(crate) required_pass_rate: f64,
+    pub(crate) attempts: Vec<Attempt>,
+    pub(crate) usage: TokenUsage,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-    pub duration_ms: f64,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) duration_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     /// 1-based, in the order the attempts were started.
-    pub attempt: u32,
-    pub outcome: Outcome,
-    pub source: Source,
+    pub(crate) attempt: u32,
+    pub(crate) outcome: Outcome,
+    pub(crate) source: Source,
     /// The model that answered (its name in the spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The run's status (`ok`, `needs_confirmation`, `needs_review`, `failed`); absent when no
     /// run happened (a fixture that could not be loaded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub(crate) status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
+    pub(crate) stop_reason: Option<String>,
     /// Why the run failed or stopped, for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// The final answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
+    pub(crate) answer: Option<String>,
     /// Every call the model proposed, in order, including those rejected before running.
-    pub tool_calls: Vec<ToolCall>,
+    pub(crate) tool_calls: Vec<ToolCall>,
     /// The call waiting for a person, when the run stopped for confirmation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending_tool_call: Option<ToolCall>,
-    pub steps: u32,
+    pub(crate) pending_tool_call: Option<ToolCall>,
+    pub(crate) steps: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<TokenUsage>,
+    pub(crate) usage: Option<TokenUsage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-    pub duration_ms: f64,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) duration_ms: f64,
     /// Why the attempt failed: assertions, divergence from the recording, errors. Empty on a pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<Failure>,
+    pub(crate) failures: Vec<Failure>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
+pub(crate) struct ToolCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
     /// The model call (1-based) that proposed it.
-    pub step: u32,
+    pub(crate) step: u32,
     /// `ok`, `error`, or `pending` for a call waiting for confirmation.
-    pub status: String,
+    pub(crate) status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    pub(crate) result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<CallError>,
+    pub(crate) error: Option<CallError>,
     /// Absent for calls rejected before they ran (unknown tool, invalid arguments, denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<f64>,
+    pub(crate) duration_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallError {
-    pub kind: String,
-    pub message: String,
+pub(crate) struct CallError {
+    pub(crate) kind: String,
+    pub(crate) message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     /// An `expect:` key did not hold.
     Assertion,
     /// A replay asked for something the recording does not have, or produced another trace.
@@ -252,30 +252,30 @@ pub enum FailureKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub kind: FailureKind,
+pub(crate) struct Failure {
+    pub(crate) kind: FailureKind,
     /// The `expect:` key that failed (`output_contains`, `tool_calls`, ...), for assertions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assertion: Option<String>,
-    pub message: String,
+    pub(crate) assertion: Option<String>,
+    pub(crate) message: String,
 }
 
 impl Failure {
-    pub fn assertion(key: &str, message: impl Into<String>) -> Failure {
+    pub(crate) fn assertion(key: &str, message: impl Into<String>) -> Failure {
         Failure {
             kind: FailureKind::Assertion,
             assertion: Some(key.to_string()),
             message: message.into(),
         }
     }
-    pub fn divergence(message: impl Into<String>) -> Failure {
+    pub(crate) fn divergence(message: impl Into<String>) -> Failure {
         Failure {
             kind: FailureKind::Divergence,
             assertion: None,
             message: message.into(),
         }
     }
-    pub fn error(message: impl Into<String>) -> Failure {
+    pub(crate) fn error(message: impl Into<String>) -> Failure {
         Failure {
             kind: FailureKind::Error,
             assertion: None,
@@ -285,10 +285,10 @@ impl Failure {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub total_tokens: u64,
+pub(crate) struct TokenUsage {
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) total_tokens: u64,
 }
 
 impl TokenUsage {
@@ -310,25 +310,25 @@ impl From<Usage> for TokenUsage {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Totals {
-    pub tests: u32,
-    pub passed: u32,
-    pub failed: u32,
-    pub skipped: u32,
-    pub attempts: u32,
-    pub attempts_passed: u32,
+pub(crate) struct Totals {
+    pub(crate) tests: u32,
+    pub(crate) passed: u32,
+    pub(crate) failed: u32,
+    pub(crate) skipped: u32,
+    pub(crate) attempts: u32,
+    pub(crate) attempts_passed: u32,
     /// `attempts_passed / attempts`; 0 when nothing ran.
-    pub pass_rate: f64,
-    pub usage: TokenUsage,
+    pub(crate) pass_rate: f64,
+    pub(crate) usage: TokenUsage,
     /// Present when at least one attempt ran on a priced model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
+    pub(crate) cost_usd: Option<f64>,
     /// The sum of the tests' durations (wall time is shorter with `--jobs`).
-    pub duration_ms: f64,
+    pub(crate) duration_ms: f64,
 }
 
 /// USD for this usage at this price (per million tokens).
-pub fn cost(usage: &TokenUsage, price: &PriceInfo) -> f64 {
+pub(crate) fn cost(usage: &TokenUsage, price: &PriceInfo) -> f64 {
     (usage.input_tokens as f64 * price.input + usage.output_tokens as f64 * price.output)
         / 1_000_000.0
 }
@@ -346,7 +346,7 @@ fn text<T: Serialize>(v: &T) -> String {
 impl Attempt {
     /// The record of one attempt, from the run's trace and the verdict on it. The runner passes
     /// the price of the model that ran (from [`ModelInfo`]) so cost is computed in one place.
-    pub fn from_trace(
+    pub(crate) fn from_trace(
         attempt: u32,
         source: Source,
         trace: &Trace,
@@ -395,7 +395,7 @@ impl Attempt {
     }
 
     /// An attempt that could not run at all (its fixture is missing or unreadable, ...).
-    pub fn without_trace(
+    pub(crate) fn without_trace(
         attempt: u32,
         source: Source,
         failure: Failure,
@@ -498,7 +498,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
 
 impl TestResult {
     /// A test before its attempts; push them with [`TestResult::push`], then [`TestResult::finish`].
-    pub fn new(spec: &str, name: &str, query: &str, required_pass_rate: f64) -> TestResult {
+    pub(crate) fn new(spec: &str, name: &str, query: &str, required_pass_rate: f64) -> TestResult {
         TestResult {
             spec: spec.to_string(),
             name: name.to_string(),
@@ -517,20 +517,20 @@ impl TestResult {
     }
 
     /// A test that did not run, with the reason people see.
-    pub fn skipped(mut self, reason: impl Into<String>) -> TestResult {
+    pub(crate) fn skipped(mut self, reason: impl Into<String>) -> TestResult {
         self.outcome = Outcome::Skipped;
         self.reason = Some(reason.into());
         self
     }
 
-    pub fn push(&mut self, attempt: Attempt) {
+    pub(crate) fn push(&mut self, attempt: Attempt) {
         self.attempts.push(attempt);
     }
 
     /// Sums the attempts and decides the test: it passes when at least `required_pass_rate` of
     /// its attempts passed. A test with no attempts keeps its outcome (skipped, or failed with a
     /// reason).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.attempts.sort_by_key(|a| a.attempt);
         self.passes = self
             .attempts
@@ -556,12 +556,12 @@ impl TestResult {
     }
 
     /// `passes / attempts`, or `None` when nothing ran.
-    pub fn pass_rate(&self) -> Option<f64> {
+    pub(crate) fn pass_rate(&self) -> Option<f64> {
         (!self.attempts.is_empty()).then(|| f64::from(self.passes) / self.attempts.len() as f64)
     }
 
     /// `spec::name`, as the human output and JUnit name the test.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!("{}::{}", self.spec, self.name)
     }
 }
@@ -573,7 +573,7 @@ fn sum_costs(costs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 impl Results {
-    pub fn new(settings: Settings, started_unix_ms: i64) -> Results {
+    pub(crate) fn new(settings: Settings, started_unix_ms: i64) -> Results {
         Results {
             kind: KIND.to_string(),
             format_version: FORMAT_VERSION,
@@ -588,14 +588,14 @@ impl Results {
     }
 
     /// Adds the spec once, however many of its tests ran.
-    pub fn add_spec(&mut self, registry: &Registry) {
+    pub(crate) fn add_spec(&mut self, registry: &Registry) {
         if !self.specs.iter().any(|s| s.name == registry.name) {
             self.specs.push(SpecInfo::from_registry(registry));
         }
     }
 
     /// Adds the model once; returns its price for [`Attempt::from_trace`].
-    pub fn add_model(&mut self, def: &ModelDef) -> Option<PriceInfo> {
+    pub(crate) fn add_model(&mut self, def: &ModelDef) -> Option<PriceInfo> {
         let info = ModelInfo::from_def(def);
         let price = info.price;
         if !self.models.iter().any(|m| m.name == info.name) {
@@ -605,7 +605,7 @@ impl Results {
     }
 
     /// Finishes every test and computes the totals. Call once, after the last attempt.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let mut t = Totals::default();
         for test in &mut self.tests {
             test.finish();
@@ -630,7 +630,7 @@ impl Results {
     }
 
     /// The document as written: secrets masked everywhere, keys in a stable order.
-    pub fn to_json(&self, redactor: &Redactor) -> Value {
+    pub(crate) fn to_json(&self, redactor: &Redactor) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
         redactor.value(&mut v);
         v
@@ -638,7 +638,7 @@ impl Results {
 
     /// Writes the document atomically; refuses (fail closed) if any spelling of a secret would
     /// survive masking, naming the secret and where.
-    pub fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
+    pub(crate) fn write(&self, path: &Path, redactor: &Redactor) -> Result<(), String> {
         let doc =
             serde_json::to_value(self).map_err(|e| format!("cannot encode the results: {e}"))?;
         let text = redactor.to_pretty(doc).map_err(|leak| {
@@ -654,7 +654,7 @@ impl Results {
     /// Reads a results document, with an error a person can act on: unreadable, not JSON, not a
     /// results document (a trace or a fixture given by mistake), or a version this toolrun
     /// does not know.
-    pub fn load(path: &Path) -> Result<Results, String> {
+    pub(crate) fn load(path: &Path) -> Result<Results, String> {
         let bytes = std::fs::read(path)
             .map_err(|e| format!("cannot read results file `{}`: {e}", path.display()))?;
         let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {

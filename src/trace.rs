@@ -4,90 +4,90 @@ use crate::models::{Message, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::vocab::{CallStatus, ErrorKind, Status, StopReason};
+pub(crate) use crate::vocab::{CallStatus, ErrorKind, Status, StopReason};
 
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SpecRef {
-    pub name: String,
-    pub sha256: String,
+pub(crate) struct SpecRef {
+    pub(crate) name: String,
+    pub(crate) sha256: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ErrorInfo {
-    pub kind: ErrorKind,
-    pub message: String,
+pub(crate) struct ErrorInfo {
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolResultEntry {
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
+pub(crate) struct ToolResultEntry {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    pub(crate) result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorInfo>,
-    pub status: CallStatus,
+    pub(crate) error: Option<ErrorInfo>,
+    pub(crate) status: CallStatus,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
-    pub duration_ms: f64,
+    pub(crate) truncated: bool,
+    pub(crate) duration_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolErrorEntry {
-    pub id: String,
-    pub name: String,
-    pub kind: ErrorKind,
-    pub message: String,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub(crate) details: Option<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PendingCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
+pub(crate) struct PendingCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct UsageTotals {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub total_tokens: u64,
+pub(crate) struct UsageTotals {
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) total_tokens: u64,
     /// One entry per model call, in order (`null` where the provider reported none).
-    pub per_step: Vec<Option<Usage>>,
+    pub(crate) per_step: Vec<Option<Usage>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
-    pub format_version: u32,
-    pub status: Status,
-    pub stop_reason: StopReason,
-    pub final_output: Option<String>,
-    pub query: String,
-    pub model: String,
-    pub spec: SpecRef,
-    pub tool_results: Vec<ToolResultEntry>,
+    pub(crate) format_version: u32,
+    pub(crate) status: Status,
+    pub(crate) stop_reason: StopReason,
+    pub(crate) final_output: Option<String>,
+    pub(crate) query: String,
+    pub(crate) model: String,
+    pub(crate) spec: SpecRef,
+    pub(crate) tool_results: Vec<ToolResultEntry>,
     pub tool_errors: Vec<ToolErrorEntry>,
     pub tool_call_count: u32,
-    pub steps: u32,
-    pub messages: Vec<Message>,
+    pub(crate) steps: u32,
+    pub(crate) messages: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending_tool_call: Option<PendingCall>,
+    pub(crate) pending_tool_call: Option<PendingCall>,
     /// Why a run failed or stopped, for people (the model error, the limit that was hit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<UsageTotals>,
-    pub duration_ms: f64,
+    pub(crate) usage: Option<UsageTotals>,
+    pub(crate) duration_ms: f64,
 }
 
 impl Trace {
     /// The JSON a user sees: secrets masked, keys in a stable order.
-    pub fn to_json(&self, redactor: &crate::redact::Redactor) -> Value {
+    pub(crate) fn to_json(&self, redactor: &crate::redact::Redactor) -> Value {
         let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
         redactor.value(&mut v);
         v
@@ -95,7 +95,7 @@ impl Trace {
 }
 
 /// Durations vary between runs; everything else in a trace must not. Used by replay and tests.
-pub fn without_durations(v: &Value) -> Value {
+pub(crate) fn without_durations(v: &Value) -> Value {
     match v {
         Value::Object(map) => Value::Object(
             map.iter()
@@ -108,6 +108,6 @@ pub fn without_durations(v: &Value) -> Value {
     }
 }
 
-pub fn millis(d: std::time::Duration) -> f64 {
+pub(crate) fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
