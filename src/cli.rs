@@ -16,15 +16,15 @@ the tool runs, and its observation goes back to the model, until an answer, a st
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
     /// The project root: paths that specs and fixtures name must stay inside it (default: the
     /// nearest folder above the spec or fixture that holds `.git`, else its own folder)
     #[arg(long, global = true, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Parse, compile and lint specs; report every problem, not just the first
     #[command(
         after_help = "Examples:\n  toolrun check specs/*.yaml\n  toolrun check specs/\n  toolrun check spec.yaml --format github --deny-warnings"
@@ -84,7 +84,7 @@ pub enum Command {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CheckFormat {
+pub(crate) enum CheckFormat {
     Human,
     Json,
     Sarif,
@@ -92,25 +92,25 @@ pub enum CheckFormat {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     Human,
     Json,
 }
 
 #[derive(Args, Debug)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Spec files, or folders: every spec below a folder is checked
     #[arg(required = true, value_name = "SPEC|DIR")]
-    pub specs: Vec<PathBuf>,
+    pub(crate) specs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
-    pub format: CheckFormat,
+    pub(crate) format: CheckFormat,
     /// Fail (exit 1) on warnings too
     #[arg(long)]
-    pub deny_warnings: bool,
+    pub(crate) deny_warnings: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordMode {
+pub(crate) enum RecordMode {
     /// Refuse to overwrite an existing fixture
     Once,
     /// Re-record everything
@@ -120,105 +120,105 @@ pub enum RecordMode {
 }
 
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
+    pub(crate) spec: PathBuf,
     /// The user's question or instruction
     #[arg(long, short)]
-    pub query: String,
+    pub(crate) query: String,
     /// The model to use (default: the spec's `default_model`)
     #[arg(long)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Write the JSON trace to this file (atomically)
     #[arg(long, value_name = "PATH")]
-    pub trace: Option<PathBuf>,
+    pub(crate) trace: Option<PathBuf>,
     /// Print the trace document on stdout instead of the answer
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Approve a tool that needs confirmation (repeatable)
     #[arg(long, value_name = "TOOL")]
-    pub approve: Vec<String>,
+    pub(crate) approve: Vec<String>,
     /// Record the run as a fixture at this path
     #[arg(long, value_name = "PATH")]
-    pub record: Option<PathBuf>,
+    pub(crate) record: Option<PathBuf>,
     /// What to do when the fixture exists
     #[arg(long, value_enum, default_value = "once")]
-    pub record_mode: RecordMode,
+    pub(crate) record_mode: RecordMode,
     /// Write a JSON Lines event stream here as the run happens
     #[arg(long, value_name = "PATH")]
-    pub events: Option<PathBuf>,
+    pub(crate) events: Option<PathBuf>,
     /// Fix the clock for built-ins (RFC 3339), for reproducible runs
     #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
+    pub(crate) now: Option<String>,
 }
 
 #[derive(Args, Debug)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
+    pub(crate) spec: PathBuf,
     /// The tool to run
     #[arg(value_name = "TOOL")]
-    pub tool: String,
+    pub(crate) tool: String,
     /// The tool's arguments, a JSON object (default `{}`)
     #[arg(long, value_name = "JSON", default_value = "{}")]
-    pub args: String,
+    pub(crate) args: String,
     /// Print the full result record (status, result or error, details, duration) as JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Approve the tool if it needs confirmation (repeatable, as for `run`)
     #[arg(long, value_name = "TOOL")]
-    pub approve: Vec<String>,
+    pub(crate) approve: Vec<String>,
     /// Fix the clock for built-ins (RFC 3339)
     #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
+    pub(crate) now: Option<String>,
 }
 
 #[derive(Args, Debug)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     #[arg(required = true, value_name = "SPEC")]
-    pub specs: Vec<PathBuf>,
+    pub(crate) specs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
-    pub format: ReportFormat,
+    pub(crate) format: ReportFormat,
     /// Write a JUnit XML report here
     #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     /// Run only tests whose name contains this text
     #[arg(long)]
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     /// Run shard K of N (1-based), e.g. 2/4
     #[arg(long, value_name = "K/N")]
-    pub partition: Option<String>,
+    pub(crate) partition: Option<String>,
     /// Let tests reach the network: live models and HTTP tools (offline by default)
     #[arg(long)]
-    pub allow_network: bool,
+    pub(crate) allow_network: bool,
     /// What a run in which no test ran means (every test skipped, or none selected)
     #[arg(long, value_enum, value_name = "WHAT", default_value = "fail")]
-    pub no_tests: NoTests,
+    pub(crate) no_tests: NoTests,
     /// Run every test with this model instead of its own (live models are called)
     #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Run tests live and write their fixtures: those whose fixture is missing, or all
     #[arg(long, value_enum, value_name = "WHICH")]
-    pub record: Option<RecordWhich>,
+    pub(crate) record: Option<RecordWhich>,
     /// Run each test N times
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// A test passes when at least this share of its runs pass (0 to 1)
     #[arg(long, value_name = "R", default_value_t = 1.0, value_parser = parse_rate)]
-    pub pass_rate: f64,
+    pub(crate) pass_rate: f64,
     /// Tests run at once (default: the number of cores)
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub jobs: Option<u32>,
+    pub(crate) jobs: Option<u32>,
     /// Write the results document (JSON) here
     #[arg(long, value_name = "PATH")]
-    pub results: Option<std::path::PathBuf>,
+    pub(crate) results: Option<std::path::PathBuf>,
     /// Fix the clock for built-ins (RFC 3339); a test's own `now:` wins
     #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
+    pub(crate) now: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordWhich {
+pub(crate) enum RecordWhich {
     /// Tests whose fixture does not exist yet; the rest replay
     Missing,
     /// Every test with a fixture path, overwriting
@@ -226,7 +226,7 @@ pub enum RecordWhich {
 }
 
 impl RecordWhich {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RecordWhich::Missing => "missing",
             RecordWhich::All => "all",
@@ -244,7 +244,7 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NoTests {
+pub(crate) enum NoTests {
     /// Exit 1: nothing was tested
     Fail,
     /// Print a warning, exit 0
@@ -254,24 +254,24 @@ pub enum NoTests {
 }
 
 #[derive(Args, Debug)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     #[arg(required = true, value_name = "FIXTURE")]
-    pub fixtures: Vec<PathBuf>,
+    pub(crate) fixtures: Vec<PathBuf>,
     /// The spec to replay against (default: the path recorded in the fixture)
     #[arg(long)]
-    pub spec: Option<PathBuf>,
+    pub(crate) spec: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
-    pub format: ReportFormat,
+    pub(crate) format: ReportFormat,
     /// Write a JUnit XML report here
     #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     /// Accept new traces for fixtures whose only difference is the trace
     #[arg(long)]
-    pub update: bool,
+    pub(crate) update: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReportOutput {
+pub(crate) enum ReportOutput {
     /// One self-contained page (inline styles and script, no network)
     Html,
     /// The summary table, for a CI job summary
@@ -279,69 +279,69 @@ pub enum ReportOutput {
 }
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Results files, in order: each is a column; neighbours are compared (regressions, fixes)
     #[arg(required = true, value_name = "RESULTS")]
-    pub results: Vec<PathBuf>,
+    pub(crate) results: Vec<PathBuf>,
     /// Write the report here (default: stdout)
     #[arg(long, short, value_name = "PATH")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "html")]
-    pub format: ReportOutput,
+    pub(crate) format: ReportOutput,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ToolsFormat {
+pub(crate) enum ToolsFormat {
     Openai,
     Anthropic,
     Mcp,
 }
 
 #[derive(Args, Debug)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
+    pub(crate) spec: PathBuf,
     #[arg(long, value_enum, default_value = "openai")]
-    pub format: ToolsFormat,
+    pub(crate) format: ToolsFormat,
 }
 
 #[derive(Args, Debug)]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     /// A code such as E012
     #[arg(required_unless_present = "list")]
-    pub code: Option<String>,
+    pub(crate) code: Option<String>,
     /// List every code
     #[arg(long)]
-    pub list: bool,
+    pub(crate) list: bool,
 }
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
+    pub(crate) spec: PathBuf,
     /// Serve streamable HTTP on this address (endpoint `/mcp`) instead of stdio
     #[arg(long, value_name = "ADDR:PORT")]
-    pub http: Option<String>,
+    pub(crate) http: Option<String>,
     /// Bearer token required on every HTTP request, read from this environment variable
     /// (required to bind anything but a loopback address)
     #[arg(long, value_name = "VAR")]
-    pub token_env: Option<String>,
+    pub(crate) token_env: Option<String>,
     /// Let a tool that needs confirmation run (repeatable)
     #[arg(long, value_name = "TOOL")]
-    pub approve: Vec<String>,
+    pub(crate) approve: Vec<String>,
     /// Write one JSON line per call (and the engine's tool events) here
     #[arg(long, value_name = "PATH")]
-    pub events: Option<PathBuf>,
+    pub(crate) events: Option<PathBuf>,
     /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown
     #[arg(long, value_name = "PATH")]
-    pub record: Option<PathBuf>,
+    pub(crate) record: Option<PathBuf>,
     /// Fix the clock for built-ins (RFC 3339)
     #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
+    pub(crate) now: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum ImportCommand {
+pub(crate) enum ImportCommand {
     /// One `kind: http` tool per operation of an OpenAPI 3.0 or 3.1 document (YAML or JSON)
     #[command(
         after_help = "Examples:\n  toolrun import openapi petstore.yaml > specs/petstore.yaml\n  toolrun import openapi api.json --include tag:pets --exclude deletePet --tools-only\n  toolrun import openapi api.yaml --base-url http://127.0.0.1:8080/v1"
@@ -350,19 +350,19 @@ pub enum ImportCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct ImportOpenapiArgs {
+pub(crate) struct ImportOpenapiArgs {
     #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// Only these operations: an operationId (globs with `*`), a path glob (`/pets/*`) or `tag:NAME` (repeatable)
     #[arg(long, value_name = "PATTERN")]
-    pub include: Vec<String>,
+    pub(crate) include: Vec<String>,
     /// Leave these operations out (same patterns as --include; repeatable)
     #[arg(long, value_name = "PATTERN")]
-    pub exclude: Vec<String>,
+    pub(crate) exclude: Vec<String>,
     /// Print only the `tools:` block, to paste into an existing spec
     #[arg(long)]
-    pub tools_only: bool,
+    pub(crate) tools_only: bool,
     /// The API's base URL (default: the document's first server)
     #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
 }

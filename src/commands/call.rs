@@ -10,7 +10,7 @@ use crate::net::Transport;
 use crate::redact::{Redactor, Secrets};
 use serde_json::{json, Value};
 
-pub fn run(args: CallArgs) -> i32 {
+pub(crate) fn run(args: CallArgs) -> i32 {
     let registry = match super::load_registry(&args.spec) {
         Ok(r) => r,
         Err(code) => return code,

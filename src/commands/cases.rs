@@ -7,32 +7,32 @@ use serde_json::json;
 use std::io::IsTerminal;
 
 #[derive(Clone, Debug)]
-pub struct CaseResult {
-    pub suite: String,
-    pub name: String,
-    pub outcome: Outcome,
-    pub failures: Vec<String>,
-    pub duration_ms: f64,
+pub(crate) struct CaseResult {
+    pub(crate) suite: String,
+    pub(crate) name: String,
+    pub(crate) outcome: Outcome,
+    pub(crate) failures: Vec<String>,
+    pub(crate) duration_ms: f64,
     /// `k/N` runs passed, shown when a test ran more than once (`--repeat`).
-    pub runs: Option<(u32, u32)>,
+    pub(crate) runs: Option<(u32, u32)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Passed,
     Failed,
     Skipped,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    pub passed: usize,
-    pub failed: usize,
-    pub skipped: usize,
+pub(crate) struct Tally {
+    pub(crate) passed: usize,
+    pub(crate) failed: usize,
+    pub(crate) skipped: usize,
 }
 
 impl Tally {
-    pub fn of(results: &[CaseResult]) -> Tally {
+    pub(crate) fn of(results: &[CaseResult]) -> Tally {
         let mut t = Tally::default();
         for r in results {
             match r.outcome {
@@ -45,12 +45,12 @@ impl Tally {
     }
 
     /// Something was actually checked: a skipped case proves nothing.
-    pub fn any_ran(&self) -> bool {
+    pub(crate) fn any_ran(&self) -> bool {
         self.passed + self.failed > 0
     }
 }
 
-pub fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
+pub(crate) fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
@@ -62,7 +62,7 @@ pub fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
 }
 
 /// Shared by `test` and `replay`: human or JSON on stdout, JUnit on request, the exit code.
-pub fn report(
+pub(crate) fn report(
     results: &[CaseResult],
     format: ReportFormat,
     junit: Option<&std::path::Path>,

@@ -6,7 +6,7 @@ use crate::exit;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub fn run(args: CheckArgs) -> i32 {
+pub(crate) fn run(args: CheckArgs) -> i32 {
     let mut all: Vec<Diagnostic> = Vec::new();
     let mut sources: HashMap<String, crate::spec::Source> = HashMap::new();
     let mut unreadable = false;

@@ -4,7 +4,7 @@ use crate::cli::ExplainArgs;
 use crate::codes::{explain, find, Code, CODES};
 use crate::exit;
 
-pub fn run(args: ExplainArgs) -> i32 {
+pub(crate) fn run(args: ExplainArgs) -> i32 {
     if args.list {
         for c in CODES {
             println!("{}  {}", c.code, c.title);

@@ -3,7 +3,7 @@
 use crate::cli::ImportCommand;
 use crate::exit;
 
-pub fn run(cmd: ImportCommand) -> i32 {
+pub(crate) fn run(cmd: ImportCommand) -> i32 {
     let ImportCommand::Openapi(args) = cmd;
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,

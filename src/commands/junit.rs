@@ -16,7 +16,7 @@ fn xml_escape(s: &str) -> String {
         .collect()
 }
 
-pub fn junit_xml(results: &[CaseResult]) -> String {
+pub(crate) fn junit_xml(results: &[CaseResult]) -> String {
     let mut suites: Vec<(&str, Vec<&CaseResult>)> = Vec::new();
     for r in results {
         match suites.iter_mut().find(|(s, _)| *s == r.suite) {

@@ -12,13 +12,13 @@ struct Shown {
     turn: String,
 }
 
-pub struct LiveText {
+pub(crate) struct LiveText {
     shown: Arc<Mutex<Shown>>,
 }
 
 impl LiveText {
     /// `Some` when the model streams and a person is watching stdout (not `--json`).
-    pub fn attach(
+    pub(crate) fn attach(
         events: &mut Events,
         registry: &Registry,
         model: &str,
@@ -56,7 +56,7 @@ impl LiveText {
 
     /// Ends the streamed output. True when `answer` (masked) is what was just streamed, so it
     /// is not printed a second time.
-    pub fn finish(&self, answer: &str) -> bool {
+    pub(crate) fn finish(&self, answer: &str) -> bool {
         let Ok(s) = self.shown.lock() else {
             return false;
         };

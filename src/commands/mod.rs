@@ -1,18 +1,18 @@
 //! One module per subcommand: each maps its outcome to an exit code from the contract.
 
-pub mod call;
-pub mod cases;
-pub mod check;
-pub mod explain;
-pub mod import;
-pub mod junit;
-pub mod live_text;
-pub mod replay;
-pub mod report;
-pub mod run;
-pub mod serve;
-pub mod test;
-pub mod tools;
+pub(crate) mod call;
+pub(crate) mod cases;
+pub(crate) mod check;
+pub(crate) mod explain;
+pub(crate) mod import;
+pub(crate) mod junit;
+pub(crate) mod live_text;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod serve;
+pub(crate) mod test;
+pub(crate) mod tools;
 
 use crate::cli::{Cli, Command};
 use crate::diag::{render_human, Diagnostic};
@@ -60,7 +60,7 @@ pub fn dispatch(cli: Cli) -> i32 {
 
 /// Loads a spec for commands that need a working registry (run, test, tools): errors are
 /// printed as diagnostics and mapped to an exit code; warnings stay quiet here (`check` shows them).
-pub fn load_registry(path: &Path) -> Result<Registry, i32> {
+pub(crate) fn load_registry(path: &Path) -> Result<Registry, i32> {
     match crate::compile::compile_file(path) {
         Err(d) => {
             eprint!("{}", crate::term::visible(&render_human(&d, None)));
@@ -93,10 +93,8 @@ pub fn load_registry(path: &Path) -> Result<Registry, i32> {
     }
 }
 
-pub use crate::files::write_atomically;
-
 /// After a signal: 130 for Ctrl-C (the shell convention), 143 for SIGTERM.
-pub fn interrupted_exit(
+pub(crate) fn interrupted_exit(
     stop: &crate::replay::Interrupt,
     sigint: &crate::replay::Interrupt,
 ) -> Option<i32> {

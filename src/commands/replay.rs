@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub fn run(args: ReplayArgs) -> i32 {
+pub(crate) fn run(args: ReplayArgs) -> i32 {
     if let Some(path) = &args.junit {
         if let Err(e) = crate::files::check_destination(path, "--junit", false) {
             eprintln!("error: {e}");

@@ -4,7 +4,7 @@ use crate::cli::{ReportArgs, ReportOutput};
 use crate::exit;
 use crate::report;
 
-pub fn run(args: ReportArgs) -> i32 {
+pub(crate) fn run(args: ReportArgs) -> i32 {
     let inputs = match report::load(&args.results) {
         Ok(i) => i,
         Err(e) => {

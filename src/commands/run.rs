@@ -12,7 +12,7 @@ use crate::trace::{Status, StopReason, Trace};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
-pub fn run(args: RunArgs) -> i32 {
+pub(crate) fn run(args: RunArgs) -> i32 {
     match run_steps(&args) {
         Ok(code) | Err(code) => code,
     }

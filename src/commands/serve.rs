@@ -12,7 +12,7 @@ use rmcp::ServiceExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub fn run(args: ServeArgs) -> i32 {
+pub(crate) fn run(args: ServeArgs) -> i32 {
     match serve(args) {
         Ok(code) => code,
         Err(message) => {

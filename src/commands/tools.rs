@@ -3,7 +3,7 @@ use crate::exit;
 use crate::tooldefs;
 use serde_json::{json, Value};
 
-pub fn run(args: ToolsArgs) -> i32 {
+pub(crate) fn run(args: ToolsArgs) -> i32 {
     let registry = match super::load_registry(&args.spec) {
         Ok(r) => r,
         Err(code) => return code,

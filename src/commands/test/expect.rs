@@ -6,7 +6,7 @@ use crate::trace::Trace;
 use serde_json::Value;
 
 /// Each unmet expectation as the `expect:` key it belongs to and a readable line.
-pub fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'static str, String)> {
+pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'static str, String)> {
     let mut failures = Vec::new();
     let output = trace.final_output.as_deref().unwrap_or("");
     let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();

@@ -4,10 +4,10 @@
 //! shared with `replay` (`commands::cases`, `commands::junit`), the results document is
 //! `crate::results`.
 
-pub mod expect;
-pub mod progress;
-pub mod runner;
-pub mod select;
+pub(crate) mod expect;
+pub(crate) mod progress;
+pub(crate) mod runner;
+pub(crate) mod select;
 
 use super::cases::{report, CaseResult, Outcome as CaseOutcome, Tally};
 use crate::cli::{NoTests, ReportFormat, TestArgs};
@@ -18,10 +18,9 @@ use crate::results::{Failure, FailureKind, Outcome, Results, Settings, TestResul
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-pub use expect::check_expectations;
-pub use select::{parse_partition, shard_of};
+pub(crate) use select::parse_partition;
 
-pub fn run(args: TestArgs) -> i32 {
+pub(crate) fn run(args: TestArgs) -> i32 {
     match run_steps(&args) {
         Ok(code) | Err(code) => code,
     }

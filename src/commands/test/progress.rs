@@ -4,14 +4,14 @@
 use crate::results::{Outcome, TestResult};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<indicatif::ProgressBar>,
     passed: AtomicU64,
     tokens: AtomicU64,
 }
 
 impl Progress {
-    pub fn start(len: u64) -> Progress {
+    pub(crate) fn start(len: u64) -> Progress {
         let bar = crate::commands::cases::progress_bar(len);
         if let Some(b) = &bar {
             if let Ok(style) = indicatif::ProgressStyle::with_template(
@@ -28,7 +28,7 @@ impl Progress {
     }
 
     /// Workers call this from any thread as each test finishes.
-    pub fn case_done(&self, test: &TestResult) {
+    pub(crate) fn case_done(&self, test: &TestResult) {
         let Some(bar) = &self.bar else { return };
         let passed = self
             .passed
@@ -45,7 +45,7 @@ impl Progress {
         bar.inc(1);
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }

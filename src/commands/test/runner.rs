@@ -19,20 +19,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// What every case of one `toolrun test` invocation shares.
-pub struct RunContext<'a> {
-    pub registry: &'a Registry,
+pub(crate) struct RunContext<'a> {
+    pub(crate) registry: &'a Registry,
     /// `--model`: replaces each test's own model.
-    pub model: Option<&'a str>,
-    pub record: Option<RecordWhich>,
+    pub(crate) model: Option<&'a str>,
+    pub(crate) record: Option<RecordWhich>,
     /// `--allow-network` (also implied by `--model` and `--record`).
-    pub allow_network: bool,
-    pub now_unix_ms: i64,
-    pub stop: &'a Interrupt,
+    pub(crate) allow_network: bool,
+    pub(crate) now_unix_ms: i64,
+    pub(crate) stop: &'a Interrupt,
 }
 
 /// How a case runs; decided once, before its attempts.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
+pub(crate) enum Plan {
     Replay(PathBuf),
     /// Run live (or scripted) and write the fixture from the first attempt.
     Record(PathBuf),
@@ -43,17 +43,17 @@ pub enum Plan {
 }
 
 /// One attempt, judged, and the trace it was judged on.
-pub struct AttemptRun {
-    pub attempt: Attempt,
-    pub trace: Option<Trace>,
+pub(crate) struct AttemptRun {
+    pub(crate) attempt: Attempt,
+    pub(crate) trace: Option<Trace>,
 }
 
 /// Written in `fixtures: DIR`, it stands for the model a test runs with: one recording per model.
-pub const MODEL_PLACEHOLDER: &str = "{model}";
+pub(crate) const MODEL_PLACEHOLDER: &str = "{model}";
 
 /// The test's fixture: its own `fixture:`, or `DIR/<name>.json` under the spec's `fixtures: DIR`
 /// (with `{model}` in DIR replaced by `model`, the model this run of the test uses).
-pub fn fixture_path(registry: &Registry, case: &TestCase, model: &str) -> Option<PathBuf> {
+pub(crate) fn fixture_path(registry: &Registry, case: &TestCase, model: &str) -> Option<PathBuf> {
     case.fixture.clone().or_else(|| {
         registry.fixtures_dir.as_ref().map(|d| {
             let dir = match d.to_str() {
@@ -77,11 +77,11 @@ fn model_folder(model: &str) -> String {
     }
 }
 
-pub fn model_for(ctx: &RunContext<'_>, case: &TestCase) -> Result<String, String> {
+pub(crate) fn model_for(ctx: &RunContext<'_>, case: &TestCase) -> Result<String, String> {
     crate::session::model_name(ctx.registry, ctx.model.or(case.model.as_deref()))
 }
 
-pub fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
+pub(crate) fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
     let fixture = fixture_path(ctx.registry, case, model);
     let live = live_endpoint(ctx.registry, model);
     match (&fixture, ctx.record) {
@@ -118,7 +118,7 @@ pub fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
     }
 }
 
-pub async fn run_attempt(
+pub(crate) async fn run_attempt(
     ctx: &RunContext<'_>,
     case: &TestCase,
     model: &str,
@@ -325,7 +325,7 @@ fn build_fixture(
 }
 
 /// `kind at base_url` for live models; `None` for scripted ones.
-pub fn live_endpoint(registry: &Registry, model: &str) -> Option<String> {
+pub(crate) fn live_endpoint(registry: &Registry, model: &str) -> Option<String> {
     let def = registry.model(model)?;
     match &def.kind {
         ModelKind::Scripted(_) => None,
@@ -336,7 +336,7 @@ pub fn live_endpoint(registry: &Registry, model: &str) -> Option<String> {
 }
 
 /// The exact command that records this test's fixture, and what to do with it. Shown, never run.
-pub fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> String {
+pub(crate) fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> String {
     let registry = ctx.registry;
     if case.query.is_empty() {
         return "the test has no `query:` to record with; add one, then record it".into();
@@ -369,7 +369,7 @@ pub fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> String
 }
 
 /// Test names become file names: anything outside a conservative set becomes `_`.
-pub fn file_stem(name: &str) -> String {
+pub(crate) fn file_stem(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
@@ -394,7 +394,7 @@ fn shell_word(s: &str) -> String {
 }
 
 /// Whether the run was stopped by a signal before this case started.
-pub fn interrupted(ctx: &RunContext<'_>) -> bool {
+pub(crate) fn interrupted(ctx: &RunContext<'_>) -> bool {
     ctx.stop.load(Ordering::SeqCst)
 }
 

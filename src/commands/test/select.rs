@@ -4,7 +4,7 @@ use crate::registry::{Registry, TestCase};
 
 /// The selected cases, in spec order. A `--filter` that matches no test at all is a usage error
 /// (a typo would otherwise pass CI by testing nothing); an empty shard is not.
-pub fn select<'a>(
+pub(crate) fn select<'a>(
     registries: &'a [Registry],
     filter: Option<&str>,
     partition: Option<(u64, u64)>,
@@ -38,7 +38,7 @@ pub fn select<'a>(
 }
 
 /// `K/N`, 1-based: shard K of N.
-pub fn parse_partition(text: &str) -> Result<(u64, u64), String> {
+pub(crate) fn parse_partition(text: &str) -> Result<(u64, u64), String> {
     let err = || format!("--partition takes K/N with 1 <= K <= N, e.g. 2/4 (got `{text}`)");
     let (k, n) = text.split_once('/').ok_or_else(err)?;
     let (k, n) = (
@@ -53,7 +53,7 @@ pub fn parse_partition(text: &str) -> Result<(u64, u64), String> {
 
 /// Sharding by a hash of the test's identity, not its position, so adding a test does not
 /// reshuffle every other test between CI machines. FNV-1a: stable across platforms and releases.
-pub fn shard_of(identity: &str, n: u64) -> u64 {
+pub(crate) fn shard_of(identity: &str, n: u64) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for b in identity.bytes() {
         h ^= u64::from(b);
