@@ -4,7 +4,7 @@
 use crate::registry::{Tool, ToolKind};
 use serde_json::{json, Value};
 
-pub fn openai(tool: &Tool) -> Value {
+pub(crate) fn openai(tool: &Tool) -> Value {
     json!({
         "type": "function",
         "function": {
@@ -15,7 +15,7 @@ pub fn openai(tool: &Tool) -> Value {
     })
 }
 
-pub fn anthropic(tool: &Tool) -> Value {
+pub(crate) fn anthropic(tool: &Tool) -> Value {
     json!({
         "name": tool.name,
         "description": tool.description(),
@@ -24,7 +24,7 @@ pub fn anthropic(tool: &Tool) -> Value {
 }
 
 /// MCP `tools/list` entries, with behaviour hints derived from the spec.
-pub fn mcp(tool: &Tool) -> Value {
+pub(crate) fn mcp(tool: &Tool) -> Value {
     let read_only = !tool.side_effects
         && match &tool.kind {
             ToolKind::Http(h) => matches!(h.method.as_str(), "GET" | "HEAD" | "OPTIONS"),

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 type Body = BoxBody<Bytes, Infallible>;
 
-pub const ENDPOINT: &str = "/mcp";
+pub(crate) const ENDPOINT: &str = "/mcp";
 
 struct Guard {
     service: StreamableHttpService<Session, LocalSessionManager>,
@@ -25,13 +25,13 @@ struct Guard {
 }
 
 /// Is `addr` one that only this machine can reach?
-pub fn is_loopback(addr: &SocketAddr) -> bool {
+pub(crate) fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, ends the MCP sessions and lets
 /// requests in flight finish (for at most a few seconds).
-pub async fn serve(
+pub(crate) async fn serve(
     served: Arc<Served>,
     listener: tokio::net::TcpListener,
     token: Option<String>,
@@ -155,7 +155,7 @@ fn same_secret(given: &str, expected: &str) -> bool {
 
 /// A browser page may call only if it was served by this server's own host, or by a loopback
 /// host: a page on `evil.example` that rebinds its name to 127.0.0.1 is refused.
-pub fn origin_allowed(origin: &str, host_header: Option<&str>) -> bool {
+pub(crate) fn origin_allowed(origin: &str, host_header: Option<&str>) -> bool {
     let Ok(url) = url::Url::parse(origin) else {
         return false;
     };

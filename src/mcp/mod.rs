@@ -5,8 +5,8 @@
 //! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
 //! token, `Origin` and `Host` checks). The core never imports this module.
 
-pub mod confirm;
-pub mod http;
-pub mod record;
-pub mod replay;
-pub mod server;
+pub(crate) mod confirm;
+pub(crate) mod http;
+pub(crate) mod record;
+pub(crate) mod replay;
+pub(crate) mod server;

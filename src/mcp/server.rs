@@ -23,16 +23,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Everything every session shares: the compiled spec, the network door, secrets and logs.
-pub struct Served {
-    pub registry: Registry,
-    pub transport: Transport,
-    pub events: Events,
-    pub secrets: Secrets,
-    pub redactor: Redactor,
+pub(crate) struct Served {
+    pub(crate) registry: Registry,
+    pub(crate) transport: Transport,
+    pub(crate) events: Events,
+    pub(crate) secrets: Secrets,
+    pub(crate) redactor: Redactor,
     /// Tools that need confirmation and may run anyway (`--approve`).
-    pub approvals: BTreeSet<String>,
+    pub(crate) approvals: BTreeSet<String>,
     /// `--now`: a fixed clock for built-ins; otherwise the system clock at each call.
-    pub now: Option<String>,
+    pub(crate) now: Option<String>,
     tools: Vec<rmcp::model::Tool>,
     /// Every call, kept only when the session is recorded (`--record`).
     log: Option<Mutex<Vec<LoggedCall>>>,
@@ -41,22 +41,22 @@ pub struct Served {
 
 /// One served call as a fixture keeps it.
 #[derive(Clone, Debug)]
-pub struct LoggedCall {
-    pub session: String,
-    pub name: String,
-    pub arguments: Value,
+pub(crate) struct LoggedCall {
+    pub(crate) session: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
     /// The clock the call ran with (built-ins' "now").
-    pub now_unix_ms: i64,
+    pub(crate) now_unix_ms: i64,
     /// The client's answer when the call needed confirmation and the client was asked.
-    pub confirmation: Option<Confirmation>,
+    pub(crate) confirmation: Option<Confirmation>,
     /// The `tools/call` result as sent to the client.
-    pub response: Value,
-    pub result: Option<ToolResultEntry>,
-    pub error: Option<ToolErrorEntry>,
+    pub(crate) response: Value,
+    pub(crate) result: Option<ToolResultEntry>,
+    pub(crate) error: Option<ToolErrorEntry>,
 }
 
 impl Served {
-    pub fn new(
+    pub(crate) fn new(
         registry: Registry,
         transport: Transport,
         events: Events,
@@ -86,7 +86,7 @@ impl Served {
         })
     }
 
-    pub fn logged_calls(&self) -> Vec<LoggedCall> {
+    pub(crate) fn logged_calls(&self) -> Vec<LoggedCall> {
         self.log
             .as_ref()
             .and_then(|l| l.lock().ok().map(|l| l.clone()))
@@ -96,7 +96,7 @@ impl Served {
 
 /// One MCP session: its own limits and loop counters over the shared registry.
 #[derive(Clone)]
-pub struct Session {
+pub(crate) struct Session {
     served: Arc<Served>,
     /// Numbered at the first call: clients probe with throwaway sessions that never call.
     id: Arc<std::sync::OnceLock<String>>,
@@ -104,7 +104,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(served: &Arc<Served>) -> Session {
+    pub(crate) fn new(served: &Arc<Served>) -> Session {
         Session {
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
@@ -184,7 +184,7 @@ impl Session {
     /// model reads them and can recover, as in a run. A call that needs confirmation is put to
     /// the client's user when the client can be asked (the session's lock is released while
     /// they decide), and runs once if they approve; admission is checked again then.
-    pub async fn call(&self, name: &str, arguments: Value, origin: Origin<'_>) -> Value {
+    pub(crate) async fn call(&self, name: &str, arguments: Value, origin: Origin<'_>) -> Value {
         let served = &*self.served;
         let started = Instant::now();
         let now_unix_ms = match &origin {
@@ -240,7 +240,7 @@ impl Session {
 }
 
 /// Where a served call comes from, which decides its clock and who confirms it.
-pub enum Origin<'a> {
+pub(crate) enum Origin<'a> {
     /// A connected client: the server's clock; the client's user confirms through MCP
     /// elicitation when the client declared that capability.
     Client(&'a Peer<RoleServer>),
@@ -262,7 +262,7 @@ fn error_result(kind: &str, message: &str) -> Value {
 
 /// The engine's outcome as an MCP `CallToolResult`: text content always (what a model reads),
 /// `structuredContent` when the result is JSON, `isError` with the error kind and message.
-pub fn to_mcp_result(outcome: &CallOutcome) -> Value {
+pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
     if let Some(p) = &outcome.pending {
         return error_result(
             "needs_confirmation",

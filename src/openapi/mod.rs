@@ -9,11 +9,11 @@ use resolve::Resolver;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
-pub struct Options {
-    pub include: Vec<String>,
-    pub exclude: Vec<String>,
-    pub base_url: Option<String>,
-    pub tools_only: bool,
+pub(crate) struct Options {
+    pub(crate) include: Vec<String>,
+    pub(crate) exclude: Vec<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) tools_only: bool,
 }
 
 const METHODS: [&str; 8] = [
@@ -21,7 +21,7 @@ const METHODS: [&str; 8] = [
 ];
 
 /// The document (YAML or JSON text) as a spec, or a message saying what is wrong.
-pub fn import(text: &str, opts: &Options) -> Result<String, String> {
+pub(crate) fn import(text: &str, opts: &Options) -> Result<String, String> {
     let doc = match serde_json::from_str::<Value>(text) {
         Ok(v) => v,
         Err(_) => crate::spec::yaml::parse(text)

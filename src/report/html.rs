@@ -13,7 +13,7 @@ const SCRIPT: &str = include_str!("page.js");
 /// JSON that can sit inside `<script type="application/json">`: no `</script>`, no `<!--`, no
 /// character a parser treats as a line end. The escapes are valid JSON, so the page reads back
 /// exactly the data that was written.
-pub fn script_safe_json(v: &serde_json::Value) -> String {
+pub(crate) fn script_safe_json(v: &serde_json::Value) -> String {
     let text = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -29,7 +29,7 @@ pub fn script_safe_json(v: &serde_json::Value) -> String {
     out
 }
 
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -44,7 +44,7 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-pub fn render(report: &Report, redactor: &Redactor) -> String {
+pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
     let data = script_safe_json(&super::to_json(report, redactor));
     let script_hash =
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));

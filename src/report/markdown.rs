@@ -13,7 +13,7 @@ const MAX_FAILURE_LINES: usize = 50;
 const MAX_MESSAGE_CHARS: usize = 300;
 
 /// Text safe inside a markdown table cell.
-pub fn cell_text(s: &str) -> String {
+pub(crate) fn cell_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in crate::term::visible_line(s).chars() {
         match c {
@@ -38,7 +38,7 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
-pub fn render(report: &Report, redactor: &Redactor) -> String {
+pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
     let t = |s: &str| cell_text(&redactor.str(s));
     let mut out = String::from("### toolrun report\n\n");
     let header: Vec<String> = report.columns.iter().map(|c| t(&c.label)).collect();

@@ -1,8 +1,8 @@
 //! `toolrun report`: results files side by side. One view model, built here, feeds both the HTML
 //! page and the markdown summary, so their order, rates and regression marks always agree.
 
-pub mod html;
-pub mod markdown;
+pub(crate) mod html;
+pub(crate) mod markdown;
 
 use crate::redact::Redactor;
 use crate::results::{Attempt, Outcome, Results, SpecInfo, Totals};
@@ -12,65 +12,65 @@ use std::path::Path;
 
 /// Everything the page shows; embedded as JSON in the HTML.
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
-    pub toolrun_version: String,
-    pub columns: Vec<Column>,
+pub(crate) struct Report {
+    pub(crate) toolrun_version: String,
+    pub(crate) columns: Vec<Column>,
     /// Failing rows first (regressions first among them), then passing, then skipped-only; the
     /// spec's order within each group.
-    pub rows: Vec<Row>,
+    pub(crate) rows: Vec<Row>,
     /// One per pair of neighbouring columns that share a spec.
-    pub comparisons: Vec<Comparison>,
+    pub(crate) comparisons: Vec<Comparison>,
     /// Things a reader should know (specs changed between runs, nothing to compare).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// One results file.
 #[derive(Clone, Debug, Serialize)]
-pub struct Column {
-    pub label: String,
-    pub file: String,
-    pub models: Vec<String>,
+pub(crate) struct Column {
+    pub(crate) label: String,
+    pub(crate) file: String,
+    pub(crate) models: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
-    pub specs: Vec<SpecInfo>,
-    pub repeat: u32,
-    pub totals: Totals,
+    pub(crate) started_at: Option<String>,
+    pub(crate) specs: Vec<SpecInfo>,
+    pub(crate) repeat: u32,
+    pub(crate) totals: Totals,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Row {
-    pub spec: String,
-    pub name: String,
-    pub query: String,
+pub(crate) struct Row {
+    pub(crate) spec: String,
+    pub(crate) name: String,
+    pub(crate) query: String,
     /// One per column; `None` where that file has no such test.
-    pub cells: Vec<Option<Cell>>,
-    pub failing: bool,
+    pub(crate) cells: Vec<Option<Cell>>,
+    pub(crate) failing: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Cell {
-    pub outcome: Outcome,
-    pub passes: u32,
-    pub runs: u32,
+pub(crate) struct Cell {
+    pub(crate) outcome: Outcome,
+    pub(crate) passes: u32,
+    pub(crate) runs: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub pass_rate: Option<f64>,
+    pub(crate) pass_rate: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub tokens: u64,
+    pub(crate) reason: Option<String>,
+    pub(crate) tokens: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-    pub duration_ms: f64,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) duration_ms: f64,
     /// Against the column to the left.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub change: Option<Change>,
-    pub attempts: Vec<Attempt>,
+    pub(crate) change: Option<Change>,
+    pub(crate) attempts: Vec<Attempt>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     /// Passed on the left, fails here.
     Regression,
     /// Failed on the left, passes here.
@@ -78,11 +78,11 @@ pub enum Change {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Comparison {
-    pub from: usize,
-    pub to: usize,
-    pub regressions: Vec<String>,
-    pub fixes: Vec<String>,
+pub(crate) struct Comparison {
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    pub(crate) regressions: Vec<String>,
+    pub(crate) fixes: Vec<String>,
 }
 
 impl Cell {
@@ -104,12 +104,12 @@ impl Cell {
 }
 
 /// A results file as read, with the name people know it by.
-pub struct Input {
-    pub path: String,
-    pub results: Results,
+pub(crate) struct Input {
+    pub(crate) path: String,
+    pub(crate) results: Results,
 }
 
-pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, String> {
+pub(crate) fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, String> {
     paths
         .iter()
         .map(|p| {
@@ -172,7 +172,7 @@ fn labels(inputs: &[Input]) -> Vec<String> {
     }
 }
 
-pub fn build(inputs: &[Input]) -> Report {
+pub(crate) fn build(inputs: &[Input]) -> Report {
     let labels = labels(inputs);
     let columns: Vec<Column> = inputs
         .iter()
@@ -311,7 +311,7 @@ pub fn build(inputs: &[Input]) -> Report {
 /// Masks the values of every secret the specs declare, where they are set: results files are
 /// masked when written, but a report may be made from a file written by an older or other tool,
 /// and a leaked key must not travel further inside a page that gets shared.
-pub fn redactor(inputs: &[Input]) -> Redactor {
+pub(crate) fn redactor(inputs: &[Input]) -> Redactor {
     let mut names: Vec<&str> = inputs
         .iter()
         .flat_map(|i| i.results.specs.iter())
@@ -328,17 +328,17 @@ pub fn redactor(inputs: &[Input]) -> Redactor {
 }
 
 /// The report as JSON, secrets masked.
-pub fn to_json(report: &Report, redactor: &Redactor) -> serde_json::Value {
+pub(crate) fn to_json(report: &Report, redactor: &Redactor) -> serde_json::Value {
     let mut v = serde_json::to_value(report).unwrap_or(serde_json::Value::Null);
     redactor.value(&mut v);
     v
 }
 
-pub fn percent(rate: f64) -> String {
+pub(crate) fn percent(rate: f64) -> String {
     format!("{:.0}%", rate * 100.0)
 }
 
-pub fn tokens(n: u64) -> String {
+pub(crate) fn tokens(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -350,7 +350,7 @@ pub fn tokens(n: u64) -> String {
     out
 }
 
-pub fn usd(cost: f64) -> String {
+pub(crate) fn usd(cost: f64) -> String {
     if cost >= 1.0 {
         format!("${cost:.2}")
     } else {
@@ -358,7 +358,7 @@ pub fn usd(cost: f64) -> String {
     }
 }
 
-pub fn duration(ms: f64) -> String {
+pub(crate) fn duration(ms: f64) -> String {
     if ms >= 60_000.0 {
         format!("{:.1} min", ms / 60_000.0)
     } else if ms >= 1_000.0 {
