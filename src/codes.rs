@@ -1,17 +1,17 @@
 //! Every diagnostic code with its explanation, for `toolrun explain CODE` and SARIF rules.
 
-pub struct Code {
-    pub code: &'static str,
-    pub title: &'static str,
-    pub what: &'static str,
-    pub why: &'static str,
-    pub bad: &'static str,
-    pub good: &'static str,
+pub(crate) struct Code {
+    pub(crate) code: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) what: &'static str,
+    pub(crate) why: &'static str,
+    pub(crate) bad: &'static str,
+    pub(crate) good: &'static str,
 }
 
 macro_rules! codes {
     ($( $code:literal, $title:literal, $what:literal, $why:literal, $bad:literal, $good:literal; )*) => {
-        pub const CODES: &[Code] = &[ $( Code { code: $code, title: $title, what: $what, why: $why, bad: $bad, good: $good }, )* ];
+        pub(crate) const CODES: &[Code] = &[ $( Code { code: $code, title: $title, what: $what, why: $why, bad: $bad, good: $good }, )* ];
     };
 }
 
@@ -206,15 +206,15 @@ codes! {
         "scripts:\n  - when: \"(?i)order\"\n    turns: [{answer: A}]\n  - when: \"(?i)order\"\n    turns: [{answer: B}]", "scripts:\n  - when: \"(?i)order\"\n    turns: [{answer: A}]\n  - when: \"(?i)refund\"\n    turns: [{answer: B}]";
 }
 
-pub fn find(code: &str) -> Option<&'static Code> {
+pub(crate) fn find(code: &str) -> Option<&'static Code> {
     CODES.iter().find(|c| c.code.eq_ignore_ascii_case(code))
 }
 
-pub fn rules() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn rules() -> Vec<(&'static str, &'static str)> {
     CODES.iter().map(|c| (c.code, c.title)).collect()
 }
 
-pub fn explain(c: &Code) -> String {
+pub(crate) fn explain(c: &Code) -> String {
     let indent = |s: &str| s.lines().map(|l| format!("    {l}\n")).collect::<String>();
     format!(
         "{} — {}\n\nWhat it catches\n  {}\n\nWhy it matters\n  {}\n\nExample\n{}\nFix\n{}",
@@ -228,7 +228,7 @@ pub fn explain(c: &Code) -> String {
 }
 
 /// `docs/codes.md`, the page SARIF rules link to: every code with its explanation.
-pub fn reference_markdown() -> String {
+pub(crate) fn reference_markdown() -> String {
     let mut out = String::from(
         "# Diagnostic codes\n\nGenerated from `src/codes.rs` (the same text as `toolrun explain CODE`); a test keeps it current.\n",
     );

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 /// readers never see half a file. The temporary name is unpredictable and created with
 /// `O_EXCL` (a symlink planted there makes the create fail, it is never followed); the rename
 /// replaces whatever is at the destination, a symlink included, without writing through it.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let (mut f, tmp) = create_temp_beside(path)?;
     let result = f
         .write_all(contents)
@@ -28,7 +28,7 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 /// fresh file renamed into place at once, so a symlink at `path` is replaced, not followed, and
 /// a reader sees the stream from its first line. A FIFO or a terminal that already exists at
 /// `path` (`--events /dev/stderr`, a named pipe a watcher reads) is written to as it is.
-pub fn create_stream(path: &Path) -> std::io::Result<File> {
+pub(crate) fn create_stream(path: &Path) -> std::io::Result<File> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if is_stream_target(&meta) {
             return open_no_follow(path);
@@ -111,7 +111,7 @@ fn random_u64() -> u64 {
 
 /// Why an input path is not something to read.
 #[derive(Debug)]
-pub enum NotAFile {
+pub(crate) enum NotAFile {
     Missing,
     Directory,
     /// A FIFO, a device or a socket: reading it could block forever or never end.
@@ -121,7 +121,7 @@ pub enum NotAFile {
 
 impl NotAFile {
     /// "does not exist", "is a directory", "is a character device", ...: after the path.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             NotAFile::Missing => "does not exist".into(),
             NotAFile::Directory => "is a directory, not a file".into(),
@@ -139,7 +139,7 @@ impl std::fmt::Display for NotAFile {
 
 /// The metadata of `path` (symlinks followed) when it is a regular file. FIFOs and devices are
 /// refused before they are opened: opening a FIFO for reading blocks until a writer comes.
-pub fn regular_file(path: &Path) -> Result<Metadata, NotAFile> {
+pub(crate) fn regular_file(path: &Path) -> Result<Metadata, NotAFile> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(NotAFile::Missing),
@@ -178,14 +178,14 @@ fn special_kind(_: &Metadata) -> &'static str {
 
 /// What went wrong reading an input file.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     NotAFile(NotAFile),
     TooLarge { limit: u64 },
 }
 
 /// Reads a regular file of at most `limit` bytes. The file is checked again once open, so one
 /// swapped for a FIFO in between is still refused; reading stops one byte past the limit.
-pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let (f, len) = open_regular(path, limit)?;
     let mut bytes = Vec::with_capacity(len as usize);
     f.take(limit + 1)
@@ -200,7 +200,7 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// Opens a regular file of at most `limit` bytes (as it was when opened) for a reader that
 /// streams it, with its length. Checked before and after opening, as [`read_regular`] does; a
 /// reader that must not go past the limit if the file grows reads it through `take(limit + 1)`.
-pub fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadError> {
+pub(crate) fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadError> {
     let meta = regular_file(path).map_err(ReadError::NotAFile)?;
     if meta.len() > limit {
         return Err(ReadError::TooLarge { limit });
@@ -219,13 +219,13 @@ pub fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadError> {
 static ROOT_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
 
 /// `--root DIR`: the project root for every path a spec or fixture names, in this process.
-pub fn set_root_override(dir: PathBuf) {
+pub(crate) fn set_root_override(dir: PathBuf) {
     let _ = ROOT_OVERRIDE.set(dir);
 }
 
 /// The project root of a file: `--root` if given, else the nearest enclosing directory holding
 /// a `.git` (a folder, or the file of a git worktree), else the file's own directory.
-pub fn project_root(file: &Path) -> PathBuf {
+pub(crate) fn project_root(file: &Path) -> PathBuf {
     if let Some(dir) = ROOT_OVERRIDE.get() {
         return dir.canonicalize().unwrap_or_else(|_| dir.clone());
     }
@@ -246,13 +246,13 @@ fn parent_dir(file: &Path) -> PathBuf {
 
 /// Why a path named inside a spec or fixture was refused.
 #[derive(Debug, PartialEq)]
-pub enum Escape {
+pub(crate) enum Escape {
     Absolute,
     OutsideRoot(PathBuf),
 }
 
 impl Escape {
-    pub fn describe(&self, written: &str) -> String {
+    pub(crate) fn describe(&self, written: &str) -> String {
         match self {
             Escape::Absolute => format!("`{written}` is an absolute path"),
             // The root itself is left out: messages (and their snapshots) stay machine-independent.
@@ -260,13 +260,13 @@ impl Escape {
         }
     }
 
-    pub const HELP: &'static str = "write the path relative to the file that names it, inside the project (the nearest folder holding `.git`, or `--root DIR`)";
+    pub(crate) const HELP: &'static str = "write the path relative to the file that names it, inside the project (the nearest folder holding `.git`, or `--root DIR`)";
 }
 
 /// `written` (relative to `base_dir`) as a path, if it stays inside `root`. `..` is allowed as
 /// long as the result stays inside; symlinks are resolved for the existing part of the path, so
 /// a link leading out is an escape too.
-pub fn within_root(root: &Path, base_dir: &Path, written: &str) -> Result<PathBuf, Escape> {
+pub(crate) fn within_root(root: &Path, base_dir: &Path, written: &str) -> Result<PathBuf, Escape> {
     let rel = Path::new(written);
     if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::Prefix(_))) {
         return Err(Escape::Absolute);
@@ -380,7 +380,7 @@ mod tests {
 /// out/trace.json` fails in a moment instead of after the whole loop ran. `creates_folders`:
 /// the writer makes missing folders itself (fixtures), so only an existing ancestor must be a
 /// writable folder. `flag` names the option in the message.
-pub fn check_destination(path: &Path, flag: &str, creates_folders: bool) -> Result<(), String> {
+pub(crate) fn check_destination(path: &Path, flag: &str, creates_folders: bool) -> Result<(), String> {
     let shown = path.display();
     if path.is_dir() {
         return Err(format!(

@@ -88,7 +88,7 @@ pub fn calculator(data: &[u8]) {
 
 /// The registry of `fuzz/specs/templates.yaml`: a mock tool and an HTTP tool whose templates
 /// read every kind of argument.
-pub fn templates_registry() -> &'static Registry {
+pub(crate) fn templates_registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         let source = crate::spec::Source::new(

@@ -16,11 +16,11 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub const MASK: &str = "***";
+pub(crate) const MASK: &str = "***";
 
 /// Below this many characters a secret can be guessed, and masking it would also hit ordinary
 /// text: such secrets are masked only as text (not in base64) and a warning says so.
-pub const SAFE_SECRET_LEN: usize = 8;
+pub(crate) const SAFE_SECRET_LEN: usize = 8;
 
 /// Values shorter than this are not masked at all: masking "a" would shred every text.
 const MIN_SECRET_LEN: usize = 3;
@@ -41,7 +41,7 @@ pub struct Secrets {
 
 impl Secrets {
     /// Reads each declared variable; returns the names that are not set.
-    pub fn from_env(names: &[String]) -> (Secrets, Vec<String>) {
+    pub(crate) fn from_env(names: &[String]) -> (Secrets, Vec<String>) {
         let mut values = BTreeMap::new();
         let mut missing = Vec::new();
         for name in names {
@@ -55,15 +55,15 @@ impl Secrets {
         (Secrets { values }, missing)
     }
 
-    pub fn insert(&mut self, name: &str, value: String) {
+    pub(crate) fn insert(&mut self, name: &str, value: String) {
         self.values.insert(name.to_string(), value);
     }
 
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
     }
 
-    pub fn as_json(&self) -> Value {
+    pub(crate) fn as_json(&self) -> Value {
         Value::Object(
             self.values
                 .iter()
@@ -79,7 +79,7 @@ impl Secrets {
 
     /// The warnings for secrets too short to mask safely, one line each (names, never values).
     /// The mask itself (the offline stand-in) is not a real secret and is not reported.
-    pub fn short_warnings(&self) -> Vec<String> {
+    pub(crate) fn short_warnings(&self) -> Vec<String> {
         self.values
             .iter()
             .filter(|(_, v)| v.as_str() != MASK)
@@ -101,9 +101,9 @@ impl Secrets {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Leak {
     /// The secret's name (the environment variable), never its value.
-    pub secret: String,
+    pub(crate) secret: String,
     /// Where it was found: a JSON Pointer (`""` is the whole document).
-    pub pointer: String,
+    pub(crate) pointer: String,
 }
 
 impl std::fmt::Display for Leak {
@@ -265,7 +265,7 @@ impl Matcher {
 
 impl Redactor {
     /// Unnamed values (tests, ad-hoc masking); a leak names them by position.
-    pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
+    pub(crate) fn new(values: impl IntoIterator<Item = String>) -> Redactor {
         Redactor::named(
             values
                 .into_iter()
@@ -283,7 +283,7 @@ impl Redactor {
     }
 
     /// Masks `other`'s secrets too.
-    pub fn merge(&mut self, other: &Redactor) {
+    pub(crate) fn merge(&mut self, other: &Redactor) {
         if other
             .inner
             .values
@@ -298,13 +298,13 @@ impl Redactor {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.inner.needles.is_empty()
     }
 
     /// How many bytes past a cut a secret's encoded form can reach: read this much more than
     /// a limit, mask, then cut, and no secret is cut in half.
-    pub fn slack(&self) -> usize {
+    pub(crate) fn slack(&self) -> usize {
         self.inner.longest * MAX_EXPANSION
     }
 
@@ -313,7 +313,7 @@ impl Redactor {
         self.mask(s).into_owned()
     }
 
-    pub fn mask<'a>(&self, s: &'a str) -> Cow<'a, str> {
+    pub(crate) fn mask<'a>(&self, s: &'a str) -> Cow<'a, str> {
         match self.bytes(s.as_bytes()) {
             Cow::Borrowed(_) => Cow::Borrowed(s),
             // Matches start and end on character boundaries (needles are whole UTF-8 text or
@@ -365,12 +365,12 @@ impl Redactor {
 
     /// Masks, then keeps at most `max_chars` characters, masking a secret begun just before the
     /// cut. Returns the kept text and how many characters of the masked text were dropped.
-    pub fn shorten(&self, s: &str, max_chars: usize) -> (String, usize) {
+    pub(crate) fn shorten(&self, s: &str, max_chars: usize) -> (String, usize) {
         self.cut_masked(&self.mask(s), max_chars)
     }
 
     /// [`shorten`](Self::shorten) for text that is masked already (made from masked values).
-    pub fn cut_masked(&self, masked: &str, max_chars: usize) -> (String, usize) {
+    pub(crate) fn cut_masked(&self, masked: &str, max_chars: usize) -> (String, usize) {
         let Some((cut, _)) = masked.char_indices().nth(max_chars) else {
             return (masked.to_string(), 0);
         };
@@ -381,7 +381,7 @@ impl Redactor {
     /// Masks, then keeps at most `max` bytes (cutting `b`, which may not be text, anywhere).
     /// `was_cut`: `b` is itself the start of something longer. Returns the bytes and whether
     /// anything is missing at the end.
-    pub fn cut_bytes(&self, b: &[u8], max: usize, was_cut: bool) -> (Vec<u8>, bool) {
+    pub(crate) fn cut_bytes(&self, b: &[u8], max: usize, was_cut: bool) -> (Vec<u8>, bool) {
         let masked = self.bytes(b);
         let (kept, cut) = if masked.len() > max {
             (&masked[..max], true)
@@ -445,7 +445,7 @@ impl Redactor {
 
     /// The last check before a document leaves toolrun (fail closed): every string and key of
     /// `doc`, and the final bytes `text` it was serialised to, must hold no secret in any form.
-    pub fn check(&self, doc: &Value, text: &str) -> Result<(), Leak> {
+    pub(crate) fn check(&self, doc: &Value, text: &str) -> Result<(), Leak> {
         if self.is_empty() {
             return Ok(());
         }

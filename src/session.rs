@@ -5,13 +5,13 @@ use crate::models::ModelClient;
 use crate::redact::Secrets;
 use crate::registry::Registry;
 
-pub struct Prepared {
-    pub model: ModelClient,
-    pub model_name: String,
-    pub secrets: Secrets,
+pub(crate) struct Prepared {
+    pub(crate) model: ModelClient,
+    pub(crate) model_name: String,
+    pub(crate) secrets: Secrets,
 }
 
-pub fn model_name(registry: &Registry, requested: Option<&str>) -> Result<String, String> {
+pub(crate) fn model_name(registry: &Registry, requested: Option<&str>) -> Result<String, String> {
     match requested {
         Some(name) => match registry.model(name) {
             Some(m) => Ok(m.name.clone()),
@@ -38,7 +38,7 @@ pub fn model_name(registry: &Registry, requested: Option<&str>) -> Result<String
     }
 }
 
-pub fn prepare(
+pub(crate) fn prepare(
     registry: &Registry,
     requested_model: Option<&str>,
     query: &str,
@@ -48,7 +48,7 @@ pub fn prepare(
 
 /// `offline`: every declared secret is the mask, whatever the environment holds. Offline tests
 /// use scripted models and fixtures: they need no credentials, and a real one could only leak.
-pub fn prepare_with(
+pub(crate) fn prepare_with(
     registry: &Registry,
     requested_model: Option<&str>,
     query: &str,
@@ -83,7 +83,7 @@ pub fn prepare_with(
 }
 
 /// Once per secret and process: `test` prepares every case, and one warning is enough.
-pub fn warn_short_secrets(secrets: &Secrets) {
+pub(crate) fn warn_short_secrets(secrets: &Secrets) {
     static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Ok(mut warned) = WARNED.lock() else {
         return;
@@ -97,7 +97,7 @@ pub fn warn_short_secrets(secrets: &Secrets) {
 }
 
 /// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.
-pub fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
+pub(crate) fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
     let text = fixed
         .map(str::to_string)
         .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()));
@@ -121,7 +121,7 @@ pub fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
     }
 }
 
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -136,7 +136,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Ctrl-C and SIGTERM set a flag the engine watches, so the trace of the run in progress is
 /// still written. Returns the flag and whether the signal was SIGINT (exit 130).
-pub fn watch_signals(
+pub(crate) fn watch_signals(
     rt: &tokio::runtime::Runtime,
 ) -> (
     std::sync::Arc<std::sync::atomic::AtomicBool>,

@@ -7,7 +7,7 @@
 //! context at hand renders in a limited child process instead (`isolated`).
 
 mod cost;
-pub mod isolated;
+pub(crate) mod isolated;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -22,20 +22,20 @@ const TIME_BUDGET: f64 = (256 << 20) as f64;
 /// Names of templates made by `add_expr`, whose printed value is written as JSON.
 const EXPR_PREFIX: char = 'j';
 /// A rendered string larger than this is an error, not an observation to carry around.
-pub const MAX_RENDERED_BYTES: usize = 4 << 20;
+pub(crate) const MAX_RENDERED_BYTES: usize = 4 << 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TemplateId(pub String);
+pub(crate) struct TemplateId(pub String);
 
 /// Where a syntax error is inside a template: 1-based line, 1-based column in characters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TemplatePos {
-    pub line: usize,
-    pub column: usize,
+pub(crate) struct TemplatePos {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
 }
 
 #[derive(Clone, Debug)]
-pub enum TValue {
+pub(crate) enum TValue {
     Literal(Value),
     Text(TemplateId),
     Expr(TemplateId),
@@ -43,7 +43,7 @@ pub enum TValue {
     Object(Vec<(String, TValue)>),
 }
 
-pub struct Templates {
+pub(crate) struct Templates {
     env: minijinja::Environment<'static>,
     /// Each template's bound, by name.
     costs: HashMap<String, cost::Cost>,
@@ -63,12 +63,12 @@ impl Default for Templates {
 }
 
 /// Is `text` a template at all? Plain strings skip the template engine entirely.
-pub fn is_template(text: &str) -> bool {
+pub(crate) fn is_template(text: &str) -> bool {
     text.contains("{{") || text.contains("{%") || text.contains("{#")
 }
 
 /// `{{ expr }}` alone (whitespace aside) → `Some(expr)`.
-pub fn single_expression(text: &str) -> Option<&str> {
+pub(crate) fn single_expression(text: &str) -> Option<&str> {
     let t = text.trim();
     let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
     if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") {
@@ -78,7 +78,7 @@ pub fn single_expression(text: &str) -> Option<&str> {
 }
 
 impl Templates {
-    pub fn new() -> Templates {
+    pub(crate) fn new() -> Templates {
         let mut env = minijinja::Environment::new();
         env.set_fuel(Some(FUEL));
         env.set_recursion_limit(64);
@@ -102,7 +102,7 @@ impl Templates {
     /// Adds a template; a syntax error comes back with its 1-based line inside the template.
     /// Adds a template; a syntax error comes back with its (line, column) inside the template,
     /// both 1-based, the column in characters.
-    pub fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
+    pub(crate) fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.add_named('t', source)
     }
 
@@ -146,13 +146,13 @@ impl Templates {
         Ok(id)
     }
 
-    pub fn is_plain(&self, id: &TemplateId) -> bool {
+    pub(crate) fn is_plain(&self, id: &TemplateId) -> bool {
         self.plain.contains(&id.0)
     }
 
     /// Does rendering this value read the context at all? Callers skip building one when not:
     /// serialising every result so far for a literal answer is most of a scripted step's cost.
-    pub fn needs_context(&self, tv: &TValue) -> bool {
+    pub(crate) fn needs_context(&self, tv: &TValue) -> bool {
         match tv {
             TValue::Literal(_) => false,
             TValue::Text(id) => !self.is_plain(id),
@@ -165,12 +165,12 @@ impl Templates {
     /// For `{{ expr }}` leaves: the formatter prints the value of an `EXPR_PREFIX` template as
     /// JSON so its type survives. Printing (rather than a `tojson` filter) keeps strict undefined
     /// checks: a filter would serialise an undefined value as `null`.
-    pub fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
+    pub(crate) fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.add_named(EXPR_PREFIX, &format!("{{{{ {expr} }}}}"))
     }
 
     /// The text a template was compiled from (HTTP tools read the literal host of a URL).
-    pub fn source(&self, id: &TemplateId) -> Option<String> {
+    pub(crate) fn source(&self, id: &TemplateId) -> Option<String> {
         self.source_of(&id.0)
     }
 
@@ -189,7 +189,7 @@ impl Templates {
     }
 
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
-    pub fn variables(&self, id: &TemplateId) -> Vec<String> {
+    pub(crate) fn variables(&self, id: &TemplateId) -> Vec<String> {
         let mut vars: Vec<String> = match self.env.get_template(&id.0) {
             // Global functions (`range`, `dict`, ...) are not variables a spec must provide.
             Ok(t) => t
@@ -208,7 +208,7 @@ impl Templates {
 
     /// Compiles a YAML value into a template value; every string leaf with template syntax
     /// becomes a template. Errors carry the JSON Pointer of the leaf and the line inside it.
-    pub fn compile_value(
+    pub(crate) fn compile_value(
         &mut self,
         value: &Value,
     ) -> Result<TValue, Vec<(String, String, Option<TemplatePos>)>> {
@@ -268,7 +268,7 @@ impl Templates {
     }
 
     /// Every template inside a template value, for checks on the variables they read.
-    pub fn ids_of<'a>(&self, tv: &'a TValue, out: &mut Vec<&'a TemplateId>) {
+    pub(crate) fn ids_of<'a>(&self, tv: &'a TValue, out: &mut Vec<&'a TemplateId>) {
         match tv {
             TValue::Literal(_) => {}
             TValue::Text(id) | TValue::Expr(id) => out.push(id),
@@ -291,7 +291,7 @@ impl Templates {
         }
     }
 
-    pub async fn render_text(&self, id: &TemplateId, ctx: &Ctx<'_>) -> Result<String, RenderError> {
+    pub(crate) async fn render_text(&self, id: &TemplateId, ctx: &Ctx<'_>) -> Result<String, RenderError> {
         if !self.needs_isolation(&id.0, ctx) {
             return self.render_here(&id.0, ctx);
         }
@@ -339,7 +339,7 @@ impl Templates {
     }
 
     /// Renders a template value. Templates that need a child process render first, all in one.
-    pub async fn render(&self, tv: &TValue, ctx: &Ctx<'_>) -> Result<Value, RenderError> {
+    pub(crate) async fn render(&self, tv: &TValue, ctx: &Ctx<'_>) -> Result<Value, RenderError> {
         let mut ids = Vec::new();
         self.ids_of(tv, &mut ids);
         let isolate: Vec<&str> = ids
@@ -400,20 +400,20 @@ impl Templates {
 /// Why a render failed. `limit` marks a bound (fuel, output size, a child's memory or CPU
 /// limit): callers report those as `limit_exceeded`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RenderError {
-    pub message: String,
-    pub limit: bool,
+pub(crate) struct RenderError {
+    pub(crate) message: String,
+    pub(crate) limit: bool,
 }
 
 impl RenderError {
-    pub fn limit(message: impl Into<String>) -> RenderError {
+    pub(crate) fn limit(message: impl Into<String>) -> RenderError {
         RenderError {
             message: message.into(),
             limit: true,
         }
     }
 
-    pub fn other(message: impl Into<String>) -> RenderError {
+    pub(crate) fn other(message: impl Into<String>) -> RenderError {
         RenderError {
             message: message.into(),
             limit: false,
@@ -430,14 +430,14 @@ impl std::fmt::Display for RenderError {
 /// The data a template renders over (JSON), converted for minijinja on first use. A URL
 /// context percent-encodes every string but the secrets that write the URL's origin (see
 /// `tools::http::build_url`).
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     data: &'a Value,
     raw_secrets: Option<&'a [String]>,
     value: OnceLock<minijinja::Value>,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(data: &'a Value) -> Ctx<'a> {
+    pub(crate) fn new(data: &'a Value) -> Ctx<'a> {
         Ctx {
             data,
             raw_secrets: None,
@@ -445,7 +445,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn url(data: &'a Value, raw_secrets: &'a [String]) -> Ctx<'a> {
+    pub(crate) fn url(data: &'a Value, raw_secrets: &'a [String]) -> Ctx<'a> {
         Ctx {
             data,
             raw_secrets: Some(raw_secrets),
@@ -573,7 +573,7 @@ fn describe_error(e: minijinja::Error) -> RenderError {
     RenderError::other(message)
 }
 
-pub fn context(value: &Value) -> minijinja::Value {
+pub(crate) fn context(value: &Value) -> minijinja::Value {
     minijinja::Value::from(minijinja::value::Serde(value))
 }
 
@@ -629,7 +629,7 @@ fn url_context(data: &Value, raw_secrets: &[String]) -> minijinja::Value {
 
 /// Everything but RFC 3986 "unreserved" characters: an encoded value cannot add a `/`, `?`, `#`,
 /// `&`, `=`, `@`, `:` or `\` to a URL, in any position.
-pub const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+pub(crate) const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')

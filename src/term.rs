@@ -7,13 +7,13 @@ use std::borrow::Cow;
 
 /// `text` with every control character except newline and tab (C0, DEL, C1) and every bidi
 /// override shown as `\u{..}` (`\r` as `\r`), so nothing in it can drive the terminal.
-pub fn visible(text: &str) -> Cow<'_, str> {
+pub(crate) fn visible(text: &str) -> Cow<'_, str> {
     escape(text, false)
 }
 
 /// Like [`visible`], for text that must stay on one line (a name, a value in a message):
 /// newlines and tabs are escaped too.
-pub fn visible_line(text: &str) -> Cow<'_, str> {
+pub(crate) fn visible_line(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 
@@ -41,7 +41,7 @@ fn is_hidden(c: char, one_line: bool) -> bool {
 
 /// How [`visible`] (or [`visible_line`] when `one_line`) shows `c`: `None` when `c` stays as it
 /// is. For renderers that must know each character's on-screen form, like a diagnostic's caret.
-pub fn shown_char(c: char, one_line: bool) -> Option<String> {
+pub(crate) fn shown_char(c: char, one_line: bool) -> Option<String> {
     if !is_hidden(c, one_line) {
         return None;
     }

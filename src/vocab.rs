@@ -7,25 +7,25 @@ use std::fmt;
 
 /// Declares an enum whose variants serialise as the given words, with the list of all of them.
 macro_rules! vocabulary {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal,)+ }) => {
+    ($(#[$m:meta])* $vis:vis $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal,)+ }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-        pub enum $name {
+        $vis enum $name {
             $($(#[$vm])* #[serde(rename = $text)] $variant,)+
         }
 
         impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+            pub(crate) const ALL: &'static [$name] = &[$($name::$variant,)+];
             /// The words, in declaration order (for schemas and did-you-mean hints).
-            pub const NAMES: &'static [&'static str] = &[$($text,)+];
+            pub(crate) const NAMES: &'static [&'static str] = &[$($text,)+];
 
-            pub const fn as_str(self) -> &'static str {
+            pub(crate) const fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text,)+
                 }
             }
 
-            pub fn parse(s: &str) -> Option<$name> {
+            pub(crate) fn parse(s: &str) -> Option<$name> {
                 match s {
                     $($text => Some($name::$variant),)+
                     _ => None,
@@ -43,7 +43,7 @@ macro_rules! vocabulary {
 
 vocabulary! {
     /// How a run ended, for CI: it decides the exit code.
-    Status {
+    pub(crate) Status {
         Ok = "ok",
         NeedsConfirmation = "needs_confirmation",
         NeedsReview = "needs_review",
@@ -52,7 +52,7 @@ vocabulary! {
 }
 
 impl Status {
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Status::Ok => crate::exit::SUCCESS,
             Status::Failed => crate::exit::FAILED,
@@ -63,7 +63,7 @@ impl Status {
 
 vocabulary! {
     /// Which rule ended a run.
-    StopReason {
+    pub(crate) StopReason {
         Answer = "answer",
         NeedsConfirmation = "needs_confirmation",
         MaxSteps = "max_steps",
@@ -84,7 +84,7 @@ vocabulary! {
 impl StopReason {
     /// Each rule ends a run with one status: an answer is a success, a limit or a loop needs a
     /// person to review, and a broken run (model, timeout, interruption) failed.
-    pub fn status(self) -> Status {
+    pub(crate) fn status(self) -> Status {
         match self {
             StopReason::Answer => Status::Ok,
             StopReason::NeedsConfirmation => Status::NeedsConfirmation,
@@ -105,7 +105,7 @@ impl StopReason {
 
 vocabulary! {
     /// What went wrong with one tool call (or one model decision); fed back to the model.
-    ErrorKind {
+    pub ErrorKind {
         UnknownTool = "unknown_tool",
         InvalidArguments = "invalid_arguments",
         Denied = "denied",
@@ -123,7 +123,7 @@ vocabulary! {
 
 vocabulary! {
     /// Whether an executed call returned a result.
-    CallStatus {
+    pub(crate) CallStatus {
         Ok = "ok",
         Error = "error",
     }

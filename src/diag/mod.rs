@@ -8,13 +8,13 @@ use std::fmt::Write as _;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     Error,
     Warning,
 }
 
 impl Severity {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -24,15 +24,15 @@ impl Severity {
 
 /// A region of a source file. Lines and columns are 1-based; `end_col` is exclusive.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Span {
-    pub line: u32,
-    pub col: u32,
-    pub end_line: u32,
-    pub end_col: u32,
+pub(crate) struct Span {
+    pub(crate) line: u32,
+    pub(crate) col: u32,
+    pub(crate) end_line: u32,
+    pub(crate) end_col: u32,
 }
 
 impl Span {
-    pub fn point(line: u32, col: u32) -> Span {
+    pub(crate) fn point(line: u32, col: u32) -> Span {
         Span {
             line,
             col,
@@ -43,22 +43,22 @@ impl Span {
 }
 
 #[derive(Clone, Debug)]
-pub struct Diagnostic {
-    pub code: &'static str,
-    pub severity: Severity,
-    pub message: String,
-    pub file: Option<String>,
-    pub span: Option<Span>,
+pub(crate) struct Diagnostic {
+    pub(crate) code: &'static str,
+    pub(crate) severity: Severity,
+    pub(crate) message: String,
+    pub(crate) file: Option<String>,
+    pub(crate) span: Option<Span>,
     /// Short text drawn under the caret.
-    pub label: Option<String>,
+    pub(crate) label: Option<String>,
     /// Other places that explain this one (where a duplicate key was first defined, the rule that
     /// shadows this one), each with its label: drawn with `-` under the primary caret's `^`.
-    pub related: Vec<(Span, String)>,
-    pub help: Option<String>,
+    pub(crate) related: Vec<(Span, String)>,
+    pub(crate) help: Option<String>,
 }
 
 impl Diagnostic {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
         let severity = if code.starts_with('W') {
             Severity::Warning
         } else {
@@ -75,63 +75,63 @@ impl Diagnostic {
             help: None,
         }
     }
-    pub fn at(mut self, span: Span) -> Self {
+    pub(crate) fn at(mut self, span: Span) -> Self {
         self.span = Some(span);
         self
     }
-    pub fn at_opt(mut self, span: Option<Span>) -> Self {
+    pub(crate) fn at_opt(mut self, span: Option<Span>) -> Self {
         self.span = span;
         self
     }
-    pub fn label(mut self, label: impl Into<String>) -> Self {
+    pub(crate) fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
     }
     /// A related place in the same file, labelled.
-    pub fn also(mut self, span: Span, label: impl Into<String>) -> Self {
+    pub(crate) fn also(mut self, span: Span, label: impl Into<String>) -> Self {
         self.related.push((span, label.into()));
         self
     }
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
-    pub fn help_opt(mut self, help: Option<String>) -> Self {
+    pub(crate) fn help_opt(mut self, help: Option<String>) -> Self {
         if help.is_some() {
             self.help = help;
         }
         self
     }
-    pub fn in_file(mut self, file: &str) -> Self {
+    pub(crate) fn in_file(mut self, file: &str) -> Self {
         self.file = Some(file.to_string());
         self
     }
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
 }
 
 /// Collects diagnostics while a pass keeps going, so the user sees every problem at once.
 #[derive(Default, Debug)]
-pub struct Diagnostics {
-    pub items: Vec<Diagnostic>,
+pub(crate) struct Diagnostics {
+    pub(crate) items: Vec<Diagnostic>,
 }
 
 impl Diagnostics {
-    pub fn push(&mut self, d: Diagnostic) {
+    pub(crate) fn push(&mut self, d: Diagnostic) {
         self.items.push(d);
     }
-    pub fn has_errors(&self) -> bool {
+    pub(crate) fn has_errors(&self) -> bool {
         self.items.iter().any(Diagnostic::is_error)
     }
-    pub fn error_count(&self) -> usize {
+    pub(crate) fn error_count(&self) -> usize {
         self.items.iter().filter(|d| d.is_error()).count()
     }
-    pub fn warning_count(&self) -> usize {
+    pub(crate) fn warning_count(&self) -> usize {
         self.items.len() - self.error_count()
     }
     /// Source order, then code: output is stable for snapshots and code review.
-    pub fn sort(&mut self) {
+    pub(crate) fn sort(&mut self) {
         self.items.sort_by(|a, b| {
             (&a.file, a.span, a.code, &a.message).cmp(&(&b.file, b.span, b.code, &b.message))
         });
@@ -139,7 +139,7 @@ impl Diagnostics {
 }
 
 /// "did you mean `x`?" for a typo among known names.
-pub fn did_you_mean<'a>(
+pub(crate) fn did_you_mean<'a>(
     wanted: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
@@ -148,7 +148,7 @@ pub fn did_you_mean<'a>(
 
 /// The help line of an enum-valued key: the likely intent first, then every allowed value, so
 /// one reading of the error is enough to fix it.
-pub fn choose<'a>(wanted: &str, allowed: impl IntoIterator<Item = &'a str> + Clone) -> String {
+pub(crate) fn choose<'a>(wanted: &str, allowed: impl IntoIterator<Item = &'a str> + Clone) -> String {
     let all = allowed.clone().into_iter().collect::<Vec<_>>().join(", ");
     match did_you_mean(wanted, allowed) {
         Some(hint) => format!("{hint} (one of: {all})"),
@@ -156,7 +156,7 @@ pub fn choose<'a>(wanted: &str, allowed: impl IntoIterator<Item = &'a str> + Clo
     }
 }
 
-pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let wanted_lower = wanted.to_lowercase();
     candidates
         .into_iter()
@@ -173,7 +173,7 @@ pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
 /// then notes and help. Columns in the location count characters (a tab is one, so is `名`); the
 /// carets are placed by display width (see `snippet`).
 /// `source` is the file's text, indexed by line (`Source::lines`), when it is at hand.
-pub fn render_human(d: &Diagnostic, source: Option<Lines>) -> String {
+pub(crate) fn render_human(d: &Diagnostic, source: Option<Lines>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
     let location = match (&d.file, d.span) {
@@ -262,7 +262,7 @@ struct JsonRelated<'a> {
     label: &'a str,
 }
 
-pub fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
+pub(crate) fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
     let list: Vec<JsonDiagnostic> = diags
         .iter()
         .map(|d| JsonDiagnostic {
@@ -292,7 +292,7 @@ pub fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
 }
 
 /// GitHub workflow commands; `%`, CR and LF must be escaped or the annotation is cut.
-pub fn render_github(d: &Diagnostic) -> String {
+pub(crate) fn render_github(d: &Diagnostic) -> String {
     fn escape_data(s: &str) -> String {
         s.replace('%', "%25")
             .replace('\r', "%0D")
@@ -323,7 +323,7 @@ pub fn render_github(d: &Diagnostic) -> String {
     format!("::{kind} {}::{}", props.join(","), escape_data(&message))
 }
 
-pub fn to_sarif(diags: &[Diagnostic], rules: &[(&'static str, &'static str)]) -> serde_json::Value {
+pub(crate) fn to_sarif(diags: &[Diagnostic], rules: &[(&'static str, &'static str)]) -> serde_json::Value {
     use serde_json::json;
     let used: std::collections::BTreeSet<&str> = diags.iter().map(|d| d.code).collect();
     let rule_list: Vec<_> = rules

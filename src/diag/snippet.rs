@@ -20,9 +20,9 @@ const CUT: &str = "...";
 
 /// One span to underline.
 pub(super) struct Mark<'a> {
-    pub span: Span,
-    pub label: Option<&'a str>,
-    pub primary: bool,
+    pub(crate) span: Span,
+    pub(crate) label: Option<&'a str>,
+    pub(crate) primary: bool,
 }
 
 /// Appends the snippet of `marks` (the primary first) to `out`, with a gutter `pad` wide.
