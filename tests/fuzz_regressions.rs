@@ -51,6 +51,27 @@ fn calculator() {
     }
 }
 
+/// The builtins target calls the library directly (`toolrun::builtins`); this keeps that API
+/// public and every builtin answering hostile arguments with an error, not a panic.
+#[test]
+fn builtins() {
+    use toolrun::builtins::{all, call, BuiltinContext};
+    let ctx = BuiltinContext {
+        now_unix_ms: i64::MIN,
+    };
+    for info in all() {
+        let schema = (info.input_schema)();
+        assert!(
+            schema.get("properties").is_some(),
+            "{}: {schema}",
+            info.name
+        );
+        for args in [json!({}), json!({ "extra": null }), json!([1])] {
+            let _ = call(info.name, &args, &ctx);
+        }
+    }
+}
+
 /// The templates target's checks with hand-picked hostile values: no argument may move the
 /// request to another host, add a path segment, a query parameter or a header.
 #[test]
