@@ -35,11 +35,11 @@ pub(crate) struct Fixture {
 
 /// What the trace of a session recorded by `toolrun serve --record` has as its `stop_reason`:
 /// there is no loop to stop.
-pub const SESSION_ENDED: &str = "session_ended";
+pub(crate) const SESSION_ENDED: &str = "session_ended";
 
 impl Fixture {
     /// Written by `serve --record` (calls an MCP client made), not by a run.
-    pub fn is_served_session(&self) -> bool {
+    pub(crate) fn is_served_session(&self) -> bool {
         self.trace.get("stop_reason").and_then(Value::as_str) == Some(SESSION_ENDED)
     }
 }

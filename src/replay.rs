@@ -109,7 +109,7 @@ pub(crate) fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
 
 /// Placeholders for every secret and API key: recorded requests hold only the mask, so a
 /// replay that sends the mask sends exactly what was recorded, and real keys are never needed.
-pub fn placeholder_secrets(registry: &Registry, model: &str) -> Secrets {
+pub(crate) fn placeholder_secrets(registry: &Registry, model: &str) -> Secrets {
     let mut secrets = Secrets::default();
     for name in &registry.secrets {
         secrets.insert(name, MASK.to_string());

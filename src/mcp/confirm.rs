@@ -18,7 +18,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 /// The client's answer, as a fixture records it: `accept` (with the form's `content`),
 /// `decline`, `cancel`, or `error` (the request failed: `content.message` says why).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Confirmation {
+pub(crate) struct Confirmation {
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
@@ -26,7 +26,7 @@ pub struct Confirmation {
 
 impl Confirmation {
     /// Consent is explicit: the form was submitted with `approve` ticked.
-    pub fn granted(&self) -> bool {
+    pub(crate) fn granted(&self) -> bool {
         self.action == "accept"
             && self
                 .content
@@ -37,7 +37,7 @@ impl Confirmation {
     }
 
     /// Why the call did not run, as the `isError` result's kind and message.
-    pub fn refusal(&self, tool: &str) -> (&'static str, String) {
+    pub(crate) fn refusal(&self, tool: &str) -> (&'static str, String) {
         let how = format!("start `toolrun serve` with --approve {tool} to allow it without asking");
         match self.action.as_str() {
             "accept" | "decline" => (
@@ -65,13 +65,13 @@ impl Confirmation {
 }
 
 /// Whether this client can be asked: it declared form elicitation when it initialized.
-pub fn client_can_confirm(peer: &Peer<RoleServer>) -> bool {
+pub(crate) fn client_can_confirm(peer: &Peer<RoleServer>) -> bool {
     peer.supported_elicitation_modes()
         .contains(&ElicitationMode::Form)
 }
 
 /// The form the client shows: what would run, with its arguments, and one box to tick.
-pub fn request(pending: &PendingCall, description: &str) -> Value {
+pub(crate) fn request(pending: &PendingCall, description: &str) -> Value {
     let tool = &pending.name;
     json!({
         "mode": "form",
@@ -95,7 +95,7 @@ pub fn request(pending: &PendingCall, description: &str) -> Value {
 }
 
 /// Asks the client's user; every failure becomes a recorded `error` answer, never a crash.
-pub async fn ask(peer: &Peer<RoleServer>, form: Value) -> Confirmation {
+pub(crate) async fn ask(peer: &Peer<RoleServer>, form: Value) -> Confirmation {
     let params: ElicitRequestParams = match serde_json::from_value(form) {
         Ok(p) => p,
         Err(e) => return failed(format!("the confirmation form is invalid: {e}")),

@@ -9,12 +9,12 @@ use crate::registry::Registry;
 use serde_json::{json, Value};
 
 /// The exchange kind of a call a client made to `toolrun serve`.
-pub const SERVED: &str = "served";
+pub(crate) const SERVED: &str = "served";
 
 use crate::fixture::SESSION_ENDED;
 
 /// The fixture of a served session: `http` are the tools' HTTP exchanges, in order.
-pub fn session_fixture(
+pub(crate) fn session_fixture(
     registry: &Registry,
     spec: FixtureSpec,
     calls: &[LoggedCall],
@@ -38,7 +38,7 @@ pub fn session_fixture(
 }
 
 /// The session as a trace: what ran and what failed, in the order results were sent.
-pub fn session_trace(registry: &Registry, calls: &[LoggedCall]) -> Value {
+pub(crate) fn session_trace(registry: &Registry, calls: &[LoggedCall]) -> Value {
     let tool_results: Vec<Value> = calls
         .iter()
         .filter_map(|c| c.result.as_ref())
@@ -95,7 +95,7 @@ fn exchange(call: &LoggedCall) -> Exchange {
 /// The served calls of a fixture, in order, as they were logged (what the tool returned is in the
 /// trace, not here); an exchange that is not a well-formed served call is an error naming its
 /// position.
-pub fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, String> {
+pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, String> {
     let mut calls = Vec::new();
     for (i, e) in fixture.exchanges.iter().enumerate() {
         if e.kind != SERVED {

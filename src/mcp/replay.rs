@@ -25,7 +25,7 @@ fn failed(failures: Vec<String>) -> ReplayReport {
     }
 }
 
-pub async fn replay_session(
+pub(crate) async fn replay_session(
     fixture: &Fixture,
     registry: Registry,
     fixture_path: &Path,

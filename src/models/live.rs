@@ -60,7 +60,10 @@ pub(crate) fn key_header(
 /// `required` and `{ tool: NAME }` hold until the model has called a tool; after that the
 /// choice is `auto`, or a forced call would repeat until a limit stops the run (the OpenAI
 /// Agents SDK resets it the same way).
-pub(crate) fn effective_tool_choice<'a>(settings: &'a LiveModel, messages: &[Message]) -> &'a ToolChoice {
+pub(crate) fn effective_tool_choice<'a>(
+    settings: &'a LiveModel,
+    messages: &[Message],
+) -> &'a ToolChoice {
     let called = messages
         .iter()
         .any(|m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()));
@@ -420,7 +423,11 @@ fn humantime(d: Duration) -> String {
 /// How long to wait before the next attempt: the server's `retry-after-ms` / `Retry-After`
 /// (seconds or a date) when given, else the shared backoff. `None`: the server asks for more
 /// than we are willing to wait.
-pub(crate) fn retry_delay(resp: Option<&HttpResponse>, attempt: u32, seed: &[u8]) -> Option<Duration> {
+pub(crate) fn retry_delay(
+    resp: Option<&HttpResponse>,
+    attempt: u32,
+    seed: &[u8],
+) -> Option<Duration> {
     let wait = retry::MODELS.next(resp, attempt, seed);
     (wait <= RETRY_AFTER_MAX).then_some(wait)
 }
@@ -512,7 +519,12 @@ pub(crate) fn arguments_object(arguments: &Value) -> Value {
 
 /// Tool-call ids as returned, unless missing, empty or repeated in one reply: then a stable
 /// `call_<step>_<i>`, so every tool result still answers exactly one call.
-pub(crate) fn call_id(raw: Option<&Value>, step: u32, index: usize, seen: &mut Vec<String>) -> String {
+pub(crate) fn call_id(
+    raw: Option<&Value>,
+    step: u32,
+    index: usize,
+    seen: &mut Vec<String>,
+) -> String {
     let given = match raw {
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

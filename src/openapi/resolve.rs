@@ -40,7 +40,7 @@ const DROPPED: [&str; 14] = [
 /// Keywords whose value maps names to schemas: their keys are names, never keywords.
 const SCHEMA_MAPS: [&str; 3] = ["properties", "patternProperties", "dependentSchemas"];
 
-pub struct Resolver<'d> {
+pub(super) struct Resolver<'d> {
     doc: &'d Value,
     /// `$id` → JSON Pointer of the schema declaring it.
     ids: HashMap<String, String>,
@@ -55,7 +55,7 @@ struct Walk {
 }
 
 impl<'d> Resolver<'d> {
-    pub fn new(doc: &'d Value) -> Resolver<'d> {
+    pub(super) fn new(doc: &'d Value) -> Resolver<'d> {
         let mut r = Resolver {
             doc,
             ids: HashMap::new(),
@@ -118,12 +118,12 @@ impl<'d> Resolver<'d> {
         }
     }
 
-    pub fn doc(&self) -> &'d Value {
+    pub(super) fn doc(&self) -> &'d Value {
         self.doc
     }
 
     /// The value with every `$ref` inside it resolved.
-    pub fn resolve(&self, v: &Value) -> Value {
+    pub(super) fn resolve(&self, v: &Value) -> Value {
         let mut walk = Walk {
             depth: 0,
             expansions: 0,
@@ -134,7 +134,7 @@ impl<'d> Resolver<'d> {
 
     /// Follows only a `$ref` at the top (a path item, an operation): their parts are resolved
     /// when they are used.
-    pub fn shallow(&self, v: &'d Value) -> &'d Value {
+    pub(super) fn shallow(&self, v: &'d Value) -> &'d Value {
         let mut v = v;
         for _ in 0..MAX_REF_DEPTH {
             match v
