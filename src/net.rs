@@ -103,7 +103,7 @@ pub(crate) trait Recorder: Send + Sync {
     );
 }
 
-pub(crate) struct Transport {
+pub struct Transport {
     client: OnceLock<Result<reqwest::Client, String>>,
     /// Recording or replaying; `None` is plain live traffic.
     tape: Option<std::sync::Arc<dyn Recorder>>,
@@ -121,7 +121,7 @@ impl Default for Transport {
 }
 
 impl Transport {
-    pub(crate) fn live() -> Transport {
+    pub fn live() -> Transport {
         Transport {
             client: OnceLock::new(),
             tape: None,

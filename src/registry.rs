@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 pub(crate) use table::Table;
 
-pub(crate) struct Registry {
+pub struct Registry {
     pub(crate) name: String,
     pub(crate) description: Option<String>,
     pub(crate) system: Option<String>,
@@ -22,7 +22,7 @@ pub(crate) struct Registry {
     pub(crate) secrets: Vec<String>,
     pub(crate) policy: Policy,
     pub(crate) limits: Limits,
-    pub(crate) models: Vec<ModelDef>,
+    pub models: Vec<ModelDef>,
     pub(crate) default_model: Option<usize>,
     pub(crate) tests: Vec<TestCase>,
     pub(crate) templates: Templates,
@@ -199,7 +199,7 @@ pub(crate) enum UrlOrigin {
 
 /// Faults injected by the spec (or a test case) to exercise the loop's failure paths.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Fault {
+pub enum Fault {
     /// The tool's first `n` calls fail with this error.
     FailFirst {
         n: u32,
@@ -256,7 +256,7 @@ pub(crate) struct Limits {
     pub(crate) max_tokens_total: Option<u64>,
 }
 
-pub(crate) struct ModelDef {
+pub struct ModelDef {
     pub(crate) name: String,
     pub(crate) kind: ModelKind,
     /// `price:`, for the cost of test runs.

@@ -92,7 +92,12 @@ fn template_error_span(node: &Node, template: &str, pos: Option<TemplatePos>, ct
     }
 }
 
-pub(crate) fn compile_text(text: &str, node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<TemplateId> {
+pub(crate) fn compile_text(
+    text: &str,
+    node: &Node,
+    roots: &Roots,
+    ctx: &mut Ctx,
+) -> Option<TemplateId> {
     match ctx.templates.add(text) {
         Ok(id) => {
             check_variables(&id, node, roots, ctx);

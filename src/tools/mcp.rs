@@ -29,7 +29,7 @@ const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
 
 /// One server's MCP session within a run (kept by the transport, so each run has its own).
 #[derive(Default)]
-pub struct Session {
+pub(crate) struct Session {
     conn: tokio::sync::Mutex<Option<Connected>>,
     next_id: AtomicU64,
 }
@@ -40,7 +40,7 @@ struct Connected {
     protocol: String,
 }
 
-pub async fn execute(
+pub(crate) async fn execute(
     tool: &Tool,
     mcp: &McpTool,
     args: &Value,
@@ -80,7 +80,7 @@ async fn call(
 /// Connects to every server whose tools the policy lets a model call, lists its tools and
 /// checks them against the spec: a missing tool or a changed pinned schema stops the run
 /// before the model is called. Returns the first problem, as a message for the trace.
-pub async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
+pub(crate) async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
     let mut seen: Vec<&str> = Vec::new();
     for tool in env.registry.callable_tools() {
         let ToolKind::Mcp(m) = &tool.kind else {
