@@ -23,7 +23,7 @@ struct Key {
     api_key_env: Option<String>,
 }
 
-pub struct Gate {
+pub(crate) struct Gate {
     state: Mutex<State>,
     /// Woken when a request leaves, for workers waiting on `max_concurrency`.
     left: Notify,
@@ -70,7 +70,7 @@ impl State {
 }
 
 /// Held while a request is in flight; dropping it lets the next one in.
-pub struct Pass {
+pub(crate) struct Pass {
     gate: Arc<Gate>,
 }
 
@@ -83,7 +83,7 @@ impl Drop for Pass {
 
 /// The gate of this model's endpoint. Several definitions of one endpoint share the strictest
 /// of their limits, since they share the server's.
-pub fn for_model(settings: &LiveModel) -> Arc<Gate> {
+pub(crate) fn for_model(settings: &LiveModel) -> Arc<Gate> {
     static GATES: OnceLock<Mutex<HashMap<Key, Arc<Gate>>>> = OnceLock::new();
     let key = Key {
         base_url: settings.base_url.clone(),
@@ -128,7 +128,7 @@ impl Gate {
     /// Waits until a request may start: a place under `max_concurrency`, the gate open after
     /// a 429, and the next `requests_per_minute` slot. The request is in flight until the
     /// returned pass is dropped.
-    pub async fn enter(self: &Arc<Self>) -> Pass {
+    pub(crate) async fn enter(self: &Arc<Self>) -> Pass {
         loop {
             let left = self.left.notified();
             tokio::pin!(left);
@@ -148,7 +148,7 @@ impl Gate {
 
     /// A 429: no worker starts a request for `wait` from now. Called before the pass of the
     /// request that got it is dropped, so no worker can slip in between.
-    pub fn close_for(&self, wait: Duration) {
+    pub(crate) fn close_for(&self, wait: Duration) {
         self.lock().close_until(Instant::now() + wait);
     }
 }

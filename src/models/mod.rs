@@ -110,7 +110,7 @@ pub(crate) struct DecideInput<'a> {
     pub(crate) step: u32,
 }
 
-pub(crate) enum ModelClient {
+pub enum ModelClient {
     Scripted(scripted::ScriptedModel),
     OpenAi(openai::OpenAiModel),
     Anthropic(anthropic::AnthropicModel),
@@ -118,7 +118,7 @@ pub(crate) enum ModelClient {
 
 impl ModelClient {
     /// Fails before any request when a live model's API key variable is not set.
-    pub(crate) fn new(def: &ModelDef, query: &str, secrets: &mut Secrets) -> Result<ModelClient, String> {
+    pub fn new(def: &ModelDef, query: &str, secrets: &mut Secrets) -> Result<ModelClient, String> {
         Ok(match &def.kind {
             ModelKind::Scripted(scripts) => {
                 ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?)
