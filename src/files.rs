@@ -380,7 +380,11 @@ mod tests {
 /// out/trace.json` fails in a moment instead of after the whole loop ran. `creates_folders`:
 /// the writer makes missing folders itself (fixtures), so only an existing ancestor must be a
 /// writable folder. `flag` names the option in the message.
-pub(crate) fn check_destination(path: &Path, flag: &str, creates_folders: bool) -> Result<(), String> {
+pub(crate) fn check_destination(
+    path: &Path,
+    flag: &str,
+    creates_folders: bool,
+) -> Result<(), String> {
     let shown = path.display();
     if path.is_dir() {
         return Err(format!(

@@ -1,43 +1,46 @@
 //! toolrun as a library: the binary in `main.rs` is a thin shell over it, and fuzz targets and
 //! benchmarks reach the same code the command line runs.
 
-// Parts of the API land in stages; unused items are expected until every command is wired.
+// The library is public for the binary, benches, fuzz targets and tests only: everything else
+// is `pub(crate)`, so unused items are reported as dead code.
+#![warn(unreachable_pub)]
+// Removed item by item in the next commits.
 #![allow(dead_code)]
 // Diagnostics are rich values and errors are the rare path: boxing them buys nothing.
 #![allow(clippy::result_large_err)]
 
-pub mod arguments;
+pub(crate) mod arguments;
 pub mod builtins;
 pub mod cli;
-pub mod codes;
+pub(crate) mod codes;
 pub mod commands;
 pub mod compile;
-pub mod diag;
+pub(crate) mod diag;
 pub mod engine;
 pub mod events;
 pub mod exit;
-pub mod files;
-pub mod fixture;
+pub(crate) mod files;
+pub(crate) mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod line_index;
-pub mod mcp;
+pub(crate) mod line_index;
+pub(crate) mod mcp;
 pub mod models;
 pub mod net;
-pub mod openapi;
+pub(crate) mod openapi;
 pub mod redact;
-pub mod registry;
-pub mod replay;
-pub mod report;
-pub mod results;
-pub mod session;
+pub(crate) mod registry;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub(crate) mod results;
+pub(crate) mod session;
 pub mod spec;
-pub mod templates;
-pub mod term;
-pub mod tooldefs;
-pub mod tools;
+pub(crate) mod templates;
+pub(crate) mod term;
+pub(crate) mod tooldefs;
+pub(crate) mod tools;
 pub mod trace;
-pub mod vocab;
+pub(crate) mod vocab;
 
 /// The integration tests' servers, shared with unit tests so both read the wire formats alike.
 #[cfg(test)]

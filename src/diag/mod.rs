@@ -148,7 +148,10 @@ pub(crate) fn did_you_mean<'a>(
 
 /// The help line of an enum-valued key: the likely intent first, then every allowed value, so
 /// one reading of the error is enough to fix it.
-pub(crate) fn choose<'a>(wanted: &str, allowed: impl IntoIterator<Item = &'a str> + Clone) -> String {
+pub(crate) fn choose<'a>(
+    wanted: &str,
+    allowed: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
     let all = allowed.clone().into_iter().collect::<Vec<_>>().join(", ");
     match did_you_mean(wanted, allowed) {
         Some(hint) => format!("{hint} (one of: {all})"),
@@ -156,7 +159,10 @@ pub(crate) fn choose<'a>(wanted: &str, allowed: impl IntoIterator<Item = &'a str
     }
 }
 
-pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    wanted: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let wanted_lower = wanted.to_lowercase();
     candidates
         .into_iter()
@@ -323,7 +329,10 @@ pub(crate) fn render_github(d: &Diagnostic) -> String {
     format!("::{kind} {}::{}", props.join(","), escape_data(&message))
 }
 
-pub(crate) fn to_sarif(diags: &[Diagnostic], rules: &[(&'static str, &'static str)]) -> serde_json::Value {
+pub(crate) fn to_sarif(
+    diags: &[Diagnostic],
+    rules: &[(&'static str, &'static str)],
+) -> serde_json::Value {
     use serde_json::json;
     let used: std::collections::BTreeSet<&str> = diags.iter().map(|d| d.code).collect();
     let rule_list: Vec<_> = rules

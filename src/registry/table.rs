@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-pub struct Table {
+pub(crate) struct Table {
     columns: Vec<String>,
     /// Column name → its index in `columns`.
     positions: HashMap<String, usize>,
@@ -24,7 +24,7 @@ enum Rows {
 impl Table {
     /// Rows written as JSON objects; the columns are every key any row has, in order of first
     /// appearance.
-    pub fn from_objects(rows: Vec<Map<String, Value>>) -> Table {
+    pub(crate) fn from_objects(rows: Vec<Map<String, Value>>) -> Table {
         let mut columns = Vec::new();
         let mut positions = HashMap::new();
         for row in &rows {
@@ -42,13 +42,13 @@ impl Table {
         }
     }
 
-    pub fn columns(&self) -> &[String] {
+    pub(crate) fn columns(&self) -> &[String] {
         &self.columns
     }
 
     /// The columns for a message: all of them, or the first few and how many there are, so a
     /// wide table does not put every column name in front of a model.
-    pub fn column_list(&self) -> String {
+    pub(crate) fn column_list(&self) -> String {
         const LISTED: usize = 30;
         let listed = self.columns[..self.columns.len().min(LISTED)].join(", ");
         match self.columns.len() {
@@ -58,24 +58,24 @@ impl Table {
     }
 
     /// The index of a column by its name.
-    pub fn position(&self, column: &str) -> Option<usize> {
+    pub(crate) fn position(&self, column: &str) -> Option<usize> {
         self.positions.get(column).copied()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match &self.rows {
             Rows::Objects(rows) => rows.len(),
             Rows::Csv { ends, .. } => ends.len().checked_div(self.columns.len()).unwrap_or(0),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The value in row `row`, column `column` (an index from [`Table::position`]); `None` when
     /// the row has no such column.
-    pub fn cell(&self, row: usize, column: usize) -> Option<Cow<'_, Value>> {
+    pub(crate) fn cell(&self, row: usize, column: usize) -> Option<Cow<'_, Value>> {
         match &self.rows {
             Rows::Objects(rows) => rows[row].get(&self.columns[column]).map(Cow::Borrowed),
             Rows::Csv { text, ends } => {
@@ -87,7 +87,7 @@ impl Table {
     }
 
     /// Row `row` as a JSON object, its columns in the order they were written.
-    pub fn row_object(&self, row: usize) -> Map<String, Value> {
+    pub(crate) fn row_object(&self, row: usize) -> Map<String, Value> {
         match &self.rows {
             Rows::Objects(rows) => rows[row].clone(),
             Rows::Csv { .. } => (0..self.columns.len())
@@ -99,7 +99,7 @@ impl Table {
 
 /// Builds a CSV table record by record while the file is read, so the file's text and its
 /// parsed rows are never both held whole.
-pub struct CsvTableBuilder {
+pub(crate) struct CsvTableBuilder {
     columns: Vec<String>,
     positions: HashMap<String, usize>,
     /// For each column, the field of a record that fills it: the last one of that name, when a
@@ -110,7 +110,7 @@ pub struct CsvTableBuilder {
 }
 
 impl CsvTableBuilder {
-    pub fn new(headers: &csv::StringRecord) -> CsvTableBuilder {
+    pub(crate) fn new(headers: &csv::StringRecord) -> CsvTableBuilder {
         let mut columns: Vec<String> = Vec::new();
         let mut positions = HashMap::new();
         let mut fields = Vec::new();
@@ -135,7 +135,7 @@ impl CsvTableBuilder {
 
     /// Appends a record with as many fields as the header (the CSV reader checks that). Fails
     /// only past 4 GiB of cell text, far beyond the size limit of a table file.
-    pub fn push(&mut self, record: &csv::StringRecord) -> Result<(), &'static str> {
+    pub(crate) fn push(&mut self, record: &csv::StringRecord) -> Result<(), &'static str> {
         for &field in &self.fields {
             self.text.push_str(record.get(field).unwrap_or(""));
             let end = u32::try_from(self.text.len()).map_err(|_| "the table is too large")?;
@@ -144,7 +144,7 @@ impl CsvTableBuilder {
         Ok(())
     }
 
-    pub fn finish(mut self) -> Table {
+    pub(crate) fn finish(mut self) -> Table {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
         Table {
