@@ -35,7 +35,7 @@ pub(crate) mod report;
 pub(crate) mod results;
 pub(crate) mod session;
 pub mod spec;
-pub(crate) mod templates;
+pub mod templates;
 pub(crate) mod term;
 pub(crate) mod tooldefs;
 pub(crate) mod tools;

@@ -7,7 +7,7 @@
 //! context at hand renders in a limited child process instead (`isolated`).
 
 mod cost;
-pub(crate) mod isolated;
+pub mod isolated;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -102,7 +102,10 @@ impl Templates {
     /// Adds a template; a syntax error comes back with its 1-based line inside the template.
     /// Adds a template; a syntax error comes back with its (line, column) inside the template,
     /// both 1-based, the column in characters.
-    pub(crate) fn add(&mut self, source: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
+    pub(crate) fn add(
+        &mut self,
+        source: &str,
+    ) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.add_named('t', source)
     }
 
@@ -165,7 +168,10 @@ impl Templates {
     /// For `{{ expr }}` leaves: the formatter prints the value of an `EXPR_PREFIX` template as
     /// JSON so its type survives. Printing (rather than a `tojson` filter) keeps strict undefined
     /// checks: a filter would serialise an undefined value as `null`.
-    pub(crate) fn add_expr(&mut self, expr: &str) -> Result<TemplateId, (String, Option<TemplatePos>)> {
+    pub(crate) fn add_expr(
+        &mut self,
+        expr: &str,
+    ) -> Result<TemplateId, (String, Option<TemplatePos>)> {
         self.add_named(EXPR_PREFIX, &format!("{{{{ {expr} }}}}"))
     }
 
@@ -291,7 +297,11 @@ impl Templates {
         }
     }
 
-    pub(crate) async fn render_text(&self, id: &TemplateId, ctx: &Ctx<'_>) -> Result<String, RenderError> {
+    pub(crate) async fn render_text(
+        &self,
+        id: &TemplateId,
+        ctx: &Ctx<'_>,
+    ) -> Result<String, RenderError> {
         if !self.needs_isolation(&id.0, ctx) {
             return self.render_here(&id.0, ctx);
         }

@@ -6,7 +6,7 @@ use crate::registry::{Script, ScriptedArguments, Turn};
 use crate::templates::Ctx;
 use serde_json::{json, Value};
 
-pub(crate) struct ScriptedModel {
+pub struct ScriptedModel {
     name: String,
     /// Raw pointer-free handle: the script index inside the registry's model.
     script: usize,
@@ -15,7 +15,11 @@ pub(crate) struct ScriptedModel {
 }
 
 impl ScriptedModel {
-    pub(crate) fn select(name: &str, scripts: &[Script], query: &str) -> Result<ScriptedModel, String> {
+    pub(crate) fn select(
+        name: &str,
+        scripts: &[Script],
+        query: &str,
+    ) -> Result<ScriptedModel, String> {
         let index = scripts
             .iter()
             .position(|s| s.when.as_ref().is_none_or(|re| re.is_match(query)))

@@ -24,18 +24,18 @@ use std::collections::{HashMap, HashSet};
 /// Every loop iteration costs at least one unit of fuel, so no body runs more often than this.
 const MAX_ITERATIONS: f64 = super::FUEL as f64;
 /// Display bytes of a number: `1e300` prints as 301 digits.
-pub const NUMBER_SIZE: f64 = 330.0;
+pub(super) const NUMBER_SIZE: f64 = 330.0;
 /// Constant expressions are folded by minijinja while it compiles, before any render limit
 /// applies (`'x' * 100000000` would allocate 100 MB in `check`): their sizes are capped here.
 /// In display bytes: about a megabyte of text.
-pub const MAX_CONSTANT_BYTES: f64 = (8 << 20) as f64;
+pub(super) const MAX_CONSTANT_BYTES: f64 = (8 << 20) as f64;
 /// Estimated largest `range()` (minijinja refuses more elements).
 const MAX_RANGE: f64 = 100_000.0;
 
 /// `c + Σ k·size(root)`: an upper bound, in display bytes, linear in the sizes of the context's
 /// top-level values.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Bound {
+pub(super) struct Bound {
     pub c: f64,
     pub roots: Vec<(String, f64)>,
 }
@@ -127,7 +127,7 @@ impl Bound {
         rest.plus_scaled(by, k)
     }
 
-    pub fn eval(&self, size_of: &mut dyn FnMut(&str) -> f64) -> f64 {
+    pub(super) fn eval(&self, size_of: &mut dyn FnMut(&str) -> f64) -> f64 {
         self.roots
             .iter()
             .fold(self.c, |acc, (name, k)| acc + k * size_of(name))
@@ -136,7 +136,7 @@ impl Bound {
 
 /// What the analysis found.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Cost {
+pub(super) enum Cost {
     /// At most `memory` display bytes alive at once and `time` bytes read or written in all,
     /// whatever the context holds.
     Bounded { memory: Bound, time: Bound },
@@ -146,7 +146,7 @@ pub enum Cost {
 
 /// Analyses a template. `Err` is a compile error: a constant minijinja would fold into too
 /// large a value while compiling.
-pub fn analyse(source: &str) -> Result<Cost, String> {
+pub(super) fn analyse(source: &str) -> Result<Cost, String> {
     let Ok(tree) = minijinja::machinery::parse(source, "<template>", Default::default()) else {
         // minijinja reports the syntax error itself when the template is added.
         return Ok(Cost::Unbounded("does not parse".into()));
@@ -643,7 +643,7 @@ fn is_lookup(e: &Expr<'_>) -> bool {
 }
 
 /// Display bytes of a context value (see the module comment).
-pub fn json_size(v: &serde_json::Value) -> f64 {
+pub(super) fn json_size(v: &serde_json::Value) -> f64 {
     use serde_json::Value;
     match v {
         Value::Null | Value::Bool(_) => 5.0,

@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const CHILD_ARG: &str = "__render-template";
 /// Address space of a child, besides room for its input: far more than any template with a
 /// purpose needs, small enough that a hostile one cannot hurt the machine.
-pub const MEMORY_LIMIT: u64 = 128 << 20;
+pub(crate) const MEMORY_LIMIT: u64 = 128 << 20;
 /// CPU seconds of a child: a backstop for when nobody is left to kill it (timeouts end it
 /// sooner).
-pub const CPU_LIMIT_SECS: u64 = 30;
+pub(crate) const CPU_LIMIT_SECS: u64 = 30;
 
 static AVAILABLE: AtomicBool = AtomicBool::new(false);
 
@@ -47,7 +47,7 @@ struct Reply {
 
 /// Renders `ids` over `ctx` in one child; each template's own outcome, or one error for all
 /// when the child itself failed (a memory or CPU limit).
-pub async fn render_many(
+pub(crate) async fn render_many(
     templates: &Templates,
     ids: &[&str],
     ctx: &super::Ctx<'_>,

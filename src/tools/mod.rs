@@ -61,7 +61,11 @@ pub(crate) fn render_error(what: &str, e: crate::templates::RenderError) -> Tool
     ToolError::new(kind, format!("{what}: {}", e.message))
 }
 
-pub(crate) async fn execute(tool: &Tool, args: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {
+pub(crate) async fn execute(
+    tool: &Tool,
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<Value, ToolError> {
     match &tool.kind {
         ToolKind::Mock(responses) => mock::execute(responses, args, env).await,
         ToolKind::Table(table) => table::execute(table, args),
