@@ -134,3 +134,75 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
     }
     Ok(calls)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(exchanges: Vec<Exchange>) -> Fixture {
+        Fixture {
+            format_version: crate::fixture::FORMAT_VERSION,
+            toolrun_version: String::new(),
+            spec: FixtureSpec {
+                name: "s".into(),
+                sha256: String::new(),
+                path: "s.yaml".into(),
+            },
+            query: String::new(),
+            model: "mcp".into(),
+            now_unix_ms: 7,
+            approvals: Vec::new(),
+            exchanges,
+            trace: json!({ "stop_reason": SESSION_ENDED }),
+        }
+    }
+
+    fn served(body: Value) -> Exchange {
+        Exchange {
+            kind: SERVED.into(),
+            source: "session_1".into(),
+            request: RecordedRequest {
+                method: "tools/call".into(),
+                url: "mcp:t".into(),
+                headers: Default::default(),
+                body: Some(body),
+            },
+            response: Some(RecordedResponse {
+                status: 200,
+                headers: Default::default(),
+                body: json!({ "isError": false }),
+                truncated: false,
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn recorded_calls_read_back_what_was_written() {
+        let f = fixture(vec![served(json!({
+            "name": "t", "arguments": { "a": 1 },
+            "confirmation": { "action": "accept", "content": { "approve": true } }
+        }))]);
+        assert!(f.is_served_session());
+        let calls = recorded_calls(&f).expect("well formed");
+        assert_eq!(calls[0].name, "t");
+        assert_eq!(
+            calls[0].now_unix_ms, 7,
+            "the fixture's clock when a call has none"
+        );
+        assert!(calls[0].confirmation.as_ref().is_some_and(|c| c.granted()));
+    }
+
+    #[test]
+    fn malformed_served_calls_name_their_position() {
+        let f = fixture(vec![served(json!({ "arguments": {} }))]);
+        let e = recorded_calls(&f).err().unwrap_or_default();
+        assert!(
+            e.contains("exchange 0 (a served call) has no tool `name`"),
+            "{e}"
+        );
+        let f = fixture(vec![served(json!({ "name": "t", "confirmation": "yes" }))]);
+        let e = recorded_calls(&f).err().unwrap_or_default();
+        assert!(e.contains("malformed `confirmation`"), "{e}");
+    }
+}
