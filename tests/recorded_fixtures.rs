@@ -104,3 +104,60 @@ fn local_stack_fixture_is_what_a_recording_produces() {
         panic!("the committed fixture is stale (UPDATE_SNAPSHOTS=1 re-records it); first difference at line {}:\n--- committed\n{}\n--- recorded now\n{}", first + 1, show(&a), show(&b));
     }
 }
+
+/// `fixtures/real_servers/MODEL/` were recorded by `scripts/live-examples.sh` against the real
+/// servers of `../shared/real-servers` (llama-cpp-python with SmolLM2-135M, and LiteLLM's
+/// Anthropic proxy in front of it): `toolrun test specs/real_servers.yaml --model MODEL --record
+/// missing`. Offline, with no key set, each model's tests replay with the verdicts they had live.
+#[test]
+fn real_server_recordings_replay_offline_with_their_verdicts() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let replay = |args: &[&str]| {
+        let out = support::run(
+            support::toolrun()
+                .current_dir(&root)
+                .args(["test", "specs/real_servers.yaml", "--format", "json"])
+                .args(args),
+        );
+        let doc = out.json();
+        let tests = doc["tests"].as_array().cloned().unwrap_or_default();
+        for t in &tests {
+            for a in t["attempts"].as_array().into_iter().flatten() {
+                assert_eq!(a["source"], "replay", "{out:?}");
+                for f in a["failures"].as_array().into_iter().flatten() {
+                    assert_eq!(f["kind"], "assertion", "only the model's own misses: {f}");
+                }
+            }
+        }
+        tests
+            .iter()
+            .map(|t| {
+                let name = t["name"].as_str().unwrap_or_default().to_string();
+                (name, t["outcome"].as_str().unwrap_or_default().to_string())
+            })
+            .collect::<Vec<_>>()
+    };
+    let verdicts = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(n, o)| (n.to_string(), o.to_string()))
+            .collect::<Vec<_>>()
+    };
+    // llama.cpp's `auto` never shows the model a tool result: it looks the price up, again, and
+    // the step limit ends the run without an answer.
+    assert_eq!(
+        replay(&[]),
+        verdicts(&[
+            ("aapl_price_lookup", "passed"),
+            ("aapl_price_answer", "failed")
+        ])
+    );
+    // Every fixture is there, so `--record missing` replays and nothing goes live.
+    assert_eq!(
+        replay(&["--model", "claude_local", "--record", "missing"]),
+        verdicts(&[
+            ("aapl_price_lookup", "passed"),
+            ("aapl_price_answer", "failed")
+        ])
+    );
+}
