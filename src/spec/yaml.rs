@@ -7,6 +7,7 @@
 use crate::diag::{Diagnostic, Span};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
+use std::hash::BuildHasher as _;
 
 pub(crate) const MAX_DEPTH: usize = 128;
 pub(crate) const MAX_NODES: usize = 1_000_000;
@@ -136,11 +137,56 @@ enum Frame {
         span: Span,
         anchor: usize,
         entries: Vec<(Key, Node)>,
-        /// Where each key was first defined: duplicates are found by hashing, so a mapping of
-        /// many keys costs linear time, and the diagnostic can name both places.
-        first_seen: HashMap<String, Span>,
+        keys: KeyIndex,
         pending_key: Option<PendingKey>,
     },
+}
+
+/// A mapping's keys by the hash of their name, pointing into its entries: finding a duplicate
+/// costs a hash rather than a look at every earlier key (quadratic in a mapping of many keys),
+/// and no name is stored twice. Small mappings, nearly all of a spec, are searched directly.
+#[derive(Default)]
+struct KeyIndex {
+    /// Name hash → the first entry with that hash; empty until the mapping has `INDEXED` keys.
+    by_hash: HashMap<u64, usize>,
+    hasher: std::hash::RandomState,
+}
+
+impl KeyIndex {
+    const INDEXED: usize = 16;
+
+    /// Where `name` was defined among `entries`, if it was.
+    fn find(&self, entries: &[(Key, Node)], name: &str) -> Option<Span> {
+        let scan = || {
+            entries
+                .iter()
+                .find(|(k, _)| k.name == name)
+                .map(|(k, _)| k.span)
+        };
+        if entries.len() < Self::INDEXED {
+            return scan();
+        }
+        let &i = self.by_hash.get(&self.hasher.hash_one(name))?;
+        match &entries[i].0 {
+            key if key.name == name => Some(key.span),
+            // Two names with one hash, next to never with a random key: look at every entry.
+            _ => scan(),
+        }
+    }
+
+    /// Indexes the entry just pushed (and, when the mapping reaches the size worth an index,
+    /// every earlier one).
+    fn added(&mut self, entries: &[(Key, Node)]) {
+        let from = match entries.len() {
+            n if n < Self::INDEXED => return,
+            n if n == Self::INDEXED => 0,
+            n => n - 1,
+        };
+        for (i, (key, _)) in entries.iter().enumerate().skip(from) {
+            let hash = self.hasher.hash_one(key.name.as_str());
+            self.by_hash.entry(hash).or_insert(i);
+        }
+    }
 }
 
 /// A key whose value is still being read; the value of a duplicate is dropped, keeping the
@@ -280,7 +326,7 @@ impl TreeBuilder {
                     span: here,
                     anchor,
                     entries: Vec::new(),
-                    first_seen: HashMap::new(),
+                    keys: KeyIndex::default(),
                     pending_key: None,
                 })?;
                 Ok(None)
@@ -363,29 +409,27 @@ impl TreeBuilder {
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Map {
                 entries,
-                first_seen,
+                keys,
                 pending_key,
                 ..
             }) => match pending_key.take() {
                 None => {
                     let key = map_key(&node)?;
-                    let duplicate = match first_seen.get(&key.name) {
-                        Some(first) => {
-                            self.duplicates.push(duplicate_key(&key, *first));
-                            true
-                        }
-                        None => {
-                            first_seen.insert(key.name.clone(), key.span);
-                            false
-                        }
-                    };
+                    let first = keys.find(entries, &key.name);
+                    if let Some(first) = first {
+                        self.duplicates.push(duplicate_key(&key, first));
+                    }
+                    let duplicate = first.is_some();
                     *pending_key = Some(PendingKey { key, duplicate });
                 }
                 // Keep the first definition: the duplicate is an error either way.
                 Some(PendingKey {
                     duplicate: true, ..
                 }) => {}
-                Some(PendingKey { key, .. }) => entries.push((key, node)),
+                Some(PendingKey { key, .. }) => {
+                    entries.push((key, node));
+                    keys.added(entries);
+                }
             },
         }
         Ok(())
@@ -511,6 +555,41 @@ mod tests {
         let errs = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
         assert_eq!(errs[0].code, "E005");
         assert_eq!(errs[0].span.unwrap().line, 3);
+    }
+
+    #[test]
+    fn duplicates_are_found_below_and_above_the_indexed_size() {
+        let mut doc: String = (0..40).map(|i| format!("k{i}: {i}\n")).collect();
+        doc.push_str("k3: x\nk39: y\nk40: 40\nk40: z\n");
+        let (node, errs) = parse_keeping_duplicates(&doc).unwrap();
+        let found: Vec<(u32, &str)> = errs
+            .iter()
+            .map(|e| (e.span.unwrap().line, e.help.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (41, "`k3` is already defined at line 4; remove one of them"),
+                (
+                    42,
+                    "`k39` is already defined at line 40; remove one of them"
+                ),
+                (
+                    44,
+                    "`k40` is already defined at line 43; remove one of them"
+                ),
+            ]
+        );
+        assert_eq!(
+            node.get("k3").unwrap().value,
+            Value::Int(3),
+            "the first is kept"
+        );
+        assert_eq!(node.get("k40").unwrap().value, Value::Int(40));
+        let Value::Map(entries) = &node.value else {
+            panic!()
+        };
+        assert_eq!(entries.len(), 41);
     }
 
     #[test]
