@@ -223,3 +223,84 @@ fn unit_convert_handles_speeds_binary_sizes_and_volumes() {
         assert_eq!(out.stdout.trim(), expected, "{args}\n{out:?}");
     }
 }
+
+/// A CSV table in a folder of its own, with `extra` lines added to the tool.
+fn csv_table_spec(name: &str, extra: &str) -> std::path::PathBuf {
+    let dir = support::temp_dir(name);
+    support::write(
+        &dir,
+        "people.csv",
+        "id,name,manager\n1,Ann,\n2,Bob,Ann\n3,Cid,  \n",
+    );
+    let spec = format!(
+        "version: 1\nname: people\ndescription: Looks people up.\ntools:\n  people:\n    description: Looks people up by any column.\n    kind: table\n    file: people.csv\n{extra}"
+    );
+    support::write(&dir, "spec.yaml", &spec)
+}
+
+fn call_table(spec: &Path, args: &str) -> support::Output {
+    let mut cmd = support::toolrun();
+    cmd.arg("call").arg(spec).args(["people", "--args", args]);
+    support::run(&mut cmd)
+}
+
+#[test]
+fn empty_csv_cells_are_null_unless_the_table_keeps_them() {
+    let spec = csv_table_spec("call-table-null", "");
+    let out = call_table(&spec, r#"{"where": {"manager": null}}"#);
+    out.assert_success();
+    assert_eq!(
+        out.json(),
+        json!([
+            {"id": 1, "name": "Ann", "manager": null},
+            {"id": 3, "name": "Cid", "manager": null}
+        ]),
+        "{out:?}"
+    );
+    // A missing value holds no text, not the text `null`.
+    let out = call_table(&spec, r#"{"where": {"manager": {"contains": "nu"}}}"#);
+    out.assert_code(1);
+    assert!(out.stderr.contains("not_found"), "{out:?}");
+
+    let spec = csv_table_spec("call-table-keep", "    empty_as: \"\"\n");
+    let out = call_table(
+        &spec,
+        r#"{"where": {"manager": ""}, "columns": ["name", "manager"]}"#,
+    );
+    out.assert_success();
+    assert_eq!(
+        out.json(),
+        json!([{"name": "Ann", "manager": ""}, {"name": "Cid", "manager": ""}]),
+        "{out:?}"
+    );
+    let spec = csv_table_spec("call-table-dash", "    empty_as: \"-\"\n");
+    let out = call_table(&spec, r#"{"where": {"id": 1}}"#);
+    assert_eq!(
+        out.json(),
+        json!([{"id": 1, "name": "Ann", "manager": "-"}]),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn empty_as_is_checked() {
+    let spec = csv_table_spec("call-table-bad", "    empty_as: [x]\n");
+    let out = support::run(support::toolrun().arg("check").arg(&spec));
+    out.assert_code(1);
+    assert!(out.stderr.contains("`empty_as`"), "{out:?}");
+    assert!(out.stderr.contains("a string or `null`"), "{out:?}");
+
+    let dir = support::temp_dir("call-table-rows");
+    let spec = support::write(
+        &dir,
+        "spec.yaml",
+        "version: 1\nname: people\ndescription: Looks people up.\ntools:\n  people:\n    description: Looks people up by any column.\n    kind: table\n    rows: [{id: 1, name: Ann}]\n    empty_as: \"\"\n",
+    );
+    let out = support::run(support::toolrun().arg("check").arg(&spec));
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("error[E013]: `empty_as` applies to CSV files only"),
+        "{out:?}"
+    );
+}

@@ -598,7 +598,9 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
 }
 
 fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<Table> {
-    match (obj.get("rows"), obj.string("file", &mut ctx.d)) {
+    let file = obj.string("file", &mut ctx.d);
+    let empty = empty_cell(obj, file.as_ref(), ctx);
+    match (obj.get("rows"), file) {
         (Some(_), Some(f)) => {
             ctx.d.push(
                 Diagnostic::new("E013", "a table has either `rows` or `file`, not both")
@@ -620,7 +622,7 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
             }
             Some(Table::from_objects(objects))
         }
-        (None, Some(f)) => load_table_file(&f, ctx),
+        (None, Some(f)) => load_table_file(&f, empty, ctx),
         (None, None) => {
             ctx.d
                 .push(crate::spec::read::missing_at(name_span, "rows", what).help(
@@ -634,7 +636,42 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
 /// Table files may be larger than specs: a data export, not something written by hand.
 const MAX_TABLE_BYTES: u64 = crate::spec::MAX_SPEC_BYTES * 4;
 
-fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Table> {
+/// `empty_as`: what an empty CSV cell becomes. `null` unless the spec says otherwise, so "no
+/// value" stays distinct from text and a `where: {column: null}` finds the gaps. Only CSV cells
+/// are untyped: in YAML rows and JSON files an empty string was written on purpose.
+fn empty_cell(obj: &Obj, file: Option<&Spanned<String>>, ctx: &mut Ctx) -> serde_json::Value {
+    let Some(node) = obj.get("empty_as") else {
+        return serde_json::Value::Null;
+    };
+    let value = match &node.value {
+        Value::Null => serde_json::Value::Null,
+        Value::Str(s) => json!(s),
+        _ => {
+            ctx.d.push(
+                expected(node, "a string or `null`", "`empty_as`")
+                    .help("write `empty_as: \"\"` to keep empty cells as empty strings"),
+            );
+            return serde_json::Value::Null;
+        }
+    };
+    let csv = file.is_some_and(|f| !f.value.to_ascii_lowercase().ends_with(".json"));
+    if !csv {
+        ctx.d.push(
+            Diagnostic::new("E013", "`empty_as` applies to CSV files only")
+                .at(node.span)
+                .help(
+                    "YAML rows and JSON files keep the values written in them; remove `empty_as`",
+                ),
+        );
+    }
+    value
+}
+
+fn load_table_file(
+    file: &Spanned<String>,
+    empty: serde_json::Value,
+    ctx: &mut Ctx,
+) -> Option<Table> {
     let path = table_path(file, ctx)?;
     let is_json = path
         .extension()
@@ -643,7 +680,7 @@ fn load_table_file(file: &Spanned<String>, ctx: &mut Ctx) -> Option<Table> {
         let text = read_table_text(file, &path, ctx)?;
         json_table(file, &text, ctx).map(Table::from_objects)
     } else {
-        csv_table(file, &path, ctx)
+        csv_table(file, &path, empty, ctx)
     }
 }
 
@@ -745,7 +782,12 @@ fn json_table(
 }
 
 /// Reads the CSV file as a stream into the table's compact form: the whole text is never held.
-fn csv_table(file: &Spanned<String>, path: &std::path::Path, ctx: &mut Ctx) -> Option<Table> {
+fn csv_table(
+    file: &Spanned<String>,
+    path: &std::path::Path,
+    empty: serde_json::Value,
+    ctx: &mut Ctx,
+) -> Option<Table> {
     let input = match crate::files::open_regular(path, MAX_TABLE_BYTES) {
         Ok((f, _)) => f.take(MAX_TABLE_BYTES + 1),
         Err(e) => return table_read_error(file, e, ctx),
@@ -763,7 +805,7 @@ fn csv_table(file: &Spanned<String>, path: &std::path::Path, ctx: &mut Ctx) -> O
         None
     };
     let mut table = match reader.headers() {
-        Ok(h) => CsvTableBuilder::new(h),
+        Ok(h) => CsvTableBuilder::new(h, empty),
         Err(e) => return invalid(ctx, e, "the first line names the columns"),
     };
     let mut record = csv::StringRecord::new();

@@ -17,8 +17,13 @@ enum Rows {
     /// Inline `rows:` and JSON files: any JSON in a cell, and each row has its own columns.
     Objects(Vec<Map<String, Value>>),
     /// CSV: every row has every column. Cell `i` (row-major) is `text[ends[i - 1]..ends[i]]`,
-    /// trimmed as the CSV reader gives it.
-    Csv { text: String, ends: Vec<u32> },
+    /// trimmed as the CSV reader gives it; an empty one reads as `empty` (the table's `empty_as`,
+    /// null by default: CSV cannot tell "no value" from "", and text it is not).
+    Csv {
+        text: String,
+        ends: Vec<u32>,
+        empty: Value,
+    },
 }
 
 impl Table {
@@ -78,10 +83,13 @@ impl Table {
     pub(crate) fn cell(&self, row: usize, column: usize) -> Option<Cow<'_, Value>> {
         match &self.rows {
             Rows::Objects(rows) => rows[row].get(&self.columns[column]).map(Cow::Borrowed),
-            Rows::Csv { text, ends } => {
+            Rows::Csv { text, ends, empty } => {
                 let i = row * self.columns.len() + column;
                 let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-                Some(Cow::Owned(csv_cell(&text[start..ends[i] as usize])))
+                match &text[start..ends[i] as usize] {
+                    "" => Some(Cow::Borrowed(empty)),
+                    cell => Some(Cow::Owned(csv_cell(cell))),
+                }
             }
         }
     }
@@ -107,10 +115,12 @@ pub(crate) struct CsvTableBuilder {
     fields: Vec<usize>,
     text: String,
     ends: Vec<u32>,
+    empty: Value,
 }
 
 impl CsvTableBuilder {
-    pub(crate) fn new(headers: &csv::StringRecord) -> CsvTableBuilder {
+    /// `empty` is what an empty cell reads as (`empty_as`).
+    pub(crate) fn new(headers: &csv::StringRecord, empty: Value) -> CsvTableBuilder {
         let mut columns: Vec<String> = Vec::new();
         let mut positions = HashMap::new();
         let mut fields = Vec::new();
@@ -130,6 +140,7 @@ impl CsvTableBuilder {
             fields,
             text: String::new(),
             ends: Vec::new(),
+            empty,
         }
     }
 
@@ -153,6 +164,7 @@ impl CsvTableBuilder {
             rows: Rows::Csv {
                 text: self.text,
                 ends: self.ends,
+                empty: self.empty,
             },
         }
     }
@@ -183,7 +195,7 @@ mod tests {
         let mut reader = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
             .from_reader(text.as_bytes());
-        let mut builder = CsvTableBuilder::new(reader.headers().unwrap());
+        let mut builder = CsvTableBuilder::new(reader.headers().unwrap(), Value::Null);
         for record in reader.records() {
             builder.push(&record.unwrap()).unwrap();
         }
@@ -204,7 +216,7 @@ mod tests {
         );
         assert_eq!(
             Value::Object(t.row_object(1)),
-            json!({"name": "", "n": -2, "x": 3.0, "ok": "no"})
+            json!({"name": null, "n": -2, "x": 3.0, "ok": "no"})
         );
     }
 

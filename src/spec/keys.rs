@@ -228,6 +228,7 @@ pub(crate) const TOOL_MOCK: &Place = &Place::new("tool_mock", "A `mock` tool: ca
 pub(crate) const TOOL_TABLE: &Place = &Place::new("tool_table", "A `table` tool: looks up rows of a small table (inline `rows` or a `file`).", &[
     Key::new("rows", Json(|| json!({ "type": "array", "items": { "type": "object" } })), "The rows, each a mapping of column to value."),
     Key::new("file", Pattern("\\.([cC][sS][vV]|[jJ][sS][oO][nN])$"), "A CSV or JSON file of rows, relative to the spec's folder (and inside it)."),
+    Key::new("empty_as", Json(|| json!({ "type": ["string", "null"] })), "What an empty CSV cell becomes: `null` (the default) or a string, e.g. `\"\"` to keep empty strings."),
 ])
 .with_base(TOOL);
 

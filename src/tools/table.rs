@@ -10,6 +10,8 @@ const MAX_LIMIT: usize = 100;
 fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        // An empty CSV cell: no text, so `{contains: "nu"}` does not find it.
+        Value::Null => String::new(),
         other => other.to_string(),
     }
 }
