@@ -9,7 +9,7 @@ use crate::models::{
 use crate::net::Transport;
 use crate::redact::{Redactor, Secrets};
 use crate::registry::{Fault, Registry, Tool};
-use crate::tools::{self, ErrorKind, ToolEnv, ToolError};
+use crate::tools::{self, ErrorKind, Output, ToolEnv, ToolError};
 use crate::trace::{
     millis, CallStatus, ErrorInfo, PendingCall, SpecRef, Status, StopReason, ToolErrorEntry,
     ToolResultEntry, Trace, UsageTotals,
@@ -691,7 +691,7 @@ impl<'a> Engine<'a> {
         calls: &[ProposedCall],
         plans: &[(usize, Plan<'a>)],
         opts: &RunOptions<'_>,
-    ) -> Vec<Option<(Result<Value, ToolError>, Duration)>> {
+    ) -> Vec<Option<(Result<Output, ToolError>, Duration)>> {
         // Faults are drawn in order before anything runs, so `fail_first` counts calls as made.
         let fault_draws: Vec<Option<Fault>> = plans
             .iter()
@@ -747,7 +747,7 @@ impl<'a> Engine<'a> {
         args: &Value,
         fault: Option<Fault>,
         opts: &RunOptions<'_>,
-    ) -> (Result<Value, ToolError>, Duration) {
+    ) -> (Result<Output, ToolError>, Duration) {
         self.events.emit_with(
             "tool_started",
             || json!({ "id": call.id, "name": tool.name, "arguments": args }),
@@ -787,14 +787,14 @@ impl<'a> Engine<'a> {
         call: &ProposedCall,
         tool: &Tool,
         args: Value,
-        result: Result<Value, ToolError>,
+        result: Result<Output, ToolError>,
         elapsed: Duration,
     ) -> (Message, Option<Stop>) {
         st.tool_call_count += 1;
         let duration_ms = millis(elapsed);
         match result {
-            Ok(value) => (
-                self.observe_success(st, call, tool, args, value, duration_ms),
+            Ok(output) => (
+                self.observe_success(st, call, tool, args, output, duration_ms),
                 None,
             ),
             Err(err) => self.observe_failure(st, call, tool, args, err, duration_ms),
@@ -807,12 +807,19 @@ impl<'a> Engine<'a> {
         call: &ProposedCall,
         tool: &Tool,
         args: Value,
-        mut value: Value,
+        output: Output,
         duration_ms: f64,
     ) -> Message {
         // Masked once, as a value; the model's text is made from the masked value, so it is
         // cut only after masking.
+        let Output {
+            mut value,
+            mut http,
+        } = output;
         self.redactor.value(&mut value);
+        if let Some(h) = &mut http {
+            h.url = self.redactor.str(&h.url);
+        }
         let text = match &value {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -837,6 +844,7 @@ impl<'a> Engine<'a> {
             error: None,
             status: CallStatus::Ok,
             truncated,
+            http,
             duration_ms,
         });
         Message::Tool {
@@ -884,6 +892,7 @@ impl<'a> Engine<'a> {
             }),
             status: CallStatus::Error,
             truncated: false,
+            http: None,
             duration_ms,
         });
         (self.reject(st, &call.id, &tool.name, &args, err), stop)
@@ -1059,7 +1068,7 @@ impl<'a> Engine<'a> {
     }
 }
 
-async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Value, ToolError> {
+async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Output, ToolError> {
     match fault {
         Fault::FailFirst { kind, message, .. } => Err(ToolError::new(*kind, message.clone())),
         Fault::Timeout => Err(ToolError::new(
@@ -1074,7 +1083,7 @@ async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Value, ToolError> {
             format!("the server answered HTTP {status} (injected fault)"),
         )
         .with_details(json!({ "status": status, "injected": true }))),
-        Fault::OversizedOutput(n) => Ok(Value::String("x".repeat(*n))),
+        Fault::OversizedOutput(n) => Ok(Value::String("x".repeat(*n)).into()),
         // Handled where the call runs, so the tool's own timeout applies to the wait.
         Fault::Delay(_) => Err(ToolError::new(
             ErrorKind::ExecutionError,

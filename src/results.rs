@@ -738,6 +738,7 @@ mod tests {
                 error: None,
                 status: crate::trace::CallStatus::Ok,
                 truncated: false,
+                http: None,
                 duration_ms: 0.5,
             }],
             tool_errors: vec![ToolErrorEntry {

@@ -32,6 +32,10 @@ pub(crate) struct ToolResultEntry {
     pub(crate) status: CallStatus,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) truncated: bool,
+    /// An HTTP tool's request and answer: method, URL (secrets masked) and status. Absent in
+    /// fixtures recorded before it existed; replay then does not compare it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) http: Option<crate::tools::HttpCall>,
     pub(crate) duration_ms: f64,
 }
 

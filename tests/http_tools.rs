@@ -68,21 +68,26 @@ impl Spec<'_> {
 
     /// Runs the spec and returns its trace (the run itself must finish, whatever the tool did).
     fn run(&self) -> Value {
+        self.run_with_secret(SECRET).0
+    }
+
+    /// Runs the spec with `API_KEY` set to `secret`: the trace, and the output it came from.
+    fn run_with_secret(&self, secret: &str) -> (Value, support::Output) {
         let dir = support::temp_dir("http_tools");
         let path = support::write(&dir, "spec.yaml", &self.yaml());
         let out = support::run(
             support::toolrun()
-                .env("API_KEY", SECRET)
+                .env("API_KEY", secret)
                 .arg("run")
                 .arg(&path)
                 .args(["--query", "go", "--json"]),
         );
         let trace = out.json();
         assert!(
-            !out.stdout.contains(SECRET) && !out.stderr.contains(SECRET),
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
             "the secret leaked\n{out:?}"
         );
-        trace
+        (trace, out)
     }
 }
 
@@ -599,4 +604,52 @@ fn a_corrupt_compressed_body_is_a_clear_error() {
             .contains("gzip body does not decode"),
         "{e}"
     );
+}
+
+#[test]
+fn a_successful_call_shows_method_url_and_status_with_secrets_masked() {
+    let server = TestServer::start(|req| match req.path.as_str() {
+        "/old" => Response::redirect(302, "/v1/weather"),
+        _ => Response::json(200, json!({"sky": "clear"})),
+    });
+    // A secret that every encoding spells differently: percent-encoded in the path, form-encoded
+    // (`+` for the space) in the query.
+    let secret = "p@ss w/rd+k3y&x=1";
+    let tool = format!(
+        "request:\n  url: \"{}/v1/weather/{{{{ secrets.API_KEY }}}}\"\n  query: {{ key: \"{{{{ secrets.API_KEY }}}}\", city: Oslo }}",
+        server.base_url()
+    );
+    let (trace, out) = one(&tool).run_with_secret(secret);
+    assert_eq!(result(&trace), &json!({"sky": "clear"}));
+    let sent = &server.requests()[0];
+    assert!(sent.raw_target.contains("p%40ss"), "{}", sent.raw_target);
+    assert_eq!(
+        trace["tool_results"][0]["http"],
+        json!({
+            "method": "GET",
+            "url": format!("{}/v1/weather/***?key=***&city=Oslo", server.base_url()),
+            "status": 200
+        }),
+        "{trace:#}"
+    );
+    for spelling in ["p@ss", "p%40ss", "w%2Frd", "k3y"] {
+        assert!(!out.stdout.contains(spelling), "{spelling} leaked\n{out:?}");
+    }
+
+    // Redirects followed and retries are counted; the URL is the one that answered.
+    let tool = format!("request: {{ url: \"{}/old\" }}", server.base_url());
+    let trace = one(&tool).run();
+    assert_eq!(
+        trace["tool_results"][0]["http"],
+        json!({"method": "GET", "url": format!("{}/v1/weather", server.base_url()), "status": 200, "redirects": 1}),
+        "{trace:#}"
+    );
+    let flaky = TestServer::start(|req| match req.nth {
+        1 => Response::text(503, "busy"),
+        _ => Response::json(200, json!(1)),
+    });
+    let tool = format!("request: {{ url: \"{}/f\" }}\nretries: 1", flaky.base_url());
+    let trace = one(&tool).run();
+    assert_eq!(trace["tool_results"][0]["http"]["attempts"], 2, "{trace:#}");
+    assert_eq!(trace["tool_results"][0]["http"]["status"], 200);
 }

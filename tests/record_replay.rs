@@ -196,12 +196,10 @@ fn weather_server() -> support::TestServer {
     })
 }
 
-#[test]
-fn http_exchanges_replay_offline_and_secrets_never_reach_the_fixture() {
-    let server = weather_server();
-    let dir = support::temp_dir("replay-http");
+/// Records the weather question against `server` into `dir/f.json`.
+fn record_weather(dir: &Path, server: &support::TestServer) -> support::Output {
     let spec = write(
-        &dir,
+        dir,
         "weather.yaml",
         &http_spec(
             &server.base_url(),
@@ -209,12 +207,19 @@ fn http_exchanges_replay_offline_and_secrets_never_reach_the_fixture() {
             "/v1/weather",
         ),
     );
-    let out = run(toolrun()
+    run(toolrun()
         .env("WEATHER_KEY", SECRET)
         .arg("run")
         .arg(&spec)
         .args(["--query", "weather in Oslo?", "--record"])
-        .arg(dir.join("f.json")));
+        .arg(dir.join("f.json")))
+}
+
+#[test]
+fn http_exchanges_replay_offline_and_secrets_never_reach_the_fixture() {
+    let server = weather_server();
+    let dir = support::temp_dir("replay-http");
+    let out = record_weather(&dir, &server);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout, "Sunny, 21 C\n");
     let text = std::fs::read_to_string(dir.join("f.json")).unwrap();
@@ -480,5 +485,42 @@ fn retried_http_calls_replay_in_order() {
     assert_eq!(statuses, vec![503, 200]);
     drop(server);
     let out = run(toolrun().arg("replay").arg(dir.join("f.json")));
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn the_http_summary_is_recorded_and_compared_but_old_fixtures_without_it_replay() {
+    let server = weather_server();
+    let dir = support::temp_dir("replay-http-summary");
+    let out = record_weather(&dir, &server);
+    assert_eq!(out.code, 0, "{out:?}");
+    drop(server);
+    let text = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    let fixture: Value = serde_json::from_str(&text).unwrap();
+    let http = &fixture["trace"]["tool_results"][0]["http"];
+    assert_eq!(http["method"], "GET", "{fixture:#}");
+    assert_eq!(http["status"], 200);
+    assert!(
+        http["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/v1/weather?city=Oslo&key=***"),
+        "{http}"
+    );
+
+    let replay = |name: &str, edit: &dyn Fn(&mut Value)| {
+        let mut doc = fixture.clone();
+        edit(&mut doc["trace"]["tool_results"][0]);
+        let path = write(&dir, name, &doc.to_string());
+        run(toolrun().arg("replay").arg(path))
+    };
+    // A recording that says something else about the exchange is a divergence...
+    let out = replay("status.json", &|call| call["http"]["status"] = 201.into());
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("http"), "{out:?}");
+    // ...but one made before the trace had `http` replays as it always did.
+    let out = replay("old.json", &|call| {
+        call.as_object_mut().unwrap().remove("http");
+    });
     assert_eq!(out.code, 0, "{out:?}");
 }

@@ -5,7 +5,7 @@
 //! Retries and redirects live here rather than in `net::Transport`, so a recording transport
 //! sees (and a replaying one answers) every single exchange.
 
-use super::{ErrorKind, ToolEnv, ToolError};
+use super::{ErrorKind, HttpCall, Output, ToolEnv, ToolError};
 use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::redact::Redactor;
 use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind, UrlOrigin};
@@ -25,7 +25,7 @@ pub(crate) async fn execute(
     http: &HttpTool,
     args: &Value,
     env: &ToolEnv<'_>,
-) -> Result<Value, ToolError> {
+) -> Result<Output, ToolError> {
     let redactor = env.secrets.redactor();
     env.transport.mask_with(&redactor);
     let started = Instant::now();
@@ -50,7 +50,12 @@ pub(crate) async fn execute(
     // not hand it to either, so the model sees `***` too. The body was masked as it arrived
     // (`Transport::mask_with`); messages built here may quote the URL, which holds secrets.
     match result {
-        Ok(v) => Ok(v),
+        Ok(mut out) => {
+            if let Some(h) = &mut out.http {
+                h.url = redactor.str(&h.url);
+            }
+            Ok(out)
+        }
         Err(mut e) => {
             e.message = redactor.str(&e.message);
             if let Some(d) = &mut e.details {
@@ -322,7 +327,7 @@ impl Call<'_, '_> {
         self.started.elapsed().as_millis() as u64
     }
 
-    async fn run(&self, req: HttpRequest) -> Result<Value, ToolError> {
+    async fn run(&self, req: HttpRequest) -> Result<Output, ToolError> {
         let allow = allowed_hosts(self.env.registry);
         let first =
             url::Url::parse(&req.url).map_err(|e| invalid(format!("the URL is not valid: {e}")))?;
@@ -523,7 +528,7 @@ impl Call<'_, '_> {
         attempts: u32,
         max_attempts: u32,
         note: Option<String>,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<Output, ToolError> {
         let method = self.http.method.as_str();
         let tries = if attempts > 1 {
             format!(" after {attempts} attempts")
@@ -582,7 +587,18 @@ impl Call<'_, '_> {
                     d.insert("redirects".into(), json!(redirects));
                 }
                 if (200..300).contains(&resp.status) {
-                    return self.observation(resp, with_note(d));
+                    let http = HttpCall {
+                        method: method.to_string(),
+                        url: url.to_string(),
+                        status: resp.status,
+                        attempts: (attempts > 1).then_some(attempts),
+                        redirects: (redirects > 0).then_some(redirects),
+                    };
+                    let value = self.observation(resp, with_note(d))?;
+                    return Ok(Output {
+                        value,
+                        http: Some(http),
+                    });
                 }
                 let excerpt = excerpt(&resp.body, self.redactor);
                 if !excerpt.is_empty() {

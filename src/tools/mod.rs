@@ -37,6 +37,35 @@ impl ToolError {
     }
 }
 
+/// A tool's answer: the observation, and for an HTTP tool the exchange that produced it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    pub value: Value,
+    pub http: Option<HttpCall>,
+}
+
+impl From<Value> for Output {
+    fn from(value: Value) -> Output {
+        Output { value, http: None }
+    }
+}
+
+/// What a successful HTTP tool call sent and got, for the trace (a failed one says it in
+/// `tool_errors[].details`). The URL is the one that answered, after redirects; the engine masks
+/// secrets in it before it is recorded.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HttpCall {
+    pub method: String,
+    pub url: String,
+    pub status: u16,
+    /// Present when the call was retried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// Present when redirects were followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<u32>,
+}
+
 /// Everything a tool may touch while it runs. Nothing here reaches a shell.
 pub(crate) struct ToolEnv<'a> {
     pub(crate) registry: &'a Registry,
@@ -65,11 +94,11 @@ pub(crate) async fn execute(
     tool: &Tool,
     args: &Value,
     env: &ToolEnv<'_>,
-) -> Result<Value, ToolError> {
+) -> Result<Output, ToolError> {
     match &tool.kind {
-        ToolKind::Mock(responses) => mock::execute(responses, args, env).await,
-        ToolKind::Table(table) => table::execute(table, args),
-        ToolKind::Builtin(name) => builtin::execute(name, args, env),
+        ToolKind::Mock(responses) => mock::execute(responses, args, env).await.map(Output::from),
+        ToolKind::Table(table) => table::execute(table, args).map(Output::from),
+        ToolKind::Builtin(name) => builtin::execute(name, args, env).map(Output::from),
         ToolKind::Http(http) => http::execute(tool, http, args, env).await,
         ToolKind::Mcp(m) => mcp::execute(tool, m, args, env).await,
     }

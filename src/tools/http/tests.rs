@@ -71,7 +71,9 @@ fn call_with(reg: &Registry, args: Value, events: &Events) -> Result<Value, Tool
         now_unix_ms: 0,
         call_id: "call_1",
     };
-    runtime().block_on(execute(tool, http, &args, &env))
+    runtime()
+        .block_on(execute(tool, http, &args, &env))
+        .map(|out| out.value)
 }
 
 fn host(server: &TestServer) -> String {
@@ -435,7 +437,9 @@ fn parallel_calls_are_in_flight_together() {
     let results = runtime().block_on(futures_util::future::join_all(
         envs.iter().map(|env| execute(tool, http, &args, env)),
     ));
-    assert!(results.iter().all(|r| r.as_ref() == Ok(&json!(1))));
+    assert!(results
+        .iter()
+        .all(|r| r.as_ref().map(|o| &o.value) == Ok(&json!(1))));
     assert_eq!(peak.load(Ordering::SeqCst), 8);
 }
 
