@@ -100,6 +100,6 @@ pub(crate) async fn execute(
         ToolKind::Table(table) => table::execute(table, args).map(Output::from),
         ToolKind::Builtin(name) => builtin::execute(name, args, env).map(Output::from),
         ToolKind::Http(http) => http::execute(tool, http, args, env).await,
-        ToolKind::Mcp(m) => mcp::execute(tool, m, args, env).await,
+        ToolKind::Mcp(m) => mcp::execute(tool, m, args, env).await.map(Output::from),
     }
 }
