@@ -224,8 +224,9 @@ fn unit_convert_handles_speeds_binary_sizes_and_volumes() {
     }
 }
 
-/// A CSV table in a folder of its own, with `extra` lines added to the tool.
-fn csv_table_spec(name: &str, extra: &str) -> std::path::PathBuf {
+/// A CSV table in a folder of its own (removed when the guard drops), with `extra` lines added
+/// to the tool.
+fn csv_table_spec(name: &str, extra: &str) -> (support::TempDir, std::path::PathBuf) {
     let dir = support::temp_dir(name);
     support::write(
         &dir,
@@ -235,7 +236,8 @@ fn csv_table_spec(name: &str, extra: &str) -> std::path::PathBuf {
     let spec = format!(
         "version: 1\nname: people\ndescription: Looks people up.\ntools:\n  people:\n    description: Looks people up by any column.\n    kind: table\n    file: people.csv\n{extra}"
     );
-    support::write(&dir, "spec.yaml", &spec)
+    let path = support::write(&dir, "spec.yaml", &spec);
+    (dir, path)
 }
 
 fn call_table(spec: &Path, args: &str) -> support::Output {
@@ -246,7 +248,7 @@ fn call_table(spec: &Path, args: &str) -> support::Output {
 
 #[test]
 fn empty_csv_cells_are_null_unless_the_table_keeps_them() {
-    let spec = csv_table_spec("call-table-null", "");
+    let (_dir, spec) = csv_table_spec("call-table-null", "");
     let out = call_table(&spec, r#"{"where": {"manager": null}}"#);
     out.assert_success();
     assert_eq!(
@@ -262,7 +264,7 @@ fn empty_csv_cells_are_null_unless_the_table_keeps_them() {
     out.assert_code(1);
     assert!(out.stderr.contains("not_found"), "{out:?}");
 
-    let spec = csv_table_spec("call-table-keep", "    empty_as: \"\"\n");
+    let (_dir, spec) = csv_table_spec("call-table-keep", "    empty_as: \"\"\n");
     let out = call_table(
         &spec,
         r#"{"where": {"manager": ""}, "columns": ["name", "manager"]}"#,
@@ -273,7 +275,7 @@ fn empty_csv_cells_are_null_unless_the_table_keeps_them() {
         json!([{"name": "Ann", "manager": ""}, {"name": "Cid", "manager": ""}]),
         "{out:?}"
     );
-    let spec = csv_table_spec("call-table-dash", "    empty_as: \"-\"\n");
+    let (_dir, spec) = csv_table_spec("call-table-dash", "    empty_as: \"-\"\n");
     let out = call_table(&spec, r#"{"where": {"id": 1}}"#);
     assert_eq!(
         out.json(),
@@ -284,7 +286,7 @@ fn empty_csv_cells_are_null_unless_the_table_keeps_them() {
 
 #[test]
 fn empty_as_is_checked() {
-    let spec = csv_table_spec("call-table-bad", "    empty_as: [x]\n");
+    let (_dir, spec) = csv_table_spec("call-table-bad", "    empty_as: [x]\n");
     let out = support::run(support::toolrun().arg("check").arg(&spec));
     out.assert_code(1);
     assert!(out.stderr.contains("`empty_as`"), "{out:?}");
