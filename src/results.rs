@@ -578,7 +578,7 @@ impl Results {
             kind: KIND.to_string(),
             format_version: FORMAT_VERSION,
             toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at: rfc3339(started_unix_ms),
+            started_at: crate::builtins::datetime::rfc3339_utc(started_unix_ms),
             settings,
             specs: Vec::new(),
             models: Vec::new(),
@@ -696,19 +696,6 @@ impl Results {
             )
         })
     }
-}
-
-/// `2026-11-23T09:30:00Z`, via the datetime built-in so there is one calendar in the program.
-fn rfc3339(unix_ms: i64) -> Option<String> {
-    let v = crate::builtins::call(
-        "datetime",
-        &serde_json::json!({ "operation": "now" }),
-        &crate::builtins::BuiltinContext {
-            now_unix_ms: unix_ms,
-        },
-    )
-    .ok()?;
-    v.get("iso").and_then(Value::as_str).map(str::to_string)
 }
 
 #[cfg(test)]

@@ -98,26 +98,16 @@ pub(crate) fn warn_short_secrets(secrets: &Secrets) {
 
 /// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.
 pub(crate) fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
+    let system = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
     let text = fixed
         .map(str::to_string)
         .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()));
     match text {
-        None => Ok(std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)),
-        Some(t) => {
-            let parsed = crate::builtins::call(
-                "datetime",
-                &serde_json::json!({ "operation": "parse", "value": t }),
-                &crate::builtins::BuiltinContext { now_unix_ms: 0 },
-            )
-            .map_err(|e| format!("invalid time `{t}`: {}", e.message))?;
-            parsed
-                .get("unix_ms")
-                .and_then(|v| v.as_i64())
-                .ok_or_else(|| format!("invalid time `{t}`"))
-        }
+        None => Ok(system),
+        Some(t) => crate::builtins::datetime::parse_clock(&t, system),
     }
 }
 

@@ -306,3 +306,149 @@ fn empty_as_is_checked() {
         "{out:?}"
     );
 }
+
+/// A spec with one `datetime` tool, `clock`, and a test whose clock is fixed by `now:`.
+fn clock_spec() -> std::path::PathBuf {
+    let dir = support::temp_dir("call-clock");
+    support::write(
+        &dir,
+        "clock.yaml",
+        r#"version: 1
+name: clock
+description: Tells the time in Paris.
+tools:
+  clock:
+    description: Dates and times in any time zone.
+    kind: builtin
+    builtin: datetime
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: clock, arguments: { operation: now, timezone: Europe/Paris, format: "%H:%M %Z" } }]
+          - answer: "It is {{ last.result.formatted }} in Paris."
+tests:
+  - name: before_the_spring_change
+    query: time?
+    now: "2024-03-31T00:59:00Z"
+    expect: { output_contains: "It is 01:59 CET in Paris." }
+  - name: after_the_spring_change
+    query: time?
+    now: "2024-03-31T01:00:00Z"
+    expect: { output_contains: "It is 03:00 CEST in Paris." }
+"#,
+    )
+}
+
+fn clock(spec: &Path, args: serde_json::Value, now: &str) -> support::Output {
+    let mut cmd = support::toolrun();
+    cmd.arg("call")
+        .arg(spec)
+        .args(["clock", "--json", "--now", now, "--args"])
+        .arg(args.to_string());
+    support::run(&mut cmd)
+}
+
+#[test]
+fn datetime_follows_daylight_saving_time_in_iana_zones() {
+    let spec = clock_spec();
+    let now = "2024-02-29T12:00:00Z";
+    let result = |args: serde_json::Value| {
+        let out = clock(&spec, args, now);
+        out.assert_success();
+        out.json()["result"].clone()
+    };
+    // Paris springs forward on the last Sunday of March: a day is 23 hours there.
+    let r = result(
+        json!({"operation": "add", "value": "2024-03-30T12:00", "amount": "1d", "timezone": "Europe/Paris"}),
+    );
+    assert_eq!(r["iso"], "2024-03-31T12:00:00+02:00");
+    assert_eq!(r["dst"], true);
+    assert_eq!(r["abbreviation"], "CEST");
+    let r = result(
+        json!({"operation": "diff", "value": "2024-03-30T12:00", "other": "2024-03-31T12:00", "timezone": "Europe/Paris"}),
+    );
+    assert_eq!(
+        (r["hours"].clone(), r["human"].clone()),
+        (json!(23), json!("1d"))
+    );
+    // ... and falls back on the last Sunday of October: 25 hours, 02:30 happens twice.
+    let r = result(
+        json!({"operation": "diff", "value": "2024-10-26T12:00", "other": "2024-10-27T12:00", "timezone": "Europe/Paris"}),
+    );
+    assert_eq!(r["hours"], 25);
+    let r = result(
+        json!({"operation": "parse", "value": "2024-10-27T02:30", "timezone": "Europe/Paris"}),
+    );
+    assert_eq!(r["iso"], "2024-10-27T02:30:00+02:00");
+    let r = result(
+        json!({"operation": "add", "value": "2024-10-27T02:30+02:00", "amount": "1h", "timezone": "Europe/Paris"}),
+    );
+    assert_eq!(r["iso"], "2024-10-27T02:30:00+01:00");
+    assert_eq!(r["dst"], false);
+    // New York changes on other Sundays (second of March, first of November).
+    let r = result(
+        json!({"operation": "parse", "value": "2024-03-10T02:30", "timezone": "America/New_York"}),
+    );
+    assert_eq!(
+        r["iso"], "2024-03-10T03:30:00-04:00",
+        "02:30 does not exist there"
+    );
+    let r = result(
+        json!({"operation": "format", "value": "2024-11-03T12:00Z", "format": "%F %H:%M %Z", "timezone": "America/New_York"}),
+    );
+    assert_eq!(r["formatted"], "2024-11-03 07:00 EST");
+    let r = result(
+        json!({"operation": "format", "value": "2024-11-02T12:00Z", "format": "%F %H:%M %Z", "timezone": "America/New_York"}),
+    );
+    assert_eq!(r["formatted"], "2024-11-02 08:00 EDT");
+    // `--now` is the clock `now` reads, in the zone asked for.
+    let r = clock(
+        &spec,
+        json!({"operation": "now", "timezone": "Europe/Paris"}),
+        "2024-03-31T01:00:00Z",
+    )
+    .json();
+    assert_eq!(r["result"]["iso"], "2024-03-31T03:00:00+02:00");
+    // A fixed offset still works as before, and without a zone nothing changed.
+    let r = result(json!({"operation": "now", "timezone_offset": "+05:30"}));
+    assert_eq!(r["iso"], "2024-02-29T17:30:00+05:30");
+    assert!(r.get("timezone").is_none(), "{r}");
+}
+
+#[test]
+fn an_unknown_time_zone_is_an_invalid_argument_with_a_did_you_mean() {
+    let spec = clock_spec();
+    let out = clock(
+        &spec,
+        json!({"operation": "now", "timezone": "Europe/Pariss"}),
+        "2024-02-29T12:00:00Z",
+    );
+    out.assert_code(1);
+    let record = out.json();
+    assert_eq!(record["error"]["kind"], "invalid_arguments", "{out:?}");
+    let message = record["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`timezone` `Europe/Pariss` is not a time zone"),
+        "{message}"
+    );
+    assert!(
+        message.contains("did you mean `Europe/Paris`?"),
+        "{message}"
+    );
+    let out = clock(
+        &spec,
+        json!({"operation": "now", "timezone": "Tokyo"}),
+        "2024-02-29T12:00:00Z",
+    );
+    assert!(out.stderr.contains("did you mean `Asia/Tokyo`?"), "{out:?}");
+}
+
+#[test]
+fn a_test_clock_set_by_now_is_read_in_the_zone() {
+    let spec = clock_spec();
+    let out = support::run(support::toolrun().arg("test").arg(&spec));
+    out.assert_success();
+    assert!(out.stdout.ends_with("2 passed, 0 failed\n"), "{out:?}");
+}

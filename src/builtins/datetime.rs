@@ -1,16 +1,21 @@
-//! `datetime`: calendar arithmetic on the proleptic Gregorian calendar with fixed UTC
-//! offsets. "Now" comes from [`BuiltinContext`], never the system clock, so recorded runs
-//! replay identically. Named time zones (and their DST rules) are deliberately out of
-//! scope: they would need a tz database whose version would leak into replays.
+//! `datetime`: dates and times in UTC, a fixed UTC offset or an IANA time zone with its
+//! daylight-saving rules, on jiff's calendar. "Now" comes from [`BuiltinContext`], never the
+//! system clock, and zone rules come from the tz database compiled into toolrun (jiff's bundle,
+//! its version pinned by Cargo.lock), never the host's: a recorded run replays identically on
+//! every machine. The work here is reading the forms a model writes and explaining mistakes.
 
 use super::{clean_number, Args, BuiltinContext, BuiltinError};
+use jiff::civil::{Date, DateTime};
+use jiff::fmt::strtime;
+use jiff::tz::{TimeZone, TimeZoneDatabase};
+use jiff::{SignedDuration, Span, Timestamp, Unit};
 use regex::Regex;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 pub(super) const SUMMARY: &str =
-    "Date and time utilities: current time, parsing, adding durations, formatting and differences (UTC or fixed offsets).";
+    "Date and time utilities: current time, parsing, adding durations, formatting and differences (UTC, fixed offsets or IANA time zones).";
 
 const MS_PER_SEC: i64 = 1_000;
 const MS_PER_MIN: i64 = 60 * MS_PER_SEC;
@@ -22,17 +27,17 @@ const MAX_MS: i64 = 253_402_300_799_999;
 const MAX_FORMAT_CHARS: usize = 500;
 
 const OPERATIONS: &[&str] = &["now", "parse", "add", "format", "diff"];
-const OPTIONAL: &[&str] = &["value", "other", "amount", "format", "timezone_offset"];
-
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
+const OPTIONAL: &[&str] = &[
+    "value",
+    "other",
+    "amount",
+    "format",
+    "timezone",
+    "timezone_offset",
 ];
+/// The `format` directives this tool documents; jiff knows more, but the schema promises these.
+const DIRECTIVES: &str = "YymdeHIpMSjaAubBZzsFT%";
+
 const MONTHS: [&str; 12] = [
     "January",
     "February",
@@ -59,17 +64,20 @@ pub(super) fn schema() -> Value {
                     `format`: render `value` with `format`. `diff`: the time from `value` to `other`. \
                     now/parse/add/format return a moment object: {iso (RFC 3339), unix (seconds), \
                     unix_ms, date (YYYY-MM-DD), time (HH:MM:SS), weekday (e.g. Thursday), day_of_year, \
-                    leap_year, offset (+HH:MM), formatted (only when `format` is given)}. \
-                    diff returns {seconds, minutes, hours, days, weeks (from `value` to `other`, positive \
-                    when `other` is later), human (the same span as an `amount` string, e.g. \"-1d 2h\"), \
-                    from, to (RFC 3339)}."
+                    leap_year, offset (+HH:MM), formatted (only when `format` is given); with `timezone` \
+                    also timezone (its name), abbreviation (e.g. CEST) and dst (daylight saving time in \
+                    effect)}. diff returns {seconds, minutes, hours, days, weeks (from `value` to `other`, \
+                    positive when `other` is later), human (the same span as an `amount` string, e.g. \
+                    \"-1d 2h\"), from, to (RFC 3339)}."
             },
             "value": {
                 "type": "string",
                 "description": "The date/time to work on (default: now). ISO 8601 / RFC 3339: `2024-02-29`, \
                     `2024-02-29T12:00`, `2024-02-29T12:00:00Z`, `2024-02-29 12:00:00.250+02:00`; or `now`; \
                     or `@` followed by Unix seconds, e.g. `@1709208000`. A value without an offset is read \
-                    in `timezone_offset` (default UTC)."
+                    in `timezone` or `timezone_offset` (default UTC); a local time that a daylight-saving \
+                    change skips (02:30 on the night clocks go forward) is read as the time after the gap \
+                    (03:30), and one it repeats as its first occurrence."
             },
             "other": {
                 "type": "string",
@@ -79,8 +87,10 @@ pub(super) fn schema() -> Value {
                 "type": "string",
                 "description": "For `add` (required there): a duration such as `3d`, `-2h30m`, `90s`, `1w`, \
                     `1.5h`, `2y 3mo`. Units: y (years), mo (months), w, d, h, m (minutes), s, ms. A leading \
-                    `-` negates the whole amount. Years and months are calendar-aware (Jan 31 + 1mo = \
-                    last day of February) and must be whole numbers."
+                    `-` negates the whole amount. Years, months and whole days and weeks are calendar-aware \
+                    (Jan 31 + 1mo = last day of February; in a `timezone`, 1d across a daylight-saving \
+                    change keeps the wall-clock time, so it can be 23 or 25 hours); h, m, s, ms and \
+                    fractional days are exact. Years and months must be whole numbers."
             },
             "format": {
                 "type": "string",
@@ -88,13 +98,21 @@ pub(super) fn schema() -> Value {
                 "description": "strftime-style pattern adding a `formatted` field (required for `format`). \
                     %Y year, %y 2-digit year, %m month, %d day, %e space-padded day, %H hour (24h), \
                     %I hour (12h), %p AM/PM, %M minute, %S second, %j day of year, %a Thu, %A Thursday, \
-                    %b Feb, %B February, %u weekday 1-7 (Monday=1), %Z UTC or +HH:MM, %z +HHMM, \
-                    %s Unix seconds, %F = %Y-%m-%d, %T = %H:%M:%S, %% a percent sign."
+                    %b Feb, %B February, %u weekday 1-7 (Monday=1), %Z UTC, +HH:MM or the zone's \
+                    abbreviation (CEST), %z +HHMM, %s Unix seconds, %F = %Y-%m-%d, %T = %H:%M:%S, \
+                    %% a percent sign."
+            },
+            "timezone": {
+                "type": "string",
+                "description": "An IANA time zone, e.g. `Europe/Paris`, `America/New_York`, `Asia/Kolkata`, \
+                    `UTC`: results are shown in it and values without an offset are read in it, with its \
+                    daylight-saving rules. Not together with `timezone_offset`."
             },
             "timezone_offset": {
                 "type": "string",
                 "description": "Fixed UTC offset for output and for reading values without one, e.g. `+02:00`, \
-                    `-05:30`, `+0530`, `Z` (default: UTC). Named zones such as Europe/Paris are not supported."
+                    `-05:30`, `+0530`, `Z` (default: UTC). For a place with daylight saving time use \
+                    `timezone` instead."
             }
         },
         "required": ["operation"],
@@ -104,14 +122,7 @@ pub(super) fn schema() -> Value {
 
 pub(super) fn call(args: &Args<'_>, ctx: &BuiltinContext) -> Result<Value, BuiltinError> {
     let operation = args.req_str("operation")?;
-    let offset = match args.opt_str("timezone_offset")? {
-        Some(text) => parse_offset(text).ok_or_else(|| {
-            BuiltinError::invalid(format!(
-                "`timezone_offset` `{text}` is not a UTC offset; use a form like `+02:00`, `-05:30` or `Z`"
-            ))
-        })?,
-        None => 0,
-    };
+    let zone = zone(args)?;
     let format = args.opt_str("format")?;
     if let Some(f) = format {
         if f.chars().count() > MAX_FORMAT_CHARS {
@@ -122,41 +133,43 @@ pub(super) fn call(args: &Args<'_>, ctx: &BuiltinContext) -> Result<Value, Built
     }
     let value = |key: &str| -> Result<i64, BuiltinError> {
         match args.opt_str(key)? {
-            Some(text) => parse_moment(text, offset, ctx, key),
+            Some(text) => parse_moment(text, &zone, ctx, key),
             None => now(ctx),
         }
     };
+    let allowed = |own: &[&'static str]| -> Vec<&'static str> {
+        own.iter()
+            .copied()
+            .chain(["timezone", "timezone_offset"])
+            .collect()
+    };
     match operation {
         "now" => {
-            args.only_for("now", &["format", "timezone_offset"], OPTIONAL)?;
-            moment(now(ctx)?, offset, format)
+            args.only_for("now", &allowed(&["format"]), OPTIONAL)?;
+            moment(now(ctx)?, &zone, format)
         }
         "parse" => {
-            args.only_for("parse", &["value", "format", "timezone_offset"], OPTIONAL)?;
+            args.only_for("parse", &allowed(&["value", "format"]), OPTIONAL)?;
             let text = args.req_str("value")?;
-            moment(parse_moment(text, offset, ctx, "value")?, offset, format)
+            moment(parse_moment(text, &zone, ctx, "value")?, &zone, format)
         }
         "format" => {
-            args.only_for("format", &["value", "format", "timezone_offset"], OPTIONAL)?;
+            args.only_for("format", &allowed(&["value", "format"]), OPTIONAL)?;
             let format = args.req_str("format")?;
-            moment(value("value")?, offset, Some(format))
+            moment(value("value")?, &zone, Some(format))
         }
         "add" => {
-            args.only_for(
-                "add",
-                &["value", "amount", "format", "timezone_offset"],
-                OPTIONAL,
-            )?;
+            args.only_for("add", &allowed(&["value", "amount", "format"]), OPTIONAL)?;
             let amount = parse_amount(args.req_str("amount")?)?;
             let start = value("value")?;
-            moment(add(start, &amount, offset)?, offset, format)
+            moment(add(start, &amount, &zone)?, &zone, format)
         }
         "diff" => {
-            args.only_for("diff", &["value", "other", "timezone_offset"], OPTIONAL)?;
+            args.only_for("diff", &allowed(&["value", "other"]), OPTIONAL)?;
             let from = value("value")?;
             let to_text = args.req_str("other")?;
-            let to = parse_moment(to_text, offset, ctx, "other")?;
-            diff(from, to, offset)
+            let to = parse_moment(to_text, &zone, ctx, "other")?;
+            diff(from, to, &zone)
         }
         other => Err(BuiltinError::invalid(format!(
             "unknown operation `{other}`{}; use one of: {}",
@@ -176,96 +189,134 @@ fn now(ctx: &BuiltinContext) -> Result<i64, BuiltinError> {
     }
 }
 
-// ---- civil calendar -------------------------------------------------------------------
-
-pub(crate) fn is_leap(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+/// `--now`, `TOOLRUN_NOW` and a test's `now:`: the forms `value` takes, read in UTC, with `now`
+/// meaning `system_now_ms`.
+pub(crate) fn parse_clock(text: &str, system_now_ms: i64) -> Result<i64, String> {
+    let ctx = BuiltinContext {
+        now_unix_ms: system_now_ms,
+    };
+    parse_moment(text, &Zone::UTC, &ctx, "value")
+        .map_err(|e| format!("invalid time `{text}`: {}", e.message))
 }
 
-pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(year) => 29,
-        _ => 28,
-    }
+/// `2026-11-23T09:30:00Z` (milliseconds when there are any): the instant as RFC 3339 in UTC.
+pub(crate) fn rfc3339_utc(unix_ms: i64) -> Option<String> {
+    Some(iso(&at(unix_ms, &Zone::UTC).ok()?))
 }
 
-/// Days since 1970-01-01 (Howard Hinnant's `days_from_civil`): shifting the year to start
-/// in March puts the leap day last, so every 400-year era has the same shape.
-pub(crate) fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+// ---- zones ----------------------------------------------------------------------------
+
+/// Where results are shown and values without an offset are read.
+enum Zone {
+    /// Seconds east of UTC.
+    Fixed(i32),
+    /// An IANA zone, with the name the database spells it with.
+    Named { tz: TimeZone, name: String },
 }
 
-/// Inverse of [`days_from_civil`].
-pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+impl Zone {
+    const UTC: Zone = Zone::Fixed(0);
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Civil {
-    year: i64,
-    month: u32,
-    day: u32,
-    hour: u32,
-    minute: u32,
-    second: u32,
-    milli: u32,
-}
-
-impl Civil {
-    /// Local wall-clock time at `offset_min` east of UTC.
-    fn at(unix_ms: i64, offset_min: i32) -> Civil {
-        let local = unix_ms + i64::from(offset_min) * MS_PER_MIN;
-        let (year, month, day) = civil_from_days(local.div_euclid(MS_PER_DAY));
-        let rem = local.rem_euclid(MS_PER_DAY);
-        Civil {
-            year,
-            month,
-            day,
-            hour: (rem / MS_PER_HOUR) as u32,
-            minute: (rem % MS_PER_HOUR / MS_PER_MIN) as u32,
-            second: (rem % MS_PER_MIN / MS_PER_SEC) as u32,
-            milli: (rem % MS_PER_SEC) as u32,
+fn zone(args: &Args<'_>) -> Result<Zone, BuiltinError> {
+    match (args.opt_str("timezone")?, args.opt_str("timezone_offset")?) {
+        (Some(_), Some(_)) => Err(BuiltinError::invalid(
+            "give either `timezone` (a named zone such as `Europe/Paris`) or `timezone_offset` \
+             (a fixed offset such as `+02:00`), not both",
+        )),
+        (Some(name), None) => named_zone(name),
+        (None, Some(text)) => {
+            let minutes = parse_offset(text).ok_or_else(|| {
+                BuiltinError::invalid(format!(
+                    "`timezone_offset` `{text}` is not a UTC offset; use a form like `+02:00`, `-05:30` \
+                     or `Z` (for a named zone such as `Europe/Paris`, use `timezone`)"
+                ))
+            })?;
+            Ok(Zone::Fixed(minutes * 60))
         }
+        (None, None) => Ok(Zone::UTC),
     }
+}
 
-    fn to_unix_ms(self, offset_min: i32) -> i64 {
-        days_from_civil(self.year, self.month, self.day) * MS_PER_DAY
-            + i64::from(self.hour) * MS_PER_HOUR
-            + i64::from(self.minute) * MS_PER_MIN
-            + i64::from(self.second) * MS_PER_SEC
-            + i64::from(self.milli)
-            - i64::from(offset_min) * MS_PER_MIN
+/// The zone database compiled into toolrun, not the host's `/usr/share/zoneinfo` (nor `TZDIR`):
+/// hosts carry different tzdata versions, or none, and a fixture recorded on one machine must
+/// replay the same on another.
+fn tzdb() -> &'static TimeZoneDatabase {
+    static DB: LazyLock<TimeZoneDatabase> = LazyLock::new(TimeZoneDatabase::bundled);
+    &DB
+}
+
+fn named_zone(name: &str) -> Result<Zone, BuiltinError> {
+    let wanted = name.trim();
+    if let Ok(tz) = tzdb().get(wanted) {
+        let name = tz.iana_name().unwrap_or(wanted).to_string();
+        return Ok(Zone::Named { tz, name });
     }
+    let names: Vec<String> = tzdb().available().map(|n| n.as_str().to_string()).collect();
+    // A city alone ("Paris", "new york") is the zone named after it; otherwise the closest name.
+    let city = wanted.to_ascii_lowercase().replace(' ', "_");
+    let by_city = names.iter().find(|n| {
+        n.rsplit('/')
+            .next()
+            .is_some_and(|last| last.eq_ignore_ascii_case(&city))
+    });
+    let hint = match by_city {
+        Some(n) => format!("; did you mean `{n}`?"),
+        None => super::did_you_mean(wanted, names.iter().map(String::as_str)),
+    };
+    Err(BuiltinError::invalid(format!(
+        "`timezone` `{name}` is not a time zone of the IANA database{hint} Use a name such as \
+         `Europe/Paris`, `America/New_York` or `UTC`, or `timezone_offset` for a fixed offset"
+    )))
+}
 
-    fn days(self) -> i64 {
-        days_from_civil(self.year, self.month, self.day)
-    }
+/// An instant as `zone` shows it.
+struct Local {
+    unix_ms: i64,
+    civil: DateTime,
+    /// Seconds east of UTC.
+    offset: i32,
+}
 
-    /// 0 = Monday; 1970-01-01 was a Thursday.
-    fn weekday(self) -> usize {
-        (self.days() + 3).rem_euclid(7) as usize
-    }
+/// Civil arithmetic from the epoch rather than jiff's `Timestamp`, whose range ends on
+/// 9999-12-30 (so that every offset's local time stays within year 9999): UTC and fixed offsets
+/// keep the whole of year 9999, as RFC 3339 allows.
+const EPOCH: DateTime = DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
 
-    fn day_of_year(self) -> i64 {
-        self.days() - days_from_civil(self.year, 1, 1) + 1
+fn timestamp(unix_ms: i64) -> Result<Timestamp, BuiltinError> {
+    Timestamp::from_millisecond(unix_ms).map_err(|_| out_of_range())
+}
+
+fn at(unix_ms: i64, zone: &Zone) -> Result<Local, BuiltinError> {
+    let offset = match zone {
+        Zone::Fixed(seconds) => *seconds,
+        Zone::Named { tz, .. } => tz.to_offset(timestamp(unix_ms)?).seconds(),
+    };
+    let local_ms = unix_ms + i64::from(offset) * MS_PER_SEC;
+    let civil = EPOCH
+        .checked_add(SignedDuration::from_millis(local_ms))
+        .map_err(|_| out_of_range())?;
+    Ok(Local {
+        unix_ms,
+        civil,
+        offset,
+    })
+}
+
+/// The instant a local date and time in `zone` names. In a daylight-saving gap or fold it
+/// resolves as RFC 5545 and Temporal do ("compatible"): after the gap, the first of the two.
+fn instant(civil: DateTime, zone: &Zone) -> Option<i64> {
+    match zone {
+        Zone::Fixed(seconds) => {
+            let local = EPOCH.duration_until(civil).as_millis();
+            i64::try_from(local - i128::from(*seconds) * i128::from(MS_PER_SEC)).ok()
+        }
+        Zone::Named { tz, .. } => Some(
+            tz.to_zoned_datetime(civil)
+                .ok()?
+                .timestamp()
+                .as_millisecond(),
+        ),
     }
 }
 
@@ -291,16 +342,25 @@ fn parse_offset(text: &str) -> Option<i32> {
 }
 
 fn format_offset(offset_min: i32, colon: bool) -> String {
-    let sign = if offset_min < 0 { '-' } else { '+' };
-    let abs = offset_min.unsigned_abs();
-    let sep = if colon { ":" } else { "" };
-    format!("{sign}{:02}{sep}{:02}", abs / 60, abs % 60)
+    format_offset_seconds(offset_min * 60, colon)
 }
 
-/// Reads a moment; values without their own offset are taken to be in `default_offset`.
+/// `+HH:MM`, with the seconds some historical offsets have (Paris kept +00:09:21 until 1911).
+fn format_offset_seconds(seconds: i32, colon: bool) -> String {
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let abs = seconds.unsigned_abs();
+    let sep = if colon { ":" } else { "" };
+    let mut s = format!("{sign}{:02}{sep}{:02}", abs / 3600, abs % 3600 / 60);
+    if abs % 60 != 0 {
+        let _ = write!(s, "{sep}{:02}", abs % 60);
+    }
+    s
+}
+
+/// Reads a moment; values without their own offset are local times in `zone`.
 fn parse_moment(
     text: &str,
-    default_offset: i32,
+    zone: &Zone,
     ctx: &BuiltinContext,
     key: &str,
 ) -> Result<i64, BuiltinError> {
@@ -327,19 +387,50 @@ fn parse_moment(
              `2024-02-29`, `2024-02-29T12:00:00Z` or `2024-02-29T14:00:00+02:00`, or `now`, or `@<unix seconds>`"
         )));
     };
-    // The regex guarantees digit-only groups of bounded length, so these parses cannot fail.
-    let num = |i: usize| -> u32 {
+    // The regex guarantees digit-only groups of at most four digits, so these parses cannot
+    // fail and every value fits the narrow integers jiff takes.
+    let num = |i: usize| -> i16 {
         caps.get(i)
             .and_then(|m| m.as_str().parse().ok())
             .unwrap_or(0)
     };
-    let year = i64::from(num(1));
-    let (month, day, hour, minute, second) = (num(2), num(3), num(4), num(5), num(6));
     let bad = |what: String| BuiltinError::invalid(format!("`{key}` `{text}`: {what}"));
+    let civil = civil_fields(
+        [num(1), num(2), num(3), num(4), num(5), num(6)],
+        caps.get(7).map(|m| m.as_str()),
+        &bad,
+    )?;
+    let own;
+    let zone = match caps.get(8) {
+        Some(m) => {
+            let minutes = parse_offset(m.as_str())
+                .ok_or_else(|| bad(format!("offset `{}` is out of range", m.as_str())))?;
+            own = Zone::Fixed(minutes * 60);
+            &own
+        }
+        None => zone,
+    };
+    match instant(civil, zone) {
+        Some(ms) if (MIN_MS..=MAX_MS).contains(&ms) => Ok(ms),
+        _ => Err(bad(
+            "the instant falls outside years 0000-9999 in UTC".into()
+        )),
+    }
+}
+
+/// Year, month, day, hour, minute, second and the fraction's digits as a civil date and time,
+/// or a message that names the field that is wrong.
+fn civil_fields(
+    [year, month, day, hour, minute, second]: [i16; 6],
+    fraction: Option<&str>,
+    bad: &dyn Fn(String) -> BuiltinError,
+) -> Result<DateTime, BuiltinError> {
     if !(1..=12).contains(&month) {
         return Err(bad(format!("month {month:02} does not exist (use 01-12)")));
     }
-    let dim = days_in_month(year, month);
+    let first = Date::new(year, month as i8, 1)
+        .map_err(|e| bad(format!("{year:04}-{month:02} is not a valid month: {e}")))?;
+    let dim = i16::from(first.days_in_month());
     if day < 1 || day > dim {
         let why = if month == 2 && day == 29 {
             format!("{year:04} is not a leap year, so February has 28 days")
@@ -361,32 +452,21 @@ fn parse_moment(
             "second {second:02} is out of range (00-59; leap seconds are not supported)"
         )));
     }
-    let milli = caps.get(7).map_or(0, |m| {
-        // Digits past milliseconds are truncated: the tool works at millisecond precision.
-        let digits: String = m.as_str().chars().chain("00".chars()).take(3).collect();
-        digits.parse().unwrap_or(0)
+    // Digits past milliseconds are truncated: the tool works at millisecond precision.
+    let milli: i32 = fraction.map_or(0, |digits| {
+        let padded: String = digits.chars().chain("00".chars()).take(3).collect();
+        padded.parse().unwrap_or(0)
     });
-    let offset = match caps.get(8) {
-        Some(m) => parse_offset(m.as_str())
-            .ok_or_else(|| bad(format!("offset `{}` is out of range", m.as_str())))?,
-        None => default_offset,
-    };
-    let civil = Civil {
+    DateTime::new(
         year,
-        month,
-        day,
-        hour,
-        minute,
-        second,
-        milli,
-    };
-    let ms = civil.to_unix_ms(offset);
-    if !(MIN_MS..=MAX_MS).contains(&ms) {
-        return Err(bad(
-            "the instant falls outside years 0000-9999 in UTC".into()
-        ));
-    }
-    Ok(ms)
+        month as i8,
+        day as i8,
+        hour as i8,
+        minute as i8,
+        second as i8,
+        milli * 1_000_000,
+    )
+    .map_err(|e| bad(e.to_string()))
 }
 
 fn parse_unix_seconds(text: &str) -> Option<i64> {
@@ -403,10 +483,11 @@ fn parse_unix_seconds(text: &str) -> Option<i64> {
         .then_some(ms as i64)
 }
 
-/// A duration split the way people mean it: calendar months, then exact milliseconds.
+/// A duration split the way people mean it: calendar months and days, then exact milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Amount {
     months: i64,
+    days: i64,
     ms: i64,
 }
 
@@ -429,6 +510,7 @@ fn parse_amount(text: &str) -> Result<Amount, BuiltinError> {
     Ok(if negative {
         Amount {
             months: -a.months,
+            days: -a.days,
             ms: -a.ms,
         }
     } else {
@@ -444,8 +526,9 @@ fn parse_amount_body(
         Regex::new(r"^\s*([0-9]{1,12}(?:\.[0-9]{1,9})?)\s*([a-zA-Z]+)\s*,?").expect("static regex")
     });
     let mut rest = text;
-    let mut total = Amount::default();
-    let mut ms_f = 0.0_f64;
+    let mut months = 0_i64;
+    let mut days = 0.0_f64;
+    let mut ms = 0.0_f64;
     if rest.trim().is_empty() {
         return Err(bad("it has no number and unit"));
     }
@@ -458,22 +541,20 @@ fn parse_amount_body(
                 bad(&format!("cannot read `{shown}`"))
             });
         };
-        let number_text = &caps[1];
-        let number: f64 = number_text.parse().map_err(|_| bad("malformed number"))?;
-        let unit = caps[2].to_ascii_lowercase();
+        let number: f64 = caps[1].parse().map_err(|_| bad("malformed number"))?;
         let calendar = |per: i64| -> Result<i64, BuiltinError> {
             if number.fract() != 0.0 {
                 return Err(bad("years and months must be whole numbers"));
             }
             Ok(number as i64 * per)
         };
-        match unit.as_str() {
-            "y" | "yr" | "yrs" | "year" | "years" => total.months += calendar(12)?,
-            "mo" | "mon" | "month" | "months" => total.months += calendar(1)?,
-            _ => {
-                let per = match unit.as_str() {
-                    "w" | "wk" | "wks" | "week" | "weeks" => 7 * MS_PER_DAY,
-                    "d" | "day" | "days" => MS_PER_DAY,
+        match caps[2].to_ascii_lowercase().as_str() {
+            "y" | "yr" | "yrs" | "year" | "years" => months += calendar(12)?,
+            "mo" | "mon" | "month" | "months" => months += calendar(1)?,
+            "w" | "wk" | "wks" | "week" | "weeks" => days += number * 7.0,
+            "d" | "day" | "days" => days += number,
+            unit => {
+                let per = match unit {
                     "h" | "hr" | "hrs" | "hour" | "hours" => MS_PER_HOUR,
                     "m" | "min" | "mins" | "minute" | "minutes" => MS_PER_MIN,
                     "s" | "sec" | "secs" | "second" | "seconds" => MS_PER_SEC,
@@ -485,19 +566,29 @@ fn parse_amount_body(
                         )))
                     }
                 };
-                ms_f += number * per as f64;
+                ms += number * per as f64;
             }
         }
         // Beyond ten thousand years nothing can land inside the supported range anyway.
-        if total.months.abs() > 12 * 10_000 || ms_f > (MAX_MS - MIN_MS) as f64 {
+        if months.abs() > 12 * 10_000 || days * MS_PER_DAY as f64 + ms > (MAX_MS - MIN_MS) as f64 {
             return Err(BuiltinError::execution(format!(
                 "`amount` `{text}` is larger than the supported range of years 0000-9999"
             )));
         }
         rest = &rest[caps[0].len()..];
     }
-    total.ms = ms_f.round() as i64;
-    Ok(total)
+    // Whole days move the calendar; a fraction of a day has no calendar meaning, so such a
+    // total counts as exact 24-hour days.
+    let (days, ms) = if days.fract() == 0.0 {
+        (days as i64, ms)
+    } else {
+        (0, ms + days * MS_PER_DAY as f64)
+    };
+    Ok(Amount {
+        months,
+        days,
+        ms: ms.round() as i64,
+    })
 }
 
 // ---- operations -----------------------------------------------------------------------
@@ -506,109 +597,119 @@ fn out_of_range() -> BuiltinError {
     BuiltinError::execution("the result falls outside the supported years 0000-9999")
 }
 
-fn add(start: i64, amount: &Amount, offset: i32) -> Result<i64, BuiltinError> {
-    let mut ms = start;
-    if amount.months != 0 {
-        // Months move the local calendar date and clamp the day, so Jan 31 + 1mo is the
-        // last day of February rather than spilling into March.
-        let mut c = Civil::at(ms, offset);
-        let index = c.year * 12 + i64::from(c.month) - 1 + amount.months;
-        c.year = index.div_euclid(12);
-        c.month = (index.rem_euclid(12) + 1) as u32;
-        if !(0..=9999).contains(&c.year) {
-            return Err(out_of_range());
-        }
-        c.day = c.day.min(days_in_month(c.year, c.month));
-        ms = c.to_unix_ms(offset);
-    }
-    ms = ms.checked_add(amount.ms).ok_or_else(out_of_range)?;
-    Ok(ms)
+fn add(start: i64, amount: &Amount, zone: &Zone) -> Result<i64, BuiltinError> {
+    // Months and days move the local calendar (Jan 31 + 1mo clamps to the end of February; a
+    // day keeps the wall-clock time across a DST change), then the exact part is added.
+    let calendar = Span::new()
+        .try_months(amount.months)
+        .and_then(|s| s.try_days(amount.days))
+        .map_err(|_| out_of_range())?;
+    let civil = at(start, zone)?
+        .civil
+        .checked_add(calendar)
+        .map_err(|_| out_of_range())?;
+    instant(civil, zone)
+        .and_then(|ms| ms.checked_add(amount.ms))
+        .ok_or_else(out_of_range)
 }
 
-fn iso(ms: i64, offset: i32) -> String {
-    let c = Civil::at(ms, offset);
+fn iso(local: &Local) -> String {
+    let c = &local.civil;
     let mut s = format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        c.year, c.month, c.day, c.hour, c.minute, c.second
+        c.year(),
+        c.month(),
+        c.day(),
+        c.hour(),
+        c.minute(),
+        c.second()
     );
-    if c.milli != 0 {
-        let _ = write!(s, ".{:03}", c.milli);
+    if c.millisecond() != 0 {
+        let _ = write!(s, ".{:03}", c.millisecond());
     }
-    if offset == 0 {
-        s.push('Z');
-    } else {
-        s.push_str(&format_offset(offset, true));
+    match local.offset {
+        0 => s.push('Z'),
+        secs => s.push_str(&format_offset_seconds(secs, true)),
     }
     s
 }
 
-fn moment(ms: i64, offset: i32, format: Option<&str>) -> Result<Value, BuiltinError> {
+fn moment(ms: i64, zone: &Zone, format: Option<&str>) -> Result<Value, BuiltinError> {
     if !(MIN_MS..=MAX_MS).contains(&ms) {
         return Err(out_of_range());
     }
-    let c = Civil::at(ms, offset);
-    if !(0..=9999).contains(&c.year) {
+    let local = at(ms, zone)?;
+    let c = local.civil;
+    if !(0..=9999).contains(&c.year()) {
         return Err(out_of_range());
     }
     let mut out = Map::new();
-    out.insert("iso".into(), json!(iso(ms, offset)));
+    out.insert("iso".into(), json!(iso(&local)));
     out.insert("unix".into(), json!(ms.div_euclid(MS_PER_SEC)));
     out.insert("unix_ms".into(), json!(ms));
     out.insert(
         "date".into(),
-        json!(format!("{:04}-{:02}-{:02}", c.year, c.month, c.day)),
+        json!(format!("{:04}-{:02}-{:02}", c.year(), c.month(), c.day())),
     );
     out.insert(
         "time".into(),
-        json!(format!("{:02}:{:02}:{:02}", c.hour, c.minute, c.second)),
+        json!(format!(
+            "{:02}:{:02}:{:02}",
+            c.hour(),
+            c.minute(),
+            c.second()
+        )),
     );
-    out.insert("weekday".into(), json!(WEEKDAYS[c.weekday()]));
+    out.insert(
+        "weekday".into(),
+        json!(strtime::format("%A", c).unwrap_or_default()),
+    );
     out.insert("day_of_year".into(), json!(c.day_of_year()));
-    out.insert("leap_year".into(), json!(is_leap(c.year)));
-    out.insert("offset".into(), json!(format_offset(offset, true)));
+    out.insert("leap_year".into(), json!(c.in_leap_year()));
+    out.insert(
+        "offset".into(),
+        json!(format_offset_seconds(local.offset, true)),
+    );
+    if let Zone::Named { tz, name } = zone {
+        let info = tz.to_offset_info(timestamp(ms)?);
+        out.insert("timezone".into(), json!(name));
+        out.insert("abbreviation".into(), json!(info.abbreviation()));
+        out.insert("dst".into(), json!(info.dst().is_dst()));
+    }
     if let Some(f) = format {
-        out.insert("formatted".into(), json!(strftime(ms, offset, f)?));
+        out.insert("formatted".into(), json!(strftime(&local, zone, f)?));
     }
     Ok(Value::Object(out))
 }
 
-fn strftime(ms: i64, offset: i32, pattern: &str) -> Result<String, BuiltinError> {
-    let c = Civil::at(ms, offset);
-    let mut out = String::with_capacity(pattern.len() * 2);
+/// Renders the documented directives with jiff's `strtime` on the local date and time. The
+/// instant's own directives are spelled here: `%Z` (UTC, the offset, or a named zone's
+/// abbreviation), `%z` and `%s`; and `%y`, as jiff's covers only 1969-2068.
+fn strftime(local: &Local, zone: &Zone, pattern: &str) -> Result<String, BuiltinError> {
+    let mut jiff_pattern = String::with_capacity(pattern.len() + 8);
     let mut chars = pattern.chars().enumerate();
     while let Some((pos, ch)) = chars.next() {
         if ch != '%' {
-            out.push(ch);
+            jiff_pattern.push(ch);
             continue;
         }
-        let hour12 = match c.hour % 12 {
-            0 => 12,
-            h => h,
-        };
-        let _ = match chars.next() {
-            Some((_, 'Y')) => write!(out, "{:04}", c.year),
-            Some((_, 'y')) => write!(out, "{:02}", c.year % 100),
-            Some((_, 'm')) => write!(out, "{:02}", c.month),
-            Some((_, 'd')) => write!(out, "{:02}", c.day),
-            Some((_, 'e')) => write!(out, "{:>2}", c.day),
-            Some((_, 'H')) => write!(out, "{:02}", c.hour),
-            Some((_, 'I')) => write!(out, "{hour12:02}"),
-            Some((_, 'p')) => write!(out, "{}", if c.hour < 12 { "AM" } else { "PM" }),
-            Some((_, 'M')) => write!(out, "{:02}", c.minute),
-            Some((_, 'S')) => write!(out, "{:02}", c.second),
-            Some((_, 'j')) => write!(out, "{:03}", c.day_of_year()),
-            Some((_, 'a')) => write!(out, "{}", &WEEKDAYS[c.weekday()][..3]),
-            Some((_, 'A')) => write!(out, "{}", WEEKDAYS[c.weekday()]),
-            Some((_, 'u')) => write!(out, "{}", c.weekday() + 1),
-            Some((_, 'b')) => write!(out, "{}", &MONTHS[c.month as usize - 1][..3]),
-            Some((_, 'B')) => write!(out, "{}", MONTHS[c.month as usize - 1]),
-            Some((_, 'Z')) if offset == 0 => write!(out, "UTC"),
-            Some((_, 'Z')) => write!(out, "{}", format_offset(offset, true)),
-            Some((_, 'z')) => write!(out, "{}", format_offset(offset, false)),
-            Some((_, 's')) => write!(out, "{}", ms.div_euclid(MS_PER_SEC)),
-            Some((_, 'F')) => write!(out, "{:04}-{:02}-{:02}", c.year, c.month, c.day),
-            Some((_, 'T')) => write!(out, "{:02}:{:02}:{:02}", c.hour, c.minute, c.second),
-            Some((_, '%')) => write!(out, "%"),
+        let literal = match chars.next() {
+            Some((_, 'Z')) => match zone {
+                Zone::Named { tz, .. } => tz
+                    .to_offset_info(timestamp(local.unix_ms)?)
+                    .abbreviation()
+                    .to_string(),
+                Zone::Fixed(0) => "UTC".into(),
+                Zone::Fixed(_) => format_offset_seconds(local.offset, true),
+            },
+            Some((_, 'z')) => format_offset_seconds(local.offset, false),
+            Some((_, 's')) => local.unix_ms.div_euclid(MS_PER_SEC).to_string(),
+            Some((_, 'y')) => format!("{:02}", local.civil.year().rem_euclid(100)),
+            Some((_, d)) if DIRECTIVES.contains(d) => {
+                jiff_pattern.push('%');
+                jiff_pattern.push(d);
+                continue;
+            }
             Some((_, other)) => {
                 return Err(BuiltinError::invalid(format!(
                     "`format` has unsupported directive `%{other}` at column {}; supported: \
@@ -622,11 +723,13 @@ fn strftime(ms: i64, offset: i32, pattern: &str) -> Result<String, BuiltinError>
                 ))
             }
         };
+        jiff_pattern.push_str(&literal.replace('%', "%%"));
     }
-    Ok(out)
+    strtime::format(&jiff_pattern, local.civil)
+        .map_err(|e| BuiltinError::execution(format!("cannot format the date: {e}")))
 }
 
-fn diff(from: i64, to: i64, offset: i32) -> Result<Value, BuiltinError> {
+fn diff(from: i64, to: i64, zone: &Zone) -> Result<Value, BuiltinError> {
     // Both ends are range-checked, so the difference cannot overflow.
     let delta = to - from;
     let secs = delta as f64 / 1000.0;
@@ -637,26 +740,43 @@ fn diff(from: i64, to: i64, offset: i32) -> Result<Value, BuiltinError> {
         "hours": num(secs / 3600.0),
         "days": num(secs / 86_400.0),
         "weeks": num(secs / 604_800.0),
-        "human": human(delta),
-        "from": iso(from, offset),
-        "to": iso(to, offset),
+        "human": human(from, to, zone)?,
+        "from": iso(&at(from, zone)?),
+        "to": iso(&at(to, zone)?),
     }))
 }
 
-/// Formats a span as an `amount` string, so a diff can be fed straight back into `add`.
-fn human(delta_ms: i64) -> String {
-    if delta_ms == 0 {
-        return "0s".into();
+/// Formats a span as an `amount` string, so a diff can be fed straight back into `add`: in a
+/// named zone days are calendar days (a DST day is still one day), the rest exact.
+fn human(from: i64, to: i64, zone: &Zone) -> Result<String, BuiltinError> {
+    let delta = to - from;
+    let (days, rest_ms) = match zone {
+        Zone::Fixed(_) => (delta.abs() / MS_PER_DAY, delta.abs() % MS_PER_DAY),
+        Zone::Named { tz, .. } => {
+            let start = timestamp(from)?.to_zoned_datetime(tz.clone());
+            let end = timestamp(to)?.to_zoned_datetime(tz.clone());
+            let span = start
+                .until((Unit::Day, &end))
+                .map_err(|_| out_of_range())?
+                .abs();
+            let rest = ((i64::from(span.get_hours()) * 60 + span.get_minutes()) * 60
+                + span.get_seconds())
+                * MS_PER_SEC
+                + span.get_milliseconds();
+            (i64::from(span.get_days()), rest)
+        }
+    };
+    if days == 0 && rest_ms == 0 {
+        return Ok("0s".into());
     }
-    let abs = delta_ms.unsigned_abs();
-    let day = MS_PER_DAY as u64;
-    let hour = MS_PER_HOUR as u64;
-    let min = MS_PER_MIN as u64;
-    let (d, h, m) = (abs / day, abs % day / hour, abs % hour / min);
-    let ms = abs % min;
+    let (h, m, ms) = (
+        rest_ms / MS_PER_HOUR,
+        rest_ms % MS_PER_HOUR / MS_PER_MIN,
+        rest_ms % MS_PER_MIN,
+    );
     let mut parts = Vec::new();
-    if d > 0 {
-        parts.push(format!("{d}d"));
+    if days > 0 {
+        parts.push(format!("{days}d"));
     }
     if h > 0 {
         parts.push(format!("{h}h"));
@@ -672,8 +792,8 @@ fn human(delta_ms: i64) -> String {
             parts.push(format!("{}s", s.trim_end_matches('0')));
         }
     }
-    let sign = if delta_ms < 0 { "-" } else { "" };
-    format!("{sign}{}", parts.join(" "))
+    let sign = if delta < 0 { "-" } else { "" };
+    Ok(format!("{sign}{}", parts.join(" ")))
 }
 
 #[cfg(test)]
@@ -713,39 +833,38 @@ mod tests {
     }
 
     #[test]
-    fn civil_conversion_round_trips() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(days_from_civil(1969, 12, 31), -1);
-        assert_eq!(days_from_civil(0, 1, 1), -719_528);
-        assert_eq!(civil_from_days(-719_528), (0, 1, 1));
-        let max = days_from_civil(9999, 12, 31);
-        assert_eq!(civil_from_days(max), (9999, 12, 31));
-        assert_eq!(MIN_MS, days_from_civil(0, 1, 1) * MS_PER_DAY);
-        assert_eq!(MAX_MS, (max + 1) * MS_PER_DAY - 1);
-        let mut expected = days_from_civil(0, 1, 1);
-        for year in 0..=9999 {
-            for month in 1..=12 {
-                for day in 1..=days_in_month(year, month) {
-                    assert_eq!(days_from_civil(year, month, day), expected);
-                    assert_eq!(civil_from_days(expected), (year, month, day));
-                    expected += 1;
-                }
-            }
-        }
+    fn the_supported_range_is_years_0000_to_9999() {
+        // The two ends, as the calendar sees them: RFC 3339's four-digit years.
+        assert_eq!(parse_iso("0000-01-01"), "0000-01-01T00:00:00Z");
+        let first = ok(json!({"operation": "parse", "value": "0000-01-01"}));
+        assert_eq!(first["unix_ms"], MIN_MS);
+        assert_eq!(first["weekday"], "Saturday");
+        let last = ok(json!({"operation": "parse", "value": "9999-12-31T23:59:59.999Z"}));
+        assert_eq!(last["unix_ms"], MAX_MS);
+        assert_eq!(last["day_of_year"], 365);
+        assert_eq!(
+            rfc3339_utc(1_709_208_000_123).as_deref(),
+            Some("2024-02-29T12:00:00.123Z")
+        );
+        assert_eq!(rfc3339_utc(0).as_deref(), Some("1970-01-01T00:00:00Z"));
     }
 
     #[test]
     fn leap_years() {
-        assert!(is_leap(2024));
-        assert!(is_leap(2000));
-        assert!(is_leap(0));
-        assert!(!is_leap(1900));
-        assert!(!is_leap(2023));
-        assert!(!is_leap(2100));
-        assert_eq!(days_in_month(2024, 2), 29);
-        assert_eq!(days_in_month(1900, 2), 28);
+        for (date, valid) in [
+            ("2024-02-29", true),
+            ("2000-02-29", true),
+            ("0000-02-29", true),
+            ("1900-02-29", false),
+            ("2023-02-29", false),
+            ("2100-02-29", false),
+        ] {
+            assert_eq!(
+                run(json!({"operation": "parse", "value": date})).is_ok(),
+                valid,
+                "{date}"
+            );
+        }
         assert_eq!(
             ok(json!({"operation": "parse", "value": "2024-12-31"}))["day_of_year"],
             366
@@ -1139,5 +1258,130 @@ mod tests {
         assert_eq!(parse_offset("2"), None);
         assert_eq!(format_offset(-330, true), "-05:30");
         assert_eq!(format_offset(0, false), "+0000");
+    }
+
+    fn in_zone(args: Value) -> Value {
+        ok(args)
+    }
+
+    #[test]
+    fn named_zones_follow_daylight_saving_time() {
+        // Paris: CET (+01:00) in winter, CEST (+02:00) from the last Sunday of March.
+        let winter = in_zone(
+            json!({"operation": "parse", "value": "2024-01-15T12:00", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(winter["iso"], "2024-01-15T12:00:00+01:00");
+        assert_eq!(winter["timezone"], "Europe/Paris");
+        assert_eq!(winter["abbreviation"], "CET");
+        assert_eq!(winter["dst"], false);
+        let summer = in_zone(
+            json!({"operation": "parse", "value": "2024-07-15T12:00Z", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(summer["iso"], "2024-07-15T14:00:00+02:00");
+        assert_eq!(summer["offset"], "+02:00");
+        assert_eq!(summer["dst"], true);
+        // 2024-03-31 02:00 does not exist in Paris: read as the time after the gap.
+        let gap = in_zone(
+            json!({"operation": "parse", "value": "2024-03-31T02:30", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(gap["iso"], "2024-03-31T03:30:00+02:00");
+        // 2024-10-27 02:30 happens twice: the first (summer time) is meant.
+        let fold = in_zone(
+            json!({"operation": "parse", "value": "2024-10-27T02:30", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(fold["iso"], "2024-10-27T02:30:00+02:00");
+        // Case does not matter; the name comes back as the database spells it.
+        let v = in_zone(json!({"operation": "now", "timezone": "america/new_york"}));
+        assert_eq!(v["timezone"], "America/New_York");
+        assert_eq!(v["iso"], "2024-02-29T07:00:00-05:00");
+    }
+
+    #[test]
+    fn a_day_across_a_dst_change_keeps_the_wall_clock() {
+        let add = |value: &str, amount: &str, tz: &str| {
+            in_zone(json!({"operation": "add", "value": value, "amount": amount, "timezone": tz}))
+                ["iso"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            add("2024-03-30T12:00", "1d", "Europe/Paris"),
+            "2024-03-31T12:00:00+02:00"
+        );
+        assert_eq!(
+            add("2024-03-30T12:00", "24h", "Europe/Paris"),
+            "2024-03-31T13:00:00+02:00"
+        );
+        assert_eq!(
+            add("2024-10-26T12:00", "1d", "Europe/Paris"),
+            "2024-10-27T12:00:00+01:00"
+        );
+        assert_eq!(
+            add("2024-03-09T09:00", "1w", "America/New_York"),
+            "2024-03-16T09:00:00-04:00"
+        );
+        // A fraction of a day is exact.
+        assert_eq!(
+            add("2024-03-30T12:00", "1.5d", "Europe/Paris"),
+            "2024-04-01T01:00:00+02:00"
+        );
+        let d = in_zone(
+            json!({"operation": "diff", "value": "2024-03-30T12:00", "other": "2024-03-31T12:00", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(d["hours"], 23);
+        assert_eq!(d["human"], "1d");
+        let d = in_zone(
+            json!({"operation": "diff", "value": "2024-10-27T12:00", "other": "2024-10-26T11:00", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(d["hours"], -26);
+        assert_eq!(d["human"], "-1d 1h");
+        let back = in_zone(
+            json!({"operation": "add", "value": "2024-10-27T12:00", "amount": "-1d 1h", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(back["iso"], "2024-10-26T11:00:00+02:00");
+    }
+
+    #[test]
+    fn zone_errors_say_what_to_write() {
+        let m = invalid(json!({"operation": "now", "timezone": "Europe/Pariss"}));
+        assert!(m.contains("did you mean `Europe/Paris`?"), "{m}");
+        assert!(m.contains("not a time zone of the IANA database"), "{m}");
+        let m = invalid(json!({"operation": "now", "timezone": "new york"}));
+        assert!(m.contains("did you mean `America/New_York`?"), "{m}");
+        let m = invalid(json!({"operation": "now", "timezone": "Mars/Olympus"}));
+        assert!(m.contains("`Europe/Paris`"), "{m}");
+        let m =
+            invalid(json!({"operation": "now", "timezone": "UTC", "timezone_offset": "+01:00"}));
+        assert!(m.contains("not both"), "{m}");
+        let m = invalid(json!({"operation": "now", "timezone_offset": "Europe/Paris"}));
+        assert!(m.contains("use `timezone`"), "{m}");
+    }
+
+    #[test]
+    fn format_in_a_zone_names_its_abbreviation() {
+        let v = in_zone(
+            json!({"operation": "format", "value": "2024-07-01T09:00Z", "format": "%H:%M %Z (%z)", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(v["formatted"], "11:00 CEST (+0200)");
+        let v = in_zone(
+            json!({"operation": "format", "value": "1900-06-01T00:00Z", "format": "%y %Y %Z", "timezone": "UTC"}),
+        );
+        assert_eq!(v["formatted"], "00 1900 UTC");
+        // Before 1911 Paris kept its local mean time, an offset with seconds.
+        let v = in_zone(
+            json!({"operation": "parse", "value": "1900-01-01T00:00Z", "timezone": "Europe/Paris"}),
+        );
+        assert_eq!(v["offset"], "+00:09:21");
+        assert_eq!(v["iso"], "1900-01-01T00:09:21+00:09:21");
+    }
+
+    #[test]
+    fn clocks_for_now_and_tests() {
+        assert_eq!(parse_clock("2024-02-29T12:00:00Z", 0), Ok(NOW));
+        assert_eq!(parse_clock("@1709208000", 0), Ok(NOW));
+        assert_eq!(parse_clock("now", NOW), Ok(NOW));
+        let e = parse_clock("tomorrow", 0).unwrap_err();
+        assert!(e.starts_with("invalid time `tomorrow`: "), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 mod calculator;
-mod datetime;
+pub(crate) mod datetime;
 mod json_query;
 mod regex_match;
 mod text;

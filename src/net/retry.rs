@@ -2,6 +2,7 @@
 //! exponential backoff with jitter, capped, unless the server says how long (`Retry-After`).
 
 use super::HttpResponse;
+use jiff::fmt::rfc2822;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long to wait between attempts when the server does not say.
@@ -71,66 +72,21 @@ pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     Some(Duration::from_secs(at.saturating_sub(now).max(0) as u64))
 }
 
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form servers are allowed to send.
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form servers send, as Unix seconds.
+/// jiff's RFC 2822 reader takes it (and other RFC 2822 dates); a weekday that does not match the
+/// date is tolerated, as a server's slip should not cost the wait it asked for.
 pub(crate) fn parse_http_date(s: &str) -> Option<i64> {
-    let rest = s.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: i64 = parts.next()?.parse().ok()?;
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| Some(*m) == parts.clone().next())? as i64
-        + 1;
-    parts.next();
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    if parts.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + m * 60 + sec)
+    static PARSER: rfc2822::DateTimeParser = rfc2822::DateTimeParser::new().relaxed_weekday(true);
+    PARSER.parse_timestamp(s.trim()).ok().map(|t| t.as_second())
 }
 
 /// An HTTP date `secs` from now, for tests that need a date in the future.
 #[cfg(test)]
 pub(crate) fn http_date_in(secs: u64) -> String {
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
-        + secs;
-    let days = (t / 86_400) as i64;
-    let rem = t % 86_400;
-    // Civil date from days (Howard Hinnant's algorithm, inverse of the above).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let months = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    // The weekday is not checked by the parser; any name does.
-    format!(
-        "Mon, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        months[(month - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let at = jiff::Timestamp::now() + std::time::Duration::from_secs(secs);
+    rfc2822::DateTimePrinter::new()
+        .timestamp_to_rfc9110_string(&at)
+        .expect("a date near now prints")
 }
 
 #[cfg(test)]
