@@ -307,10 +307,11 @@ fn empty_as_is_checked() {
     );
 }
 
-/// A spec with one `datetime` tool, `clock`, and a test whose clock is fixed by `now:`.
-fn clock_spec() -> std::path::PathBuf {
+/// A spec with one `datetime` tool, `clock`, and tests whose clock is fixed by `now:` (in a
+/// scratch folder removed when the guard drops).
+fn clock_spec() -> (support::TempDir, std::path::PathBuf) {
     let dir = support::temp_dir("call-clock");
-    support::write(
+    let path = support::write(
         &dir,
         "clock.yaml",
         r#"version: 1
@@ -338,7 +339,8 @@ tests:
     now: "2024-03-31T01:00:00Z"
     expect: { output_contains: "It is 03:00 CEST in Paris." }
 "#,
-    )
+    );
+    (dir, path)
 }
 
 fn clock(spec: &Path, args: serde_json::Value, now: &str) -> support::Output {
@@ -352,7 +354,7 @@ fn clock(spec: &Path, args: serde_json::Value, now: &str) -> support::Output {
 
 #[test]
 fn datetime_follows_daylight_saving_time_in_iana_zones() {
-    let spec = clock_spec();
+    let (_dir, spec) = clock_spec();
     let now = "2024-02-29T12:00:00Z";
     let result = |args: serde_json::Value| {
         let out = clock(&spec, args, now);
@@ -419,7 +421,7 @@ fn datetime_follows_daylight_saving_time_in_iana_zones() {
 
 #[test]
 fn an_unknown_time_zone_is_an_invalid_argument_with_a_did_you_mean() {
-    let spec = clock_spec();
+    let (_dir, spec) = clock_spec();
     let out = clock(
         &spec,
         json!({"operation": "now", "timezone": "Europe/Pariss"}),
@@ -447,7 +449,7 @@ fn an_unknown_time_zone_is_an_invalid_argument_with_a_did_you_mean() {
 
 #[test]
 fn a_test_clock_set_by_now_is_read_in_the_zone() {
-    let spec = clock_spec();
+    let (_dir, spec) = clock_spec();
     let out = support::run(support::toolrun().arg("test").arg(&spec));
     out.assert_success();
     assert!(out.stdout.ends_with("2 passed, 0 failed\n"), "{out:?}");
