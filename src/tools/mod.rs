@@ -39,9 +39,9 @@ impl ToolError {
 
 /// A tool's answer: the observation, and for an HTTP tool the exchange that produced it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Output {
-    pub value: Value,
-    pub http: Option<HttpCall>,
+pub(crate) struct Output {
+    pub(crate) value: Value,
+    pub(crate) http: Option<HttpCall>,
 }
 
 impl From<Value> for Output {
@@ -54,16 +54,16 @@ impl From<Value> for Output {
 /// `tool_errors[].details`). The URL is the one that answered, after redirects; the engine masks
 /// secrets in it before it is recorded.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HttpCall {
-    pub method: String,
-    pub url: String,
-    pub status: u16,
+pub(crate) struct HttpCall {
+    pub(crate) method: String,
+    pub(crate) url: String,
+    pub(crate) status: u16,
     /// Present when the call was retried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
+    pub(crate) attempts: Option<u32>,
     /// Present when redirects were followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redirects: Option<u32>,
+    pub(crate) redirects: Option<u32>,
 }
 
 /// Everything a tool may touch while it runs. Nothing here reaches a shell.
