@@ -6,33 +6,7 @@ mod support;
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::providers::{self, Fake, KEY};
-use support::{run, toolrun, write, Output};
-
-fn spec(fake: &Fake, model_extra: &str, extra: &str) -> support::TempFile {
-    support::temp_file(
-        "fake_anthropic",
-        "spec.yaml",
-        &providers::live_spec("anthropic", &fake.base_url(), model_extra, extra),
-    )
-}
-
-fn run_json(spec: &std::path::Path, key: Option<&str>, query: &str) -> Output {
-    let mut cmd = toolrun();
-    cmd.arg("run").arg(spec).args(["--json", "--query", query]);
-    if let Some(k) = key {
-        cmd.env("TEST_KEY", k);
-    }
-    run(&mut cmd)
-}
-
-fn kinds(trace: &Value) -> Vec<String> {
-    trace["tool_errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_string())
-        .collect()
-}
+use support::{run, run_json, toolrun, write};
 
 #[test]
 fn two_step_plan_with_parallel_calls() {
@@ -54,7 +28,7 @@ fn two_step_plan_with_parallel_calls() {
         ),
         providers::anthropic_answer("MSFT is 233.05 above AAPL."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "How far apart are MSFT and AAPL?");
     out.assert_success();
     let trace = out.json();
@@ -95,7 +69,7 @@ fn two_step_plan_with_parallel_calls() {
 #[test]
 fn answer_without_tools() {
     let fake = Fake::anthropic(vec![providers::anthropic_answer("Hello!")]);
-    let spec = spec(&fake, "    max_tokens: 200\n    temperature: 0.2", "");
+    let spec = fake.spec_file("    max_tokens: 200\n    temperature: 0.2", "");
     let out = run(toolrun()
         .arg("run")
         .arg(&spec)
@@ -119,10 +93,10 @@ fn tool_errors_go_back_with_is_error() {
         ),
         providers::anthropic_answer("I could not find ZZZZ."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "ZZZZ?");
     out.assert_success();
-    assert_eq!(kinds(&out.json()).len(), 1);
+    assert_eq!(providers::error_kinds(&out.json()).len(), 1);
     let result = &fake.bodies()[1]["messages"][2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_z");
     assert_eq!(result["is_error"], true);
@@ -147,10 +121,10 @@ fn malformed_input_then_recovery() {
         ),
         providers::anthropic_answer("AAPL is 178.15."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "AAPL?");
     out.assert_success();
-    let k = kinds(&out.json());
+    let k = providers::error_kinds(&out.json());
     assert!(
         k == ["malformed_decision"] || k == ["invalid_arguments"],
         "{k:?}"
@@ -171,10 +145,10 @@ fn unknown_tool_is_reported_back_to_the_model() {
         ),
         providers::anthropic_answer("I can only answer stock questions."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "Weather?");
     out.assert_success();
-    assert_eq!(kinds(&out.json()), ["unknown_tool"]);
+    assert_eq!(providers::error_kinds(&out.json()), ["unknown_tool"]);
     assert_eq!(fake.violations(), Vec::<String>::new());
 }
 
@@ -197,7 +171,7 @@ fn overloaded_then_success() {
         .header("retry-after", "0"),
         providers::anthropic_answer("ok"),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "hi");
     out.assert_success();
     assert_eq!(fake.requests().len(), 3);
@@ -206,7 +180,7 @@ fn overloaded_then_success() {
 #[test]
 fn unauthorized_fails_with_the_provider_message_and_no_key() {
     let fake = Fake::anthropic(vec![]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some("sk-ant-wrong-4242"), "hi");
     out.assert_code(1);
     let trace = out.json();
@@ -222,7 +196,7 @@ fn a_slow_server_times_out() {
     let fake = Fake::anthropic(vec![
         providers::anthropic_answer("late").delay(Duration::from_secs(5))
     ]);
-    let spec = spec(&fake, "    timeout: 1s", "");
+    let spec = fake.spec_file("    timeout: 1s", "");
     let out = run_json(&spec, Some(KEY), "hi");
     out.assert_code(1);
     assert_eq!(out.json()["stop_reason"], "model_error");
@@ -232,7 +206,7 @@ fn a_slow_server_times_out() {
 #[test]
 fn missing_key_variable_exits_2_before_any_request() {
     let fake = Fake::anthropic(vec![providers::anthropic_answer("never")]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, None, "hi");
     out.assert_code(2);
     assert!(out.stderr.contains("TEST_KEY"), "{out:?}");
@@ -248,10 +222,10 @@ fn max_tokens_stop_is_malformed_then_recovers() {
         ),
         providers::anthropic_answer("AAPL is 178.15."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "AAPL?");
     out.assert_success();
-    assert_eq!(kinds(&out.json()), ["malformed_decision"]);
+    assert_eq!(providers::error_kinds(&out.json()), ["malformed_decision"]);
     // The cut-off text and the correction alternate properly.
     assert_eq!(fake.violations(), Vec::<String>::new());
     let msgs = fake.bodies()[1]["messages"].as_array().unwrap().clone();
@@ -348,9 +322,7 @@ fn tool_choice_parallel_tool_calls_and_extra_body_reach_the_wire() {
         ),
         providers::anthropic_answer("AAPL is 178.15."),
     ]);
-    let spec = spec(
-        &fake,
-        "    tool_choice: required\n    parallel_tool_calls: false\n    extra_body: { top_k: 5, metadata: { user_id: u1 } }",
+    let spec = fake.spec_file("    tool_choice: required\n    parallel_tool_calls: false\n    extra_body: { top_k: 5, metadata: { user_id: u1 } }",
         "",
     );
     let out = run_json(&spec, Some(KEY), "AAPL?");
@@ -402,7 +374,7 @@ fn a_streamed_loop_gives_the_same_answer_and_usage() {
         )]),
         providers::anthropic_stream_answer("AAPL is 178.15 — streamed."),
     ]);
-    let spec = spec(&fake, "    stream: true", "");
+    let spec = fake.spec_file("    stream: true", "");
     let out = run_json(&spec, Some(KEY), "AAPL?");
     out.assert_success();
     assert_eq!(fake.violations(), Vec::<String>::new());

@@ -6,33 +6,7 @@ mod support;
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::providers::{self, Fake, KEY};
-use support::{run, toolrun, write, Output, Response};
-
-fn spec(fake: &Fake, model_extra: &str, extra: &str) -> support::TempFile {
-    support::temp_file(
-        "fake_openai",
-        "spec.yaml",
-        &providers::live_spec("openai", &fake.base_url(), model_extra, extra),
-    )
-}
-
-fn run_json(spec: &std::path::Path, key: Option<&str>, query: &str) -> Output {
-    let mut cmd = toolrun();
-    cmd.arg("run").arg(spec).args(["--json", "--query", query]);
-    if let Some(k) = key {
-        cmd.env("TEST_KEY", k);
-    }
-    run(&mut cmd)
-}
-
-fn kinds(trace: &Value) -> Vec<String> {
-    trace["tool_errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_string())
-        .collect()
-}
+use support::{run, run_json, toolrun, write, Response};
 
 #[test]
 fn two_step_plan_with_parallel_calls() {
@@ -48,7 +22,7 @@ fn two_step_plan_with_parallel_calls() {
         )]),
         providers::openai_answer("MSFT is 233.05 above AAPL."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "How far apart are MSFT and AAPL?");
     out.assert_success();
     let trace = out.json();
@@ -90,7 +64,7 @@ fn two_step_plan_with_parallel_calls() {
 #[test]
 fn answer_without_tools() {
     let fake = Fake::openai(vec![providers::openai_answer("Hello!")]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let mut cmd = toolrun();
     cmd.arg("run")
         .arg(&spec)
@@ -113,13 +87,13 @@ fn malformed_arguments_then_recovery() {
         providers::openai_tool_calls(&[("call_2", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
         providers::openai_answer("AAPL is 178.15."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "AAPL?");
     out.assert_success();
     let trace = out.json();
     assert_eq!(trace["status"], "ok");
     // The engine names unparsable arguments `malformed_decision` (or `invalid_arguments`).
-    let k = kinds(&trace);
+    let k = providers::error_kinds(&trace);
     assert!(
         k == ["malformed_decision"] || k == ["invalid_arguments"],
         "{k:?}"
@@ -138,11 +112,11 @@ fn unknown_tool_is_reported_back_to_the_model() {
         providers::openai_tool_calls(&[("call_w", "get_weather", r#"{"city":"Paris"}"#)]),
         providers::openai_answer("I can only answer stock questions."),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "Weather in Paris?");
     out.assert_success();
     let trace = out.json();
-    assert_eq!(kinds(&trace), ["unknown_tool"]);
+    assert_eq!(providers::error_kinds(&trace), ["unknown_tool"]);
     assert_eq!(fake.violations(), Vec::<String>::new());
     let msgs = fake.bodies()[1]["messages"].as_array().unwrap().clone();
     assert!(msgs
@@ -162,7 +136,7 @@ fn rate_limited_then_success() {
         .header("Retry-After", "0"),
         providers::openai_answer("ok"),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "hi");
     out.assert_success();
     assert_eq!(out.json()["final_output"], "ok");
@@ -211,7 +185,7 @@ fn a_slow_server_times_out() {
     let fake = Fake::openai(vec![
         providers::openai_answer("late").delay(Duration::from_secs(5))
     ]);
-    let spec = spec(&fake, "    timeout: 1s", "");
+    let spec = fake.spec_file("    timeout: 1s", "");
     let out = run_json(&spec, Some(KEY), "hi");
     out.assert_code(1);
     let trace = out.json();
@@ -229,7 +203,7 @@ fn a_slow_server_times_out() {
 #[test]
 fn missing_key_variable_exits_2_before_any_request() {
     let fake = Fake::openai(vec![providers::openai_answer("never")]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, None, "hi");
     out.assert_code(2);
     assert!(out.stderr.contains("TEST_KEY"), "{out:?}");
@@ -243,7 +217,7 @@ fn token_budget_stops_the_run() {
         providers::openai_tool_calls(&[("c2", "get_stock_price", r#"{"ticker":"MSFT"}"#)]),
         providers::openai_answer("never reached"),
     ]);
-    let spec = spec(&fake, "", "limits:\n  max_tokens_total: 20\n");
+    let spec = fake.spec_file("", "limits:\n  max_tokens_total: 20\n");
     let out = run_json(&spec, Some(KEY), "hi");
     let trace = out.json();
     assert_eq!(trace["stop_reason"], "max_tokens_total", "{out:?}");
@@ -260,7 +234,7 @@ fn cut_off_replies_are_malformed_twice_then_fail() {
         )
     };
     let fake = Fake::openai(vec![cut(), cut()]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "hi");
     out.assert_code(1);
     let trace = out.json();
@@ -405,9 +379,7 @@ fn tool_choice_parallel_tool_calls_and_extra_body_reach_the_wire() {
         providers::openai_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
         providers::openai_answer("AAPL is 178.15."),
     ]);
-    let spec = spec(
-        &fake,
-        "    tool_choice: { tool: get_stock_price }\n    parallel_tool_calls: false\n    extra_body: { seed: 7, response_format: { type: text } }",
+    let spec = fake.spec_file("    tool_choice: { tool: get_stock_price }\n    parallel_tool_calls: false\n    extra_body: { seed: 7, response_format: { type: text } }",
         "",
     );
     let out = run_json(&spec, Some(KEY), "AAPL?");
@@ -435,17 +407,13 @@ fn tool_choice_is_sent_as_auto_by_default_and_left_out_without_tools() {
         providers::openai_answer("hi"),
         providers::openai_answer("hi"),
     ]);
-    let plain = spec(&fake, "", "");
+    let plain = fake.spec_file("", "");
     run_json(&plain, Some(KEY), "hi").assert_success();
     let body = &fake.bodies()[0];
     assert_eq!(body["tool_choice"], "auto");
     assert!(body.get("parallel_tool_calls").is_none());
     // `policy.allow: []` offers no tool: no `tools`, so no `tool_choice` either.
-    let spec2 = spec(
-        &fake,
-        "    tool_choice: required",
-        "policy: { allow: [] }\n",
-    );
+    let spec2 = fake.spec_file("    tool_choice: required", "policy: { allow: [] }\n");
     run_json(&spec2, Some(KEY), "hi").assert_success();
     let body = &fake.bodies()[1];
     assert!(
@@ -458,8 +426,7 @@ fn tool_choice_is_sent_as_auto_by_default_and_left_out_without_tools() {
 #[test]
 fn azure_openai_through_settings() {
     let fake = Fake::azure(vec![providers::openai_answer("hello from azure")]);
-    let spec = spec(
-        &fake,
+    let spec = fake.spec_file(
         "    api_key_header: api-key\n    query: { api-version: 2024-10-21 }",
         "",
     );
@@ -476,9 +443,7 @@ fn azure_openai_through_settings() {
 #[test]
 fn check_refuses_credentials_in_headers_and_owned_keys_in_extra_body() {
     let fake = Fake::openai(vec![]);
-    let spec = spec(
-        &fake,
-        "    api_key_header: api-key\n    headers: { API-Key: sk-live-1, X-Team: a }\n    extra_body: { messages: [] }",
+    let spec = fake.spec_file("    api_key_header: api-key\n    headers: { API-Key: sk-live-1, X-Team: a }\n    extra_body: { messages: [] }",
         "",
     );
     let out = run(toolrun().arg("check").arg(&spec));
@@ -531,7 +496,7 @@ fn compressed_replies_are_decoded() {
             .encoded("zstd"),
         providers::openai_answer("AAPL is 178.15.").encoded("br"),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "AAPL?");
     out.assert_success();
     assert_eq!(out.json()["final_output"], "AAPL is 178.15.");
@@ -549,7 +514,7 @@ fn a_retry_after_date_is_honoured() {
             .header("Retry-After", "Fri, 01 Jan 2100 00:00:00 GMT"),
         providers::openai_answer("too early"),
     ]);
-    let spec = spec(&fake, "", "");
+    let spec = fake.spec_file("", "");
     let out = run_json(&spec, Some(KEY), "hi");
     let trace = out.json();
     assert_eq!(trace["status"], "failed", "{out:?}");
@@ -587,14 +552,14 @@ fn a_streamed_loop_gives_the_same_trace_emits_deltas_and_replays_offline() {
         providers::openai_tool_calls(&calls),
         providers::openai_answer(answer),
     ]);
-    let plain_out = run_json(&spec(&plain, "", ""), Some(KEY), "gap?");
+    let plain_out = run_json(&plain.spec_file("", ""), Some(KEY), "gap?");
     plain_out.assert_success();
 
     let streamed = Fake::openai(vec![
         providers::openai_stream_tool_calls(&calls),
         providers::openai_stream_answer(answer),
     ]);
-    let spec = spec(&streamed, "    stream: true", "");
+    let spec = streamed.spec_file("    stream: true", "");
     let dir = spec.parent().unwrap().to_path_buf();
     let events = dir.join("events.jsonl");
     let fixture = dir.join("streamed.json");
@@ -637,7 +602,7 @@ fn a_streamed_loop_gives_the_same_trace_emits_deltas_and_replays_offline() {
 fn a_stream_the_server_answered_with_json_is_read_as_json() {
     // Servers that do not stream (or ignore `stream`) answer with one JSON document.
     let fake = Fake::openai(vec![providers::openai_answer("plain reply")]);
-    let out = run_json(&spec(&fake, "    stream: true", ""), Some(KEY), "hi");
+    let out = run_json(&fake.spec_file("    stream: true", ""), Some(KEY), "hi");
     out.assert_success();
     assert_eq!(out.json()["final_output"], "plain reply");
 }
@@ -648,7 +613,7 @@ fn on_a_terminal_a_streamed_answer_is_printed_once() {
         providers::openai_stream_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
         providers::openai_stream_answer("AAPL trades at 178.15 today."),
     ]);
-    let spec = spec(&fake, "    stream: true", "");
+    let spec = fake.spec_file("    stream: true", "");
     // `script` (util-linux) gives the binary a real terminal as stdout.
     let command = format!(
         "{} run {} --query AAPL?",

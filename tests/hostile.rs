@@ -416,14 +416,6 @@ fn durations_that_overflow_are_errors() {
 // ---------------------------------------------------------------------------------------------
 // Model output (a fake OpenAI server)
 
-fn live_spec(fake: &Fake, extra: &str) -> support::TempFile {
-    support::temp_file(
-        "hostile_model",
-        "spec.yaml",
-        &providers::live_spec("openai", &fake.base_url(), "", extra),
-    )
-}
-
 fn run_live(spec: &Path, extra_args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut cmd = toolrun();
     cmd.arg("run")
@@ -439,16 +431,6 @@ fn run_live(spec: &Path, extra_args: &[&str], envs: &[(&str, &str)]) -> Output {
     out
 }
 
-fn error_kinds(trace: &Value) -> Vec<String> {
-    trace["tool_errors"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 #[test]
 fn ten_megabytes_of_arguments_are_handled() {
     let big = json!({ "ticker": "x".repeat(10 << 20) }).to_string();
@@ -456,12 +438,17 @@ fn ten_megabytes_of_arguments_are_handled() {
         providers::openai_tool_calls(&[("call_1", "get_stock_price", &big)]),
         providers::openai_answer("done"),
     ]);
-    let out = run_live(&live_spec(&fake, ""), &["--json"], &[]);
+    let out = run_live(&fake.spec_file("", ""), &["--json"], &[]);
     out.assert_success();
     let trace = out.json();
     assert_eq!(trace["final_output"], "done");
     // The mock has no answer for that ticker: an observation, not a crash.
-    assert_eq!(error_kinds(&trace).len(), 1, "{:#}", trace["tool_errors"]);
+    assert_eq!(
+        providers::error_kinds(&trace).len(),
+        1,
+        "{:#}",
+        trace["tool_errors"]
+    );
 }
 
 #[test]
@@ -475,10 +462,10 @@ fn deeply_nested_arguments_are_an_error_observation() {
         providers::openai_tool_calls(&[("call_1", "get_stock_price", &deep)]),
         providers::openai_answer("done"),
     ]);
-    let out = run_live(&live_spec(&fake, ""), &["--json"], &[]);
+    let out = run_live(&fake.spec_file("", ""), &["--json"], &[]);
     out.assert_success();
     let trace = out.json();
-    let kinds = error_kinds(&trace);
+    let kinds = providers::error_kinds(&trace);
     assert_eq!(kinds.len(), 1, "{:.2000}", trace.to_string());
     assert!(
         matches!(
@@ -497,7 +484,7 @@ fn tool_names_with_control_characters_do_not_reach_the_terminal() {
         providers::openai_tool_calls(&[("call_1", name, r#"{"ticker":"AAPL"}"#)]),
         providers::openai_answer("done"),
     ]);
-    let spec = live_spec(&fake, "");
+    let spec = fake.spec_file("", "");
     let dir = spec.parent().unwrap().to_path_buf();
     let trace_path = dir.join("trace.json");
     let events_path = dir.join("events.jsonl");
@@ -525,7 +512,11 @@ fn tool_names_with_control_characters_do_not_reach_the_terminal() {
     // JSON escapes them: the trace and the events stay one valid document / one line each.
     let trace: Value =
         serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
-    assert_eq!(error_kinds(&trace), ["unknown_tool"], "{trace:#}");
+    assert_eq!(
+        providers::error_kinds(&trace),
+        ["unknown_tool"],
+        "{trace:#}"
+    );
     for line in std::fs::read_to_string(&events_path).unwrap().lines() {
         serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
     }
@@ -546,7 +537,7 @@ fn thousands_of_calls_in_one_turn_are_bounded_by_max_tool_calls() {
         providers::openai_answer("done"),
         providers::openai_answer("done"),
     ]);
-    let spec = live_spec(&fake, "limits:\n  max_tool_calls: 6\n");
+    let spec = fake.spec_file("", "limits:\n  max_tool_calls: 6\n");
     let out = run_live(&spec, &["--json"], &[]);
     let trace = out.json();
     let ran = trace["tool_call_count"].as_u64().unwrap_or(u64::MAX);
@@ -570,8 +561,8 @@ fn a_secret_in_the_answer_is_masked_everywhere() {
         )]),
         providers::openai_answer(&answer),
     ]);
-    let spec = live_spec(
-        &fake,
+    let spec = fake.spec_file(
+        "",
         "secrets: [MY_SECRET]\npolicy:\n  network:\n    allow_hosts: [\"127.0.0.1\"]\n",
     );
     let dir = spec.parent().unwrap().to_path_buf();
@@ -610,6 +601,6 @@ fn an_endless_model_reply_is_cut_off() {
     let fake = Fake::openai(vec![Response::json(200, json!({}))
         .huge(64 << 20)
         .header("content-type", "application/json")]);
-    let out = run_live(&live_spec(&fake, "\n"), &["--json"], &[]);
+    let out = run_live(&fake.spec_file("", "\n"), &["--json"], &[]);
     assert_ne!(out.code, 0, "{out:?}");
 }

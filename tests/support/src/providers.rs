@@ -93,6 +93,19 @@ impl Fake {
         Fake { server, api, state }
     }
 
+    /// A [`live_spec`] for this fake's provider, at its [`Fake::base_url`], in a scratch folder.
+    pub fn spec_file(&self, model_extra: &str, extra: &str) -> crate::TempFile {
+        let kind = match self.api {
+            Api::Anthropic => "anthropic",
+            Api::OpenAi | Api::Azure => "openai",
+        };
+        crate::temp_file(
+            &format!("fake_{kind}"),
+            "spec.yaml",
+            &live_spec(kind, &self.base_url(), model_extra, extra),
+        )
+    }
+
     /// What to put in a spec's `base_url`: `http://127.0.0.1:PORT/v1` for OpenAI (whose base
     /// URLs end in `/v1`), `http://127.0.0.1:PORT` for Anthropic.
     pub fn base_url(&self) -> String {
@@ -954,6 +967,17 @@ pub fn check_anthropic_body(body: &Value) -> Check {
 // ---------------------------------------------------------------------------------------
 // Specs
 // ---------------------------------------------------------------------------------------
+
+/// The `kind` of each of a trace's tool errors, in order.
+pub fn error_kinds(trace: &Value) -> Vec<String> {
+    trace["tool_errors"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
 
 /// A stock-assistant spec whose only model is `live`, a `kind` (openai | anthropic) model at
 /// `base_url` reading its key from `TEST_KEY`. `extra` is appended at the top level (e.g. a
