@@ -33,6 +33,20 @@ impl HttpResponse {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// A 429 with these headers and no body: what retry tests look at.
+    #[cfg(test)]
+    pub(crate) fn too_many_requests(headers: &[(&str, &str)]) -> HttpResponse {
+        HttpResponse {
+            status: 429,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: Vec::new(),
+            truncated: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -323,7 +323,7 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
 mod tests {
     use super::*;
     use crate::models::live::providers;
-    use crate::models::live::testing::{block_on, registry};
+    use crate::models::live::testing::{block_on, input, registry, settings_at};
     use crate::models::CallMessage;
 
     const SPEC: &str = r#"
@@ -552,13 +552,9 @@ models:
     // --- decide() against the fake server ---------------------------------------------
 
     fn model(base_url: String) -> AnthropicModel {
-        let reg = registry(SPEC);
-        let mut settings = live(&reg);
-        settings.base_url = base_url;
-        settings.timeout = std::time::Duration::from_secs(5);
         AnthropicModel {
             name: "claude".into(),
-            settings,
+            settings: settings_at(SPEC, base_url),
             api_key: Some(providers::KEY.into()),
         }
     }
@@ -569,14 +565,11 @@ models:
         step: u32,
     ) -> Result<ModelTurn, ModelError> {
         let reg = registry(SPEC);
-        let input = DecideInput {
-            registry: &reg,
-            messages,
-            query: "q",
-            results: &[],
-            step,
-        };
-        block_on(m.decide(input, &Transport::live(), &Events::none()))
+        block_on(m.decide(
+            input(&reg, messages, step),
+            &Transport::live(),
+            &Events::none(),
+        ))
     }
 
     #[test]

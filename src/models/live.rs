@@ -580,6 +580,35 @@ pub(crate) mod testing {
         }
     }
 
+    /// The settings of the first (live) model of `yaml`, pointed at a fake server's `base_url`.
+    pub(crate) fn settings_at(yaml: &str, base_url: String) -> crate::registry::LiveModel {
+        let reg = registry(yaml);
+        let mut settings = match &reg.models[0].kind {
+            crate::registry::ModelKind::OpenAi(l) | crate::registry::ModelKind::Anthropic(l) => {
+                l.clone()
+            }
+            _ => panic!("the spec's first model is not a live one"),
+        };
+        settings.base_url = base_url;
+        settings.timeout = std::time::Duration::from_secs(5);
+        settings
+    }
+
+    /// What `decide` gets at `step` of `messages`, before any tool result.
+    pub(crate) fn input<'a>(
+        registry: &'a Registry,
+        messages: &'a [crate::models::Message],
+        step: u32,
+    ) -> crate::models::DecideInput<'a> {
+        crate::models::DecideInput {
+            registry,
+            messages,
+            query: "q",
+            results: &[],
+            step,
+        }
+    }
+
     pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -593,38 +622,37 @@ pub(crate) mod testing {
 mod tests {
     use super::*;
 
-    fn resp(headers: &[(&str, &str)]) -> HttpResponse {
-        HttpResponse {
-            status: 429,
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            body: Vec::new(),
-            truncated: false,
-        }
-    }
-
     #[test]
     fn retry_after_is_honoured_and_capped() {
         assert_eq!(
-            retry_delay(Some(&resp(&[("Retry-After", "2")])), 1, b""),
+            retry_delay(
+                Some(&HttpResponse::too_many_requests(&[("Retry-After", "2")])),
+                1,
+                b""
+            ),
             Some(Duration::from_secs(2))
         );
         assert_eq!(
-            retry_delay(Some(&resp(&[("Retry-After", "3600")])), 1, b""),
+            retry_delay(
+                Some(&HttpResponse::too_many_requests(&[("Retry-After", "3600")])),
+                1,
+                b""
+            ),
             None
         );
         // An HTTP date is honoured like seconds.
         let wait = retry_delay(
-            Some(&resp(&[("Retry-After", &retry::http_date_in(20))])),
+            Some(&HttpResponse::too_many_requests(&[(
+                "Retry-After",
+                &retry::http_date_in(20),
+            )])),
             2,
             b"",
         )
         .expect("under the cap");
         assert!(wait > Duration::from_secs(17), "{wait:?}");
         assert_eq!(
-            retry_delay(Some(&resp(&[])), 1, b"x"),
+            retry_delay(Some(&HttpResponse::too_many_requests(&[])), 1, b"x"),
             Some(retry::MODELS.delay(1, b"x"))
         );
     }

@@ -317,7 +317,7 @@ fn content_text(v: Option<&Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::live::testing::{block_on, registry};
+    use crate::models::live::testing::{block_on, input, registry, settings_at};
     use crate::models::live::{http::Response, providers};
 
     const SPEC: &str = r#"
@@ -609,11 +609,8 @@ models:
     // --- decide() against the fake server ---------------------------------------------
 
     fn model(base_url: String, retries: u32) -> OpenAiModel {
-        let reg = registry(SPEC);
-        let mut settings = live(&reg);
-        settings.base_url = base_url;
+        let mut settings = settings_at(SPEC, base_url);
         settings.retries = retries;
-        settings.timeout = std::time::Duration::from_secs(5);
         OpenAiModel {
             name: "gpt".into(),
             settings,
@@ -627,14 +624,11 @@ models:
         step: u32,
     ) -> Result<ModelTurn, ModelError> {
         let reg = registry(SPEC);
-        let input = DecideInput {
-            registry: &reg,
-            messages,
-            query: "q",
-            results: &[],
-            step,
-        };
-        block_on(m.decide(input, &Transport::live(), &Events::none()))
+        block_on(m.decide(
+            input(&reg, messages, step),
+            &Transport::live(),
+            &Events::none(),
+        ))
     }
 
     #[test]

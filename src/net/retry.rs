@@ -93,18 +93,6 @@ pub(crate) fn http_date_in(secs: u64) -> String {
 mod tests {
     use super::*;
 
-    fn resp(headers: &[(&str, &str)]) -> HttpResponse {
-        HttpResponse {
-            status: 429,
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            body: Vec::new(),
-            truncated: false,
-        }
-    }
-
     #[test]
     fn dates_and_seconds() {
         assert_eq!(
@@ -130,15 +118,22 @@ mod tests {
     #[test]
     fn the_server_wins_over_backoff() {
         assert_eq!(
-            retry_after(&resp(&[("retry-after-ms", "250"), ("retry-after", "9")])),
+            retry_after(&HttpResponse::too_many_requests(&[
+                ("retry-after-ms", "250"),
+                ("retry-after", "9")
+            ])),
             Some(Duration::from_millis(250))
         );
         assert_eq!(
-            MODELS.next(Some(&resp(&[("Retry-After", "2")])), 1, b"x"),
+            MODELS.next(
+                Some(&HttpResponse::too_many_requests(&[("Retry-After", "2")])),
+                1,
+                b"x"
+            ),
             Duration::from_secs(2)
         );
         assert_eq!(
-            MODELS.next(Some(&resp(&[])), 3, b"x"),
+            MODELS.next(Some(&HttpResponse::too_many_requests(&[])), 3, b"x"),
             MODELS.delay(3, b"x")
         );
         assert_eq!(MODELS.next(None, 3, b"x"), MODELS.delay(3, b"x"));
