@@ -67,8 +67,10 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let trace = rt.block_on(engine.run(&mut prepared.model, opts));
     // The engine masked the trace as it built it; the writer's scan below is the guard.
     let doc = serde_json::to_value(&trace).unwrap_or_default();
+    // Only a fixture needs the document after printing it: no copy of the trace otherwise.
+    let fixture_doc = args.record.is_some().then(|| doc.clone());
     // Fail closed: a secret that masking missed stops the trace, the fixture and `--json` alike.
-    let pretty = redactor.to_pretty(doc.clone()).map_err(|leak| {
+    let pretty = redactor.to_pretty(doc).map_err(|leak| {
         eprintln!(
             "error: refusing to write the trace: {leak} even after masking; nothing was written"
         );
@@ -80,7 +82,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
             return Err(exit::FAILED);
         }
     }
-    if let (Some(path), Some(tape)) = (&args.record, &recorder) {
+    if let (Some(path), Some(tape), Some(doc)) = (&args.record, &recorder, fixture_doc) {
         let mut approvals: Vec<String> = args.approve.clone();
         if let Ok(log) = approved_interactively.lock() {
             approvals.extend(log.iter().cloned());
