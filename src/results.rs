@@ -10,6 +10,7 @@ use crate::models::{Message, Usage};
 use crate::redact::Redactor;
 use crate::registry::{ModelDef, ModelKind, Price, Registry};
 use crate::trace::Trace;
+use crate::vocab::{CallStatus, ErrorKind, Status, StopReason};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
@@ -191,9 +192,9 @@ pub(crate) struct Attempt {
     /// The run's status (`ok`, `needs_confirmation`, `needs_review`, `failed`); absent when no
     /// run happened (a fixture that could not be loaded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) status: Option<String>,
+    pub(crate) status: Option<Status>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) stop_reason: Option<String>,
+    pub(crate) stop_reason: Option<StopReason>,
     /// Why the run failed or stopped, for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
@@ -223,8 +224,7 @@ pub(crate) struct ToolCall {
     pub(crate) arguments: Value,
     /// The model call (1-based) that proposed it.
     pub(crate) step: u32,
-    /// `ok`, `error`, or `pending` for a call waiting for confirmation.
-    pub(crate) status: String,
+    pub(crate) status: CallState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,8 +236,31 @@ pub(crate) struct ToolCall {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CallError {
-    pub(crate) kind: String,
+    pub(crate) kind: ErrorKind,
     pub(crate) message: String,
+}
+
+/// What became of one call the model proposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum CallState {
+    /// It ran and returned a result.
+    Ok,
+    /// It ran and failed, or was rejected before running.
+    Error,
+    /// It waits for a person's confirmation.
+    Pending,
+    /// The run stopped before it (a limit).
+    NotRun,
+}
+
+impl From<CallStatus> for CallState {
+    fn from(s: CallStatus) -> CallState {
+        match s {
+            CallStatus::Ok => CallState::Ok,
+            CallStatus::Error => CallState::Error,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -333,16 +356,6 @@ pub(crate) fn cost(usage: &TokenUsage, price: &PriceInfo) -> f64 {
         / 1_000_000.0
 }
 
-/// Statuses, stop reasons and error kinds as the trace writes them, whether they are strings or
-/// enums in the engine today.
-fn text<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
 impl Attempt {
     /// The record of one attempt, from the run's trace and the verdict on it. The runner passes
     /// the price of the model that ran (from [`ModelInfo`]) so cost is computed in one place.
@@ -371,8 +384,8 @@ impl Attempt {
             },
             source,
             model: Some(trace.model.clone()),
-            status: Some(text(&trace.status)),
-            stop_reason: Some(text(&trace.stop_reason)),
+            status: Some(trace.status),
+            stop_reason: Some(trace.stop_reason),
             error: trace.error.clone(),
             answer: trace.final_output.clone(),
             tool_calls: tool_calls(trace),
@@ -381,7 +394,7 @@ impl Attempt {
                 name: p.name.clone(),
                 arguments: p.arguments.clone(),
                 step: trace.steps,
-                status: "pending".into(),
+                status: CallState::Pending,
                 result: None,
                 error: None,
                 duration_ms: None,
@@ -455,10 +468,10 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
             name: r.name.clone(),
             arguments: r.arguments.clone(),
             step,
-            status: text(&r.status),
+            status: r.status.into(),
             result: r.result.clone(),
             error: r.error.as_ref().map(|e| CallError {
-                kind: text(&e.kind),
+                kind: e.kind,
                 message: e.message.clone(),
             }),
             duration_ms: Some(r.duration_ms),
@@ -470,10 +483,10 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
             name: name.to_string(),
             arguments: arguments.clone(),
             step,
-            status: "error".into(),
+            status: CallState::Error,
             result: None,
             error: Some(CallError {
-                kind: text(&e.kind),
+                kind: e.kind,
                 message: e.message.clone(),
             }),
             duration_ms: None,
@@ -489,7 +502,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
         name: name.to_string(),
         arguments: arguments.clone(),
         step,
-        status: "not_run".into(),
+        status: CallState::NotRun,
         result: None,
         error: None,
         duration_ms: None,
@@ -777,18 +790,21 @@ mod tests {
     fn an_attempt_keeps_the_models_order_and_what_became_of_each_call() {
         let a = Attempt::from_trace(1, Source::Live, &trace(), vec![], None);
         assert_eq!(a.outcome, Outcome::Passed);
-        let names: Vec<(&str, &str, u32)> = a
+        let names: Vec<(&str, CallState, u32)> = a
             .tool_calls
             .iter()
-            .map(|c| (c.name.as_str(), c.status.as_str(), c.step))
+            .map(|c| (c.name.as_str(), c.status, c.step))
             .collect();
-        assert_eq!(names, [("nope", "error", 1), ("price", "ok", 1)]);
         assert_eq!(
-            a.tool_calls[0].error.as_ref().map(|e| e.kind.as_str()),
-            Some("unknown_tool")
+            names,
+            [("nope", CallState::Error, 1), ("price", CallState::Ok, 1)]
+        );
+        assert_eq!(
+            a.tool_calls[0].error.as_ref().map(|e| e.kind),
+            Some(ErrorKind::UnknownTool)
         );
         assert_eq!(a.tool_calls[1].result, Some(json!(178.15)));
-        assert_eq!(a.status.as_deref(), Some("ok"));
+        assert_eq!(a.status, Some(Status::Ok));
         assert_eq!(a.answer.as_deref(), Some("AAPL is 178.15"));
         assert_eq!(a.cost_usd, None);
     }
@@ -823,8 +839,8 @@ mod tests {
         let a = Attempt::from_trace(1, Source::Scripted, &t, vec![], None);
         assert_eq!(a.tool_calls.len(), 2);
         assert_eq!(
-            a.pending_tool_call.as_ref().map(|p| p.status.as_str()),
-            Some("pending")
+            a.pending_tool_call.as_ref().map(|p| p.status),
+            Some(CallState::Pending)
         );
     }
 
