@@ -38,6 +38,32 @@ pub(crate) struct Fixture {
 pub(crate) const SESSION_ENDED: &str = "session_ended";
 
 impl Fixture {
+    /// A recording made by this build (`run --record`, `test --record`, `serve --record`).
+    /// Approvals are sorted and unique, so two recordings of the same run compare equal.
+    pub(crate) fn recorded(
+        spec: FixtureSpec,
+        query: String,
+        model: String,
+        now_unix_ms: i64,
+        mut approvals: Vec<String>,
+        exchanges: Vec<Exchange>,
+        trace: Value,
+    ) -> Fixture {
+        approvals.sort();
+        approvals.dedup();
+        Fixture {
+            format_version: FORMAT_VERSION,
+            toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+            spec,
+            query,
+            model,
+            now_unix_ms,
+            approvals,
+            exchanges,
+            trace,
+        }
+    }
+
     /// Written by `serve --record` (calls an MCP client made), not by a run.
     pub(crate) fn is_served_session(&self) -> bool {
         self.trace.get("stop_reason").and_then(Value::as_str) == Some(SESSION_ENDED)

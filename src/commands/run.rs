@@ -218,28 +218,24 @@ fn build_fixture(
     registry: &Registry,
     model_name: &str,
     now: i64,
-    mut approvals: Vec<String>,
+    approvals: Vec<String>,
     tape: &Tape,
     trace: serde_json::Value,
 ) -> Fixture {
-    approvals.sort();
-    approvals.dedup();
     // `--record` is set whenever a fixture is built.
     let fixture_path = args
         .record
         .as_deref()
         .unwrap_or(std::path::Path::new("fixture.json"));
-    Fixture {
-        format_version: crate::fixture::FORMAT_VERSION,
-        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: crate::replay::fixture_spec(registry, &args.spec, fixture_path),
-        query: args.query.clone(),
-        model: model_name.to_string(),
-        now_unix_ms: now,
+    Fixture::recorded(
+        crate::replay::fixture_spec(registry, &args.spec, fixture_path),
+        args.query.clone(),
+        model_name.to_string(),
+        now,
         approvals,
-        exchanges: tape.exchanges(),
+        tape.exchanges(),
         trace,
-    }
+    )
 }
 
 /// The answer (or the trace with `--json`) on stdout, why a run did not succeed on stderr, and

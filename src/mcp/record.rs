@@ -24,17 +24,16 @@ pub(crate) fn session_fixture(
 ) -> Fixture {
     let mut exchanges: Vec<Exchange> = calls.iter().map(exchange).collect();
     exchanges.extend(http);
-    Fixture {
-        format_version: crate::fixture::FORMAT_VERSION,
-        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+    let trace = session_trace(registry, calls);
+    Fixture::recorded(
         spec,
-        query: String::new(),
-        model: "mcp".into(),
+        String::new(),
+        "mcp".into(),
         now_unix_ms,
         approvals,
         exchanges,
-        trace: session_trace(registry, calls),
-    }
+        trace,
+    )
 }
 
 /// The session as a trace: what ran and what failed, in the order results were sent.

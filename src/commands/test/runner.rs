@@ -308,20 +308,15 @@ fn build_fixture(
         .unwrap_or(Path::new("."));
     // The folder may not exist before the first recording: relate the spec to it by name.
     let _ = std::fs::create_dir_all(dir);
-    let mut approvals = case.approve.clone();
-    approvals.sort();
-    approvals.dedup();
-    Fixture {
-        format_version: crate::fixture::FORMAT_VERSION,
-        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: crate::replay::fixture_spec(registry, &registry.spec_path, path),
-        query: case.query.clone(),
-        model: model.to_string(),
-        now_unix_ms: now,
-        approvals,
-        exchanges: tape.exchanges(),
-        trace: serde_json::to_value(trace).unwrap_or_default(),
-    }
+    Fixture::recorded(
+        crate::replay::fixture_spec(registry, &registry.spec_path, path),
+        case.query.clone(),
+        model.to_string(),
+        now,
+        case.approve.clone(),
+        tape.exchanges(),
+        serde_json::to_value(trace).unwrap_or_default(),
+    )
 }
 
 /// `kind at base_url` for live models; `None` for scripted ones.
