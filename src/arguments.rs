@@ -93,6 +93,7 @@ impl LazyValidator {
             .map_err(String::as_str)
     }
 
+    #[cfg(test)]
     pub(crate) fn is_built(&self) -> bool {
         self.0.get().is_some()
     }

@@ -227,6 +227,7 @@ pub(crate) fn explain(c: &Code) -> String {
     )
 }
 
+#[cfg(test)]
 /// `docs/codes.md`, the page SARIF rules link to: every code with its explanation.
 pub(crate) fn reference_markdown() -> String {
     let mut out = String::from(

@@ -3,9 +3,7 @@
 //! observation the model can recover from, never a crash.
 
 use crate::events::Events;
-use crate::models::{
-    CallMessage, DecideInput, Decision, Message, ModelClient, ProposedCall, Usage,
-};
+use crate::models::{CallMessage, DecideInput, Decision, Message, ModelClient, ProposedCall};
 use crate::net::Transport;
 use crate::redact::{Redactor, Secrets};
 use crate::registry::{Fault, Registry, Tool};
@@ -105,8 +103,6 @@ pub(crate) struct CallOutcome {
     pub(crate) result: Option<ToolResultEntry>,
     pub(crate) error: Option<ToolErrorEntry>,
     pub(crate) pending: Option<PendingCall>,
-    /// Set when a policy rule would have ended a run (a loop, a limit, a needed confirmation).
-    pub(crate) stop_reason: Option<StopReason>,
 }
 
 /// Why a call may not run, and whether that also ends the run.
@@ -216,12 +212,6 @@ pub(crate) struct CallSession {
     st: State,
 }
 
-impl CallSession {
-    pub(crate) fn tool_call_count(&self) -> u32 {
-        self.st.tool_call_count
-    }
-}
-
 impl<'a> Engine<'a> {
     pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
         let started = Instant::now();
@@ -317,7 +307,8 @@ impl<'a> Engine<'a> {
             name: name.to_string(),
             arguments: Ok(arguments),
         };
-        let stop = self.handle_calls(st, None, vec![call], opts).await;
+        // A stop would end a run; a session has none to end: the outcome says what happened.
+        let _ = self.handle_calls(st, None, vec![call], opts).await;
         let error = st.tool_errors.pop().map(|mut e| {
             e.message = self.redactor.str(&e.message);
             e
@@ -326,7 +317,6 @@ impl<'a> Engine<'a> {
             result: st.tool_results.pop(),
             error,
             pending: st.pending.take(),
-            stop_reason: stop.as_ref().map(|s| s.reason),
         };
         // A session can be long: keep only the counters admission reads, not the conversation.
         st.messages.clear();
@@ -1090,15 +1080,4 @@ async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Output, ToolError> {
             "delay fault applied out of place",
         )),
     }
-}
-
-/// Sums usage for display without a trace at hand.
-pub(crate) fn total_usage(usages: &[Option<Usage>]) -> Usage {
-    usages
-        .iter()
-        .flatten()
-        .fold(Usage::default(), |acc, u| Usage {
-            input_tokens: acc.input_tokens + u.input_tokens,
-            output_tokens: acc.output_tokens + u.output_tokens,
-        })
 }

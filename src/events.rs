@@ -28,10 +28,6 @@ impl Events {
         }
     }
 
-    pub(crate) fn set_redactor(&mut self, redactor: Redactor) {
-        self.redactor = redactor;
-    }
-
     pub(crate) fn tap(&mut self, f: impl Fn(&str, &Value) + Send + Sync + 'static) {
         self.taps.push(Box::new(f));
     }

@@ -4,8 +4,6 @@
 // The library is public for the binary, benches, fuzz targets and tests only: everything else
 // is `pub(crate)`, so unused items are reported as dead code.
 #![warn(unreachable_pub)]
-// Removed item by item in the next commits.
-#![allow(dead_code)]
 // Diagnostics are rich values and errors are the rare path: boxing them buys nothing.
 #![allow(clippy::result_large_err)]
 

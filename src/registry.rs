@@ -16,7 +16,6 @@ pub struct Registry {
     pub(crate) description: Option<String>,
     pub(crate) system: Option<String>,
     pub(crate) spec_path: PathBuf,
-    pub(crate) spec_dir: PathBuf,
     pub(crate) spec_sha256: String,
     pub(crate) tools: Vec<Tool>,
     pub(crate) secrets: Vec<String>,
@@ -109,17 +108,7 @@ pub(crate) enum ToolKind {
     Mcp(Box<McpTool>),
 }
 
-impl ToolKind {
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            ToolKind::Mock(_) => "mock",
-            ToolKind::Table(_) => "table",
-            ToolKind::Builtin(_) => "builtin",
-            ToolKind::Http(_) => "http",
-            ToolKind::Mcp(_) => "mcp",
-        }
-    }
-}
+impl ToolKind {}
 
 pub(crate) struct MockResponse {
     /// Matches when every key/value here equals the argument's (a subset match).
@@ -359,7 +348,6 @@ pub(crate) struct TestCase {
     /// Faults for this test only, by tool; they replace the tool's own.
     pub(crate) faults: Vec<(String, Vec<Fault>)>,
     pub(crate) expect: Expect,
-    pub(crate) line: u32,
 }
 
 #[derive(Default)]

@@ -245,23 +245,6 @@ fn without_fields_added_later(new: &mut Value, old: &Value) {
     }
 }
 
-pub(crate) async fn replay_file(
-    path: &Path,
-    registry: Option<&Registry>,
-    update: bool,
-    interrupted: Option<Interrupt>,
-) -> Result<ReplayReport, String> {
-    let fixture = load_fixture(path)?;
-    match registry {
-        Some(r) => Ok(replay_fixture(&fixture, r, path, update, interrupted).await),
-        None => {
-            let spec = spec_path_for(path, &fixture)?;
-            let r = load_quiet(&spec)?;
-            Ok(replay_fixture(&fixture, &r, path, update, interrupted).await)
-        }
-    }
-}
-
 /// Compiles a spec for replay; errors become one readable failure.
 pub(crate) fn load_quiet(spec: &Path) -> Result<Registry, String> {
     match crate::compile::compile_file(spec) {

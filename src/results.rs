@@ -130,15 +130,7 @@ pub(crate) enum Outcome {
     Skipped,
 }
 
-impl Outcome {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Passed => "passed",
-            Outcome::Failed => "failed",
-            Outcome::Skipped => "skipped",
-        }
-    }
-}
+impl Outcome {}
 
 /// Where an attempt's model answers came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -571,11 +563,6 @@ impl TestResult {
     /// `passes / attempts`, or `None` when nothing ran.
     pub(crate) fn pass_rate(&self) -> Option<f64> {
         (!self.attempts.is_empty()).then(|| f64::from(self.passes) / self.attempts.len() as f64)
-    }
-
-    /// `spec::name`, as the human output and JUnit name the test.
-    pub(crate) fn id(&self) -> String {
-        format!("{}::{}", self.spec, self.name)
     }
 }
 

@@ -175,11 +175,6 @@ impl Templates {
         self.add_named(EXPR_PREFIX, &format!("{{{{ {expr} }}}}"))
     }
 
-    /// The text a template was compiled from (HTTP tools read the literal host of a URL).
-    pub(crate) fn source(&self, id: &TemplateId) -> Option<String> {
-        self.source_of(&id.0)
-    }
-
     fn source_of(&self, name: &str) -> Option<String> {
         self.env
             .get_template(name)

@@ -15,8 +15,11 @@ macro_rules! vocabulary {
         }
 
         impl $name {
+            // A vocabulary's whole API; not every enum uses every part.
+            #[allow(dead_code)]
             pub(crate) const ALL: &'static [$name] = &[$($name::$variant,)+];
             /// The words, in declaration order (for schemas and did-you-mean hints).
+            #[allow(dead_code)]
             pub(crate) const NAMES: &'static [&'static str] = &[$($text,)+];
 
             pub(crate) const fn as_str(self) -> &'static str {
@@ -25,6 +28,7 @@ macro_rules! vocabulary {
                 }
             }
 
+            #[allow(dead_code)]
             pub(crate) fn parse(s: &str) -> Option<$name> {
                 match s {
                     $($text => Some($name::$variant),)+

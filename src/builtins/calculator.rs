@@ -6,9 +6,6 @@
 use super::{clean_number, closest, round_significant, Args, BuiltinContext, BuiltinError};
 use serde_json::{json, Value};
 
-pub(super) const SUMMARY: &str =
-    "Evaluates an arithmetic expression exactly as written (no code execution) and returns the number.";
-
 const MAX_CHARS: usize = 10_000;
 const MAX_DEPTH: usize = 200;
 

@@ -14,9 +14,6 @@ use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
-pub(super) const SUMMARY: &str =
-    "Date and time utilities: current time, parsing, adding durations, formatting and differences (UTC, fixed offsets or IANA time zones).";
-
 const MS_PER_SEC: i64 = 1_000;
 const MS_PER_MIN: i64 = 60 * MS_PER_SEC;
 const MS_PER_HOUR: i64 = 60 * MS_PER_MIN;
@@ -339,10 +336,6 @@ fn parse_offset(text: &str) -> Option<i32> {
     }
     let total = hours * 60 + minutes;
     Some(if &caps[1] == "-" { -total } else { total })
-}
-
-fn format_offset(offset_min: i32, colon: bool) -> String {
-    format_offset_seconds(offset_min * 60, colon)
 }
 
 /// `+HH:MM`, with the seconds some historical offsets have (Paris kept +00:09:21 until 1911).
@@ -1256,8 +1249,8 @@ mod tests {
         assert_eq!(parse_offset("+24:00"), None);
         assert_eq!(parse_offset("+02:60"), None);
         assert_eq!(parse_offset("2"), None);
-        assert_eq!(format_offset(-330, true), "-05:30");
-        assert_eq!(format_offset(0, false), "+0000");
+        assert_eq!(format_offset_seconds(-330 * 60, true), "-05:30");
+        assert_eq!(format_offset_seconds(0, false), "+0000");
     }
 
     #[test]

@@ -3,9 +3,6 @@
 use super::{closest, json_type, Args, BuiltinContext, BuiltinError};
 use serde_json::{json, Value};
 
-pub(super) const SUMMARY: &str =
-    "Returns the part of a JSON document found at an RFC 6901 JSON Pointer such as /users/0/name.";
-
 pub(super) fn schema() -> Value {
     json!({
         "type": "object",

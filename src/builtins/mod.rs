@@ -87,8 +87,6 @@ pub struct BuiltinContext {
 #[derive(Debug, Clone, Copy)]
 pub struct BuiltinInfo {
     pub name: &'static str,
-    /// One sentence, usable as a default tool description.
-    pub(crate) summary: &'static str,
     /// JSON Schema (draft 2020-12 compatible) of the arguments object.
     pub input_schema: fn() -> Value,
 }
@@ -99,32 +97,26 @@ type Handler = fn(&Args<'_>, &BuiltinContext) -> Result<Value, BuiltinError>;
 static BUILTINS: [BuiltinInfo; 6] = [
     BuiltinInfo {
         name: "calculator",
-        summary: calculator::SUMMARY,
         input_schema: calculator::schema,
     },
     BuiltinInfo {
         name: "datetime",
-        summary: datetime::SUMMARY,
         input_schema: datetime::schema,
     },
     BuiltinInfo {
         name: "json_query",
-        summary: json_query::SUMMARY,
         input_schema: json_query::schema,
     },
     BuiltinInfo {
         name: "regex_match",
-        summary: regex_match::SUMMARY,
         input_schema: regex_match::schema,
     },
     BuiltinInfo {
         name: "text",
-        summary: text::SUMMARY,
         input_schema: text::schema,
     },
     BuiltinInfo {
         name: "unit_convert",
-        summary: unit_convert::SUMMARY,
         input_schema: unit_convert::schema,
     },
 ];
@@ -378,7 +370,6 @@ mod tests {
             for r in s["required"].as_array().into_iter().flatten() {
                 assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", b.name);
             }
-            assert!(!b.summary.is_empty());
         }
     }
 

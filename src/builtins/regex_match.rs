@@ -5,9 +5,6 @@ use super::{Args, BuiltinContext, BuiltinError};
 use regex::RegexBuilder;
 use serde_json::{json, Map, Value};
 
-pub(super) const SUMMARY: &str =
-    "Searches text with a regular expression and returns whether it matched, the matches and the capture groups.";
-
 const MAX_PATTERN_CHARS: usize = 2_000;
 const MAX_TEXT_BYTES: usize = 1 << 20;
 /// Compiled-program budget; keeps a pattern like `\w{1000}{1000}` from allocating gigabytes.

@@ -4,9 +4,6 @@
 use super::{did_you_mean, Args, BuiltinContext, BuiltinError};
 use serde_json::{json, Value};
 
-pub(super) const SUMMARY: &str =
-    "String utilities: length, upper, lower, trim, split, replace, contains and word_count.";
-
 const OPERATIONS: &[&str] = &[
     "length",
     "upper",

@@ -3,9 +3,6 @@
 use super::{clean_number, closest, Args, BuiltinContext, BuiltinError};
 use serde_json::{json, Value};
 
-pub(super) const SUMMARY: &str =
-    "Converts a value between units of length, mass, temperature, time, speed, data size or volume and returns the number.";
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dimension {
     Length,

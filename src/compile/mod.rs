@@ -236,7 +236,6 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         description,
         system,
         spec_path: path.to_path_buf(),
-        spec_dir: ctx.spec_dir.clone(),
         spec_sha256: sha,
         tools,
         secrets: ctx.secrets.keys().cloned().collect(),

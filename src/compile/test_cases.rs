@@ -113,7 +113,6 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
             approve: approve.into_iter().map(|a| a.value).collect(),
             faults,
             expect,
-            line: item.span.line,
         });
     }
     out

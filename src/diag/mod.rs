@@ -79,10 +79,6 @@ impl Diagnostic {
         self.span = Some(span);
         self
     }
-    pub(crate) fn at_opt(mut self, span: Option<Span>) -> Self {
-        self.span = span;
-        self
-    }
     pub(crate) fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
@@ -123,12 +119,6 @@ impl Diagnostics {
     }
     pub(crate) fn has_errors(&self) -> bool {
         self.items.iter().any(Diagnostic::is_error)
-    }
-    pub(crate) fn error_count(&self) -> usize {
-        self.items.iter().filter(|d| d.is_error()).count()
-    }
-    pub(crate) fn warning_count(&self) -> usize {
-        self.items.len() - self.error_count()
     }
     /// Source order, then code: output is stable for snapshots and code review.
     pub(crate) fn sort(&mut self) {

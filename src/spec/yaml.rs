@@ -62,6 +62,7 @@ impl Node {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn key_span(&self, key: &str) -> Option<Span> {
         match &self.value {
             Value::Map(entries) => entries

@@ -45,7 +45,6 @@ pub(crate) enum Plan {
 /// One attempt, judged, and the trace it was judged on.
 pub(crate) struct AttemptRun {
     pub(crate) attempt: Attempt,
-    pub(crate) trace: Option<Trace>,
 }
 
 /// Written in `fixtures: DIR`, it stands for the model a test runs with: one recording per model.
@@ -135,7 +134,6 @@ pub(crate) async fn run_attempt(
     };
     let failed = |f: Failure| AttemptRun {
         attempt: Attempt::without_trace(number, source, f, crate::trace::millis(started.elapsed())),
-        trace: None,
     };
     let (trace, mut failures) = match plan {
         Plan::Fail(reason) => return failed(Failure::error(reason.clone())),
@@ -166,10 +164,7 @@ pub(crate) async fn run_attempt(
     if attempt.duration_ms == 0.0 {
         attempt.duration_ms = crate::trace::millis(started.elapsed());
     }
-    AttemptRun {
-        attempt,
-        trace: Some(trace),
-    }
+    AttemptRun { attempt }
 }
 
 /// A fixture-backed attempt: the replay must match the recording (divergences), and the
