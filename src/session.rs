@@ -96,21 +96,6 @@ pub(crate) fn warn_short_secrets(secrets: &Secrets) {
     }
 }
 
-/// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.
-pub(crate) fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
-    let system = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let text = fixed
-        .map(str::to_string)
-        .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()));
-    match text {
-        None => Ok(system),
-        Some(t) => crate::builtins::datetime::parse_clock(&t, system),
-    }
-}
-
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()

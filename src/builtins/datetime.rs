@@ -186,6 +186,21 @@ fn now(ctx: &BuiltinContext) -> Result<i64, BuiltinError> {
     }
 }
 
+/// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.
+pub(crate) fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
+    let system = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let text = fixed
+        .map(str::to_string)
+        .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()));
+    match text {
+        None => Ok(system),
+        Some(t) => parse_clock(&t, system),
+    }
+}
+
 /// `--now`, `TOOLRUN_NOW` and a test's `now:`: the forms `value` takes, read in UTC, with `now`
 /// meaning `system_now_ms`.
 pub(crate) fn parse_clock(text: &str, system_now_ms: i64) -> Result<i64, String> {

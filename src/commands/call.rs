@@ -45,7 +45,7 @@ pub(crate) fn run(args: CallArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let now = match crate::session::now_unix_ms(args.now.as_deref()) {
+    let now = match crate::builtins::datetime::now_unix_ms(args.now.as_deref()) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("error: {e}");

@@ -22,7 +22,7 @@ pub(crate) fn run(args: RunArgs) -> i32 {
 fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let registry = super::load_registry(&args.spec)?;
     check_destinations(args)?;
-    let now = crate::session::now_unix_ms(args.now.as_deref()).map_err(usage)?;
+    let now = crate::builtins::datetime::now_unix_ms(args.now.as_deref()).map_err(usage)?;
     let mut prepared =
         crate::session::prepare(&registry, args.model.as_deref(), &args.query).map_err(usage)?;
     check_approvals(&registry, args)?;

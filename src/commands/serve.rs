@@ -56,7 +56,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
             ));
         }
     }
-    crate::session::now_unix_ms(args.now.as_deref())?;
+    crate::builtins::datetime::now_unix_ms(args.now.as_deref())?;
     // Checked before anything is bound: a bad flag never leaves a half-started server.
     let http = match &args.http {
         None => None,
@@ -212,7 +212,7 @@ fn write_session_fixture(
         &served.logged_calls(),
         tape.exchanges(),
         served.approvals.iter().cloned().collect(),
-        crate::session::now_unix_ms(served.now.as_deref()).unwrap_or(0),
+        crate::builtins::datetime::now_unix_ms(served.now.as_deref()).unwrap_or(0),
     );
     crate::replay::write_fixture(path, &fixture, &served.redactor)
 }

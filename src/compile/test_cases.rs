@@ -65,19 +65,20 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
         // A fixture not recorded yet is that test's state, not an error in the spec: every other
         // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
         let fixture_path = fixture.and_then(|f| fixture_path(&f, &name.value, ctx));
-        let now_unix_ms = obj.string("now", &mut ctx.d).and_then(|n| {
-            match crate::session::now_unix_ms(Some(&n.value)) {
-                Ok(ms) => Some(ms),
-                Err(e) => {
-                    ctx.d.push(
-                        Diagnostic::new("E007", format!("test `{}`: {e}", name.value))
-                            .at(n.span)
-                            .help("`now` is an RFC 3339 time, e.g. `2030-01-02T09:30:00Z`"),
-                    );
-                    None
-                }
-            }
-        });
+        let now_unix_ms =
+            obj.string("now", &mut ctx.d).and_then(
+                |n| match crate::builtins::datetime::now_unix_ms(Some(&n.value)) {
+                    Ok(ms) => Some(ms),
+                    Err(e) => {
+                        ctx.d.push(
+                            Diagnostic::new("E007", format!("test `{}`: {e}", name.value))
+                                .at(n.span)
+                                .help("`now` is an RFC 3339 time, e.g. `2030-01-02T09:30:00Z`"),
+                        );
+                        None
+                    }
+                },
+            );
         let approve = obj.string_list("approve", &mut ctx.d).unwrap_or_default();
         for a in &approve {
             if !ctx.tool_exists(&a.value) {

@@ -189,10 +189,12 @@ impl Session {
         let started = Instant::now();
         let now_unix_ms = match &origin {
             Origin::Recording { now_unix_ms, .. } => *now_unix_ms,
-            Origin::Client(_) => match crate::session::now_unix_ms(served.now.as_deref()) {
-                Ok(n) => n,
-                Err(e) => return error_result("execution_error", &e),
-            },
+            Origin::Client(_) => {
+                match crate::builtins::datetime::now_unix_ms(served.now.as_deref()) {
+                    Ok(n) => n,
+                    Err(e) => return error_result("execution_error", &e),
+                }
+            }
         };
         let mut outcome = self.attempt(name, &arguments, now_unix_ms, false).await;
         let mut confirmation = None;

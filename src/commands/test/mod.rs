@@ -47,8 +47,8 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         }
     }
     let cases = select::select(&registries, args.filter.as_deref(), partition).map_err(usage)?;
-    let now = crate::session::now_unix_ms(args.now.as_deref()).map_err(usage)?;
-    let started_ms = crate::session::now_unix_ms(None).unwrap_or(0);
+    let now = crate::builtins::datetime::now_unix_ms(args.now.as_deref()).map_err(usage)?;
+    let started_ms = crate::builtins::datetime::now_unix_ms(None).unwrap_or(0);
     let jobs = args.jobs.map(|j| j as usize).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
