@@ -204,18 +204,19 @@ fn entry(item: &Node, what: &str, ctx: &mut Ctx) -> Option<Entry> {
 /// The registry names an entry gives, read before any tool is compiled (so `policy` and tests
 /// can name them): `as:` or the remote name.
 pub(super) fn local_names(entry: &Node) -> Vec<String> {
-    let Some(Value::Seq(items)) = entry.get("tools").map(|n| &n.value) else {
+    let tools = Obj::peek(entry, keys::TOOL_MCP).and_then(|e| e.get("tools"));
+    let Some(Value::Seq(items)) = tools.map(|n| &n.value) else {
         return Vec::new();
     };
     items
         .iter()
         .filter_map(|item| match &item.value {
             Value::Str(s) => Some(s.clone()),
-            _ => item
-                .get("as")
-                .or_else(|| item.get("name"))
-                .and_then(Node::as_str)
-                .map(str::to_string),
+            _ => {
+                let item = Obj::peek(item, keys::MCP_TOOL)?;
+                let name = item.get("as").or_else(|| item.get("name"));
+                name.and_then(Node::as_str).map(str::to_string)
+            }
         })
         .collect()
 }

@@ -187,7 +187,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
             ctx.tool_names = obj
                 .entries
                 .iter()
-                .flat_map(|(k, v)| match v.get("kind").and_then(Node::as_str) {
+                .flat_map(|(k, v)| match tools::peek_kind(v) {
                     Some("mcp") => mcp_tools::local_names(v),
                     _ => vec![k.name.clone()],
                 })
@@ -196,7 +196,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     }
     let policy_node = top.get("policy");
     let confirm_list = policy_node
-        .and_then(|p| p.get("confirm"))
+        .and_then(|p| Obj::peek(p, keys::POLICY)?.get("confirm"))
         .and_then(|n| string_list(n, "confirm", &mut Diagnostics::default()))
         .unwrap_or_default();
     let tools = match tools_node {

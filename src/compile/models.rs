@@ -194,7 +194,7 @@ fn compile_scripted(
 fn warn_shadowed_scripts(items: &[Node], ctx: &mut Ctx) {
     let mut earlier: Vec<(Option<String>, Span)> = Vec::new();
     for item in items {
-        let when_node = item.get("when");
+        let when_node = Obj::peek(item, keys::SCRIPT).and_then(|s| s.get("when"));
         let when = when_node.and_then(|n| n.as_str()).map(str::to_string);
         let covering = earlier.iter().find(|(w, _)| w.is_none() || *w == when);
         if let Some((covering_when, covering_span)) = covering {

@@ -6,7 +6,7 @@ use crate::diag::{did_you_mean, Diagnostic};
 const JSON_TYPES: &[&str] = &[
     "object", "array", "string", "number", "integer", "boolean", "null",
 ];
-use crate::spec::read::expected;
+use crate::spec::read::{expected, Obj};
 use crate::spec::yaml::{Node, Value};
 use serde_json::json;
 
@@ -60,7 +60,8 @@ pub(super) fn compile_input_schema(
     match schema.get("type") {
         Some(serde_json::Value::String(t)) if t == "object" => {}
         other => {
-            let at = node.get("type").unwrap_or(node);
+            let at = Obj::peek_free(node).and_then(|n| n.get("type"));
+            let at = at.unwrap_or(node);
             let found = match other {
                 Some(serde_json::Value::String(t)) => format!("`type: {t}`"),
                 Some(t) => format!("`type: {t}`"),

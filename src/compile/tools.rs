@@ -1159,52 +1159,57 @@ pub(crate) fn check_hosts(tools_node: Option<&Node>, policy: &Policy, ctx: &mut 
         return;
     };
     for (name, tool) in tools {
-        if tool.get("kind").and_then(Node::as_str) == Some("mcp") {
-            check_mcp_host(&name.name, tool, policy, ctx);
-            continue;
-        }
-        if tool.get("kind").and_then(Node::as_str) != Some("http") {
-            continue;
-        }
-        let Some(url_node) = tool.get("request").and_then(|r| r.get("url")) else {
-            continue;
-        };
-        let Some(url) = url_node.as_str() else {
-            continue;
-        };
-        let shape = url_template::shape(url);
-        match shape {
-            url_template::Shape::Literal(Some(rule))
-                if !policy.allow_hosts.is_empty()
-                    && !policy
-                        .allow_hosts
-                        .iter()
-                        .any(|r| r.matches(&rule.host, rule.port.unwrap_or(0))) =>
-            {
-                let host = rule.host;
-                ctx.d.push(
-                    Diagnostic::new("E020", format!("tool `{}` calls host `{host}`, which `policy.network.allow_hosts` does not list", name.name))
-                        .at(url_node.span)
-                        .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
-                );
-            }
-            url_template::Shape::Secrets(_) | url_template::Shape::WholeArgument
-                if policy.allow_hosts.is_empty() =>
-            {
-                ctx.d.push(
-                    Diagnostic::new("E020", format!("tool `{}` lets a template choose the host", name.name))
-                        .at(url_node.span)
-                        .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
-                );
-            }
+        match peek_kind(tool) {
+            Some("mcp") => check_mcp_host(&name.name, tool, policy, ctx),
+            Some("http") => check_http_host(&name.name, tool, policy, ctx),
             _ => {}
         }
     }
 }
 
+/// A tool's `kind:`, read ahead of compiling the tool (which reports a missing or wrong one).
+pub(super) fn peek_kind(tool: &Node) -> Option<&str> {
+    Obj::peek(tool, keys::TOOL)?.get("kind")?.as_str()
+}
+
+/// An `http` tool's literal host must be allowed; a host chosen by a template must be listed.
+fn check_http_host(name: &str, tool: &Node, policy: &Policy, ctx: &mut Ctx) {
+    let request = Obj::peek(tool, keys::TOOL_HTTP).and_then(|t| t.get("request"));
+    let url_node = request.and_then(|r| Obj::peek(r, keys::REQUEST)?.get("url"));
+    let Some((url_node, url)) = url_node.and_then(|n| Some((n, n.as_str()?))) else {
+        return;
+    };
+    match url_template::shape(url) {
+        url_template::Shape::Literal(Some(rule))
+            if !policy.allow_hosts.is_empty()
+                && !policy
+                    .allow_hosts
+                    .iter()
+                    .any(|r| r.matches(&rule.host, rule.port.unwrap_or(0))) =>
+        {
+            let host = rule.host;
+            ctx.d.push(
+                Diagnostic::new("E020", format!("tool `{name}` calls host `{host}`, which `policy.network.allow_hosts` does not list"))
+                    .at(url_node.span)
+                    .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
+            );
+        }
+        url_template::Shape::Secrets(_) | url_template::Shape::WholeArgument
+            if policy.allow_hosts.is_empty() =>
+        {
+            ctx.d.push(
+                Diagnostic::new("E020", format!("tool `{name}` lets a template choose the host"))
+                    .at(url_node.span)
+                    .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
+            );
+        }
+        _ => {}
+    }
+}
+
 /// An `mcp` server's host obeys the same allow-list as an `http` tool's.
 fn check_mcp_host(name: &str, tool: &Node, policy: &Policy, ctx: &mut Ctx) {
-    let Some(url_node) = tool.get("url") else {
+    let Some(url_node) = Obj::peek(tool, keys::TOOL_MCP).and_then(|t| t.get("url")) else {
         return;
     };
     let Some(url) = url_node

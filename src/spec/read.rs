@@ -60,6 +60,21 @@ impl<'a> Obj<'a> {
         }
     }
 
+    /// `node` read as `place` without reporting anything: for a pass that looks ahead before the
+    /// place itself is compiled (and reported on), such as collecting tool names. `None` when
+    /// it is not a mapping.
+    pub(crate) fn peek(node: &'a Node, place: &'static Place) -> Option<Obj<'a>> {
+        let mut obj = Obj::peek_free(node)?;
+        obj.place = Some(place);
+        Some(obj)
+    }
+
+    /// A mapping whose keys the spec format does not declare (a JSON Schema), read without
+    /// reporting anything.
+    pub(crate) fn peek_free(node: &'a Node) -> Option<Obj<'a>> {
+        Obj::open(node, "", &mut Diagnostics::default())
+    }
+
     /// A mapping with free-form keys (tool names, model names, headers).
     pub(crate) fn open(node: &'a Node, what: &str, d: &mut Diagnostics) -> Option<Obj<'a>> {
         match &node.value {
