@@ -234,6 +234,28 @@ fn a_429_waits_for_retry_after() {
 }
 
 #[test]
+fn retry_after_takes_all_three_http_date_forms() {
+    // RFC 9110 §5.6.7: IMF-fixdate and the obsolete RFC 850 and asctime forms. A date in the
+    // past means "now", so each is understood as a 0 ms wait (a date not understood: no wait).
+    for date in [
+        "Sun, 06 Nov 1994 08:49:37 GMT",
+        "Sunday, 06-Nov-94 08:49:37 GMT",
+        "Sun Nov  6 08:49:37 1994",
+    ] {
+        let server = TestServer::start(move |_| {
+            Response::text(429, "slow down").header("Retry-After", date)
+        });
+        let tool = format!(
+            "request: {{ url: \"{}/limited\" }}\nretries: 0",
+            server.base_url()
+        );
+        let e = error(&one(&tool).run()).clone();
+        assert_eq!(e["kind"], "http_status", "{date}: {e}");
+        assert_eq!(e["details"]["retry_after_ms"], 0, "{date}: {e}");
+    }
+}
+
+#[test]
 fn a_failed_post_is_not_retried() {
     let server = TestServer::start(|_| Response::text(503, "unavailable"));
     let tool = format!(
