@@ -145,7 +145,9 @@ fn fields<const N: usize>(s: &str) -> Option<[&str; N]> {
 }
 
 fn digits<T: std::str::FromStr>(s: &str) -> Option<T> {
-    s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok())?
+    s.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| s.parse().ok())?
 }
 
 /// A UTC date and `HH:MM:SS` time as Unix seconds; a leap second (`:60`) reads as `:59`.
