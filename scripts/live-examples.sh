@@ -117,6 +117,15 @@ run claude_none_stream claude_none_stream --record "$work/claude_stream.fixture.
 expect claude_none_stream 't["status"] == "ok" and t["final_output"] and deltas.strip() == t["final_output"].strip()' "anthropic streamed none: text deltas make the answer"
 expect claude_none_stream 't["usage"]["output_tokens"] > 0' "anthropic streamed: usage from message_delta"
 
+# A reply cut at max_tokens: the partial text is kept for review, and not asked for again.
+requests='len([e for e in ev if e["event"] == "model_http_request"]) == 1'
+run local_cut local_cut
+expect local_cut 't["status"] == "needs_review" and t["stop_reason"] == "max_tokens" and t["final_output"] and "max_tokens" in t["error"]' "cut off (finish_reason: length): the partial answer, needs_review, stop max_tokens"
+expect local_cut "$requests" "cut off: one request, no retry"
+run claude_cut_stream claude_cut_stream
+expect claude_cut_stream 't["status"] == "needs_review" and t["stop_reason"] == "max_tokens" and t["final_output"] and deltas.strip() == t["final_output"].strip()' "anthropic streamed cut off (stop_reason: max_tokens): the streamed partial answer, needs_review"
+expect claude_cut_stream "$requests" "anthropic cut off: one request, no retry"
+
 run claude_forced_stream claude_forced_stream
 # The proxy sometimes streams a forced call as one empty text block (nothing from upstream):
 # then there is nothing to read, and the run says so; when tool_use blocks come, they must

@@ -250,7 +250,11 @@ impl<'a> Engine<'a> {
             format_version: crate::trace::FORMAT_VERSION,
             status: stop.reason.status(),
             stop_reason: stop.reason,
-            final_output: if stop.reason.status() == Status::Ok {
+            // A cut-off answer is kept for the person who reviews it; any other stop that is
+            // not a success has no answer to show.
+            final_output: if stop.reason.status() == Status::Ok
+                || stop.reason == StopReason::MaxTokens
+            {
                 st.final_output
             } else {
                 None
@@ -454,6 +458,18 @@ impl<'a> Engine<'a> {
                     });
                     st.final_output = Some(text);
                     return Stop::new(StopReason::Answer, None);
+                }
+                Decision::CutOff { text, reason } => {
+                    self.events.emit_with(
+                        "model_response",
+                        || json!({ "step": st.steps, "answer": text, "cut_off": reason }),
+                    );
+                    st.messages.push(Message::Assistant {
+                        content: Some(text.clone()),
+                        tool_calls: Vec::new(),
+                    });
+                    st.final_output = Some(text).filter(|t| !t.trim().is_empty());
+                    return Stop::new(StopReason::MaxTokens, reason);
                 }
                 Decision::Malformed { raw, reason } => {
                     self.events.emit_with(

@@ -78,6 +78,8 @@ vocabulary! {
         ModelError = "model_error",
         Interrupted = "interrupted",
         MaxTokensTotal = "max_tokens_total",
+        /// The model's reply was cut off at its `max_tokens`: the partial answer is kept.
+        MaxTokens = "max_tokens",
         RepeatedErrors = "repeated_errors",
         EmptyQuery = "empty_query",
         /// An MCP server's tools could not be listed, or differ from the spec.
@@ -96,6 +98,7 @@ impl StopReason {
             | StopReason::MaxToolCalls
             | StopReason::LoopDetected
             | StopReason::MaxTokensTotal
+            | StopReason::MaxTokens
             | StopReason::RepeatedErrors => Status::NeedsReview,
             StopReason::RunTimeout
             | StopReason::MalformedDecision

@@ -213,11 +213,52 @@ fn missing_key_variable_exits_2_before_any_request() {
     assert_eq!(fake.requests().len(), 0);
 }
 
+/// `stop_reason: max_tokens` on a text reply (the live `claude_none_stream` example): the
+/// partial answer is kept and the run needs review; asking again would be cut the same way.
 #[test]
-fn max_tokens_stop_is_malformed_then_recovers() {
+fn an_answer_cut_at_max_tokens_is_kept_and_needs_review() {
+    for (stream, reply) in [
+        (
+            "",
+            providers::anthropic_reply(
+                json!([{"type": "text", "text": "The price of AAPL is"}]),
+                "max_tokens",
+            ),
+        ),
+        (
+            "    stream: true",
+            providers::anthropic_stream_answer_ending("The price of AAPL is", "max_tokens"),
+        ),
+    ] {
+        let fake = Fake::anthropic(vec![reply]);
+        let spec = fake.spec_file(stream, "");
+        let out = run_json(&spec, Some(KEY), "AAPL?");
+        out.assert_code(3);
+        let trace = out.json();
+        assert_eq!(
+            (&trace["status"], &trace["stop_reason"]),
+            (&json!("needs_review"), &json!("max_tokens")),
+            "{out:?}"
+        );
+        assert_eq!(trace["final_output"], "The price of AAPL is");
+        let error = trace["error"].as_str().unwrap();
+        assert!(
+            error.contains("stop_reason: max_tokens") && error.contains("raise the model's `max_tokens`"),
+            "{error}"
+        );
+        assert_eq!(trace["tool_errors"], json!([]), "not a malformed decision");
+        assert!(trace["usage"]["output_tokens"].as_u64() > Some(0));
+        assert_eq!(fake.requests().len(), 1, "not asked again");
+    }
+}
+
+/// A `tool_use` cut off mid-input is malformed: fed back, and the model may recover.
+#[test]
+fn cut_off_tool_use_is_malformed_then_recovers() {
     let fake = Fake::anthropic(vec![
         providers::anthropic_reply(
-            json!([{"type": "text", "text": "The price of AAPL is"}]),
+            json!([{"type": "text", "text": "Looking it up."},
+                   {"type": "tool_use", "id": "toolu_1", "name": "get_stock_price", "input": {}}]),
             "max_tokens",
         ),
         providers::anthropic_answer("AAPL is 178.15."),
@@ -226,7 +267,7 @@ fn max_tokens_stop_is_malformed_then_recovers() {
     let out = run_json(&spec, Some(KEY), "AAPL?");
     out.assert_success();
     assert_eq!(providers::error_kinds(&out.json()), ["malformed_decision"]);
-    // The cut-off text and the correction alternate properly.
+    // The cut-off reply and the correction alternate properly.
     assert_eq!(fake.violations(), Vec::<String>::new());
     let msgs = fake.bodies()[1]["messages"].as_array().unwrap().clone();
     let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();

@@ -225,11 +225,70 @@ fn token_budget_stops_the_run() {
     assert_eq!(fake.requests().len(), 2);
 }
 
+/// `finish_reason: length` on a text reply: the same request would be cut at the same place, so
+/// the partial answer ends the run for a person (exit 3, stop reason `max_tokens`), streamed or not.
 #[test]
-fn cut_off_replies_are_malformed_twice_then_fail() {
+fn an_answer_cut_at_max_tokens_is_kept_and_needs_review() {
+    for (stream, reply) in [
+        (
+            "",
+            providers::openai_reply(
+                json!({"role": "assistant", "content": "The price of AAPL is", "refusal": null}),
+                "length",
+            ),
+        ),
+        (
+            "    stream: true",
+            providers::openai_stream_answer_ending("The price of AAPL is", "length"),
+        ),
+    ] {
+        let fake = Fake::openai(vec![reply]);
+        let spec = fake.spec_file(stream, "");
+        let out = run_json(&spec, Some(KEY), "AAPL?");
+        out.assert_code(3);
+        let trace = out.json();
+        assert_eq!(
+            (&trace["status"], &trace["stop_reason"]),
+            (&json!("needs_review"), &json!("max_tokens")),
+            "{out:?}"
+        );
+        assert_eq!(trace["final_output"], "The price of AAPL is");
+        let error = trace["error"].as_str().unwrap();
+        assert!(
+            error.contains("finish_reason: length") && error.contains("raise the model's `max_tokens`"),
+            "{error}"
+        );
+        assert_eq!(trace["tool_errors"], json!([]), "not a malformed decision");
+        assert_eq!(fake.requests().len(), 1, "not asked again");
+    }
+    {
+        // Without --json: the partial answer on stdout, why it needs review on stderr.
+        let fake = Fake::openai(vec![providers::openai_reply(
+            json!({"role": "assistant", "content": "The price of AAPL is", "refusal": null}),
+            "length",
+        )]);
+        let spec = fake.spec_file("", "");
+        let out = run(toolrun()
+            .env("TEST_KEY", KEY)
+            .args(["run"])
+            .arg(spec.path())
+            .args(["--query", "AAPL?"]));
+        out.assert_code(3);
+        assert_eq!(out.stdout, "The price of AAPL is\n");
+        assert!(
+            out.stderr.contains("run needs_review (max_tokens): the answer was cut off"),
+            "{out:?}"
+        );
+    }
+}
+
+/// Cut-off tool calls may hold truncated JSON: malformed, fed back, and twice in a row fails.
+#[test]
+fn cut_off_tool_calls_are_malformed_twice_then_fail() {
     let cut = || {
         providers::openai_reply(
-            json!({"role": "assistant", "content": "The price is", "refusal": null}),
+            json!({"role": "assistant", "content": null, "refusal": null,
+                   "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_stock_price", "arguments": "{\"tick"}}]}),
             "length",
         )
     };
@@ -239,8 +298,9 @@ fn cut_off_replies_are_malformed_twice_then_fail() {
     out.assert_code(1);
     let trace = out.json();
     assert_eq!(trace["stop_reason"], "malformed_decision");
+    let error = trace["error"].as_str().unwrap();
     assert!(
-        trace["error"].as_str().unwrap().contains("max_tokens"),
+        error.contains("tool calls were cut off") && error.contains("max_tokens"),
         "{out:?}"
     );
     // The correction went back to a server that accepted it.

@@ -261,15 +261,16 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
 
     match stop {
         "max_tokens" | "model_context_window_exceeded" => {
-            let raw = if uses.is_empty() {
-                text
+            let with_calls: Vec<&Value> = if uses.is_empty() {
+                Vec::new()
             } else {
-                Value::Array(blocks.to_vec()).to_string()
+                blocks.iter().collect()
             };
-            return turn(Decision::Malformed {
-                raw,
-                reason: format!("the reply was cut off at the token limit (stop_reason: {stop}); raise the model's `max_tokens`"),
-            });
+            return turn(live::cut_off(
+                text,
+                &with_calls,
+                &format!("stop_reason: {stop}"),
+            ));
         }
         "refusal" => {
             return turn(Decision::Malformed {
@@ -525,17 +526,30 @@ models:
     }
 
     #[test]
+    fn an_answer_cut_at_the_token_limit_is_kept_not_retried() {
+        for stop in ["max_tokens", "model_context_window_exceeded"] {
+            let v = reply(json!([{"type": "text", "text": "The answer is"}]), stop);
+            let d = parse_response(&v, 1).unwrap().decision;
+            let Decision::CutOff { text, reason } = d else {
+                panic!("{d:?}")
+            };
+            assert_eq!(text, "The answer is");
+            assert!(reason.contains(&format!("stop_reason: {stop}")), "{reason}");
+        }
+    }
+
+    #[test]
     fn unusable_replies_are_malformed() {
         let reason = |v: Value| match parse_response(&v, 1).unwrap().decision {
             Decision::Malformed { raw, reason } => (raw, reason),
             d => panic!("{d:?}"),
         };
         let (raw, r) = reason(reply(
-            json!([{"type": "text", "text": "The answer is"}]),
+            json!([{"type": "text", "text": "Let me look"}, {"type": "tool_use", "id": "t", "name": "p", "input": {}}]),
             "max_tokens",
         ));
-        assert_eq!(raw, "The answer is");
-        assert!(r.contains("max_tokens"));
+        assert!(raw.contains("Let me look") && raw.contains("tool_use"), "{raw}");
+        assert!(r.contains("tool calls") && r.contains("max_tokens"), "{r}");
         assert!(reason(reply(json!([]), "refusal")).1.contains("refused"));
         assert!(reason(reply(json!([]), "end_turn"))
             .1

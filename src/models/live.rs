@@ -465,6 +465,24 @@ pub(crate) fn snippet(text: &str) -> String {
     }
 }
 
+/// A reply the provider stopped at the token limit (`why` names its field). Text alone is an
+/// answer that ends early; a reply with tool calls is malformed, as their arguments may be
+/// truncated JSON (`with_calls` is what the trace keeps of it).
+pub(crate) fn cut_off(text: String, with_calls: &[&Value], why: &str) -> super::Decision {
+    let limit = format!("cut off at the model's token limit ({why}); raise the model's `max_tokens`");
+    if with_calls.is_empty() {
+        super::Decision::CutOff {
+            text,
+            reason: format!("the answer was {limit}"),
+        }
+    } else {
+        super::Decision::Malformed {
+            raw: Value::Array(with_calls.iter().map(|v| (*v).clone()).collect()).to_string(),
+            reason: format!("the tool calls were {limit}"),
+        }
+    }
+}
+
 /// Errors name the model and provider, and never carry the key, even when a server echoes it.
 fn error(
     ep: &Endpoint<'_>,

@@ -55,6 +55,13 @@ pub(crate) enum Decision {
         text: Option<String>,
         calls: Vec<ProposedCall>,
     },
+    /// A text reply the provider cut off at the model's `max_tokens` (OpenAI `finish_reason:
+    /// length`, Anthropic `stop_reason: max_tokens`). Not malformed: asking again sends the same
+    /// request, which is cut at the same place; the partial text ends the run for review.
+    CutOff {
+        text: String,
+        reason: String,
+    },
     /// Not a usable decision: kept verbatim for the trace.
     Malformed {
         raw: String,

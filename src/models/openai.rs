@@ -225,17 +225,13 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
     }
 
     match finish {
-        // Cut off: tool-call arguments may be truncated JSON, and an answer is incomplete.
+        // Cut off: an answer is incomplete, and tool-call arguments may be truncated JSON.
         "length" => {
-            let raw = if raw_calls.is_empty() {
-                text.unwrap_or_default()
-            } else {
-                Value::Array(raw_calls.into_iter().cloned().collect()).to_string()
-            };
-            return turn(Decision::Malformed {
-                raw,
-                reason: "the reply was cut off at the token limit (finish_reason: length); raise the model's `max_tokens`".into(),
-            });
+            return turn(live::cut_off(
+                text.unwrap_or_default(),
+                &raw_calls,
+                "finish_reason: length",
+            ));
         }
         "content_filter" => {
             return turn(Decision::Malformed {
@@ -570,22 +566,32 @@ models:
     }
 
     #[test]
+    fn an_answer_cut_at_the_token_limit_is_kept_not_retried() {
+        let d = parse_response(
+            &reply(json!({"content": "The answer is 4", "refusal": null}), "length"),
+            1,
+        )
+        .unwrap()
+        .decision;
+        let Decision::CutOff { text, reason } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(text, "The answer is 4");
+        assert!(reason.contains("finish_reason: length") && reason.contains("`max_tokens`"));
+    }
+
+    #[test]
     fn unusable_replies_are_malformed_with_their_raw_text() {
         let malformed = |v: Value| match parse_response(&v, 1).unwrap().decision {
             Decision::Malformed { raw, reason } => (raw, reason),
             d => panic!("expected malformed, got {d:?}"),
         };
         let (raw, reason) = malformed(reply(
-            json!({"content": "The answer is 4", "refusal": null}),
-            "length",
-        ));
-        assert_eq!(raw, "The answer is 4");
-        assert!(reason.contains("max_tokens"), "{reason}");
-        let (raw, _) = malformed(reply(
             json!({"content": null, "tool_calls": [{"id": "a", "function": {"name": "p", "arguments": "{\"t\":"}}]}),
             "length",
         ));
         assert!(raw.contains("{\\\"t\\\":"), "{raw}");
+        assert!(reason.contains("tool calls") && reason.contains("max_tokens"), "{reason}");
         let (raw, reason) = malformed(reply(
             json!({"content": null, "refusal": "I can't help with that."}),
             "stop",

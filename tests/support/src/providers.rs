@@ -311,6 +311,11 @@ fn openai_usage_chunk() -> (Option<&'static str>, Value) {
 
 /// [`openai_answer`] streamed: the text in pieces of a few characters, then the usage chunk.
 pub fn openai_stream_answer(text: &str) -> Response {
+    openai_stream_answer_ending(text, "stop")
+}
+
+/// [`openai_stream_answer`] with this `finish_reason` (`length`: cut off at `max_tokens`).
+pub fn openai_stream_answer_ending(text: &str, finish_reason: &str) -> Response {
     let mut events = vec![openai_chunk(
         json!({"role": "assistant", "content": ""}),
         Value::Null,
@@ -322,7 +327,7 @@ pub fn openai_stream_answer(text: &str) -> Response {
             Value::Null,
         ));
     }
-    events.push(openai_chunk(json!({}), json!("stop")));
+    events.push(openai_chunk(json!({}), json!(finish_reason)));
     events.push(openai_usage_chunk());
     sse(&events, true)
 }
@@ -370,6 +375,11 @@ fn anthropic_end(events: &mut Vec<(Option<&'static str>, Value)>, stop: &str) {
 
 /// [`anthropic_answer`] streamed: text deltas of a few characters, a ping among them.
 pub fn anthropic_stream_answer(text: &str) -> Response {
+    anthropic_stream_answer_ending(text, "end_turn")
+}
+
+/// [`anthropic_stream_answer`] with this `stop_reason` (`max_tokens`: cut off).
+pub fn anthropic_stream_answer_ending(text: &str, stop_reason: &str) -> Response {
     let mut events = anthropic_start();
     events.push((
         Some("content_block_start"),
@@ -387,7 +397,7 @@ pub fn anthropic_stream_answer(text: &str) -> Response {
         Some("content_block_stop"),
         json!({"type": "content_block_stop", "index": 0}),
     ));
-    anthropic_end(&mut events, "end_turn");
+    anthropic_end(&mut events, stop_reason);
     sse(&events, false)
 }
 
