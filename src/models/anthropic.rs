@@ -548,7 +548,10 @@ models:
             json!([{"type": "text", "text": "Let me look"}, {"type": "tool_use", "id": "t", "name": "p", "input": {}}]),
             "max_tokens",
         ));
-        assert!(raw.contains("Let me look") && raw.contains("tool_use"), "{raw}");
+        assert!(
+            raw.contains("Let me look") && raw.contains("tool_use"),
+            "{raw}"
+        );
         assert!(r.contains("tool calls") && r.contains("max_tokens"), "{r}");
         assert!(reason(reply(json!([]), "refusal")).1.contains("refused"));
         assert!(reason(reply(json!([]), "end_turn"))

@@ -469,7 +469,8 @@ pub(crate) fn snippet(text: &str) -> String {
 /// answer that ends early; a reply with tool calls is malformed, as their arguments may be
 /// truncated JSON (`with_calls` is what the trace keeps of it).
 pub(crate) fn cut_off(text: String, with_calls: &[&Value], why: &str) -> super::Decision {
-    let limit = format!("cut off at the model's token limit ({why}); raise the model's `max_tokens`");
+    let limit =
+        format!("cut off at the model's token limit ({why}); raise the model's `max_tokens`");
     if with_calls.is_empty() {
         super::Decision::CutOff {
             text,

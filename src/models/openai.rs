@@ -568,7 +568,10 @@ models:
     #[test]
     fn an_answer_cut_at_the_token_limit_is_kept_not_retried() {
         let d = parse_response(
-            &reply(json!({"content": "The answer is 4", "refusal": null}), "length"),
+            &reply(
+                json!({"content": "The answer is 4", "refusal": null}),
+                "length",
+            ),
             1,
         )
         .unwrap()
@@ -591,7 +594,10 @@ models:
             "length",
         ));
         assert!(raw.contains("{\\\"t\\\":"), "{raw}");
-        assert!(reason.contains("tool calls") && reason.contains("max_tokens"), "{reason}");
+        assert!(
+            reason.contains("tool calls") && reason.contains("max_tokens"),
+            "{reason}"
+        );
         let (raw, reason) = malformed(reply(
             json!({"content": null, "refusal": "I can't help with that."}),
             "stop",

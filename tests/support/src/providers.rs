@@ -978,6 +978,28 @@ pub fn check_anthropic_body(body: &Value) -> Check {
 // Specs
 // ---------------------------------------------------------------------------------------
 
+/// Checks a run against `fake` ended as a text answer cut off at `max_tokens` does: exit 3,
+/// `needs_review`, stop reason `max_tokens`, the partial text `answer` kept, the provider's
+/// field (`why`) named with the fix, one request, no retry.
+pub fn assert_cut_off_answer(out: &crate::Output, fake: &Fake, answer: &str, why: &str) {
+    out.assert_code(3);
+    let trace = out.json();
+    assert_eq!(
+        (&trace["status"], &trace["stop_reason"]),
+        (&json!("needs_review"), &json!("max_tokens")),
+        "{out:?}"
+    );
+    assert_eq!(trace["final_output"], answer);
+    let error = trace["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(why) && error.contains("raise the model's `max_tokens`"),
+        "{error}"
+    );
+    assert_eq!(trace["tool_errors"], json!([]), "not a malformed decision");
+    assert!(trace["usage"]["output_tokens"].as_u64() > Some(0));
+    assert_eq!(fake.requests().len(), 1, "not asked again");
+}
+
 /// The `kind` of each of a trace's tool errors, in order.
 pub fn error_kinds(trace: &Value) -> Vec<String> {
     trace["tool_errors"]
