@@ -246,6 +246,7 @@ impl<'a> Engine<'a> {
                 _ = interrupted => Stop::new(StopReason::Interrupted, "the run was interrupted".to_string()),
             }
         };
+        tools::mcp::end_all(&self.tool_env(&opts, "")).await;
         let trace = Trace {
             format_version: crate::trace::FORMAT_VERSION,
             status: stop.reason.status(),
@@ -291,8 +292,11 @@ impl<'a> Engine<'a> {
         arguments: Value,
         opts: RunOptions<'_>,
     ) -> CallOutcome {
-        self.call_in_session(&mut CallSession::default(), name, arguments, &opts)
-            .await
+        let outcome = self
+            .call_in_session(&mut CallSession::default(), name, arguments, &opts)
+            .await;
+        tools::mcp::end_all(&self.tool_env(&opts, "")).await;
+        outcome
     }
 
     /// Like [`Engine::call_tool`], counting limits and loops across the calls of one session

@@ -232,6 +232,23 @@ impl Transport {
         result
     }
 
+    /// A request that changes nothing a run observes (ending a protocol session): sent live
+    /// or while recording, never recorded, and not sent at all in a replay (`None`), which has
+    /// no server to tell. Fixtures recorded before such a request existed replay unchanged.
+    pub(crate) async fn send_unrecorded(
+        &self,
+        purpose: Purpose<'_>,
+        req: &HttpRequest,
+        opts: SendOptions<'_>,
+    ) -> Option<Result<HttpResponse, NetError>> {
+        if !self.may_go_live() {
+            return None;
+        }
+        let max = opts.max_bytes;
+        let result = self.send_live(purpose, req, opts).await;
+        Some(masked(result, &self.redactor(), max))
+    }
+
     /// Built on first use: a run with only mock tools never pays for TLS set-up.
     fn client(&self) -> Result<&reqwest::Client, NetError> {
         self.client

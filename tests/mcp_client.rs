@@ -23,10 +23,16 @@ struct NotesServer {
 
 impl NotesServer {
     fn start(dir: &Path) -> NotesServer {
+        NotesServer::start_with(dir, &[])
+    }
+
+    /// With these environment variables (`NOTES_REFUSE_DELETE`, `NOTES_ANNOTATED`).
+    fn start_with(dir: &Path, env: &[(&str, &str)]) -> NotesServer {
         let headers_log = dir.join("headers.jsonl");
         let mut child = Command::new(python::python())
             .arg(python::script("notes_server.py"))
             .arg(&headers_log)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -51,10 +57,18 @@ impl NotesServer {
 
     /// The headers of every request the server received, in order.
     fn received(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .map(|r| r["headers"].clone())
+            .collect()
+    }
+
+    /// `{method, path, headers, status}` of every request the server answered, in order.
+    fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.headers_log)
             .unwrap_or_default()
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("json line")["headers"].clone())
+            .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
             .collect()
     }
 }
@@ -448,4 +462,125 @@ fn serve_offers_remote_tools_with_their_servers_definitions() {
         doc["calls"][0]["structuredContent"]["hits"][0]["title"],
         "groceries"
     );
+    // When its client goes, `serve` ends its own session with the notes server.
+    let log = server.requests();
+    assert_eq!(
+        log.last().map(|r| (&r["method"], &r["status"])),
+        Some((&json!("DELETE"), &json!(200))),
+        "{log:#?}"
+    );
+}
+
+/// The lines of an `--events` file that are `mcp_session_ended` events.
+fn session_ends(events: &Path) -> Vec<Value> {
+    std::fs::read_to_string(events)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "mcp_session_ended")
+        .collect()
+}
+
+#[test]
+fn the_session_ends_with_a_delete_when_the_run_ends_and_a_refusal_is_tolerated() {
+    let dir = support::temp_dir("mcp-client-delete");
+    let server = NotesServer::start(&dir);
+    let one_call = "          - tool_calls: [{ name: search_notes, arguments: { query: milk } }]\n          - answer: done";
+    let spec_path = write(
+        &dir,
+        "one.yaml",
+        &spec(&server.url(), "      - search_notes", one_call),
+    );
+    let events = dir.join("events.jsonl");
+    let fixture = dir.join("one.json");
+    let out = run_notes(
+        &spec_path,
+        &[
+            "--events",
+            events.to_str().unwrap(),
+            "--record",
+            fixture.to_str().unwrap(),
+        ],
+    );
+    out.assert_success();
+    let log = server.requests();
+    let methods: Vec<&str> = log.iter().map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        methods,
+        ["POST", "POST", "POST", "POST", "DELETE"],
+        "{log:#?}"
+    );
+    // The DELETE names the session every request after `initialize` carried, with the spec's
+    // headers, and the SDK's session manager ended it (200).
+    let end = &log[4];
+    let id = end["headers"]["mcp-session-id"]
+        .as_str()
+        .expect("a session id");
+    assert!(log[1..4]
+        .iter()
+        .all(|r| r["headers"]["mcp-session-id"] == id));
+    assert_eq!(end["headers"]["x-api-key"], SECRET);
+    assert_eq!(end["status"], 200, "{end:#}");
+    assert_eq!(
+        session_ends(&events),
+        [json!({ "event": "mcp_session_ended", "server": "notes", "status": 200 })]
+    );
+    // Ending a session is not part of what a run did: the fixture holds no DELETE, and its
+    // replay sends none (nothing listens any more).
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    assert!(!text.contains("DELETE"), "{text}");
+    drop(server);
+    run(toolrun().arg("replay").arg(&fixture)).assert_success();
+
+    // `toolrun call` ends its session too.
+    let call_dir = support::temp_dir("mcp-client-delete-call");
+    let server = NotesServer::start(&call_dir);
+    let spec_path = write(
+        &dir,
+        "call.yaml",
+        &spec(&server.url(), "      - search_notes", one_call),
+    );
+    let out = run(toolrun()
+        .env("NOTES_KEY", SECRET)
+        .arg("call")
+        .arg(&spec_path)
+        .arg("search_notes")
+        .args(["--args", r#"{"query": "milk"}"#]));
+    out.assert_success();
+    let log = server.requests();
+    assert_eq!(
+        log.last().map(|r| (&r["method"], &r["status"])),
+        Some((&json!("DELETE"), &json!(200))),
+        "{log:#?}"
+    );
+    drop(server);
+
+    // A server that does not let clients end sessions answers 405: the run is unaffected.
+    let refusing_dir = support::temp_dir("mcp-client-delete-405");
+    let refusing = NotesServer::start_with(&refusing_dir, &[("NOTES_REFUSE_DELETE", "1")]);
+    let spec_path = write(
+        &dir,
+        "refusing.yaml",
+        &spec(&refusing.url(), "      - search_notes", one_call),
+    );
+    let events = dir.join("refusing-events.jsonl");
+    let out = run_notes(
+        &spec_path,
+        &["--json", "--events", events.to_str().unwrap()],
+    );
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "done");
+    assert_eq!(out.stderr, "", "a refused DELETE is not worth a word");
+    let log = refusing.requests();
+    assert_eq!(
+        log.last().map(|r| (&r["method"], &r["status"])),
+        Some((&json!("DELETE"), &json!(405)))
+    );
+    let ended = session_ends(&events);
+    assert_eq!(ended.len(), 1, "{ended:#?}");
+    assert_eq!(ended[0]["status"], 405);
+    assert!(ended[0]["note"]
+        .as_str()
+        .unwrap()
+        .contains("does not let clients end sessions"));
 }

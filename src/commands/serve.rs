@@ -28,7 +28,18 @@ async fn connect_remote(
     events: &Events,
     secrets: &Secrets,
 ) -> Result<(), String> {
-    let env = crate::tools::ToolEnv {
+    transport.mask_with(&secrets.redactor());
+    crate::tools::mcp::connect_all(&remote_env(registry, transport, events, secrets)).await
+}
+
+/// What talking to remote MCP servers outside any call needs (connecting, ending sessions).
+fn remote_env<'a>(
+    registry: &'a crate::registry::Registry,
+    transport: &'a Transport,
+    events: &'a Events,
+    secrets: &'a Secrets,
+) -> crate::tools::ToolEnv<'a> {
+    crate::tools::ToolEnv {
         registry,
         secrets,
         transport,
@@ -36,9 +47,7 @@ async fn connect_remote(
         query: "",
         now_unix_ms: 0,
         call_id: "",
-    };
-    transport.mask_with(&secrets.redactor());
-    crate::tools::mcp::connect_all(&env).await
+    }
 }
 
 fn serve(args: ServeArgs) -> Result<i32, String> {
@@ -141,6 +150,14 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
             }
         }
     });
+    // The sessions this one opened with remote MCP servers end with it.
+    let s = &*served;
+    rt.block_on(crate::tools::mcp::end_all(&remote_env(
+        &s.registry,
+        &s.transport,
+        &s.events,
+        &s.secrets,
+    )));
     // Whatever ended the session, what was recorded is written.
     if let (Some(path), Some(tape)) = (&args.record, &tape) {
         write_session_fixture(path, &args.spec, &served, tape)?;

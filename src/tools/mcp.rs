@@ -26,6 +26,8 @@ const MAX_BYTES: u64 = 4 << 20;
 /// `tools/list` pages followed before giving up on a server that never stops paginating.
 const MAX_PAGES: usize = 100;
 const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
+/// Longest wait for a server to acknowledge the end of a session: the run is already over.
+const END_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One server's MCP session within a run (kept by the transport, so each run has its own).
 #[derive(Default)]
@@ -95,6 +97,80 @@ pub(crate) async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Ends the run's session with every MCP server it connected to, as the streamable HTTP
+/// transport asks of a client that no longer needs one: an HTTP DELETE carrying the
+/// `Mcp-Session-Id`, so the server can free it now rather than when it expires. Best effort: a
+/// server may refuse with 405 (it does not let clients end sessions), and no answer changes
+/// how the run ended; each outcome is an `mcp_session_ended` event.
+pub(crate) async fn end_all(env: &ToolEnv<'_>) {
+    let mut seen: Vec<&str> = Vec::new();
+    for tool in env.registry.tools.iter() {
+        let ToolKind::Mcp(m) = &tool.kind else {
+            continue;
+        };
+        if seen.contains(&m.server.name.as_str()) {
+            continue;
+        }
+        seen.push(&m.server.name);
+        let session = env.transport.session::<Session>(&m.server.name);
+        // Taken: a later call on this transport (a served session) connects afresh.
+        let Some(conn) = session.conn.lock().await.take() else {
+            continue;
+        };
+        if conn.session_id.is_none() {
+            continue; // a stateless server: there is nothing to end
+        }
+        end_session(&m.server, &conn, env).await;
+    }
+}
+
+async fn end_session(server: &McpServer, conn: &Connected, env: &ToolEnv<'_>) {
+    let rpc = Rpc {
+        server,
+        env,
+        conn: Some(conn),
+        timeout: server.timeout.min(END_TIMEOUT),
+    };
+    let req = match rpc.build("DELETE", None).await {
+        Ok(r) => r,
+        Err(e) => {
+            env.events.emit_with(
+                "mcp_session_ended",
+                || json!({ "server": server.name, "error": e.message }),
+            );
+            return;
+        }
+    };
+    let opts = SendOptions {
+        timeout: rpc.timeout,
+        max_bytes: 64 << 10,
+        progress: None,
+        on_chunk: None,
+        reshape: None,
+    };
+    let Some(sent) = env
+        .transport
+        .send_unrecorded(Purpose::Mcp(&server.name), &req, opts)
+        .await
+    else {
+        return;
+    };
+    let outcome = match sent {
+        Ok(r) if (200..300).contains(&r.status) => json!({ "status": r.status }),
+        // The spec's answer for "clients may not end sessions here": the server lets it expire.
+        Ok(r) if r.status == 405 => {
+            json!({ "status": 405, "note": "the server does not let clients end sessions" })
+        }
+        Ok(r) => json!({ "status": r.status, "error": excerpt(&r.body) }),
+        Err(e) => json!({ "error": rpc.net_error("DELETE", e).message }),
+    };
+    env.events.emit_with("mcp_session_ended", || {
+        let mut o = outcome;
+        o["server"] = json!(server.name);
+        o
+    });
 }
 
 /// The run's session with `server`, made on first use: `initialize`, the `initialized`
@@ -414,7 +490,7 @@ impl Rpc<'_, '_> {
     }
 
     async fn post(&self, method: &str, body: &Value) -> Result<HttpResponse, ToolError> {
-        let req = self.build(body).await?;
+        let req = self.build("POST", Some(body)).await?;
         let opts = SendOptions {
             timeout: self.timeout,
             max_bytes: MAX_BYTES,
@@ -455,15 +531,17 @@ impl Rpc<'_, '_> {
         Ok(resp)
     }
 
-    async fn build(&self, body: &Value) -> Result<HttpRequest, ToolError> {
+    async fn build(&self, method: &str, body: Option<&Value>) -> Result<HttpRequest, ToolError> {
         let mut headers = vec![
-            ("Content-Type".to_string(), "application/json".to_string()),
             (
                 "Accept".to_string(),
                 "application/json, text/event-stream".to_string(),
             ),
             ("User-Agent".to_string(), USER_AGENT.to_string()),
         ];
+        if body.is_some() {
+            headers.insert(0, ("Content-Type".into(), "application/json".into()));
+        }
         if let Some(c) = self.conn {
             headers.push(("MCP-Protocol-Version".into(), c.protocol.clone()));
             if let Some(id) = &c.session_id {
@@ -500,10 +578,10 @@ impl Rpc<'_, '_> {
             headers.push((name.clone(), value));
         }
         Ok(HttpRequest {
-            method: "POST".into(),
+            method: method.into(),
             url: self.server.url.clone(),
             headers,
-            body: Some(body.to_string().into_bytes()),
+            body: body.map(|b| b.to_string().into_bytes()),
         })
     }
 

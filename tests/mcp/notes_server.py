@@ -2,12 +2,16 @@
 FastMCP before 2.0), which `kind: mcp` tools are tested against: a server toolrun did not write.
 
 usage: notes_server.py HEADERS_LOG [PORT]
-Binds 127.0.0.1 on PORT (default: a free port) and prints the port as its first line of stdout. The headers of
-every HTTP request it receives are appended to HEADERS_LOG, one JSON object per line, so a test
-can check what reached the server (a secret header) without the server echoing it anywhere.
+Binds 127.0.0.1 on PORT (default: a free port) and prints the port as its first line of stdout. The
+method, path, headers and response status of every HTTP request it receives are appended to
+HEADERS_LOG, one JSON object per line, so a test can check what reached the server (a secret
+header, the DELETE that ends a session) without the server echoing it anywhere.
+With NOTES_REFUSE_DELETE=1 in the environment it answers DELETE with 405, as a server that does
+not let clients end their sessions may. NOTES_ANNOTATED=1 adds tools carrying annotations.
 """
 
 import json
+import os
 import socket
 import sys
 
@@ -67,12 +71,27 @@ def main():
     log_path = sys.argv[1]
     app = server.streamable_http_app()
 
+    refuse_delete = os.environ.get("NOTES_REFUSE_DELETE") == "1"
+
     async def logged(scope, receive, send):
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"path": scope["path"], "headers": headers}) + "\n")
-        await app(scope, receive, send)
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+
+        # Logged before the status goes out: once a client has its answer, the line is there.
+        async def noted(message):
+            if message["type"] == "http.response.start":
+                entry = {"method": scope["method"], "path": scope["path"], "headers": headers}
+                with open(log_path, "a", encoding="utf-8") as log:
+                    log.write(json.dumps({**entry, "status": message["status"]}) + "\n")
+            await send(message)
+
+        if refuse_delete and scope["method"] == "DELETE":
+            await noted({"type": "http.response.start", "status": 405, "headers": [(b"allow", b"GET, POST")]})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await app(scope, receive, noted)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 else 0))
