@@ -675,3 +675,43 @@ fn a_successful_call_shows_method_url_and_status_with_secrets_masked() {
     assert_eq!(trace["tool_results"][0]["http"]["attempts"], 2, "{trace:#}");
     assert_eq!(trace["tool_results"][0]["http"]["status"], 200);
 }
+
+#[test]
+fn the_trace_shows_the_method_sent_after_a_redirect() {
+    let server = TestServer::start(|req| match req.path.as_str() {
+        "/see-other" => Response::redirect(303, "/done"),
+        "/found" => Response::redirect(302, "/done"),
+        "/temporary" => Response::redirect(307, "/done"),
+        _ => Response::json(200, json!(req.method)),
+    });
+    // 303 always, and 302 after a POST, make the next request a GET; 307 repeats the POST.
+    for (path, sent) in [
+        ("see-other", "GET"),
+        ("found", "GET"),
+        ("temporary", "POST"),
+    ] {
+        let tool = format!(
+            "request: {{ method: POST, url: \"{}/{path}\", body: {{ a: 1 }} }}",
+            server.base_url()
+        );
+        let trace = one(&tool).run();
+        assert_eq!(result(&trace), &json!(sent), "{path}");
+        assert_eq!(
+            trace["tool_results"][0]["http"],
+            json!({"method": sent, "url": server.url("/done"), "status": 200, "redirects": 1}),
+            "{path}: {trace:#}"
+        );
+    }
+    // A failure after the redirect names the method that failed too.
+    let failing = TestServer::start(|req| match req.path.as_str() {
+        "/see-other" => Response::redirect(303, "/gone"),
+        _ => Response::text(404, "no such thing"),
+    });
+    let tool = format!(
+        "request: {{ method: POST, url: \"{}/see-other\", body: {{ a: 1 }} }}",
+        failing.base_url()
+    );
+    let e = error(&one(&tool).run()).clone();
+    assert_eq!(e["details"]["method"], "GET", "{e}");
+    assert!(e["message"].as_str().unwrap().starts_with("GET "), "{e}");
+}

@@ -308,12 +308,17 @@ struct Call<'a, 'e> {
 enum Outcome {
     Response {
         resp: HttpResponse,
+        /// The method of the request that got `resp`: a 303 (and a 301 or 302 after a POST)
+        /// turns the declared method into GET.
+        method: String,
         url: url::Url,
         redirects: u32,
         too_many_redirects: bool,
     },
     Net {
         error: NetError,
+        /// The method of the request that failed.
+        method: String,
         url: url::Url,
     },
     Denied {
@@ -387,12 +392,19 @@ impl Call<'_, '_> {
             if remaining.is_zero() {
                 return Outcome::Net {
                     error: NetError::Timeout,
+                    method: req.method,
                     url,
                 };
             }
             let resp = match self.send(&req, remaining).await {
                 Ok(r) => r,
-                Err(error) => return Outcome::Net { error, url },
+                Err(error) => {
+                    return Outcome::Net {
+                        error,
+                        method: req.method,
+                        url,
+                    }
+                }
             };
             let location = resp.header("location").map(str::to_string);
             let (true, Some(location)) =
@@ -400,6 +412,7 @@ impl Call<'_, '_> {
             else {
                 return Outcome::Response {
                     resp,
+                    method: req.method,
                     url,
                     redirects,
                     too_many_redirects: false,
@@ -409,6 +422,7 @@ impl Call<'_, '_> {
                 let too_many = self.http.max_redirects > 0;
                 return Outcome::Response {
                     resp,
+                    method: req.method,
                     url,
                     redirects,
                     too_many_redirects: too_many,
@@ -417,6 +431,7 @@ impl Call<'_, '_> {
             let Ok(next) = url.join(&location) else {
                 return Outcome::Response {
                     resp,
+                    method: req.method,
                     url,
                     redirects,
                     too_many_redirects: false,
@@ -529,7 +544,6 @@ impl Call<'_, '_> {
         max_attempts: u32,
         note: Option<String>,
     ) -> Result<Output, ToolError> {
-        let method = self.http.method.as_str();
         let tries = if attempts > 1 {
             format!(" after {attempts} attempts")
         } else {
@@ -552,7 +566,8 @@ impl Call<'_, '_> {
                 }
                 Err(e)
             }
-            Outcome::Net { error, url } => {
+            Outcome::Net { error, method, url } => {
+                let method = method.as_str();
                 let d = with_note(self.details(method, &url, attempts));
                 let target = format!("{method} {}", short(url.as_str(), self.redactor));
                 let (kind, message) = match &error {
@@ -577,10 +592,12 @@ impl Call<'_, '_> {
             }
             Outcome::Response {
                 resp,
+                method,
                 url,
                 redirects,
                 too_many_redirects,
             } => {
+                let method = method.as_str();
                 let mut d = self.details(method, &url, attempts);
                 d.insert("status".into(), json!(resp.status));
                 if redirects > 0 {
