@@ -844,7 +844,13 @@ impl<'a> Engine<'a> {
         } else {
             value
         };
-        self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated }));
+        self.events.emit_with("tool_finished", || {
+            let mut event = json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated });
+            if let Some(h) = &http {
+                event["http"] = json!(h);
+            }
+            event
+        });
         st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok, "result": recorded }));
         st.tool_results.push(ToolResultEntry {
             id: call.id.clone(),

@@ -9,6 +9,7 @@
 use crate::models::{Message, Usage};
 use crate::redact::Redactor;
 use crate::registry::{ModelDef, ModelKind, Price, Registry};
+use crate::tools::HttpCall;
 use crate::trace::Trace;
 use crate::vocab::{CallStatus, ErrorKind, Status, StopReason};
 use serde::{Deserialize, Serialize};
@@ -224,6 +225,10 @@ pub(crate) struct ToolCall {
     /// Absent for calls rejected before they ran (unknown tool, invalid arguments, denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) duration_ms: Option<f64>,
+    /// A successful HTTP tool call's method, URL (secrets masked) and status, as in the trace's
+    /// `tool_results[].http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) http: Option<HttpCall>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -390,6 +395,7 @@ impl Attempt {
                 result: None,
                 error: None,
                 duration_ms: None,
+                http: None,
             }),
             steps: trace.steps,
             usage,
@@ -467,6 +473,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
                 message: e.message.clone(),
             }),
             duration_ms: Some(r.duration_ms),
+            http: r.http.clone(),
         });
     }
     if let Some(e) = trace.tool_errors.iter().find(|e| e.id == id) {
@@ -482,6 +489,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
                 message: e.message.clone(),
             }),
             duration_ms: None,
+            http: None,
         });
     }
     // Proposed but never run: the run stopped first (confirmation, a limit). The pending call
@@ -498,6 +506,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
         result: None,
         error: None,
         duration_ms: None,
+        http: None,
     })
 }
 

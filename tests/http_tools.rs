@@ -71,23 +71,33 @@ impl Spec<'_> {
         self.run_with_secret(SECRET).0
     }
 
-    /// Runs the spec with `API_KEY` set to `secret`: the trace, and the output it came from.
-    fn run_with_secret(&self, secret: &str) -> (Value, support::Output) {
+    /// Runs the spec with `API_KEY` set to `secret`: the trace, the output it came from, and
+    /// the `--events` lines.
+    fn run_with_secret(&self, secret: &str) -> (Value, support::Output, Vec<Value>) {
         let dir = support::temp_dir("http_tools");
         let path = support::write(&dir, "spec.yaml", &self.yaml());
+        let events_path = dir.join("events.jsonl");
         let out = support::run(
             support::toolrun()
                 .env("API_KEY", secret)
                 .arg("run")
                 .arg(&path)
-                .args(["--query", "go", "--json"]),
+                .args(["--query", "go", "--json", "--events"])
+                .arg(&events_path),
         );
         let trace = out.json();
+        let events = std::fs::read_to_string(&events_path).unwrap_or_default();
         assert!(
-            !out.stdout.contains(secret) && !out.stderr.contains(secret),
-            "the secret leaked\n{out:?}"
+            !out.stdout.contains(secret)
+                && !out.stderr.contains(secret)
+                && !events.contains(secret),
+            "the secret leaked\n{out:?}\n{events}"
         );
-        (trace, out)
+        let events = events
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (trace, out, events)
     }
 }
 
@@ -641,7 +651,7 @@ fn a_successful_call_shows_method_url_and_status_with_secrets_masked() {
         "request:\n  url: \"{}/v1/weather/{{{{ secrets.API_KEY }}}}\"\n  query: {{ key: \"{{{{ secrets.API_KEY }}}}\", city: Oslo }}",
         server.base_url()
     );
-    let (trace, out) = one(&tool).run_with_secret(secret);
+    let (trace, out, events) = one(&tool).run_with_secret(secret);
     assert_eq!(result(&trace), &json!({"sky": "clear"}));
     let sent = &server.requests()[0];
     assert!(sent.raw_target.contains("p%40ss"), "{}", sent.raw_target);
@@ -656,6 +666,22 @@ fn a_successful_call_shows_method_url_and_status_with_secrets_masked() {
     );
     for spelling in ["p@ss", "p%40ss", "w%2Frd", "k3y"] {
         assert!(!out.stdout.contains(spelling), "{spelling} leaked\n{out:?}");
+    }
+    // `--events` carries the same summary, masked alike.
+    let finished: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "{events:#?}");
+    assert_eq!(
+        finished[0]["http"], trace["tool_results"][0]["http"],
+        "{events:#?}"
+    );
+    for spelling in ["p@ss", "p%40ss", "w%2Frd", "k3y"] {
+        assert!(
+            !serde_json::to_string(&events).unwrap().contains(spelling),
+            "{spelling} leaked\n{events:#?}"
+        );
     }
 
     // Redirects followed and retries are counted; the URL is the one that answered.

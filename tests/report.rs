@@ -502,3 +502,62 @@ fn price_is_checked_where_it_is_written() {
         serde_json::json!(["input", "output"])
     );
 }
+
+#[test]
+fn an_http_call_shows_its_method_url_and_status_in_results_and_the_report() {
+    let server =
+        support::TestServer::start(|_| support::Response::json(200, serde_json::json!(42)));
+    let dir = support::temp_dir("report-http");
+    let spec = format!(
+        r#"version: 1
+name: quotes
+secrets: [QUOTE_KEY]
+tools:
+  quote:
+    description: A quote.
+    kind: http
+    input: {{ type: object }}
+    request: {{ url: "{}/quote/{{{{ secrets.QUOTE_KEY }}}}" }}
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: quote, arguments: {{}} }}]
+          - answer: "The quote is {{{{ last.result }}}}."
+tests:
+  - name: quote
+    query: "Quote?"
+    expect: {{ output_contains: "42" }}
+"#,
+        server.base_url()
+    );
+    std::fs::write(dir.join("spec.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = support::toolrun();
+    cmd.current_dir(&dir)
+        .args([
+            "test",
+            "spec.yaml",
+            "--record",
+            "missing",
+            "--results",
+            "r.json",
+        ])
+        .env("QUOTE_KEY", "qk-secret-998877");
+    support::run(&mut cmd).assert_success();
+    let text = std::fs::read_to_string(dir.join("r.json")).unwrap_or_default();
+    assert!(!text.contains("qk-secret"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let masked_url = format!("{}/quote/***", server.base_url());
+    assert_eq!(
+        doc["tests"][0]["attempts"][0]["tool_calls"][0]["http"],
+        serde_json::json!({"method": "GET", "url": masked_url, "status": 200}),
+        "{text}"
+    );
+
+    toolrun_in(&dir, &["report", "r.json", "-o", "r.html"]).assert_success();
+    let Some(browser) = chromium() else { return };
+    let dom = rendered_dom(&browser, &dir.join("r.html"), "#open=0/1/quotes%3A%3Aquote");
+    let traj = section(&dom, "id=\"trajectory-0-0-1\"", "</div></div></td>");
+    assert!(traj.contains(&format!("GET {masked_url} → 200")), "{traj}");
+}

@@ -173,6 +173,7 @@
         el("span", { class: "lbl" }, "step " + call.step + " · tool call · " + call.status +
           (call.duration_ms !== undefined ? " · " + dur(call.duration_ms) : "")),
         el("strong", { class: "tool" }, call.name),
+        call.http ? el("span", { class: "meta http" }, call.http.method + " " + call.http.url + " → " + call.http.status) : null,
         el("pre", { class: "arguments" }, json(call.arguments)), outcome));
     });
     if (a.pending_tool_call) {
