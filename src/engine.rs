@@ -644,8 +644,9 @@ impl<'a> Engine<'a> {
                     args,
                     signature,
                 } => {
-                    if tool.confirm && !opts.approvals.contains(&call.name) {
-                        self.confirm(st, call, &args, opts)?;
+                    let hint = tool.confirm_hint();
+                    if (tool.confirm || hint.is_some()) && !opts.approvals.contains(&call.name) {
+                        self.confirm(st, call, &args, opts, hint)?;
                     }
                     *st.identical.entry(signature.clone()).or_default() += 1;
                     *st.per_tool.entry(call.name.clone()).or_default() += 1;
@@ -677,6 +678,7 @@ impl<'a> Engine<'a> {
         call: &ProposedCall,
         args: &Value,
         opts: &RunOptions<'_>,
+        hint: Option<&str>,
     ) -> Result<(), Stop> {
         if opts.confirmer.is_some_and(|ask| ask(&call.name, args)) {
             return Ok(());
@@ -687,9 +689,17 @@ impl<'a> Engine<'a> {
             arguments: args.clone(),
         });
         let name = &call.name;
+        let why = match hint {
+            Some(h) => format!(
+                " ({h}; declare `side_effects: false` for it in the spec if you trust that server)"
+            ),
+            None => String::new(),
+        };
         Err(Stop::new(
             StopReason::NeedsConfirmation,
-            format!("`{name}` needs confirmation before it runs; re-run with --approve {name}"),
+            format!(
+                "`{name}` needs confirmation before it runs{why}; re-run with --approve {name}"
+            ),
         ))
     }
 

@@ -86,6 +86,15 @@ impl Tool {
         }
     }
 
+    /// The server's annotations that make this remote tool need confirmation, if they do.
+    /// Hints only ever add confirmation: one that claims a tool is harmless removes none.
+    pub(crate) fn confirm_hint(&self) -> Option<&str> {
+        match &self.kind {
+            ToolKind::Mcp(m) => m.listed.get().and_then(|l| l.confirm_hint.as_deref()),
+            _ => None,
+        }
+    }
+
     /// The description models choose the tool by (an MCP tool's comes from its server unless
     /// the spec gives one).
     pub(crate) fn description(&self) -> &str {
@@ -152,12 +161,18 @@ pub(crate) struct McpTool {
     /// What the server listed, set by the first run of this process that connected. Runs of
     /// one process (the cases of `toolrun test`) share it; each still lists and checks.
     pub(crate) listed: std::sync::OnceLock<ListedTool>,
+    /// `side_effects:` written in the spec (the entry's, else the server's): the spec's word
+    /// outranks the server's annotations.
+    pub(crate) declared_side_effects: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ListedTool {
     pub(crate) description: String,
     pub(crate) input_schema: Value,
+    /// Why the server's annotations make a call wait for a person (they say it changes its
+    /// environment), unless the spec declared `side_effects` itself.
+    pub(crate) confirm_hint: Option<String>,
 }
 
 /// One `kind: mcp` entry: the server its tools share.

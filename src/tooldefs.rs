@@ -40,7 +40,7 @@ pub(crate) fn mcp(tool: &Tool) -> Value {
         "inputSchema": tool.input_schema(),
         "annotations": {
             "readOnlyHint": read_only,
-            "destructiveHint": tool.side_effects,
+            "destructiveHint": tool.side_effects || tool.confirm_hint().is_some(),
             "idempotentHint": tool.idempotent,
             "openWorldHint": open_world,
         }

@@ -584,3 +584,101 @@ fn the_session_ends_with_a_delete_when_the_run_ends_and_a_refusal_is_tolerated()
         .unwrap()
         .contains("does not let clients end sessions"));
 }
+
+/// The server's annotations (untrusted hints) can only add confirmation: `readOnlyHint: false`
+/// or `destructiveHint: true` stop the run for a person; `readOnlyHint: true` removes none the
+/// spec asked for; the spec's own `side_effects: false` outranks the hints.
+#[test]
+fn annotations_hinting_changes_need_confirmation_unless_the_spec_says_otherwise() {
+    let dir = support::temp_dir("mcp-client-annotations");
+    let server = NotesServer::start_with(&dir, &[("NOTES_ANNOTATED", "1")]);
+    let tools =
+        "      - count_notes\n      - search_notes\n      - append_note\n      - purge_notes";
+    let turns = r#"          - tool_calls: [{ name: count_notes, arguments: {} }]
+          - tool_calls: [{ name: search_notes, arguments: { query: milk } }]
+          - tool_calls: [{ name: append_note, arguments: { title: todo, text: call mum } }]
+          - tool_calls: [{ name: purge_notes, arguments: {} }]
+          - answer: done"#;
+    let spec_path = write(&dir, "hinted.yaml", &spec(&server.url(), tools, turns));
+    // Read-only and un-annotated tools run; the additive one waits for a person.
+    let out = run_notes(&spec_path, &["--json"]);
+    out.assert_code(3);
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "needs_confirmation");
+    assert_eq!(trace["pending_tool_call"]["name"], "append_note");
+    let names = |t: &Value| -> Vec<String> {
+        t["tool_results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&trace), ["count_notes", "search_notes"]);
+    let why = trace["error"].as_str().unwrap();
+    assert!(
+        why.contains("MCP server `notes` annotates `append_note` with `readOnlyHint: false`"),
+        "{why}"
+    );
+    assert!(
+        why.contains("declare `side_effects: false`") && why.contains("--approve append_note"),
+        "{why}"
+    );
+
+    // Approved, it runs; the destructive one is next to wait.
+    let out = run_notes(&spec_path, &["--json", "--approve", "append_note"]);
+    out.assert_code(3);
+    let trace = out.json();
+    assert_eq!(trace["pending_tool_call"]["name"], "purge_notes");
+    assert!(
+        trace["error"]
+            .as_str()
+            .unwrap()
+            .contains("annotates `purge_notes` with `destructiveHint: true`"),
+        "{trace:#}"
+    );
+
+    // The spec's word outranks the hints: `side_effects: false` runs it without asking, and a
+    // read-only hint does not lift the confirmation the policy asks for.
+    let trusted = tools
+        .replace(
+            "      - purge_notes",
+            "      - { name: purge_notes, side_effects: false }",
+        )
+        .replace(
+            "      - append_note",
+            "      - { name: append_note, side_effects: false }",
+        );
+    let text = spec(&server.url(), &trusted, turns) + "policy:\n  confirm: [count_notes]\n";
+    let spec_path = write(&dir, "trusted.yaml", &text);
+    let out = run_notes(&spec_path, &["--json"]);
+    out.assert_code(3);
+    let trace = out.json();
+    assert_eq!(trace["pending_tool_call"]["name"], "count_notes");
+    assert_eq!(
+        trace["error"],
+        "`count_notes` needs confirmation before it runs; re-run with --approve count_notes"
+    );
+    let out = run_notes(&spec_path, &["--json", "--approve", "count_notes"]);
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(
+        names(&trace),
+        ["count_notes", "search_notes", "append_note", "purge_notes"]
+    );
+    assert_eq!(
+        trace["tool_results"][3]["result"],
+        json!({ "result": "purged" })
+    );
+
+    // `side_effects: true` on an entry is confirmed whatever the server says.
+    let strict = spec(
+        &server.url(),
+        "      - { name: count_notes, side_effects: true }",
+        "          - tool_calls: [{ name: count_notes, arguments: {} }]\n          - answer: done",
+    );
+    let spec_path = write(&dir, "strict.yaml", &strict);
+    let out = run_notes(&spec_path, &["--json"]);
+    out.assert_code(3);
+    assert_eq!(out.json()["pending_tool_call"]["name"], "count_notes");
+}

@@ -22,6 +22,7 @@ struct Entry {
     description: Option<String>,
     /// The pinned schema and the validator built while checking it.
     input: Option<(serde_json::Value, Option<jsonschema::Validator>)>,
+    side_effects: Option<bool>,
 }
 
 pub(super) fn compile_group(
@@ -45,6 +46,11 @@ pub(super) fn compile_group(
         return Vec::new();
     };
     let entries = entries(list, &what, ctx);
+    // Read (and type-checked) with the common keys; here only whether the spec said it.
+    let group_side_effects = match obj.get("side_effects").map(|n| &n.value) {
+        Some(Value::Bool(b)) => Some(*b),
+        _ => None,
+    };
     let Some((url, host)) = url else {
         return Vec::new();
     };
@@ -63,6 +69,7 @@ pub(super) fn compile_group(
         .into_iter()
         .map(|e| {
             let pinned_input = e.input.is_some();
+            let declared = e.side_effects.or(group_side_effects);
             let (schema, validator) = match e.input {
                 Some((schema, prebuilt)) => (
                     schema,
@@ -77,8 +84,9 @@ pub(super) fn compile_group(
                 pinned_input,
                 pinned_description: e.description.is_some(),
                 listed: Default::default(),
+                declared_side_effects: declared,
             }));
-            common.tool(
+            let mut tool = common.tool(
                 &e.local.value,
                 e.description.unwrap_or_default(),
                 schema,
@@ -86,7 +94,13 @@ pub(super) fn compile_group(
                 false,
                 kind,
                 confirm,
-            )
+            );
+            if let Some(d) = e.side_effects {
+                tool.side_effects = d;
+                tool.confirm = d || confirm.iter().any(|c| c.value == tool.name);
+                tool.idempotent &= !d;
+            }
+            tool
         })
         .collect()
 }
@@ -179,6 +193,7 @@ fn entry(item: &Node, what: &str, ctx: &mut Ctx) -> Option<Entry> {
             remote,
             description: None,
             input: None,
+            side_effects: None,
         });
     }
     let place = format!("an entry of `tools` of {what}");
@@ -193,11 +208,13 @@ fn entry(item: &Node, what: &str, ctx: &mut Ctx) -> Option<Entry> {
         Some(n) => Some(compile_input_schema(n, &local.value, ctx)?),
         None => None,
     };
+    let side_effects = obj.bool("side_effects", &mut ctx.d).map(|b| b.value);
     Some(Entry {
         remote,
         local,
         description,
         input,
+        side_effects,
     })
 }
 

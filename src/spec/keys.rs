@@ -259,6 +259,7 @@ pub(crate) const MCP_TOOL: &Place = &Place::new("mcp_tool", "A remote MCP tool t
     Key::new("as", Pattern("^[A-Za-z_][A-Za-z0-9_-]{0,63}$"), "The name models, policy and tests use (default: `name`)."),
     Key::new("description", Json(|| json!({ "type": "string", "minLength": 1 })), "Replaces the server's description of the tool."),
     Key::new("input", Json(|| json!({ "type": "object", "properties": { "type": { "const": "object" } } })), "Pinned input schema: a run stops before the model is called if the server's schema differs."),
+    Key::new("side_effects", Bool, "The spec's word on this tool: true needs confirmation; false overrides the server's annotations (which otherwise can only add confirmation)."),
 ]);
 
 pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback).", &[

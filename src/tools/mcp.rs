@@ -333,6 +333,11 @@ fn check_listed(server: &McpServer, env: &ToolEnv<'_>, listed: &[Value]) -> Resu
                 .unwrap_or_default()
                 .to_string(),
             input_schema: schema,
+            confirm_hint: match m.declared_side_effects {
+                Some(_) => None,
+                None => annotation_hint(found.get("annotations"))
+                    .map(|h| format!("MCP server `{}` annotates `{remote}` with {h}", server.name)),
+            },
         };
         // Runs of one process share what models see: a server that changes its tools between
         // them would make one run's checks describe another run's tools.
@@ -346,6 +351,29 @@ fn check_listed(server: &McpServer, env: &ToolEnv<'_>, listed: &[Value]) -> Resu
         }
     }
     Ok(())
+}
+
+/// What a tool's annotations say about changing its environment, when they say it might. The
+/// MCP spec makes them untrusted hints, with defaults: `readOnlyHint` false, `destructiveHint`
+/// true (meaningful when not read-only). So only a hint can add confirmation, never remove it:
+/// an explicit `readOnlyHint: false`, or a `destructiveHint` without `readOnlyHint: true`
+/// (even `false`: additive changes are changes), or `destructiveHint: true` beside a
+/// contradicting `readOnlyHint: true`. Without either hint the server said nothing, and the spec
+/// decides, as for any other tool.
+fn annotation_hint(annotations: Option<&Value>) -> Option<String> {
+    let a = annotations?;
+    let read_only = a.get("readOnlyHint").and_then(Value::as_bool);
+    let destructive = a.get("destructiveHint").and_then(Value::as_bool);
+    let said = match (read_only, destructive) {
+        (Some(true), Some(true)) => "`readOnlyHint: true` but `destructiveHint: true`",
+        (None, Some(true)) => "`destructiveHint: true`",
+        (Some(false), Some(true)) => "`readOnlyHint: false, destructiveHint: true`",
+        (Some(false), None) => "`readOnlyHint: false` (so `destructiveHint` defaults to true)",
+        (Some(false), Some(false)) => "`readOnlyHint: false` (changes that only add)",
+        (None, Some(false)) => "`destructiveHint: false` without `readOnlyHint: true` (which defaults to false: it changes its environment)",
+        (Some(true), _) | (None, None) => return None,
+    };
+    Some(said.to_string())
 }
 
 fn server_error(server: &McpServer, what: String) -> ToolError {
@@ -695,6 +723,31 @@ mod tests {
             .header("content-type")
             .unwrap()
             .starts_with("text/event-stream"));
+    }
+
+    #[test]
+    fn only_hints_of_change_ask_for_confirmation() {
+        let hint = |a: Value| annotation_hint(Some(&a));
+        for asks in [
+            json!({"destructiveHint": true}),
+            json!({"readOnlyHint": false}),
+            json!({"readOnlyHint": false, "destructiveHint": false}),
+            json!({"destructiveHint": false}),
+            json!({"readOnlyHint": true, "destructiveHint": true}),
+        ] {
+            assert!(hint(asks.clone()).is_some(), "{asks}");
+        }
+        for quiet in [
+            json!({}),
+            json!({"title": "Search", "openWorldHint": true, "idempotentHint": true}),
+            json!({"readOnlyHint": true}),
+            json!({"readOnlyHint": true, "destructiveHint": false}),
+            json!({"readOnlyHint": "no"}),
+        ] {
+            assert_eq!(hint(quiet.clone()), None, "{quiet}");
+        }
+        assert_eq!(annotation_hint(None), None);
+        assert!(hint(json!({"readOnlyHint": false})).unwrap().contains("defaults to true"));
     }
 
     #[test]

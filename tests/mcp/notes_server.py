@@ -21,6 +21,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 server = MCPServer("notes")
 NOTES = {"groceries": "milk, eggs, coffee", "ideas": "a tool-use loop declared in YAML"}
@@ -65,6 +66,28 @@ def slow_search(query: str) -> str:
     """Searches, slowly (three seconds)."""
     time.sleep(3)
     return f"nothing about {query}"
+
+
+if os.environ.get("NOTES_ANNOTATED") == "1":
+    # Tools whose annotations hint at what they change (MCP ToolAnnotations); only fields set
+    # here are sent.
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def count_notes() -> int:
+        """Counts the notes."""
+        return len(NOTES)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    def append_note(title: str, text: str) -> str:
+        """Appends text to a note, creating it when needed."""
+        NOTES[title] = (NOTES.get(title, "") + " " + text).strip()
+        return f"appended to {title}"
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def purge_notes() -> str:
+        """Deletes every note."""
+        NOTES.clear()
+        return "purged"
 
 
 def main():
