@@ -747,7 +747,9 @@ mod tests {
             assert_eq!(hint(quiet.clone()), None, "{quiet}");
         }
         assert_eq!(annotation_hint(None), None);
-        assert!(hint(json!({"readOnlyHint": false})).unwrap().contains("defaults to true"));
+        assert!(hint(json!({"readOnlyHint": false}))
+            .unwrap()
+            .contains("defaults to true"));
     }
 
     #[test]
