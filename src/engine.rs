@@ -586,7 +586,10 @@ impl<'a> Engine<'a> {
         };
         st.results[results_start..].sort_by_key(position);
         let malformed = self.count_malformed(st, turn.any_malformed);
-        turn.stop.or(malformed)
+        // The model would go on calling tools as they no longer are.
+        let changed = tools::mcp::changed_tools(&self.tool_env(opts, ""))
+            .map(|why| Stop::new(StopReason::McpError, why));
+        changed.or(turn.stop).or(malformed)
     }
 
     /// Gives every call an id and records the assistant's turn as the model made it.

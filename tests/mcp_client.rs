@@ -471,14 +471,21 @@ fn serve_offers_remote_tools_with_their_servers_definitions() {
     );
 }
 
-/// The lines of an `--events` file that are `mcp_session_ended` events.
-fn session_ends(events: &Path) -> Vec<Value> {
+/// What every session starts with.
+const HANDSHAKE: [&str; 3] = ["initialize", "notifications/initialized", "tools/list"];
+
+/// The events of an `--events` file called `name`.
+fn events_named(events: &Path, name: &str) -> Vec<Value> {
     std::fs::read_to_string(events)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == "mcp_session_ended")
+        .filter(|e| e["event"] == name)
         .collect()
+}
+
+fn session_ends(events: &Path) -> Vec<Value> {
+    events_named(events, "mcp_session_ended")
 }
 
 #[test]
@@ -681,4 +688,95 @@ fn annotations_hinting_changes_need_confirmation_unless_the_spec_says_otherwise(
     let out = run_notes(&spec_path, &["--json"]);
     out.assert_code(3);
     assert_eq!(out.json()["pending_tool_call"]["name"], "count_notes");
+}
+
+/// `notifications/tools/list_changed` in a reply: the tools are listed again and checked against
+/// what the model was offered. A change elsewhere lets the run go on; a change to a tool it uses
+/// stops it (`mcp_error`). Both replay offline, the notification and the new listing recorded.
+#[test]
+fn a_changed_tool_list_is_listed_again_and_a_changed_tool_stops_the_run() {
+    let dir = support::temp_dir("mcp-client-list-changed");
+    let server = NotesServer::start(&dir);
+    let tools = "      - search_notes\n      - install_extra\n      - upgrade_search";
+    let calls = |first: &str| {
+        format!(
+            "          - tool_calls: [{{ name: {first}, arguments: {{}} }}]\n          - tool_calls: [{{ name: search_notes, arguments: {{ query: milk }} }}]\n          - answer: \"{{{{ results[1].result.hits[0].title }}}}\""
+        )
+    };
+    let record = |name: &str, first: &str| {
+        let spec_path = write(
+            &dir,
+            &format!("{name}.yaml"),
+            &spec(&server.url(), tools, &calls(first)),
+        );
+        let fixture = dir.join(format!("{name}.json"));
+        let events = dir.join(format!("{name}.events"));
+        let record = format!("--record={}", fixture.display());
+        let out = run_notes(
+            &spec_path,
+            &["--json", &record, &format!("--events={}", events.display())],
+        );
+        let changed = events_named(&events, "mcp_tools_changed");
+        let recorded: Value =
+            serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+        let methods: Vec<String> = recorded["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                e["request"]["body"]["method"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        (out, changed, methods, fixture)
+    };
+
+    // Another tool appeared: listed again, nothing the run uses changed, the run goes on.
+    let (out, changed, methods, fixture) = record("extra", "install_extra");
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "groceries");
+    assert_eq!(
+        changed,
+        [json!({ "event": "mcp_tools_changed", "server": "notes", "stale": null })]
+    );
+    assert_eq!(methods[..3], HANDSHAKE);
+    assert_eq!(methods[3..], ["tools/call", "tools/list", "tools/call"]);
+    let extra = fixture.clone();
+
+    // `search_notes` now needs a `limit`: the model was told otherwise, so the run stops.
+    let (out, changed, methods, fixture) = record("upgrade", "upgrade_search");
+    out.assert_code(1);
+    let trace = out.json();
+    assert_eq!(
+        (&trace["status"], &trace["stop_reason"]),
+        (&json!("failed"), &json!("mcp_error"))
+    );
+    assert_eq!(trace["steps"], 1, "no model call after the change");
+    assert_eq!(
+        trace["tool_results"][0]["result"],
+        json!({ "result": "upgraded" })
+    );
+    let why = trace["error"].as_str().unwrap();
+    assert!(
+        why.contains("MCP server `notes` changed its tools during the run (notifications/tools/list_changed)")
+            && why.contains("changed tool `search_notes`"),
+        "{why}"
+    );
+    assert_eq!(changed.len(), 1);
+    assert_eq!(changed[0]["stale"].as_str(), Some(why));
+    assert_eq!(methods[..3], HANDSHAKE);
+    assert_eq!(methods[3..], ["tools/call", "tools/list"]);
+
+    // Offline, the recorded notification leads to the same second listing and the same ends.
+    drop(server);
+    for f in [&extra, &fixture] {
+        let replayed = run(toolrun().arg("replay").arg(f));
+        replayed.assert_success();
+        assert!(
+            replayed.stdout.contains("1 passed, 0 failed"),
+            "{replayed:?}"
+        );
+    }
 }

@@ -34,7 +34,19 @@ const END_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Session {
     conn: tokio::sync::Mutex<Option<Connected>>,
     next_id: AtomicU64,
+    /// A reply carried `notifications/tools/list_changed`: the tools are listed again.
+    list_changed: std::sync::atomic::AtomicBool,
+    /// Why the tools the model was offered no longer hold, once a new listing said so.
+    stale: std::sync::Mutex<Option<String>>,
 }
+
+impl Session {
+    fn stale(&self) -> Option<String> {
+        self.stale.lock().ok().and_then(|s| s.clone())
+    }
+}
+
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 #[derive(Clone)]
 struct Connected {
@@ -68,6 +80,9 @@ async fn call(
 ) -> Result<Value, ToolError> {
     let server = &mcp.server;
     let (session, conn) = connected(server, env).await?;
+    if let Some(why) = session.stale() {
+        return Err(ToolError::new(ErrorKind::ExecutionError, why));
+    }
     let params = json!({ "name": mcp.remote_name, "arguments": args });
     let rpc = Rpc {
         server,
@@ -75,8 +90,43 @@ async fn call(
         conn: Some(&conn),
         timeout: tool.timeout,
     };
-    let result = rpc.request(&session, "tools/call", params).await?;
-    observation(server, &mcp.remote_name, &result)
+    let result = rpc.request(&session, "tools/call", params).await;
+    if session.list_changed.swap(false, Ordering::SeqCst) {
+        relist(server, &session, &conn, env).await;
+    }
+    observation(server, &mcp.remote_name, &result?)
+}
+
+/// The server said its tools changed (in the event stream of a reply): they are listed and
+/// checked again, against what the model was offered. A change to a tool the spec uses (gone,
+/// another schema or description, other annotations) leaves the session stale: the run stops
+/// with `mcp_error`, and later calls are refused. A change elsewhere is only an event.
+async fn relist(server: &McpServer, session: &Session, conn: &Connected, env: &ToolEnv<'_>) {
+    let checked = match list_tools(server, session, conn, env).await {
+        Ok(tools) => check_listed(server, env, &tools),
+        Err(e) => Err(e),
+    };
+    let stale = checked.err().map(|e| {
+        format!(
+            "MCP server `{}` changed its tools during the run ({LIST_CHANGED}), and the model was offered them as they were: {}",
+            server.name, e.message
+        )
+    });
+    env.events.emit_with(
+        "mcp_tools_changed",
+        || json!({ "server": server.name, "stale": stale }),
+    );
+    if let (Some(why), Ok(mut slot)) = (stale, session.stale.lock()) {
+        *slot = Some(env.secrets.redactor().str(&why));
+    }
+}
+
+/// Why a run must stop: a server changed tools the model was offered (see [`relist`]).
+pub(crate) fn changed_tools(env: &ToolEnv<'_>) -> Option<String> {
+    env.registry.tools.iter().find_map(|tool| match &tool.kind {
+        ToolKind::Mcp(m) => env.transport.session::<Session>(&m.server.name).stale(),
+        _ => None,
+    })
 }
 
 /// Connects to every server whose tools the policy lets a model call, lists its tools and
@@ -489,6 +539,22 @@ impl Rpc<'_, '_> {
             ))
         })?;
         resp.body.clear();
+        // The notification kept beside the response (see `event_stream_to_json`).
+        let message = match message {
+            Value::Array(items) => {
+                if items
+                    .iter()
+                    .any(|m| m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED))
+                {
+                    session.list_changed.store(true, Ordering::SeqCst);
+                }
+                items
+                    .into_iter()
+                    .find(|m| m.get("id").is_some())
+                    .unwrap_or_default()
+            }
+            m => m,
+        };
         if let Some(err) = message.get("error") {
             let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
             let text = err.get("message").and_then(Value::as_str).unwrap_or("");
@@ -651,9 +717,10 @@ fn excerpt(body: &[u8]) -> String {
     s
 }
 
-/// A reply sent as server-sent events becomes the JSON-RPC response among them (notifications
-/// sent before it, such as progress or log messages, are dropped): what a server answering
-/// with plain JSON would have sent, and what a fixture records.
+/// A reply sent as server-sent events becomes the JSON-RPC response among them: what a server
+/// answering with plain JSON would have sent, and what a fixture records. Notifications sent
+/// before it (progress, log messages) are dropped, except `notifications/tools/list_changed`,
+/// which is kept with the response as `[notification, response]`, so a replay sees it too.
 fn event_stream_to_json(mut resp: HttpResponse) -> HttpResponse {
     let is_stream = resp
         .header("content-type")
@@ -662,7 +729,7 @@ fn event_stream_to_json(mut resp: HttpResponse) -> HttpResponse {
         return resp;
     }
     let text = String::from_utf8_lossy(&resp.body).replace("\r\n", "\n");
-    let response = text
+    let messages: Vec<Value> = text
         .split("\n\n")
         .filter_map(|event| {
             let data: Vec<&str> = event
@@ -672,12 +739,19 @@ fn event_stream_to_json(mut resp: HttpResponse) -> HttpResponse {
                 .collect();
             serde_json::from_str::<Value>(&data.join("\n")).ok()
         })
-        .filter(|m| {
-            m.get("id").is_some() && (m.get("result").is_some() || m.get("error").is_some())
-        })
-        .last();
+        .collect();
+    let response = messages.iter().rfind(|m| {
+        m.get("id").is_some() && (m.get("result").is_some() || m.get("error").is_some())
+    });
+    let changed = messages
+        .iter()
+        .find(|m| m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED));
     if let Some(message) = response {
-        resp.body = message.to_string().into_bytes();
+        let kept = match changed {
+            Some(n) => json!([n, message]),
+            None => message.clone(),
+        };
+        resp.body = kept.to_string().into_bytes();
         for (k, v) in &mut resp.headers {
             if k.eq_ignore_ascii_case("content-type") {
                 *v = "application/json".into();
@@ -716,6 +790,14 @@ mod tests {
         assert_eq!(
             serde_json::from_slice::<Value>(&r.body).unwrap(),
             json!({"id": 1, "result": 2})
+        );
+        // A change of the tool list is kept beside the response.
+        let r = event_stream_to_json(stream(
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n",
+        ));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&r.body).unwrap(),
+            json!([{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, {"jsonrpc": "2.0", "id": 4, "result": {}}])
         );
         // A stream without a response is left as it came, for the caller to report.
         let r = event_stream_to_json(stream("data: {\"method\":\"x\"}\n\n"));

@@ -8,6 +8,8 @@ HEADERS_LOG, one JSON object per line, so a test can check what reached the serv
 header, the DELETE that ends a session) without the server echoing it anywhere.
 With NOTES_REFUSE_DELETE=1 in the environment it answers DELETE with 405, as a server that does
 not let clients end their sessions may. NOTES_ANNOTATED=1 adds tools carrying annotations.
+`install_extra` and `upgrade_search` change the tool list and say so with
+`notifications/tools/list_changed` in their reply's event stream.
 """
 
 import json
@@ -21,7 +23,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ToolAnnotations, ToolListChangedNotification
 
 server = MCPServer("notes")
 NOTES = {"groceries": "milk, eggs, coffee", "ideas": "a tool-use loop declared in YAML"}
@@ -66,6 +68,38 @@ def slow_search(query: str) -> str:
     """Searches, slowly (three seconds)."""
     time.sleep(3)
     return f"nothing about {query}"
+
+
+INSTALLED = []
+
+
+async def tools_changed(ctx: Context) -> None:
+    """Tells the client, in this request's event stream, that the tool list changed."""
+    await ctx.session.send_notification(ToolListChangedNotification(), related_request_id=ctx.request_id)
+
+
+@server.tool()
+async def install_extra(ctx: Context) -> str:
+    """Installs one more tool, `extra`, and announces the change."""
+    if not INSTALLED:
+        server.add_tool(lambda: "extra", name="extra", description="An extra tool.")
+        INSTALLED.append("extra")
+    await tools_changed(ctx)
+    return "installed"
+
+
+@server.tool()
+async def upgrade_search(ctx: Context) -> str:
+    """Replaces `search_notes` with one that needs a `limit`, and announces the change."""
+
+    def search_notes(query: str, limit: int) -> dict:
+        """Finds notes, at most `limit` of them."""
+        return {"query": query, "hits": []}
+
+    server.remove_tool("search_notes")
+    server.add_tool(search_notes)
+    await tools_changed(ctx)
+    return "upgraded"
 
 
 if os.environ.get("NOTES_ANNOTATED") == "1":
