@@ -394,7 +394,6 @@ impl<'a> Engine<'a> {
         model: &mut ModelClient,
         opts: &RunOptions<'_>,
     ) -> Stop {
-        let limits = &self.registry.limits;
         if let Err(why) = self.connect_servers(opts).await {
             return Stop::new(StopReason::McpError, why);
         }
@@ -407,22 +406,8 @@ impl<'a> Engine<'a> {
             content: opts.query.to_string(),
         });
         loop {
-            if st.steps >= limits.max_steps {
-                return Stop::new(
-                    StopReason::MaxSteps,
-                    format!("the model made {} calls (max_steps) without a final answer; {} tool result(s) were gathered", st.steps, st.tool_results.len()),
-                );
-            }
-            if let Some(max) = limits.max_tokens_total {
-                if st.usage.total_tokens >= max {
-                    return Stop::new(
-                        StopReason::MaxTokensTotal,
-                        format!(
-                            "the run used {} tokens (max_tokens_total is {max})",
-                            st.usage.total_tokens
-                        ),
-                    );
-                }
+            if let Some(stop) = self.budget_spent(st) {
+                return stop;
             }
             st.steps += 1;
             self.events.emit_with("model_request", || json!({ "step": st.steps, "model": opts.model_name, "messages": st.messages.len() }));
@@ -476,31 +461,9 @@ impl<'a> Engine<'a> {
                     return Stop::new(StopReason::MaxTokens, reason);
                 }
                 Decision::Malformed { raw, reason } => {
-                    self.events.emit_with(
-                        "model_response",
-                        || json!({ "step": st.steps, "malformed": reason, "raw": raw }),
-                    );
-                    st.messages.push(Message::Assistant {
-                        content: Some(raw),
-                        tool_calls: Vec::new(),
-                    });
-                    st.tool_errors.push(ToolErrorEntry {
-                        id: format!("step_{}", st.steps),
-                        name: String::new(),
-                        kind: ErrorKind::MalformedDecision,
-                        message: reason.clone(),
-                        details: None,
-                    });
-                    st.malformed_in_a_row += 1;
-                    if st.malformed_in_a_row >= 2 {
-                        return Stop::new(
-                            StopReason::MalformedDecision,
-                            format!("two malformed decisions in a row; the last: {reason}"),
-                        );
+                    if let Some(stop) = self.malformed(st, raw, reason) {
+                        return stop;
                     }
-                    st.messages.push(Message::User {
-                        content: format!("Your last reply was not usable: {reason}. Reply with a tool call or with your final answer."),
-                    });
                 }
                 Decision::ToolCalls { text, calls } => {
                     let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
@@ -514,6 +477,58 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+    }
+
+    /// `max_steps` and `max_tokens_total`, checked before each model call.
+    fn budget_spent(&self, st: &State) -> Option<Stop> {
+        let limits = &self.registry.limits;
+        if st.steps >= limits.max_steps {
+            return Some(Stop::new(
+                StopReason::MaxSteps,
+                format!("the model made {} calls (max_steps) without a final answer; {} tool result(s) were gathered", st.steps, st.tool_results.len()),
+            ));
+        }
+        let max = limits.max_tokens_total?;
+        (st.usage.total_tokens >= max).then(|| {
+            Stop::new(
+                StopReason::MaxTokensTotal,
+                format!(
+                    "the run used {} tokens (max_tokens_total is {max})",
+                    st.usage.total_tokens
+                ),
+            )
+        })
+    }
+
+    /// A reply that is neither an answer nor usable tool calls: recorded as an error and the
+    /// model asked again, unless it is the second in a row.
+    fn malformed(&self, st: &mut State, raw: String, reason: String) -> Option<Stop> {
+        self.events.emit_with(
+            "model_response",
+            || json!({ "step": st.steps, "malformed": reason, "raw": raw }),
+        );
+        st.messages.push(Message::Assistant {
+            content: Some(raw),
+            tool_calls: Vec::new(),
+        });
+        st.tool_errors.push(ToolErrorEntry {
+            id: format!("step_{}", st.steps),
+            name: String::new(),
+            kind: ErrorKind::MalformedDecision,
+            message: reason.clone(),
+            details: None,
+        });
+        st.malformed_in_a_row += 1;
+        if st.malformed_in_a_row >= 2 {
+            return Some(Stop::new(
+                StopReason::MalformedDecision,
+                format!("two malformed decisions in a row; the last: {reason}"),
+            ));
+        }
+        st.messages.push(Message::User {
+            content: format!("Your last reply was not usable: {reason}. Reply with a tool call or with your final answer."),
+        });
+        None
     }
 
     fn reject(

@@ -205,7 +205,26 @@ fn operation(
     op: &Value,
     used_names: &mut BTreeSet<String>,
 ) -> Result<Imported, String> {
-    let doc = resolver.doc();
+    let name = tool_name(op, method, path, used_names);
+    let description = description(op, method, path);
+    let mut shape = Shape {
+        url_path: path.to_string(),
+        ..Shape::default()
+    };
+    for p in &parameters(resolver, item, op) {
+        shape.add_parameter(p);
+    }
+    shape.add_body(resolver, op);
+    shape.add_security(resolver, op);
+    let yaml = shape.tool_yaml(&name, &description, method, base);
+    Ok(Imported {
+        yaml,
+        secrets: shape.secrets,
+    })
+}
+
+/// The `operationId` (else method and path) as a tool name no other tool of the import has.
+fn tool_name(op: &Value, method: &str, path: &str, used_names: &mut BTreeSet<String>) -> String {
     let raw_name = op
         .get("operationId")
         .and_then(Value::as_str)
@@ -218,7 +237,10 @@ fn operation(
         n += 1;
     }
     used_names.insert(name.clone());
+    name
+}
 
+fn description(op: &Value, method: &str, path: &str) -> String {
     let summary = op.get("summary").and_then(Value::as_str).map(str::trim);
     let long = op.get("description").and_then(Value::as_str).map(str::trim);
     let description = match (summary, long) {
@@ -228,9 +250,11 @@ fn operation(
         _ => format!("{} {path}", method.to_uppercase()),
     };
     // Long descriptions cost tokens on every request; the first part says what the tool does.
-    let description: String = description.chars().take(1000).collect();
+    description.chars().take(1000).collect()
+}
 
-    // Path-level parameters apply unless the operation redefines them (same name and place).
+/// Path-level parameters apply unless the operation redefines them (same name and place).
+fn parameters(resolver: &Resolver<'_>, item: &Value, op: &Value) -> Vec<Value> {
     let mut params: Vec<Value> = Vec::new();
     for list in [op.get("parameters"), item.get("parameters")] {
         for p in list.and_then(Value::as_array).into_iter().flatten() {
@@ -244,31 +268,43 @@ fn operation(
             }
         }
     }
+    params
+}
 
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    let mut url_path = path.to_string();
-    let mut query = Vec::new();
-    let mut headers = Vec::new();
-    let mut taken = BTreeSet::new();
-    for p in &params {
+/// What an operation's tool takes and sends, filled from its parameters, body and security.
+#[derive(Default)]
+struct Shape {
+    properties: Map<String, Value>,
+    required: Vec<Value>,
+    /// The path with `{param}` replaced by argument templates.
+    url_path: String,
+    query: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+    /// Argument names given out so far.
+    taken: BTreeSet<String>,
+    secrets: Vec<String>,
+}
+
+impl Shape {
+    fn add_parameter(&mut self, p: &Value) {
         let pname = p.get("name").and_then(Value::as_str).unwrap_or("");
         let place = match p.get("in").and_then(Value::as_str) {
             Some("path") => Place::Path,
             Some("query") => Place::Query,
             Some("header") => Place::Header,
             // Cookies carry sessions, not arguments a model should choose.
-            _ => continue,
+            _ => return,
         };
         if pname.is_empty()
             || (place == Place::Header
                 && ["accept", "content-type", "authorization"]
                     .contains(&pname.to_ascii_lowercase().as_str()))
         {
-            continue;
+            return;
         }
         let mut arg = identifier(pname, 64);
-        if taken.contains(&arg) {
+        if self.taken.contains(&arg) {
             let prefix = match place {
                 Place::Path => "path",
                 Place::Query => "query",
@@ -276,74 +312,88 @@ fn operation(
             };
             arg = identifier(&format!("{prefix}_{pname}"), 64);
         }
-        taken.insert(arg.clone());
+        self.taken.insert(arg.clone());
         let mut schema = p.get("schema").cloned().unwrap_or_else(|| json!({}));
         if let (Value::Object(s), Some(d)) =
             (&mut schema, p.get("description").and_then(Value::as_str))
         {
             s.entry("description").or_insert_with(|| json!(d.trim()));
         }
-        properties.insert(arg.clone(), schema);
+        self.properties.insert(arg.clone(), schema);
         let is_required = place == Place::Path || p.get("required") == Some(&Value::Bool(true));
         if is_required {
-            required.push(json!(arg));
+            self.required.push(json!(arg));
         }
         let expr = format!("{{{{ args.{arg} }}}}");
         match place {
-            Place::Path => url_path = url_path.replace(&format!("{{{pname}}}"), &expr),
-            Place::Query => query.push((pname.to_string(), expr)),
-            Place::Header => headers.push((pname.to_string(), expr)),
+            Place::Path => self.url_path = self.url_path.replace(&format!("{{{pname}}}"), &expr),
+            Place::Query => self.query.push((pname.to_string(), expr)),
+            Place::Header => self.headers.push((pname.to_string(), expr)),
         }
     }
 
-    let mut body = None;
-    if let Some(rb) = op.get("requestBody") {
+    /// A JSON request body becomes one argument, `body` (unless a parameter took that name).
+    fn add_body(&mut self, resolver: &Resolver<'_>, op: &Value) {
+        let Some(rb) = op.get("requestBody") else {
+            return;
+        };
         let rb = resolver.resolve(rb);
         let json_media = rb.get("content").and_then(Value::as_object).and_then(|c| {
             c.iter()
                 .find(|(k, _)| k.starts_with("application/json") || k.ends_with("+json"))
                 .map(|(_, v)| v.clone())
         });
-        if let Some(media) = json_media {
-            let mut arg = "body".to_string();
-            while taken.contains(&arg) {
-                arg = format!("request_{arg}");
+        let Some(media) = json_media else {
+            return;
+        };
+        let mut arg = "body".to_string();
+        while self.taken.contains(&arg) {
+            arg = format!("request_{arg}");
+        }
+        let mut schema = media.get("schema").cloned().unwrap_or_else(|| json!({}));
+        if let (Value::Object(s), Some(d)) =
+            (&mut schema, rb.get("description").and_then(Value::as_str))
+        {
+            s.entry("description").or_insert_with(|| json!(d.trim()));
+        }
+        self.properties.insert(arg.clone(), schema);
+        if rb.get("required") == Some(&Value::Bool(true)) {
+            self.required.push(json!(arg));
+        }
+        self.body = Some(format!("{{{{ args.{arg} }}}}"));
+    }
+
+    /// The first security requirement (the operation's, else the document's): each scheme a
+    /// secret, sent where the scheme says.
+    fn add_security(&mut self, resolver: &Resolver<'_>, op: &Value) {
+        let doc = resolver.doc();
+        let requirement = op
+            .get("security")
+            .or_else(|| doc.get("security"))
+            .and_then(Value::as_array)
+            .and_then(|alternatives| alternatives.first())
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for scheme_name in requirement.keys() {
+            let Some(scheme) = doc
+                .pointer(&format!(
+                    "/components/securitySchemes/{}",
+                    pointer_escape(scheme_name)
+                ))
+                .map(|s| resolver.resolve(s))
+            else {
+                continue;
+            };
+            let secret = secret_name(scheme_name);
+            if self.add_credential(&scheme, &format!("{{{{ secrets.{secret} }}}}")) {
+                self.secrets.push(secret);
             }
-            let mut schema = media.get("schema").cloned().unwrap_or_else(|| json!({}));
-            if let (Value::Object(s), Some(d)) =
-                (&mut schema, rb.get("description").and_then(Value::as_str))
-            {
-                s.entry("description").or_insert_with(|| json!(d.trim()));
-            }
-            properties.insert(arg.clone(), schema);
-            if rb.get("required") == Some(&Value::Bool(true)) {
-                required.push(json!(arg));
-            }
-            body = Some(format!("{{{{ args.{arg} }}}}"));
         }
     }
 
-    let mut secrets = Vec::new();
-    let requirement = op
-        .get("security")
-        .or_else(|| doc.get("security"))
-        .and_then(Value::as_array)
-        .and_then(|alternatives| alternatives.first())
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    for scheme_name in requirement.keys() {
-        let Some(scheme) = doc
-            .pointer(&format!(
-                "/components/securitySchemes/{}",
-                pointer_escape(scheme_name)
-            ))
-            .map(|s| resolver.resolve(s))
-        else {
-            continue;
-        };
-        let secret = secret_name(scheme_name);
-        let value = format!("{{{{ secrets.{secret} }}}}");
+    /// Sends `value` as the security scheme says; false for a scheme it cannot send.
+    fn add_credential(&mut self, scheme: &Value, value: &str) -> bool {
         match scheme.get("type").and_then(Value::as_str) {
             Some("apiKey") => {
                 let key = scheme
@@ -351,9 +401,9 @@ fn operation(
                     .and_then(Value::as_str)
                     .unwrap_or("X-API-Key");
                 match scheme.get("in").and_then(Value::as_str) {
-                    Some("query") => query.push((key.to_string(), value)),
-                    Some("header") => headers.push((key.to_string(), value)),
-                    _ => continue,
+                    Some("query") => self.query.push((key.to_string(), value.to_string())),
+                    Some("header") => self.headers.push((key.to_string(), value.to_string())),
+                    _ => return false,
                 }
             }
             Some("http") => {
@@ -364,65 +414,65 @@ fn operation(
                     .as_deref()
                 {
                     // The secret holds base64 of `user:password`, as the header carries it.
-                    Some("basic") => {
-                        headers.push(("Authorization".into(), format!("Basic {value}")))
-                    }
-                    _ => headers.push(("Authorization".into(), format!("Bearer {value}"))),
+                    Some("basic") => self
+                        .headers
+                        .push(("Authorization".into(), format!("Basic {value}"))),
+                    _ => self
+                        .headers
+                        .push(("Authorization".into(), format!("Bearer {value}"))),
                 }
             }
-            Some("oauth2") | Some("openIdConnect") => {
-                headers.push(("Authorization".into(), format!("Bearer {value}")))
-            }
-            _ => continue,
+            Some("oauth2") | Some("openIdConnect") => self
+                .headers
+                .push(("Authorization".into(), format!("Bearer {value}"))),
+            _ => return false,
         }
-        secrets.push(secret);
+        true
     }
 
-    let upper = method.to_uppercase();
-    let input = json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    });
-    let mut input = input;
-    if required.is_empty() {
-        if let Value::Object(m) = &mut input {
-            m.remove("required");
+    /// The tool's entry under `tools:`.
+    fn tool_yaml(&self, name: &str, description: &str, method: &str, base: &str) -> String {
+        let upper = method.to_uppercase();
+        let mut input = json!({
+            "type": "object",
+            "properties": self.properties,
+            "required": self.required,
+            "additionalProperties": false,
+        });
+        if self.required.is_empty() {
+            if let Value::Object(m) = &mut input {
+                m.remove("required");
+            }
         }
-    }
-    let mut y = String::new();
-    y.push_str(&format!("  {name}:\n"));
-    y.push_str(&format!("    description: {}\n", yaml_str(&description)));
-    y.push_str("    kind: http\n");
-    match upper.as_str() {
-        "GET" | "HEAD" | "OPTIONS" => y.push_str("    idempotent: true\n"),
-        // Writes stop for a person by default; `--approve NAME` (or editing this) lets them run.
-        _ => y.push_str("    side_effects: true\n"),
-    }
-    y.push_str(&format!("    input: {}\n", input));
-    y.push_str("    request:\n");
-    y.push_str(&format!("      method: {upper}\n"));
-    y.push_str(&format!(
-        "      url: {}\n",
-        yaml_str(&format!("{base}{url_path}"))
-    ));
-    if !query.is_empty() {
-        y.push_str("      query:\n");
-        for (k, v) in &query {
-            y.push_str(&format!("        {}: {}\n", yaml_str(k), yaml_str(v)));
+        let mut y = String::new();
+        y.push_str(&format!("  {name}:\n"));
+        y.push_str(&format!("    description: {}\n", yaml_str(description)));
+        y.push_str("    kind: http\n");
+        match upper.as_str() {
+            "GET" | "HEAD" | "OPTIONS" => y.push_str("    idempotent: true\n"),
+            // Writes stop for a person by default; `--approve NAME` (or editing this) lets them run.
+            _ => y.push_str("    side_effects: true\n"),
         }
-    }
-    if !headers.is_empty() {
-        y.push_str("      headers:\n");
-        for (k, v) in &headers {
-            y.push_str(&format!("        {}: {}\n", yaml_str(k), yaml_str(v)));
+        y.push_str(&format!("    input: {}\n", input));
+        y.push_str("    request:\n");
+        y.push_str(&format!("      method: {upper}\n"));
+        y.push_str(&format!(
+            "      url: {}\n",
+            yaml_str(&format!("{base}{}", self.url_path))
+        ));
+        for (key, pairs) in [("query", &self.query), ("headers", &self.headers)] {
+            if !pairs.is_empty() {
+                y.push_str(&format!("      {key}:\n"));
+                for (k, v) in pairs {
+                    y.push_str(&format!("        {}: {}\n", yaml_str(k), yaml_str(v)));
+                }
+            }
         }
+        if let Some(b) = &self.body {
+            y.push_str(&format!("      body: {}\n", yaml_str(b)));
+        }
+        y
     }
-    if let Some(b) = body {
-        y.push_str(&format!("      body: {}\n", yaml_str(&b)));
-    }
-    Ok(Imported { yaml: y, secrets })
 }
 
 fn pointer_escape(s: &str) -> String {

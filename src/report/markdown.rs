@@ -38,6 +38,9 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
+/// Masked, then made safe for a table cell.
+type Text<'a> = &'a dyn Fn(&str) -> String;
+
 pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
     let t = |s: &str| cell_text(&redactor.str(s));
     let mut out = String::from("### toolrun report\n\n");
@@ -45,11 +48,39 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
 
     let _ = writeln!(out, "| | {} |", header.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    totals(&mut out, report);
+    out.push('\n');
+
+    let _ = writeln!(out, "| test | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    test_rows(&mut out, report, &t);
+    changes(&mut out, report, &t);
+    let lines = failure_lines(report, &t);
+    if !lines.is_empty() {
+        out.push_str("\n<details><summary>Failures</summary>\n\n");
+        let total = lines.len();
+        for l in lines.iter().take(MAX_FAILURE_LINES) {
+            out.push_str(l);
+            out.push('\n');
+        }
+        if total > MAX_FAILURE_LINES {
+            let _ = writeln!(out, "- … and {} more", total - MAX_FAILURE_LINES);
+        }
+        out.push_str("\n</details>\n");
+    }
+    for n in &report.notes {
+        let _ = writeln!(out, "\n> {}", t(n));
+    }
+    out
+}
+
+/// One row a total: tests and attempts passed, tokens, cost, time.
+fn totals(out: &mut String, report: &Report) {
     let row = |out: &mut String, name: &str, f: &dyn Fn(&super::Column) -> String| {
         let cells: Vec<String> = report.columns.iter().map(f).collect();
         let _ = writeln!(out, "| **{name}** | {} |", cells.join(" | "));
     };
-    row(&mut out, "tests passed", &|c| {
+    row(out, "tests passed", &|c| {
         let ran = c.totals.passed + c.totals.failed;
         let rate = if ran == 0 {
             "—".to_string()
@@ -63,7 +94,7 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
         };
         format!("{}/{ran} ({rate}){skipped}", c.totals.passed)
     });
-    row(&mut out, "attempts passed", &|c| {
+    row(out, "attempts passed", &|c| {
         format!(
             "{}/{} ({})",
             c.totals.attempts_passed,
@@ -71,15 +102,15 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
             percent(c.totals.pass_rate)
         )
     });
-    row(&mut out, "tokens", &|c| tokens(c.totals.usage.total_tokens));
-    row(&mut out, "cost", &|c| {
+    row(out, "tokens", &|c| tokens(c.totals.usage.total_tokens));
+    row(out, "cost", &|c| {
         c.totals.cost_usd.map(usd).unwrap_or_else(|| "—".into())
     });
-    row(&mut out, "time", &|c| duration(c.totals.duration_ms));
-    out.push('\n');
+    row(out, "time", &|c| duration(c.totals.duration_ms));
+}
 
-    let _ = writeln!(out, "| test | {} |", header.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+/// One row a test: its outcome in each column, with regressions and fixes marked.
+fn test_rows(out: &mut String, report: &Report, t: Text) {
     for r in &report.rows {
         let cells: Vec<String> = r
             .cells
@@ -114,7 +145,10 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
             cells.join(" | ")
         );
     }
+}
 
+/// Regressions and fixes between neighbouring columns.
+fn changes(out: &mut String, report: &Report, t: Text) {
     for cmp in &report.comparisons {
         if cmp.regressions.is_empty() && cmp.fixes.is_empty() {
             continue;
@@ -134,7 +168,10 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
             let _ = writeln!(out, "- fixed: {}", t(id));
         }
     }
+}
 
+/// One line a failure of a failed test, in every column.
+fn failure_lines(report: &Report, t: Text) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &report.rows {
         for (col, cell) in r.cells.iter().enumerate() {
@@ -177,22 +214,7 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
             }
         }
     }
-    if !lines.is_empty() {
-        out.push_str("\n<details><summary>Failures</summary>\n\n");
-        let total = lines.len();
-        for l in lines.iter().take(MAX_FAILURE_LINES) {
-            out.push_str(l);
-            out.push('\n');
-        }
-        if total > MAX_FAILURE_LINES {
-            let _ = writeln!(out, "- … and {} more", total - MAX_FAILURE_LINES);
-        }
-        out.push_str("\n</details>\n");
-    }
-    for n in &report.notes {
-        let _ = writeln!(out, "\n> {}", t(n));
-    }
-    out
+    lines
 }
 
 #[cfg(test)]

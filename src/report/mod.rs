@@ -173,12 +173,31 @@ fn labels(inputs: &[Input]) -> Vec<String> {
 }
 
 pub(crate) fn build(inputs: &[Input]) -> Report {
-    let labels = labels(inputs);
-    let columns: Vec<Column> = inputs
+    let columns = columns(inputs);
+    let mut rows = rows(inputs);
+    let mut notes = Vec::new();
+    let mut comparisons = Vec::new();
+    for to in 1..inputs.len() {
+        if let Some(cmp) = compare(inputs, &columns, to - 1, to, &mut rows, &mut notes) {
+            comparisons.push(cmp);
+        }
+    }
+    rows.sort_by_key(rank);
+    Report {
+        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
+        columns,
+        rows,
+        comparisons,
+        notes,
+    }
+}
+
+fn columns(inputs: &[Input]) -> Vec<Column> {
+    inputs
         .iter()
-        .zip(&labels)
+        .zip(labels(inputs))
         .map(|(i, label)| Column {
-            label: label.clone(),
+            label,
             file: i.path.clone(),
             models: models_of(&i.results),
             started_at: i.results.started_at.clone(),
@@ -186,10 +205,12 @@ pub(crate) fn build(inputs: &[Input]) -> Report {
             repeat: i.results.settings.repeat,
             totals: i.results.totals.clone(),
         })
-        .collect();
+        .collect()
+}
 
-    // Rows in first-seen order across files: a test added in the newer run still shows.
-    // Indexed, so ten thousand tests stay quick.
+/// Rows in first-seen order across files: a test added in the newer run still shows.
+/// Indexed, so ten thousand tests stay quick.
+fn rows(inputs: &[Input]) -> Vec<Row> {
     let mut order: Vec<(&str, &str, &str)> = Vec::new();
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
     let mut found: Vec<HashMap<(&str, &str), &crate::results::TestResult>> = Vec::new();
@@ -204,7 +225,7 @@ pub(crate) fn build(inputs: &[Input]) -> Report {
         }
         found.push(by_id);
     }
-    let mut rows: Vec<Row> = order
+    order
         .into_iter()
         .map(|(spec, name, query)| {
             let cells: Vec<Option<Cell>> = found
@@ -220,91 +241,90 @@ pub(crate) fn build(inputs: &[Input]) -> Report {
                 failing,
             }
         })
-        .collect();
+        .collect()
+}
 
-    let mut notes = Vec::new();
-    let mut comparisons = Vec::new();
-    for to in 1..inputs.len() {
-        let from = to - 1;
-        let (a, b) = (&inputs[from].results, &inputs[to].results);
-        let shared: Vec<&SpecInfo> = b
-            .specs
+/// Marks regressions and fixes in column `to` against column `from`, for the specs both test
+/// (with a note where a spec changed between them); `None` when they share no spec.
+fn compare(
+    inputs: &[Input],
+    columns: &[Column],
+    from: usize,
+    to: usize,
+    rows: &mut [Row],
+    notes: &mut Vec<String>,
+) -> Option<Comparison> {
+    let (a, b) = (&inputs[from].results, &inputs[to].results);
+    let shared: Vec<&SpecInfo> = b
+        .specs
+        .iter()
+        .filter(|s| a.specs.iter().any(|o| o.name == s.name))
+        .collect();
+    if shared.is_empty() {
+        notes.push(format!(
+            "`{}` and `{}` test different specs: no regressions or fixes are marked between them",
+            columns[from].label, columns[to].label
+        ));
+        return None;
+    }
+    for s in &shared {
+        if a.specs
             .iter()
-            .filter(|s| a.specs.iter().any(|o| o.name == s.name))
-            .collect();
-        if shared.is_empty() {
+            .any(|o| o.name == s.name && o.sha256 != s.sha256)
+        {
             notes.push(format!(
-                "`{}` and `{}` test different specs: no regressions or fixes are marked between them",
-                columns[from].label, columns[to].label
+                "spec `{}` changed between `{}` and `{}`",
+                s.name, columns[from].label, columns[to].label
             ));
+        }
+    }
+    let mut cmp = Comparison {
+        from,
+        to,
+        regressions: Vec::new(),
+        fixes: Vec::new(),
+    };
+    for row in rows.iter_mut() {
+        if !shared.iter().any(|s| s.name == row.spec) {
             continue;
         }
-        for s in &shared {
-            if a.specs
-                .iter()
-                .any(|o| o.name == s.name && o.sha256 != s.sha256)
-            {
-                notes.push(format!(
-                    "spec `{}` changed between `{}` and `{}`",
-                    s.name, columns[from].label, columns[to].label
-                ));
-            }
-        }
-        let mut cmp = Comparison {
-            from,
-            to,
-            regressions: Vec::new(),
-            fixes: Vec::new(),
+        let before = row.cells[from].as_ref().map(|c| c.outcome);
+        let Some(cell) = row.cells[to].as_mut() else {
+            continue;
         };
-        for row in &mut rows {
-            if !shared.iter().any(|s| s.name == row.spec) {
-                continue;
+        let id = format!("{}::{}", row.spec, row.name);
+        cell.change = match (before, cell.outcome) {
+            (Some(Outcome::Passed), Outcome::Failed) => {
+                cmp.regressions.push(id);
+                Some(Change::Regression)
             }
-            let before = row.cells[from].as_ref().map(|c| c.outcome);
-            let Some(cell) = row.cells[to].as_mut() else {
-                continue;
-            };
-            let id = format!("{}::{}", row.spec, row.name);
-            cell.change = match (before, cell.outcome) {
-                (Some(Outcome::Passed), Outcome::Failed) => {
-                    cmp.regressions.push(id);
-                    Some(Change::Regression)
-                }
-                (Some(Outcome::Failed), Outcome::Passed) => {
-                    cmp.fixes.push(id);
-                    Some(Change::Fixed)
-                }
-                _ => None,
-            };
-        }
-        comparisons.push(cmp);
+            (Some(Outcome::Failed), Outcome::Passed) => {
+                cmp.fixes.push(id);
+                Some(Change::Fixed)
+            }
+            _ => None,
+        };
     }
+    Some(cmp)
+}
 
-    rows.sort_by_key(|r| {
-        let regressed = r
-            .cells
-            .iter()
-            .flatten()
-            .any(|c| c.change == Some(Change::Regression));
-        let ran = r
-            .cells
-            .iter()
-            .flatten()
-            .any(|c| c.outcome != Outcome::Skipped);
-        match (regressed, r.failing, ran) {
-            (true, _, _) => 0,
-            (false, true, _) => 1,
-            (false, false, true) => 2,
-            (false, false, false) => 3,
-        }
-    });
-
-    Report {
-        toolrun_version: env!("CARGO_PKG_VERSION").to_string(),
-        columns,
-        rows,
-        comparisons,
-        notes,
+/// Regressions first, then other failing rows, then passing, then rows that only skipped.
+fn rank(r: &Row) -> u8 {
+    let regressed = r
+        .cells
+        .iter()
+        .flatten()
+        .any(|c| c.change == Some(Change::Regression));
+    let ran = r
+        .cells
+        .iter()
+        .flatten()
+        .any(|c| c.outcome != Outcome::Skipped);
+    match (regressed, r.failing, ran) {
+        (true, _, _) => 0,
+        (false, true, _) => 1,
+        (false, false, true) => 2,
+        (false, false, false) => 3,
     }
 }
 

@@ -635,30 +635,41 @@ impl Call<'_, '_> {
                 } else {
                     format!(": {excerpt}")
                 };
-                let advice = match resp.status {
-                    300..=399 if too_many_redirects => format!("it redirected more than {} times (response.max_redirects); the URL is wrong or loops.", self.http.max_redirects),
-                    300..=399 => "it is a redirect this tool does not follow (response.max_redirects).".to_string(),
-                    400 | 422 => "The request was rejected: check the arguments against the tool's description and try again with corrected values.".to_string(),
-                    401 | 403 => "The service refused the tool's credentials; this is a configuration problem and retrying will not help.".to_string(),
-                    404 | 410 => "Nothing exists there: check the arguments (a name, an id) and try again with corrected values.".to_string(),
-                    429 => {
-                        let after = retry::retry_after(&resp);
-                        if let Some(a) = after {
-                            d.insert("retry_after_ms".into(), json!(a.as_millis() as u64));
-                        }
-                        match after {
-                            Some(a) => format!("Rate limited: wait at least {} before calling it again, or answer without it.", secs(a)),
-                            None => "Rate limited: wait before calling it again, or answer without it.".to_string(),
-                        }
-                    }
-                    500..=599 => "The service failed; try again later, or answer without this tool.".to_string(),
-                    _ => "The request did not succeed.".to_string(),
-                };
+                let advice = self.advice(&resp, too_many_redirects, &mut d);
                 Err(
                     ToolError::new(ErrorKind::HttpStatus, format!("{head}{said}. {advice}"))
                         .with_details(with_note(d)),
                 )
             }
+        }
+    }
+
+    /// What the model should do about a status that is not success; a 429's wait goes into
+    /// the details too.
+    fn advice(
+        &self,
+        resp: &HttpResponse,
+        too_many_redirects: bool,
+        d: &mut Map<String, Value>,
+    ) -> String {
+        match resp.status {
+            300..=399 if too_many_redirects => format!("it redirected more than {} times (response.max_redirects); the URL is wrong or loops.", self.http.max_redirects),
+            300..=399 => "it is a redirect this tool does not follow (response.max_redirects).".to_string(),
+            400 | 422 => "The request was rejected: check the arguments against the tool's description and try again with corrected values.".to_string(),
+            401 | 403 => "The service refused the tool's credentials; this is a configuration problem and retrying will not help.".to_string(),
+            404 | 410 => "Nothing exists there: check the arguments (a name, an id) and try again with corrected values.".to_string(),
+            429 => {
+                let after = retry::retry_after(resp);
+                if let Some(a) = after {
+                    d.insert("retry_after_ms".into(), json!(a.as_millis() as u64));
+                }
+                match after {
+                    Some(a) => format!("Rate limited: wait at least {} before calling it again, or answer without it.", secs(a)),
+                    None => "Rate limited: wait before calling it again, or answer without it.".to_string(),
+                }
+            }
+            500..=599 => "The service failed; try again later, or answer without this tool.".to_string(),
+            _ => "The request did not succeed.".to_string(),
         }
     }
 

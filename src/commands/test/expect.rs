@@ -5,11 +5,22 @@ use crate::registry::Expect;
 use crate::trace::Trace;
 use serde_json::Value;
 
+type Failures = Vec<(&'static str, String)>;
+
 /// Each unmet expectation as the `expect:` key it belongs to and a readable line.
-pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'static str, String)> {
+pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Failures {
     let mut failures = Vec::new();
-    let output = trace.final_output.as_deref().unwrap_or("");
-    let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
+    outcome(expect, trace, &mut failures);
+    calls(expect, trace, &mut failures);
+    arguments(expect, trace, &mut failures);
+    error_kinds(expect, trace, &mut failures);
+    output(expect, trace, &mut failures);
+    max_tool_calls(expect, trace, &mut failures);
+    failures
+}
+
+/// The run's `status` and `stop_reason`.
+fn outcome(expect: &Expect, trace: &Trace, failures: &mut Failures) {
     if let Some(status) = &expect.status {
         if *status != trace.status {
             let why = trace
@@ -37,6 +48,11 @@ pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'stati
             ));
         }
     }
+}
+
+/// Which tools were called: `tool_calls`, `tool_calls_include`, `tool_calls_exclude`.
+fn calls(expect: &Expect, trace: &Trace, failures: &mut Failures) {
+    let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
     if let Some(list) = &expect.tool_calls {
         if list.iter().map(String::as_str).ne(called.iter().copied()) {
             failures.push((
@@ -61,6 +77,11 @@ pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'stati
             ));
         }
     }
+}
+
+/// `arguments`: each call's arguments include the expected ones, in order.
+fn arguments(expect: &Expect, trace: &Trace, failures: &mut Failures) {
+    let called: Vec<&str> = trace.tool_results.iter().map(|r| r.name.as_str()).collect();
     for (i, wanted) in expect.arguments.iter().enumerate() {
         match trace.tool_results.get(i) {
             None => failures.push((
@@ -85,6 +106,10 @@ pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'stati
             Some(_) => {}
         }
     }
+}
+
+/// `error_kinds`: the set of error kinds, order and repeats aside.
+fn error_kinds(expect: &Expect, trace: &Trace, failures: &mut Failures) {
     if let Some(kinds) = &expect.error_kinds {
         let mut got: Vec<&str> = trace.tool_errors.iter().map(|e| e.kind.as_str()).collect();
         got.sort_unstable();
@@ -99,6 +124,11 @@ pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'stati
             ));
         }
     }
+}
+
+/// The final answer: `output_contains`, `output_not_contains`, `output_matches`.
+fn output(expect: &Expect, trace: &Trace, failures: &mut Failures) {
+    let output = trace.final_output.as_deref().unwrap_or("");
     for s in &expect.output_contains {
         if !output.contains(s.as_str()) {
             failures.push((
@@ -126,6 +156,10 @@ pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'stati
             ));
         }
     }
+}
+
+/// `max_tool_calls`.
+fn max_tool_calls(expect: &Expect, trace: &Trace, failures: &mut Failures) {
     if let Some(max) = expect.max_tool_calls {
         if trace.tool_call_count > max {
             failures.push((
@@ -137,5 +171,4 @@ pub(crate) fn check_expectations(expect: &Expect, trace: &Trace) -> Vec<(&'stati
             ));
         }
     }
-    failures
 }
