@@ -63,6 +63,13 @@ impl NotesServer {
             .collect()
     }
 
+    /// The method and status of the last request the server answered.
+    fn last(&self) -> (Value, Value) {
+        let log = self.requests();
+        let last = log.last().cloned().unwrap_or_default();
+        (last["method"].clone(), last["status"].clone())
+    }
+
     /// `{method, path, headers, status}` of every request the server answered, in order.
     fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.headers_log)
@@ -326,6 +333,8 @@ fn a_missing_tool_or_a_changed_pinned_schema_stops_the_run_before_the_model() {
     let why = trace["error"].as_str().unwrap();
     assert!(why.contains("differs from the one pinned"), "{why}");
     assert!(why.contains("/properties/limit: expected"), "{why}");
+    // The session the check refused is ended at once.
+    assert_eq!(server.last(), (json!("DELETE"), json!(200)));
 }
 
 #[test]
@@ -463,12 +472,7 @@ fn serve_offers_remote_tools_with_their_servers_definitions() {
         "groceries"
     );
     // When its client goes, `serve` ends its own session with the notes server.
-    let log = server.requests();
-    assert_eq!(
-        log.last().map(|r| (&r["method"], &r["status"])),
-        Some((&json!("DELETE"), &json!(200))),
-        "{log:#?}"
-    );
+    assert_eq!(server.last(), (json!("DELETE"), json!(200)));
 }
 
 /// What every session starts with.
@@ -554,12 +558,7 @@ fn the_session_ends_with_a_delete_when_the_run_ends_and_a_refusal_is_tolerated()
         .arg("search_notes")
         .args(["--args", r#"{"query": "milk"}"#]));
     out.assert_success();
-    let log = server.requests();
-    assert_eq!(
-        log.last().map(|r| (&r["method"], &r["status"])),
-        Some((&json!("DELETE"), &json!(200))),
-        "{log:#?}"
-    );
+    assert_eq!(server.last(), (json!("DELETE"), json!(200)));
     drop(server);
 
     // A server that does not let clients end sessions answers 405: the run is unaffected.
@@ -578,11 +577,7 @@ fn the_session_ends_with_a_delete_when_the_run_ends_and_a_refusal_is_tolerated()
     out.assert_success();
     assert_eq!(out.json()["final_output"], "done");
     assert_eq!(out.stderr, "", "a refused DELETE is not worth a word");
-    let log = refusing.requests();
-    assert_eq!(
-        log.last().map(|r| (&r["method"], &r["status"])),
-        Some((&json!("DELETE"), &json!(405)))
-    );
+    assert_eq!(refusing.last(), (json!("DELETE"), json!(405)));
     let ended = session_ends(&events);
     assert_eq!(ended.len(), 1, "{ended:#?}");
     assert_eq!(ended[0]["status"], 405);

@@ -247,8 +247,20 @@ async fn connected(
         ));
     }
     let made = handshake(server, &session, env).await?;
-    let tools = list_tools(server, &session, &made, env).await?;
-    check_listed(server, env, &tools)?;
+    let checked = match list_tools(server, &session, &made, env).await {
+        Ok(tools) => check_listed(server, env, &tools).map(|()| tools),
+        Err(e) => Err(e),
+    };
+    let tools = match checked {
+        Ok(tools) => tools,
+        Err(e) => {
+            // Never to be used: the server need not keep it until it expires.
+            if made.session_id.is_some() {
+                end_session(server, &made, env).await;
+            }
+            return Err(e);
+        }
+    };
     env.events.emit_with("mcp_connected", || {
         json!({ "server": server.name, "protocol": made.protocol, "tools": tools.iter().filter_map(|t| t.get("name")).collect::<Vec<_>>() })
     });
