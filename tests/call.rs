@@ -311,26 +311,10 @@ fn empty_as_is_checked() {
 /// scratch folder removed when the guard drops).
 fn clock_spec() -> (support::TempDir, std::path::PathBuf) {
     let dir = support::temp_dir("call-clock");
-    let path = support::write(
-        &dir,
-        "clock.yaml",
-        r#"version: 1
-name: clock
-description: Tells the time in Paris.
-tools:
-  clock:
-    description: Dates and times in any time zone.
-    kind: builtin
-    builtin: datetime
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - tool_calls: [{ name: clock, arguments: { operation: now, timezone: Europe/Paris, format: "%H:%M %Z" } }]
-          - answer: "It is {{ last.result.formatted }} in Paris."
-tests:
-  - name: before_the_spring_change
+    let spec = support::specs::clock_spec(
+        r#"{ operation: now, timezone: Europe/Paris, format: "%H:%M %Z" }"#,
+        "It is {{ last.result.formatted }} in Paris.",
+        r#"  - name: before_the_spring_change
     query: time?
     now: "2024-03-31T00:59:00Z"
     expect: { output_contains: "It is 01:59 CET in Paris." }
@@ -340,6 +324,7 @@ tests:
     expect: { output_contains: "It is 03:00 CEST in Paris." }
 "#,
     );
+    let path = support::write(&dir, "clock.yaml", &spec);
     (dir, path)
 }
 
@@ -431,13 +416,12 @@ fn an_unknown_time_zone_is_an_invalid_argument_with_a_did_you_mean() {
     let record = out.json();
     assert_eq!(record["error"]["kind"], "invalid_arguments", "{out:?}");
     let message = record["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("`timezone` `Europe/Pariss` is not a time zone"),
-        "{message}"
-    );
-    assert!(
-        message.contains("did you mean `Europe/Paris`?"),
-        "{message}"
+    support::assert_contains(
+        message,
+        &[
+            "`timezone` `Europe/Pariss` is not a time zone",
+            "did you mean `Europe/Paris`?",
+        ],
     );
     let out = clock(
         &spec,

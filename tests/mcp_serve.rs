@@ -62,6 +62,13 @@ fn assert_error(result: &Value, kind: &str) {
     );
 }
 
+/// An error of `kind` whose text says `says`.
+#[track_caller]
+fn assert_error_says(result: &Value, kind: &str, says: &str) {
+    assert_error(result, kind);
+    assert!(text(result).contains(says), "{result:#}");
+}
+
 #[test]
 fn stdio_lists_what_tools_prints_and_calls_go_through_the_loop_path() {
     let doc = stdio(
@@ -116,20 +123,9 @@ fn stdio_lists_what_tools_prints_and_calls_go_through_the_loop_path() {
         calls[1]["structuredContent"]["error"]["message"],
         "no order 7"
     );
-    assert_error(&calls[2], "invalid_arguments");
-    assert!(text(&calls[2]).contains("/order_id"), "{:#}", calls[2]);
-    assert_error(&calls[3], "unknown_tool");
-    assert!(
-        text(&calls[3]).contains("did you mean `lookup_order`"),
-        "{:#}",
-        calls[3]
-    );
-    assert_error(&calls[4], "needs_confirmation");
-    assert!(
-        text(&calls[4]).contains("--approve refund_order"),
-        "{:#}",
-        calls[4]
-    );
+    assert_error_says(&calls[2], "invalid_arguments", "/order_id");
+    assert_error_says(&calls[3], "unknown_tool", "did you mean `lookup_order`");
+    assert_error_says(&calls[4], "needs_confirmation", "--approve refund_order");
     assert_eq!(calls[5]["isError"], false);
     assert!(text(&calls[5]).contains("…[truncated: "), "{:#}", calls[5]);
     assert!(
@@ -506,18 +502,8 @@ fn a_client_with_elicitation_confirms_each_call_and_the_session_replays() {
         calls[0]["structuredContent"],
         json!({ "refunded": true, "order_id": 42 })
     );
-    assert_error(&calls[1], "denied");
-    assert!(
-        text(&calls[1]).contains("did not approve"),
-        "{:#}",
-        calls[1]
-    );
-    assert_error(&calls[2], "needs_confirmation");
-    assert!(
-        text(&calls[2]).contains("--approve refund_order"),
-        "{:#}",
-        calls[2]
-    );
+    assert_error_says(&calls[1], "denied", "did not approve");
+    assert_error_says(&calls[2], "needs_confirmation", "--approve refund_order");
     assert_error(&calls[3], "denied");
     // Invalid arguments are refused before anyone is asked.
     assert_error(&calls[4], "invalid_arguments");

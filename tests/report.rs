@@ -319,20 +319,18 @@ fn the_html_report_renders_in_a_real_browser() {
     let gain = matrix.find("gain_on_aapl").unwrap_or(usize::MAX);
     let unknown = matrix.find("unknown_ticker").unwrap_or(0);
     assert!(gain < unknown, "row order:\n{matrix}");
-    for shown in [
-        "1/1 (100%)",
-        "1/2 (50%)",
-        "0/1 (0%)",
-        "2/2 (100%)",
-        "class=\"change regression\">regression<",
-        "class=\"change fixed\">fixed<",
-        "90 tok · $0.0006",
-    ] {
-        assert!(
-            matrix.contains(shown),
-            "`{shown}` missing from the matrix:\n{matrix}"
-        );
-    }
+    support::assert_contains(
+        matrix,
+        &[
+            "1/1 (100%)",
+            "1/2 (50%)",
+            "0/1 (0%)",
+            "2/2 (100%)",
+            "class=\"change regression\">regression<",
+            "class=\"change fixed\">fixed<",
+            "90 tok · $0.0006",
+        ],
+    );
     // The hostile query is shown as text, not run as markup.
     assert!(
         matrix.contains("Price of ZZZZ? &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"),
@@ -344,15 +342,14 @@ fn the_html_report_renders_in_a_real_browser() {
     );
 
     let summary = section(&dom, "id=\"summary\"", "</table>");
-    assert!(summary.contains(">150<"), "{summary}");
+    support::assert_contains(summary, &[">150<"]);
     let changes = section(&dom, "id=\"changes\"", "</ul>");
-    assert!(
-        changes.contains("scripted → gpt: stocks::gain_on_aapl"),
-        "{changes}"
-    );
-    assert!(
-        changes.contains("scripted → gpt: stocks::unknown_ticker"),
-        "{changes}"
+    support::assert_contains(
+        changes,
+        &[
+            "scripted → gpt: stocks::gain_on_aapl",
+            "scripted → gpt: stocks::unknown_ticker",
+        ],
     );
 
     // The expanded trajectory: query, each tool call with arguments and result, the answer, and
@@ -392,11 +389,13 @@ fn the_html_report_renders_in_a_real_browser() {
     // The scripted run of the other test: its tool error, opened the same way.
     let dom = rendered_dom(&browser, &page, "#open=0/1/stocks%3A%3Aunknown_ticker");
     let traj = section(&dom, "id=\"trajectory-1-0-1\"", "</div></div></td>");
-    assert!(traj.contains("error · not_found"), "{traj}");
-    assert!(traj.contains("unknown ticker ZZZZ"), "{traj}");
-    assert!(
-        traj.contains("failed assertion · output_contains"),
-        "{traj}"
+    support::assert_contains(
+        traj,
+        &[
+            "error · not_found",
+            "unknown ticker ZZZZ",
+            "failed assertion · output_contains",
+        ],
     );
 }
 
@@ -559,5 +558,5 @@ tests:
     let Some(browser) = chromium() else { return };
     let dom = rendered_dom(&browser, &dir.join("r.html"), "#open=0/1/quotes%3A%3Aquote");
     let traj = section(&dom, "id=\"trajectory-0-0-1\"", "</div></div></td>");
-    assert!(traj.contains(&format!("GET {masked_url} → 200")), "{traj}");
+    support::assert_contains(traj, &[&format!("GET {masked_url} → 200")]);
 }

@@ -168,25 +168,10 @@ fn repeat_reports_k_of_n_and_the_pass_rate_decides() {
 #[test]
 fn model_must_exist_and_per_test_now_sets_the_clock() {
     let dir = support::temp_dir("test-now");
-    write(
-        &dir,
-        "now.yaml",
-        r#"version: 1
-name: clock
-tools:
-  clock:
-    description: Tells the current date and time.
-    kind: builtin
-    builtin: datetime
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - tool_calls: [{ name: clock, arguments: { operation: now } }]
-          - answer: "It is {{ last.result }}"
-tests:
-  - name: new_year
+    let spec = support::specs::clock_spec(
+        "{ operation: now }",
+        "It is {{ last.result }}",
+        r#"  - name: new_year
     query: what time is it
     now: "2030-01-01T00:00:00Z"
     expect: { output_contains: "2030-01-01" }
@@ -195,6 +180,7 @@ tests:
     expect: { output_contains: "2031-05-05" }
 "#,
     );
+    write(&dir, "now.yaml", &spec);
     let out = run(toolrun().current_dir(&dir).args([
         "test",
         "now.yaml",

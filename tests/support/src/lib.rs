@@ -6,12 +6,15 @@
 //!   environment, capture its exit code and streams, and never hang a test.
 //! - [`temp_dir`], [`write`]: scratch files, removed after a passing test.
 //! - [`redact_durations`], [`redact_durations_json`]: stable snapshots of traces.
+//! - [`assert_contains`]: every expected piece of a text, or the text and what it lacks.
+//! - [`specs`]: spec texts shared by several test files.
 //!
 //! A library of its own (a dev-dependency), so it is compiled once, not once per test binary;
 //! `tests/support/mod.rs` re-exports it and adds `toolrun()`, which needs the binary's path.
 
 pub mod http;
 pub mod providers;
+pub mod specs;
 
 pub use http::{percent_decode, refused_port, Request, Response, TestServer};
 
@@ -289,6 +292,14 @@ pub fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
     }
     std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     path
+}
+
+/// Panics unless `text` contains every one of `expected`, naming the missing ones and
+/// showing the whole text.
+#[track_caller]
+pub fn assert_contains(text: &str, expected: &[&str]) {
+    let missing: Vec<&&str> = expected.iter().filter(|e| !text.contains(**e)).collect();
+    assert!(missing.is_empty(), "missing {missing:?} in:\n{text}");
 }
 
 /// Whether a JSON key names a measured duration (`duration_ms`, `elapsed_ms`, `*_ms`,
