@@ -23,7 +23,10 @@ pub struct Cli {
     pub(crate) root: Option<PathBuf>,
 }
 
+// Each subcommand's arguments are declared only when it is the one invoked (or help needs
+// them): declaring all of them cost 0.14M instructions of every start.
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 pub(crate) enum Command {
     /// Parse, compile and lint specs; report every problem, not just the first
     #[command(

@@ -13,11 +13,24 @@ use std::sync::OnceLock;
 /// `O_EXCL` (a symlink planted there makes the create fail, it is never followed); the rename
 /// replaces whatever is at the destination, a symlink included, without writing through it.
 pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    write_via_temp(path, contents, false)
+}
+
+/// Like [`write_atomically`], for a file only its owner may read or write (the spec cache,
+/// whose entries are trusted only when nobody else could have written them). Not synced: losing
+/// it in a crash only costs time.
+pub(crate) fn write_private_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    write_via_temp(path, contents, true)
+}
+
+fn write_via_temp(path: &Path, contents: &[u8], private: bool) -> std::io::Result<()> {
     let (mut f, tmp) = create_temp_beside(path)?;
-    let result = f
-        .write_all(contents)
-        .and_then(|()| f.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
+    let result = if private {
+        restrict_to_owner(&f).and_then(|()| f.write_all(contents))
+    } else {
+        f.write_all(contents).and_then(|()| f.sync_all())
+    }
+    .and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -43,6 +56,32 @@ pub(crate) fn create_stream(path: &Path) -> std::io::Result<File> {
         return Err(e);
     }
     Ok(f)
+}
+
+#[cfg(unix)]
+fn restrict_to_owner(f: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn restrict_to_owner(_: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Could only this process's user have written the file? Owned by the effective user and not
+/// writable by group or others (elsewhere than Unix: whatever the platform's ACLs allow).
+#[cfg(unix)]
+pub(crate) fn written_only_by_us(meta: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    meta.uid() == me && meta.mode() & 0o022 == 0
+}
+
+#[cfg(not(unix))]
+pub(crate) fn written_only_by_us(_: &Metadata) -> bool {
+    true
 }
 
 #[cfg(unix)]

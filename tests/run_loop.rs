@@ -566,3 +566,141 @@ fn a_spec_with_a_broken_schema_is_never_remembered() {
     }
     assert_eq!(checked_files(&cache), 0);
 }
+
+/// The entry a run remembers its spec by, and its inode: a run that used the entry leaves the
+/// file alone, one that did not writes a fresh file in its place.
+fn the_entry(cache: &std::path::Path) -> (PathBuf, u64) {
+    let entries: Vec<PathBuf> = std::fs::read_dir(cache.join("checked"))
+        .expect("the cache folder")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let path = entries[0].clone();
+    (path.clone(), file_id(&path))
+}
+
+#[cfg(unix)]
+fn file_id(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().ino()
+}
+
+#[cfg(not(unix))]
+fn file_id(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// `run --trace` of the spec with this cache; the trace's text with durations zeroed.
+fn traced_run(spec: &std::path::Path, cache: &std::path::Path, dir: &std::path::Path) -> String {
+    let trace = dir.join("trace.json");
+    let out = run(toolrun()
+        .env("TOOLRUN_CACHE_DIR", cache)
+        .args(["run", "--query", "find ABC", "--trace"])
+        .arg(&trace)
+        .arg(spec));
+    out.assert_success();
+    support::redact_durations(&std::fs::read_to_string(&trace).unwrap())
+}
+
+#[test]
+fn a_run_from_the_remembered_spec_writes_the_same_trace_byte_for_byte() {
+    let dir = support::temp_dir("checked-cache-trace");
+    let cache = dir.join("cache");
+    let spec = write(&dir, "checked.yaml", CHECKED_SPEC);
+    let cold = traced_run(&spec, &cache, &dir);
+    let (entry, id) = the_entry(&cache);
+    let cached = traced_run(&spec, &cache, &dir);
+    assert_eq!(
+        the_entry(&cache),
+        (entry, id),
+        "the second run used the entry"
+    );
+    assert_eq!(cold, cached);
+    assert!(cold.contains("\"sha256\""), "{cold}");
+}
+
+#[test]
+fn a_damaged_truncated_or_foreign_entry_is_ignored_and_rebuilt() {
+    let dir = support::temp_dir("checked-cache-damaged");
+    let cache = dir.join("cache");
+    let spec = write(&dir, "checked.yaml", CHECKED_SPEC);
+    let cold = traced_run(&spec, &cache, &dir);
+    let (entry, _) = the_entry(&cache);
+    let good = std::fs::read(&entry).unwrap();
+    let mut flipped = good.clone();
+    // A letter of the parsed tree's text, near the end: `found` would become `fOund`.
+    let at = good.len() - 40;
+    flipped[at] ^= 0x20;
+    let mut damaged: Vec<(&str, Vec<u8>)> = vec![
+        ("flipped", flipped),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("empty", Vec::new()),
+        ("foreign", b"not an entry at all".to_vec()),
+    ];
+    if cfg!(unix) {
+        // Intact, but others could have written it: not trusted.
+        damaged.push(("writable by others", good.clone()));
+    }
+    for (what, bytes) in damaged {
+        std::fs::write(&entry, &bytes).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = if what == "writable by others" {
+                0o666
+            } else {
+                0o600
+            };
+            std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let (_, before) = the_entry(&cache);
+        assert_eq!(traced_run(&spec, &cache, &dir), cold, "{what}");
+        let (_, after) = the_entry(&cache);
+        assert_ne!(before, after, "{what}: rebuilt");
+        assert_eq!(
+            std::fs::read(&entry).unwrap(),
+            good,
+            "{what}: rebuilt as it was"
+        );
+    }
+}
+
+const TABLED_SPEC: &str = r#"version: 1
+name: tabled
+tools:
+  people:
+    description: Looks people up.
+    kind: table
+    file: people.csv
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: people, arguments: { where: { name: Ann } } }]
+          - answer: "{{ last.result }}"
+"#;
+
+#[test]
+fn a_remembered_spec_whose_table_changed_is_checked_again() {
+    let dir = support::temp_dir("checked-cache-table");
+    let cache = dir.join("cache");
+    let spec = write(&dir, "tabled.yaml", TABLED_SPEC);
+    write(&dir, "people.csv", "name,city\nAnn,Oslo\n");
+    let go = || {
+        run(toolrun()
+            .env("TOOLRUN_CACHE_DIR", &cache)
+            .args(["run", "--query", "who is Ann"])
+            .arg(&spec))
+    };
+    let out = go();
+    out.assert_success();
+    assert!(out.stdout.contains("Oslo"), "{out:?}");
+    the_entry(&cache);
+    // The scripted call names a column the table no longer has: an error `check` reports,
+    // which a remembered spec must not hide.
+    write(&dir, "people.csv", "person,city\nAnn,Bergen\n");
+    let out = go();
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("E019"), "{out:?}");
+}

@@ -37,6 +37,9 @@ pub(crate) struct Ctx<'a> {
     /// against the meta-schema again, and validators are built on each tool's first call.
     pub(crate) trusted: bool,
     pub(crate) spec_sha256: String,
+    /// Files the compile read (tables), stamped before reading: a remembered spec is current
+    /// only while they are unchanged.
+    pub(crate) inputs: Vec<(PathBuf, Option<checked::Stamp>)>,
 }
 
 impl Ctx<'_> {
@@ -65,12 +68,12 @@ pub struct Compiled {
 #[allow(clippy::result_large_err)]
 pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
-    let sha = sha256_hex(&source.text);
-    let trusted = checked::was_checked(&sha);
-    let compiled = compile_with(&source, path, sha, trusted);
-    if let (false, Some(r)) = (trusted, &compiled.registry) {
-        checked::mark_checked(&r.spec_sha256);
+    let cache = checked::Cache::for_text(&source.text);
+    if let Some(hit) = cache.as_ref().and_then(|c| c.load(&source.text)) {
+        let compiled = compile_hit(&source, path, hit);
+        return Ok((source, compiled));
     }
+    let compiled = compile_and_remember(&source, path, cache.as_ref());
     Ok((source, compiled))
 }
 
@@ -79,68 +82,90 @@ pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic
 #[allow(clippy::result_large_err)]
 pub(crate) fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::spec::read_source(path)?;
-    let compiled = compile(&source, path);
-    if let Some(r) = &compiled.registry {
-        checked::mark_checked(&r.spec_sha256);
-    }
+    let cache = checked::Cache::for_text(&source.text);
+    let compiled = compile_and_remember(&source, path, cache.as_ref());
     Ok((source, compiled))
 }
 
 /// Compiles with every check.
 pub fn compile(source: &Source, path: &Path) -> Compiled {
-    compile_with(source, path, sha256_hex(&source.text), false)
+    compile_and_remember(source, path, None)
 }
 
-fn compile_with(source: &Source, path: &Path, spec_sha256: String, trusted: bool) -> Compiled {
-    let finish = |mut d: Diagnostics| {
-        d.sort();
-        for item in &mut d.items {
-            item.file = Some(source.display.clone());
-        }
-        d.items
-    };
+/// Every check; a spec that passes them all is remembered in `cache`.
+fn compile_and_remember(source: &Source, path: &Path, cache: Option<&checked::Cache>) -> Compiled {
     let (root, duplicates) = match yaml::parse_keeping_duplicates(&source.text) {
         Ok(parsed) => parsed,
         Err(errors) => {
             return Compiled {
                 registry: None,
-                diagnostics: finish(Diagnostics { items: errors }),
+                diagnostics: finish(source, Diagnostics { items: errors }),
             }
         }
     };
-    let spec_dir = path
-        .parent()
-        .map(|p| {
-            if p.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                p
-            }
-        })
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    let mut ctx = Ctx {
-        d: Diagnostics::default(),
-        source,
-        spec_dir,
-        root: crate::files::project_root(path),
-        templates: Templates::new(),
-        secrets: BTreeMap::new(),
-        used_secrets: BTreeSet::new(),
-        tool_names: Vec::new(),
-        pending_call_checks: Vec::new(),
-        trusted,
-        spec_sha256,
-    };
+    let sha = sha256_hex(&source.text);
+    let mut ctx = Ctx::new(source, path, sha, false);
     // A duplicate key is an error, but the rest of the spec is still worth checking.
     for d in duplicates {
         ctx.d.push(d);
     }
-    let registry = compile_root(&root, path, &mut ctx);
+    let (compiled, inputs) = compile_tree(&root, path, ctx);
+    if let (Some(cache), Some(r)) = (cache, &compiled.registry) {
+        cache.store(&source.text, &r.spec_sha256, &root, &inputs);
+    }
+    compiled
+}
+
+/// A spec whose exact text passed every check before: its remembered tree and SHA-256 stand in
+/// for parsing and hashing it, and the checks that depend on its text alone are skipped.
+fn compile_hit(source: &Source, path: &Path, hit: checked::Hit) -> Compiled {
+    let ctx = Ctx::new(source, path, hit.sha256, true);
+    compile_tree(&hit.tree, path, ctx).0
+}
+
+/// The compiled spec, and the files the compile read (with their stamps, taken before reading).
+fn compile_tree(
+    root: &Node,
+    path: &Path,
+    mut ctx: Ctx,
+) -> (Compiled, Vec<(PathBuf, Option<checked::Stamp>)>) {
+    let registry = compile_root(root, path, &mut ctx);
     let has_errors = ctx.d.has_errors();
-    Compiled {
+    let compiled = Compiled {
         registry: if has_errors { None } else { registry },
-        diagnostics: finish(ctx.d),
+        diagnostics: finish(ctx.source, ctx.d),
+    };
+    (compiled, ctx.inputs)
+}
+
+fn finish(source: &Source, mut d: Diagnostics) -> Vec<Diagnostic> {
+    d.sort();
+    for item in &mut d.items {
+        item.file = Some(source.display.clone());
+    }
+    d.items
+}
+
+impl<'a> Ctx<'a> {
+    fn new(source: &'a Source, path: &Path, spec_sha256: String, trusted: bool) -> Ctx<'a> {
+        let spec_dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        Ctx {
+            d: Diagnostics::default(),
+            source,
+            spec_dir: spec_dir.to_path_buf(),
+            root: crate::files::project_root(path),
+            templates: Templates::new(),
+            secrets: BTreeMap::new(),
+            used_secrets: BTreeSet::new(),
+            tool_names: Vec::new(),
+            pending_call_checks: Vec::new(),
+            trusted,
+            spec_sha256,
+            inputs: Vec::new(),
+        }
     }
 }
 
@@ -324,6 +349,11 @@ fn compile_replay_ignore(top: &Obj, ctx: &mut Ctx) -> Vec<String> {
 }
 
 fn warn_unused_secrets(ctx: &mut Ctx) {
+    if ctx.trusted {
+        // Which secrets templates read was not collected (`check_variables`); a run shows no
+        // warnings, and `check` always checks everything.
+        return;
+    }
     for (secret, span) in &ctx.secrets {
         if !ctx.used_secrets.contains(secret) {
             ctx.d.push(

@@ -4,6 +4,7 @@
 // The declaration tables read best one key per line, which rustfmt would rewrap.
 #[rustfmt::skip]
 pub(crate) mod keys;
+pub(crate) mod packed;
 pub(crate) mod read;
 pub(crate) mod schema;
 pub(crate) mod yaml;
