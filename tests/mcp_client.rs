@@ -436,6 +436,21 @@ fn echoed_secrets_are_masked_long_results_cut_and_slow_calls_time_out() {
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
 }
 
+/// The official Python client drives `toolrun serve SPEC` over stdio through `plan` (see
+/// `tests/mcp/client.py`); its output, after checking it succeeded.
+fn serve_to_python_client(spec_path: &Path, plan: &Value) -> support::Output {
+    let mut cmd = Command::new(python::python());
+    cmd.arg(python::script("client.py"))
+        .args(["stdio", env!("CARGO_BIN_EXE_toolrun"), "serve"])
+        .arg(spec_path);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NOTES_KEY", SECRET);
+    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    out
+}
+
 #[test]
 fn serve_offers_remote_tools_with_their_servers_definitions() {
     let dir = support::temp_dir("mcp-client-serve");
@@ -447,15 +462,7 @@ fn serve_offers_remote_tools_with_their_servers_definitions() {
     );
     // The official Python client drives `toolrun serve`, which calls the Python notes server.
     let plan = json!([{ "name": "search_notes", "arguments": { "query": "milk" } }]);
-    let mut cmd = Command::new(python::python());
-    cmd.arg(python::script("client.py"))
-        .args(["stdio", env!("CARGO_BIN_EXE_toolrun"), "serve"])
-        .arg(&spec_path);
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NOTES_KEY", SECRET);
-    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
-    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    let out = serve_to_python_client(&spec_path, &plan);
     assert!(!out.stdout.contains(SECRET));
     let doc = out.json();
     let tools = doc["tools"].as_array().unwrap();
@@ -763,6 +770,32 @@ fn a_changed_tool_list_is_listed_again_and_a_changed_tool_stops_the_run() {
     assert_eq!(changed[0]["stale"].as_str(), Some(why));
     assert_eq!(methods[..3], HANDSHAKE);
     assert_eq!(methods[3..], ["tools/call", "tools/list"]);
+
+    // A served session has no run to stop: later calls of the changed server's tools fail.
+    let fresh_dir = support::temp_dir("mcp-client-list-changed-serve");
+    let fresh = NotesServer::start(&fresh_dir);
+    let gateway = write(
+        &dir,
+        "gateway.yaml",
+        &spec(&fresh.url(), tools, "          - answer: unused"),
+    );
+    let plan = json!([
+        { "name": "upgrade_search", "arguments": {} },
+        { "name": "search_notes", "arguments": { "query": "milk" } },
+    ]);
+    let doc = serve_to_python_client(&gateway, &plan).json();
+    assert_eq!(
+        doc["calls"][0]["structuredContent"]["result"], "upgraded",
+        "{doc:#}"
+    );
+    assert_eq!(doc["calls"][1]["isError"], true, "{doc:#}");
+    assert!(
+        doc["calls"][1]
+            .to_string()
+            .contains("changed its tools during the run"),
+        "{doc:#}"
+    );
+    drop(fresh);
 
     // Offline, the recorded notification leads to the same second listing and the same ends.
     drop(server);
