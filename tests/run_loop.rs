@@ -704,3 +704,27 @@ fn a_remembered_spec_whose_table_changed_is_checked_again() {
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("E019"), "{out:?}");
 }
+
+#[test]
+fn a_remembered_spec_copied_beside_another_table_is_checked_again() {
+    let dir = support::temp_dir("checked-cache-copied");
+    let cache = dir.join("cache");
+    let first = write(&dir, "a/tabled.yaml", TABLED_SPEC);
+    write(&dir, "a/people.csv", "name,city\nAnn,Oslo\n");
+    let go = |spec: &std::path::Path| {
+        run(toolrun()
+            .env("TOOLRUN_CACHE_DIR", &cache)
+            .args(["run", "--query", "who is Ann"])
+            .arg(spec))
+    };
+    go(&first).assert_success();
+    the_entry(&cache);
+    // The same text elsewhere reads its own `people.csv`, which has no `name` column.
+    let copy = write(&dir, "b/tabled.yaml", TABLED_SPEC);
+    write(&dir, "b/people.csv", "person,city\nAnn,Bergen\n");
+    let out = go(&copy);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("E019"), "{out:?}");
+    // The first copy still runs from its entry.
+    go(&first).assert_success();
+}

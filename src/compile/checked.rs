@@ -13,7 +13,8 @@
 //! - it was written by this very build of toolrun (version, format and the executable's stamp);
 //! - its checksum matches (not truncated, not damaged, not half-written: entries are renamed
 //!   into place);
-//! - its text equals the spec's text byte for byte, and every file the compile read is unchanged;
+//! - its text equals the spec's text byte for byte, and every file the compile read is unchanged
+//!   and is the one this compile reads (tables are named relative to the spec);
 //! - its tree decodes within the parser's own limits.
 //!
 //! Failing to read or write the cache only costs time.
@@ -36,6 +37,8 @@ pub(super) type Stamp = [u64; 4];
 pub(super) struct Hit {
     pub(super) tree: Node,
     pub(super) sha256: String,
+    /// The files the compile that wrote the entry read, unchanged since.
+    pub(super) inputs: Vec<PathBuf>,
 }
 
 /// The place of one spec text's entry.
@@ -263,8 +266,10 @@ fn read_entry(bytes: &[u8], build: u64, text: &str) -> Option<Hit> {
         return None;
     }
     // Each input takes at least 40 bytes: a count beyond the entry runs out of bytes below.
+    let mut inputs = Vec::new();
     for _ in 0..r.u64()? {
         let path = std::str::from_utf8(r.bytes()?).ok()?;
+        inputs.push(PathBuf::from(path));
         let mut want: Stamp = [0; 4];
         for w in &mut want {
             *w = r.u64()?;
@@ -280,6 +285,7 @@ fn read_entry(bytes: &[u8], build: u64, text: &str) -> Option<Hit> {
     (r.at == body.len()).then(|| Hit {
         tree,
         sha256: String::from_utf8_lossy(sha256).into_owned(),
+        inputs,
     })
 }
 
@@ -302,8 +308,10 @@ mod tests {
         let hit = Hit {
             tree,
             sha256: full.spec_sha256.clone(),
+            inputs: Vec::new(),
         };
-        let fast = super::super::compile_hit(&source, Path::new("t.yaml"), hit);
+        let fast =
+            super::super::compile_hit(&source, Path::new("t.yaml"), hit).expect("reads no file");
         let fast = fast.registry.expect("compiles");
         assert_eq!(fast.spec_sha256, full.spec_sha256);
         for tool in &fast.tools {

@@ -70,8 +70,9 @@ pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic
     let source = crate::spec::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
     if let Some(hit) = cache.as_ref().and_then(|c| c.load(&source.text)) {
-        let compiled = compile_hit(&source, path, hit);
-        return Ok((source, compiled));
+        if let Some(compiled) = compile_hit(&source, path, hit) {
+            return Ok((source, compiled));
+        }
     }
     let compiled = compile_and_remember(&source, path, cache.as_ref());
     Ok((source, compiled))
@@ -117,10 +118,16 @@ fn compile_and_remember(source: &Source, path: &Path, cache: Option<&checked::Ca
 }
 
 /// A spec whose exact text passed every check before: its remembered tree and SHA-256 stand in
-/// for parsing and hashing it, and the checks that depend on its text alone are skipped.
-fn compile_hit(source: &Source, path: &Path, hit: checked::Hit) -> Compiled {
+/// for parsing and hashing it, and the checks that depend on its text alone are skipped. `None`
+/// when this compile read other files than the one that passed (the same text in another
+/// folder names other tables): then the spec is checked in full.
+fn compile_hit(source: &Source, path: &Path, hit: checked::Hit) -> Option<Compiled> {
     let ctx = Ctx::new(source, path, hit.sha256, true);
-    compile_tree(&hit.tree, path, ctx).0
+    let (compiled, read) = compile_tree(&hit.tree, path, ctx);
+    read.iter()
+        .map(|(p, _)| p)
+        .eq(hit.inputs.iter())
+        .then_some(compiled)
 }
 
 /// The compiled spec, and the files the compile read (with their stamps, taken before reading).
