@@ -7,6 +7,7 @@ use crate::models::{CallMessage, DecideInput, Decision, Message, ModelClient, Pr
 use crate::net::Transport;
 use crate::redact::{Redactor, Secrets};
 use crate::registry::{Fault, Registry, Tool};
+use crate::templates::Shared;
 use crate::tools::{self, ErrorKind, Output, ToolEnv, ToolError};
 use crate::trace::{
     millis, CallStatus, ErrorInfo, PendingCall, SpecRef, Status, StopReason, ToolErrorEntry,
@@ -54,8 +55,10 @@ struct State {
     messages: Vec<Message>,
     tool_results: Vec<ToolResultEntry>,
     tool_errors: Vec<ToolErrorEntry>,
-    /// Template context `results`: every call so far, executed or rejected.
-    results: Vec<Value>,
+    /// Template context `results`: every call so far, executed or rejected; kept only for a
+    /// model whose templates read it (`templates_read_results`).
+    results: Vec<Shared>,
+    templates_read_results: bool,
     tool_call_count: u32,
     steps: u32,
     next_call: u32,
@@ -217,7 +220,10 @@ impl<'a> Engine<'a> {
         let started = Instant::now();
         // Every response is masked as it arrives, before a tool, the model or a limit sees it.
         self.transport.mask_with(&self.redactor);
-        let mut st = State::default();
+        let mut st = State {
+            templates_read_results: matches!(model, ModelClient::Scripted(_)),
+            ..State::default()
+        };
         self.events.emit_with(
             "run_started",
             || json!({ "spec": self.registry.name, "query": opts.query, "model": opts.model_name }),
@@ -550,9 +556,11 @@ impl<'a> Engine<'a> {
             message: info.message.clone(),
             details: err.details,
         });
-        st.results.push(
-            json!({ "id": id, "name": name, "arguments": args, "status": CallStatus::Error, "error": info }),
-        );
+        if st.templates_read_results {
+            st.results.push(Shared::new(
+                &json!({ "id": id, "name": name, "arguments": args, "status": CallStatus::Error, "error": info }),
+            ));
+        }
         Message::Tool {
             tool_call_id: id.into(),
             name: name.into(),
@@ -595,11 +603,11 @@ impl<'a> Engine<'a> {
             }
         }
         st.messages.extend(tool_messages);
-        let position = |entry: &Value| {
-            let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
+        let position = |entry: &Shared| {
+            let id = entry.attr("id").unwrap_or_default();
             calls.iter().position(|c| c.id == id).unwrap_or(usize::MAX)
         };
-        st.results[results_start..].sort_by_key(position);
+        st.results[results_start..].sort_by_cached_key(position);
         let malformed = self.count_malformed(st, turn.any_malformed);
         // The model would go on calling tools as they no longer are.
         let changed = tools::mcp::changed_tools(&self.tool_env(opts, ""))
@@ -879,7 +887,14 @@ impl<'a> Engine<'a> {
             }
             event
         });
-        st.results.push(json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok, "result": recorded }));
+        if st.templates_read_results {
+            // Converted for templates once, with the result borrowed: no JSON copy of it.
+            let head = json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok });
+            if let Value::Object(head) = head {
+                st.results
+                    .push(Shared::extended(&head, "result", &recorded));
+            }
+        }
         st.tool_results.push(ToolResultEntry {
             id: call.id.clone(),
             name: tool.name.clone(),

@@ -427,6 +427,17 @@ impl Redactor {
 
     /// A document as toolrun writes it (pretty JSON and a newline), masked and then checked:
     /// `Err` means it must not be written at all.
+    /// Like [`Redactor::to_pretty`], serialised straight from `doc` (a trace of a large result
+    /// is not copied into a `Value` first); only a document the scan flags is converted.
+    pub(crate) fn to_pretty_from<T: serde::Serialize>(&self, doc: &T) -> Result<String, Leak> {
+        let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
+        if self.first(text.as_bytes()).is_none() {
+            return Ok(text);
+        }
+        drop(text);
+        self.to_pretty(serde_json::to_value(doc).unwrap_or_default())
+    }
+
     pub fn to_pretty(&self, mut doc: Value) -> Result<String, Leak> {
         let pretty = |doc: &Value| serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
         // Documents are usually masked already (the engine masks as it goes): one scan of the

@@ -209,9 +209,11 @@ impl Templates {
 
     /// Compiles a YAML value into a template value; every string leaf with template syntax
     /// becomes a template. Errors carry the JSON Pointer of the leaf and the line inside it.
+    /// Takes the value: a literal part (a mock's result can be a mapping of megabytes) moves
+    /// into the template value instead of being copied.
     pub(crate) fn compile_value(
         &mut self,
-        value: &Value,
+        value: Value,
     ) -> Result<TValue, Vec<(String, String, Option<TemplatePos>)>> {
         let mut errors = Vec::new();
         let tv = self.compile_at(value, String::new(), &mut errors);
@@ -224,13 +226,16 @@ impl Templates {
 
     fn compile_at(
         &mut self,
-        value: &Value,
+        value: Value,
         pointer: String,
         errors: &mut Vec<(String, String, Option<TemplatePos>)>,
     ) -> TValue {
+        if !contains_template(&value) {
+            return TValue::Literal(value);
+        }
         match value {
-            Value::String(s) if is_template(s) => {
-                let result = match single_expression(s) {
+            Value::String(s) => {
+                let result = match single_expression(&s) {
                     // The wrapper `{{ expr }}` shifts columns: map them back to `s`.
                     Some(expr) => self.add_expr(expr).map(TValue::Expr).map_err(|(msg, pos)| {
                         let start = s.find(expr).map(|b| s[..b].chars().count()).unwrap_or(0);
@@ -242,29 +247,30 @@ impl Templates {
                                 });
                         (msg, pos)
                     }),
-                    None => self.add(s).map(TValue::Text),
+                    None => self.add(&s).map(TValue::Text),
                 };
                 result.unwrap_or_else(|(msg, line)| {
                     errors.push((pointer, msg, line));
                     TValue::Literal(Value::Null)
                 })
             }
-            Value::Array(items) if contains_template(value) => TValue::Array(
+            Value::Array(items) => TValue::Array(
                 items
-                    .iter()
+                    .into_iter()
                     .enumerate()
                     .map(|(i, v)| self.compile_at(v, format!("{pointer}/{i}"), errors))
                     .collect(),
             ),
-            Value::Object(map) if contains_template(value) => TValue::Object(
-                map.iter()
+            Value::Object(map) => TValue::Object(
+                map.into_iter()
                     .map(|(k, v)| {
                         let p = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
-                        (k.clone(), self.compile_at(v, p, errors))
+                        let tv = self.compile_at(v, p, errors);
+                        (k, tv)
                     })
                     .collect(),
             ),
-            other => TValue::Literal(other.clone()),
+            other => TValue::Literal(other),
         }
     }
 
@@ -436,15 +442,21 @@ impl std::fmt::Display for RenderError {
 /// context percent-encodes every string but the secrets that write the URL's origin (see
 /// `tools::http::build_url`).
 pub(crate) struct Ctx<'a> {
-    data: &'a Value,
+    data: Data<'a>,
     raw_secrets: Option<&'a [String]>,
     value: OnceLock<minijinja::Value>,
+}
+
+enum Data<'a> {
+    Json(&'a Value),
+    /// Top-level values converted already (see [`Shared`]).
+    Shared(Vec<(&'static str, Shared)>),
 }
 
 impl<'a> Ctx<'a> {
     pub(crate) fn new(data: &'a Value) -> Ctx<'a> {
         Ctx {
-            data,
+            data: Data::Json(data),
             raw_secrets: None,
             value: OnceLock::new(),
         }
@@ -452,27 +464,123 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn url(data: &'a Value, raw_secrets: &'a [String]) -> Ctx<'a> {
         Ctx {
-            data,
+            data: Data::Json(data),
             raw_secrets: Some(raw_secrets),
             value: OnceLock::new(),
         }
     }
 
+    /// A context of values converted once and shared, in this order (the same context as the
+    /// JSON object of these entries).
+    pub(crate) fn shared(roots: Vec<(&'static str, Shared)>) -> Ctx<'static> {
+        Ctx {
+            data: Data::Shared(roots),
+            raw_secrets: None,
+            value: OnceLock::new(),
+        }
+    }
+
     fn value(&self) -> &minijinja::Value {
-        self.value.get_or_init(|| match self.raw_secrets {
-            Some(raw) => url_context(self.data, raw),
-            None => context(self.data),
-        })
+        self.value
+            .get_or_init(|| match (&self.data, self.raw_secrets) {
+                (Data::Json(data), Some(raw)) => url_context(data, raw),
+                (Data::Json(data), None) => context(data),
+                (Data::Shared(roots), _) => {
+                    // Serialised as a map of values minijinja holds already: it keeps them by handle
+                    // (shared, not copied), and the map is the kind a JSON object converts to.
+                    struct Roots<'r>(&'r [(&'static str, Shared)]);
+                    impl serde::Serialize for Roots<'_> {
+                        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                            s.collect_map(self.0.iter().map(|(name, v)| (*name, &v.value)))
+                        }
+                    }
+                    minijinja::Value::from(minijinja::value::Serde(Roots(roots)))
+                }
+            })
+    }
+
+    /// The context as JSON, for a child process to render over.
+    fn json(&self) -> Value {
+        match &self.data {
+            Data::Json(data) => (*data).clone(),
+            Data::Shared(_) => serde_json::to_value(self.value()).unwrap_or_default(),
+        }
     }
 
     /// Display bytes of a top-level value (percent-encoding triples a URL context's).
     fn root_size(&self, root: &str) -> f64 {
-        let size = self.data.get(root).map_or(0.0, cost::json_size);
+        let size = match &self.data {
+            Data::Json(data) => data.get(root).map_or(0.0, cost::json_size),
+            Data::Shared(roots) => roots
+                .iter()
+                .find(|(name, _)| *name == root)
+                .map_or(0.0, |(_, v)| v.size),
+        };
         if self.raw_secrets.is_some() {
             size * 3.0
         } else {
             size
         }
+    }
+}
+
+/// A JSON value converted for templates once, with its display size (for the render budget):
+/// a scripted model's context holds every result so far at every step, and a result can be
+/// megabytes, so each is converted when it is made and shared from then on.
+#[derive(Clone, Debug)]
+pub(crate) struct Shared {
+    value: minijinja::Value,
+    size: f64,
+}
+
+impl Shared {
+    pub(crate) fn new(v: &Value) -> Shared {
+        Shared {
+            value: context(v),
+            size: cost::json_size(v),
+        }
+    }
+
+    /// The object `head` with one more entry last, `key: value`, without copying `value`.
+    pub(crate) fn extended(
+        head: &serde_json::Map<String, Value>,
+        key: &str,
+        value: &Value,
+    ) -> Shared {
+        struct Extended<'a>(&'a serde_json::Map<String, Value>, &'a str, &'a Value);
+        impl serde::Serialize for Extended<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(Some(self.0.len() + 1))?;
+                for (k, v) in self.0 {
+                    map.serialize_entry(k, v)?;
+                }
+                map.serialize_entry(self.1, self.2)?;
+                map.end()
+            }
+        }
+        let head_size = cost::json_size(&Value::Object(serde_json::Map::new()));
+        let entries: f64 = head.iter().map(|(k, v)| cost::entry_size(k, v)).sum();
+        Shared {
+            value: minijinja::Value::from(minijinja::value::Serde(&Extended(head, key, value))),
+            size: head_size + entries + cost::entry_size(key, value),
+        }
+    }
+
+    /// An array of these values.
+    pub(crate) fn array(items: &[Shared]) -> Shared {
+        Shared {
+            value: minijinja::Value::from(minijinja::value::Serde(
+                items.iter().map(|i| &i.value).collect::<Vec<_>>(),
+            )),
+            size: items.iter().map(|i| i.size + 2.0).sum::<f64>() + 2.0,
+        }
+    }
+
+    /// The value of an attribute of an object (`id`).
+    pub(crate) fn attr(&self, name: &str) -> Option<String> {
+        let v = self.value.get_attr(name).ok()?;
+        v.as_str().map(str::to_string)
     }
 }
 
@@ -658,7 +766,7 @@ mod tests {
     fn single_expressions_keep_their_type() {
         let mut t = Templates::new();
         let tv = t
-            .compile_value(&json!({"n": "{{ args.n }}", "s": "id-{{ args.n }}", "k": 3}))
+            .compile_value(json!({"n": "{{ args.n }}", "s": "id-{{ args.n }}", "k": 3}))
             .unwrap();
         let out = render(&t, &tv, &json!({"args": {"n": 5}})).unwrap();
         assert_eq!(out, json!({"n": 5, "s": "id-5", "k": 3}));
@@ -704,13 +812,13 @@ mod tests {
         let mut t = Templates::new();
         let ctx = json!({"last": {"result": 1}, "args": {}});
         for source in ["{{ last.reslt }}", "x {{ args.units }} y", "{{ nothing }}"] {
-            let tv = t.compile_value(&json!(source)).unwrap();
+            let tv = t.compile_value(json!(source)).unwrap();
             let err = render(&t, &tv, &ctx).unwrap_err();
             assert!(err.contains("is undefined"), "{source}: {err}");
             assert!(err.contains("default("), "{source}: {err}");
         }
         let tv = t
-            .compile_value(&json!({
+            .compile_value(json!({
                 "a": "{{ args.units | default('metric') }}",
                 "b": "{% if last.error %}bad{% else %}{{ last.result }}{% endif %}",
                 "c": "{{ args.units is defined }}",
@@ -726,12 +834,12 @@ mod tests {
     fn an_argument_passed_through_alone_is_null_when_left_out() {
         let mut t = Templates::new();
         let tv = t
-            .compile_value(&json!({"q": "{{ args.q }}", "h": "{{args.q}}", "x": "x{{ args.q }}"}))
+            .compile_value(json!({"q": "{{ args.q }}", "h": "{{args.q}}", "x": "x{{ args.q }}"}))
             .unwrap();
         let err = render(&t, &tv, &json!({"args": {}})).unwrap_err();
         assert!(err.contains("`args.q` is undefined"), "{err}");
         let tv = t
-            .compile_value(&json!({"q": "{{ args.q }}", "n": " {{ args.n }} "}))
+            .compile_value(json!({"q": "{{ args.q }}", "n": " {{ args.n }} "}))
             .unwrap();
         assert_eq!(
             render(&t, &tv, &json!({"args": {"n": 2}})).unwrap(),

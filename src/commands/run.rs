@@ -66,16 +66,23 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     };
     let trace = rt.block_on(engine.run(&mut prepared.model, opts));
     // The engine masked the trace as it built it; the writer's scan below is the guard.
-    let doc = serde_json::to_value(&trace).unwrap_or_default();
-    // Only a fixture needs the document after printing it: no copy of the trace otherwise.
-    let fixture_doc = args.record.is_some().then(|| doc.clone());
+    // Only a fixture needs the trace as a document: no copy of the trace otherwise.
+    let fixture_doc = args
+        .record
+        .is_some()
+        .then(|| serde_json::to_value(&trace).unwrap_or_default());
     // Fail closed: a secret that masking missed stops the trace, the fixture and `--json` alike.
-    let pretty = redactor.to_pretty(doc).map_err(|leak| {
-        eprintln!(
-            "error: refusing to write the trace: {leak} even after masking; nothing was written"
-        );
-        exit::FAILED
-    })?;
+    // Without secrets there is nothing to find, and without a reader no text to build.
+    let pretty = if args.trace.is_none() && !args.json && redactor.is_empty() {
+        String::new()
+    } else {
+        redactor.to_pretty_from(&trace).map_err(|leak| {
+            eprintln!(
+                "error: refusing to write the trace: {leak} even after masking; nothing was written"
+            );
+            exit::FAILED
+        })?
+    };
     if let Some(path) = &args.trace {
         if let Err(e) = crate::files::write_atomically(path, pretty.as_bytes()) {
             eprintln!("error: cannot write the trace to `{}`: {e}", path.display());

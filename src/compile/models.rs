@@ -611,7 +611,7 @@ fn compile_call(node: &Node, ctx: &mut Ctx) -> Option<ScriptedCall> {
                     return None;
                 }
             }
-            let tv = check_tvalue(&json, args.unwrap_or(node), &Roots::script(), ctx)?;
+            let tv = check_tvalue(json, args.unwrap_or(node), &Roots::script(), ctx)?;
             if let (crate::templates::TValue::Literal(value), Some(args_node), false) =
                 (&tv, args, deliberate)
             {

@@ -116,7 +116,7 @@ pub(crate) fn compile_text(
 }
 
 pub(crate) fn check_tvalue(
-    json: &serde_json::Value,
+    json: serde_json::Value,
     node: &Node,
     roots: &Roots,
     ctx: &mut Ctx,

@@ -583,8 +583,7 @@ fn mock_when(
 fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
     match (r.get("result"), r.get("error")) {
         (Some(res), None) => {
-            let json = res.to_json();
-            check_tvalue(&json, res, roots, ctx).map(MockOutcome::Result)
+            check_tvalue(res.to_json(), res, roots, ctx).map(MockOutcome::Result)
         }
         (None, Some(err)) => compile_mock_error(err, roots, ctx),
         (Some(_), Some(_)) => {
@@ -1057,7 +1056,7 @@ fn http_query(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(String, TValue)> 
     if let Some(q) = req.get("query") {
         if let Some(qobj) = Obj::open(q, "`query`", &mut ctx.d) {
             for (k, v) in qobj.entries {
-                if let Some(tv) = check_tvalue(&v.to_json(), v, roots, ctx) {
+                if let Some(tv) = check_tvalue(v.to_json(), v, roots, ctx) {
                     query.push((k.name.clone(), tv));
                 }
             }
@@ -1092,7 +1091,7 @@ pub(super) fn http_headers(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(Stri
 fn http_body(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> (Option<TValue>, Option<TemplateId>) {
     let body = req
         .get("body")
-        .and_then(|b| check_tvalue(&b.to_json(), b, roots, ctx));
+        .and_then(|b| check_tvalue(b.to_json(), b, roots, ctx));
     let body_text = req.get("body_text").and_then(|n| {
         if req.has("body") {
             ctx.d.push(

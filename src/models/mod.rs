@@ -113,7 +113,7 @@ pub(crate) struct DecideInput<'a> {
     pub(crate) messages: &'a [Message],
     pub(crate) query: &'a str,
     /// Every tool call so far as the template context sees it (`results`).
-    pub(crate) results: &'a [Value],
+    pub(crate) results: &'a [crate::templates::Shared],
     pub(crate) step: u32,
 }
 

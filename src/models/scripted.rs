@@ -3,7 +3,7 @@
 
 use super::{DecideInput, Decision, ModelError, ModelTurn, ProposedCall};
 use crate::registry::{Script, ScriptedArguments, Turn};
-use crate::templates::Ctx;
+use crate::templates::{Ctx, Shared};
 use serde_json::{json, Value};
 
 pub struct ScriptedModel {
@@ -64,17 +64,22 @@ impl ScriptedModel {
                 |c| matches!(&c.arguments, ScriptedArguments::Json(tv) if t.needs_context(tv)),
             ),
         };
-        let data = if needs_context {
-            json!({
-                "query": input.query,
-                "results": input.results,
-                "last": input.results.last(),
-                "step": input.step,
-            })
+        // Every result so far was converted for templates once, when it was made: the context
+        // shares them (`last` is the same value as the end of `results`).
+        let ctx = if needs_context {
+            let last = match input.results.last() {
+                Some(last) => last.clone(),
+                None => Shared::new(&Value::Null),
+            };
+            Ctx::shared(vec![
+                ("query", Shared::new(&json!(input.query))),
+                ("results", Shared::array(input.results)),
+                ("last", last),
+                ("step", Shared::new(&json!(input.step))),
+            ])
         } else {
-            Value::Null
+            Ctx::new(&Value::Null)
         };
-        let ctx = Ctx::new(&data);
         // A template outside a tool call fails the run (`model_error`, exit 1); a bound it hit
         // says so.
         let render_err = |e: crate::templates::RenderError| {

@@ -650,13 +650,13 @@ pub(super) fn json_size(v: &serde_json::Value) -> f64 {
         Value::Number(_) => NUMBER_SIZE,
         Value::String(s) => s.len() as f64 * 6.0 + 2.0,
         Value::Array(items) => items.iter().map(|i| json_size(i) + 2.0).sum::<f64>() + 2.0,
-        Value::Object(map) => {
-            map.iter()
-                .map(|(k, v)| k.len() as f64 * 6.0 + json_size(v) + 6.0)
-                .sum::<f64>()
-                + 2.0
-        }
+        Value::Object(map) => map.iter().map(|(k, v)| entry_size(k, v)).sum::<f64>() + 2.0,
     }
+}
+
+/// One `key: value` entry of an object, as `json_size` counts it.
+pub(super) fn entry_size(key: &str, value: &serde_json::Value) -> f64 {
+    key.len() as f64 * 6.0 + json_size(value) + 6.0
 }
 
 /// The number of iterations of `range(...)` with literal arguments.

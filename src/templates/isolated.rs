@@ -62,7 +62,7 @@ pub(crate) async fn render_many(
             .iter()
             .map(|id| (id.to_string(), templates.source_of(id).unwrap_or_default()))
             .collect(),
-        data: ctx.data.clone(),
+        data: ctx.json(),
         raw_secrets: ctx.raw_secrets.map(<[String]>::to_vec),
     };
     let input = serde_json::to_vec(&request).map_err(|e| RenderError::other(e.to_string()))?;
