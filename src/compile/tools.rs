@@ -582,9 +582,7 @@ fn mock_when(
 /// A response's `result` or `error` (exactly one of them).
 fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
     match (r.get("result"), r.get("error")) {
-        (Some(res), None) => {
-            check_tvalue(res.to_json(), res, roots, ctx).map(MockOutcome::Result)
-        }
+        (Some(res), None) => check_tvalue(res.to_json(), res, roots, ctx).map(MockOutcome::Result),
         (None, Some(err)) => compile_mock_error(err, roots, ctx),
         (Some(_), Some(_)) => {
             let at = r.key("error").map(|k| k.span).unwrap_or(item.span);
