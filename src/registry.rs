@@ -300,6 +300,8 @@ pub(crate) enum Turn {
     ToolCalls(Vec<ScriptedCall>),
     /// Prose that is not a valid decision (a model claiming a tool call in text).
     Raw(TemplateId),
+    /// An answer the provider cut off at `max_tokens`, as live models' can be.
+    CutOff(TemplateId),
 }
 
 pub(crate) struct ScriptedCall {

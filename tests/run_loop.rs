@@ -728,3 +728,62 @@ fn a_remembered_spec_copied_beside_another_table_is_checked_again() {
     // The first copy still runs from its entry.
     go(&first).assert_success();
 }
+
+/// A scripted model whose second turn is cut off, and a test that expects it.
+const CUT_OFF_SPEC: &str = r#"version: 1
+name: cut
+tools:
+  price:
+    description: A price.
+    kind: mock
+    input: { type: object, properties: {} }
+    responses: [{ result: 178.15 }]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: price, arguments: {} }]
+          - cut_off: "AAPL trades at {{ last.result }}, up from"
+tests:
+  - name: cut_short
+    query: AAPL?
+    expect: { status: needs_review, stop_reason: max_tokens, output_contains: "up from" }
+"#;
+
+/// A scripted `cut_off` turn is a reply cut at `max_tokens`, as a live model's can be: the run
+/// keeps the partial answer and ends for review, and a spec's test can expect exactly that.
+#[test]
+fn a_scripted_cut_off_answer_ends_the_run_for_review() {
+    let dir = support::temp_dir("run-loop-cut-off");
+    let spec_path = write(&dir, "cut.yaml", CUT_OFF_SPEC);
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "AAPL?"]));
+    out.assert_code(3);
+    assert_eq!(out.stdout, "AAPL trades at 178.15, up from\n");
+    assert!(
+        out.stderr
+            .contains("needs_review (max_tokens): the answer was cut off")
+            && out.stderr.contains("a scripted `cut_off` turn"),
+        "{out:?}"
+    );
+    let tested = run(toolrun().arg("test").arg(&spec_path));
+    tested.assert_success();
+    assert!(tested.stdout.contains("1 passed, 0 failed"), "{tested:?}");
+
+    // One form per turn.
+    let both = std::fs::read_to_string(&spec_path)
+        .unwrap()
+        .replace("- cut_off:", "- answer: x\n            cut_off:");
+    let bad = write(&dir, "both.yaml", &both);
+    let out = run(toolrun().arg("check").arg(&bad));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(
+            "error[E029]: a turn needs exactly one of `answer`, `tool_calls`, `raw` or `cut_off`"
+        ),
+        "{out:?}"
+    );
+}

@@ -527,7 +527,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
             ctx.d.push(
                 Diagnostic::new(
                     "E029",
-                    "a turn needs exactly one of `answer`, `tool_calls` or `raw`",
+                    "a turn needs exactly one of `answer`, `tool_calls`, `raw` or `cut_off`",
                 )
                 .at(t.span)
                 .help("split it into several turns: one model call each"),
@@ -540,10 +540,17 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
                     turns.push(Turn::Answer(id));
                 }
             }
-        } else if let Some(n) = turn.get("raw") {
-            if let Some(s) = crate::spec::read::string(n, "raw", &mut ctx.d) {
+        } else if let Some((key, n)) = ["raw", "cut_off"]
+            .into_iter()
+            .find_map(|k| turn.get(k).map(|n| (k, n)))
+        {
+            if let Some(s) = crate::spec::read::string(n, key, &mut ctx.d) {
                 if let Some(id) = compile_text(&s.value, n, &roots, ctx) {
-                    turns.push(Turn::Raw(id));
+                    turns.push(if key == "raw" {
+                        Turn::Raw(id)
+                    } else {
+                        Turn::CutOff(id)
+                    });
                 }
             }
         } else if let Some(n) = turn.get("tool_calls") {

@@ -59,7 +59,7 @@ impl ScriptedModel {
         self.next_turn += 1;
         let t = &registry.templates;
         let needs_context = match turn {
-            Turn::Answer(id) | Turn::Raw(id) => !t.is_plain(id),
+            Turn::Answer(id) | Turn::Raw(id) | Turn::CutOff(id) => !t.is_plain(id),
             Turn::ToolCalls(calls) => calls.iter().any(
                 |c| matches!(&c.arguments, ScriptedArguments::Json(tv) if t.needs_context(tv)),
             ),
@@ -97,6 +97,11 @@ impl ScriptedModel {
             Turn::Answer(id) => {
                 Decision::Answer(t.render_text(id, &ctx).await.map_err(render_err)?)
             }
+            Turn::CutOff(id) => super::live::cut_off(
+                t.render_text(id, &ctx).await.map_err(render_err)?,
+                &[],
+                "a scripted `cut_off` turn",
+            ),
             Turn::Raw(id) => {
                 let raw = t.render_text(id, &ctx).await.map_err(render_err)?;
                 Decision::Malformed {

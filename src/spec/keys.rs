@@ -371,10 +371,11 @@ pub(crate) const SCRIPT: &Place = &Place::new("script", "A script: the first who
     Key::new("turns", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/turn" }, "minItems": 1 })), "One turn per model call, in order.").required(),
 ]);
 
-pub(crate) const TURN: &Place = &Place::new("turn", "One model reply: exactly one of `answer`, `tool_calls` or `raw`.", &[
+pub(crate) const TURN: &Place = &Place::new("turn", "One model reply: exactly one of `answer`, `tool_calls`, `raw` or `cut_off`.", &[
     Key::new("answer", Str, "The final answer, a template over `query`, `results`, `last`, `step`."),
     Key::new("tool_calls", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/scripted_call" }, "minItems": 1 })), "Tool calls made in this turn."),
     Key::new("raw", Str, "A malformed reply: prose instead of a tool call."),
+    Key::new("cut_off", Str, "An answer cut off at the model's `max_tokens` (a template): the run ends `needs_review`, stop reason `max_tokens`, with this partial text."),
 ])
 .exactly_one();
 
