@@ -253,6 +253,92 @@ pub(crate) fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadE
 }
 
 // ---------------------------------------------------------------------------------------------
+// Reading a file as a stream
+
+/// Passes a file's bytes through while counting them and checking that they are UTF-8, so the
+/// file can be parsed as a stream (never held whole) and still be refused for its encoding or
+/// its size exactly as reading it whole would.
+pub(crate) struct Checked<R> {
+    inner: R,
+    /// The start of a character the last read cut in two.
+    pending: Vec<u8>,
+    invalid: bool,
+    count: u64,
+}
+
+impl<R: Read> Checked<R> {
+    pub(crate) fn new(inner: R) -> Checked<R> {
+        Checked {
+            inner,
+            pending: Vec::new(),
+            invalid: false,
+            count: 0,
+        }
+    }
+
+    /// Was anything read so far not UTF-8?
+    pub(crate) fn invalid(&self) -> bool {
+        self.invalid
+    }
+
+    /// Bytes read so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Reads what is left, checking it: after a parse error, whether the file is UTF-8 at all
+    /// still decides which error it gets.
+    pub(crate) fn finish(&mut self) {
+        let _ = std::io::copy(self, &mut std::io::sink());
+    }
+
+    fn check(&mut self, mut bytes: &[u8]) {
+        if !self.pending.is_empty() {
+            // At most 4 bytes: the cut character and what follows it.
+            let take = bytes.len().min(4 - self.pending.len());
+            let had = self.pending.len();
+            self.pending.extend_from_slice(&bytes[..take]);
+            match std::str::from_utf8(&self.pending) {
+                Ok(_) => bytes = &bytes[take..],
+                Err(e) if e.valid_up_to() > 0 => bytes = &bytes[e.valid_up_to() - had..],
+                Err(e) if e.error_len().is_some() => {
+                    self.invalid = true;
+                    return;
+                }
+                // Still cut: this read was shorter than the character.
+                Err(_) => return,
+            }
+            self.pending.clear();
+        }
+        if let Err(e) = std::str::from_utf8(bytes) {
+            match e.error_len() {
+                Some(_) => self.invalid = true,
+                None => self.pending.extend_from_slice(&bytes[e.valid_up_to()..]),
+            }
+        }
+    }
+}
+
+impl<R: Read> Read for Checked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let not_utf8 = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8");
+        if self.invalid {
+            return Err(not_utf8());
+        }
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        if n == 0 && !self.pending.is_empty() {
+            self.invalid = true;
+        }
+        self.check(&buf[..n]);
+        if self.invalid {
+            return Err(not_utf8());
+        }
+        Ok(n)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The project root
 
 static ROOT_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
@@ -496,5 +582,49 @@ mod destination_tests {
         std::fs::write(dir.join("file"), "x").unwrap();
         let err = check_destination(&dir.join("file/t.json"), "--record", true).unwrap_err();
         assert!(err.contains("is not a folder"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::Checked;
+    use std::io::Read;
+
+    /// Reads `bytes` through `Checked` in pieces of `size` bytes.
+    fn checked_in_pieces(bytes: &[u8], size: usize) -> (bool, u64) {
+        struct Pieces<'a>(&'a [u8], usize);
+        impl Read for Pieces<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(self.1).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut c = Checked::new(Pieces(bytes, size));
+        c.finish();
+        (c.invalid(), c.count())
+    }
+
+    #[test]
+    fn a_stream_is_checked_for_utf8_wherever_reads_cut_it() {
+        let good = "aé€😀b\n".repeat(3);
+        for size in 1..=9 {
+            assert_eq!(
+                checked_in_pieces(good.as_bytes(), size),
+                (false, good.len() as u64),
+                "{size}"
+            );
+            for bad in [
+                &b"caf\xe9!"[..],
+                b"ok\xf0\x9f\x98",
+                b"\xff",
+                b"a\xe2\x82\xe2\x82\xac",
+            ] {
+                let mut bytes = good.as_bytes().to_vec();
+                bytes.extend_from_slice(bad);
+                assert!(checked_in_pieces(&bytes, size).0, "{size} {bad:?}");
+            }
+        }
     }
 }

@@ -296,3 +296,159 @@ fn a_csv_row_with_too_few_fields_is_reported() {
         "{out:?}"
     );
 }
+
+#[test]
+fn a_large_json_table_file_is_read_as_a_stream_and_queried() {
+    let dir = temp_dir("large_json");
+    let rows = 50_000;
+    let items: Vec<String> = (0..rows)
+        .map(|i| {
+            format!(
+                "{{\"id\": {i}, \"name\": \"Person {i}\", \"tags\": [\"t{}\"], \"é\": \"ü{i}\"}}",
+                i % 7
+            )
+        })
+        .collect();
+    write(
+        &dir,
+        "people.json",
+        &format!("[\n{}\n]\n", items.join(",\n")),
+    );
+    let spec = table_spec(&dir, "people.json");
+    check(&spec, &["--deny-warnings"]).assert_success();
+
+    let last = rows - 1;
+    let out = call(&spec, json!({"where": {"name": format!("person {last}")}}));
+    out.assert_success();
+    assert_eq!(
+        parsed(&out),
+        json!([{"id": last, "name": format!("Person {last}"), "tags": [format!("t{}", last % 7)], "é": format!("ü{last}")}])
+    );
+    let out = call(
+        &spec,
+        json!({"where": {"é": format!("ü{last}")}, "columns": ["id"]}),
+    );
+    out.assert_success();
+    assert_eq!(parsed(&out), json!([{"id": last}]));
+}
+
+/// Parsing a JSON table as a stream gives the errors reading it whole gave: the same message
+/// (with its line and column) for bad JSON, and bad UTF-8 anywhere in the file before that.
+#[test]
+fn a_json_table_file_read_as_a_stream_keeps_its_errors() {
+    let dir = temp_dir("large_json_errors");
+    let mut good = String::from("[\n");
+    for i in 0..20_000 {
+        let _ = writeln!(good, "  {{\"id\": {i}, \"name\": \"café {i}\"}},");
+    }
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("trailing_comma", format!("{good}]\n").into_bytes()),
+        ("cut_short", good.clone().into_bytes()),
+        (
+            "bad_escape",
+            format!("{good}  {{\"id\": \"\\q\"}}\n]\n").into_bytes(),
+        ),
+        ("garbage_after", format!("{good}  {{}}\n] x\n").into_bytes()),
+    ];
+    for (name, bytes) in &cases {
+        let file = format!("{name}.json");
+        std::fs::write(dir.join(&file), bytes).unwrap();
+        let spec = table_spec(&dir, &file);
+        let out = check(&spec, &[]);
+        out.assert_code(1);
+        let whole = serde_json::from_slice::<serde_json::Value>(bytes).unwrap_err();
+        let expected = format!("table file `{file}` is not valid JSON: {whole}");
+        assert!(out.stderr.contains(&expected), "{expected}\n{out:?}");
+    }
+
+    // Bad UTF-8 after a syntax error, inside a string, and cut at the very end.
+    let cases: [(&str, Vec<u8>); 3] = [
+        (
+            "after_error",
+            [format!("{good}]").as_bytes(), b"\xff\n"].concat(),
+        ),
+        (
+            "in_string",
+            [
+                format!("{good}  {{\"a\": \"caf").as_bytes(),
+                b"\xe9\"}\n]\n",
+            ]
+            .concat(),
+        ),
+        (
+            "cut_char",
+            [format!("{good}  {{}}\n]\n").as_bytes(), b"\xe2\x82"].concat(),
+        ),
+    ];
+    for (name, bytes) in &cases {
+        let file = format!("{name}.json");
+        std::fs::write(dir.join(&file), bytes).unwrap();
+        let out = check(&table_spec(&dir, &file), &[]);
+        out.assert_code(1);
+        assert!(
+            out.stderr
+                .contains(&format!("table file `{file}` is not valid UTF-8")),
+            "{out:?}"
+        );
+    }
+
+    std::fs::write(
+        dir.join("object.json"),
+        format!("{{\"rows\": [{}]}}", "{}, ".repeat(10_000) + "{}"),
+    )
+    .unwrap();
+    let out = check(&table_spec(&dir, "object.json"), &[]);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("table file `object.json` must hold a JSON array of objects"),
+        "{out:?}"
+    );
+}
+
+/// Every scripted call is checked against its own tool's schema, among many tools.
+#[test]
+fn each_of_many_scripted_calls_is_checked_against_its_own_tool() {
+    let dir = temp_dir("large_calls");
+    let tools = 400;
+    let mut text = String::from("version: 1\nname: many_calls\ntools:\n");
+    for i in 0..tools {
+        let _ = writeln!(
+            text,
+            "  t{i}:\n    description: Mock tool number {i}.\n    kind: mock\n    input: {{ type: object, properties: {{ n{i}: {{ type: integer }} }}, required: [n{i}] }}\n    responses: [{{ result: {i} }}]"
+        );
+    }
+    text.push_str("models:\n  s:\n    kind: scripted\n    scripts:\n      - turns:\n");
+    let mut lines = Vec::new();
+    for i in 0..tools {
+        // Every other call passes a string where its tool wants an integer.
+        let value = if i % 2 == 0 {
+            format!("{i}")
+        } else {
+            format!("\"{i}\"")
+        };
+        let _ = writeln!(
+            text,
+            "          - tool_calls: [{{ name: t{i}, arguments: {{ n{i}: {value} }} }}]"
+        );
+        lines.push(text.lines().count());
+    }
+    text.push_str("          - answer: done\n");
+    let spec = write(&dir, "spec.yaml", &text);
+    let out = check(&spec, &[]);
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr.matches("error[E019]").count(),
+        tools / 2,
+        "{out:?}"
+    );
+    for i in [1, 201, tools - 1] {
+        let expected = format!(
+            "scripted call to `t{i}` has invalid `n{i}`: value is not of type \"integer\"\n{g}--> {}:{}:",
+            spec.display(),
+            lines[i],
+            g = gutter(lines[i])
+        );
+        assert!(out.stderr.contains(&expected), "{expected}\n{out:?}");
+    }
+}

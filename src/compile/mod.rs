@@ -606,8 +606,13 @@ fn check_scripted_calls(tools: &[crate::registry::Tool], ctx: &mut Ctx) {
         ctx.pending_call_checks.clear();
         return;
     }
+    // The first tool of each name, as a search from the start would find it.
+    let mut by_name = std::collections::HashMap::with_capacity(tools.len());
+    for tool in tools {
+        by_name.entry(tool.name.as_str()).or_insert(tool);
+    }
     for (name, args, node) in std::mem::take(&mut ctx.pending_call_checks) {
-        let Some(tool) = tools.iter().find(|t| t.name == name) else {
+        let Some(tool) = by_name.get(name.as_str()) else {
             continue;
         };
         let Ok(validator) = tool.validator() else {

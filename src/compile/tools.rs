@@ -653,7 +653,7 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
                         .push(expected(item, "a mapping of column to value", "each row")),
                 }
             }
-            Some(Table::from_objects(objects))
+            table_or_error(Table::from_objects(objects), rows.span, "`rows`", ctx)
         }
         (None, Some(f)) => load_table_file(&f, empty, ctx),
         (None, None) => {
@@ -710,8 +710,9 @@ fn load_table_file(
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_json {
-        let text = read_table_text(file, &path, ctx)?;
-        json_table(file, &text, ctx).map(Table::from_objects)
+        let rows = json_table(file, &path, ctx)?;
+        let what = format!("table file `{}`", file.value);
+        table_or_error(Table::from_objects(rows), file.span, &what, ctx)
     } else {
         csv_table(file, &path, empty, ctx)
     }
@@ -741,21 +742,6 @@ fn table_path(file: &Spanned<String>, ctx: &mut Ctx) -> Option<std::path::PathBu
 }
 
 /// The file's text: a regular file (a FIFO or `/dev/zero` has no end), within the size limit.
-fn read_table_text(
-    file: &Spanned<String>,
-    path: &std::path::Path,
-    ctx: &mut Ctx,
-) -> Option<String> {
-    let bytes = match crate::files::read_regular(path, MAX_TABLE_BYTES) {
-        Ok(b) => b,
-        Err(e) => return table_read_error(file, e, ctx),
-    };
-    match String::from_utf8(bytes) {
-        Ok(t) => Some(t),
-        Err(_) => table_not_utf8(file, ctx),
-    }
-}
-
 fn table_read_error<T>(
     file: &Spanned<String>,
     e: crate::files::ReadError,
@@ -783,16 +769,58 @@ fn table_not_utf8<T>(file: &Spanned<String>, ctx: &mut Ctx) -> Option<T> {
     None
 }
 
+/// A table's rows, or why they are too many (past 4 GiB of column names: never within the size
+/// limit of a file).
+fn table_or_error(
+    table: Result<Table, &str>,
+    span: Span,
+    what: &str,
+    ctx: &mut Ctx,
+) -> Option<Table> {
+    match table {
+        Ok(t) => Some(t),
+        Err(why) => {
+            ctx.d.push(
+                Diagnostic::new("E022", format!("{what}: {why}"))
+                    .at(span)
+                    .help("use a smaller table"),
+            );
+            None
+        }
+    }
+}
+
+/// Parses the JSON file as a stream: its text is never held whole next to its rows. Its size and
+/// encoding are checked on the way, with the errors reading it whole would give, in that order.
 fn json_table(
     file: &Spanned<String>,
-    text: &str,
+    path: &std::path::Path,
     ctx: &mut Ctx,
 ) -> Option<Vec<Map<String, serde_json::Value>>> {
+    let input = match crate::files::open_regular(path, MAX_TABLE_BYTES) {
+        Ok((f, _)) => f.take(MAX_TABLE_BYTES + 1),
+        Err(e) => return table_read_error(file, e, ctx),
+    };
+    let mut input = std::io::BufReader::with_capacity(1 << 16, crate::files::Checked::new(input));
+    let parsed = serde_json::from_reader::<_, serde_json::Value>(&mut input);
+    let mut input = input.into_inner();
+    if parsed.is_err() {
+        input.finish();
+    }
+    if input.count() > MAX_TABLE_BYTES {
+        let too_large = crate::files::ReadError::TooLarge {
+            limit: MAX_TABLE_BYTES,
+        };
+        return table_read_error(file, too_large, ctx);
+    }
+    if input.invalid() {
+        return table_not_utf8(file, ctx);
+    }
     let fail = |ctx: &mut Ctx, msg: String, help: &str| {
         table_error(file, ctx, msg, help);
         None
     };
-    match serde_json::from_str::<serde_json::Value>(text) {
+    match parsed {
         Ok(serde_json::Value::Array(rows)) if rows.iter().all(|r| r.is_object()) => Some(
             rows.into_iter()
                 .filter_map(|r| match r {
@@ -840,8 +868,14 @@ fn csv_table(
         table_error(file, ctx, msg, help);
         None
     };
-    let mut table = match reader.headers() {
-        Ok(h) => CsvTableBuilder::new(h, empty),
+    let too_large = |ctx: &mut Ctx, why: &str| {
+        let msg = format!("table file `{}`: {why}", file.value);
+        table_error(file, ctx, msg, "use a smaller table");
+        None
+    };
+    let mut table = match reader.headers().map(|h| CsvTableBuilder::new(h, empty)) {
+        Ok(Ok(builder)) => builder,
+        Ok(Err(why)) => return too_large(ctx, why),
         Err(e) => return invalid(ctx, e, "the first line names the columns"),
     };
     let mut record = csv::StringRecord::new();
@@ -849,9 +883,7 @@ fn csv_table(
         match reader.read_record(&mut record) {
             Ok(true) => {
                 if let Err(why) = table.push(&record) {
-                    let msg = format!("table file `{}`: {why}", file.value);
-                    table_error(file, ctx, msg, "use a smaller table");
-                    return None;
+                    return too_large(ctx, why);
                 }
             }
             Ok(false) => break,
@@ -890,10 +922,10 @@ pub(crate) fn table_schema(table: &Table) -> serde_json::Value {
             .iter()
             .map(|c| {
                 let description = format!("Value of `{c}`: an exact value, or {{\"contains\": \"text\"}} for a case-insensitive substring");
-                (c.clone(), object([("description", description.into()), ("anyOf", filter.clone())]))
+                (c.to_string(), object([("description", description.into()), ("anyOf", filter.clone())]))
             })
             .collect();
-        let names = columns.iter().map(|c| c.as_str().into()).collect();
+        let names = columns.iter().map(Into::into).collect();
         (
             object([
                 ("type", "object".into()),

@@ -1,15 +1,16 @@
 //! A table tool's rows. A CSV file's cells are kept as text in one buffer and typed when a query
 //! reads them, instead of a JSON object (with its own copy of every column name) per row: a large
-//! file then costs about its own size in memory, and a wide one no more than that either.
+//! file then costs about its own size in memory, and a wide one no more than that either (its
+//! column names are one buffer too, looked up through a sorted index).
 
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::HashSet;
+
+const TOO_LARGE: &str = "the table is too large";
 
 pub(crate) struct Table {
-    columns: Vec<String>,
-    /// Column name → its index in `columns`.
-    positions: HashMap<String, usize>,
+    columns: Names,
     rows: Rows,
 }
 
@@ -28,26 +29,23 @@ enum Rows {
 
 impl Table {
     /// Rows written as JSON objects; the columns are every key any row has, in order of first
-    /// appearance.
-    pub(crate) fn from_objects(rows: Vec<Map<String, Value>>) -> Table {
-        let mut columns = Vec::new();
-        let mut positions = HashMap::new();
-        for row in &rows {
-            for key in row.keys() {
-                if !positions.contains_key(key) {
-                    positions.insert(key.clone(), columns.len());
-                    columns.push(key.clone());
-                }
-            }
-        }
-        Table {
+    /// appearance. Fails only past 4 GiB of column names, far beyond the size limit of a file.
+    pub(crate) fn from_objects(rows: Vec<Map<String, Value>>) -> Result<Table, &'static str> {
+        let mut seen = HashSet::new();
+        let columns = rows
+            .iter()
+            .flat_map(|row| row.keys())
+            .map(String::as_str)
+            .filter(|key| seen.insert(*key));
+        let columns = Names::new(columns)?;
+        drop(seen);
+        Ok(Table {
             columns,
-            positions,
             rows: Rows::Objects(rows),
-        }
+        })
     }
 
-    pub(crate) fn columns(&self) -> &[String] {
+    pub(crate) fn columns(&self) -> &Names {
         &self.columns
     }
 
@@ -55,7 +53,8 @@ impl Table {
     /// wide table does not put every column name in front of a model.
     pub(crate) fn column_list(&self) -> String {
         const LISTED: usize = 30;
-        let listed = self.columns[..self.columns.len().min(LISTED)].join(", ");
+        let listed: Vec<&str> = self.columns.iter().take(LISTED).collect();
+        let listed = listed.join(", ");
         match self.columns.len() {
             n if n > LISTED => format!("{listed}, ... ({n} in all)"),
             _ => listed,
@@ -64,7 +63,7 @@ impl Table {
 
     /// The index of a column by its name.
     pub(crate) fn position(&self, column: &str) -> Option<usize> {
-        self.positions.get(column).copied()
+        self.columns.position(column)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -83,7 +82,7 @@ impl Table {
     /// the row has no such column.
     pub(crate) fn cell(&self, row: usize, column: usize) -> Option<Cow<'_, Value>> {
         match &self.rows {
-            Rows::Objects(rows) => rows[row].get(&self.columns[column]).map(Cow::Borrowed),
+            Rows::Objects(rows) => rows[row].get(self.columns.get(column)).map(Cow::Borrowed),
             Rows::Csv { text, ends, empty } => {
                 let i = row * self.columns.len() + column;
                 let start = if i == 0 { 0 } else { ends[i - 1] as usize };
@@ -100,60 +99,142 @@ impl Table {
         match &self.rows {
             Rows::Objects(rows) => rows[row].clone(),
             Rows::Csv { .. } => (0..self.columns.len())
-                .filter_map(|c| Some((self.columns[c].clone(), self.cell(row, c)?.into_owned())))
+                .filter_map(|c| {
+                    let value = self.cell(row, c)?.into_owned();
+                    Some((self.columns.get(c).to_string(), value))
+                })
                 .collect(),
         }
+    }
+}
+
+/// Column names in one buffer, with an index sorted by name for lookups: a wide table (hundreds
+/// of thousands of columns) then costs a few bytes per column beyond the names themselves,
+/// instead of two `String`s and a hash entry each.
+pub(crate) struct Names {
+    text: String,
+    /// Name `i` is `text[ends[i - 1]..ends[i]]`.
+    ends: Vec<u32>,
+    /// Column indices in the order of their names.
+    sorted: Vec<u32>,
+}
+
+impl Names {
+    /// Names in column order. Fails only past 4 GiB of names.
+    fn new<'n>(names: impl IntoIterator<Item = &'n str>) -> Result<Names, &'static str> {
+        let mut text = String::new();
+        let mut ends = Vec::new();
+        for name in names {
+            text.push_str(name);
+            ends.push(u32::try_from(text.len()).map_err(|_| TOO_LARGE)?);
+        }
+        let mut names = Names {
+            text,
+            ends,
+            sorted: Vec::new(),
+        };
+        let mut sorted: Vec<u32> = (0..names.ends.len() as u32).collect();
+        sorted.sort_by(|&a, &b| names.get(a as usize).cmp(names.get(b as usize)));
+        names.sorted = sorted;
+        Ok(names)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The name of column `i`.
+    pub(crate) fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> + Clone + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        let found = self
+            .sorted
+            .binary_search_by(|&i| self.get(i as usize).cmp(name))
+            .ok()?;
+        Some(self.sorted[found] as usize)
     }
 }
 
 /// Builds a CSV table record by record while the file is read, so the file's text and its
 /// parsed rows are never both held whole.
 pub(crate) struct CsvTableBuilder {
-    columns: Vec<String>,
-    positions: HashMap<String, usize>,
-    /// For each column, the field of a record that fills it: the last one of that name, when a
-    /// header repeats a name.
-    fields: Vec<usize>,
+    columns: Names,
+    /// For each column, the field of a record that fills it, when a header repeats a name (the
+    /// last field of that name); without repeats, column `i` is field `i`.
+    fields: Option<Vec<u32>>,
     text: String,
     ends: Vec<u32>,
     empty: Value,
 }
 
 impl CsvTableBuilder {
-    /// `empty` is what an empty cell reads as (`empty_as`).
-    pub(crate) fn new(headers: &csv::StringRecord, empty: Value) -> CsvTableBuilder {
-        let mut columns: Vec<String> = Vec::new();
-        let mut positions = HashMap::new();
-        let mut fields = Vec::new();
-        for (field, name) in headers.iter().enumerate() {
-            match positions.get(name) {
-                Some(&column) => fields[column] = field,
-                None => {
-                    positions.insert(name.to_string(), columns.len());
-                    columns.push(name.to_string());
-                    fields.push(field);
-                }
+    /// `empty` is what an empty cell reads as (`empty_as`). A name the header repeats keeps the
+    /// place of its first field and the value of its last.
+    pub(crate) fn new(
+        headers: &csv::StringRecord,
+        empty: Value,
+    ) -> Result<CsvTableBuilder, &'static str> {
+        let all = Names::new(headers.iter())?;
+        // Sorted by name, and stably: a repeated name's fields are neighbours, first to last.
+        let mut last_of: Vec<Option<u32>> = Vec::new();
+        let mut i = 0;
+        while i < all.sorted.len() {
+            let first = all.sorted[i];
+            let mut j = i + 1;
+            while j < all.sorted.len() && all.get(all.sorted[j] as usize) == all.get(first as usize)
+            {
+                j += 1;
             }
+            if j > i + 1 {
+                if last_of.is_empty() {
+                    last_of = (0..all.len() as u32).map(Some).collect();
+                }
+                for &later in &all.sorted[i + 1..j] {
+                    last_of[later as usize] = None;
+                }
+                last_of[first as usize] = Some(all.sorted[j - 1]);
+            }
+            i = j;
         }
-        CsvTableBuilder {
+        let (columns, fields) = if last_of.is_empty() {
+            (all, None)
+        } else {
+            let kept = (0..all.len()).filter(|&f| last_of[f].is_some());
+            let columns = Names::new(kept.clone().map(|f| all.get(f)))?;
+            let fields = kept.filter_map(|f| last_of[f]).collect();
+            (columns, Some(fields))
+        };
+        Ok(CsvTableBuilder {
             columns,
-            positions,
             fields,
             text: String::new(),
             ends: Vec::new(),
             empty,
-        }
+        })
     }
 
     /// Appends a record with as many fields as the header (the CSV reader checks that). Fails
     /// only past 4 GiB of cell text, far beyond the size limit of a table file.
     pub(crate) fn push(&mut self, record: &csv::StringRecord) -> Result<(), &'static str> {
-        for &field in &self.fields {
-            self.text.push_str(record.get(field).unwrap_or(""));
-            let end = u32::try_from(self.text.len()).map_err(|_| "the table is too large")?;
+        let mut push = |cell: &str| {
+            self.text.push_str(cell);
+            let end = u32::try_from(self.text.len()).map_err(|_| TOO_LARGE)?;
             self.ends.push(end);
+            Ok(())
+        };
+        match &self.fields {
+            None => record.iter().try_for_each(&mut push),
+            Some(fields) => fields
+                .iter()
+                .try_for_each(|&f| push(record.get(f as usize).unwrap_or(""))),
         }
-        Ok(())
     }
 
     pub(crate) fn finish(mut self) -> Table {
@@ -161,7 +242,6 @@ impl CsvTableBuilder {
         self.ends.shrink_to_fit();
         Table {
             columns: self.columns,
-            positions: self.positions,
             rows: Rows::Csv {
                 text: self.text,
                 ends: self.ends,
@@ -196,17 +276,21 @@ mod tests {
         let mut reader = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
             .from_reader(text.as_bytes());
-        let mut builder = CsvTableBuilder::new(reader.headers().unwrap(), Value::Null);
+        let mut builder = CsvTableBuilder::new(reader.headers().unwrap(), Value::Null).unwrap();
         for record in reader.records() {
             builder.push(&record.unwrap()).unwrap();
         }
         builder.finish()
     }
 
+    fn names(t: &Table) -> Vec<&str> {
+        t.columns().iter().collect()
+    }
+
     #[test]
     fn csv_cells_are_typed_when_read() {
         let t = csv("name, n ,x,ok\nAda, 7 ,1.5,true\n,-2,3.,no\n");
-        assert_eq!(t.columns(), ["name", "n", "x", "ok"]);
+        assert_eq!(names(&t), ["name", "n", "x", "ok"]);
         assert_eq!(t.len(), 2);
         let n = t.position("n").unwrap();
         assert_eq!(t.cell(0, n).unwrap().into_owned(), json!(7));
@@ -224,18 +308,29 @@ mod tests {
     #[test]
     fn a_repeated_header_keeps_its_first_place_and_last_value() {
         let t = csv("a,b,a\n1,2,3\n");
-        assert_eq!(t.columns(), ["a", "b"]);
+        assert_eq!(names(&t), ["a", "b"]);
         assert_eq!(Value::Object(t.row_object(0)), json!({"a": 3, "b": 2}));
+        let t = csv("b,a,c,a,b,a,d\n1,2,3,4,5,6,7\n");
+        assert_eq!(names(&t), ["b", "a", "c", "d"]);
+        assert_eq!(
+            Value::Object(t.row_object(0)),
+            json!({"b": 5, "a": 6, "c": 3, "d": 7})
+        );
+        for (i, name) in ["b", "a", "c", "d"].into_iter().enumerate() {
+            assert_eq!(t.position(name), Some(i));
+        }
+        assert_eq!(t.position("e"), None);
+        assert_eq!(t.position(""), None);
     }
 
     #[test]
     fn a_header_without_rows_is_an_empty_table_with_columns() {
         let t = csv("a,b\n");
         assert!(t.is_empty());
-        assert_eq!(t.columns(), ["a", "b"]);
+        assert_eq!(names(&t), ["a", "b"]);
         let empty = csv("");
         assert!(empty.is_empty());
-        assert!(empty.columns().is_empty() || empty.columns() == [""]);
+        assert!(names(&empty).is_empty() || names(&empty) == [""]);
     }
 
     #[test]
@@ -244,8 +339,8 @@ mod tests {
             .into_iter()
             .map(|r| r.as_object().cloned().unwrap())
             .collect();
-        let t = Table::from_objects(rows);
-        assert_eq!(t.columns(), ["a", "b", "c"]);
+        let t = Table::from_objects(rows).unwrap();
+        assert_eq!(names(&t), ["a", "b", "c"]);
         assert!(t.cell(1, t.position("b").unwrap()).is_none());
         assert_eq!(t.cell(1, 2).unwrap().into_owned(), Value::Null);
         assert_eq!(Value::Object(t.row_object(1)), json!({"c": null, "a": 2}));

@@ -102,7 +102,7 @@ fn position(table: &Table, column: &str) -> Result<usize, ToolError> {
         return Ok(position);
     }
     let columns = table.columns();
-    let hint = crate::diag::did_you_mean(column, columns.iter().map(String::as_str))
+    let hint = crate::diag::did_you_mean(column, columns.iter())
         .unwrap_or_else(|| format!("columns: {}", table.column_list()));
     Err(ToolError::new(
         ErrorKind::InvalidArguments,
@@ -125,6 +125,7 @@ mod tests {
                 .map(|r| r.as_object().cloned().unwrap())
                 .collect(),
         )
+        .unwrap()
     }
 
     #[test]
