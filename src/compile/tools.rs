@@ -852,8 +852,8 @@ fn csv_table(
     empty: serde_json::Value,
     ctx: &mut Ctx,
 ) -> Option<Table> {
-    let input = match crate::files::open_regular(path, MAX_TABLE_BYTES) {
-        Ok((f, _)) => f.take(MAX_TABLE_BYTES + 1),
+    let (input, size) = match crate::files::open_regular(path, MAX_TABLE_BYTES) {
+        Ok((f, size)) => (f.take(MAX_TABLE_BYTES + 1), size),
         Err(e) => return table_read_error(file, e, ctx),
     };
     let mut reader = csv::ReaderBuilder::new()
@@ -878,10 +878,19 @@ fn csv_table(
         Ok(Err(why)) => return too_large(ctx, why),
         Err(e) => return invalid(ctx, e, "the first line names the columns"),
     };
-    let mut record = csv::StringRecord::new();
+    let mut record = match reader.headers() {
+        Ok(h) => csv::StringRecord::with_capacity(h.as_slice().len(), h.len()),
+        Err(_) => csv::StringRecord::new(),
+    };
+    let mut first = true;
     loop {
         match reader.read_record(&mut record) {
             Ok(true) => {
+                if std::mem::take(&mut first) {
+                    let start = record.position().map_or(0, |p| p.byte());
+                    let end = reader.position().byte();
+                    table.reserve(&record, end.saturating_sub(start), size.saturating_sub(end));
+                }
                 if let Err(why) = table.push(&record) {
                     return too_large(ctx, why);
                 }

@@ -32,13 +32,14 @@ impl Table {
     /// appearance. Fails only past 4 GiB of column names, far beyond the size limit of a file.
     pub(crate) fn from_objects(rows: Vec<Map<String, Value>>) -> Result<Table, &'static str> {
         let mut seen = HashSet::new();
-        let columns = rows
+        let columns: Vec<&str> = rows
             .iter()
             .flat_map(|row| row.keys())
             .map(String::as_str)
-            .filter(|key| seen.insert(*key));
-        let columns = Names::new(columns)?;
+            .filter(|key| seen.insert(*key))
+            .collect();
         drop(seen);
+        let columns = Names::new(columns.iter().copied())?;
         Ok(Table {
             columns,
             rows: Rows::Objects(rows),
@@ -121,9 +122,17 @@ pub(crate) struct Names {
 
 impl Names {
     /// Names in column order. Fails only past 4 GiB of names.
-    fn new<'n>(names: impl IntoIterator<Item = &'n str>) -> Result<Names, &'static str> {
-        let mut text = String::new();
-        let mut ends = Vec::new();
+    fn new<'n, I>(names: I) -> Result<Names, &'static str>
+    where
+        I: IntoIterator<Item = &'n str>,
+        I::IntoIter: Clone,
+    {
+        let names = names.into_iter();
+        // Sized first: growing buffers of megabytes step by step leaves the steps behind as
+        // peak memory.
+        let (bytes, count) = names.clone().fold((0, 0), |(b, c), n| (b + n.len(), c + 1));
+        let mut text = String::with_capacity(bytes);
+        let mut ends = Vec::with_capacity(count);
         for name in names {
             text.push_str(name);
             ends.push(u32::try_from(text.len()).map_err(|_| TOO_LARGE)?);
@@ -133,7 +142,8 @@ impl Names {
             ends,
             sorted: Vec::new(),
         };
-        let mut sorted: Vec<u32> = (0..names.ends.len() as u32).collect();
+        let count = u32::try_from(names.ends.len()).map_err(|_| TOO_LARGE)?;
+        let mut sorted: Vec<u32> = (0..count).collect();
         sorted.sort_by(|&a, &b| names.get(a as usize).cmp(names.get(b as usize)));
         names.sorted = sorted;
         Ok(names)
@@ -218,6 +228,17 @@ impl CsvTableBuilder {
             ends: Vec::new(),
             empty,
         })
+    }
+
+    /// Makes room for the rest of the file (`remaining` bytes) at once, estimated from its first
+    /// record (`bytes` long in the file): growing buffers of megabytes step by step leaves the
+    /// steps behind as peak memory. A wrong estimate costs only address space or a regrowth.
+    pub(crate) fn reserve(&mut self, first: &csv::StringRecord, bytes: u64, remaining: u64) {
+        let rows = usize::try_from(remaining / bytes.max(1)).unwrap_or(0) + 1;
+        let text = first.as_slice().len().saturating_mul(rows);
+        self.text
+            .reserve(text.min(usize::try_from(remaining).unwrap_or(0)));
+        self.ends.reserve(self.columns.len().saturating_mul(rows));
     }
 
     /// Appends a record with as many fields as the header (the CSV reader checks that). Fails
