@@ -12,7 +12,9 @@ inputs, generated into a temporary folder:
    duplicate for `run` (the scripted model calls the mock);
 2. `wide`: a table tool over a CSV of 300,000 columns and 3 rows (`run` filters on the last
    column and projects two columns);
-3. `long`: a table tool over a 30 MB CSV of 8 columns (`run` filters on a value in the last row).
+3. `long`: a table tool over a 30 MB CSV of 8 columns (`run` filters on a value in the last row);
+4. `json`: the same rows as a 30 MB JSON table file (an array of objects), whose parsed rows
+   (a JSON object each) take several times the file's size.
 
 Targets (issue 12): 400k keys < 1 s; 300k columns and the 30 MB CSV < 2 s each, with peak RSS
 under 4x the file's size.
@@ -100,6 +102,21 @@ def write_long_csv(path, target_bytes):
     return rows
 
 
+def write_long_json(path, target_bytes):
+    rows = 0
+    with open(path, "w") as f:
+        f.write("[\n")
+        size = 2
+        while size < target_bytes:
+            line = (f'{"," if rows else ""}{{"id": {rows}, "name": "Person {rows}", "email": "person{rows}@example.com", '
+                    f'"team": "team{rows % 97}", "salary": {50000 + rows % 70000}.5, "active": {"true" if rows % 3 else "false"}}}\n')
+            f.write(line)
+            size += len(line)
+            rows += 1
+        f.write("]\n")
+    return rows
+
+
 def measure(args, cwd, timeout, expect_rc):
     """Wall seconds, CPU seconds and peak RSS (MiB) of one process. Measured by `/usr/bin/time`,
     whose child starts from a small process: a child forked from this Python process would count
@@ -183,6 +200,16 @@ def main():
             mb = size / 1e6
             report(f"check, {mb:.0f} MB CSV ({rows:,} rows)", size, measure([BIN, "check", spec], work, timeout, 0))
             report(f"run, {mb:.0f} MB CSV", size, measure([BIN, "run", spec, "--query", "q"], work, timeout, 0))
+        if only is None or "json" in only:
+            path = os.path.join(work, "long.json")
+            rows = write_long_json(path, int(30_000_000 * scale))
+            spec = os.path.join(work, "json.yaml")
+            with open(spec, "w") as f:
+                f.write(table_spec("long.json", f"{{ email: person{rows - 1}@example.com }}", "[id, name]"))
+            size = os.path.getsize(path)
+            mb = size / 1e6
+            report(f"check, {mb:.0f} MB JSON ({rows:,} rows)", size, measure([BIN, "check", spec], work, timeout, 0))
+            report(f"run, {mb:.0f} MB JSON", size, measure([BIN, "run", spec, "--query", "q"], work, timeout, 0))
 
 
 if __name__ == "__main__":
