@@ -88,33 +88,32 @@ def write_wide_csv(path, columns):
             f.write(",".join(f"r{row}v{i}" for i in range(columns)) + "\n")
 
 
-def write_long_csv(path, target_bytes):
+def write_rows(path, target_bytes, head, row, tail=""):
+    """Writes `head`, then `row(i)` for i = 0, 1, ... until the file reaches `target_bytes`, then
+    `tail`; returns how many rows."""
     rows = 0
     with open(path, "w") as f:
-        f.write("id,name,email,team,city,salary,active,note\n")
-        size = 0
+        f.write(head)
+        size = len(head)
         while size < target_bytes:
-            line = (f"{rows},Person {rows},person{rows}@example.com,team{rows % 97},City {rows % 1013},"
-                    f"{50000 + rows % 70000}.50,{'true' if rows % 3 else 'false'},note number {rows} of the table\n")
+            line = row(rows)
             f.write(line)
             size += len(line)
             rows += 1
+        f.write(tail)
     return rows
+
+
+def write_long_csv(path, target_bytes):
+    return write_rows(path, target_bytes, "id,name,email,team,city,salary,active,note\n", lambda i: (
+        f"{i},Person {i},person{i}@example.com,team{i % 97},City {i % 1013},"
+        f"{50000 + i % 70000}.50,{'true' if i % 3 else 'false'},note number {i} of the table\n"))
 
 
 def write_long_json(path, target_bytes):
-    rows = 0
-    with open(path, "w") as f:
-        f.write("[\n")
-        size = 2
-        while size < target_bytes:
-            line = (f'{"," if rows else ""}{{"id": {rows}, "name": "Person {rows}", "email": "person{rows}@example.com", '
-                    f'"team": "team{rows % 97}", "salary": {50000 + rows % 70000}.5, "active": {"true" if rows % 3 else "false"}}}\n')
-            f.write(line)
-            size += len(line)
-            rows += 1
-        f.write("]\n")
-    return rows
+    return write_rows(path, target_bytes, "[\n", lambda i: (
+        f'{"," if i else ""}{{"id": {i}, "name": "Person {i}", "email": "person{i}@example.com", '
+        f'"team": "team{i % 97}", "salary": {50000 + i % 70000}.5, "active": {"true" if i % 3 else "false"}}}\n'), "]\n")
 
 
 def measure(args, cwd, timeout, expect_rc):
