@@ -11,10 +11,11 @@
 //! three offsets modulo 3, and the characters that depend on the secret alone are fixed for each
 //! offset, so those three "cores" (in both alphabets) are searched like the secret itself.
 
+use aho_corasick::packed;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub(crate) const MASK: &str = "***";
 
@@ -33,6 +34,10 @@ const MAX_EXPANSION: usize = 6;
 /// (only when the secret itself holds `%`, `\` or `&`). Each doubles the work of one match, so
 /// past this many the matcher stops exploring and masks what it has matched (fail safe).
 const BRANCH_BUDGET: u32 = 256;
+
+/// From this length on, a text's candidates are found with SIMD ([`Finder::simd`]); shorter
+/// ones (most strings of a JSON value) with a table lookup per byte, as a call costs more there.
+const SIMD_MIN_LEN: usize = 40;
 
 #[derive(Default, Clone, Debug)]
 pub struct Secrets {
@@ -138,6 +143,13 @@ struct Matcher {
     pairs: Vec<u64>,
     /// The longest needle, in bytes.
     longest: usize,
+    /// The shortest needle, in bytes: a text spells at most one byte of a needle per byte of
+    /// its own (an escape is never shorter than what it stands for), so shorter texts hold none.
+    shortest: usize,
+    /// Every byte a needle begins with (a bit per byte).
+    firsts: [u64; 4],
+    /// Built on the first scan; rebuilt after a needle is added.
+    finder: OnceLock<Finder>,
 }
 
 #[derive(Clone, Debug)]
@@ -166,7 +178,11 @@ impl Matcher {
         }
         for bytes in forms {
             self.longest = self.longest.max(bytes.len());
+            if self.shortest == 0 || bytes.len() < self.shortest {
+                self.shortest = bytes.len();
+            }
             self.set_start(bytes[0]);
+            self.firsts[usize::from(bytes[0] >> 6)] |= 1 << (bytes[0] & 63);
             if bytes[0] == b' ' {
                 self.set_start(b'+');
             }
@@ -185,6 +201,7 @@ impl Matcher {
         }
         self.names.push(name);
         self.values.push(value);
+        self.finder = OnceLock::new();
     }
 
     fn set_start(&mut self, b: u8) {
@@ -200,66 +217,256 @@ impl Matcher {
     /// needle must begin with exactly that pair.
     #[inline]
     fn pair_may_start(&self, b: u8, next: u8) -> bool {
-        if is_escape_start(b) || is_escape_start(next) || next == b'+' {
-            return true;
-        }
-        let pair = usize::from(b) << 8 | usize::from(next);
-        self.pairs[pair >> 6] & (1 << (pair & 63)) != 0
+        is_escape_start(b) || is_escape_start(next) || next == b'+' || self.is_pair(b, next)
     }
 
     /// The ranges of `t` that spell a secret, merged where they overlap, each with the secret
     /// it spells. `to_end`: `t` was cut, so a secret begun before its end counts as found.
-    fn spans(&self, t: &[u8], to_end: bool) -> Vec<(usize, usize, usize)> {
-        self.scan(t, to_end, false)
+    fn spans(&self, t: &[u8], to_end: bool) -> Vec<Span> {
+        self.scan(t, to_end, false, Strategy::Auto)
     }
 
     /// `first_only`: stop at the first match (a yes/no question needs no more).
-    fn scan(&self, t: &[u8], to_end: bool, first_only: bool) -> Vec<(usize, usize, usize)> {
-        let mut out: Vec<(usize, usize, usize)> = Vec::new();
+    fn scan(&self, t: &[u8], to_end: bool, first_only: bool, how: Strategy) -> Vec<Span> {
+        let mut out: Vec<Span> = Vec::new();
         if self.needles.is_empty() {
             return out;
         }
-        // The hot loop: most bytes of most texts are ruled out by `can_start` alone.
-        let last = t.len().saturating_sub(1);
-        for (p, &b) in t.iter().enumerate() {
-            if !self.can_start(b) || (p < last && !self.pair_may_start(b, t[p + 1])) {
-                continue;
-            }
-            let mut best: Option<(usize, usize)> = None;
-            let mut try_first = |first: u8| {
-                for &k in &self.by_first[usize::from(first)] {
-                    let n = &self.needles[k];
-                    if let Some(end) = match_at(t, p, &n.bytes, to_end) {
-                        if best.is_none_or(|(e, _)| end > e) {
-                            best = Some((end, n.secret));
-                        }
-                    }
-                }
-            };
-            // The first unit is the byte itself, `+` standing for a space, or an escape.
-            try_first(b);
-            match b {
-                b'+' => try_first(b' '),
-                b'%' | b'\\' | b'&' => {
-                    if let Some((d, _)) = decode_escape(t, p) {
-                        if d.buf[0] != b {
-                            try_first(d.buf[0]);
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if let Some((end, secret)) = best {
-                match out.last_mut() {
-                    Some(last) if p < last.1 => last.1 = last.1.max(end),
-                    _ => out.push((p, end, secret)),
-                }
-                if first_only {
+        // A cut text is only ever the last few bytes before a cut, where a match may also be
+        // an unfinished prefix: those are tried position by position.
+        if to_end || how == Strategy::Every {
+            for p in 0..t.len() {
+                if self.may_start(t, p) && self.try_at(t, p, to_end, &mut out) && first_only {
                     break;
                 }
             }
+            return out;
+        }
+        if t.len() < self.shortest {
+            return out;
+        }
+        let finder = self.finder();
+        let simd = match how {
+            Strategy::Auto if t.len() >= SIMD_MIN_LEN => finder.simd(),
+            Strategy::Simd => finder.simd(),
+            _ => None,
+        };
+        match simd {
+            Some(teddy) => self.scan_candidates(t, first_only, &mut out, |at| {
+                teddy
+                    .find_in(t, aho_corasick::Span::from(at..t.len()))
+                    .map(|m| m.start())
+            }),
+            None => self.scan_candidates(t, first_only, &mut out, |at| finder.next_in_table(t, at)),
         }
         out
+    }
+    /// The quick test before a position is tried: most bytes of most texts fail it.
+    #[inline(always)]
+    fn may_start(&self, t: &[u8], p: usize) -> bool {
+        let b = t[p];
+        self.can_start(b) && (p + 1 >= t.len() || self.pair_may_start(b, t[p + 1]))
+    }
+
+    /// Tries every needle at `t[p]` and merges the longest match into `out`. Returns whether
+    /// one matched.
+    #[inline(never)]
+    fn try_at(&self, t: &[u8], p: usize, to_end: bool, out: &mut Vec<Span>) -> bool {
+        let b = t[p];
+        let mut best: Option<(usize, usize)> = None;
+        let mut try_first = |first: u8| {
+            for &k in &self.by_first[usize::from(first)] {
+                let n = &self.needles[k];
+                if let Some(end) = match_at(t, p, &n.bytes, to_end) {
+                    if best.is_none_or(|(e, _)| end > e) {
+                        best = Some((end, n.secret));
+                    }
+                }
+            }
+        };
+        // The first unit is the byte itself, `+` standing for a space, or an escape.
+        try_first(b);
+        match b {
+            b'+' => try_first(b' '),
+            b'%' | b'\\' | b'&' => {
+                if let Some((d, _)) = decode_escape(t, p) {
+                    if d.buf[0] != b {
+                        try_first(d.buf[0]);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let Some((end, secret)) = best else {
+            return false;
+        };
+        match out.last_mut() {
+            Some(last) if p < last.1 => last.1 = last.1.max(end),
+            _ => out.push((p, end, secret)),
+        }
+        true
+    }
+
+    /// Finds the places where a match can begin (see [`Matcher::scan_candidates`]): a
+    /// needle's first two bytes written out (a space also as `+`), and the first two bytes of
+    /// each escape that can decode to a byte a needle begins with or has second.
+    fn finder(&self) -> &Finder {
+        self.finder.get_or_init(|| {
+            let mut patterns: Vec<[u8; 2]> = Vec::new();
+            let mut add = |p: [u8; 2]| {
+                if !patterns.contains(&p) {
+                    patterns.push(p);
+                }
+            };
+            let spellings = |b: u8| if b == b' ' { vec![b' ', b'+'] } else { vec![b] };
+            let mut wanted = [false; 256];
+            for n in &self.needles {
+                for a in spellings(n.bytes[0]) {
+                    for b in spellings(n.bytes[1]) {
+                        add([a, b]);
+                    }
+                }
+                wanted[usize::from(n.bytes[0])] = true;
+                wanted[usize::from(n.bytes[1])] = true;
+            }
+            // `%XY` decodes to a byte whose high half is X.
+            for (v, _) in wanted.iter().enumerate().filter(|(_, w)| **w) {
+                let high = b"0123456789ABCDEF"[v >> 4];
+                add([b'%', high]);
+                add([b'%', high.to_ascii_lowercase()]);
+            }
+            for (second, decoded) in SIMPLE_ESCAPES {
+                if wanted[usize::from(decoded)] {
+                    add([b'\\', second]);
+                }
+            }
+            for (name, decoded) in NAMED_ENTITIES {
+                if wanted[usize::from(decoded)] {
+                    add([b'&', name[0]]);
+                }
+            }
+            // `\uXXXX` and `&#...;` can stand for any character.
+            add(*b"\\u");
+            add(*b"&#");
+            let mut table = Box::new([0u64; 1024]);
+            for p in &patterns {
+                let pair = usize::from(p[0]) << 8 | usize::from(p[1]);
+                table[pair >> 6] |= 1 << (pair & 63);
+            }
+            Finder {
+                patterns,
+                table,
+                simd: OnceLock::new(),
+            }
+        })
+    }
+
+    /// Tries only where a match can begin, as `next_hit(at)` finds them (the first position
+    /// from `at` on where one of the finder's patterns is written). A match's first two units
+    /// (each a byte as written or an escape) spell its needle's first two bytes, so it begins
+    /// where they are written out, at an escape that decodes to a needle's first byte, or one
+    /// byte before an escape that decodes to the second byte of a needle that begins with that
+    /// byte. The finder skips escapes that cannot matter (`\"` in JSON of JSON, `%20`,
+    /// `&amp;` unless a secret begins with their character): escape-dense text costs about
+    /// what plain text does.
+    fn scan_candidates(
+        &self,
+        t: &[u8],
+        first_only: bool,
+        out: &mut Vec<Span>,
+        mut next_hit: impl FnMut(usize) -> Option<usize>,
+    ) {
+        // Candidates come in order; one can come twice (before an escape, then as a pair).
+        let mut next = 0;
+        let mut at = 0;
+        while at + 1 < t.len() {
+            let Some(h) = next_hit(at) else {
+                return;
+            };
+            at = h + 1;
+            let escape = if is_escape_start(t[h]) {
+                decode_escape(t, h).map(|(d, _)| d.buf[0])
+            } else {
+                None
+            };
+            let before = escape.is_some_and(|d| h > 0 && self.is_pair(t[h - 1], d));
+            let here = (h + 1 < t.len() && self.is_pair(t[h], t[h + 1]))
+                || escape.is_some_and(|d| self.is_first(d));
+            for (p, candidate) in [(h.wrapping_sub(1), before), (h, here)] {
+                if candidate && p >= next {
+                    next = p + 1;
+                    if self.may_start(t, p) && self.try_at(t, p, false, out) && first_only {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn is_first(&self, b: u8) -> bool {
+        self.firsts[usize::from(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// Does some needle begin with `a` (a `+` for its space) followed by `b`?
+    #[inline]
+    fn is_pair(&self, a: u8, b: u8) -> bool {
+        let pair = usize::from(a) << 8 | usize::from(b);
+        self.pairs[pair >> 6] & (1 << (pair & 63)) != 0
+    }
+}
+
+/// A range of a text that spells a secret: start, end, and the secret's index.
+type Span = (usize, usize, usize);
+
+/// How [`Matcher::scan`] finds where matches can start.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Strategy {
+    /// The finder: SIMD on long texts, the table on short ones.
+    Auto,
+    /// Every position: the reference the finder is tested against.
+    Every,
+    /// The finder's table, whatever the length (tests and fuzzing).
+    Table,
+    /// The finder's SIMD search, whatever the length (tests and fuzzing).
+    Simd,
+}
+
+/// The two-byte patterns where a match can begin (see [`Matcher::finder`]).
+#[derive(Clone, Debug)]
+struct Finder {
+    patterns: Vec<[u8; 2]>,
+    /// A bit per pair of bytes: the patterns, looked up byte by byte in short texts.
+    table: Box<[u64; 1024]>,
+    /// The patterns in a SIMD searcher (Teddy), built on the first long text. `None` without
+    /// SIMD or with too many patterns: the table then serves every text.
+    simd: OnceLock<Option<packed::Searcher>>,
+}
+
+impl Finder {
+    /// The first position from `at` on where a pattern is written, by table lookups.
+    #[inline]
+    fn next_in_table(&self, t: &[u8], at: usize) -> Option<usize> {
+        let table: &[u64; 1024] = &self.table;
+        t.get(at..)?
+            .windows(2)
+            .position(|w| {
+                let pair = usize::from(w[0]) << 8 | usize::from(w[1]);
+                table[pair >> 6] & (1 << (pair & 63)) != 0
+            })
+            .map(|i| at + i)
+    }
+
+    fn simd(&self) -> Option<&packed::Searcher> {
+        self.simd
+            .get_or_init(|| {
+                let mut config = packed::Config::new();
+                config.heuristic_pattern_limits(false);
+                let mut builder = config.builder();
+                builder.extend(&self.patterns);
+                builder.build()
+            })
+            .as_ref()
     }
 }
 
@@ -301,6 +508,21 @@ impl Redactor {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.inner.needles.is_empty()
+    }
+
+    /// The prefilter against the reference, trying every position: where they find different
+    /// spans (or a different first one) in `t`, both, for the fuzz target and the tests.
+    pub(crate) fn prefilter_differs(&self, t: &[u8]) -> Option<String> {
+        let m = &self.inner;
+        let every = m.scan(t, false, false, Strategy::Every);
+        let first = m.scan(t, false, true, Strategy::Every);
+        [Strategy::Table, Strategy::Simd]
+            .into_iter()
+            .find_map(|how| {
+                let found = m.scan(t, false, false, how);
+                (found != every || m.scan(t, false, true, how) != first)
+                    .then(|| format!("every position: {every:?}, {how:?}: {found:?}"))
+            })
     }
 
     /// How many bytes past a cut a secret's encoded form can reach: read this much more than
@@ -420,7 +642,7 @@ impl Redactor {
 
     fn first(&self, b: &[u8]) -> Option<&str> {
         self.inner
-            .scan(b, false, true)
+            .scan(b, false, true, Strategy::Auto)
             .first()
             .map(|s| self.inner.names[s.2].as_str())
     }
@@ -633,6 +855,28 @@ fn hex4(t: &[u8]) -> Option<u32> {
         .try_fold(0, |acc, &b| Some(acc * 16 + hex(b)?))
 }
 
+/// JSON's two-character escapes: the character after the backslash, and the byte it stands for.
+const SIMPLE_ESCAPES: [(u8, u8); 9] = [
+    (b'"', b'"'),
+    (b'\\', b'\\'),
+    (b'/', b'/'),
+    (b'\'', b'\''),
+    (b'b', 8),
+    (b'f', 12),
+    (b'n', b'\n'),
+    (b'r', b'\r'),
+    (b't', b'\t'),
+];
+
+/// The named HTML entities that are decoded, and the character each stands for.
+const NAMED_ENTITIES: [(&[u8], u8); 5] = [
+    (b"amp", b'&'),
+    (b"lt", b'<'),
+    (b"gt", b'>'),
+    (b"quot", b'"'),
+    (b"apos", b'\''),
+];
+
 #[inline]
 fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
     let rest = &t[i..];
@@ -644,15 +888,6 @@ fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
         }
         b'\\' => {
             let simple = match rest.get(1)? {
-                b'"' => b'"',
-                b'\\' => b'\\',
-                b'/' => b'/',
-                b'\'' => b'\'',
-                b'b' => 8,
-                b'f' => 12,
-                b'n' => b'\n',
-                b'r' => b'\r',
-                b't' => b'\t',
                 b'u' => {
                     let cp = hex4(&rest[2..])?;
                     return match cp {
@@ -671,7 +906,7 @@ fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
                         _ => Some((Decoded::char(char::from_u32(cp)?), 6)),
                     };
                 }
-                _ => return None,
+                c => SIMPLE_ESCAPES.iter().find(|(e, _)| e == c)?.1,
             };
             Some((Decoded::byte(simple), 2))
         }
@@ -679,11 +914,6 @@ fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
             let end = rest.iter().take(12).position(|&b| b == b';')?;
             let name = &rest[1..end];
             let c = match name {
-                b"amp" => '&',
-                b"lt" => '<',
-                b"gt" => '>',
-                b"quot" => '"',
-                b"apos" => '\'',
                 [b'#', b'x' | b'X', digits @ ..] if !digits.is_empty() => {
                     let n = digits
                         .iter()
@@ -696,7 +926,7 @@ fn decode_escape(t: &[u8], i: usize) -> Option<(Decoded, usize)> {
                     })?;
                     char::from_u32(n)?
                 }
-                _ => return None,
+                _ => char::from(NAMED_ENTITIES.iter().find(|(e, _)| *e == name)?.1),
             };
             Some((Decoded::char(c), end + 1))
         }
@@ -757,6 +987,166 @@ mod tests {
     use serde_json::json;
 
     const S: &str = "Zq+8/a=b c&d?e-f.g_h~i";
+
+    /// A small deterministic generator (xorshift), so a failure names a reproducible text.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// `secret` with each character, at random, as written, percent-encoded (either hex case,
+    /// `+` for a space), JSON-escaped or an HTML entity.
+    fn spell_randomly(secret: &str, rng: &mut Rng) -> String {
+        let mut out = String::new();
+        for c in secret.chars() {
+            let mut utf8 = [0; 4];
+            let bytes = c.encode_utf8(&mut utf8).as_bytes();
+            match rng.below(7) {
+                0 => bytes
+                    .iter()
+                    .for_each(|b| out.push_str(&format!("%{b:02X}"))),
+                1 => bytes
+                    .iter()
+                    .for_each(|b| out.push_str(&format!("%{b:02x}"))),
+                2 if c == ' ' => out.push('+'),
+                2 if c == '/' => out.push_str("\\/"),
+                2 => {
+                    let mut units = [0; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                3 => out.push_str(&format!("&#{};", u32::from(c))),
+                4 if c == '&' => out.push_str("&amp;"),
+                4 => out.push_str(&format!("&#x{:X};", u32::from(c))),
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// The prefilter only skips positions where no match can start: on texts made of secrets
+    /// spelled every way, pieces of them, lone and broken escapes and ordinary text, it finds
+    /// exactly the spans (and the first one) that trying every position finds.
+    #[test]
+    fn the_prefilter_finds_what_trying_every_position_finds() {
+        let secrets = [
+            S,
+            "sk-live-4f3a9b2c7d1e8f6a5b4c3d2e1f0a9b8c",
+            "weather-key-0123456789",
+            " lead+ing space",
+            "+plus%41\\u0042&amp;x",
+            "&lt;tag&gt;é😀\"q\"",
+            "\\\\back\\/slash",
+            "x/y\"z\\w'v\tu",
+            "é😀ü-secret",
+            "abc",
+            "aaaaaaaaaa",
+        ];
+        let sets: Vec<Vec<&str>> = std::iter::once(secrets[..3].to_vec())
+            .chain(std::iter::once(secrets.to_vec()))
+            .chain(secrets.iter().map(|s| vec![*s]))
+            .collect();
+        let mut pieces: Vec<String> = [
+            "%2B",
+            "%2b",
+            "%20",
+            "+",
+            " ",
+            "\\u0026",
+            "\\/",
+            "\\\"",
+            "\\\\",
+            "&amp;",
+            "&#x2F;",
+            "&#47;",
+            "%",
+            "\\",
+            "&",
+            "%C3%A9",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "\\ud83d",
+            "x",
+            "q=",
+            "\\u00",
+            "%2",
+            "&am",
+            "a",
+            "aa",
+            "é",
+            "\n",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for s in secrets {
+            pieces.push(s.to_string());
+            pieces.push(base64(format!("user:{s}").as_bytes(), false));
+            pieces.push(base64(format!("u:{s}").as_bytes(), true));
+            pieces.extend(s.char_indices().map(|(i, _)| s[..i].to_string()));
+            pieces.extend(s.char_indices().map(|(i, _)| s[i..].to_string()));
+        }
+        for round in 0..6000 {
+            let set = &sets[round % sets.len()];
+            let r = Redactor::new(set.iter().map(|s| s.to_string()));
+            let mut text = String::new();
+            for _ in 0..rng.below(14) {
+                if rng.below(4) == 0 {
+                    let s = set[rng.below(set.len())];
+                    let spelled = spell_randomly(s, &mut rng);
+                    // A spelling cut short, or whole.
+                    let cut = spelled.len() - rng.below(4).min(spelled.len());
+                    text.push_str(&String::from_utf8_lossy(&spelled.as_bytes()[..cut]));
+                } else {
+                    text.push_str(&pieces[rng.below(pieces.len())]);
+                }
+            }
+            if let Some(diff) = r.prefilter_differs(text.as_bytes()) {
+                panic!("{set:?} on {text:?}: {diff}");
+            }
+        }
+        // The comparison means something only where the prefilter exists (it needs SIMD).
+        assert!(
+            !cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+                || Redactor::new([S.to_string()])
+                    .inner
+                    .finder()
+                    .simd()
+                    .is_some()
+        );
+        // Long texts, as the masker sees them in a run: spellings anywhere, after long
+        // stretches without a candidate.
+        let r = Redactor::new(secrets.iter().map(|s| s.to_string()));
+        for round in 0..60 {
+            let mut text = String::new();
+            for border in [4093, 9000, 70_001] {
+                let shift = rng.below(6);
+                while text.len() < border - shift {
+                    text.push_str(&pieces[rng.below(pieces.len())]);
+                    let room = (border - shift).saturating_sub(text.len());
+                    text.push_str(&"z".repeat(room.min(rng.below(2000))));
+                }
+                // Spell one secret in full from exactly `border - shift` (the pieces may
+                // have run past it: then the spelling begins later).
+                let s = secrets[round % secrets.len()];
+                text.push_str(&spell_randomly(s, &mut rng));
+            }
+            if let Some(diff) = r.prefilter_differs(text.as_bytes()) {
+                panic!("round {round}: {diff}");
+            }
+            let every = r.inner.scan(text.as_bytes(), false, false, Strategy::Every);
+            assert_eq!(r.inner.spans(text.as_bytes(), false), every);
+            assert!(every.len() >= 3, "round {round}: {every:?}");
+        }
+    }
 
     fn r() -> Redactor {
         Redactor::named([("TOKEN".to_string(), S.to_string())])
