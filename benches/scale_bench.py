@@ -189,27 +189,18 @@ def main():
             report(f"check, CSV of {cols:,} columns", size, measure([BIN, "check", spec], work, timeout, 0))
             report(f"run, CSV of {cols:,} columns", size,
                    measure([BIN, "run", spec, "--query", "q"], work, timeout, 0))
-        if only is None or "long" in only:
-            csv = os.path.join(work, "long.csv")
-            rows = write_long_csv(csv, int(30_000_000 * scale))
-            spec = os.path.join(work, "long.yaml")
+        for name, ext, write, kind in (("long", "csv", write_long_csv, "CSV"), ("json", "json", write_long_json, "JSON")):
+            if only is not None and name not in only:
+                continue
+            table = f"{name}.{ext}"
+            rows = write(os.path.join(work, table), int(30_000_000 * scale))
+            spec = os.path.join(work, f"{name}.yaml")
             with open(spec, "w") as f:
-                f.write(table_spec("long.csv", f"{{ email: person{rows - 1}@example.com }}", "[id, name]"))
-            size = os.path.getsize(csv)
+                f.write(table_spec(table, f"{{ email: person{rows - 1}@example.com }}", "[id, name]"))
+            size = os.path.getsize(os.path.join(work, table))
             mb = size / 1e6
-            report(f"check, {mb:.0f} MB CSV ({rows:,} rows)", size, measure([BIN, "check", spec], work, timeout, 0))
-            report(f"run, {mb:.0f} MB CSV", size, measure([BIN, "run", spec, "--query", "q"], work, timeout, 0))
-        if only is None or "json" in only:
-            path = os.path.join(work, "long.json")
-            rows = write_long_json(path, int(30_000_000 * scale))
-            spec = os.path.join(work, "json.yaml")
-            with open(spec, "w") as f:
-                f.write(table_spec("long.json", f"{{ email: person{rows - 1}@example.com }}", "[id, name]"))
-            size = os.path.getsize(path)
-            mb = size / 1e6
-            report(f"check, {mb:.0f} MB JSON ({rows:,} rows)", size, measure([BIN, "check", spec], work, timeout, 0))
-            report(f"run, {mb:.0f} MB JSON", size, measure([BIN, "run", spec, "--query", "q"], work, timeout, 0))
-
+            report(f"check, {mb:.0f} MB {kind} ({rows:,} rows)", size, measure([BIN, "check", spec], work, timeout, 0))
+            report(f"run, {mb:.0f} MB {kind}", size, measure([BIN, "run", spec, "--query", "q"], work, timeout, 0))
 
 if __name__ == "__main__":
     main()
