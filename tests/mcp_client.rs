@@ -680,6 +680,18 @@ fn annotations_hinting_changes_need_confirmation_unless_the_spec_says_otherwise(
         json!({ "result": "purged" })
     );
 
+    // `toolrun serve` passes a hinted tool on as destructive, to its own clients.
+    let gateway = write(&dir, "gateway.yaml", &spec(&server.url(), tools, turns));
+    let doc = serve_to_python_client(&gateway, &json!([])).json();
+    let destructive = |name: &str| {
+        let tools = doc["tools"].as_array().unwrap();
+        let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+        tool["annotations"]["destructiveHint"].clone()
+    };
+    assert_eq!(destructive("purge_notes"), true, "{doc:#}");
+    assert_eq!(destructive("append_note"), true, "{doc:#}");
+    assert_eq!(destructive("count_notes"), false, "{doc:#}");
+
     // `side_effects: true` on an entry is confirmed whatever the server says.
     let strict = spec(
         &server.url(),
