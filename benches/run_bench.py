@@ -43,16 +43,23 @@ def peak_rss_mb(args, cwd=ROOT):
     return int(out.stderr.decode().strip().splitlines()[-1]) / 1024
 
 
+def perf_count(args, cwd=ROOT, env=None):
+    out = subprocess.run(["perf", "stat", "-x", ",", "-e", "instructions:u"] + args, cwd=cwd, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for line in out.stderr.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].strip().isdigit():
+            return int(fields[0])
+    return None
+
+
 def instructions(args, cwd=ROOT, env=None):
     """User-space instructions of one run: `perf stat` where the kernel allows it, else valgrind's
-    callgrind; None when neither can count (wall times are the figure then)."""
-    if shutil.which("perf"):
-        out = subprocess.run(["perf", "stat", "-x", ",", "-e", "instructions:u"] + args, cwd=cwd, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        for line in out.stderr.splitlines():
-            fields = line.split(",")
-            if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].strip().isdigit():
-                return int(fields[0])
+    callgrind; None when neither can count (wall times are the figure then). Whether perf can
+    count is asked of `true`: a run perf cannot count would still run, and fill toolrun's cache
+    before the run that is measured."""
+    if shutil.which("perf") and perf_count(["true"]) is not None:
+        return perf_count(args, cwd, env)
     if shutil.which("valgrind"):
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + args, cwd=cwd,
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
