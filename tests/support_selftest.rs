@@ -767,6 +767,16 @@ fn refused_port_refuses() {
 }
 
 #[test]
+fn a_refused_port_cannot_be_taken_by_another_server() {
+    // Another test's server once bound the released port and answered the refused-port test.
+    let port = refused_port();
+    let err = std::net::TcpListener::bind(("127.0.0.1", port)).expect_err("the port is held");
+    assert_eq!(err.kind(), ErrorKind::AddrInUse);
+    let err = TcpStream::connect(("127.0.0.1", port)).expect_err("still nothing listens there");
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+}
+
+#[test]
 fn many_clients_at_once() {
     let server = Arc::new(echo_server());
     let threads: Vec<_> = (0..8)

@@ -183,12 +183,21 @@ impl Drop for TestServer {
     }
 }
 
-/// A port on 127.0.0.1 with nothing listening on it (bound, then released), for
-/// "connection refused" tests.
+/// A port on 127.0.0.1 with nothing listening on it, for "connection refused" tests.
+///
+/// A port bound and released is free for the next `bind(0)`: a test server started by another
+/// test in the same process took it and answered 200. So the port is the local end of a
+/// connected client socket instead: nothing listens there (a connection to it is refused), and
+/// no listener can be bound to it while the socket lives, which is the rest of the process
+/// (both ends are leaked on purpose).
 pub fn refused_port() -> u16 {
     let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind 127.0.0.1:0");
-    let port = listener.local_addr().expect("local_addr").port();
-    drop(listener);
+    let client = TcpStream::connect(listener.local_addr().expect("local_addr"))
+        .expect("connect to own listener");
+    let (server_end, _) = listener.accept().expect("accept own client");
+    let port = client.local_addr().expect("local_addr").port();
+    std::mem::forget(client);
+    std::mem::forget(server_end);
     port
 }
 
