@@ -438,3 +438,34 @@ fn a_test_clock_set_by_now_is_read_in_the_zone() {
     out.assert_success();
     assert!(out.stdout.ends_with("2 passed, 0 failed\n"), "{out:?}");
 }
+
+#[test]
+fn csv_names_and_cells_are_trimmed_of_any_whitespace() {
+    let dir = support::temp_dir("call-table-trim");
+    // Padding around names and cells, inside quotes, and Unicode spaces (an ideographic space, a
+    // no-break space) all go; spaces inside a cell stay.
+    support::write(
+        &dir,
+        "people.csv",
+        " id ,\u{3000}name , city\n1,\" Ann Lee \",\u{a0}Paris\u{a0}\n2,\tBob\t,  \n",
+    );
+    let spec = support::write(
+        &dir,
+        "spec.yaml",
+        "version: 1\nname: people\ndescription: Looks people up.\ntools:\n  people:\n    description: Looks people up by any column.\n    kind: table\n    file: people.csv\n",
+    );
+    let out = call_table(&spec, r#"{"where": {"city": "Paris"}}"#);
+    out.assert_success();
+    assert_eq!(
+        out.json(),
+        json!([{"id": 1, "name": "Ann Lee", "city": "Paris"}]),
+        "{out:?}"
+    );
+    let out = call_table(&spec, r#"{"where": {"name": "Bob"}}"#);
+    out.assert_success();
+    assert_eq!(
+        out.json(),
+        json!([{"id": 2, "name": "Bob", "city": null}]),
+        "{out:?}"
+    );
+}

@@ -856,8 +856,10 @@ fn csv_table(
         Ok((f, size)) => (f.take(MAX_TABLE_BYTES + 1), size),
         Err(e) => return table_read_error(file, e, ctx),
     };
+    // Cells are trimmed as they are stored: the reader's own trimming copies every record once
+    // more, a record of a wide table being megabytes.
     let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
+        .trim(csv::Trim::Headers)
         .buffer_capacity(1 << 16)
         .from_reader(input);
     let invalid = |ctx: &mut Ctx, e: csv::Error, help: &str| {

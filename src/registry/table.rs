@@ -245,7 +245,7 @@ impl CsvTableBuilder {
     /// only past 4 GiB of cell text, far beyond the size limit of a table file.
     pub(crate) fn push(&mut self, record: &csv::StringRecord) -> Result<(), &'static str> {
         let mut push = |cell: &str| {
-            self.text.push_str(cell);
+            self.text.push_str(cell.trim());
             let end = u32::try_from(self.text.len()).map_err(|_| TOO_LARGE)?;
             self.ends.push(end);
             Ok(())
