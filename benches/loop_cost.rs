@@ -10,7 +10,7 @@ use toolrun::events::Events;
 use toolrun::models::ModelClient;
 use toolrun::net::Transport;
 use toolrun::redact::Secrets;
-use toolrun::spec::Source;
+use toolrun::specfile::Source;
 
 const CALLS: usize = 100;
 

@@ -20,7 +20,7 @@ use toolrun::events::Events;
 use toolrun::models::ModelClient;
 use toolrun::net::Transport;
 use toolrun::redact::{base64, Redactor, Secrets};
-use toolrun::spec::Source;
+use toolrun::specfile::Source;
 
 const SIZE: usize = 4 << 20;
 

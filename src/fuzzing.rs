@@ -16,7 +16,7 @@ pub fn spec_compile(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let source = crate::spec::Source::new("fuzz.yaml", text);
+    let source = crate::specfile::Source::new("fuzz.yaml", text);
     // A folder that does not exist: a `file:` table is looked up, but never found.
     let compiled =
         crate::compile::compile(&source, Path::new("/nonexistent-toolrun-fuzz/spec.yaml"));
@@ -91,7 +91,7 @@ pub fn calculator(data: &[u8]) {
 pub(crate) fn templates_registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let source = crate::spec::Source::new(
+        let source = crate::specfile::Source::new(
             "templates.yaml",
             include_str!("../fuzz/specs/templates.yaml"),
         );

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 pub(crate) fn run(args: CheckArgs) -> i32 {
     let mut all: Vec<Diagnostic> = Vec::new();
-    let mut sources: HashMap<String, crate::spec::Source> = HashMap::new();
+    let mut sources: HashMap<String, crate::specfile::Source> = HashMap::new();
     let mut unreadable = false;
     let specs = match expand(&args.specs) {
         Ok(specs) => specs,
@@ -43,7 +43,7 @@ pub(crate) fn run(args: CheckArgs) -> i32 {
                     .file
                     .as_ref()
                     .and_then(|f| sources.get(f))
-                    .map(crate::spec::Source::lines);
+                    .map(crate::specfile::Source::lines);
                 eprint!("{}", crate::term::visible(&render_human(d, lines)));
                 eprintln!();
             }

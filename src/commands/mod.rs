@@ -11,7 +11,7 @@ pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod serve;
-pub(crate) mod test;
+pub(crate) mod test_suite;
 pub(crate) mod tools;
 
 use crate::cli::{Cli, Command};
@@ -34,7 +34,7 @@ pub fn dispatch(cli: Cli) -> i32 {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
-        Command::Test(args) => test::run(args),
+        Command::Test(args) => test_suite::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Report(args) => report::run(args),
         Command::Call(args) => call::run(args),
@@ -44,7 +44,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Schema => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&crate::spec::schema::spec_schema())
+                serde_json::to_string_pretty(&crate::specfile::schema::spec_schema())
                     .unwrap_or_default()
             );
             exit::SUCCESS

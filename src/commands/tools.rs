@@ -1,6 +1,6 @@
 use crate::cli::{ToolsArgs, ToolsFormat};
 use crate::exit;
-use crate::tooldefs;
+use crate::registry::api_formats;
 use serde_json::{json, Value};
 
 pub(crate) fn run(args: ToolsArgs) -> i32 {
@@ -11,9 +11,9 @@ pub(crate) fn run(args: ToolsArgs) -> i32 {
     let list: Vec<Value> = registry
         .callable_tools()
         .map(|t| match args.format {
-            ToolsFormat::Openai => tooldefs::openai(t),
-            ToolsFormat::Anthropic => tooldefs::anthropic(t),
-            ToolsFormat::Mcp => tooldefs::mcp(t),
+            ToolsFormat::Openai => api_formats::openai(t),
+            ToolsFormat::Anthropic => api_formats::anthropic(t),
+            ToolsFormat::Mcp => api_formats::mcp(t),
         })
         .collect();
     let doc = match args.format {

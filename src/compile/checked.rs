@@ -7,7 +7,7 @@
 //! One entry per spec text, under `$TOOLRUN_CACHE_DIR/checked/` (default `$XDG_CACHE_HOME/toolrun`
 //! or `~/.cache/toolrun`; `TOOLRUN_CACHE_DIR=off` turns the cache off), named by a fast hash of
 //! the text and toolrun's version. An entry holds the text itself, its SHA-256, the parsed tree
-//! (`spec::packed`) and a stamp of every file the compile read (tables). It is used only if all
+//! (`specfile::packed`) and a stamp of every file the compile read (tables). It is used only if all
 //! of these hold, and otherwise ignored and rebuilt:
 //! - the file is owned by this user and writable by nobody else (nobody else could plant it);
 //! - it was written by this very build of toolrun (version, format and the executable's stamp);
@@ -19,8 +19,8 @@
 //!
 //! Failing to read or write the cache only costs time.
 
-use crate::spec::packed;
-use crate::spec::yaml::Node;
+use crate::specfile::packed;
+use crate::specfile::yaml::Node;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -292,7 +292,7 @@ fn read_entry(bytes: &[u8], build: u64, text: &str) -> Option<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Source;
+    use crate::specfile::Source;
 
     const SPEC: &str = "version: 1\ntools:\n  t:\n    kind: mock\n    description: Returns one thing.\n    input: {type: object, properties: {n: {type: integer}}}\n    responses: [{result: 1}]\n  c:\n    kind: builtin\n    builtin: calculator\n";
 
@@ -304,7 +304,7 @@ mod tests {
         assert!(full.tool("t").unwrap().validator.is_built());
         // Generated schemas are never worth checking: built on first call either way.
         assert!(!full.tool("c").unwrap().validator.is_built());
-        let (tree, _) = crate::spec::yaml::parse_keeping_duplicates(SPEC).unwrap();
+        let (tree, _) = crate::specfile::yaml::parse_keeping_duplicates(SPEC).unwrap();
         let hit = Hit {
             tree,
             sha256: full.spec_sha256.clone(),
@@ -325,7 +325,7 @@ mod tests {
     }
 
     fn sample() -> (Vec<u8>, u64) {
-        let (tree, _) = crate::spec::yaml::parse_keeping_duplicates(SPEC).unwrap();
+        let (tree, _) = crate::specfile::yaml::parse_keeping_duplicates(SPEC).unwrap();
         let sha = "ab".repeat(32);
         (entry(7, SPEC, &sha, &tree, &[]).unwrap(), 7)
     }
@@ -362,7 +362,7 @@ mod tests {
         let dir = crate::test_support::temp_dir("checked-inputs");
         let table = dir.path().join("t.csv");
         std::fs::write(&table, "a\n1\n").unwrap();
-        let (tree, _) = crate::spec::yaml::parse_keeping_duplicates(SPEC).unwrap();
+        let (tree, _) = crate::specfile::yaml::parse_keeping_duplicates(SPEC).unwrap();
         let inputs = [(table.clone(), stamp(&table))];
         let bytes = entry(7, SPEC, &"0".repeat(64), &tree, &inputs).unwrap();
         assert!(read_entry(&bytes, 7, SPEC).is_some());

@@ -9,9 +9,9 @@ use super::Ctx;
 use crate::arguments::LazyValidator;
 use crate::diag::{Diagnostic, Span};
 use crate::registry::{HostRule, McpServer, McpTool, Tool, ToolKind};
-use crate::spec::keys;
-use crate::spec::read::{missing_at, seq, string, Obj, Spanned};
-use crate::spec::yaml::{Node, Value};
+use crate::specfile::keys;
+use crate::specfile::read::{missing_at, seq, string, Obj, Spanned};
+use crate::specfile::yaml::{Node, Value};
 use serde_json::json;
 use std::sync::Arc;
 

@@ -12,10 +12,10 @@ mod url_template;
 
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use crate::registry::{HostRule, Limits, Policy, Registry};
-use crate::spec::keys;
-use crate::spec::read::{string_list, Obj, Spanned};
-use crate::spec::yaml::{self, Node, Value};
-use crate::spec::Source;
+use crate::specfile::keys;
+use crate::specfile::read::{string_list, Obj, Spanned};
+use crate::specfile::yaml::{self, Node, Value};
+use crate::specfile::Source;
 use crate::templates::Templates;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ pub struct Compiled {
 // One diagnostic per file, returned once: its size does not matter.
 #[allow(clippy::result_large_err)]
 pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
-    let source = crate::spec::read_source(path)?;
+    let source = crate::specfile::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
     if let Some(hit) = cache.as_ref().and_then(|c| c.load(&source.text)) {
         if let Some(compiled) = compile_hit(&source, path, hit) {
@@ -82,7 +82,7 @@ pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic
 // One diagnostic per file, returned once: its size does not matter.
 #[allow(clippy::result_large_err)]
 pub(crate) fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
-    let source = crate::spec::read_source(path)?;
+    let source = crate::specfile::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
     let compiled = compile_and_remember(&source, path, cache.as_ref());
     Ok((source, compiled))

@@ -7,9 +7,9 @@ use crate::registry::{
     LazyRegex, LiveModel, ModelDef, ModelKind, Policy, Price, Script, ScriptedArguments,
     ScriptedCall, ToolChoice, Turn,
 };
-use crate::spec::keys;
-use crate::spec::read::{expected, seq, Obj};
-use crate::spec::yaml::{Node, Value};
+use crate::specfile::keys;
+use crate::specfile::read::{expected, seq, Obj};
+use crate::specfile::yaml::{Node, Value};
 use std::time::Duration;
 
 pub(super) fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<LazyRegex> {
@@ -143,7 +143,7 @@ fn model_kind(
     };
     let Some(k) = k else {
         ctx.d.push(
-            crate::spec::read::missing_at(name_span, "kind", what)
+            crate::specfile::read::missing_at(name_span, "kind", what)
                 .help("add `kind:` with scripted, openai or anthropic"),
         );
         return None;
@@ -174,8 +174,9 @@ fn compile_scripted(
 ) -> Option<Vec<Script>> {
     let obj = Obj::new(node, what, keys::MODEL_SCRIPTED, &mut ctx.d)?;
     let Some(scripts_node) = obj.get("scripts") else {
-        ctx.d
-            .push(crate::spec::read::missing_at(name_span, "scripts", what));
+        ctx.d.push(crate::specfile::read::missing_at(
+            name_span, "scripts", what,
+        ));
         return None;
     };
     let mut scripts = Vec::new();
@@ -289,7 +290,7 @@ fn compile_price(model: &Obj, ctx: &mut Ctx) -> Option<Price> {
     let mut part = |key: &str| {
         if !obj.has(key) {
             ctx.d
-                .push(crate::spec::read::missing(node, key, "`price`").help(
+                .push(crate::specfile::read::missing(node, key, "`price`").help(
                     "write both, in USD per million tokens: `price: { input: 0.15, output: 0.6 }`",
                 ));
             return None;
@@ -505,7 +506,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
     };
     let Some(turns_node) = obj.get("turns") else {
         ctx.d
-            .push(crate::spec::read::missing(node, "turns", "a script"));
+            .push(crate::specfile::read::missing(node, "turns", "a script"));
         return None;
     };
     let items = seq(turns_node, "`turns`", &mut ctx.d)?;
@@ -535,7 +536,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
             continue;
         }
         if let Some(n) = turn.get("answer") {
-            if let Some(s) = crate::spec::read::string(n, "answer", &mut ctx.d) {
+            if let Some(s) = crate::specfile::read::string(n, "answer", &mut ctx.d) {
                 if let Some(id) = compile_text(&s.value, n, &roots, ctx) {
                     turns.push(Turn::Answer(id));
                 }
@@ -544,7 +545,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
             .into_iter()
             .find_map(|k| turn.get(k).map(|n| (k, n)))
         {
-            if let Some(s) = crate::spec::read::string(n, key, &mut ctx.d) {
+            if let Some(s) = crate::specfile::read::string(n, key, &mut ctx.d) {
                 if let Some(id) = compile_text(&s.value, n, &roots, ctx) {
                     turns.push(if key == "raw" {
                         Turn::Raw(id)
@@ -640,7 +641,7 @@ fn compile_call(node: &Node, ctx: &mut Ctx) -> Option<ScriptedCall> {
 #[cfg(test)]
 mod tests {
     use crate::registry::{ModelKind, ToolChoice};
-    use crate::spec::Source;
+    use crate::specfile::Source;
     use std::path::Path;
 
     const TOOLS: &str = "version: 1\ntools:\n  get_price:\n    description: Returns the price of a ticker.\n    kind: mock\n    input: { type: object }\n    responses: [ { result: 1 } ]\n  send_mail:\n    description: Sends an email to a customer.\n    kind: mock\n    input: { type: object }\n    responses: [ { result: 1 } ]\n";

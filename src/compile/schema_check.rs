@@ -6,8 +6,8 @@ use crate::diag::{did_you_mean, Diagnostic};
 const JSON_TYPES: &[&str] = &[
     "object", "array", "string", "number", "integer", "boolean", "null",
 ];
-use crate::spec::read::{expected, Obj};
-use crate::spec::yaml::{Node, Value};
+use crate::specfile::read::{expected, Obj};
+use crate::specfile::yaml::{Node, Value};
 use serde_json::json;
 
 pub(super) fn empty_object_schema() -> serde_json::Value {

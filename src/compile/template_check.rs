@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
-use crate::spec::yaml::Node;
+use crate::specfile::yaml::Node;
 use crate::templates::{TValue, TemplateId, TemplatePos};
 
 pub(crate) struct Roots<'a> {

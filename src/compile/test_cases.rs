@@ -4,9 +4,9 @@ use super::models::compile_regex;
 use super::Ctx;
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::registry::{Expect, ModelDef, TestCase};
-use crate::spec::keys;
-use crate::spec::read::{expected, seq, Obj, Spanned};
-use crate::spec::yaml::{Node, Value};
+use crate::specfile::keys;
+use crate::specfile::read::{expected, seq, Obj, Spanned};
+use crate::specfile::yaml::{Node, Value};
 use crate::vocab::{ErrorKind, Status, StopReason};
 
 pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
@@ -33,7 +33,7 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
             (Some(q), _) => q.value,
             (None, Some(_)) => String::new(),
             (None, None) => {
-                ctx.d.push(crate::spec::read::missing(
+                ctx.d.push(crate::specfile::read::missing(
                     item,
                     "query",
                     &format!("test `{}`", name.value),
@@ -201,7 +201,7 @@ fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
     e.output_contains = strings(&obj, "output_contains", ctx);
     e.output_not_contains = strings(&obj, "output_not_contains", ctx);
     if let Some(n) = obj.get("output_matches") {
-        if let Some(s) = crate::spec::read::string(n, "output_matches", &mut ctx.d) {
+        if let Some(s) = crate::specfile::read::string(n, "output_matches", &mut ctx.d) {
             e.output_matches = compile_regex(&s.value, n, ctx);
         }
     }

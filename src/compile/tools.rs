@@ -11,9 +11,9 @@ use crate::registry::table::CsvTableBuilder;
 use crate::registry::{
     Fault, HttpTool, Limits, MockOutcome, MockResponse, Policy, Table, Tool, ToolKind, UrlOrigin,
 };
-use crate::spec::keys::{self, Kind};
-use crate::spec::read::{expected, seq, Obj, Spanned};
-use crate::spec::yaml::{Node, Value};
+use crate::specfile::keys::{self, Kind};
+use crate::specfile::read::{expected, seq, Obj, Spanned};
+use crate::specfile::yaml::{Node, Value};
 use crate::templates::{TValue, TemplateId};
 use crate::vocab::ErrorKind;
 use serde_json::{json, Map};
@@ -220,7 +220,7 @@ pub(super) fn check_tool_name(name: &str, name_span: Span, ctx: &mut Ctx) {
 fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'static Kind> {
     let Some(n) = obj.get("kind") else {
         ctx.d.push(
-            crate::spec::read::missing_at(name_span, "kind", what)
+            crate::specfile::read::missing_at(name_span, "kind", what)
                 .help("add `kind:` with one of mock, table, builtin, http, mcp"),
         );
         return None;
@@ -253,7 +253,8 @@ fn check_tool_keys(obj: &Obj, kind: Option<&Kind>, what: &str, ctx: &mut Ctx) {
         let all = all_tool_keys();
         for (key, _) in obj.entries {
             if !all.contains(&key.name.as_str()) {
-                ctx.d.push(crate::spec::read::unknown_key(key, what, &all));
+                ctx.d
+                    .push(crate::specfile::read::unknown_key(key, what, &all));
             }
         }
         return;
@@ -269,7 +270,7 @@ fn check_tool_keys(obj: &Obj, kind: Option<&Kind>, what: &str, ctx: &mut Ctx) {
             .map(|other| other.name)
             .collect();
         if owners.is_empty() {
-            ctx.d.push(crate::spec::read::unknown_key(
+            ctx.d.push(crate::specfile::read::unknown_key(
                 key,
                 what,
                 &kind.place.names(),
@@ -391,7 +392,7 @@ fn compile_builtin(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Opt
     let names: Vec<&str> = crate::builtins::all().iter().map(|i| i.name).collect();
     if !obj.has("builtin") {
         ctx.d.push(
-            crate::spec::read::missing_at(name_span, "builtin", what)
+            crate::specfile::read::missing_at(name_span, "builtin", what)
                 .help(format!("add `builtin:` with one of {}", names.join(", "))),
         );
         return None;
@@ -430,7 +431,7 @@ fn compile_mock(
 ) -> Option<Vec<MockResponse>> {
     let Some(list_node) = obj.get("responses") else {
         ctx.d.push(
-            crate::spec::read::missing_at(name_span, "responses", what)
+            crate::specfile::read::missing_at(name_span, "responses", what)
                 .help("add `responses:` with at least one `result:` or `error:`"),
         );
         return None;
@@ -658,7 +659,7 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
         (None, Some(f)) => load_table_file(&f, empty, ctx),
         (None, None) => {
             ctx.d
-                .push(crate::spec::read::missing_at(name_span, "rows", what).help(
+                .push(crate::specfile::read::missing_at(name_span, "rows", what).help(
                 "add `rows:` (a list of mappings) or `file:` (a CSV or JSON file next to the spec)",
             ));
             None
@@ -667,7 +668,7 @@ fn compile_table(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Optio
 }
 
 /// Table files may be larger than specs: a data export, not something written by hand.
-const MAX_TABLE_BYTES: u64 = crate::spec::MAX_SPEC_BYTES * 4;
+const MAX_TABLE_BYTES: u64 = crate::specfile::MAX_SPEC_BYTES * 4;
 
 /// `empty_as`: what an empty CSV cell becomes. `null` unless the spec says otherwise, so "no
 /// value" stays distinct from text and a `where: {column: null}` finds the gaps. Only CSV cells
@@ -1002,7 +1003,7 @@ fn compile_http(
 ) -> Option<(HttpTool, bool)> {
     let Some(req_node) = obj.get("request") else {
         ctx.d.push(
-            crate::spec::read::missing_at(name_span, "request", what)
+            crate::specfile::read::missing_at(name_span, "request", what)
                 .help("add `request:` with at least `url:`"),
         );
         return None;
@@ -1144,7 +1145,7 @@ fn http_body(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> (Option<TValue>, Option
                 .help("remove one of them"),
             );
         }
-        let s = crate::spec::read::string(n, "body_text", &mut ctx.d)?;
+        let s = crate::specfile::read::string(n, "body_text", &mut ctx.d)?;
         compile_text(&s.value, n, roots, ctx)
     });
     (body, body_text)

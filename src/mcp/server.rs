@@ -68,7 +68,7 @@ impl Served {
         let tools = registry
             .callable_tools()
             .map(|t| {
-                serde_json::from_value(crate::tooldefs::mcp(t))
+                serde_json::from_value(crate::registry::api_formats::mcp(t))
                     .map_err(|e| format!("tool `{}` is not a valid MCP tool: {e}", t.name))
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -144,7 +144,7 @@ pub(crate) fn build_request(
     body.insert("messages".into(), Value::Array(wire));
     let tools: Vec<Value> = registry
         .callable_tools()
-        .map(crate::tooldefs::anthropic)
+        .map(crate::registry::api_formats::anthropic)
         .collect();
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));

@@ -580,7 +580,7 @@ pub(crate) use crate::test_support::{http, providers};
 #[cfg(test)]
 pub(crate) mod testing {
     use crate::registry::Registry;
-    use crate::spec::Source;
+    use crate::specfile::Source;
     use std::path::Path;
 
     pub(crate) fn registry(yaml: &str) -> Registry {

@@ -105,7 +105,7 @@ pub(crate) fn build_request(
     body.insert("messages".into(), Value::Array(wire));
     let tools: Vec<Value> = registry
         .callable_tools()
-        .map(crate::tooldefs::openai)
+        .map(crate::registry::api_formats::openai)
         .collect();
     // OpenAI rejects `tools: []`, and `tool_choice` or `parallel_tool_calls` without tools;
     // without tools all three are left out.

@@ -24,7 +24,7 @@ const METHODS: [&str; 8] = [
 pub(crate) fn import(text: &str, opts: &Options) -> Result<String, String> {
     let doc = match serde_json::from_str::<Value>(text) {
         Ok(v) => v,
-        Err(_) => crate::spec::yaml::parse(text)
+        Err(_) => crate::specfile::yaml::parse(text)
             .map_err(|d| {
                 let first = d.first().map(|d| d.message.clone()).unwrap_or_default();
                 format!("the document is neither JSON nor YAML: {first}")

@@ -5,7 +5,7 @@ use super::*;
 use crate::events::Events;
 use crate::net::Transport;
 use crate::redact::Secrets;
-use crate::spec::Source;
+use crate::specfile::Source;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 

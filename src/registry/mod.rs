@@ -1,6 +1,7 @@
 //! The compiled, immutable form of a spec. Everything downstream of the compiler (the engine,
 //! models, tools, `tools --format`) reads only this; names have been resolved and checked.
 
+pub(crate) mod api_formats;
 pub(crate) mod table;
 
 use crate::templates::{TValue, TemplateId, Templates};

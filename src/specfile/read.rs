@@ -105,7 +105,7 @@ impl<'a> Obj<'a> {
         let Some(place) = self.place else { return };
         debug_assert!(
             place.declares(key),
-            "`{key}` is read from `{}` but not declared there in spec/keys.rs",
+            "`{key}` is read from `{}` but not declared there in specfile/keys.rs",
             place.def
         );
         #[cfg(test)]

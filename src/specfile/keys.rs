@@ -417,7 +417,7 @@ pub(crate) const REPLAY: &Place = &Place::new("replay", "How `toolrun replay` co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::read::reads;
+    use crate::specfile::read::reads;
     use std::path::Path;
 
     /// Reaches every place (and every branch that reads a key) at least once.
@@ -530,7 +530,7 @@ tests:
             }
         }
         for text in texts {
-            let source = crate::spec::Source::new("every_place.yaml", text);
+            let source = crate::specfile::Source::new("every_place.yaml", text);
             crate::compile::compile(&source, &dir.join("every_place.yaml"));
         }
     }
@@ -555,9 +555,9 @@ tests:
     #[test]
     #[should_panic(expected = "`nope` is read from `limits` but not declared there")]
     fn reading_an_undeclared_key_is_caught() {
-        let node = crate::spec::yaml::parse("max_steps: 1\n").expect("yaml");
+        let node = crate::specfile::yaml::parse("max_steps: 1\n").expect("yaml");
         let mut d = crate::diag::Diagnostics::default();
-        let obj = crate::spec::read::Obj::new(&node, "`limits`", LIMITS, &mut d).expect("map");
+        let obj = crate::specfile::read::Obj::new(&node, "`limits`", LIMITS, &mut d).expect("map");
         obj.get("nope");
     }
 }

@@ -258,7 +258,7 @@ mod tests {
     }
 
     fn errors(v: &jsonschema::Validator, doc: &str) -> Vec<String> {
-        let json = crate::spec::yaml::parse(doc).expect("yaml").to_json();
+        let json = crate::specfile::yaml::parse(doc).expect("yaml").to_json();
         v.iter_errors(&json)
             .map(|e| format!("{} at {}", e, e.instance_path()))
             .collect()
