@@ -32,6 +32,7 @@ pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod results;
 pub(crate) mod session;
+pub(crate) mod setup;
 pub mod specfile;
 pub mod templates;
 pub(crate) mod term;

@@ -3,16 +3,15 @@
 
 use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
-use crate::fixture::{json_diff, Fixture, Tape, FORMAT_VERSION};
+use crate::fixture::{json_diff, write_fixture, Fixture, Tape};
 use crate::net::Transport;
-use crate::redact::{Redactor, Secrets, MASK};
+use crate::redact::{Secrets, MASK};
 use crate::registry::{ModelKind, Registry};
 use crate::trace::without_durations;
 use serde_json::Value;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-pub(crate) type Interrupt = Arc<std::sync::atomic::AtomicBool>;
 
 pub(crate) struct ReplayReport {
     pub(crate) failures: Vec<String>,
@@ -20,91 +19,6 @@ pub(crate) struct ReplayReport {
     pub(crate) updated: bool,
     /// The replayed run, when it could start: tests check their expectations against it.
     pub(crate) trace: Option<crate::trace::Trace>,
-}
-
-/// Fixtures hold every response of a run; this bounds what a hostile one can make us hold.
-const MAX_FIXTURE_BYTES: u64 = 256 << 20;
-
-pub(crate) fn load_fixture(path: &Path) -> Result<Fixture, String> {
-    let bytes = crate::files::read_regular(path, MAX_FIXTURE_BYTES).map_err(|e| match e {
-        crate::files::ReadError::NotAFile(e) => format!("fixture `{}` {e}", path.display()),
-        crate::files::ReadError::TooLarge { limit } => {
-            format!("fixture `{}` is larger than {limit} bytes", path.display())
-        }
-    })?;
-    let raw: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("fixture `{}` is not valid JSON: {e}", path.display()))?;
-    let version = raw.get("format_version");
-    if version.and_then(Value::as_u64) != Some(u64::from(FORMAT_VERSION)) {
-        // Say what the file holds (`1.5`, `"1"`, nothing), not what it was coerced to.
-        let found = match version {
-            None => "no format_version".to_string(),
-            Some(v) => format!("format_version {v}"),
-        };
-        return Err(format!(
-            "fixture `{}` has {found}; this toolrun reads version {FORMAT_VERSION}",
-            path.display()
-        ));
-    }
-    serde_json::from_value(raw)
-        .map_err(|e| format!("fixture `{}` is malformed: {e}", path.display()))
-}
-
-/// The spec a fixture was recorded from, resolved against the fixture's own folder. It must stay
-/// inside the fixture's project root: a fixture from a pull request cannot make `replay` read
-/// `/etc/passwd` or a home directory.
-pub(crate) fn spec_path_for(fixture_path: &Path, fixture: &Fixture) -> Result<PathBuf, String> {
-    let dir = match fixture_path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let root = crate::files::project_root(fixture_path);
-    let written = &fixture.spec.path;
-    crate::files::within_root(&root, dir, written).map_err(|e| {
-        format!(
-            "fixture `{}`: its spec path {}; pass `--spec PATH` or `--root DIR`",
-            fixture_path.display(),
-            e.describe(written)
-        )
-    })
-}
-
-/// The spec part of a fixture about to be written at `fixture_path`: the spec's path is stored
-/// relative to the fixture's folder, so a repository can be cloned anywhere.
-pub(crate) fn fixture_spec(
-    registry: &crate::registry::Registry,
-    spec_path: &Path,
-    fixture_path: &Path,
-) -> crate::fixture::FixtureSpec {
-    let dir = fixture_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    crate::fixture::FixtureSpec {
-        name: registry.name.clone(),
-        sha256: registry.spec_sha256.clone(),
-        path: relative_path(dir, spec_path)
-            .to_string_lossy()
-            .replace('\\', "/"),
-    }
-}
-
-/// `to` relative to the directory `from`, for portable paths inside fixtures.
-pub(crate) fn relative_path(from_dir: &Path, to: &Path) -> PathBuf {
-    let (Ok(from), Ok(to_abs)) = (from_dir.canonicalize(), to.canonicalize()) else {
-        return to.to_path_buf();
-    };
-    let a: Vec<Component> = from.components().collect();
-    let b: Vec<Component> = to_abs.components().collect();
-    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let mut out = PathBuf::new();
-    for _ in common..a.len() {
-        out.push("..");
-    }
-    for c in &b[common..] {
-        out.push(c);
-    }
-    out
 }
 
 /// Placeholders for every secret and API key: recorded requests hold only the mask, so a
@@ -129,7 +43,7 @@ pub(crate) async fn replay_fixture(
     registry: &Registry,
     fixture_path: &Path,
     update: bool,
-    interrupted: Option<Interrupt>,
+    interrupted: Option<Arc<AtomicBool>>,
 ) -> ReplayReport {
     let mut failures = Vec::new();
     let mut secrets = placeholder_secrets(registry, &fixture.model);
@@ -268,27 +182,4 @@ pub(crate) fn load_quiet(spec: &Path) -> Result<Registry, String> {
             )
         }),
     }
-}
-
-/// Masks, then refuses to write if any secret survives in any form (fail closed), then writes
-/// atomically.
-pub(crate) fn write_fixture(
-    path: &Path,
-    fixture: &Fixture,
-    redactor: &Redactor,
-) -> Result<(), String> {
-    let doc = serde_json::to_value(fixture).map_err(|e| e.to_string())?;
-    let text = redactor.to_pretty(doc).map_err(|leak| {
-        format!(
-            "refusing to write fixture `{}`: {leak} even after masking; nothing was written",
-            path.display()
-        )
-    })?;
-    // Per-test fixtures live in a folder of their own, which the first recording creates.
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create folder `{}`: {e}", dir.display()))?;
-    }
-    crate::files::write_atomically(path, text.as_bytes())
-        .map_err(|e| format!("cannot write fixture `{}`: {e}", path.display()))
 }

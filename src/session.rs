@@ -108,37 +108,3 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
         }
     }
 }
-
-/// Ctrl-C and SIGTERM set a flag the engine watches, so the trace of the run in progress is
-/// still written. Returns the flag and whether the signal was SIGINT (exit 130).
-pub(crate) fn watch_signals(
-    rt: &tokio::runtime::Runtime,
-) -> (
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let stop = Arc::new(AtomicBool::new(false));
-    let sigint = Arc::new(AtomicBool::new(false));
-    let (s1, i1) = (stop.clone(), sigint.clone());
-    rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            i1.store(true, Ordering::SeqCst);
-            s1.store(true, Ordering::SeqCst);
-        }
-    });
-    #[cfg(unix)]
-    {
-        let s2 = stop.clone();
-        rt.spawn(async move {
-            if let Ok(mut term) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                term.recv().await;
-                s2.store(true, Ordering::SeqCst);
-            }
-        });
-    }
-    (stop, sigint)
-}

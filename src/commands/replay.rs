@@ -29,10 +29,10 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
             );
             return exit::USAGE;
         }
-        let job = crate::replay::load_fixture(path).and_then(|fx| {
+        let job = crate::fixture::load_fixture(path).and_then(|fx| {
             let spec = match &args.spec {
                 Some(s) => s.clone(),
-                None => crate::replay::spec_path_for(path, &fx)?,
+                None => crate::fixture::spec_path_for(path, &fx)?,
             };
             let key = spec.canonicalize().unwrap_or(spec.clone());
             specs
@@ -44,7 +44,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
     }
     let bar = progress_bar(jobs.len() as u64);
     let rt = crate::session::runtime();
-    let (stop, sigint) = crate::session::watch_signals(&rt);
+    let (stop, sigint) = crate::setup::watch_signals(&rt);
     let update = args.update;
     let mut updated = 0;
     let results: Vec<(usize, CaseResult, bool)> = rt.block_on(async {

@@ -50,7 +50,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let confirm_prompt = terminal_prompt(redactor.clone(), approved_interactively.clone());
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let rt = crate::session::runtime();
-    let (interrupted, sigint) = crate::session::watch_signals(&rt);
+    let (interrupted, sigint) = crate::setup::watch_signals(&rt);
     let opts = RunOptions {
         faults: Vec::new(),
         query: &args.query,
@@ -103,7 +103,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
             tape,
             doc,
         );
-        if let Err(e) = crate::replay::write_fixture(path, &fixture, &redactor) {
+        if let Err(e) = crate::fixture::write_fixture(path, &fixture, &redactor) {
             eprintln!("error: {e}");
             return Err(exit::FAILED);
         }
@@ -185,7 +185,7 @@ fn open_recorder(
             return Err(exit::USAGE);
         }
         (RecordMode::New, true) => {
-            let previous = crate::replay::load_fixture(path).map_err(usage)?;
+            let previous = crate::fixture::load_fixture(path).map_err(usage)?;
             Tape::recording_new(
                 previous.exchanges,
                 registry.replay_ignore.clone(),
@@ -239,7 +239,7 @@ fn build_fixture(
         .as_deref()
         .unwrap_or(std::path::Path::new("fixture.json"));
     Fixture::recorded(
-        crate::replay::fixture_spec(registry, &args.spec, fixture_path),
+        crate::fixture::fixture_spec(registry, &args.spec, fixture_path),
         args.query.clone(),
         model_name.to_string(),
         now,
@@ -256,7 +256,7 @@ fn show_outcome(
     trace: &Trace,
     pretty: &str,
     redactor: &Redactor,
-    sigint: &crate::replay::Interrupt,
+    sigint: &crate::setup::Interrupt,
     live_text: Option<&super::live_text::LiveText>,
 ) -> i32 {
     if args.json {

@@ -225,11 +225,11 @@ fn write_session_fixture(
 ) -> Result<(), String> {
     let fixture = crate::mcp::record::session_fixture(
         &served.registry,
-        crate::replay::fixture_spec(&served.registry, spec, path),
+        crate::fixture::fixture_spec(&served.registry, spec, path),
         &served.logged_calls(),
         tape.exchanges(),
         served.approvals.iter().cloned().collect(),
         crate::builtins::datetime::now_unix_ms(served.now.as_deref()).unwrap_or(0),
     );
-    crate::replay::write_fixture(path, &fixture, &served.redactor)
+    crate::fixture::write_fixture(path, &fixture, &served.redactor)
 }

@@ -125,7 +125,7 @@ pub(crate) async fn replay_session(
         fixture.approvals.clone(),
         fixture.now_unix_ms,
     );
-    match crate::replay::write_fixture(fixture_path, &fresh, &redactor) {
+    match crate::fixture::write_fixture(fixture_path, &fresh, &redactor) {
         Ok(()) => ReplayReport {
             failures: Vec::new(),
             updated: true,

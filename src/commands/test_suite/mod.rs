@@ -55,7 +55,7 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
             .unwrap_or(1)
     });
     let rt = crate::session::runtime();
-    let (stop, sigint) = crate::session::watch_signals(&rt);
+    let (stop, sigint) = crate::setup::watch_signals(&rt);
     let bar = progress::Progress::start(cases.len() as u64);
     let settings = Settings {
         model: args.model.clone(),
@@ -149,7 +149,7 @@ fn report_quietly(rows: &[CaseResult], args: &TestArgs) -> i32 {
 struct Env<'a> {
     args: &'a TestArgs,
     now: i64,
-    stop: &'a crate::replay::Interrupt,
+    stop: &'a crate::setup::Interrupt,
 }
 
 impl<'a> Env<'a> {

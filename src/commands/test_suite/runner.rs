@@ -10,8 +10,8 @@ use crate::events::Events;
 use crate::fixture::{Fixture, Tape};
 use crate::net::Transport;
 use crate::registry::{ModelKind, Registry, TestCase};
-use crate::replay::Interrupt;
 use crate::results::{Attempt, Failure, PriceInfo, Source};
+use crate::setup::Interrupt;
 use crate::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -175,7 +175,7 @@ async fn replay(
     model: &str,
     fixture: &Path,
 ) -> Result<(Trace, Vec<Failure>), Failure> {
-    let recorded = crate::replay::load_fixture(fixture)
+    let recorded = crate::fixture::load_fixture(fixture)
         .map_err(|e| Failure::error(format!("cannot replay: {e}")))?;
     if recorded.is_served_session() {
         return Err(Failure::error(format!(
@@ -271,7 +271,7 @@ async fn execute(
     let trace = engine.run(&mut prepared.model, opts).await;
     if let (Some(path), Some(tape)) = (record, &tape) {
         let fixture = build_fixture(ctx.registry, case, model, now, path, tape, &trace);
-        crate::replay::write_fixture(path, &fixture, &redactor).map_err(Failure::error)?;
+        crate::fixture::write_fixture(path, &fixture, &redactor).map_err(Failure::error)?;
     }
     let refused = tape.as_ref().map(|t| t.refused()).unwrap_or_default();
     // A run cut off from the network says nothing about its expectations: report only why.
@@ -304,7 +304,7 @@ fn build_fixture(
     // The folder may not exist before the first recording: relate the spec to it by name.
     let _ = std::fs::create_dir_all(dir);
     Fixture::recorded(
-        crate::replay::fixture_spec(registry, &registry.spec_path, path),
+        crate::fixture::fixture_spec(registry, &registry.spec_path, path),
         case.query.clone(),
         model.to_string(),
         now,
