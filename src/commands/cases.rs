@@ -61,13 +61,9 @@ pub(crate) fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-/// Shared by `test` and `replay`: human or JSON on stdout, JUnit on request, the exit code.
-pub(crate) fn report(
-    results: &[CaseResult],
-    format: ReportFormat,
-    junit: Option<&std::path::Path>,
-    what: &str,
-) -> i32 {
+/// Shared by `test` and `replay`: human or JSON on stdout and the exit code (JUnit is
+/// `junit::write_requested`).
+pub(crate) fn report(results: &[CaseResult], format: ReportFormat, what: &str) -> i32 {
     let passed = results
         .iter()
         .filter(|r| r.outcome == Outcome::Passed)
@@ -129,17 +125,6 @@ pub(crate) fn report(
                 })).collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-        }
-    }
-    if let Some(path) = junit {
-        if let Err(e) =
-            crate::files::write_atomically(path, super::junit::junit_xml(results).as_bytes())
-        {
-            eprintln!(
-                "error: cannot write the JUnit report to `{}`: {e}",
-                path.display()
-            );
-            return exit::FAILED;
         }
     }
     if failed > 0 {

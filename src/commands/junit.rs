@@ -16,6 +16,23 @@ fn xml_escape(s: &str) -> String {
         .collect()
 }
 
+/// Writes the JUnit report if one was asked for; a failure to write fails the command.
+pub(crate) fn write_requested(path: Option<&std::path::Path>, results: &[CaseResult]) -> i32 {
+    let Some(path) = path else {
+        return crate::exit::SUCCESS;
+    };
+    match crate::files::write_atomically(path, junit_xml(results).as_bytes()) {
+        Ok(()) => crate::exit::SUCCESS,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the JUnit report to `{}`: {e}",
+                path.display()
+            );
+            crate::exit::FAILED
+        }
+    }
+}
+
 pub(crate) fn junit_xml(results: &[CaseResult]) -> String {
     let mut suites: Vec<(&str, Vec<&CaseResult>)> = Vec::new();
     for r in results {

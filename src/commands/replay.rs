@@ -120,7 +120,10 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
     if updated > 0 {
         eprintln!("updated the recorded trace of {updated} fixture(s)");
     }
-    let code = report(&ordered, args.format, args.junit.as_deref(), "fixtures");
+    let code = report(&ordered, args.format, "fixtures").max(super::junit::write_requested(
+        args.junit.as_deref(),
+        &ordered,
+    ));
     super::interrupted_exit(&stop, &sigint).unwrap_or(code)
 }
 

@@ -58,6 +58,8 @@ pub(crate) enum Ty {
     ListOf(&'static str),
     /// `kind`: the kind's name, derived from [`TOOL_KINDS`] / [`MODEL_KINDS`].
     KindName,
+    /// One of these words, or an object of this place (`tool_choice: auto` or `{ tool: NAME }`).
+    EnumOr(&'static [&'static str], &'static Place),
     /// Anything else, written as JSON Schema.
     Json(fn() -> Value),
 }
@@ -341,7 +343,7 @@ pub(crate) const MODEL_LIVE: &Place = &Place::new("model_live", "A live model be
     Key::new("timeout", DURATION, "Timeout of one model call."),
     Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": "string" } })), "Extra HTTP headers; not Authorization, x-api-key or api-key (use `api_key_env`)."),
     Key::new("price", Ref("price"), "USD per million tokens (`input`, `output`), for the cost in `toolrun test --results`."),
-    Key::new("tool_choice", Json(|| json!({ "oneOf": [{ "enum": ["auto", "required", "none"] }, super::schema::inline(TOOL_CHOICE)] })), "auto (default, sent whenever tools are), required, none, or { tool: NAME } to force one; a forced choice holds until the first tool call."),
+    Key::new("tool_choice", EnumOr(&["auto", "required", "none"], TOOL_CHOICE), "auto (default, sent whenever tools are), required, none, or { tool: NAME } to force one; a forced choice holds until the first tool call."),
     Key::new("parallel_tool_calls", Bool, "false: at most one tool call per turn."),
     Key::new("extra_body", Json(|| json!({ "type": "object", "propertyNames": { "not": { "enum": OWNED_BODY_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>() } } })), "Provider knobs merged into every request body (seed, top_p, response_format, ...); not keys toolrun writes."),
     Key::new("stream", Bool, "Read the reply as server-sent events and print text as it arrives."),

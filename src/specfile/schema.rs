@@ -41,6 +41,7 @@ fn type_of(place: &Place, ty: Ty) -> Value {
             [one] => json!({ "const": one }),
             many => json!({ "enum": many }),
         },
+        Ty::EnumOr(words, place) => json!({ "oneOf": [{ "enum": words }, inline(place)] }),
         Ty::Json(schema) => schema(),
     }
 }

@@ -102,7 +102,7 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
                     exit::FAILED
                 })?;
             print!("{text}");
-            let code = report_quietly(&rows, args);
+            let code = super::junit::write_requested(args.junit.as_deref(), &rows);
             code.max(if rows.iter().any(|r| r.outcome == CaseOutcome::Failed) {
                 exit::FAILED
             } else {
@@ -119,30 +119,14 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
                     t.pass_rate * 100.0
                 );
             }
-            report(&rows, args.format, args.junit.as_deref(), "tests")
+            report(&rows, args.format, "tests")
+                .max(super::junit::write_requested(args.junit.as_deref(), &rows))
         }
     };
     if let Some(code) = super::interrupted_exit(&stop, &sigint) {
         return Ok(code);
     }
     Ok(code.max(nothing_ran(&Tally::of(&rows), args.no_tests)))
-}
-
-/// With `--format json` stdout holds the results document; JUnit is still written on request.
-fn report_quietly(rows: &[CaseResult], args: &TestArgs) -> i32 {
-    let Some(path) = &args.junit else {
-        return exit::SUCCESS;
-    };
-    match crate::files::write_atomically(path, super::junit::junit_xml(rows).as_bytes()) {
-        Ok(()) => exit::SUCCESS,
-        Err(e) => {
-            eprintln!(
-                "error: cannot write the JUnit report to `{}`: {e}",
-                path.display()
-            );
-            exit::FAILED
-        }
-    }
 }
 
 /// What every case's [`runner::RunContext`] is made from.
