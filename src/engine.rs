@@ -10,8 +10,8 @@ use crate::registry::{Fault, Registry, Tool};
 use crate::templates::Shared;
 use crate::tools::{self, ErrorKind, Output, ToolEnv, ToolError};
 use crate::trace::{
-    millis, CallStatus, ErrorInfo, PendingCall, SpecRef, Status, StopReason, ToolErrorEntry,
-    ToolResultEntry, Trace, UsageTotals,
+    millis, now_rfc3339, CallStatus, ErrorInfo, ModelCall, PendingCall, SpecRef, Status,
+    StopReason, ToolErrorEntry, ToolResultEntry, Trace, UsageTotals,
 };
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -19,6 +19,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// When an executed call started (wall clock, for the trace) and how long it took.
+struct Timing {
+    started_at: String,
+    elapsed: Duration,
+}
 
 /// Asks a person whether a tool may run (a terminal prompt in `run`; never in tests).
 pub(crate) type Confirmer = dyn Fn(&str, &Value) -> bool + Send + Sync;
@@ -66,6 +72,7 @@ struct State {
     pending: Option<PendingCall>,
     usage: UsageTotals,
     any_usage: bool,
+    model_calls: Vec<ModelCall>,
     identical: HashMap<String, u32>,
     per_tool: HashMap<String, u32>,
     executed_signatures: Vec<String>,
@@ -218,6 +225,7 @@ pub(crate) struct CallSession {
 impl<'a> Engine<'a> {
     pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
         let started = Instant::now();
+        let started_at = now_rfc3339();
         // Every response is masked as it arrives, before a tool, the model or a limit sees it.
         self.transport.mask_with(&self.redactor);
         let mut st = State {
@@ -280,6 +288,8 @@ impl<'a> Engine<'a> {
             pending_tool_call: st.pending,
             error: stop.error.map(|e| self.redactor.str(&e)),
             usage: if st.any_usage { Some(st.usage) } else { None },
+            model_calls: st.model_calls,
+            started_at: Some(started_at),
             duration_ms: millis(started.elapsed()),
         };
         // Masked once here, so every reader of the trace (reports, JUnit, results, test
@@ -424,7 +434,14 @@ impl<'a> Engine<'a> {
                 results: &st.results,
                 step: st.steps,
             };
-            let turn = match model.decide(input, self.transport, self.events).await {
+            let (provider, model_id) = model.describe();
+            let mut timing = ModelCall::new(st.steps, provider, model_id, now_rfc3339());
+            let asked = Instant::now();
+            let decided = model.decide(input, self.transport, self.events).await;
+            timing.duration_ms = millis(asked.elapsed());
+            timing.finish(&decided);
+            st.model_calls.push(timing);
+            let turn = match decided {
                 Ok(t) => t,
                 Err(e) => {
                     self.events.emit_with(
@@ -591,9 +608,9 @@ impl<'a> Engine<'a> {
         for ((i, plan), outcome) in turn.plans.into_iter().zip(outcomes) {
             match (plan, outcome) {
                 (Plan::Rejected(msg), _) => tool_messages.push(msg),
-                (Plan::Run { tool, args }, Some((result, elapsed))) => {
+                (Plan::Run { tool, args }, Some((result, timing))) => {
                     let call = &calls[i];
-                    let (msg, stop) = self.observe(st, call, tool, args, result, elapsed);
+                    let (msg, stop) = self.observe(st, call, tool, args, result, timing);
                     tool_messages.push(msg);
                     if turn.stop.is_none() {
                         turn.stop = stop;
@@ -737,7 +754,7 @@ impl<'a> Engine<'a> {
         calls: &[ProposedCall],
         plans: &[(usize, Plan<'a>)],
         opts: &RunOptions<'_>,
-    ) -> Vec<Option<(Result<Output, ToolError>, Duration)>> {
+    ) -> Vec<Option<(Result<Output, ToolError>, Timing)>> {
         // Faults are drawn in order before anything runs, so `fail_first` counts calls as made.
         let fault_draws: Vec<Option<Fault>> = plans
             .iter()
@@ -793,11 +810,12 @@ impl<'a> Engine<'a> {
         args: &Value,
         fault: Option<Fault>,
         opts: &RunOptions<'_>,
-    ) -> (Result<Output, ToolError>, Duration) {
+    ) -> (Result<Output, ToolError>, Timing) {
         self.events.emit_with(
             "tool_started",
             || json!({ "id": call.id, "name": tool.name, "arguments": args }),
         );
+        let started_at = now_rfc3339();
         let started = Instant::now();
         let env = self.tool_env(opts, &call.id);
         let delay = match &fault {
@@ -822,7 +840,11 @@ impl<'a> Engine<'a> {
                 }
             }
         };
-        (result, started.elapsed())
+        let timing = Timing {
+            started_at,
+            elapsed: started.elapsed(),
+        };
+        (result, timing)
     }
 
     /// Records an executed call's outcome; the message is what the model sees. An error repeated
@@ -834,17 +856,21 @@ impl<'a> Engine<'a> {
         tool: &Tool,
         args: Value,
         result: Result<Output, ToolError>,
-        elapsed: Duration,
+        timing: Timing,
     ) -> (Message, Option<Stop>) {
         st.tool_call_count += 1;
-        let duration_ms = millis(elapsed);
-        match result {
+        let duration_ms = millis(timing.elapsed);
+        let (message, stop) = match result {
             Ok(output) => (
                 self.observe_success(st, call, tool, args, output, duration_ms),
                 None,
             ),
             Err(err) => self.observe_failure(st, call, tool, args, err, duration_ms),
+        };
+        if let Some(entry) = st.tool_results.last_mut() {
+            entry.started_at = Some(timing.started_at);
         }
+        (message, stop)
     }
 
     fn observe_success(
@@ -904,6 +930,7 @@ impl<'a> Engine<'a> {
             status: CallStatus::Ok,
             truncated,
             http,
+            started_at: None,
             duration_ms,
         });
         Message::Tool {
@@ -952,6 +979,7 @@ impl<'a> Engine<'a> {
             status: CallStatus::Error,
             truncated: false,
             http: None,
+            started_at: None,
             duration_ms,
         });
         (self.reject(st, &call.id, &tool.name, &args, err), stop)

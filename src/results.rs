@@ -204,6 +204,12 @@ pub(crate) struct Attempt {
     pub(crate) usage: Option<TokenUsage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cost_usd: Option<f64>,
+    /// Every model request of the run, with its start time (as in the trace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) model_calls: Vec<crate::trace::ModelCall>,
+    /// When the run started (UTC, RFC 3339, milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) started_at: Option<String>,
     pub(crate) duration_ms: f64,
     /// Why the attempt failed: assertions, divergence from the recording, errors. Empty on a pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,6 +228,9 @@ pub(crate) struct ToolCall {
     pub(crate) result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<CallError>,
+    /// When it started; absent for calls that did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) started_at: Option<String>,
     /// Absent for calls rejected before they ran (unknown tool, invalid arguments, denied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) duration_ms: Option<f64>,
@@ -394,12 +403,15 @@ impl Attempt {
                 status: CallState::Pending,
                 result: None,
                 error: None,
+                started_at: None,
                 duration_ms: None,
                 http: None,
             }),
             steps: trace.steps,
             usage,
             cost_usd,
+            model_calls: trace.model_calls.clone(),
+            started_at: trace.started_at.clone(),
             duration_ms: trace.duration_ms,
             failures,
         }
@@ -426,6 +438,8 @@ impl Attempt {
             steps: 0,
             usage: None,
             cost_usd: None,
+            model_calls: Vec::new(),
+            started_at: None,
             duration_ms,
             failures: vec![failure],
         }
@@ -472,6 +486,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
                 kind: e.kind,
                 message: e.message.clone(),
             }),
+            started_at: r.started_at.clone(),
             duration_ms: Some(r.duration_ms),
             http: r.http.clone(),
         });
@@ -488,6 +503,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
                 kind: e.kind,
                 message: e.message.clone(),
             }),
+            started_at: None,
             duration_ms: None,
             http: None,
         });
@@ -505,6 +521,7 @@ fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> 
         status: CallState::NotRun,
         result: None,
         error: None,
+        started_at: None,
         duration_ms: None,
         http: None,
     })
@@ -735,6 +752,7 @@ mod tests {
                 status: crate::trace::CallStatus::Ok,
                 truncated: false,
                 http: None,
+                started_at: None,
                 duration_ms: 0.5,
             }],
             tool_errors: vec![ToolErrorEntry {
@@ -778,6 +796,8 @@ mod tests {
                 total_tokens: 1_500,
                 per_step: vec![],
             }),
+            model_calls: Vec::new(),
+            started_at: None,
             duration_ms: 3.0,
         }
     }

@@ -923,6 +923,12 @@ fn redact_durations_in_text() {
         redact_durations(junit),
         r#"<testsuite name="s" tests="2" time="0"><testcase name="t" time="0"/></testsuite>"#
     );
+    let stamped =
+        r#"{"started_at": "2026-01-02T03:04:05.678Z","note":"started_at","x":{"started_at":null}}"#;
+    assert_eq!(
+        redact_durations(stamped),
+        r#"{"started_at": "1970-01-01T00:00:00.000Z","note":"started_at","x":{"started_at":null}}"#
+    );
     let human = "ran 3 steps in 12ms: \"unterminated";
     assert_eq!(redact_durations(human), human);
     assert_eq!(redact_durations(""), "");
@@ -935,6 +941,7 @@ fn redact_durations_in_values() {
         "tool_results": [{"duration_ms": 3, "result": 178.15}],
         "elapsed": 1,
         "timeout_ms": "5s",
+        "started_at": "2026-01-02T03:04:05.678Z",
         "steps": 3
     });
     redact_durations_json(&mut v);
@@ -945,6 +952,7 @@ fn redact_durations_in_values() {
             "tool_results": [{"duration_ms": 0, "result": 178.15}],
             "elapsed": 0,
             "timeout_ms": "5s",
+            "started_at": "1970-01-01T00:00:00.000Z",
             "steps": 3
         })
     );

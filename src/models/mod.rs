@@ -139,6 +139,15 @@ impl ModelClient {
         })
     }
 
+    /// The provider (as the GenAI conventions name it) and the model asked for.
+    pub(crate) fn describe(&self) -> (&'static str, &str) {
+        match self {
+            ModelClient::Scripted(m) => ("scripted", m.name()),
+            ModelClient::OpenAi(m) => ("openai", &m.settings.model),
+            ModelClient::Anthropic(m) => ("anthropic", &m.settings.model),
+        }
+    }
+
     pub(crate) async fn decide(
         &mut self,
         input: DecideInput<'_>,

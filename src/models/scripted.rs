@@ -15,6 +15,10 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     pub(crate) fn select(
         name: &str,
         scripts: &[Script],

@@ -312,8 +312,18 @@ pub fn is_duration_key(key: &str) -> bool {
         || matches!(k.as_str(), "duration" | "elapsed" | "latency")
 }
 
+/// Whether a JSON key names a wall-clock start time (`started_at`), which differs between runs
+/// like a duration.
+pub fn is_timestamp_key(key: &str) -> bool {
+    key == "started_at"
+}
+
+/// What [`redact_durations`] writes for every start time.
+pub const EPOCH: &str = "1970-01-01T00:00:00.000Z";
+
 /// Replaces the number after every duration key (see [`is_duration_key`]) in JSON text,
-/// `"duration_ms": 12.5` → `"duration_ms": 0`, and every JUnit `time="1.23"` attribute
+/// `"duration_ms": 12.5` → `"duration_ms": 0`, every `started_at` string with [`EPOCH`], and
+/// every JUnit `time="1.23"` attribute
 /// with `time="0"`, so that traces and reports can be compared as snapshots. Works on
 /// compact and pretty JSON, on JSON Lines and on JSON embedded in other text.
 pub fn redact_durations(s: &str) -> String {
@@ -333,6 +343,20 @@ pub fn redact_durations(s: &str) -> String {
                 break;
             }
             let mut k = skip_ws(b, j + 1);
+            if k < b.len() && b[k] == b':' && is_timestamp_key(&s[start..j]) {
+                let v = skip_ws(b, k + 1);
+                if b.get(v) == Some(&b'"') {
+                    let mut e = v + 1;
+                    while e < b.len() && b[e] != b'"' {
+                        e += if b[e] == b'\\' { 2 } else { 1 };
+                    }
+                    out.push_str(&s[copied..v]);
+                    out.push_str(&format!("\"{EPOCH}\""));
+                    copied = (e + 1).min(b.len());
+                    i = copied;
+                    continue;
+                }
+            }
             if k < b.len() && b[k] == b':' && is_duration_key(&s[start..j]) {
                 k = skip_ws(b, k + 1);
                 let end = scan_number(b, k);
@@ -364,13 +388,16 @@ pub fn redact_durations(s: &str) -> String {
     out
 }
 
-/// Sets every numeric value under a duration key (see [`is_duration_key`]) to 0, at any depth.
+/// Sets every numeric value under a duration key (see [`is_duration_key`]) to 0 and every start
+/// time to [`EPOCH`], at any depth.
 pub fn redact_durations_json(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(map) => {
             for (k, val) in map.iter_mut() {
                 if val.is_number() && is_duration_key(k) {
                     *val = serde_json::Value::from(0);
+                } else if val.is_string() && is_timestamp_key(k) {
+                    *val = serde_json::Value::from(EPOCH);
                 } else {
                     redact_durations_json(val);
                 }
