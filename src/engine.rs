@@ -308,6 +308,9 @@ impl<'a> Engine<'a> {
         arguments: Value,
         opts: RunOptions<'_>,
     ) -> CallOutcome {
+        // Arguments are checked against the schema the server lists, so it is listed first; a
+        // failure to connect is reported by the call itself.
+        let _ = tools::mcp::connect_tool(&self.tool_env(&opts, ""), name).await;
         let outcome = self
             .call_in_session(&mut CallSession::default(), name, arguments, &opts)
             .await;

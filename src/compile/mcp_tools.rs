@@ -84,6 +84,7 @@ pub(super) fn compile_group(
                 pinned_input,
                 pinned_description: e.description.is_some(),
                 listed: Default::default(),
+                listed_validator: Default::default(),
                 declared_side_effects: declared,
             }));
             let mut tool = common.tool(

@@ -70,7 +70,14 @@ pub(crate) struct Tool {
 
 impl Tool {
     /// The validator of the input schema, built on the tool's first call.
+    /// An MCP tool without a pinned `input:` is validated against the schema its server listed
+    /// (by a validator of its own: the one `check` may have built knows only `{type: object}`).
     pub(crate) fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        if let ToolKind::Mcp(m) = &self.kind {
+            if let (false, Some(listed)) = (m.pinned_input, m.listed.get()) {
+                return m.listed_validator.get(&listed.input_schema);
+            }
+        }
         self.validator.get(self.input_schema())
     }
 
@@ -162,6 +169,8 @@ pub(crate) struct McpTool {
     /// What the server listed, set by the first run of this process that connected. Runs of
     /// one process (the cases of `toolrun test`) share it; each still lists and checks.
     pub(crate) listed: std::sync::OnceLock<ListedTool>,
+    /// The validator of the listed schema, built on the first call after listing.
+    pub(crate) listed_validator: crate::arguments::LazyValidator,
     /// `side_effects:` written in the spec (the entry's, else the server's): the spec's word
     /// outranks the server's annotations.
     pub(crate) declared_side_effects: Option<bool>,

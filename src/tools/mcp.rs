@@ -149,6 +149,15 @@ pub(crate) async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// Connects to the server of the tool named `name`, when it is a `kind: mcp` tool, so its
+/// listed schema is known before its arguments are checked (a call outside a run).
+pub(crate) async fn connect_tool(env: &ToolEnv<'_>, name: &str) -> Result<(), ToolError> {
+    match env.registry.tool(name).map(|t| &t.kind) {
+        Some(ToolKind::Mcp(m)) => connected(&m.server, env).await.map(|_| ()),
+        _ => Ok(()),
+    }
+}
+
 /// Ends the run's session with every MCP server it connected to, as the streamable HTTP
 /// transport asks of a client that no longer needs one: an HTTP DELETE carrying the
 /// `Mcp-Session-Id`, so the server can free it now rather than when it expires. Best effort: a
