@@ -9,7 +9,7 @@ mod npm;
 mod python;
 mod support;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
