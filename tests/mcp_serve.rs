@@ -31,6 +31,12 @@ fn client(args: &[&str], env: &[(&str, &str)], plan: &Value) -> Value {
     }
     let out = support::run_with_stdin(&mut cmd, &plan.to_string());
     assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    // The SDK logs a session it could not end (a DELETE answered other than 200/204).
+    assert!(
+        !out.stderr.contains("Session termination failed"),
+        "{}",
+        out.stderr
+    );
     out.json()
 }
 
@@ -124,7 +130,10 @@ fn stdio_lists_what_tools_prints_and_calls_go_through_the_loop_path() {
         "no order 7"
     );
     assert_error_says(&calls[2], "invalid_arguments", "/order_id");
-    assert_error_says(&calls[3], "unknown_tool", "did you mean `lookup_order`");
+    // An unknown tool is the protocol error MCP names, not a tool result.
+    assert_eq!(calls[3]["error"]["code"], -32602, "{:#}", calls[3]);
+    let said = calls[3]["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("did you mean `lookup_order`"), "{said}");
     assert_error_says(&calls[4], "needs_confirmation", "--approve refund_order");
     assert_eq!(calls[5]["isError"], false);
     assert!(text(&calls[5]).contains("…[truncated: "), "{:#}", calls[5]);
@@ -271,11 +280,17 @@ impl HttpServe {
 
     /// A raw request; returns the status line.
     fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> String {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let response = self.exchange(method, path, headers, body);
+        response.lines().next().unwrap_or_default().to_string()
+    }
+
+    /// A raw request with this body; returns the whole response (status line, headers, body).
+    fn exchange(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
         let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
             self.authority(),
@@ -289,7 +304,26 @@ impl HttpServe {
         stream.write_all(req.as_bytes()).expect("send");
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
-        response.lines().next().unwrap_or_default().to_string()
+        response
+    }
+
+    /// `initialize` and `notifications/initialized` at `version`; the session's id.
+    fn session(&self, version: &str) -> String {
+        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": { "name": "raw", "version": "1" } } });
+        let response = self.exchange("POST", "/mcp", &[], &init.to_string());
+        let id = response
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("mcp-session-id").then(|| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no session id in {response}"));
+        let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        let ack = self.exchange("POST", "/mcp", &[("Mcp-Session-Id", &id)], &done.to_string());
+        assert!(ack.starts_with("HTTP/1.1 202"), "{ack}");
+        id
     }
 
     /// SIGTERM, then the exit code and the rest of stderr.
@@ -424,6 +458,10 @@ fn http_checks_the_bearer_token_the_origin_and_the_path() {
     assert!(serve
         .raw("POST", "/other", &[("Authorization", &bearer)])
         .contains(" 404 "));
+    // RFC 9110: the scheme's name is case-insensitive.
+    let lower = format!("bearer {token}");
+    let status = serve.raw("POST", "/mcp", &[("Authorization", &lower)]);
+    assert!(!status.contains(" 401 "), "{status}");
     let doc = client(
         &["http", &serve.url, token],
         &[],
@@ -439,6 +477,11 @@ fn http_refuses_to_start_badly() {
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
     let cases: &[Case] = &[
         (&["--http", "0.0.0.0:0"], &[], "pass --token-env VAR"),
+        (
+            &["--http", "0.0.0.0:0", "--token-env", "T"],
+            &[("T", "fifteen-chars-x")],
+            "has 15 characters; on an address other machines can reach it needs at least 16",
+        ),
         (
             &["--http", "127.0.0.1:0", "--token-env", "NOT_SET"],
             &[],
@@ -626,4 +669,69 @@ fn http_asks_a_client_with_elicitation_and_records_its_answers() {
     );
     assert_eq!(recorded["trace"]["tool_call_count"], 1);
     replay(&fixture, &example()).assert_success();
+}
+
+/// The JSON-RPC messages in a raw response: its JSON body, or its event stream's `data:`.
+fn messages(response: &str) -> Vec<Value> {
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return match v {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+#[test]
+fn http_speaks_json_rpc_as_specified() {
+    let serve = HttpServe::start(&example(), &[], &[]);
+    // Malformed JSON: 400 with a parse error, not 415.
+    let bad = serve.exchange("POST", "/mcp", &[], "{\"jsonrpc\": \"2.0\", ");
+    assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+    assert_eq!(messages(&bad)[0]["error"]["code"], -32700, "{bad}");
+    let not_rpc = serve.exchange("POST", "/mcp", &[], "{\"hello\": 1}");
+    assert!(not_rpc.starts_with("HTTP/1.1 400"), "{not_rpc}");
+    assert_eq!(messages(&not_rpc)[0]["error"]["code"], -32600, "{not_rpc}");
+
+    // A batch in a 2025-03-26 session: one array of responses; the notification has none.
+    let session = serve.session("2025-03-26");
+    let batch = json!([
+        { "jsonrpc": "2.0", "id": 1, "method": "ping" },
+        { "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99 } },
+        { "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+          "params": { "name": "calculate", "arguments": { "expression": "6*7" } } },
+        { "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+          "params": { "name": "lookup_ordr", "arguments": {} } },
+        { "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+          "params": { "name": "lookup_order", "arguments": { "order_id": "x" } } },
+    ]);
+    let headers = [("Mcp-Session-Id", session.as_str()), ("Mcp-Protocol-Version", "2025-03-26")];
+    let answer = serve.exchange("POST", "/mcp", &headers, &batch.to_string());
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answers = messages(&answer);
+    assert_eq!(answers.len(), 4, "{answer}");
+    assert_eq!(answers[0], json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+    assert_eq!(answers[1]["result"]["structuredContent"], json!({ "result": 42 }));
+    // An unknown tool is a protocol error (-32602) that names the near miss...
+    assert_eq!(answers[2]["error"]["code"], -32602, "{answer}");
+    let said = answers[2]["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("lookup_order"), "{said}");
+    // ...while arguments that do not fit stay a tool error the model can correct (SEP-1303).
+    assert_eq!(answers[3]["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answers[3]["result"]["structuredContent"]["error"]["kind"],
+        "invalid_arguments"
+    );
+
+    // Ending the session: 204, and the session is gone.
+    let end = serve.exchange("DELETE", "/mcp", &[("Mcp-Session-Id", &session)], "");
+    assert!(end.starts_with("HTTP/1.1 204"), "{end}");
+    let after = serve.exchange("POST", "/mcp", &headers, &json!({ "jsonrpc": "2.0", "id": 5, "method": "ping" }).to_string());
+    assert!(after.starts_with("HTTP/1.1 404"), "{after}");
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
 }

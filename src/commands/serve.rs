@@ -166,6 +166,9 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     Ok(exit::SUCCESS)
 }
 
+/// The shortest bearer token accepted on an address other machines can reach.
+const MIN_TOKEN_CHARS: usize = 16;
+
 /// `--http ADDR:PORT` and its token: loopback needs none; any other address requires one, read
 /// from the named environment variable.
 fn http_settings(
@@ -186,10 +189,23 @@ fn http_settings(
             }
         },
     };
-    if !crate::mcp::http::is_loopback(&addr) && token.is_none() {
-        return Err(format!(
-            "{addr} is reachable from other machines; pass --token-env VAR (a bearer token every request must carry) or bind 127.0.0.1"
-        ));
+    if !crate::mcp::http::is_loopback(&addr) {
+        match &token {
+            None => {
+                return Err(format!(
+                    "{addr} is reachable from other machines; pass --token-env VAR (a bearer token every request must carry) or bind 127.0.0.1"
+                ))
+            }
+            // A short token can be guessed by anyone who can reach the port.
+            Some(t) if t.chars().count() < MIN_TOKEN_CHARS => {
+                return Err(format!(
+                    "the token in `{}` has {} characters; on an address other machines can reach it needs at least {MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 24`)",
+                    token_env.unwrap_or_default(),
+                    t.chars().count()
+                ))
+            }
+            Some(_) => {}
+        }
     }
     Ok((addr, token))
 }

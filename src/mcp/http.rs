@@ -109,8 +109,8 @@ async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| same_secret(g.trim(), token)) {
+            .and_then(bearer);
+        if !given.is_some_and(|g| same_secret(g, token)) {
             let mut resp = plain(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: send `Authorization: Bearer <token>`\n",
@@ -134,7 +134,41 @@ async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
             );
         }
     }
-    guard.service.handle(req).await
+    match *req.method() {
+        hyper::Method::POST if is_json(req.headers()) => super::jsonrpc::post(&guard.service, req).await,
+        hyper::Method::DELETE => {
+            let mut resp = guard.service.handle(req).await;
+            // rmcp answers 202; the specification's clients expect 200 or 204 for a session
+            // that ended (the Python SDK logs "Session termination failed: 202" otherwise).
+            if resp.status() == StatusCode::ACCEPTED {
+                *resp.status_mut() = StatusCode::NO_CONTENT;
+            }
+            resp
+        }
+        _ => guard.service.handle(req).await,
+    }
+}
+
+/// The credentials of an `Authorization: Bearer` header; the scheme is matched
+/// case-insensitively (RFC 9110 section 11.1).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+}
+
+/// A JSON body, which toolrun reads itself so that malformed JSON and batches get the answers
+/// JSON-RPC specifies; anything else is rmcp's to refuse (415).
+fn is_json(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
@@ -213,6 +247,15 @@ mod tests {
             "http://127.0.0.1.evil.example",
             Some("127.0.0.1:8765")
         ));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc "), Some("abc"));
+        assert_eq!(bearer("BEARER  abc"), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
     }
 
     #[test]

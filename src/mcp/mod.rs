@@ -7,6 +7,7 @@
 
 pub(crate) mod confirm;
 pub(crate) mod http;
+pub(crate) mod jsonrpc;
 pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod server;

@@ -333,6 +333,17 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // An unknown tool is the protocol error the specification names (-32602); arguments
+        // that do not fit stay a tool error the client's model can correct (SEP-1303).
+        if self.served.registry.tool(&request.name).is_none() {
+            let hint = crate::diag::did_you_mean(&request.name, self.served.registry.tool_names())
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`{hint}; `tools/list` names the tools this server has", request.name),
+                None,
+            ));
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let response = self
             .call(&request.name, arguments, Origin::Client(&context.peer))

@@ -3,7 +3,8 @@
 usage: client.py [--elicit] stdio COMMAND [ARG...]   |   client.py [--elicit] http URL [TOKEN]
 Reads a JSON list of calls on stdin ([{"name": ..., "arguments": {...}}, ...]; an entry
 {"concurrent": [calls]} runs its calls at once), prints one JSON document on stdout:
-{"server": ..., "tools": [...], "calls": [CallToolResult, ...]} (camelCase, as on the wire).
+{"server": ..., "tools": [...], "calls": [CallToolResult, ...]} (camelCase, as on the wire); a
+call the server refused with a JSON-RPC error is {"error": {"code": ..., "message": ...}} there.
 
 --elicit declares the elicitation capability: a call's "confirm" key is what its user answers
 when the server asks (`accept`, `accept_unticked`, `decline`, `cancel`; none: `decline`), and
@@ -18,6 +19,7 @@ import anyio
 import httpx2
 from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 
 def dump(model):
@@ -53,6 +55,13 @@ async def main():
         headers = {"Authorization": f"Bearer {rest[1]}"} if len(rest) > 1 else {}
         target = streamable_http_client(rest[0], http_client=httpx2.AsyncClient(headers=headers))
     options = {"elicitation_callback": on_elicit} if elicit else {}
+
+    async def call(client, c):
+        try:
+            return dump(await client.call_tool(c["name"], c.get("arguments", {})))
+        except MCPError as e:
+            return {"error": {"code": e.code, "message": e.message}}
+
     async with Client(target, **options) as client:
         tools = await client.list_tools()
         calls = []
@@ -61,7 +70,7 @@ async def main():
                 results = [None] * len(step["concurrent"])
 
                 async def one(i, c):
-                    results[i] = dump(await client.call_tool(c["name"], c.get("arguments", {})))
+                    results[i] = await call(client, c)
 
                 async with anyio.create_task_group() as tg:
                     for i, c in enumerate(step["concurrent"]):
@@ -69,7 +78,7 @@ async def main():
                 calls.extend(results)
             else:
                 answer["now"] = step.get("confirm", "decline")
-                calls.append(dump(await client.call_tool(step["name"], step.get("arguments", {}))))
+                calls.append(await call(client, step))
         doc = {"tools": [dump(t) for t in tools.tools], "calls": calls}
         if elicit:
             doc["elicitations"] = elicitations

@@ -1,0 +1,177 @@
+//! JSON-RPC over `POST /mcp` as the specification words it, around rmcp's service: malformed
+//! JSON is HTTP 400 with error -32700 (rmcp answers 415), a message that is JSON but not
+//! JSON-RPC is 400 with -32600, and a batch (an array, the 2025-03-26 revision's) is answered
+//! with one array of responses instead of a 415. The body is read here once, bounded in size
+//! and in time, and handed on as it came: the common single message is parsed only by rmcp.
+
+use super::server::Session;
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::StreamableHttpService;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::time::Duration;
+
+type Body = BoxBody<Bytes, Infallible>;
+type Service = StreamableHttpService<Session, LocalSessionManager>;
+
+/// rmcp's own limit on a request body.
+pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// A client that starts a body and stops sending holds a connection; this much time is ample
+/// for 4 MiB from anywhere.
+pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(crate) async fn post(service: &Service, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY_BYTES).collect()).await {
+        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time\n"),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return plain(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than 4 MiB\n")
+        }
+        Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "the request body could not be read\n"),
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return batch(service, &parts, &bytes).await;
+    }
+    let resp = service.handle(rebuild(&parts, bytes.clone())).await;
+    if resp.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return resp;
+    }
+    // rmcp could not read the message: say why in JSON-RPC's terms.
+    match serde_json::from_slice::<Value>(&bytes) {
+        Err(e) => error_response(Value::Null, -32700, &format!("Parse error: {e}")),
+        Ok(message) => error_response(
+            message.get("id").cloned().unwrap_or(Value::Null),
+            -32600,
+            "Invalid Request: not a JSON-RPC 2.0 request, notification or response this server knows",
+        ),
+    }
+}
+
+/// A batch: each message goes through the service on its own, as if posted alone, and the
+/// responses come back together (notifications and responses have none).
+async fn batch(service: &Service, parts: &hyper::http::request::Parts, bytes: &[u8]) -> Response<Body> {
+    let messages = match serde_json::from_slice::<Value>(bytes) {
+        Err(e) => return error_response(Value::Null, -32700, &format!("Parse error: {e}")),
+        Ok(Value::Array(items)) if !items.is_empty() => items,
+        Ok(_) => return error_response(Value::Null, -32600, "Invalid Request: an empty batch"),
+    };
+    let mut answers = Vec::new();
+    let mut session = None;
+    for message in messages {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let is_request = message.get("method").is_some() && message.get("id").is_some();
+        let resp = service
+            .handle(rebuild(parts, Bytes::from(message.to_string())))
+            .await;
+        if let Some(s) = resp.headers().get("mcp-session-id") {
+            session = Some(s.clone());
+        }
+        let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = resp.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+        let found = responses(&content_type, &body);
+        if found.is_empty() && is_request {
+            let text = String::from_utf8_lossy(&body).trim().to_string();
+            let code = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE { -32600 } else { -32603 };
+            answers.push(error_message(id, code, &format!("HTTP {}: {text}", status.as_u16())));
+        }
+        answers.extend(found);
+    }
+    if answers.is_empty() {
+        let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+        *resp.status_mut() = StatusCode::ACCEPTED;
+        return resp;
+    }
+    let mut resp = json_response(StatusCode::OK, &Value::Array(answers));
+    if let Some(s) = session {
+        resp.headers_mut().insert("mcp-session-id", s);
+    }
+    resp
+}
+
+/// The JSON-RPC responses in one answer of the service: a JSON body, or the `data:` of an
+/// event stream's events (notifications along the way are not part of a batch's answer).
+fn responses(content_type: &str, body: &[u8]) -> Vec<Value> {
+    let is_response = |v: &Value| v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some());
+    if content_type.starts_with("application/json") {
+        return serde_json::from_slice::<Value>(body)
+            .ok()
+            .filter(is_response)
+            .into_iter()
+            .collect();
+    }
+    let text = String::from_utf8_lossy(body).replace("\r\n", "\n");
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            serde_json::from_str::<Value>(&data.join("\n")).ok()
+        })
+        .filter(is_response)
+        .collect()
+}
+
+fn rebuild(parts: &hyper::http::request::Parts, body: Bytes) -> Request<Full<Bytes>> {
+    let mut req = Request::new(Full::new(body));
+    *req.method_mut() = parts.method.clone();
+    *req.uri_mut() = parts.uri.clone();
+    *req.version_mut() = parts.version;
+    *req.headers_mut() = parts.headers.clone();
+    req
+}
+
+fn error_message(id: Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+fn error_response(id: Value, code: i64, message: &str) -> Response<Body> {
+    json_response(StatusCode::BAD_REQUEST, &error_message(id, code, message))
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *resp.status_mut() = status;
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_are_read_from_json_and_event_streams() {
+        let sse = b"id: 0/0\nretry: 3000\ndata:\n\nid: 1/0\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\nid: 2/0\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
+        assert_eq!(
+            responses("text/event-stream", sse),
+            vec![json!({ "jsonrpc": "2.0", "id": 3, "result": {} })]
+        );
+        assert_eq!(
+            responses("application/json", br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"m"}}"#).len(),
+            1
+        );
+        assert!(responses("application/json", b"not json").is_empty());
+    }
+}
