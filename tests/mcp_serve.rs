@@ -317,11 +317,17 @@ impl HttpServe {
             .lines()
             .find_map(|l| {
                 let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("mcp-session-id").then(|| v.trim().to_string())
+                k.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| v.trim().to_string())
             })
             .unwrap_or_else(|| panic!("no session id in {response}"));
         let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-        let ack = self.exchange("POST", "/mcp", &[("Mcp-Session-Id", &id)], &done.to_string());
+        let ack = self.exchange(
+            "POST",
+            "/mcp",
+            &[("Mcp-Session-Id", &id)],
+            &done.to_string(),
+        );
         assert!(ack.starts_with("HTTP/1.1 202"), "{ack}");
         id
     }
@@ -673,7 +679,10 @@ fn http_asks_a_client_with_elicitation_and_records_its_answers() {
 
 /// The JSON-RPC messages in a raw response: its JSON body, or its event stream's `data:`.
 fn messages(response: &str) -> Vec<Value> {
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         return match v {
             Value::Array(items) => items,
@@ -709,13 +718,22 @@ fn http_speaks_json_rpc_as_specified() {
         { "jsonrpc": "2.0", "id": 4, "method": "tools/call",
           "params": { "name": "lookup_order", "arguments": { "order_id": "x" } } },
     ]);
-    let headers = [("Mcp-Session-Id", session.as_str()), ("Mcp-Protocol-Version", "2025-03-26")];
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-03-26"),
+    ];
     let answer = serve.exchange("POST", "/mcp", &headers, &batch.to_string());
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let answers = messages(&answer);
     assert_eq!(answers.len(), 4, "{answer}");
-    assert_eq!(answers[0], json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
-    assert_eq!(answers[1]["result"]["structuredContent"], json!({ "result": 42 }));
+    assert_eq!(
+        answers[0],
+        json!({ "jsonrpc": "2.0", "id": 1, "result": {} })
+    );
+    assert_eq!(
+        answers[1]["result"]["structuredContent"],
+        json!({ "result": 42 })
+    );
     // An unknown tool is a protocol error (-32602) that names the near miss...
     assert_eq!(answers[2]["error"]["code"], -32602, "{answer}");
     let said = answers[2]["error"]["message"].as_str().unwrap_or_default();
@@ -730,7 +748,12 @@ fn http_speaks_json_rpc_as_specified() {
     // Ending the session: 204, and the session is gone.
     let end = serve.exchange("DELETE", "/mcp", &[("Mcp-Session-Id", &session)], "");
     assert!(end.starts_with("HTTP/1.1 204"), "{end}");
-    let after = serve.exchange("POST", "/mcp", &headers, &json!({ "jsonrpc": "2.0", "id": 5, "method": "ping" }).to_string());
+    let after = serve.exchange(
+        "POST",
+        "/mcp",
+        &headers,
+        &json!({ "jsonrpc": "2.0", "id": 5, "method": "ping" }).to_string(),
+    );
     assert!(after.starts_with("HTTP/1.1 404"), "{after}");
     let (code, _) = serve.stop();
     assert_eq!(code, 0);

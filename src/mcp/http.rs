@@ -135,7 +135,9 @@ async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
         }
     }
     match *req.method() {
-        hyper::Method::POST if is_json(req.headers()) => super::jsonrpc::post(&guard.service, req).await,
+        hyper::Method::POST if is_json(req.headers()) => {
+            super::jsonrpc::post(&guard.service, req).await
+        }
         hyper::Method::DELETE => {
             let mut resp = guard.service.handle(req).await;
             // rmcp answers 202; the specification's clients expect 200 or 204 for a session

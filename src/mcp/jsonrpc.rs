@@ -26,12 +26,30 @@ pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) async fn post(service: &Service, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY_BYTES).collect()).await {
-        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time\n"),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return plain(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than 4 MiB\n")
+    let bytes = match tokio::time::timeout(
+        BODY_TIMEOUT,
+        Limited::new(body, MAX_BODY_BYTES).collect(),
+    )
+    .await
+    {
+        Err(_) => {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time\n",
+            )
         }
-        Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "the request body could not be read\n"),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is larger than 4 MiB\n",
+            )
+        }
+        Ok(Err(_)) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read\n",
+            )
+        }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
@@ -54,7 +72,11 @@ pub(crate) async fn post(service: &Service, req: Request<Incoming>) -> Response<
 
 /// A batch: each message goes through the service on its own, as if posted alone, and the
 /// responses come back together (notifications and responses have none).
-async fn batch(service: &Service, parts: &hyper::http::request::Parts, bytes: &[u8]) -> Response<Body> {
+async fn batch(
+    service: &Service,
+    parts: &hyper::http::request::Parts,
+    bytes: &[u8],
+) -> Response<Body> {
     let messages = match serde_json::from_slice::<Value>(bytes) {
         Err(e) => return error_response(Value::Null, -32700, &format!("Parse error: {e}")),
         Ok(Value::Array(items)) if !items.is_empty() => items,
@@ -78,12 +100,25 @@ async fn batch(service: &Service, parts: &hyper::http::request::Parts, bytes: &[
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        let body = resp.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
         let found = responses(&content_type, &body);
         if found.is_empty() && is_request {
             let text = String::from_utf8_lossy(&body).trim().to_string();
-            let code = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE { -32600 } else { -32603 };
-            answers.push(error_message(id, code, &format!("HTTP {}: {text}", status.as_u16())));
+            let code = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+                -32600
+            } else {
+                -32603
+            };
+            answers.push(error_message(
+                id,
+                code,
+                &format!("HTTP {}: {text}", status.as_u16()),
+            ));
         }
         answers.extend(found);
     }
@@ -102,7 +137,9 @@ async fn batch(service: &Service, parts: &hyper::http::request::Parts, bytes: &[
 /// The JSON-RPC responses in one answer of the service: a JSON body, or the `data:` of an
 /// event stream's events (notifications along the way are not part of a batch's answer).
 fn responses(content_type: &str, body: &[u8]) -> Vec<Value> {
-    let is_response = |v: &Value| v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some());
+    let is_response = |v: &Value| {
+        v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some())
+    };
     if content_type.starts_with("application/json") {
         return serde_json::from_slice::<Value>(body)
             .ok()
@@ -169,7 +206,11 @@ mod tests {
             vec![json!({ "jsonrpc": "2.0", "id": 3, "result": {} })]
         );
         assert_eq!(
-            responses("application/json", br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"m"}}"#).len(),
+            responses(
+                "application/json",
+                br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"m"}}"#
+            )
+            .len(),
             1
         );
         assert!(responses("application/json", b"not json").is_empty());

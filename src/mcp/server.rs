@@ -340,7 +340,10 @@ impl ServerHandler for Session {
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default();
             return Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`{hint}; `tools/list` names the tools this server has", request.name),
+                format!(
+                    "unknown tool `{}`{hint}; `tools/list` names the tools this server has",
+                    request.name
+                ),
                 None,
             ));
         }
