@@ -153,6 +153,10 @@ pub(crate) struct RunArgs {
     /// Fix the clock for built-ins (RFC 3339), for reproducible runs
     #[arg(long, value_name = "TIME")]
     pub(crate) now: Option<String>,
+    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
+    /// `command:`, or a path to the same file
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub(crate) allow_exec: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -174,6 +178,10 @@ pub(crate) struct CallArgs {
     /// Fix the clock for built-ins (RFC 3339)
     #[arg(long, value_name = "TIME")]
     pub(crate) now: Option<String>,
+    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
+    /// `command:`, or a path to the same file
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub(crate) allow_exec: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -218,6 +226,10 @@ pub(crate) struct TestArgs {
     /// Fix the clock for built-ins (RFC 3339); a test's own `now:` wins
     #[arg(long, value_name = "TIME")]
     pub(crate) now: Option<String>,
+    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
+    /// `command:`, or a path to the same file
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub(crate) allow_exec: Vec<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -341,6 +353,10 @@ pub(crate) struct ServeArgs {
     /// Fix the clock for built-ins (RFC 3339)
     #[arg(long, value_name = "TIME")]
     pub(crate) now: Option<String>,
+    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
+    /// `command:`, or a path to the same file
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub(crate) allow_exec: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]

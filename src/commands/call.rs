@@ -62,7 +62,7 @@ pub(crate) fn run(args: CallArgs) -> i32 {
     }
     crate::session::warn_short_secrets(&secrets);
     let redactor = secrets.redactor();
-    let transport = Transport::live();
+    let transport = Transport::live().allow_exec(&args.allow_exec);
     let events = Events::none();
     let engine = Engine {
         registry: &registry,

@@ -38,7 +38,8 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let transport = match &recorder {
         Some(tape) => Transport::with_tape(tape.clone()),
         None => Transport::live(),
-    };
+    }
+    .allow_exec(&args.allow_exec);
     let engine = Engine {
         registry: &registry,
         transport: &transport,

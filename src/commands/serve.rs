@@ -103,7 +103,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     let transport = match &tape {
         Some(t) => Transport::with_tape(t.clone()),
         None => Transport::live(),
-    };
+    }
+    .allow_exec(&args.allow_exec);
     let rt = crate::session::runtime();
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
     // carries their servers' descriptions and schemas; a missing tool is an error here.

@@ -3,12 +3,12 @@
 //! checked offline; what the server really offers is checked when a run connects.
 
 use super::schema_check::compile_input_schema;
-use super::template_check::Roots;
+use super::template_check::{compile_text, Roots};
 use super::tools::{check_tool_name, http_headers, Common};
 use super::Ctx;
 use crate::arguments::LazyValidator;
 use crate::diag::{Diagnostic, Span};
-use crate::registry::{HostRule, McpServer, McpTool, Tool, ToolKind};
+use crate::registry::{HostRule, McpServer, McpTool, StdioCommand, Tool, ToolKind};
 use crate::specfile::keys;
 use crate::specfile::read::{missing_at, seq, string, Obj, Spanned};
 use crate::specfile::yaml::{Node, Value};
@@ -34,9 +34,7 @@ pub(super) fn compile_group(
     ctx: &mut Ctx,
 ) -> Vec<Tool> {
     let what = format!("tool `{group}`");
-    let url = obj
-        .require_string("url", &what, &mut ctx.d)
-        .and_then(|u| server_url(&u, ctx));
+    let endpoint = endpoint(obj, &what, ctx);
     let headers = http_headers(obj, &Roots::secrets(), ctx);
     let Some(list) = obj.get("tools") else {
         ctx.d.push(
@@ -51,13 +49,14 @@ pub(super) fn compile_group(
         Some(Value::Bool(b)) => Some(*b),
         _ => None,
     };
-    let Some((url, host)) = url else {
+    let Some((url, host, stdio)) = endpoint else {
         return Vec::new();
     };
     let server = Arc::new(McpServer {
         name: group.to_string(),
         url,
         host,
+        stdio,
         headers,
         tools: entries
             .iter()
@@ -104,6 +103,129 @@ pub(super) fn compile_group(
             tool
         })
         .collect()
+}
+
+/// Where the server is: `url:` (streamable HTTP) or `command:` (a program spoken to over stdio),
+/// exactly one of them.
+fn endpoint(
+    obj: &Obj,
+    what: &str,
+    ctx: &mut Ctx,
+) -> Option<(String, Option<HostRule>, Option<StdioCommand>)> {
+    let Some(command) = obj.get("command") else {
+        if let Some(env) = obj.get("env") {
+            ctx.d.push(
+                Diagnostic::new("E013", "`env` is for a stdio server (`command:`)")
+                    .at(env.span)
+                    .help("remove `env`; an HTTP server gets credentials through `headers:`"),
+            );
+        }
+        if !obj.has("url") {
+            ctx.d.push(
+                missing_at(obj.node.span, "url", what)
+                    .help("give the server's streamable-HTTP endpoint (`url:`), or the program of a stdio server (`command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]`)"),
+            );
+            return None;
+        }
+        let url = obj.require_string("url", what, &mut ctx.d)?;
+        let (url, host) = server_url(&url, ctx)?;
+        return Some((url, Some(host), None));
+    };
+    if let Some(url) = obj.get("url") {
+        ctx.d.push(
+            Diagnostic::new("E013", format!("{what} has both `url` and `command`"))
+                .at(url.span)
+                .help("keep `url:` for a streamable-HTTP server, or `command:` for a stdio one"),
+        );
+    }
+    if let Some(headers) = obj.get("headers") {
+        ctx.d.push(
+            Diagnostic::new("E013", "`headers` is for a streamable-HTTP server (`url:`)")
+                .at(headers.span)
+                .help("pass a stdio server its credentials in `env:`, e.g. `env: {API_KEY: \"{{ secrets.API_KEY }}\"}`"),
+        );
+    }
+    let argv = command_line(command, what, ctx)?;
+    let env = stdio_env(obj, ctx);
+    let at = format!(
+        "{}:{}:{}",
+        ctx.source.display, command.span.line, command.span.col
+    );
+    let url = format!("stdio: {}", argv.join(" "));
+    let dir = ctx.root.clone();
+    Some((url, None, Some(StdioCommand { argv, env, dir, at })))
+}
+
+/// `command:` is an argument list, never a shell line, and not a template: what runs is what the
+/// spec says, so `--allow-exec` can judge it.
+fn command_line(node: &Node, what: &str, ctx: &mut Ctx) -> Option<Vec<String>> {
+    let items = seq(node, &format!("`command` of {what}"), &mut ctx.d)?;
+    let mut argv = Vec::new();
+    for item in items {
+        let arg = string(item, "an argument of `command`", &mut ctx.d)?;
+        if arg.value.contains("{{") || arg.value.contains("{%") {
+            ctx.d.push(
+                Diagnostic::new("E007", "`command` of an `mcp` tool is not a template")
+                    .at(arg.span)
+                    .help("write the program and its arguments as they are; pass secrets in `env:` with `{{ secrets.NAME }}`"),
+            );
+            return None;
+        }
+        if arg.value.contains('\0') {
+            ctx.d.push(
+                Diagnostic::new("E007", "an argument of `command` contains a NUL character")
+                    .at(arg.span),
+            );
+            return None;
+        }
+        argv.push(arg.value);
+    }
+    if argv.first().is_none_or(|p| p.trim().is_empty()) {
+        ctx.d.push(
+            Diagnostic::new("E007", format!("`command` of {what} names no program"))
+                .at(node.span)
+                .help("write the program and its arguments as a list, e.g. `command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]`"),
+        );
+        return None;
+    }
+    Some(argv)
+}
+
+/// `env:` of a stdio server: its values are templates over `secrets`, its names plain.
+fn stdio_env(obj: &Obj, ctx: &mut Ctx) -> Vec<(String, crate::templates::TemplateId)> {
+    let Some(node) = obj.get("env") else {
+        return Vec::new();
+    };
+    let Some(map) = Obj::open(node, "`env`", &mut ctx.d) else {
+        return Vec::new();
+    };
+    let mut env = Vec::new();
+    for (k, v) in map.entries {
+        if k.name.is_empty() || k.name.contains(['=', '\0']) {
+            ctx.d.push(
+                Diagnostic::new("E007", format!("`{}` cannot name an environment variable", k.name))
+                    .at(v.span)
+                    .help("an environment variable's name has no `=` and is not empty"),
+            );
+            continue;
+        }
+        let text = match &v.value {
+            Value::Str(s) => s.clone(),
+            Value::Int(i) => i.to_string(),
+            _ => {
+                ctx.d.push(crate::specfile::read::expected(
+                    v,
+                    "a string",
+                    &format!("environment variable `{}`", k.name),
+                ));
+                continue;
+            }
+        };
+        if let Some(id) = compile_text(&text, v, &Roots::secrets(), ctx) {
+            env.push((k.name.clone(), id));
+        }
+    }
+    env
 }
 
 /// The endpoint, written literally: its host is part of what `check` holds to the allow-list.

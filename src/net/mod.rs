@@ -126,6 +126,8 @@ pub struct Transport {
     /// What a protocol keeps for as long as this transport lives (one run): an MCP session
     /// per server. Typed by its owner, so this layer knows nothing of MCP.
     sessions: std::sync::Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
+    /// `--allow-exec`: the programs a run may start (stdio MCP servers), as given.
+    exec_allowed: Vec<String>,
 }
 
 impl Default for Transport {
@@ -141,6 +143,7 @@ impl Transport {
             tape: None,
             redactor: Default::default(),
             sessions: Default::default(),
+            exec_allowed: Vec::new(),
         }
     }
 
@@ -164,7 +167,18 @@ impl Transport {
             tape: Some(tape),
             redactor: Default::default(),
             sessions: Default::default(),
+            exec_allowed: Vec::new(),
         }
+    }
+
+    /// Lets this run start these programs (`--allow-exec`); a replay starts none whatever it says.
+    pub(crate) fn allow_exec(mut self, programs: &[String]) -> Transport {
+        self.exec_allowed = programs.to_vec();
+        self
+    }
+
+    pub(crate) fn exec_allowed(&self) -> &[String] {
+        &self.exec_allowed
     }
 
     /// The state kept under `key` for this transport's lifetime, made on first use.
@@ -203,6 +217,24 @@ impl Transport {
         req: &HttpRequest,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
+        self.send_via(purpose, req, opts, |opts| self.send_live(purpose, req, opts))
+            .await
+    }
+
+    /// Like [`Transport::send`], with `live` doing what goes out of the process (a message to a
+    /// stdio server): recording, replay, masking and the size cap are the same for it, and in a
+    /// replay `live` is never called.
+    pub(crate) async fn send_via<'o, F, Fut>(
+        &self,
+        purpose: Purpose<'_>,
+        req: &HttpRequest,
+        opts: SendOptions<'o>,
+        live: F,
+    ) -> Result<HttpResponse, NetError>
+    where
+        F: FnOnce(SendOptions<'o>) -> Fut,
+        Fut: std::future::Future<Output = Result<HttpResponse, NetError>>,
+    {
         // Read a secret's longest spelling past the limit, mask, then cut: a secret that
         // straddles the limit is masked whole, never cut into a prefix that escapes masking.
         let redactor = self.redactor();
@@ -213,7 +245,7 @@ impl Transport {
         };
         let reshape = opts.reshape;
         let Some(tape) = &self.tape else {
-            let result = self.send_live(purpose, req, opts).await;
+            let result = live(opts).await;
             return masked(result.map(|r| reshaped(r, reshape)), &redactor, max);
         };
         if let Some(answer) = tape.answer(purpose, req) {
@@ -226,7 +258,7 @@ impl Transport {
                 tape.redact(&req.url)
             )));
         }
-        let result = self.send_live(purpose, req, opts).await;
+        let result = live(opts).await;
         let result = masked(result.map(|r| reshaped(r, reshape)), &redactor, max);
         tape.record(purpose, req, &result);
         result

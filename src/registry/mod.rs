@@ -189,15 +189,32 @@ pub(crate) struct ListedTool {
 pub(crate) struct McpServer {
     /// The entry's key in `tools:`: names the server in messages and in fixtures.
     pub(crate) name: String,
+    /// The streamable-HTTP endpoint, or for a stdio server `stdio: ` and its command line:
+    /// what messages and fixtures name it by.
     pub(crate) url: String,
-    /// The URL's host and port, held to the allow-list like an HTTP tool's.
-    pub(crate) host: HostRule,
+    /// The URL's host and port, held to the allow-list like an HTTP tool's (none for stdio).
+    pub(crate) host: Option<HostRule>,
+    /// `command:`: a program toolrun starts and speaks to over its stdin and stdout.
+    pub(crate) stdio: Option<StdioCommand>,
     /// Templates over `secrets` only.
     pub(crate) headers: Vec<(String, TemplateId)>,
     /// `(remote name, registry name)` of every tool used from this server.
     pub(crate) tools: Vec<(String, String)>,
     /// Bounds connecting (initialize and tools/list); calls use their tool's timeout.
     pub(crate) timeout: Duration,
+}
+
+/// A stdio MCP server's program, as the spec declares it.
+#[derive(Debug)]
+pub(crate) struct StdioCommand {
+    /// Never given to a shell: the program and its arguments as written.
+    pub(crate) argv: Vec<String>,
+    /// `env:`, templates over `secrets`; the rest of the environment is not passed on.
+    pub(crate) env: Vec<(String, TemplateId)>,
+    /// The project root: where the program runs and its relative paths resolve.
+    pub(crate) dir: PathBuf,
+    /// Where `command:` is written (`file:line:col`), for the error that refuses to start it.
+    pub(crate) at: String,
 }
 
 /// What decides an HTTP tool's scheme, host and port. Arguments never do, except as a whole URL.

@@ -249,8 +249,10 @@ pub(crate) const TOOL_HTTP: &Place = &Place::new("tool_http", "An `http` tool: o
 
 /// A `kind: mcp` entry names a remote MCP server and the tools used from it: it becomes one
 /// registry tool per entry of its `tools:` list, and the common keys apply to each.
-pub(crate) const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tools of a remote MCP server (streamable HTTP), one tool per entry of `tools`.", &[
-    Key::new("url", Pattern("^[hH][tT][tT][pP][sS]?://"), "The MCP server's streamable-HTTP endpoint (`https://mcp.example.com/mcp`), written as it is; its host must be allowed like an `http` tool's.").required(),
+pub(crate) const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tools of an MCP server (streamable HTTP at `url`, or a program spoken to over stdio, `command`), one tool per entry of `tools`.", &[
+    Key::new("url", Pattern("^[hH][tT][tT][pP][sS]?://"), "The MCP server's streamable-HTTP endpoint (`https://mcp.example.com/mcp`), written as it is; its host must be allowed like an `http` tool's. Either this or `command`."),
+    Key::new("command", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "string" } })), "A stdio MCP server: the program and its arguments (`[npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]`), never a shell line; started in the project root only when `--allow-exec PROGRAM` allows it. Either this or `url`."),
+    Key::new("env", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Environment of a stdio server: values are templates over `secrets`. Of toolrun's own environment only HOME, LOGNAME, PATH, SHELL, TERM and USER are passed on."),
     Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Headers sent with every MCP request; values are templates over `secrets`."),
     Key::new("tools", Json(|| json!({ "type": "array", "minItems": 1, "items": { "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/mcp_tool" }] } })), "The server's tools to use: a remote name, or `{name, as, description, input}`.").required(),
 ])

@@ -8,9 +8,10 @@
 //! that records, replays and masks every other request toolrun makes.
 
 use super::http::{allowed_hosts, check_host};
+use super::mcp_stdio::{self, Process, Refusal};
 use super::{ErrorKind, ToolEnv, ToolError};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
-use crate::registry::{ListedTool, McpServer, McpTool, Tool, ToolKind};
+use crate::registry::{ListedTool, McpServer, McpTool, StdioCommand, Tool, ToolKind};
 use crate::templates;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,9 @@ const SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 const MAX_BYTES: u64 = 4 << 20;
 /// `tools/list` pages followed before giving up on a server that never stops paginating.
 const MAX_PAGES: usize = 100;
+/// Longest line read from a stdio server: a reply of `MAX_BYTES`, with room for the masker to
+/// read a secret straddling the cap whole.
+const LINE_CAP: usize = (MAX_BYTES as usize) + (64 << 10);
 const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
 /// Longest wait for a server to acknowledge the end of a session: the run is already over.
 const END_TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,6 +42,8 @@ pub(crate) struct Session {
     list_changed: std::sync::atomic::AtomicBool,
     /// Why the tools the model was offered no longer hold, once a new listing said so.
     stale: std::sync::Mutex<Option<String>>,
+    /// A stdio server's process, started by the first message that goes live.
+    stdio: tokio::sync::Mutex<Option<Arc<Process>>>,
 }
 
 impl Session {
@@ -46,7 +52,7 @@ impl Session {
     }
 }
 
-const LIST_CHANGED: &str = "notifications/tools/list_changed";
+pub(crate) const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 #[derive(Clone)]
 struct Connected {
@@ -175,7 +181,12 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
         seen.push(&m.server.name);
         let session = env.transport.session::<Session>(&m.server.name);
         // Taken: a later call on this transport (a served session) connects afresh.
-        let Some(conn) = session.conn.lock().await.take() else {
+        let conn = session.conn.lock().await.take();
+        if m.server.stdio.is_some() {
+            end_process(&m.server, &session, env).await;
+            continue;
+        }
+        let Some(conn) = conn else {
             continue;
         };
         if conn.session_id.is_none() {
@@ -183,6 +194,19 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
         }
         end_session(&m.server, &conn, env).await;
     }
+}
+
+/// A stdio server ends with the run (see `mcp_stdio::Process::end`); how it ended and the kept
+/// end of its stderr, masked, are an `mcp_server_ended` event.
+async fn end_process(server: &McpServer, session: &Session, env: &ToolEnv<'_>) {
+    let Some(process) = session.stdio.lock().await.take() else {
+        return;
+    };
+    let how = process.end().await;
+    let redactor = env.secrets.redactor();
+    env.events.emit_with("mcp_server_ended", || {
+        json!({ "server": server.name, "ended": how, "stderr": redactor.str(&process.stderr_text()) })
+    });
 }
 
 async fn end_session(server: &McpServer, conn: &Connected, env: &ToolEnv<'_>) {
@@ -243,17 +267,8 @@ async fn connected(
     if let Some(c) = conn.as_ref() {
         return Ok((session.clone(), c.clone()));
     }
-    let url = url::Url::parse(&server.url)
-        .map_err(|e| ToolError::new(ErrorKind::ExecutionError, e.to_string()))?;
-    if !check_host(&url, &allowed_hosts(env.registry)) {
-        return Err(ToolError::new(
-            ErrorKind::Denied,
-            format!(
-                "refused to contact MCP server `{}`: {} is not in the spec's allowed hosts (policy.network.allow_hosts)",
-                server.name,
-                url.host_str().unwrap_or_default()
-            ),
-        ));
+    if server.stdio.is_none() {
+        check_server_host(server, env)?;
     }
     let made = handshake(server, &session, env).await?;
     let checked = match list_tools(server, &session, &made, env).await {
@@ -275,6 +290,23 @@ async fn connected(
     });
     *conn = Some(made.clone());
     Ok((session.clone(), made))
+}
+
+/// An HTTP server's host obeys the spec's allow-list, as an `http` tool's does.
+fn check_server_host(server: &McpServer, env: &ToolEnv<'_>) -> Result<(), ToolError> {
+    let url = url::Url::parse(&server.url)
+        .map_err(|e| ToolError::new(ErrorKind::ExecutionError, e.to_string()))?;
+    if check_host(&url, &allowed_hosts(env.registry)) {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorKind::Denied,
+        format!(
+            "refused to contact MCP server `{}`: {} is not in the spec's allowed hosts (policy.network.allow_hosts)",
+            server.name,
+            url.host_str().unwrap_or_default()
+        ),
+    ))
 }
 
 async fn handshake(
@@ -563,9 +595,12 @@ impl Rpc<'_, '_> {
         // The notification kept beside the response (see `event_stream_to_json`).
         let message = match message {
             Value::Array(items) => {
-                if items
-                    .iter()
-                    .any(|m| m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED))
+                // A listing that came with the notice is itself the new list (a stdio server
+                // may say so as it starts, before it answers the first `tools/list`).
+                if method != "tools/list"
+                    && items
+                        .iter()
+                        .any(|m| m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED))
                 {
                     session.list_changed.store(true, Ordering::SeqCst);
                 }
@@ -605,7 +640,6 @@ impl Rpc<'_, '_> {
     }
 
     async fn post(&self, method: &str, body: &Value) -> Result<HttpResponse, ToolError> {
-        let req = self.build("POST", Some(body)).await?;
         let opts = SendOptions {
             timeout: self.timeout,
             max_bytes: MAX_BYTES,
@@ -613,11 +647,16 @@ impl Rpc<'_, '_> {
             on_chunk: None,
             reshape: Some(event_stream_to_json),
         };
-        let sent = self
-            .env
-            .transport
-            .send(Purpose::Mcp(&self.server.name), &req, opts)
-            .await;
+        let sent = match &self.server.stdio {
+            Some(cmd) => self.send_stdio(cmd, body, opts).await?,
+            None => {
+                let req = self.build("POST", Some(body)).await?;
+                self.env
+                    .transport
+                    .send(Purpose::Mcp(&self.server.name), &req, opts)
+                    .await
+            }
+        };
         let resp = sent.map_err(|e| self.net_error(method, e))?;
         if resp.truncated {
             return Err(self.fail(format!(
@@ -644,6 +683,86 @@ impl Rpc<'_, '_> {
             .with_details(json!({ "status": resp.status, "url": self.server.url })));
         }
         Ok(resp)
+    }
+
+    /// One message to a stdio server, recorded as a request `STDIN` to `stdio: COMMAND LINE`.
+    /// The program is judged against `--allow-exec` before anything can start it, and started
+    /// by the first message that goes live (a replay starts nothing).
+    async fn send_stdio(
+        &self,
+        cmd: &StdioCommand,
+        body: &Value,
+        opts: SendOptions<'_>,
+    ) -> Result<Result<HttpResponse, NetError>, ToolError> {
+        let program = match self.env.transport.may_go_live() {
+            true => Some(self.admitted(cmd)?),
+            false => None,
+        };
+        let bytes = body.to_string().into_bytes();
+        let req = HttpRequest {
+            method: "STDIN".into(),
+            url: self.server.url.clone(),
+            headers: Vec::new(),
+            body: Some(bytes.clone()),
+        };
+        let id = body.get("id").cloned();
+        let live = |opts: SendOptions<'_>| async move {
+            let program = program.ok_or_else(|| NetError::Io("not started in a replay".into()))?;
+            let process = self.process(cmd, &program).await?;
+            process.send(&bytes, id.as_ref(), opts.timeout).await
+        };
+        Ok(self
+            .env
+            .transport
+            .send_via(Purpose::Mcp(&self.server.name), &req, opts, live)
+            .await)
+    }
+
+    fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
+        let program = &cmd.argv[0];
+        let (name, at) = (&self.server.name, &cmd.at);
+        mcp_stdio::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
+            Refusal::NotAllowed => ToolError::new(
+                ErrorKind::Denied,
+                format!(
+                    "MCP server `{name}` ({at}) runs the program `{program}`, and toolrun starts a program only when the command line allows it: add `--allow-exec {program}` to the command (run, test, call or serve)"
+                ),
+            ),
+            Refusal::NotFound => ToolError::new(
+                ErrorKind::ExecutionError,
+                format!(
+                    "MCP server `{name}` ({at}): cannot find the program `{program}` (a name is looked up on PATH, a path against the project root {}); install it or fix `command:`",
+                    cmd.dir.display()
+                ),
+            ),
+        })
+    }
+
+    /// The server's process for this run, started on first use with its `env:` rendered.
+    async fn process(&self, cmd: &StdioCommand, program: &std::path::Path) -> Result<Arc<Process>, NetError> {
+        let session = self.env.transport.session::<Session>(&self.server.name);
+        let mut slot = session.stdio.lock().await;
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let data = json!({ "secrets": self.env.secrets.as_json() });
+        let ctx = templates::Ctx::new(&data);
+        let mut vars = Vec::new();
+        for (name, id) in &cmd.env {
+            let value = self.env.registry.templates.render_text(id, &ctx).await.map_err(|e| {
+                NetError::Io(format!("could not build its environment variable `{name}`: {}", e.message))
+            })?;
+            vars.push((name.clone(), value));
+        }
+        let started = mcp_stdio::spawn(cmd, program, vars, LINE_CAP).map_err(|e| {
+            NetError::Connect(format!("cannot start `{}`: {e}", program.display()))
+        })?;
+        let started = Arc::new(started);
+        self.env.events.emit_with("mcp_server_started", || {
+            json!({ "server": self.server.name, "program": program.display().to_string() })
+        });
+        *slot = Some(started.clone());
+        Ok(started)
     }
 
     async fn build(&self, method: &str, body: Option<&Value>) -> Result<HttpRequest, ToolError> {
@@ -718,6 +837,15 @@ impl Rpc<'_, '_> {
                 ErrorKind::Network,
                 format!("MCP server `{name}`: no recorded exchange answers `{method}` ({m})"),
             ),
+            NetError::Connect(m) | NetError::Io(m) if self.server.stdio.is_some() => {
+                ToolError::new(
+                    ErrorKind::Network,
+                    format!(
+                        "MCP server `{name}` ({}) did not answer `{method}`: {m}",
+                        self.server.url
+                    ),
+                )
+            }
             NetError::Connect(m) | NetError::Io(m) => ToolError::new(
                 ErrorKind::Network,
                 format!(
@@ -860,10 +988,11 @@ mod tests {
         let server = McpServer {
             name: "s".into(),
             url: "http://127.0.0.1:1/mcp".into(),
-            host: crate::registry::HostRule {
+            host: Some(crate::registry::HostRule {
                 host: "127.0.0.1".into(),
                 port: Some(1),
-            },
+            }),
+            stdio: None,
             headers: Vec::new(),
             tools: Vec::new(),
             timeout: Duration::from_secs(1),

@@ -4,6 +4,7 @@
 pub(crate) mod builtin;
 pub(crate) mod http;
 pub(crate) mod mcp;
+pub(crate) mod mcp_stdio;
 pub(crate) mod mock;
 pub(crate) mod table;
 

@@ -26,6 +26,8 @@ pub(crate) struct RunContext<'a> {
     pub(crate) record: Option<RecordWhich>,
     /// `--allow-network` (also implied by `--model` and `--record`).
     pub(crate) allow_network: bool,
+    /// `--allow-exec`: programs a live case may start (stdio MCP servers).
+    pub(crate) allow_exec: &'a [String],
     pub(crate) now_unix_ms: i64,
     pub(crate) stop: &'a Interrupt,
 }
@@ -249,7 +251,8 @@ async fn execute(
     let transport = match &tape {
         Some(t) => Transport::with_tape(t.clone()),
         None => Transport::live(),
-    };
+    }
+    .allow_exec(ctx.allow_exec);
     let events = Events::none();
     let engine = Engine {
         registry: ctx.registry,

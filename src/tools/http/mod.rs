@@ -266,7 +266,7 @@ pub(crate) fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
                 UrlOrigin::Literal(Some(rule)) => Some(rule.clone()),
                 _ => None,
             },
-            ToolKind::Mcp(m) => Some(m.server.host.clone()),
+            ToolKind::Mcp(m) => m.server.host.clone(),
             _ => None,
         })
         .collect()

@@ -1,0 +1,590 @@
+//! The stdio transport of `kind: mcp`: a server program toolrun starts (never through a shell),
+//! speaking newline-delimited JSON-RPC on its stdin and stdout, as the MCP specification
+//! (2025-11-25) defines it. Each message goes through `Transport::send_via`, so recording,
+//! replay, masking and the size cap are those of HTTP, and a replay starts nothing.
+//!
+//! The program runs in its own process group, so everything it starts ends with it: at the end
+//! of the run its stdin is closed, then the group gets SIGTERM, then SIGKILL after a grace
+//! period (the order the specification asks of a client), and the leader is reaped. Its stderr
+//! is kept (the last 64 KiB) for errors and the `mcp_server_stderr` event.
+
+use crate::net::{HttpResponse, NetError};
+use crate::registry::StdioCommand;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::oneshot;
+
+/// How much of the server's stderr is kept: its end, where the reason it failed usually is.
+pub(crate) const STDERR_KEPT: usize = 64 << 10;
+/// How long the server has to exit after its stdin closes, and again after SIGTERM.
+const GRACE: Duration = Duration::from_secs(2);
+/// What an official SDK passes on of the client's environment by default; nothing else is.
+pub(crate) const INHERITED: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+type Reply = Result<HttpResponse, NetError>;
+
+/// Requests sent and not yet answered, by their JSON-RPC id (as JSON text).
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<String, oneshot::Sender<Reply>>,
+    /// Why the server can answer nothing more (it exited), once it can't.
+    closed: Option<String>,
+}
+
+/// A running stdio server.
+pub(crate) struct Process {
+    pgid: i32,
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    pending: Arc<Mutex<Pending>>,
+    stderr: Arc<Mutex<Tail>>,
+    child: Arc<tokio::sync::Mutex<Option<Child>>>,
+    ended: Mutex<bool>,
+}
+
+/// The last `STDERR_KEPT` bytes of the server's stderr.
+#[derive(Default)]
+pub(crate) struct Tail {
+    bytes: std::collections::VecDeque<u8>,
+    dropped: u64,
+    done: bool,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend(chunk);
+        let over = self.bytes.len().saturating_sub(STDERR_KEPT);
+        self.bytes.drain(..over);
+        self.dropped += over as u64;
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.bytes.as_slices();
+        let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+        if self.dropped > 0 {
+            format!("[{} earlier bytes not kept]\n{text}", self.dropped)
+        } else {
+            text
+        }
+    }
+}
+
+/// The program a `--allow-exec` entry or a spec's `command:` names: a path as it is (relative
+/// to `dir`), a bare name looked up on `PATH`, as `execvp` would. Not made canonical: a program
+/// may care how it was called (a venv's `python` is a symlink that finds its venv that way).
+pub(crate) fn resolve(program: &str, dir: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    if program.is_empty() {
+        return None;
+    }
+    if program.contains('/') {
+        let p = dir.join(program);
+        return is_executable(&p).then_some(p);
+    }
+    std::env::split_paths(path_var?)
+        .map(|d| dir.join(d).join(program))
+        .find(|p| is_executable(p))
+}
+
+#[cfg(unix)]
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// Whether `--allow-exec` lets `cmd` start, and the file it runs. An entry allows the program
+/// when it is written the same way (`npx` allows `command: [npx, ...]`), or when both name the
+/// same file once resolved: the spec's program against the project root and `PATH`, the
+/// entry against the current folder and `PATH` (`--allow-exec /usr/bin/npx` allows `npx` when
+/// that is what `PATH` finds).
+pub(crate) fn admitted(cmd: &StdioCommand, allowed: &[String]) -> Result<PathBuf, Refusal> {
+    let program = &cmd.argv[0];
+    let path_var = std::env::var_os("PATH");
+    let Some(file) = resolve(program, &cmd.dir, path_var.as_deref()) else {
+        return Err(Refusal::NotFound);
+    };
+    let here = std::env::current_dir().unwrap_or_default();
+    // Two spellings of one file compare equal.
+    let canonical = file.canonicalize().ok();
+    let allows = |entry: &String| {
+        entry == program
+            || resolve(entry, &here, path_var.as_deref())
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| Some(p) == canonical)
+    };
+    if allowed.iter().any(allows) {
+        Ok(file)
+    } else {
+        Err(Refusal::NotAllowed)
+    }
+}
+
+pub(crate) enum Refusal {
+    NotAllowed,
+    NotFound,
+}
+
+/// Starts the server: `program` with the spec's arguments, in the project root, with only the
+/// inherited variables and the spec's `env:` (already rendered), in a process group of its own.
+pub(crate) fn spawn(
+    cmd: &StdioCommand,
+    program: &Path,
+    env: Vec<(String, String)>,
+    line_cap: usize,
+) -> std::io::Result<Process> {
+    #[cfg(not(unix))]
+    {
+        let _ = (cmd, program, env, line_cap);
+        Err(std::io::Error::other(
+            "stdio MCP servers are not supported on this platform (they need process groups and signals); use a streamable-HTTP server (`url:`)",
+        ))
+    }
+    #[cfg(unix)]
+    {
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(&cmd.argv[1..])
+            .env_clear()
+            .envs(INHERITED.iter().filter_map(|k| Some((*k, std::env::var_os(k)?))))
+            .envs(env)
+            .current_dir(&cmd.dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = command.spawn()?;
+        let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+        let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let stderr = Arc::new(Mutex::new(Tail::default()));
+        let child_out = child.stdout.take();
+        let child_err = child.stderr.take();
+        let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
+        let (err_done_tx, err_done) = oneshot::channel();
+        if let Some(err) = child_err {
+            tokio::spawn(keep_stderr(err, stderr.clone(), err_done_tx));
+        }
+        if let Some(out) = child_out {
+            let reader = Reader {
+                stdin: stdin.clone(),
+                pending: pending.clone(),
+                stderr: stderr.clone(),
+                child: child.clone(),
+                line_cap,
+            };
+            tokio::spawn(reader.run(out, err_done));
+        }
+        Ok(Process {
+            pgid,
+            stdin,
+            pending,
+            stderr,
+            child,
+            ended: Mutex::new(false),
+        })
+    }
+}
+
+async fn keep_stderr(
+    mut err: impl AsyncRead + Unpin,
+    tail: Arc<Mutex<Tail>>,
+    done: oneshot::Sender<()>,
+) {
+    let mut buf = vec![0u8; 8192];
+    while let Ok(n) = err.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        if let Ok(mut t) = tail.lock() {
+            t.push(&buf[..n]);
+        }
+    }
+    if let Ok(mut t) = tail.lock() {
+        t.done = true;
+    }
+    let _ = done.send(());
+}
+
+/// Reads the server's stdout: answers go to the requests waiting for them, requests from the
+/// server are answered at once, and `notifications/tools/list_changed` is kept beside the next
+/// answer (as a reply sent as an event stream keeps it), for the caller to list again.
+struct Reader {
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    pending: Arc<Mutex<Pending>>,
+    stderr: Arc<Mutex<Tail>>,
+    child: Arc<tokio::sync::Mutex<Option<Child>>>,
+    line_cap: usize,
+}
+
+impl Reader {
+    async fn run(self, out: tokio::process::ChildStdout, err_done: oneshot::Receiver<()>) {
+        let mut out = BufReader::new(out);
+        let mut line = Vec::new();
+        let mut changed: Option<Value> = None;
+        let why = loop {
+            line.clear();
+            match read_line(&mut out, &mut line, self.line_cap).await {
+                Ok(Line::End) => break "closed its stdout".to_string(),
+                Err(e) => break format!("could not be read: {e}"),
+                Ok(Line::TooLong) => self.answer_all_truncated(&line),
+                Ok(Line::Full) => self.dispatch(&line, &mut changed).await,
+            }
+        };
+        // Its stderr says why, usually: wait (briefly) until it is read to the end.
+        let _ = tokio::time::timeout(GRACE, err_done).await;
+        let status = {
+            let mut child = self.child.lock().await;
+            match child.as_mut() {
+                Some(c) => match tokio::time::timeout(GRACE, c.wait()).await {
+                    Ok(Ok(s)) => format!(" ({s})"),
+                    _ => String::new(),
+                },
+                None => String::new(),
+            }
+        };
+        let why = format!("the server's process {why}{status}");
+        let waiting = match self.pending.lock() {
+            Ok(mut p) => {
+                p.closed = Some(why.clone());
+                std::mem::take(&mut p.waiting)
+            }
+            Err(_) => HashMap::new(),
+        };
+        let stderr = self.stderr.lock().map(|t| t.text()).unwrap_or_default();
+        for (_, tx) in waiting {
+            let _ = tx.send(Err(NetError::Io(with_stderr(&why, &stderr))));
+        }
+    }
+
+    async fn dispatch(&self, line: &[u8], changed: &mut Option<Value>) {
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+            return; // not JSON-RPC: a server that logs to stdout by mistake; its answers still count
+        };
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (Some(m), Some(id)) => self.answer_request(m, id).await,
+            (Some(super::mcp::LIST_CHANGED), None) => *changed = Some(message),
+            (Some(_), None) => {}
+            (None, Some(id)) => {
+                let body = match changed.take() {
+                    Some(n) => json!([n, message]).to_string().into_bytes(),
+                    None => line.to_vec(),
+                };
+                let tx = self
+                    .pending
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.waiting.remove(&id.to_string()));
+                if let Some(tx) = tx {
+                    let _ = tx.send(Ok(response(body, false)));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// A server's request gets an answer at once, so the call it came with can complete: `ping`
+    /// its empty result, anything else "method not found" (toolrun declares no capabilities).
+    async fn answer_request(&self, method: &str, id: &Value) {
+        let answer = if method == "ping" {
+            json!({ "jsonrpc": "2.0", "id": id, "result": {} })
+        } else {
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": format!("toolrun does not handle `{method}`") } })
+        };
+        write_line(&self.stdin, &answer.to_string().into_bytes()).await.ok();
+    }
+
+    /// A message past the cap cannot be matched to its request (its id may be past the cut):
+    /// every request waiting fails as an HTTP reply past the cap would.
+    fn answer_all_truncated(&self, line: &[u8]) {
+        let waiting = match self.pending.lock() {
+            Ok(mut p) => std::mem::take(&mut p.waiting),
+            Err(_) => return,
+        };
+        for (_, tx) in waiting {
+            let _ = tx.send(Ok(response(line.to_vec(), true)));
+        }
+    }
+}
+
+fn response(body: Vec<u8>, truncated: bool) -> HttpResponse {
+    HttpResponse {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body,
+        truncated,
+    }
+}
+
+pub(crate) fn with_stderr(why: &str, stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        return format!("{why}; it wrote nothing on stderr");
+    }
+    // The end is where a crash says why; the whole tail is in the `mcp_server_stderr` event.
+    let mut start = stderr.len().saturating_sub(2000);
+    while !stderr.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = if start > 0 { "…" } else { "" };
+    format!("{why}; its stderr ends with:\n{cut}{}", &stderr[start..])
+}
+
+enum Line {
+    Full,
+    TooLong,
+    End,
+}
+
+/// One line of at most `cap` bytes (without its newline). A longer one is read to its end and
+/// dropped past the cap, so memory stays bounded whatever the server writes.
+async fn read_line(
+    out: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let buf = out.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(if line.is_empty() && !too_long {
+                Line::End
+            } else if too_long {
+                Line::TooLong
+            } else {
+                Line::Full
+            });
+        }
+        let (chunk, found) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let room = cap.saturating_sub(line.len());
+        if chunk.len() > room {
+            too_long = true;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = found.unwrap_or(buf.len());
+        out.consume(used);
+        if found.is_some() {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if line.is_empty() && !too_long {
+                continue; // blank lines between messages
+            }
+            return Ok(if too_long { Line::TooLong } else { Line::Full });
+        }
+    }
+}
+
+async fn write_line(
+    stdin: &tokio::sync::Mutex<Option<ChildStdin>>,
+    message: &[u8],
+) -> std::io::Result<()> {
+    let mut guard = stdin.lock().await;
+    let Some(w) = guard.as_mut() else {
+        return Err(std::io::Error::other("its stdin is closed"));
+    };
+    // Messages have no embedded newlines (serde_json escapes them), so one line is one message.
+    let mut framed = Vec::with_capacity(message.len() + 1);
+    framed.extend_from_slice(message);
+    framed.push(b'\n');
+    w.write_all(&framed).await?;
+    w.flush().await
+}
+
+impl Process {
+    /// Sends one message; a request (`id` given) waits for its answer, a notification not.
+    pub(crate) async fn send(&self, message: &[u8], id: Option<&Value>, timeout: Duration) -> Reply {
+        let rx = match id {
+            Some(id) => {
+                let (tx, rx) = oneshot::channel();
+                let mut p = self.pending.lock().map_err(|_| NetError::Io("poisoned".into()))?;
+                if let Some(why) = &p.closed {
+                    return Err(NetError::Io(with_stderr(why, &self.stderr_text())));
+                }
+                p.waiting.insert(id.to_string(), tx);
+                Some(rx)
+            }
+            None => None,
+        };
+        if let Err(e) = write_line(&self.stdin, message).await {
+            self.forget(id);
+            let why = format!("the server's process does not take input ({e})");
+            return Err(NetError::Io(with_stderr(&why, &self.stderr_text())));
+        }
+        let Some(rx) = rx else {
+            return Ok(response(Vec::new(), false));
+        };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(_)) => Err(NetError::Io("the server's process ended".into())),
+            Err(_) => {
+                self.forget(id);
+                Err(NetError::Timeout)
+            }
+        }
+    }
+
+    fn forget(&self, id: Option<&Value>) {
+        if let (Some(id), Ok(mut p)) = (id, self.pending.lock()) {
+            p.waiting.remove(&id.to_string());
+        }
+    }
+
+    /// The kept end of its stderr, unmasked: the caller masks it.
+    pub(crate) fn stderr_text(&self) -> String {
+        self.stderr.lock().map(|t| t.text()).unwrap_or_default()
+    }
+
+    /// Ends the server as the specification asks: stdin closed, then SIGTERM to its process
+    /// group, then SIGKILL, each after a grace period; the leader is reaped, so nothing it
+    /// started outlives the run and no zombie is left. Returns how it ended.
+    pub(crate) async fn end(&self) -> String {
+        if let Ok(mut e) = self.ended.lock() {
+            if *e {
+                return "already ended".into();
+            }
+            *e = true;
+        }
+        drop(self.stdin.lock().await.take());
+        let mut child = self.child.lock().await;
+        let Some(c) = child.as_mut() else {
+            return "already ended".into();
+        };
+        let mut how = "exited when its stdin closed";
+        let mut status = tokio::time::timeout(GRACE, c.wait()).await.ok();
+        let mut rest = "";
+        if status.is_none() || group_alive(self.pgid) {
+            signal_group(self.pgid, Signal::Term);
+            if status.is_none() {
+                how = "ended by SIGTERM";
+                status = tokio::time::timeout(GRACE, c.wait()).await.ok();
+            }
+            wait_group(self.pgid).await;
+            rest = "; processes it started ended by SIGTERM";
+        }
+        if status.is_none() || group_alive(self.pgid) {
+            if status.is_none() {
+                how = "killed (SIGKILL) after not ending on SIGTERM";
+            }
+            signal_group(self.pgid, Signal::Kill);
+            status = Some(c.wait().await);
+            rest = "; processes it started killed (SIGKILL)";
+        }
+        *child = None;
+        let status = match status {
+            Some(Ok(s)) => s.to_string(),
+            _ => "status unknown".into(),
+        };
+        format!("{how} ({status}){rest}")
+    }
+}
+
+impl Drop for Process {
+    /// A run that ends without [`Process::end`] (an error, a panic) still leaves nothing behind.
+    fn drop(&mut self) {
+        if self.ended.lock().is_ok_and(|e| !*e) {
+            signal_group(self.pgid, Signal::Kill);
+        }
+    }
+}
+
+enum Signal {
+    Term,
+    Kill,
+}
+
+#[cfg(unix)]
+fn signal_group(pgid: i32, signal: Signal) {
+    if pgid <= 1 {
+        return;
+    }
+    let sig = match signal {
+        Signal::Term => libc::SIGTERM,
+        Signal::Kill => libc::SIGKILL,
+    };
+    // SAFETY: killpg only sends a signal; the group is the one the server was started in.
+    unsafe {
+        libc::killpg(pgid, sig);
+    }
+}
+
+#[cfg(unix)]
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 sends nothing; it asks whether any process of the group is left.
+    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
+}
+
+#[cfg(not(unix))]
+fn signal_group(_: i32, _: Signal) {}
+
+#[cfg(not(unix))]
+fn group_alive(_: i32) -> bool {
+    false
+}
+
+/// Until what the server started has ended too, for at most the grace period.
+async fn wait_group(pgid: i32) {
+    let until = tokio::time::Instant::now() + GRACE;
+    while group_alive(pgid) && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_keeps_its_last_bytes() {
+        let mut t = Tail::default();
+        t.push(&vec![b'a'; STDERR_KEPT]);
+        t.push(b"the end");
+        let text = t.text();
+        assert!(text.starts_with("[7 earlier bytes not kept]\n"), "{}", &text[..40]);
+        assert!(text.ends_with("aaathe end"));
+        assert_eq!(t.bytes.len(), STDERR_KEPT);
+    }
+
+    #[test]
+    fn lines_are_capped_and_resynchronised() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let data: &[u8] = b"\n{\"a\":1}\r\n0123456789abcdef\n{\"b\":2}";
+            let mut r = BufReader::with_capacity(4, data);
+            let mut line = Vec::new();
+            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::Full));
+            assert_eq!(line, b"{\"a\":1}");
+            line.clear();
+            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::TooLong));
+            assert_eq!(line, b"0123456789");
+            line.clear();
+            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::Full));
+            assert_eq!(line, b"{\"b\":2}");
+            line.clear();
+            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::End));
+        });
+    }
+
+    #[test]
+    fn programs_resolve_on_path_and_against_the_folder() {
+        let dir = std::env::temp_dir();
+        let sh = resolve("sh", &dir, Some(std::ffi::OsStr::new("/nonexistent:/bin:/usr/bin")));
+        assert!(sh.is_some_and(|p| p.is_absolute()));
+        assert_eq!(resolve("sh", &dir, Some(std::ffi::OsStr::new("/nonexistent"))), None);
+        assert_eq!(resolve("", &dir, None), None);
+        assert!(resolve("/bin/sh", &dir, None).is_some());
+    }
+}

@@ -1,0 +1,100 @@
+"""A stdio MCP server built with the official Python SDK (PyPI `mcp`, its MCPServer), for the
+tests of how toolrun starts, talks to and ends stdio servers.
+
+usage: stdio_server.py LOG_DIR
+On start it writes `LOG_DIR/pids.jsonl` a line `{"leader": PID, "helper": PID}`: its own pid and
+that of a helper process it starts (which ignores SIGTERM and stdin, so only SIGKILL to the
+process group ends it), and `LOG_DIR/seen-PID.json`: the /proc state of every process listed
+before it (`gone` when there is none), so a later server of the same toolrun process can say
+whether an earlier one was left behind, running or as a zombie.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("stdio-probe")
+
+
+def state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("State:"):
+                    return line.split()[1]
+    except FileNotFoundError:
+        return "gone"
+    return "?"
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns the text."""
+    return text
+
+
+@server.tool()
+def environment() -> dict:
+    """The environment and working directory the server was started with."""
+    return {"cwd": os.getcwd(), "env": dict(os.environ)}
+
+
+@server.tool()
+def shout(size: int) -> str:
+    """Writes `size` bytes to stderr (then the secret it was given), and answers."""
+    sys.stderr.write("x" * size + "\n")
+    sys.stderr.write("token " + os.environ.get("PROBE_TOKEN", "") + "\n")
+    sys.stderr.flush()
+    return "shouted"
+
+
+@server.tool()
+def crash() -> str:
+    """Says why on stderr and exits at once, without answering."""
+    sys.stderr.write("fatal: the probe crashed on purpose\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool()
+def fail() -> str:
+    """A tool error."""
+    raise ToolError("the probe failed on purpose")
+
+
+def main() -> None:
+    log_dir = sys.argv[1]
+    os.makedirs(log_dir, exist_ok=True)
+    pids_path = os.path.join(log_dir, "pids.jsonl")
+    seen = {}
+    if os.path.exists(pids_path):
+        with open(pids_path) as f:
+            for line in f:
+                entry = json.loads(line)
+                for role, pid in entry.items():
+                    seen[f"{role} {pid}"] = state(pid)
+    with open(os.path.join(log_dir, f"seen-{os.getpid()}.json"), "w") as f:
+        json.dump(seen, f)
+    helper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    with open(pids_path, "a") as f:
+        f.write(json.dumps({"leader": os.getpid(), "helper": helper.pid}) + "\n")
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+//! `kind: mcp` servers spoken to over stdio (`command:`), through the binary: the reference
+//! servers nobody here wrote (`@modelcontextprotocol/server-filesystem` and `server-everything`,
+//! pinned, on Node 22 from `tests/npm`), and a small probe on the official Python SDK
+//! (`tests/mcp/stdio_server.py`) for what the reference servers cannot show: the process group
+//! ended with the run (nothing left running, no zombie), the environment passed on, stderr kept.
+
+#[path = "npm/npm.rs"]
+mod npm;
+#[path = "mcp/python.rs"]
+mod python;
+mod support;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use support::{run, toolrun, write};
+
+const SECRET: &str = "probe-token-8c1f2e7d4b";
+
+fn probe_spec(log_dir: &Path, tools: &str, turns: &str) -> String {
+    format!(
+        r#"version: 1
+name: probe
+secrets: [PROBE_TOKEN]
+tools:
+  probe:
+    kind: mcp
+    description: A probe server.
+    command: ["{python}", "{script}", "{logs}"]
+    env: {{ PROBE_TOKEN: "{{{{ secrets.PROBE_TOKEN }}}}", GREETING: hello }}
+    timeout: 30s
+    tools: [{tools}]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+{turns}
+"#,
+        python = python::python().display(),
+        script = python::script("stdio_server.py").display(),
+        logs = log_dir.display(),
+    )
+}
+
+fn events_named(events: &Path, name: &str) -> Vec<Value> {
+    std::fs::read_to_string(events)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("event line"))
+        .filter(|e| e["event"] == name)
+        .collect()
+}
+
+fn pid_lines(log_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log_dir.join("pids.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("pid line"))
+        .collect()
+}
+
+/// The /proc state of a process: `gone` once nothing of it is left.
+fn state(pid: &Value) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.as_u64().unwrap()));
+    match status {
+        Err(_) => "gone".into(),
+        Ok(s) => s
+            .lines()
+            .find_map(|l| l.strip_prefix("State:"))
+            .map(|s| s.trim().chars().next().unwrap_or('?').to_string())
+            .unwrap_or_default(),
+    }
+}
+
+#[test]
+fn a_stdio_server_gets_only_its_environment_keeps_its_stderr_and_replays_without_starting() {
+    let dir = support::temp_dir("mcp-stdio-run");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: environment, arguments: {} }]
+          - tool_calls: [{ name: shout, arguments: { size: 70000 } }]
+          - answer: "{{ results[0].result.env.GREETING }} from {{ results[0].result.cwd }}""#;
+    let spec_path = write(
+        &dir,
+        "probe.yaml",
+        &probe_spec(&logs, "environment, shout", turns),
+    );
+    let fixture = dir.join("probe.json");
+    let events = dir.join("events.jsonl");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .env("TOOLRUN_NOT_FOR_SERVERS", "1")
+        .env("LOGNAME", "probe-user")
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "where are you?", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture)
+        .arg("--events")
+        .arg(&events));
+    out.assert_success();
+    let trace = out.json();
+    let root = dir.canonicalize().unwrap();
+    // The project root is its working directory; `env:` values were rendered.
+    assert_eq!(
+        trace["final_output"],
+        format!("hello from {}", root.display())
+    );
+    let env = trace["tool_results"][0]["result"]["env"]
+        .as_object()
+        .unwrap()
+        .clone();
+    // Of toolrun's environment only what the SDKs pass on (Python adds LC_CTYPE itself).
+    let names: Vec<&str> = env.keys().map(String::as_str).collect();
+    for name in &names {
+        assert!(
+            [
+                "HOME",
+                "LOGNAME",
+                "PATH",
+                "SHELL",
+                "TERM",
+                "USER",
+                "LC_CTYPE",
+                "PROBE_TOKEN",
+                "GREETING"
+            ]
+            .contains(name),
+            "{name} was passed on: {names:?}"
+        );
+    }
+    assert_eq!(env["LOGNAME"], "probe-user");
+    assert!(env.contains_key("PATH"));
+    // The secret reached the server, and nothing toolrun wrote.
+    assert_eq!(env["PROBE_TOKEN"], "***");
+    let fixture_text = std::fs::read_to_string(&fixture).unwrap();
+    let events_text = std::fs::read_to_string(&events).unwrap();
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("fixture", &fixture_text),
+        ("events", &events_text),
+    ] {
+        assert!(!text.contains(SECRET), "the secret leaked into {what}");
+    }
+    // Its stderr: the last 64 KiB, masked, in the event of its end.
+    let ended = events_named(&events, "mcp_server_ended");
+    assert_eq!(ended.len(), 1, "{ended:#?}");
+    let stderr = ended[0]["stderr"].as_str().unwrap();
+    assert!(
+        stderr.starts_with('[') && stderr.contains("earlier bytes not kept]"),
+        "{}",
+        &stderr[..80]
+    );
+    assert!(stderr.len() <= (64 << 10) + 40, "{}", stderr.len());
+    assert!(stderr.trim_end().ends_with("token ***"), "{stderr:?}");
+    // Every message is an `mcp` exchange written to the program's stdin.
+    let recorded: Value = serde_json::from_str(&fixture_text).unwrap();
+    let exchanges = recorded["exchanges"].as_array().unwrap();
+    let methods: Vec<&str> = exchanges
+        .iter()
+        .map(|e| {
+            assert_eq!(e["kind"], "mcp");
+            assert_eq!(e["request"]["method"], "STDIN");
+            assert!(e["request"]["url"]
+                .as_str()
+                .unwrap()
+                .starts_with("stdio: "));
+            e["request"]["body"]["method"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    assert_eq!(pid_lines(&logs).len(), 1);
+
+    // A replay answers from the fixture and starts nothing, without `--allow-exec`.
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
+    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+}
+
+#[test]
+fn nothing_starts_unless_the_command_line_allows_the_program() {
+    let dir = support::temp_dir("mcp-stdio-allow");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: echo, arguments: { text: hi } }]
+          - answer: "{{ last.result }}""#;
+    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "echo", turns));
+    let python = python::python();
+    // `check` never starts the server; a run without the flag refuses, naming it and the line.
+    run(toolrun().arg("check").arg(&spec_path)).assert_success();
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "hi"]));
+    out.assert_code(1);
+    let line = format!("{}:8:14", spec_path.display());
+    assert!(
+        out.stderr.contains(&format!("--allow-exec {}", python.display()))
+            && out.stderr.contains(&line)
+            && out.stderr.contains("MCP server `probe`"),
+        "{out:?}"
+    );
+    // Another program allowed is not this one.
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .args(["call"])
+        .arg(&spec_path)
+        .args(["echo", "--args", r#"{"text": "hi"}"#, "--allow-exec", "sh"]));
+    out.assert_code(1);
+    assert!(out.stderr.contains("--allow-exec"), "{out:?}");
+    assert!(pid_lines(&logs).is_empty(), "a refused server started");
+    // Offline tests refuse it like the network, and start nothing.
+    let tested = run(toolrun().arg("test").arg(&spec_path).arg("--allow-exec").arg(&python));
+    assert!(pid_lines(&logs).is_empty(), "an offline test started the server: {tested:?}");
+
+    // Allowed by a path to the same file (here through a symlink): `call` runs it.
+    let link = dir.join("py");
+    std::os::unix::fs::symlink(&python, &link).unwrap();
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("call")
+        .arg(&spec_path)
+        .args(["echo", "--args", r#"{"text": "hi there"}"#, "--allow-exec"])
+        .arg(&link));
+    out.assert_success();
+    assert_eq!(out.json(), json!({ "result": "hi there" }));
+    assert_eq!(pid_lines(&logs).len(), 1);
+}
+
+#[test]
+fn the_process_group_ends_with_each_run_leaving_nothing_running_and_no_zombie() {
+    let dir = support::temp_dir("mcp-stdio-group");
+    let logs = dir.join("logs");
+    let spec = probe_spec(
+        &logs,
+        "echo",
+        r#"          - tool_calls: [{ name: echo, arguments: { text: one } }]
+          - answer: done"#,
+    );
+    // Two cases, one after the other, in one toolrun process: the second server looks at what
+    // the first left behind while toolrun still runs (its leader must be reaped, not a zombie).
+    let spec = format!(
+        "{spec}tests:\n  - name: first\n    query: one\n    expect: {{ status: ok }}\n  - name: second\n    query: two\n    expect: {{ status: ok }}\n"
+    );
+    let spec_path = write(&dir, "probe.yaml", &spec);
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("test")
+        .arg(&spec_path)
+        .args(["--allow-network", "-j", "1", "--allow-exec"])
+        .arg(python::python()));
+    out.assert_success();
+    let pids = pid_lines(&logs);
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    let second = &pids[1]["leader"];
+    let seen: Value = serde_json::from_str(
+        &std::fs::read_to_string(logs.join(format!("seen-{second}.json"))).unwrap(),
+    )
+    .unwrap();
+    // The first leader was reaped; its helper (which ignores SIGTERM and stdin) was killed with
+    // the group: gone, or at most a zombie waiting for the system's reaper, never running.
+    assert_eq!(seen[format!("leader {}", pids[0]["leader"])], "gone", "{seen}");
+    let helper = seen[format!("helper {}", pids[0]["helper"])].as_str().unwrap();
+    assert!(helper == "gone" || helper == "Z", "{seen}");
+    for entry in &pids {
+        for role in ["leader", "helper"] {
+            let s = state(&entry[role]);
+            assert!(s == "gone" || s == "Z", "{role} {} is {s}", entry[role]);
+        }
+    }
+}
+
+#[test]
+fn a_crashed_server_names_itself_its_exit_and_its_stderr() {
+    let dir = support::temp_dir("mcp-stdio-crash");
+    let logs = dir.join("logs");
+    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "crash", "          - answer: no"));
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("call")
+        .arg(&spec_path)
+        .args(["crash", "--json", "--allow-exec"])
+        .arg(python::python()));
+    out.assert_code(1);
+    let record = out.json();
+    let message = record["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("MCP server `probe`")
+            && message.contains("`tools/call`")
+            && message.contains("exit status: 3")
+            && message.contains("fatal: the probe crashed on purpose"),
+        "{record:#}"
+    );
+}
+
+/// A spec of the reference servers, on Node 22, allowed by the node path.
+fn reference_spec(tools_fs: &str, tools_every: &str, turns: &str) -> String {
+    let node = npm::node();
+    format!(
+        r#"version: 1
+name: reference
+tools:
+  files:
+    kind: mcp
+    command: ["{node}", "{fs}", ./data]
+    timeout: 60s
+    tools: [{tools_fs}]
+  everything:
+    kind: mcp
+    command: ["{node}", "{every}", stdio]
+    env: {{ PROBE_SETTING: visible }}
+    timeout: 60s
+    tools: [{tools_every}]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+{turns}
+"#,
+        node = node.display(),
+        fs = npm::package_file("@modelcontextprotocol/server-filesystem/dist/index.js").display(),
+        every = npm::package_file("@modelcontextprotocol/server-everything/dist/index.js").display(),
+    )
+}
+
+#[test]
+fn the_reference_servers_run_over_stdio_record_and_replay() {
+    let dir = support::temp_dir("mcp-stdio-reference");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/list.txt"), "milk, eggs, coffee\n").unwrap();
+    let turns = r#"          - tool_calls:
+              - { name: read_text_file, arguments: { path: list.txt } }
+              - { name: echo, arguments: { message: over stdio } }
+              - { name: get-env, arguments: {} }
+          - answer: "{{ results[0].result.content }}|{{ results[1].result }}""#;
+    let spec_path = write(
+        &dir,
+        "reference.yaml",
+        &reference_spec("read_text_file", "echo, get-env", turns),
+    );
+    let fixture = dir.join("reference.json");
+    let out = run(toolrun()
+        .env("TOOLRUN_NOT_FOR_SERVERS", "1")
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "what is on the list?", "--json", "--allow-exec"])
+        .arg(npm::node())
+        .arg("--record")
+        .arg(&fixture));
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(
+        trace["final_output"],
+        "milk, eggs, coffee\n|Echo: over stdio"
+    );
+    // server-everything reports the environment it was given.
+    let env_text = trace["tool_results"][2]["result"].to_string();
+    assert!(env_text.contains("PROBE_SETTING"), "{env_text}");
+    assert!(!env_text.contains("TOOLRUN_NOT_FOR_SERVERS"), "{env_text}");
+    // Both servers' exchanges are recorded; the replay needs neither Node nor the flag.
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let sources: std::collections::BTreeSet<&str> = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(sources, ["everything", "files"].into_iter().collect());
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(replayed.stdout.contains("1 passed, 0 failed"), "{replayed:?}");
+    // An unknown tool of a stdio server is named with what the server offers.
+    let bad = write(&dir, "bad.yaml", &reference_spec("read_txt_file", "echo", "          - answer: x"));
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&bad)
+        .args(["--query", "x", "--allow-exec"])
+        .arg(npm::node()));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("MCP server `files`")
+            && out.stderr.contains("has no tool `read_txt_file`")
+            && out.stderr.contains("read_text_file"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn check_reads_command_and_env_offline_and_refuses_shell_lines_and_mixed_transports() {
+    let dir = support::temp_dir("mcp-stdio-check");
+    let spec = |server: &str| {
+        format!(
+            "version: 1\nname: c\nsecrets: [TOKEN]\ntools:\n  fs:\n    kind: mcp\n{server}    tools: [read_text_file]\nmodels:\n  m:\n    kind: scripted\n    scripts:\n      - turns:\n          - answer: x\n"
+        )
+    };
+    let good = write(
+        &dir,
+        "good.yaml",
+        &spec("    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]\n    env: { API_TOKEN: \"{{ secrets.TOKEN }}\" }\n"),
+    );
+    // Offline: nothing is started, not even looked up on PATH.
+    run(toolrun().arg("check").arg(&good)).assert_success();
+    for (server, wanted) in [
+        ("    command: \"npx -y server\"\n", "E007"),
+        ("    command: [\"{{ secrets.TOKEN }}\"]\n", "not a template"),
+        ("    command: []\n", "names no program"),
+        ("    url: http://127.0.0.1:9/mcp\n    command: [npx]\n", "both `url` and `command`"),
+        ("    url: http://127.0.0.1:9/mcp\n    env: { A: b }\n", "`env` is for a stdio server"),
+        ("    command: [npx]\n    headers: { A: b }\n", "`headers` is for a streamable-HTTP server"),
+        ("    command: [npx]\n    env: { A: \"{{ secrets.NOPE }}\" }\n", "NOPE"),
+        ("", "a stdio server (`command:"),
+    ] {
+        let path = write(&dir, "bad.yaml", &spec(server));
+        let out = run(toolrun().arg("check").arg(&path));
+        out.assert_code(1);
+        assert!(out.stdout.contains(wanted) || out.stderr.contains(wanted), "{server}: {out:?}");
+    }
+}
