@@ -162,10 +162,7 @@ fn a_stdio_server_gets_only_its_environment_keeps_its_stderr_and_replays_without
         .map(|e| {
             assert_eq!(e["kind"], "mcp");
             assert_eq!(e["request"]["method"], "STDIN");
-            assert!(e["request"]["url"]
-                .as_str()
-                .unwrap()
-                .starts_with("stdio: "));
+            assert!(e["request"]["url"].as_str().unwrap().starts_with("stdio: "));
             e["request"]["body"]["method"].as_str().unwrap()
         })
         .collect();
@@ -209,7 +206,8 @@ fn nothing_starts_unless_the_command_line_allows_the_program() {
     out.assert_code(1);
     let line = format!("{}:8:14", spec_path.display());
     assert!(
-        out.stderr.contains(&format!("--allow-exec {}", python.display()))
+        out.stderr
+            .contains(&format!("--allow-exec {}", python.display()))
             && out.stderr.contains(&line)
             && out.stderr.contains("MCP server `probe`"),
         "{out:?}"
@@ -224,8 +222,15 @@ fn nothing_starts_unless_the_command_line_allows_the_program() {
     assert!(out.stderr.contains("--allow-exec"), "{out:?}");
     assert!(pid_lines(&logs).is_empty(), "a refused server started");
     // Offline tests refuse it like the network, and start nothing.
-    let tested = run(toolrun().arg("test").arg(&spec_path).arg("--allow-exec").arg(&python));
-    assert!(pid_lines(&logs).is_empty(), "an offline test started the server: {tested:?}");
+    let tested = run(toolrun()
+        .arg("test")
+        .arg(&spec_path)
+        .arg("--allow-exec")
+        .arg(&python));
+    assert!(
+        pid_lines(&logs).is_empty(),
+        "an offline test started the server: {tested:?}"
+    );
 
     // Allowed by a path to the same file (here through a symlink): `call` runs it.
     let link = dir.join("py");
@@ -273,8 +278,14 @@ fn the_process_group_ends_with_each_run_leaving_nothing_running_and_no_zombie() 
     .unwrap();
     // The first leader was reaped; its helper (which ignores SIGTERM and stdin) was killed with
     // the group: gone, or at most a zombie waiting for the system's reaper, never running.
-    assert_eq!(seen[format!("leader {}", pids[0]["leader"])], "gone", "{seen}");
-    let helper = seen[format!("helper {}", pids[0]["helper"])].as_str().unwrap();
+    assert_eq!(
+        seen[format!("leader {}", pids[0]["leader"])],
+        "gone",
+        "{seen}"
+    );
+    let helper = seen[format!("helper {}", pids[0]["helper"])]
+        .as_str()
+        .unwrap();
     assert!(helper == "gone" || helper == "Z", "{seen}");
     for entry in &pids {
         for role in ["leader", "helper"] {
@@ -288,7 +299,11 @@ fn the_process_group_ends_with_each_run_leaving_nothing_running_and_no_zombie() 
 fn a_crashed_server_names_itself_its_exit_and_its_stderr() {
     let dir = support::temp_dir("mcp-stdio-crash");
     let logs = dir.join("logs");
-    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "crash", "          - answer: no"));
+    let spec_path = write(
+        &dir,
+        "probe.yaml",
+        &probe_spec(&logs, "crash", "          - answer: no"),
+    );
     let out = run(toolrun()
         .env("PROBE_TOKEN", SECRET)
         .arg("call")
@@ -334,7 +349,8 @@ models:
 "#,
         node = node.display(),
         fs = npm::package_file("@modelcontextprotocol/server-filesystem/dist/index.js").display(),
-        every = npm::package_file("@modelcontextprotocol/server-everything/dist/index.js").display(),
+        every =
+            npm::package_file("@modelcontextprotocol/server-everything/dist/index.js").display(),
     )
 }
 
@@ -373,7 +389,8 @@ fn the_reference_servers_run_over_stdio_record_and_replay() {
     assert!(env_text.contains("PROBE_SETTING"), "{env_text}");
     assert!(!env_text.contains("TOOLRUN_NOT_FOR_SERVERS"), "{env_text}");
     // Both servers' exchanges are recorded; the replay needs neither Node nor the flag.
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
     let sources: std::collections::BTreeSet<&str> = recorded["exchanges"]
         .as_array()
         .unwrap()
@@ -383,9 +400,16 @@ fn the_reference_servers_run_over_stdio_record_and_replay() {
     assert_eq!(sources, ["everything", "files"].into_iter().collect());
     let replayed = run(toolrun().arg("replay").arg(&fixture));
     replayed.assert_success();
-    assert!(replayed.stdout.contains("1 passed, 0 failed"), "{replayed:?}");
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
     // An unknown tool of a stdio server is named with what the server offers.
-    let bad = write(&dir, "bad.yaml", &reference_spec("read_txt_file", "echo", "          - answer: x"));
+    let bad = write(
+        &dir,
+        "bad.yaml",
+        &reference_spec("read_txt_file", "echo", "          - answer: x"),
+    );
     let out = run(toolrun()
         .arg("run")
         .arg(&bad)
@@ -419,15 +443,30 @@ fn check_reads_command_and_env_offline_and_refuses_shell_lines_and_mixed_transpo
         ("    command: \"npx -y server\"\n", "E007"),
         ("    command: [\"{{ secrets.TOKEN }}\"]\n", "not a template"),
         ("    command: []\n", "names no program"),
-        ("    url: http://127.0.0.1:9/mcp\n    command: [npx]\n", "both `url` and `command`"),
-        ("    url: http://127.0.0.1:9/mcp\n    env: { A: b }\n", "`env` is for a stdio server"),
-        ("    command: [npx]\n    headers: { A: b }\n", "`headers` is for a streamable-HTTP server"),
-        ("    command: [npx]\n    env: { A: \"{{ secrets.NOPE }}\" }\n", "NOPE"),
+        (
+            "    url: http://127.0.0.1:9/mcp\n    command: [npx]\n",
+            "both `url` and `command`",
+        ),
+        (
+            "    url: http://127.0.0.1:9/mcp\n    env: { A: b }\n",
+            "`env` is for a stdio server",
+        ),
+        (
+            "    command: [npx]\n    headers: { A: b }\n",
+            "`headers` is for a streamable-HTTP server",
+        ),
+        (
+            "    command: [npx]\n    env: { A: \"{{ secrets.NOPE }}\" }\n",
+            "NOPE",
+        ),
         ("", "a stdio server (`command:"),
     ] {
         let path = write(&dir, "bad.yaml", &spec(server));
         let out = run(toolrun().arg("check").arg(&path));
         out.assert_code(1);
-        assert!(out.stdout.contains(wanted) || out.stderr.contains(wanted), "{server}: {out:?}");
+        assert!(
+            out.stdout.contains(wanted) || out.stderr.contains(wanted),
+            "{server}: {out:?}"
+        );
     }
 }

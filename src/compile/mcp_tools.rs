@@ -203,9 +203,12 @@ fn stdio_env(obj: &Obj, ctx: &mut Ctx) -> Vec<(String, crate::templates::Templat
     for (k, v) in map.entries {
         if k.name.is_empty() || k.name.contains(['=', '\0']) {
             ctx.d.push(
-                Diagnostic::new("E007", format!("`{}` cannot name an environment variable", k.name))
-                    .at(v.span)
-                    .help("an environment variable's name has no `=` and is not empty"),
+                Diagnostic::new(
+                    "E007",
+                    format!("`{}` cannot name an environment variable", k.name),
+                )
+                .at(v.span)
+                .help("an environment variable's name has no `=` and is not empty"),
             );
             continue;
         }

@@ -217,8 +217,10 @@ impl Transport {
         req: &HttpRequest,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
-        self.send_via(purpose, req, opts, |opts| self.send_live(purpose, req, opts))
-            .await
+        self.send_via(purpose, req, opts, |opts| {
+            self.send_live(purpose, req, opts)
+        })
+        .await
     }
 
     /// Like [`Transport::send`], with `live` doing what goes out of the process (a message to a

@@ -739,7 +739,11 @@ impl Rpc<'_, '_> {
     }
 
     /// The server's process for this run, started on first use with its `env:` rendered.
-    async fn process(&self, cmd: &StdioCommand, program: &std::path::Path) -> Result<Arc<Process>, NetError> {
+    async fn process(
+        &self,
+        cmd: &StdioCommand,
+        program: &std::path::Path,
+    ) -> Result<Arc<Process>, NetError> {
         let session = self.env.transport.session::<Session>(&self.server.name);
         let mut slot = session.stdio.lock().await;
         if let Some(p) = slot.as_ref() {
@@ -749,18 +753,27 @@ impl Rpc<'_, '_> {
         let ctx = templates::Ctx::new(&data);
         let mut vars = Vec::new();
         for (name, id) in &cmd.env {
-            let value = self.env.registry.templates.render_text(id, &ctx).await.map_err(|e| {
-                NetError::Io(format!("could not build its environment variable `{name}`: {}", e.message))
-            })?;
+            let value = self
+                .env
+                .registry
+                .templates
+                .render_text(id, &ctx)
+                .await
+                .map_err(|e| {
+                    NetError::Io(format!(
+                        "could not build its environment variable `{name}`: {}",
+                        e.message
+                    ))
+                })?;
             vars.push((name.clone(), value));
         }
-        let started = mcp_stdio::spawn(cmd, program, vars, LINE_CAP).map_err(|e| {
-            NetError::Connect(format!("cannot start `{}`: {e}", program.display()))
-        })?;
+        let started = mcp_stdio::spawn(cmd, program, vars, LINE_CAP)
+            .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
         let started = Arc::new(started);
-        self.env.events.emit_with("mcp_server_started", || {
-            json!({ "server": self.server.name, "program": program.display().to_string() })
-        });
+        self.env.events.emit_with(
+            "mcp_server_started",
+            || json!({ "server": self.server.name, "program": program.display().to_string() }),
+        );
         *slot = Some(started.clone());
         Ok(started)
     }

@@ -76,7 +76,11 @@ impl Tail {
 /// The program a `--allow-exec` entry or a spec's `command:` names: a path as it is (relative
 /// to `dir`), a bare name looked up on `PATH`, as `execvp` would. Not made canonical: a program
 /// may care how it was called (a venv's `python` is a symlink that finds its venv that way).
-pub(crate) fn resolve(program: &str, dir: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+pub(crate) fn resolve(
+    program: &str,
+    dir: &Path,
+    path_var: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
     if program.is_empty() {
         return None;
     }
@@ -154,7 +158,11 @@ pub(crate) fn spawn(
         command
             .args(&cmd.argv[1..])
             .env_clear()
-            .envs(INHERITED.iter().filter_map(|k| Some((*k, std::env::var_os(k)?))))
+            .envs(
+                INHERITED
+                    .iter()
+                    .filter_map(|k| Some((*k, std::env::var_os(k)?))),
+            )
             .envs(env)
             .current_dir(&cmd.dir)
             .stdin(std::process::Stdio::piped())
@@ -301,7 +309,9 @@ impl Reader {
         } else {
             json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": format!("toolrun does not handle `{method}`") } })
         };
-        write_line(&self.stdin, &answer.to_string().into_bytes()).await.ok();
+        write_line(&self.stdin, &answer.to_string().into_bytes())
+            .await
+            .ok();
     }
 
     /// A message past the cap cannot be matched to its request (its id may be past the cut):
@@ -406,11 +416,19 @@ async fn write_line(
 
 impl Process {
     /// Sends one message; a request (`id` given) waits for its answer, a notification not.
-    pub(crate) async fn send(&self, message: &[u8], id: Option<&Value>, timeout: Duration) -> Reply {
+    pub(crate) async fn send(
+        &self,
+        message: &[u8],
+        id: Option<&Value>,
+        timeout: Duration,
+    ) -> Reply {
         let rx = match id {
             Some(id) => {
                 let (tx, rx) = oneshot::channel();
-                let mut p = self.pending.lock().map_err(|_| NetError::Io("poisoned".into()))?;
+                let mut p = self
+                    .pending
+                    .lock()
+                    .map_err(|_| NetError::Io("poisoned".into()))?;
                 if let Some(why) = &p.closed {
                     return Err(NetError::Io(with_stderr(why, &self.stderr_text())));
                 }
@@ -553,37 +571,62 @@ mod tests {
         t.push(&vec![b'a'; STDERR_KEPT]);
         t.push(b"the end");
         let text = t.text();
-        assert!(text.starts_with("[7 earlier bytes not kept]\n"), "{}", &text[..40]);
+        assert!(
+            text.starts_with("[7 earlier bytes not kept]\n"),
+            "{}",
+            &text[..40]
+        );
         assert!(text.ends_with("aaathe end"));
         assert_eq!(t.bytes.len(), STDERR_KEPT);
     }
 
     #[test]
     fn lines_are_capped_and_resynchronised() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let data: &[u8] = b"\n{\"a\":1}\r\n0123456789abcdef\n{\"b\":2}";
             let mut r = BufReader::with_capacity(4, data);
             let mut line = Vec::new();
-            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::Full));
+            assert!(matches!(
+                read_line(&mut r, &mut line, 10).await.unwrap(),
+                Line::Full
+            ));
             assert_eq!(line, b"{\"a\":1}");
             line.clear();
-            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::TooLong));
+            assert!(matches!(
+                read_line(&mut r, &mut line, 10).await.unwrap(),
+                Line::TooLong
+            ));
             assert_eq!(line, b"0123456789");
             line.clear();
-            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::Full));
+            assert!(matches!(
+                read_line(&mut r, &mut line, 10).await.unwrap(),
+                Line::Full
+            ));
             assert_eq!(line, b"{\"b\":2}");
             line.clear();
-            assert!(matches!(read_line(&mut r, &mut line, 10).await.unwrap(), Line::End));
+            assert!(matches!(
+                read_line(&mut r, &mut line, 10).await.unwrap(),
+                Line::End
+            ));
         });
     }
 
     #[test]
     fn programs_resolve_on_path_and_against_the_folder() {
         let dir = std::env::temp_dir();
-        let sh = resolve("sh", &dir, Some(std::ffi::OsStr::new("/nonexistent:/bin:/usr/bin")));
+        let sh = resolve(
+            "sh",
+            &dir,
+            Some(std::ffi::OsStr::new("/nonexistent:/bin:/usr/bin")),
+        );
         assert!(sh.is_some_and(|p| p.is_absolute()));
-        assert_eq!(resolve("sh", &dir, Some(std::ffi::OsStr::new("/nonexistent"))), None);
+        assert_eq!(
+            resolve("sh", &dir, Some(std::ffi::OsStr::new("/nonexistent"))),
+            None
+        );
         assert_eq!(resolve("", &dir, None), None);
         assert!(resolve("/bin/sh", &dir, None).is_some());
     }
