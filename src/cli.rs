@@ -186,7 +186,8 @@ pub(crate) struct CallArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct TestArgs {
-    #[arg(required = true, value_name = "SPEC")]
+    /// Spec files, or folders: the tests of every spec below a folder run
+    #[arg(required = true, value_name = "SPEC|DIR")]
     pub(crate) specs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub(crate) format: ReportFormat,

@@ -217,3 +217,32 @@ models:
     assert!(stdout.contains("interrupted"), "{stdout}");
     assert!(stdout.ends_with("0 passed, 1 failed\n"), "{stdout}");
 }
+
+/// Issue 23 §8: a test interrupted while recording leaves no fixture, so `--record missing`
+/// records it next time instead of replaying half a run as if it were the recording.
+#[test]
+fn sigint_while_recording_writes_no_fixture() {
+    let server = slow_server();
+    let dir = support::temp_dir("sigint-record");
+    let text = spec(&server).replace("tests:\n", "fixtures: fx\ntests:\n");
+    let spec_path = support::write(&dir, "slow.yaml", &text);
+    let child = start(
+        &["test", spec_path.to_str().unwrap(), "--record", "missing"],
+        &dir,
+    );
+    wait_for_slow_request(&server);
+    signal(&child, "INT");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("FAIL slow::slow_case"), "{stdout}");
+    assert!(
+        stdout.contains("the run was interrupted: fixture `")
+            && stdout.contains("slow_case.json` was not written"),
+        "{stdout}"
+    );
+    assert!(
+        !dir.join("fx/slow_case.json").exists(),
+        "an interrupted run became a fixture"
+    );
+}

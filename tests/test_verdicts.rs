@@ -86,10 +86,12 @@ fn a_replayed_test_checks_its_expectations() {
         .args(["run", "s.yaml", "--query", "hi", "--record", "fx.json"]))
     .assert_success();
     assert!(fx.is_file());
-    // The issue's repro: an assertion the recording cannot meet.
+    // The issue's repro: an assertion the recording cannot meet. Each test has its own copy of
+    // the recording: two tests naming one fixture is an error (E044).
+    std::fs::copy(&fx, dir.join("fx_wrong.json")).unwrap();
     let tests = r#"  - name: wrong
     query: hi
-    fixture: fx.json
+    fixture: fx_wrong.json
     expect: { output_contains: "THIS IS NOT IN THE ANSWER", tool_calls: [note] }
   - name: right
     fixture: fx.json

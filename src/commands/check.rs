@@ -84,7 +84,7 @@ pub(crate) fn run(args: CheckArgs) -> i32 {
 /// `check DIR` checks every spec below DIR: YAML files with a top-level `version:` and `tools:`
 /// or `models:` (other YAML, such as CI workflows or compose files, is not a toolrun spec).
 /// Hidden folders and `target/` are skipped; files are checked in path order.
-fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for path in paths {
         if !path.is_dir() {

@@ -13,6 +13,10 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
     let mut out = Vec::new();
     // By name: a spec with 10,000 tests must not compare every name with every other.
     let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    // Resolved `fixture:` paths: two tests recording into one file would each pass while
+    // recording, and the last writer would decide what both replay.
+    let mut fixtures: std::collections::HashMap<std::path::PathBuf, (String, crate::diag::Span)> =
+        std::collections::HashMap::new();
     for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
         let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else {
             continue;
@@ -64,7 +68,27 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
         });
         // A fixture not recorded yet is that test's state, not an error in the spec: every other
         // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
-        let fixture_path = fixture.and_then(|f| fixture_path(&f, &name.value, ctx));
+        let fixture_path = fixture.and_then(|f| {
+            let path = fixture_path(&f, &name.value, ctx)?;
+            let key = lexical(&path);
+            if let Some((first, span)) = fixtures.get(&key) {
+                ctx.d.push(
+                    Diagnostic::new(
+                        "E044",
+                        format!(
+                            "tests `{first}` and `{}` name the same fixture `{}`",
+                            name.value, f.value
+                        ),
+                    )
+                    .at(f.span)
+                    .also(*span, format!("test `{first}` names it here"))
+                    .help("give each test its own `fixture:` (copy the file to check another expectation against the same recording), or drop `fixture:` and let `fixtures: DIR` name one per test"),
+                );
+            } else {
+                fixtures.insert(key, (name.value.clone(), f.span));
+            }
+            Some(path)
+        });
         let now_unix_ms =
             obj.string("now", &mut ctx.d).and_then(
                 |n| match crate::builtins::datetime::now_unix_ms(Some(&n.value)) {
@@ -115,6 +139,25 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
             faults,
             expect,
         });
+    }
+    out
+}
+
+/// `a/./b/../c` as `a/c`: one file however its path is spelled (the file may not exist yet, so
+/// it cannot be canonicalised; `fixture:` paths stay inside the project, see `fixture_path`).
+fn lexical(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            c => out.push(c.as_os_str()),
+        }
     }
     out
 }

@@ -162,7 +162,9 @@ type Loaded = (Vec<Registry>, Vec<CaseResult>);
 fn load_all(args: &TestArgs) -> Result<Loaded, i32> {
     let mut registries = Vec::new();
     let mut load_failures = Vec::new();
-    for path in &args.specs {
+    // `test DIR` runs the tests of every spec below DIR, found as `check DIR` finds them.
+    let specs = super::check::expand(&args.specs).map_err(usage)?;
+    for path in &specs {
         match super::load_registry(path) {
             Ok(r) => registries.push(r),
             Err(code) if code == exit::USAGE => return Err(exit::USAGE),

@@ -272,13 +272,23 @@ async fn execute(
         interrupted: Some(ctx.stop.clone()),
     };
     let trace = engine.run(&mut prepared.model, opts).await;
+    let mut failures = Vec::new();
     if let (Some(path), Some(tape)) = (record, &tape) {
+        // Only a run that finished becomes a fixture: an interrupted one would later replay as
+        // recorded (and `--record missing` would skip it), and a previous recording is kept.
+        if trace.stop_reason == crate::vocab::StopReason::Interrupted {
+            failures.push(Failure::error(format!(
+                "the run was interrupted: fixture `{}` was not written",
+                path.display()
+            )));
+            return Ok((trace, failures));
+        }
         let fixture = build_fixture(ctx.registry, case, model, now, path, tape, &trace);
         crate::fixture::write_fixture(path, &fixture, &redactor).map_err(Failure::error)?;
     }
     let refused = tape.as_ref().map(|t| t.refused()).unwrap_or_default();
     // A run cut off from the network says nothing about its expectations: report only why.
-    let failures = refused
+    failures.extend(refused
         .iter()
         .map(|(kind, source, request)| {
             let who = if kind == "model" { "model" } else { "tool" };
@@ -286,8 +296,7 @@ async fn execute(
                 "offline: {who} `{source}` would reach the network ({request}); nothing was sent\n{}",
                 record_hint(ctx, case, model)
             ))
-        })
-        .collect();
+        }));
     Ok((trace, failures))
 }
 
