@@ -50,7 +50,10 @@ fn test_dir_runs_the_tests_of_every_spec_below_it() {
     std::fs::create_dir_all(dir.join("empty")).unwrap();
     let out = run(toolrun().current_dir(&dir).args(["test", "empty"]));
     out.assert_code(2);
-    assert!(out.stderr.contains("no toolrun specs under `empty`"), "{out:?}");
+    assert!(
+        out.stderr.contains("no toolrun specs under `empty`"),
+        "{out:?}"
+    );
 }
 
 #[test]

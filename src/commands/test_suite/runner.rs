@@ -288,15 +288,13 @@ async fn execute(
     }
     let refused = tape.as_ref().map(|t| t.refused()).unwrap_or_default();
     // A run cut off from the network says nothing about its expectations: report only why.
-    failures.extend(refused
-        .iter()
-        .map(|(kind, source, request)| {
-            let who = if kind == "model" { "model" } else { "tool" };
-            Failure::error(format!(
-                "offline: {who} `{source}` would reach the network ({request}); nothing was sent\n{}",
-                record_hint(ctx, case, model)
-            ))
-        }));
+    failures.extend(refused.iter().map(|(kind, source, request)| {
+        let who = if kind == "model" { "model" } else { "tool" };
+        Failure::error(format!(
+            "offline: {who} `{source}` would reach the network ({request}); nothing was sent\n{}",
+            record_hint(ctx, case, model)
+        ))
+    }));
     Ok((trace, failures))
 }
 
