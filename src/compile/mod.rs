@@ -2,7 +2,6 @@
 //! Every problem is collected; a registry comes out only when there is no error.
 
 mod checked;
-mod mcp_tools;
 mod models;
 mod schema_check;
 mod template_check;
@@ -220,7 +219,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
                 .entries
                 .iter()
                 .flat_map(|(k, v)| match tools::peek_kind(v) {
-                    Some("mcp") => mcp_tools::local_names(v),
+                    Some("mcp") => tools::local_mcp_names(v),
                     _ => vec![k.name.clone()],
                 })
                 .collect();

@@ -2,13 +2,14 @@
 //! compiles to one `Tool` per `tools:` entry, all sharing one `McpServer`. Everything here is
 //! checked offline; what the server really offers is checked when a run connects.
 
-use super::schema_check::compile_input_schema;
-use super::template_check::{compile_text, Roots};
-use super::tools::{check_tool_name, http_headers, Common};
-use super::Ctx;
+use super::http::http_headers;
+use super::{check_tool_name, Common};
 use crate::arguments::LazyValidator;
+use crate::compile::schema_check::compile_input_schema;
+use crate::compile::template_check::{compile_text, Roots};
+use crate::compile::Ctx;
 use crate::diag::{Diagnostic, Span};
-use crate::registry::{HostRule, McpServer, McpTool, StdioCommand, Tool, ToolKind};
+use crate::registry::{HostRule, McpServer, McpTool, Policy, StdioCommand, Tool, ToolKind};
 use crate::specfile::keys;
 use crate::specfile::read::{missing_at, seq, string, Obj, Spanned};
 use crate::specfile::yaml::{Node, Value};
@@ -346,7 +347,7 @@ fn entry(item: &Node, what: &str, ctx: &mut Ctx) -> Option<Entry> {
 
 /// The registry names an entry gives, read before any tool is compiled (so `policy` and tests
 /// can name them): `as:` or the remote name.
-pub(super) fn local_names(entry: &Node) -> Vec<String> {
+pub(crate) fn local_names(entry: &Node) -> Vec<String> {
     let tools = Obj::peek(entry, keys::TOOL_MCP).and_then(|e| e.get("tools"));
     let Some(Value::Seq(items)) = tools.map(|n| &n.value) else {
         return Vec::new();
@@ -362,4 +363,30 @@ pub(super) fn local_names(entry: &Node) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// An `mcp` server's host obeys the same allow-list as an `http` tool's.
+pub(super) fn check_mcp_host(name: &str, tool: &Node, policy: &Policy, ctx: &mut Ctx) {
+    let Some(url_node) = Obj::peek(tool, keys::TOOL_MCP).and_then(|t| t.get("url")) else {
+        return;
+    };
+    let Some(url) = url_node
+        .as_str()
+        .and_then(|u| url::Url::parse(u.trim()).ok())
+    else {
+        return;
+    };
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port_or_known_default().unwrap_or(0);
+    if policy.allow_hosts.is_empty() || policy.allow_hosts.iter().any(|r| r.matches(host, port)) {
+        return;
+    }
+    ctx.d.push(
+        Diagnostic::new(
+            "E020",
+            format!("tool `{name}` calls host `{host}`, which `policy.network.allow_hosts` does not list"),
+        )
+        .at(url_node.span)
+        .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
+    );
 }

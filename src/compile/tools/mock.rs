@@ -1,0 +1,204 @@
+//! `kind: mock`: scripted responses chosen by the arguments, checked for ones that can never
+//! match.
+
+use super::{error_kind, schema_properties};
+use crate::compile::template_check::{check_tvalue, compile_text, Roots};
+use crate::compile::Ctx;
+use crate::diag::{did_you_mean, Diagnostic, Span};
+use crate::registry::{MockOutcome, MockResponse};
+use crate::specfile::keys::{self};
+use crate::specfile::read::{expected, seq, Obj};
+use crate::specfile::yaml::{Node, Value};
+use crate::vocab::ErrorKind;
+
+pub(super) fn compile_mock(
+    obj: &Obj,
+    what: &str,
+    name_span: Span,
+    schema: &serde_json::Value,
+    ctx: &mut Ctx,
+) -> Option<Vec<MockResponse>> {
+    let Some(list_node) = obj.get("responses") else {
+        ctx.d.push(
+            crate::specfile::read::missing_at(name_span, "responses", what)
+                .help("add `responses:` with at least one `result:` or `error:`"),
+        );
+        return None;
+    };
+    let items = seq(list_node, "`responses`", &mut ctx.d)?;
+    if items.is_empty() {
+        ctx.d.push(
+            Diagnostic::new("E029", format!("{what} has no responses"))
+                .at(list_node.span)
+                .help("add a response such as `- result: ok`"),
+        );
+    }
+    let props = schema_properties(schema);
+    let roots = Roots::tool(Some(&props));
+    let mut out = Vec::new();
+    let mut fallback_seen: Option<Span> = None;
+    let mut earlier_whens: Vec<(serde_json::Map<String, serde_json::Value>, Span)> = Vec::new();
+    for item in items {
+        let Some(r) = Obj::new(item, "a mock response", keys::MOCK_RESPONSE, &mut ctx.d) else {
+            continue;
+        };
+        warn_shadowed_response(&r, item, fallback_seen, &mut earlier_whens, ctx);
+        let when = mock_when(&r, item, &props, &mut fallback_seen, ctx);
+        let outcome = mock_outcome(&r, item, &roots, ctx);
+        if let Some(outcome) = outcome {
+            out.push(MockResponse { when, outcome });
+        }
+    }
+    Some(out)
+}
+
+/// A response after a fallback (no `when`), or whose `when` an earlier one's covers, can
+/// never match: a warning pointing at what matches first.
+fn warn_shadowed_response(
+    r: &Obj,
+    item: &Node,
+    fallback_seen: Option<Span>,
+    earlier_whens: &mut Vec<(serde_json::Map<String, serde_json::Value>, Span)>,
+    ctx: &mut Ctx,
+) {
+    let covering = match r.get("when").map(Node::to_json) {
+        Some(serde_json::Value::Object(later)) if fallback_seen.is_none() => earlier_whens
+            .iter()
+            .find(|(w, _)| {
+                crate::tools::mock::is_subset(w, &serde_json::Value::Object(later.clone()))
+            })
+            .map(|(_, span)| *span),
+        _ => None,
+    };
+    if let Some(covering) = covering {
+        let line = covering.line;
+        ctx.d.push(
+            Diagnostic::new(
+                "W107",
+                "this response can never match: an earlier `when` matches every call it does",
+            )
+            .at(r.get("when").map_or(item.span, |n| n.span))
+            .label("shadowed by an earlier response")
+            .also(covering, "this `when` matches first")
+            .help(format!(
+                "the response at line {line} tests a subset of these arguments and comes first; put the more specific response first"
+            )),
+        );
+    }
+    if let Some(serde_json::Value::Object(w)) = r.get("when").map(Node::to_json) {
+        earlier_whens.push((w, r.get("when").map_or(item.span, |n| n.span)));
+    }
+    if let Some(first) = fallback_seen {
+        ctx.d.push(
+            Diagnostic::new(
+                "W107",
+                "this response can never match: an earlier response has no `when`",
+            )
+            .at(item.span)
+            .also(first, "this response has no `when` and matches every call")
+            .help(format!(
+                "move the fallback at line {} to the end of `responses`",
+                first.line
+            )),
+        );
+    }
+}
+
+/// A response's `when`: a mapping of argument values, each an argument of the tool. No
+/// `when` makes it the fallback.
+fn mock_when(
+    r: &Obj,
+    item: &Node,
+    props: &[String],
+    fallback_seen: &mut Option<Span>,
+    ctx: &mut Ctx,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    match r.get("when") {
+        None => {
+            fallback_seen.get_or_insert(item.span);
+            None
+        }
+        Some(n) => match &n.value {
+            Value::Map(entries) => {
+                for (k, _) in entries {
+                    if !props.is_empty() && !props.contains(&k.name) {
+                        ctx.d.push(
+                            Diagnostic::new(
+                                "E029",
+                                format!(
+                                    "`when` tests `{}`, which is not an argument of this tool",
+                                    k.name
+                                ),
+                            )
+                            .at(k.span)
+                            .help(
+                                did_you_mean(&k.name, props.iter().map(String::as_str))
+                                    .unwrap_or_else(|| format!("arguments: {}", props.join(", "))),
+                            ),
+                        );
+                    }
+                }
+                match n.to_json() {
+                    serde_json::Value::Object(m) => Some(m),
+                    _ => None,
+                }
+            }
+            _ => {
+                ctx.d
+                    .push(expected(n, "a mapping of argument values", "`when`"));
+                None
+            }
+        },
+    }
+}
+
+/// A response's `result` or `error` (exactly one of them).
+fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
+    match (r.get("result"), r.get("error")) {
+        (Some(res), None) => check_tvalue(res.to_json(), res, roots, ctx).map(MockOutcome::Result),
+        (None, Some(err)) => compile_mock_error(err, roots, ctx),
+        (Some(_), Some(_)) => {
+            let at = r.key("error").map(|k| k.span).unwrap_or(item.span);
+            ctx.d.push(
+                Diagnostic::new("E029", "a mock response has both `result` and `error`")
+                    .at(at)
+                    .label("`result` is set too")
+                    .help("keep one of them; add another response for the other case"),
+            );
+            None
+        }
+        (None, None) => {
+            ctx.d.push(
+                Diagnostic::new("E029", "a mock response needs `result` or `error`")
+                    .at(item.span)
+                    .help("add `result: ...` or `error: \"...\"`"),
+            );
+            None
+        }
+    }
+}
+
+fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
+    match &node.value {
+        Value::Str(s) => {
+            let id = compile_text(s, node, roots, ctx)?;
+            Some(MockOutcome::Error {
+                kind: ErrorKind::ExecutionError,
+                message: id,
+            })
+        }
+        Value::Map(_) => {
+            let obj = Obj::new(node, "`error`", keys::ERROR_OBJECT, &mut ctx.d)?;
+            let kind = error_kind(&obj, "E029", ctx)?;
+            let message_node = obj.get("message");
+            let message = obj.require_string("message", "`error`", &mut ctx.d)?;
+            let id = compile_text(&message.value, message_node.unwrap_or(node), roots, ctx)?;
+            Some(MockOutcome::Error { kind, message: id })
+        }
+        _ => {
+            ctx.d
+                .push(expected(node, "a message or `{kind, message}`", "`error`"));
+            None
+        }
+    }
+}
