@@ -586,6 +586,7 @@ impl<'a> Engine<'a> {
             name: name.into(),
             content: json!({ "error": { "kind": info.kind, "message": info.message } }).to_string(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 
@@ -890,8 +891,13 @@ impl<'a> Engine<'a> {
         let Output {
             mut value,
             mut http,
+            mut mcp,
+            images,
         } = output;
         self.redactor.value(&mut value);
+        if let Some(m) = &mut mcp {
+            self.redactor.value(m);
+        }
         if let Some(h) = &mut http {
             h.url = self.redactor.str(&h.url);
         }
@@ -918,7 +924,10 @@ impl<'a> Engine<'a> {
         });
         if st.templates_read_results {
             // Converted for templates once, with the result borrowed: no JSON copy of it.
-            let head = json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok });
+            let mut head = json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok });
+            if let Some(m) = &mcp {
+                head["mcp"] = m.clone();
+            }
             if let Value::Object(head) = head {
                 st.results
                     .push(Shared::extended(&head, "result", &recorded));
@@ -933,6 +942,7 @@ impl<'a> Engine<'a> {
             status: CallStatus::Ok,
             truncated,
             http,
+            mcp,
             started_at: None,
             duration_ms,
         });
@@ -941,6 +951,7 @@ impl<'a> Engine<'a> {
             name: tool.name.clone(),
             content: observation,
             is_error: false,
+            images,
         }
     }
 
@@ -982,6 +993,7 @@ impl<'a> Engine<'a> {
             status: CallStatus::Error,
             truncated: false,
             http: None,
+            mcp: None,
             started_at: None,
             duration_ms,
         });

@@ -752,6 +752,7 @@ mod tests {
                 status: crate::trace::CallStatus::Ok,
                 truncated: false,
                 http: None,
+                mcp: None,
                 started_at: None,
                 duration_ms: 0.5,
             }],

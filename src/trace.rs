@@ -36,6 +36,10 @@ pub(crate) struct ToolResultEntry {
     /// fixtures recorded before it existed; replay then does not compare it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) http: Option<crate::tools::HttpCall>,
+    /// An MCP tool's content items and `structuredContent` as the server sent them (binary
+    /// data masked and capped), when the result was more than text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) mcp: Option<Value>,
     /// When the call started (UTC, RFC 3339, milliseconds); absent in older recordings and for
     /// calls rejected before they ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]

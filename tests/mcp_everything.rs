@@ -13,6 +13,7 @@ use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
+use support::providers::{self, Fake};
 use support::{run, toolrun, write};
 
 /// The reference server on a free loopback port; killed when dropped.
@@ -173,4 +174,162 @@ fn arguments_are_checked_against_the_listed_schema_on_every_path() {
     );
     out.assert_success();
     assert!(out.stdout.contains("5"), "{out:?}");
+}
+
+fn run_spec(spec: &Path, extra: &[&str]) -> support::Output {
+    run(toolrun()
+        .env("TOOLRUN_CACHE_DIR", "off")
+        .arg("run")
+        .arg(spec)
+        .args(["--query", "show me everything", "--json"])
+        .args(extra))
+}
+
+#[test]
+fn every_content_type_reaches_the_trace_the_templates_and_the_fixture() {
+    let dir = support::temp_dir("mcp-everything-content");
+    let server = Everything::start();
+    let turns = r#"          - tool_calls:
+              - { name: get-tiny-image, arguments: {} }
+              - { name: get-resource-reference, arguments: { resourceType: Text, resourceId: 1 } }
+              - { name: get-resource-reference, arguments: { resourceType: Blob, resourceId: 2 } }
+              - { name: get-resource-links, arguments: { count: 2 } }
+              - { name: get-structured-content, arguments: { location: Chicago } }
+          - answer: "{{ results[0].mcp.content[1].type }} {{ results[0].mcp.content[1].mimeType }}; {{ results[3].mcp.content[1].type }}; {{ results[4].result.temperature }}""#;
+    let spec_path = write(
+        &dir,
+        "s.yaml",
+        &spec(
+            &server.url(),
+            "[get-tiny-image, get-resource-reference, get-resource-links, get-structured-content]",
+            "",
+            turns,
+        ),
+    );
+    let fixture = dir.join("content.fixture.json");
+    let out = run_spec(&spec_path, &["--record", fixture.to_str().unwrap()]);
+    out.assert_success();
+    let trace = out.json();
+    let results = &trace["tool_results"];
+    // Every item is kept as the server sent it; the model reads text, embedded text resources
+    // verbatim and a placeholder naming the type and size of the rest.
+    let image = &results[0]["mcp"]["content"][1];
+    assert_eq!(image["type"], "image", "{out:?}");
+    assert_eq!(image["mimeType"], "image/png");
+    assert!(image["data"].as_str().unwrap().starts_with("iVBORw0KGgo"));
+    assert_eq!(
+        results[0]["result"],
+        "Here's the image you requested:\n[image image/png, 4033 bytes]\nThe image above is the MCP logo."
+    );
+    let text = results[1]["result"].as_str().unwrap();
+    assert!(
+        text.contains("\nResource 1: This is a plaintext resource"),
+        "{text}"
+    );
+    assert_eq!(
+        results[1]["mcp"]["content"][1]["resource"]["mimeType"],
+        "text/plain"
+    );
+    let blob = results[2]["result"].as_str().unwrap();
+    assert!(
+        blob.contains("[resource text/plain demo://resource/dynamic/blob/2, 56 bytes]"),
+        "{blob}"
+    );
+    assert!(results[2]["mcp"]["content"][1]["resource"]["blob"].is_string());
+    let links = results[3]["result"].as_str().unwrap();
+    assert!(
+        links.contains("[resource_link Text Resource 2 demo://resource/dynamic/text/2 text/plain]"),
+        "{links}"
+    );
+    assert_eq!(results[4]["result"]["temperature"], 36);
+    assert_eq!(results[4]["mcp"]["structuredContent"]["temperature"], 36);
+    // Templates see the content.
+    assert_eq!(trace["final_output"], "image image/png; resource_link; 36");
+    // The fixture holds the reply as sent, and replays offline.
+    let recorded = std::fs::read_to_string(&fixture).unwrap();
+    assert!(
+        recorded.contains("\"mimeType\": \"image/png\""),
+        "image in the fixture"
+    );
+    drop(server);
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+}
+
+/// A spec whose model is the fake provider `kind` at `base_url` and whose one tool is the
+/// reference server's `get-tiny-image`.
+fn live_image_spec(dir: &Path, kind: &str, base_url: &str, mcp_url: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"version: 1
+name: images
+tools:
+  everything:
+    kind: mcp
+    url: {mcp_url}
+    tools: [get-tiny-image]
+models:
+  live:
+    kind: {kind}
+    model: test-model
+    base_url: {base_url}
+    api_key_env: TEST_KEY
+"#
+    );
+    write(dir, &format!("{kind}.yaml"), &text)
+}
+
+fn run_live(spec: &Path) -> support::Output {
+    run(toolrun()
+        .env("TEST_KEY", providers::KEY)
+        .env("TOOLRUN_CACHE_DIR", "off")
+        .arg("run")
+        .arg(spec)
+        .args(["--query", "what is in the picture?", "--json"]))
+}
+
+#[test]
+fn images_reach_anthropic_as_image_blocks_and_openai_as_a_following_user_message() {
+    let dir = support::temp_dir("mcp-everything-images");
+    let server = Everything::start();
+    let fake = Fake::anthropic(vec![
+        providers::anthropic_tool_use(None, &[("toolu_1", "get-tiny-image", json!({}))]),
+        providers::anthropic_answer("The MCP logo."),
+    ]);
+    let spec_path = live_image_spec(&dir, "anthropic", &fake.base_url(), &server.url());
+    run_live(&spec_path).assert_success();
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let result = &fake.bodies()[1]["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result", "{result}");
+    assert_eq!(
+        result["content"][0]["text"],
+        "Here's the image you requested:\n[image image/png, 4033 bytes]\nThe image above is the MCP logo."
+    );
+    assert_eq!(result["content"][1]["type"], "image");
+    assert_eq!(result["content"][1]["source"]["type"], "base64");
+    assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
+    assert!(result["content"][1]["source"]["data"]
+        .as_str()
+        .unwrap()
+        .starts_with("iVBORw0KGgo"));
+
+    let fake = Fake::openai(vec![
+        providers::openai_tool_calls(&[("call_1", "get-tiny-image", "{}")]),
+        providers::openai_answer("The MCP logo."),
+    ]);
+    let spec_path = live_image_spec(&dir, "openai", &fake.base_url(), &server.url());
+    run_live(&spec_path).assert_success();
+    assert_eq!(fake.violations(), Vec::<String>::new());
+    let messages = fake.bodies()[1]["messages"].as_array().unwrap().clone();
+    let tool = messages.iter().position(|m| m["role"] == "tool").unwrap();
+    assert!(messages[tool]["content"]
+        .as_str()
+        .unwrap()
+        .contains("[image image/png, 4033 bytes]"));
+    let shown = &messages[tool + 1];
+    assert_eq!(shown["role"], "user");
+    assert_eq!(shown["content"][1]["type"], "image_url");
+    assert!(shown["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/png;base64,iVBORw0KGgo"));
 }

@@ -99,9 +99,16 @@ pub(crate) fn build_request(
                 tool_call_id,
                 content,
                 is_error,
+                images,
                 ..
             } => {
                 let mut block = json!({ "type": "tool_result", "tool_use_id": safe_id(tool_call_id), "content": content });
+                if !images.is_empty() {
+                    // A tool result may hold image blocks: the model sees what the tool returned.
+                    let mut parts = vec![json!({ "type": "text", "text": content })];
+                    parts.extend(images.iter().map(|i| json!({ "type": "image", "source": { "type": "base64", "media_type": i.mime, "data": i.data } })));
+                    block["content"] = Value::Array(parts);
+                }
                 if *is_error {
                     block["is_error"] = json!(true);
                 }
@@ -362,6 +369,7 @@ models:
             name: "price".into(),
             content: content.into(),
             is_error,
+            images: Vec::new(),
         }
     }
 

@@ -37,7 +37,18 @@ pub(crate) enum Message {
         content: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// Images the tool returned (an MCP server's image content), for providers that can show
+        /// them; `content` names them too. Not in traces: the tool result keeps them.
+        #[serde(skip)]
+        images: Vec<Image>,
     },
+}
+
+/// An image for the model: its media type and base64 data.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Image {
+    pub(crate) mime: String,
+    pub(crate) data: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

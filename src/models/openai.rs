@@ -82,7 +82,25 @@ pub(crate) fn build_request(
     ) {
         wire.push(json!({ "role": "system", "content": system }));
     }
+    // Tool messages carry text only: images a tool returned follow all of the turn's tool
+    // messages (the API wants those right after the assistant's calls), in one user message.
+    let mut shown: Vec<Value> = Vec::new();
     for m in messages {
+        if !matches!(m, Message::Tool { .. }) && !shown.is_empty() {
+            wire.push(json!({ "role": "user", "content": std::mem::take(&mut shown) }));
+        }
+        if let Message::Tool {
+            tool_call_id,
+            name,
+            images,
+            ..
+        } = m
+        {
+            if !images.is_empty() {
+                shown.push(json!({ "type": "text", "text": format!("The image(s) returned by tool call `{tool_call_id}` ({name}):") }));
+                shown.extend(images.iter().map(|i| json!({ "type": "image_url", "image_url": { "url": format!("data:{};base64,{}", i.mime, i.data) } })));
+            }
+        }
         wire.push(match m {
             Message::System { content } => json!({ "role": "system", "content": content }),
             Message::User { content } => json!({ "role": "user", "content": content }),
@@ -99,6 +117,9 @@ pub(crate) fn build_request(
                 json!({ "role": "tool", "tool_call_id": tool_call_id, "content": content })
             }
         });
+    }
+    if !shown.is_empty() {
+        wire.push(json!({ "role": "user", "content": shown }));
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
@@ -371,12 +392,14 @@ models:
                 name: "price".into(),
                 content: "1".into(),
                 is_error: false,
+                images: Vec::new(),
             },
             Message::Tool {
                 tool_call_id: "b".into(),
                 name: "price".into(),
                 content: "{\"kind\":\"invalid_arguments\"}".into(),
                 is_error: true,
+                images: Vec::new(),
             },
         ]
     }
@@ -682,6 +705,7 @@ models:
                 name: c.name.clone(),
                 content: "1".into(),
                 is_error: false,
+                images: Vec::new(),
             });
         }
         let t = decide(&mut m, &msgs, 2).unwrap();

@@ -13,7 +13,7 @@ use super::{ErrorKind, ToolEnv, ToolError};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::registry::{ListedTool, McpServer, McpTool, StdioCommand, Tool, ToolKind};
 use crate::templates;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +65,7 @@ pub(crate) async fn execute(
     mcp: &McpTool,
     args: &Value,
     env: &ToolEnv<'_>,
-) -> Result<Value, ToolError> {
+) -> Result<super::Output, ToolError> {
     let redactor = env.secrets.redactor();
     env.transport.mask_with(&redactor);
     let result = call(tool, mcp, args, env).await;
@@ -83,7 +83,7 @@ async fn call(
     mcp: &McpTool,
     args: &Value,
     env: &ToolEnv<'_>,
-) -> Result<Value, ToolError> {
+) -> Result<super::Output, ToolError> {
     let server = &mcp.server;
     let (session, conn) = connected(server, env).await?;
     if let Some(why) = session.stale() {
@@ -100,7 +100,18 @@ async fn call(
     if session.list_changed.swap(false, Ordering::SeqCst) {
         relist(server, &session, &conn, env).await;
     }
-    observation(server, &mcp.remote_name, &result?)
+    let content = super::mcp_content::take(
+        &server.name,
+        &mcp.remote_name,
+        &result?,
+        &env.secrets.redactor(),
+    )?;
+    Ok(super::Output {
+        value: content.observation,
+        mcp: content.kept,
+        images: content.images,
+        ..super::Output::default()
+    })
 }
 
 /// The server said its tools changed (in the event stream of a reply): they are listed and
@@ -484,74 +495,6 @@ fn server_error(server: &McpServer, what: String) -> ToolError {
         ErrorKind::ExecutionError,
         format!("MCP server `{}` ({}) {what}", server.name, server.url),
     )
-}
-
-/// A tool result as the model sees it: `structuredContent` when the server gives it, else the
-/// text content; `isError: true` is a tool error carrying the server's text.
-fn observation(server: &McpServer, remote: &str, result: &Value) -> Result<Value, ToolError> {
-    let items = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let text: Vec<String> = items.iter().map(content_text).collect();
-    let text = text.join("\n");
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        let message = if text.trim().is_empty() {
-            format!("`{remote}` reported an error without a message")
-        } else {
-            text
-        };
-        let mut details = Map::new();
-        details.insert("server".into(), json!(server.name));
-        details.insert("tool".into(), json!(remote));
-        if let Some(s) = result.get("structuredContent") {
-            details.insert("structuredContent".into(), s.clone());
-        }
-        return Err(
-            ToolError::new(ErrorKind::ExecutionError, message).with_details(Value::Object(details))
-        );
-    }
-    if let Some(s) = result.get("structuredContent").filter(|s| !s.is_null()) {
-        return Ok(s.clone());
-    }
-    // Servers without an output schema often send their JSON as text: keep it JSON, so
-    // templates can read into it (`{{ last.result.hits }}`).
-    if let [item] = items {
-        if let Some(parsed) = item
-            .get("text")
-            .and_then(Value::as_str)
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            .filter(|v| v.is_object() || v.is_array())
-        {
-            return Ok(parsed);
-        }
-    }
-    Ok(Value::String(text))
-}
-
-/// Text as it is; other content (images, audio, resources) named, since a model reading the
-/// observation as text cannot use their bytes.
-fn content_text(item: &Value) -> String {
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
-    match (kind, item.get("text").and_then(Value::as_str)) {
-        ("text", Some(t)) => t.to_string(),
-        _ => {
-            let mime = item
-                .get("mimeType")
-                .or_else(|| item.pointer("/resource/mimeType"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let uri = item
-                .get("uri")
-                .or_else(|| item.pointer("/resource/uri"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            format!("[{kind} {mime} {uri}]")
-                .replace("  ", " ")
-                .replace(" ]", "]")
-        }
-    }
 }
 
 /// JSON-RPC over streamable HTTP: one POST per message, the reply JSON or an event stream.
@@ -994,48 +937,5 @@ mod tests {
         assert!(hint(json!({"readOnlyHint": false}))
             .unwrap()
             .contains("defaults to true"));
-    }
-
-    #[test]
-    fn results_become_observations() {
-        let server = McpServer {
-            name: "s".into(),
-            url: "http://127.0.0.1:1/mcp".into(),
-            host: Some(crate::registry::HostRule {
-                host: "127.0.0.1".into(),
-                port: Some(1),
-            }),
-            stdio: None,
-            headers: Vec::new(),
-            tools: Vec::new(),
-            timeout: Duration::from_secs(1),
-        };
-        let structured = json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}});
-        assert_eq!(observation(&server, "t", &structured), Ok(json!({"a": 1})));
-        let json_text = json!({"content": [{"type": "text", "text": "{\"hits\": [1]}"}]});
-        assert_eq!(
-            observation(&server, "t", &json_text),
-            Ok(json!({"hits": [1]}))
-        );
-        let text = json!({"content": [{"type": "text", "text": "one"}, {"type": "image", "mimeType": "image/png", "data": "AAAA"}]});
-        assert_eq!(
-            observation(&server, "t", &text),
-            Ok(json!("one\n[image image/png]"))
-        );
-        let err = observation(
-            &server,
-            "t",
-            &json!({"isError": true, "content": [{"type": "text", "text": "no such note"}]}),
-        )
-        .unwrap_err();
-        assert_eq!(err.kind, ErrorKind::ExecutionError);
-        assert_eq!(err.message, "no such note");
-        let empty =
-            observation(&server, "t", &json!({"isError": true, "content": []})).unwrap_err();
-        assert!(
-            empty.message.contains("without a message"),
-            "{}",
-            empty.message
-        );
     }
 }

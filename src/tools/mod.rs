@@ -4,6 +4,7 @@
 pub(crate) mod builtin;
 pub(crate) mod http;
 pub(crate) mod mcp;
+pub(crate) mod mcp_content;
 pub(crate) mod mcp_stdio;
 pub(crate) mod mock;
 pub(crate) mod table;
@@ -39,15 +40,23 @@ impl ToolError {
 }
 
 /// A tool's answer: the observation, and for an HTTP tool the exchange that produced it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Output {
     pub(crate) value: Value,
     pub(crate) http: Option<HttpCall>,
+    /// An MCP result's content items as the server sent them (see `mcp_content`), when there is
+    /// more than text.
+    pub(crate) mcp: Option<Value>,
+    /// Images a model can be shown.
+    pub(crate) images: Vec<crate::models::Image>,
 }
 
 impl From<Value> for Output {
     fn from(value: Value) -> Output {
-        Output { value, http: None }
+        Output {
+            value,
+            ..Output::default()
+        }
     }
 }
 
@@ -101,6 +110,6 @@ pub(crate) async fn execute(
         ToolKind::Table(table) => table::execute(table, args).map(Output::from),
         ToolKind::Builtin(name) => builtin::execute(name, args, env).map(Output::from),
         ToolKind::Http(http) => http::execute(tool, http, args, env).await,
-        ToolKind::Mcp(m) => mcp::execute(tool, m, args, env).await.map(Output::from),
+        ToolKind::Mcp(m) => mcp::execute(tool, m, args, env).await,
     }
 }

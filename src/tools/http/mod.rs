@@ -615,6 +615,7 @@ impl Call<'_, '_> {
                     return Ok(Output {
                         value,
                         http: Some(http),
+                        ..Output::default()
                     });
                 }
                 let excerpt = excerpt(&resp.body, self.redactor);
