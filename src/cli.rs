@@ -138,25 +138,14 @@ pub(crate) struct RunArgs {
     /// Print the trace document on stdout instead of the answer
     #[arg(long)]
     pub(crate) json: bool,
-    /// Approve a tool that needs confirmation (repeatable)
-    #[arg(long, value_name = "TOOL")]
-    pub(crate) approve: Vec<String>,
     /// Record the run as a fixture at this path
     #[arg(long, value_name = "PATH")]
     pub(crate) record: Option<PathBuf>,
     /// What to do when the fixture exists
     #[arg(long, value_enum, default_value = "once")]
     pub(crate) record_mode: RecordMode,
-    /// Write a JSON Lines event stream here as the run happens
-    #[arg(long, value_name = "PATH")]
-    pub(crate) events: Option<PathBuf>,
-    /// Fix the clock for built-ins (RFC 3339), for reproducible runs
-    #[arg(long, value_name = "TIME")]
-    pub(crate) now: Option<String>,
-    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
-    /// `command:`, or a path to the same file
-    #[arg(long = "allow-exec", value_name = "PROGRAM")]
-    pub(crate) allow_exec: Vec<String>,
+    #[command(flatten)]
+    pub(crate) setup: crate::setup::SetupArgs,
 }
 
 #[derive(Args, Debug)]
@@ -172,16 +161,8 @@ pub(crate) struct CallArgs {
     /// Print the full result record (status, result or error, details, duration) as JSON
     #[arg(long)]
     pub(crate) json: bool,
-    /// Approve the tool if it needs confirmation (repeatable, as for `run`)
-    #[arg(long, value_name = "TOOL")]
-    pub(crate) approve: Vec<String>,
-    /// Fix the clock for built-ins (RFC 3339)
-    #[arg(long, value_name = "TIME")]
-    pub(crate) now: Option<String>,
-    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
-    /// `command:`, or a path to the same file
-    #[arg(long = "allow-exec", value_name = "PROGRAM")]
-    pub(crate) allow_exec: Vec<String>,
+    #[command(flatten)]
+    pub(crate) setup: crate::setup::SetupArgs,
 }
 
 #[derive(Args, Debug)]
@@ -224,13 +205,8 @@ pub(crate) struct TestArgs {
     /// Write the results document (JSON) here
     #[arg(long, value_name = "PATH")]
     pub(crate) results: Option<std::path::PathBuf>,
-    /// Fix the clock for built-ins (RFC 3339); a test's own `now:` wins
-    #[arg(long, value_name = "TIME")]
-    pub(crate) now: Option<String>,
-    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
-    /// `command:`, or a path to the same file
-    #[arg(long = "allow-exec", value_name = "PROGRAM")]
-    pub(crate) allow_exec: Vec<String>,
+    #[command(flatten)]
+    pub(crate) setup: crate::setup::SetupArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -342,22 +318,11 @@ pub(crate) struct ServeArgs {
     /// (required to bind anything but a loopback address)
     #[arg(long, value_name = "VAR")]
     pub(crate) token_env: Option<String>,
-    /// Let a tool that needs confirmation run (repeatable)
-    #[arg(long, value_name = "TOOL")]
-    pub(crate) approve: Vec<String>,
-    /// Write one JSON line per call (and the engine's tool events) here
-    #[arg(long, value_name = "PATH")]
-    pub(crate) events: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) setup: crate::setup::SetupArgs,
     /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown
     #[arg(long, value_name = "PATH")]
     pub(crate) record: Option<PathBuf>,
-    /// Fix the clock for built-ins (RFC 3339)
-    #[arg(long, value_name = "TIME")]
-    pub(crate) now: Option<String>,
-    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
-    /// `command:`, or a path to the same file
-    #[arg(long = "allow-exec", value_name = "PROGRAM")]
-    pub(crate) allow_exec: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -41,6 +41,29 @@ pub struct RunOptions<'a> {
     pub interrupted: Option<Arc<AtomicBool>>,
 }
 
+/// One tool call outside a model loop (`toolrun call`, an MCP client's `tools/call`): no query,
+/// no model, no person to ask; what may run without one and the built-ins' clock.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CallOptions {
+    pub(crate) approvals: BTreeSet<String>,
+    pub(crate) now_unix_ms: i64,
+}
+
+impl CallOptions {
+    /// The turn handling is the loop's; outside a loop it has no query or model to report.
+    fn as_run(&self) -> RunOptions<'static> {
+        RunOptions {
+            query: "",
+            model_name: "",
+            approvals: self.approvals.clone(),
+            confirmer: None,
+            now_unix_ms: self.now_unix_ms,
+            faults: Vec::new(),
+            interrupted: None,
+        }
+    }
+}
+
 struct Stop {
     reason: StopReason,
     error: Option<String>,
@@ -306,15 +329,16 @@ impl<'a> Engine<'a> {
         &self,
         name: &str,
         arguments: Value,
-        opts: RunOptions<'_>,
+        opts: &CallOptions,
     ) -> CallOutcome {
         // Arguments are checked against the schema the server lists, so it is listed first; a
         // failure to connect is reported by the call itself.
-        let _ = tools::mcp::connect_tool(&self.tool_env(&opts, ""), name).await;
+        let run = opts.as_run();
+        let _ = tools::mcp::connect_tool(&self.tool_env(&run, ""), name).await;
         let outcome = self
-            .call_in_session(&mut CallSession::default(), name, arguments, &opts)
+            .call_in_session(&mut CallSession::default(), name, arguments, opts)
             .await;
-        tools::mcp::end_all(&self.tool_env(&opts, "")).await;
+        tools::mcp::end_all(&self.tool_env(&run, "")).await;
         outcome
     }
 
@@ -325,8 +349,9 @@ impl<'a> Engine<'a> {
         session: &mut CallSession,
         name: &str,
         arguments: Value,
-        opts: &RunOptions<'_>,
+        opts: &CallOptions,
     ) -> CallOutcome {
+        let opts = &opts.as_run();
         self.transport.mask_with(&self.redactor);
         let st = &mut session.st;
         let call = ProposedCall {

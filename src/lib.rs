@@ -31,7 +31,6 @@ pub(crate) mod registry;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod results;
-pub(crate) mod session;
 pub(crate) mod setup;
 pub mod specfile;
 pub mod templates;

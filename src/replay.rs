@@ -1,17 +1,12 @@
 //! Replaying fixtures: the spec as it is now, every request answered from the recording, the
 //! network never touched, and a readable diff for any divergence.
 
-use crate::engine::{Engine, RunOptions};
-use crate::events::Events;
-use crate::fixture::{json_diff, write_fixture, Fixture, Tape};
-use crate::net::Transport;
-use crate::redact::{Secrets, MASK};
-use crate::registry::{ModelKind, Registry};
+use crate::fixture::{json_diff, write_fixture, Fixture};
+use crate::registry::Registry;
+use crate::setup::{Clock, Inputs, Interrupt, ModelChoice, Network, Setup};
 use crate::trace::without_durations;
 use serde_json::Value;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 pub(crate) struct ReplayReport {
     pub(crate) failures: Vec<String>,
@@ -21,83 +16,45 @@ pub(crate) struct ReplayReport {
     pub(crate) trace: Option<crate::trace::Trace>,
 }
 
-/// Placeholders for every secret and API key: recorded requests hold only the mask, so a
-/// replay that sends the mask sends exactly what was recorded, and real keys are never needed.
-pub(crate) fn placeholder_secrets(registry: &Registry, model: &str) -> Secrets {
-    let mut secrets = Secrets::default();
-    for name in &registry.secrets {
-        secrets.insert(name, MASK.to_string());
-    }
-    if let Some(def) = registry.model(model) {
-        if let ModelKind::OpenAi(live) | ModelKind::Anthropic(live) = &def.kind {
-            if let Some(var) = &live.api_key_env {
-                secrets.insert(var, MASK.to_string());
-            }
-        }
-    }
-    secrets
-}
-
 pub(crate) async fn replay_fixture(
     fixture: &Fixture,
     registry: &Registry,
     fixture_path: &Path,
     update: bool,
-    interrupted: Option<Arc<AtomicBool>>,
+    interrupted: Option<Interrupt>,
 ) -> ReplayReport {
     let mut failures = Vec::new();
-    let mut secrets = placeholder_secrets(registry, &fixture.model);
-    let def = match registry.model(&fixture.model) {
-        Some(d) => d,
-        None => {
-            let hint = crate::diag::did_you_mean(&fixture.model, registry.model_names())
-                .unwrap_or_default();
-            return ReplayReport {
-                failures: vec![format!(
-                    "the fixture was recorded with model `{}`, which the spec no longer has {hint}",
-                    fixture.model
-                )],
-                updated: false,
-                trace: None,
-            };
-        }
+    let fail = |why: String| ReplayReport {
+        failures: vec![why],
+        updated: false,
+        trace: None,
     };
-    let mut model = match crate::models::ModelClient::new(def, &fixture.query, &mut secrets) {
-        Ok(m) => m,
-        Err(e) => {
-            return ReplayReport {
-                failures: vec![e],
-                updated: false,
-                trace: None,
-            }
-        }
+    if registry.model(&fixture.model).is_none() {
+        let hint =
+            crate::diag::did_you_mean(&fixture.model, registry.model_names()).unwrap_or_default();
+        return fail(format!(
+            "the fixture was recorded with model `{}`, which the spec no longer has {hint}",
+            fixture.model
+        ));
+    }
+    let mut inputs = Inputs::quiet(&fixture.approvals, Clock::At(fixture.now_unix_ms));
+    inputs.network = Network::Replay(fixture.exchanges.clone());
+    inputs.model = Some(ModelChoice {
+        name: Some(&fixture.model),
+        query: &fixture.query,
+    });
+    inputs.interrupt = interrupted;
+    let mut setup = match Setup::open(registry, inputs) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let (Some(mut model), Some(tape)) = (setup.model.take(), setup.tape.clone()) else {
+        return fail("the replay has no model or no recording".into());
     };
     // The stand-ins are all the mask: masking them turns each of its encodings back into it.
-    let redactor = secrets.redactor();
-    let tape = Arc::new(Tape::replaying(
-        fixture.exchanges.clone(),
-        registry.replay_ignore.clone(),
-        redactor.clone(),
-    ));
-    let transport = Transport::with_tape(tape.clone());
-    let events = Events::none();
-    let engine = Engine {
-        registry,
-        transport: &transport,
-        events: &events,
-        secrets: &secrets,
-        redactor: redactor.clone(),
-    };
-    let opts = RunOptions {
-        faults: Vec::new(),
-        query: &fixture.query,
-        model_name: &fixture.model,
-        approvals: fixture.approvals.iter().cloned().collect(),
-        confirmer: None,
-        now_unix_ms: fixture.now_unix_ms,
-        interrupted,
-    };
-    let trace = engine.run(&mut model, opts).await;
+    let redactor = setup.redactor.clone();
+    let opts = setup.run_options(&fixture.query, &fixture.model);
+    let trace = setup.engine(registry).run(&mut model.client, opts).await;
     let mismatches = tape.mismatches();
     failures.extend(mismatches.iter().cloned());
     for unused in tape.unused() {

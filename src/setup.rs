@@ -1,35 +1,564 @@
-//! Setting up a run: what `run`, `call`, `serve`, `test`, `replay` and the MCP server share
-//! before the loop starts.
+//! One setup for every command that runs tools. `run`, `call`, `serve`, `test`, `replay` and a
+//! replayed MCP session do not build their engine by hand: each says what it wants in an
+//! [`Inputs`], and [`Setup::open`] decides it, in one order, with one wording for each problem:
+//! output destinations (checked before any work), the clock (`--now`), `--approve` (with a
+//! did-you-mean), secrets (from the environment, masked offline, or the replay placeholders),
+//! the model, the `--events` stream (through the symlink-safe writer), and tape or live. The
+//! engine and its options are then built from the [`Setup`] only, and Ctrl-C is watched here.
+//!
+//! A new command-wide option (an exporter, a list of allowed programs, a grader model) is a
+//! field of [`SetupArgs`] (flattened into every command that runs tools), carried by
+//! [`Inputs::from_flags`] and applied in [`Setup::open`]: written once, it reaches them all.
+//! Problems here are the user's set-up (exit 2), found before any request is made.
 
+use crate::engine::{CallOptions, Engine, RunOptions};
+use crate::events::Events;
+use crate::fixture::{Exchange, Tape};
+use crate::models::ModelClient;
+use crate::net::Transport;
+use crate::redact::{Redactor, Secrets, MASK};
+use crate::registry::{ModelKind, Registry};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Set by Ctrl-C or SIGTERM; the engine and the runners poll it between steps.
+/// Set by Ctrl-C or SIGTERM; the engine watches it, so the trace of the run in progress is
+/// still written.
 pub(crate) type Interrupt = Arc<AtomicBool>;
 
-/// Ctrl-C and SIGTERM set a flag the engine watches, so the trace of the run in progress is
-/// still written. Returns the flag and whether the signal was SIGINT (exit 130).
-pub(crate) fn watch_signals(rt: &tokio::runtime::Runtime) -> (Interrupt, Interrupt) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let sigint = Arc::new(AtomicBool::new(false));
-    let (s1, i1) = (stop.clone(), sigint.clone());
-    rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            i1.store(true, Ordering::SeqCst);
-            s1.store(true, Ordering::SeqCst);
+/// The flags every command that runs tools takes (`run`, `call`, `serve`, `test`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct SetupArgs {
+    /// Approve a tool that needs confirmation (repeatable)
+    #[arg(long, value_name = "TOOL")]
+    pub(crate) approve: Vec<String>,
+    /// Write a JSON Lines event stream here as things happen
+    #[arg(long, value_name = "PATH")]
+    pub(crate) events: Option<PathBuf>,
+    /// Fix the clock for built-ins (RFC 3339), for reproducible runs; a test's own `now:` wins
+    #[arg(long, value_name = "TIME")]
+    pub(crate) now: Option<String>,
+    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
+    /// `command:`, or a path to the same file
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub(crate) allow_exec: Vec<String>,
+}
+
+/// Where a run's secrets come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SecretSource {
+    /// The environment: a declared secret that is not set is a usage error.
+    Environment,
+    /// Every declared secret is the mask, whatever the environment holds. Offline tests use
+    /// scripted models and fixtures: they need no credentials, and a real one could only leak.
+    Masked,
+    /// Every secret and the model's API key is the mask: recorded requests hold only the mask,
+    /// so a replay that sends it sends exactly what was recorded, and no real key is needed.
+    Placeholders,
+}
+
+/// Where a run's requests go: tape or live, chosen here and nowhere else.
+pub(crate) enum Network {
+    Live,
+    /// Live, every exchange recorded on the tape (after `previous`: `--record-mode new`).
+    Record {
+        previous: Option<Vec<Exchange>>,
+    },
+    /// Every request answered from the recording; the network is never touched.
+    Replay(Vec<Exchange>),
+    /// Every request refused before it leaves the process, and remembered so the failure can
+    /// name it (offline tests).
+    Offline,
+}
+
+/// Where the `--events` stream goes.
+pub(crate) enum EventsTo<'a> {
+    Nowhere,
+    /// A file, opened (after its destination is checked) with this run's masking.
+    File(&'a Path),
+    /// A stream already open, shared by many runs (`test`'s cases).
+    Shared(Arc<Events>),
+}
+
+/// The built-ins' clock.
+#[derive(Clone, Debug)]
+pub(crate) enum Clock {
+    /// `--now` as given (or `TOOLRUN_NOW`, or the system clock), checked once and read at each
+    /// use: a server's calls each see their own time.
+    Given(Option<String>),
+    /// A recorded or declared instant (a fixture's, a test's `now:`).
+    At(i64),
+}
+
+impl Clock {
+    pub(crate) fn parse(now: Option<&str>) -> Result<Clock, String> {
+        crate::builtins::datetime::now_unix_ms(now)?;
+        Ok(Clock::Given(now.map(str::to_string)))
+    }
+
+    pub(crate) fn now_unix_ms(&self) -> i64 {
+        match self {
+            Clock::At(ms) => *ms,
+            // Checked when parsed: only the system clock can change.
+            Clock::Given(text) => {
+                crate::builtins::datetime::now_unix_ms(text.as_deref()).unwrap_or_default()
+            }
         }
-    });
-    #[cfg(unix)]
+    }
+}
+
+/// A file the command will write, checked before any work is done.
+pub(crate) struct Output<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) flag: &'static str,
+    /// `--record` creates the folders it needs; the other outputs need theirs to exist.
+    pub(crate) creates_folders: bool,
+}
+
+impl<'a> Output<'a> {
+    pub(crate) fn file(path: &'a Path, flag: &'static str) -> Output<'a> {
+        Output {
+            path,
+            flag,
+            creates_folders: false,
+        }
+    }
+    pub(crate) fn in_new_folders(path: &'a Path, flag: &'static str) -> Output<'a> {
+        Output {
+            path,
+            flag,
+            creates_folders: true,
+        }
+    }
+}
+
+/// The model a run asks for: by name (`None`: the spec's default) and the query it answers.
+pub(crate) struct ModelChoice<'a> {
+    pub(crate) name: Option<&'a str>,
+    pub(crate) query: &'a str,
+}
+
+/// What a command asks of the setup.
+pub(crate) struct Inputs<'a> {
+    pub(crate) approve: &'a [String],
+    /// `approve` was typed (`--approve`) and is checked against the spec; a fixture's or a test
+    /// case's approvals are what was recorded or declared.
+    pub(crate) approve_typed: bool,
+    pub(crate) clock: Clock,
+    pub(crate) events: EventsTo<'a>,
+    /// Files the command writes besides `--events` (`--trace`, `--record`, `--results`, ...).
+    pub(crate) outputs: Vec<Output<'a>>,
+    pub(crate) secrets: SecretSource,
+    pub(crate) network: Network,
+    /// `None` for commands that call tools directly (`call`, `serve`).
+    pub(crate) model: Option<ModelChoice<'a>>,
+    pub(crate) interrupt: Option<Interrupt>,
+    /// `--allow-exec`: the programs stdio MCP servers may start.
+    pub(crate) allow_exec: &'a [String],
+}
+
+impl<'a> Inputs<'a> {
+    /// The command-wide flags as given; the rest as for a live run without a model.
+    pub(crate) fn from_flags(flags: &'a SetupArgs) -> Inputs<'a> {
+        Inputs {
+            approve: &flags.approve,
+            approve_typed: true,
+            clock: Clock::Given(flags.now.clone()),
+            events: match &flags.events {
+                Some(path) => EventsTo::File(path),
+                None => EventsTo::Nowhere,
+            },
+            outputs: Vec::new(),
+            secrets: SecretSource::Environment,
+            network: Network::Live,
+            model: None,
+            interrupt: None,
+            allow_exec: &flags.allow_exec,
+        }
+    }
+
+    /// Nothing from the command line: a replay's or a test's own settings fill it in.
+    pub(crate) fn quiet(approve: &'a [String], clock: Clock) -> Inputs<'a> {
+        Inputs {
+            approve,
+            approve_typed: false,
+            clock,
+            events: EventsTo::Nowhere,
+            outputs: Vec::new(),
+            secrets: SecretSource::Placeholders,
+            network: Network::Offline,
+            model: None,
+            interrupt: None,
+            allow_exec: &[],
+        }
+    }
+}
+
+/// The model a run was set up with.
+pub(crate) struct Model {
+    pub(crate) client: ModelClient,
+    pub(crate) name: String,
+}
+
+/// Everything an engine is built from, decided once.
+pub(crate) struct Setup {
+    pub(crate) secrets: Secrets,
+    pub(crate) redactor: Redactor,
+    pub(crate) approvals: BTreeSet<String>,
+    pub(crate) clock: Clock,
+    pub(crate) events: Arc<Events>,
+    /// The tape behind the transport, when the run records, replays or is offline.
+    pub(crate) tape: Option<Arc<Tape>>,
+    pub(crate) transport: Transport,
+    pub(crate) interrupt: Option<Interrupt>,
+    /// Taken by the caller to run the loop (the engine borrows the rest meanwhile).
+    pub(crate) model: Option<Model>,
+}
+
+impl Setup {
+    pub(crate) fn open(registry: &Registry, inputs: Inputs<'_>) -> Result<Setup, String> {
+        if let EventsTo::File(path) = inputs.events {
+            crate::files::check_destination(path, "--events", false)?;
+        }
+        for o in &inputs.outputs {
+            crate::files::check_destination(o.path, o.flag, o.creates_folders)?;
+        }
+        if let Clock::Given(text) = &inputs.clock {
+            crate::builtins::datetime::now_unix_ms(text.as_deref())?;
+        }
+        let approvals = if inputs.approve_typed {
+            approvals(&[registry], inputs.approve)?
+        } else {
+            inputs.approve.iter().cloned().collect()
+        };
+        let model_name = match &inputs.model {
+            Some(choice) => Some(model_name(registry, choice.name)?),
+            None => None,
+        };
+        let mut secrets = secrets(registry, inputs.secrets, model_name.as_deref())?;
+        let model = match (&inputs.model, model_name) {
+            (Some(choice), Some(name)) => {
+                let def = registry
+                    .model(&name)
+                    .ok_or_else(|| format!("no model `{name}`"))?;
+                let client = ModelClient::new(def, choice.query, &mut secrets)?;
+                Some(Model { client, name })
+            }
+            _ => None,
+        };
+        warn_short_secrets(&secrets);
+        let redactor = secrets.redactor();
+        let events = match inputs.events {
+            EventsTo::Nowhere => Arc::new(Events::none()),
+            EventsTo::File(path) => Arc::new(open_events(path, &redactor)?),
+            EventsTo::Shared(events) => events,
+        };
+        let tape = match inputs.network {
+            Network::Live => None,
+            Network::Record { previous: None } => Some(Tape::recording(redactor.clone())),
+            Network::Record {
+                previous: Some(previous),
+            } => Some(Tape::recording_new(
+                previous,
+                registry.replay_ignore.clone(),
+                redactor.clone(),
+            )),
+            Network::Replay(exchanges) => Some(Tape::replaying(
+                exchanges,
+                registry.replay_ignore.clone(),
+                redactor.clone(),
+            )),
+            Network::Offline => Some(Tape::offline()),
+        }
+        .map(Arc::new);
+        let transport = match &tape {
+            Some(t) => Transport::with_tape(t.clone()),
+            None => Transport::live(),
+        }
+        .allow_exec(inputs.allow_exec);
+        Ok(Setup {
+            secrets,
+            redactor,
+            approvals,
+            clock: inputs.clock,
+            events,
+            tape,
+            transport,
+            interrupt: inputs.interrupt,
+            model,
+        })
+    }
+
+    /// The engine over `registry`, with this setup's network, events and secrets.
+    pub(crate) fn engine<'a>(&'a self, registry: &'a Registry) -> Engine<'a> {
+        Engine {
+            registry,
+            transport: &self.transport,
+            events: &self.events,
+            secrets: &self.secrets,
+            redactor: self.redactor.clone(),
+        }
+    }
+
+    /// A run's options: this setup's approvals, clock and interrupt; no confirmer, no faults
+    /// (the caller adds them).
+    pub(crate) fn run_options<'a>(&self, query: &'a str, model_name: &'a str) -> RunOptions<'a> {
+        RunOptions {
+            query,
+            model_name,
+            approvals: self.approvals.clone(),
+            confirmer: None,
+            now_unix_ms: self.clock.now_unix_ms(),
+            faults: Vec::new(),
+            interrupted: self.interrupt.clone(),
+        }
+    }
+
+    /// One direct tool call's options, at the clock's current time.
+    pub(crate) fn call_options(&self) -> CallOptions {
+        CallOptions {
+            approvals: self.approvals.clone(),
+            now_unix_ms: self.clock.now_unix_ms(),
+        }
+    }
+}
+
+/// `--approve` names tools of the spec (of any of the specs, for `test`); a typo is a usage
+/// error with a did-you-mean, worded the same for every command.
+pub(crate) fn approvals(
+    registries: &[&Registry],
+    approve: &[String],
+) -> Result<BTreeSet<String>, String> {
+    for tool in approve {
+        if registries.iter().any(|r| r.tool(tool).is_some()) {
+            continue;
+        }
+        let names = registries.iter().flat_map(|r| r.tool_names());
+        let hint = crate::diag::did_you_mean(tool, names)
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
+        let which = if registries.len() > 1 {
+            "any of these specs"
+        } else {
+            "this spec"
+        };
+        return Err(format!(
+            "--approve names `{}`, which is not a tool of {which}{hint}",
+            shown(tool)
+        ));
+    }
+    Ok(approve.iter().cloned().collect())
+}
+
+/// Names typed on the command line reach the terminal: keep control characters out.
+pub(crate) fn shown(name: &str) -> String {
+    name.chars().filter(|c| !c.is_control()).take(100).collect()
+}
+
+/// The declared secrets (and, for a replay, the model's API key) from `source`.
+pub(crate) fn secrets(
+    registry: &Registry,
+    source: SecretSource,
+    model: Option<&str>,
+) -> Result<Secrets, String> {
+    let masked = || {
+        let mut masked = Secrets::default();
+        for name in &registry.secrets {
+            masked.insert(name, MASK.to_string());
+        }
+        masked
+    };
+    match source {
+        SecretSource::Environment => {
+            let (secrets, missing) = Secrets::from_env(&registry.secrets);
+            if missing.is_empty() {
+                Ok(secrets)
+            } else {
+                Err(missing_secrets(&missing))
+            }
+        }
+        SecretSource::Masked => Ok(masked()),
+        SecretSource::Placeholders => {
+            let mut secrets = masked();
+            if let Some(def) = model.and_then(|m| registry.model(m)) {
+                if let ModelKind::OpenAi(live) | ModelKind::Anthropic(live) = &def.kind {
+                    if let Some(var) = &live.api_key_env {
+                        secrets.insert(var, MASK.to_string());
+                    }
+                }
+            }
+            Ok(secrets)
+        }
+    }
+}
+
+/// The one wording of a missing secret, whichever command found it.
+pub(crate) fn missing_secrets(missing: &[String]) -> String {
+    format!(
+        "the spec reads secret(s) {} from the environment, but they are not set; export them and run again",
+        missing
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Every declared secret and API key that is set, for masking what spans several specs (a
+/// `test` run's results and events).
+pub(crate) fn masking_for(registries: &[&Registry]) -> Redactor {
+    let mut all = Redactor::default();
+    for r in registries {
+        let mut names = r.secrets.clone();
+        for m in &r.models {
+            if let ModelKind::OpenAi(live) | ModelKind::Anthropic(live) = &m.kind {
+                names.extend(live.api_key_env.iter().cloned());
+            }
+        }
+        all.merge(&Secrets::from_env(&names).0.redactor());
+    }
+    all
+}
+
+/// `--events`: streamed through the symlink-safe writer, every line masked.
+pub(crate) fn open_events(path: &Path, redactor: &Redactor) -> Result<Events, String> {
+    match crate::files::create_stream(path) {
+        Ok(f) => Ok(Events::to_writer(
+            Box::new(std::io::BufWriter::new(f)),
+            redactor.clone(),
+        )),
+        Err(e) => Err(format!("cannot write events to `{}`: {e}", path.display())),
+    }
+}
+
+pub(crate) fn model_name(registry: &Registry, requested: Option<&str>) -> Result<String, String> {
+    match requested {
+        Some(name) => match registry.model(name) {
+            Some(m) => Ok(m.name.clone()),
+            None => {
+                let hint =
+                    crate::diag::did_you_mean(name, registry.model_names()).unwrap_or_else(|| {
+                        format!(
+                            "models in this spec: {}",
+                            registry.model_names().collect::<Vec<_>>().join(", ")
+                        )
+                    });
+                Err(format!("the spec has no model `{name}`; {hint}"))
+            }
+        },
+        None => match registry.default_model {
+            Some(i) => Ok(registry.models[i].name.clone()),
+            None if registry.models.is_empty() => {
+                Err("the spec declares no models; add one under `models:`".into())
+            }
+            None => {
+                Err("the spec has several models and no `default_model`; pass --model NAME".into())
+            }
+        },
+    }
+}
+
+/// Once per secret and process: `test` sets up every case, and one warning is enough.
+pub(crate) fn warn_short_secrets(secrets: &Secrets) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut warned) = WARNED.lock() else {
+        return;
+    };
+    for line in secrets.short_warnings() {
+        if !warned.contains(&line) {
+            eprintln!("{line}");
+            warned.push(line);
+        }
+    }
+}
+
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
     {
-        let s2 = stop.clone();
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(crate::exit::FAILED);
+        }
+    }
+}
+
+/// Ctrl-C and SIGTERM, watched on a runtime: `stop` is set by either, `sigint` by Ctrl-C only.
+pub(crate) struct Signals {
+    pub(crate) stop: Interrupt,
+    sigint: Interrupt,
+}
+
+impl Signals {
+    pub(crate) fn watch(rt: &tokio::runtime::Runtime) -> Signals {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sigint = Arc::new(AtomicBool::new(false));
+        let (s1, i1) = (stop.clone(), sigint.clone());
         rt.spawn(async move {
-            if let Ok(mut term) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                term.recv().await;
-                s2.store(true, Ordering::SeqCst);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                i1.store(true, Ordering::SeqCst);
+                s1.store(true, Ordering::SeqCst);
             }
         });
+        #[cfg(unix)]
+        {
+            let s2 = stop.clone();
+            rt.spawn(async move {
+                if let Ok(mut term) =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                {
+                    term.recv().await;
+                    s2.store(true, Ordering::SeqCst);
+                }
+            });
+        }
+        Signals { stop, sigint }
     }
-    (stop, sigint)
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// After a signal: 130 for Ctrl-C (the shell convention), 143 for SIGTERM.
+    pub(crate) fn exit_code(&self) -> i32 {
+        if self.sigint.load(Ordering::SeqCst) {
+            crate::exit::INTERRUPTED
+        } else {
+            crate::exit::TERMINATED
+        }
+    }
+
+    /// `Some(exit code)` when a signal arrived, saying so on stderr.
+    pub(crate) fn interrupted_exit(&self) -> Option<i32> {
+        if !self.stopped() {
+            return None;
+        }
+        eprintln!("toolrun: interrupted");
+        Some(self.exit_code())
+    }
+}
+
+/// Ctrl-C or SIGTERM, awaited: the normal way to stop a server, which then ends cleanly.
+pub(crate) async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
 }

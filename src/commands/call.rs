@@ -3,11 +3,10 @@
 //! confirmation, faults, timeout, masking, truncation).
 
 use crate::cli::CallArgs;
-use crate::engine::{CallOutcome, Engine, RunOptions};
-use crate::events::Events;
+use crate::engine::CallOutcome;
 use crate::exit;
-use crate::net::Transport;
-use crate::redact::{Redactor, Secrets};
+use crate::redact::Redactor;
+use crate::setup::{shown, Inputs, Setup};
 use serde_json::{json, Value};
 
 pub(crate) fn run(args: CallArgs) -> i32 {
@@ -22,21 +21,12 @@ pub(crate) fn run(args: CallArgs) -> i32 {
         eprintln!("error: the spec has no tool `{}`{hint}", shown(&args.tool));
         return exit::USAGE;
     }
-    for tool in &args.approve {
-        if registry.tool(tool).is_none() {
-            eprintln!(
-                "error: --approve names `{}`, which is not a tool of this spec",
-                shown(tool)
-            );
-            return exit::USAGE;
-        }
-    }
     let arguments = match serde_json::from_str::<Value>(&args.args) {
         Ok(v @ Value::Object(_)) => v,
         Ok(other) => {
             eprintln!(
                 "error: --args must be a JSON object such as '{{\"city\": \"Paris\"}}', not {}",
-                kind_of(&other)
+                crate::builtins::json_type(&other)
             );
             return exit::USAGE;
         }
@@ -45,44 +35,20 @@ pub(crate) fn run(args: CallArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let now = match crate::builtins::datetime::now_unix_ms(args.now.as_deref()) {
-        Ok(n) => n,
+    let setup = match Setup::open(&registry, Inputs::from_flags(&args.setup)) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return exit::USAGE;
         }
     };
-    let (secrets, missing) = Secrets::from_env(&registry.secrets);
-    if !missing.is_empty() {
-        eprintln!(
-            "error: the spec reads secret(s) {} from the environment, but they are not set; export them and run again",
-            missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
-        );
-        return exit::USAGE;
-    }
-    crate::session::warn_short_secrets(&secrets);
-    let redactor = secrets.redactor();
-    let transport = Transport::live().allow_exec(&args.allow_exec);
-    let events = Events::none();
-    let engine = Engine {
-        registry: &registry,
-        transport: &transport,
-        events: &events,
-        secrets: &secrets,
-        redactor: redactor.clone(),
-    };
-    let rt = crate::session::runtime();
-    let opts = RunOptions {
-        query: "",
-        model_name: "",
-        approvals: args.approve.iter().cloned().collect(),
-        confirmer: None,
-        now_unix_ms: now,
-        faults: Vec::new(),
-        interrupted: None,
-    };
-    let outcome = rt.block_on(engine.call_tool(&args.tool, arguments.clone(), opts));
-    report(&outcome, &arguments, args.json, &redactor)
+    let rt = crate::setup::runtime();
+    let outcome = rt.block_on(setup.engine(&registry).call_tool(
+        &args.tool,
+        arguments.clone(),
+        &setup.call_options(),
+    ));
+    report(&outcome, &arguments, args.json, &setup.redactor)
 }
 
 /// Prints the outcome and maps it to the contract's exit codes: 0 the tool answered, 1 it
@@ -152,20 +118,4 @@ fn record(outcome: &CallOutcome, arguments: &Value) -> Value {
         }
     }
     record
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Names typed on the command line reach the terminal: keep control characters out.
-fn shown(name: &str) -> String {
-    name.chars().filter(|c| !c.is_control()).take(100).collect()
 }

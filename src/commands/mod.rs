@@ -92,20 +92,3 @@ pub(crate) fn load_registry(path: &Path) -> Result<Registry, i32> {
         },
     }
 }
-
-/// After a signal: 130 for Ctrl-C (the shell convention), 143 for SIGTERM.
-pub(crate) fn interrupted_exit(
-    stop: &crate::setup::Interrupt,
-    sigint: &crate::setup::Interrupt,
-) -> Option<i32> {
-    use std::sync::atomic::Ordering;
-    if !stop.load(Ordering::SeqCst) {
-        return None;
-    }
-    eprintln!("toolrun: interrupted");
-    Some(if sigint.load(Ordering::SeqCst) {
-        exit::INTERRUPTED
-    } else {
-        exit::TERMINATED
-    })
-}

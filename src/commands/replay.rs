@@ -43,15 +43,15 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
         jobs.push((path.clone(), job));
     }
     let bar = progress_bar(jobs.len() as u64);
-    let rt = crate::session::runtime();
-    let (stop, sigint) = crate::setup::watch_signals(&rt);
+    let rt = crate::setup::runtime();
+    let signals = crate::setup::Signals::watch(&rt);
+    let stop = &signals.stop;
     let update = args.update;
     let mut updated = 0;
     let results: Vec<(usize, CaseResult, bool)> = rt.block_on(async {
         futures_util::stream::iter(jobs.iter().enumerate().map(|(i, (path, job))| {
             let specs = &specs;
             let bar = &bar;
-            let stop = &stop;
             async move {
                 let started = Instant::now();
                 let (outcome, failures, was_updated) = match job {
@@ -124,7 +124,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
         args.junit.as_deref(),
         &ordered,
     ));
-    super::interrupted_exit(&stop, &sigint).unwrap_or(code)
+    signals.interrupted_exit().unwrap_or(code)
 }
 
 fn outcome(report: &crate::replay::ReplayReport) -> Outcome {

@@ -1,13 +1,11 @@
 //! `toolrun run`: one run of the loop; the answer on stdout, the trace where asked.
 
 use crate::cli::{RecordMode, RunArgs};
-use crate::engine::{Engine, RunOptions};
-use crate::events::Events;
 use crate::exit;
 use crate::fixture::{Fixture, Tape};
-use crate::net::Transport;
 use crate::redact::Redactor;
 use crate::registry::Registry;
+use crate::setup::{Inputs, ModelChoice, Network, Output, Setup, Signals};
 use crate::trace::{Status, StopReason, Trace};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
@@ -21,51 +19,45 @@ pub(crate) fn run(args: RunArgs) -> i32 {
 /// Each step either hands its result on or ends the command with an exit code.
 fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let registry = super::load_registry(&args.spec)?;
-    check_destinations(args)?;
-    let now = crate::builtins::datetime::now_unix_ms(args.now.as_deref()).map_err(usage)?;
-    let mut prepared =
-        crate::session::prepare(&registry, args.model.as_deref(), &args.query).map_err(usage)?;
-    check_approvals(&registry, args)?;
-    let redactor = prepared.secrets.redactor();
-    let mut events = open_events(args, &redactor)?;
-    let live_text = super::live_text::LiveText::attach(
-        &mut events,
-        &registry,
-        &prepared.model_name,
-        !args.json && std::io::stdout().is_terminal(),
-    );
-    let recorder = open_recorder(args, &registry, &redactor)?;
-    let transport = match &recorder {
-        Some(tape) => Transport::with_tape(tape.clone()),
-        None => Transport::live(),
+    let mut inputs = Inputs::from_flags(&args.setup);
+    if let Some(path) = &args.trace {
+        inputs.outputs.push(Output::file(path, "--trace"));
     }
-    .allow_exec(&args.allow_exec);
-    let engine = Engine {
-        registry: &registry,
-        transport: &transport,
-        events: &events,
-        secrets: &prepared.secrets,
-        redactor: redactor.clone(),
+    if let Some(path) = &args.record {
+        inputs
+            .outputs
+            .push(Output::in_new_folders(path, "--record"));
+        inputs.network = Network::Record {
+            previous: previous_exchanges(args, path)?,
+        };
+    }
+    inputs.model = Some(ModelChoice {
+        name: args.model.as_deref(),
+        query: &args.query,
+    });
+    let rt = crate::setup::runtime();
+    let signals = Signals::watch(&rt);
+    inputs.interrupt = Some(signals.stop.clone());
+    let mut setup = Setup::open(&registry, inputs).map_err(usage)?;
+    let Some(mut model) = setup.model.take() else {
+        return Err(exit::USAGE);
     };
+    let redactor = setup.redactor.clone();
+    // The live text watches the events: it is attached before the engine borrows them.
+    let on_terminal = !args.json && std::io::stdout().is_terminal();
+    let live_text = Arc::get_mut(&mut setup.events).and_then(|events| {
+        super::live_text::LiveText::attach(events, &registry, &model.name, on_terminal)
+    });
     let approved_interactively = Arc::new(Mutex::new(Vec::<String>::new()));
     let confirm_prompt = terminal_prompt(redactor.clone(), approved_interactively.clone());
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let rt = crate::session::runtime();
-    let (interrupted, sigint) = crate::setup::watch_signals(&rt);
-    let opts = RunOptions {
-        faults: Vec::new(),
-        query: &args.query,
-        model_name: &prepared.model_name,
-        approvals: args.approve.iter().cloned().collect(),
-        confirmer: if interactive {
-            Some(&confirm_prompt)
-        } else {
-            None
-        },
-        now_unix_ms: now,
-        interrupted: Some(interrupted),
-    };
-    let trace = rt.block_on(engine.run(&mut prepared.model, opts));
+    let mut opts = setup.run_options(&args.query, &model.name);
+    if interactive {
+        opts.confirmer = Some(&confirm_prompt);
+    }
+    let now = opts.now_unix_ms;
+    let engine = setup.engine(&registry);
+    let trace = rt.block_on(engine.run(&mut model.client, opts));
     // The engine masked the trace as it built it; the writer's scan below is the guard.
     // Only a fixture needs the trace as a document: no copy of the trace otherwise.
     let fixture_doc = args
@@ -90,20 +82,12 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
             return Err(exit::FAILED);
         }
     }
-    if let (Some(path), Some(tape), Some(doc)) = (&args.record, &recorder, fixture_doc) {
-        let mut approvals: Vec<String> = args.approve.clone();
+    if let (Some(path), Some(tape), Some(doc)) = (&args.record, &setup.tape, fixture_doc) {
+        let mut approvals: Vec<String> = args.setup.approve.clone();
         if let Ok(log) = approved_interactively.lock() {
             approvals.extend(log.iter().cloned());
         }
-        let fixture = build_fixture(
-            args,
-            &registry,
-            &prepared.model_name,
-            now,
-            approvals,
-            tape,
-            doc,
-        );
+        let fixture = build_fixture(args, &registry, &model.name, now, approvals, tape, doc);
         if let Err(e) = crate::fixture::write_fixture(path, &fixture, &redactor) {
             eprintln!("error: {e}");
             return Err(exit::FAILED);
@@ -114,7 +98,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
         &trace,
         &pretty,
         &redactor,
-        &sigint,
+        &signals,
         live_text.as_ref(),
     );
     // The process exits next: freeing the registry's many small allocations one by one was 3%
@@ -128,74 +112,22 @@ fn usage(e: String) -> i32 {
     exit::USAGE
 }
 
-fn check_approvals(registry: &Registry, args: &RunArgs) -> Result<(), i32> {
-    for tool in &args.approve {
-        if registry.tool(tool).is_none() {
-            let hint = crate::diag::did_you_mean(tool, registry.tool_names()).unwrap_or_default();
-            eprintln!("error: --approve names `{tool}`, which is not a tool of this spec {hint}");
-            return Err(exit::USAGE);
-        }
-    }
-    Ok(())
-}
-
-/// Every file the run will write is checked before the loop starts (exit 2).
-fn check_destinations(args: &RunArgs) -> Result<(), i32> {
-    let outputs = [
-        (&args.trace, "--trace", false),
-        (&args.events, "--events", false),
-        (&args.record, "--record", true),
-    ];
-    for (path, flag, creates_folders) in outputs {
-        if let Some(path) = path {
-            crate::files::check_destination(path, flag, creates_folders).map_err(usage)?;
-        }
-    }
-    Ok(())
-}
-
-fn open_events(args: &RunArgs, redactor: &Redactor) -> Result<Events, i32> {
-    let Some(path) = &args.events else {
-        return Ok(Events::none());
-    };
-    match crate::files::create_stream(path) {
-        Ok(f) => Ok(Events::to_writer(
-            Box::new(std::io::BufWriter::new(f)),
-            redactor.clone(),
-        )),
-        Err(e) => {
-            eprintln!("error: cannot write events to `{}`: {e}", path.display());
-            Err(exit::USAGE)
-        }
-    }
-}
-
-/// The tape `--record` fills: new, or (`--record-mode new`) the existing fixture's exchanges
-/// first.
-fn open_recorder(
+/// `--record-mode`: a new fixture, or (`new`) the existing fixture's exchanges first.
+fn previous_exchanges(
     args: &RunArgs,
-    registry: &Registry,
-    redactor: &Redactor,
-) -> Result<Option<Arc<Tape>>, i32> {
-    let Some(path) = &args.record else {
-        return Ok(None);
-    };
-    let tape = match (args.record_mode, path.exists()) {
+    path: &std::path::Path,
+) -> Result<Option<Vec<crate::fixture::Exchange>>, i32> {
+    match (args.record_mode, path.exists()) {
         (RecordMode::Once, true) => {
             eprintln!("error: fixture `{}` already exists; pass --record-mode all to re-record it or --record-mode new to add to it", path.display());
-            return Err(exit::USAGE);
+            Err(exit::USAGE)
         }
         (RecordMode::New, true) => {
             let previous = crate::fixture::load_fixture(path).map_err(usage)?;
-            Tape::recording_new(
-                previous.exchanges,
-                registry.replay_ignore.clone(),
-                redactor.clone(),
-            )
+            Ok(Some(previous.exchanges))
         }
-        _ => Tape::recording(redactor.clone()),
-    };
-    Ok(Some(Arc::new(tape)))
+        _ => Ok(None),
+    }
 }
 
 /// Asks on the terminal before a tool with side effects runs; every yes is logged so a
@@ -257,7 +189,7 @@ fn show_outcome(
     trace: &Trace,
     pretty: &str,
     redactor: &Redactor,
-    sigint: &crate::setup::Interrupt,
+    signals: &Signals,
     live_text: Option<&super::live_text::LiveText>,
 ) -> i32 {
     if args.json {
@@ -280,11 +212,7 @@ fn show_outcome(
         );
     }
     if trace.stop_reason == StopReason::Interrupted {
-        return if sigint.load(std::sync::atomic::Ordering::SeqCst) {
-            exit::INTERRUPTED
-        } else {
-            exit::TERMINATED
-        };
+        return signals.exit_code();
     }
     trace.status.exit_code()
 }

@@ -2,12 +2,10 @@
 //! `crate::mcp`; this maps flags to it and its end to an exit code.
 
 use crate::cli::ServeArgs;
-use crate::events::Events;
 use crate::exit;
 use crate::fixture::Tape;
 use crate::mcp::server::{Served, Session};
-use crate::net::Transport;
-use crate::redact::Secrets;
+use crate::setup::{Inputs, Network, Output, Setup};
 use rmcp::ServiceExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,28 +20,21 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
     }
 }
 
-async fn connect_remote(
-    registry: &crate::registry::Registry,
-    transport: &Transport,
-    events: &Events,
-    secrets: &Secrets,
-) -> Result<(), String> {
-    transport.mask_with(&secrets.redactor());
-    crate::tools::mcp::connect_all(&remote_env(registry, transport, events, secrets)).await
+async fn connect_remote(registry: &crate::registry::Registry, setup: &Setup) -> Result<(), String> {
+    setup.transport.mask_with(&setup.redactor);
+    crate::tools::mcp::connect_all(&remote_env(registry, setup)).await
 }
 
 /// What talking to remote MCP servers outside any call needs (connecting, ending sessions).
 fn remote_env<'a>(
     registry: &'a crate::registry::Registry,
-    transport: &'a Transport,
-    events: &'a Events,
-    secrets: &'a Secrets,
+    setup: &'a Setup,
 ) -> crate::tools::ToolEnv<'a> {
     crate::tools::ToolEnv {
         registry,
-        secrets,
-        transport,
-        events,
+        secrets: &setup.secrets,
+        transport: &setup.transport,
+        events: &setup.events,
         query: "",
         now_unix_ms: 0,
         call_id: "",
@@ -55,17 +46,6 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    for tool in &args.approve {
-        if registry.tool(tool).is_none() {
-            let hint = crate::diag::did_you_mean(tool, registry.tool_names())
-                .map(|h| format!("; {h}"))
-                .unwrap_or_default();
-            return Err(format!(
-                "--approve names `{tool}`, which is not a tool of this spec{hint}"
-            ));
-        }
-    }
-    crate::builtins::datetime::now_unix_ms(args.now.as_deref())?;
     // Checked before anything is bound: a bad flag never leaves a half-started server.
     let http = match &args.http {
         None => None,
@@ -74,53 +54,29 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     if http.is_none() && args.token_env.is_some() {
         return Err("--token-env applies to --http; stdio needs no token".into());
     }
-    let (secrets, missing) = Secrets::from_env(&registry.secrets);
-    if !missing.is_empty() {
-        return Err(format!(
-            "the spec reads secret(s) {} from the environment, but they are not set; export them and run again",
-            missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    let redactor = secrets.redactor();
-    let events = match &args.events {
-        None => Events::none(),
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| format!("cannot write events to `{}`: {e}", path.display()))?;
-            Events::to_writer(Box::new(std::io::BufWriter::new(file)), redactor.clone())
-        }
-    };
-    let tape = match &args.record {
-        Some(path) if path.exists() => {
+    let mut inputs = Inputs::from_flags(&args.setup);
+    if let Some(path) = &args.record {
+        if path.exists() {
             return Err(format!(
                 "fixture `{}` already exists; remove it or record to another path",
                 path.display()
-            ))
+            ));
         }
-        Some(_) => Some(Arc::new(Tape::recording(redactor.clone()))),
-        None => None,
-    };
-    let transport = match &tape {
-        Some(t) => Transport::with_tape(t.clone()),
-        None => Transport::live(),
+        inputs
+            .outputs
+            .push(Output::in_new_folders(path, "--record"));
+        inputs.network = Network::Record { previous: None };
     }
-    .allow_exec(&args.allow_exec);
-    let rt = crate::session::runtime();
+    let setup = Setup::open(&registry, inputs)?;
+    let rt = crate::setup::runtime();
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
     // carries their servers' descriptions and schemas; a missing tool is an error here.
-    if let Err(why) = rt.block_on(connect_remote(&registry, &transport, &events, &secrets)) {
+    if let Err(why) = rt.block_on(connect_remote(&registry, &setup)) {
         eprintln!("error: {why}");
         return Ok(exit::FAILED);
     }
-    let served = Arc::new(Served::new(
-        registry,
-        transport,
-        events,
-        secrets,
-        args.approve.iter().cloned().collect(),
-        args.now.clone(),
-        args.record.is_some(),
-    )?);
+    let tape = setup.tape.clone();
+    let served = Arc::new(Served::new(registry, setup, args.record.is_some())?);
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {
@@ -134,7 +90,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     served.registry.name,
                     crate::mcp::http::ENDPOINT
                 );
-                crate::mcp::http::serve(served.clone(), listener, token, shutdown_signal()).await;
+                crate::mcp::http::serve(served.clone(), listener, token, crate::setup::shutdown())
+                    .await;
                 Ok(())
             }
             None => {
@@ -145,19 +102,16 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                 let cancel = running.cancellation_token();
                 tokio::select! {
                     _ = running.waiting() => {}
-                    _ = shutdown_signal() => cancel.cancel(),
+                    _ = crate::setup::shutdown() => cancel.cancel(),
                 }
                 Ok(())
             }
         }
     });
     // The sessions this one opened with remote MCP servers end with it.
-    let s = &*served;
     rt.block_on(crate::tools::mcp::end_all(&remote_env(
-        &s.registry,
-        &s.transport,
-        &s.events,
-        &s.secrets,
+        &served.registry,
+        &served.setup,
     )));
     // Whatever ended the session, what was recorded is written.
     if let (Some(path), Some(tape)) = (&args.record, &tape) {
@@ -211,28 +165,6 @@ fn http_settings(
     Ok((addr, token))
 }
 
-/// Ctrl-C or SIGTERM: the normal way to stop a server, so it ends cleanly with exit 0.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
-    }
-}
-
 /// The served calls, the HTTP exchanges their tools made and a trace, as one fixture.
 fn write_session_fixture(
     path: &std::path::Path,
@@ -245,8 +177,8 @@ fn write_session_fixture(
         crate::fixture::fixture_spec(&served.registry, spec, path),
         &served.logged_calls(),
         tape.exchanges(),
-        served.approvals.iter().cloned().collect(),
-        crate::builtins::datetime::now_unix_ms(served.now.as_deref()).unwrap_or(0),
+        served.setup.approvals.iter().cloned().collect(),
+        served.setup.clock.now_unix_ms(),
     );
-    crate::fixture::write_fixture(path, &fixture, &served.redactor)
+    crate::fixture::write_fixture(path, &fixture, &served.setup.redactor)
 }

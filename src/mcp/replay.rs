@@ -6,12 +6,11 @@
 
 use super::record::{recorded_calls, session_fixture, session_trace, SERVED};
 use super::server::{Origin, Served, Session};
-use crate::events::Events;
-use crate::fixture::{json_diff, Exchange, Fixture, Tape};
-use crate::net::Transport;
+use crate::fixture::{json_diff, Exchange, Fixture};
 use crate::redact::Redactor;
 use crate::registry::Registry;
 use crate::replay::ReplayReport;
+use crate::setup::{Clock, Inputs, Network, Setup};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -35,28 +34,24 @@ pub(crate) async fn replay_session(
         Ok(c) => c,
         Err(e) => return failed(vec![e]),
     };
-    let secrets = crate::replay::placeholder_secrets(&registry, &fixture.model);
-    let redactor = secrets.redactor();
     let http: Vec<Exchange> = fixture
         .exchanges
         .iter()
         .filter(|e| e.kind != SERVED)
         .cloned()
         .collect();
-    let tape = Arc::new(Tape::replaying(
-        http,
-        registry.replay_ignore.clone(),
-        redactor.clone(),
-    ));
-    let served = match Served::new(
-        registry,
-        Transport::with_tape(tape.clone()),
-        Events::none(),
-        secrets,
-        fixture.approvals.iter().cloned().collect(),
-        None,
-        true,
-    ) {
+    // Each recorded call brings its own clock; the fixture's is the fallback.
+    let mut inputs = Inputs::quiet(&fixture.approvals, Clock::At(fixture.now_unix_ms));
+    inputs.network = Network::Replay(http);
+    let setup = match Setup::open(&registry, inputs) {
+        Ok(s) => s,
+        Err(e) => return failed(vec![e]),
+    };
+    let (redactor, tape) = (setup.redactor.clone(), setup.tape.clone());
+    let Some(tape) = tape else {
+        return failed(vec!["the replay has no recording to answer from".into()]);
+    };
+    let served = match Served::new(registry, setup, true) {
         Ok(s) => Arc::new(s),
         Err(e) => return failed(vec![e]),
     };

@@ -4,11 +4,9 @@
 //! (each client connection) gets its own limits and loop counters, as a run does.
 
 use super::confirm::{self, Confirmation};
-use crate::engine::{CallOutcome, CallSession, Engine, RunOptions};
-use crate::events::Events;
-use crate::net::Transport;
-use crate::redact::{Redactor, Secrets};
+use crate::engine::{CallOutcome, CallSession};
 use crate::registry::Registry;
+use crate::setup::Setup;
 use crate::trace::{PendingCall, ToolErrorEntry, ToolResultEntry};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
@@ -17,7 +15,6 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -25,14 +22,8 @@ use std::time::Instant;
 /// Everything every session shares: the compiled spec, the network door, secrets and logs.
 pub(crate) struct Served {
     pub(crate) registry: Registry,
-    pub(crate) transport: Transport,
-    pub(crate) events: Events,
-    pub(crate) secrets: Secrets,
-    pub(crate) redactor: Redactor,
-    /// Tools that need confirmation and may run anyway (`--approve`).
-    pub(crate) approvals: BTreeSet<String>,
-    /// `--now`: a fixed clock for built-ins; otherwise the system clock at each call.
-    pub(crate) now: Option<String>,
+    /// Network, events, secrets, approvals (`--approve`) and the clock, read at each call.
+    pub(crate) setup: Setup,
     tools: Vec<rmcp::model::Tool>,
     /// Every call, kept only when the session is recorded (`--record`).
     log: Option<Mutex<Vec<LoggedCall>>>,
@@ -56,15 +47,7 @@ pub(crate) struct LoggedCall {
 }
 
 impl Served {
-    pub(crate) fn new(
-        registry: Registry,
-        transport: Transport,
-        events: Events,
-        secrets: Secrets,
-        approvals: BTreeSet<String>,
-        now: Option<String>,
-        record: bool,
-    ) -> Result<Served, String> {
+    pub(crate) fn new(registry: Registry, setup: Setup, record: bool) -> Result<Served, String> {
         let tools = registry
             .callable_tools()
             .map(|t| {
@@ -73,13 +56,8 @@ impl Served {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Served {
-            redactor: secrets.redactor(),
             registry,
-            transport,
-            events,
-            secrets,
-            approvals,
-            now,
+            setup,
             tools,
             log: record.then(|| Mutex::new(Vec::new())),
             sessions: AtomicU64::new(0),
@@ -129,26 +107,12 @@ impl Session {
         approved_once: bool,
     ) -> CallOutcome {
         let served = &*self.served;
-        let engine = Engine {
-            registry: &served.registry,
-            transport: &served.transport,
-            events: &served.events,
-            secrets: &served.secrets,
-            redactor: served.redactor.clone(),
-        };
-        let mut approvals = served.approvals.clone();
+        let engine = served.setup.engine(&served.registry);
+        let mut opts = served.setup.call_options();
+        opts.now_unix_ms = now_unix_ms;
         if approved_once {
-            approvals.insert(name.to_string());
+            opts.approvals.insert(name.to_string());
         }
-        let opts = RunOptions {
-            query: "",
-            model_name: "mcp",
-            approvals,
-            confirmer: None,
-            now_unix_ms,
-            faults: Vec::new(),
-            interrupted: None,
-        };
         // Calls of one session take turns, as a run's turns do: its counters stay exact.
         let mut state = self.state.lock().await;
         engine
@@ -171,7 +135,7 @@ impl Session {
                     .map(|t| t.description.as_str())
                     .unwrap_or_default();
                 let mut form = confirm::request(pending, description);
-                served.redactor.value(&mut form);
+                served.setup.redactor.value(&mut form);
                 Some(confirm::ask(peer, form).await)
             }
             Origin::Client(_) => None,
@@ -189,12 +153,7 @@ impl Session {
         let started = Instant::now();
         let now_unix_ms = match &origin {
             Origin::Recording { now_unix_ms, .. } => *now_unix_ms,
-            Origin::Client(_) => {
-                match crate::builtins::datetime::now_unix_ms(served.now.as_deref()) {
-                    Ok(n) => n,
-                    Err(e) => return error_result("execution_error", &e),
-                }
-            }
+            Origin::Client(_) => served.setup.clock.now_unix_ms(),
         };
         let mut outcome = self.attempt(name, &arguments, now_unix_ms, false).await;
         let mut confirmation = None;
@@ -211,8 +170,8 @@ impl Session {
             }
             _ => to_mcp_result(&outcome),
         };
-        served.redactor.value(&mut response);
-        served.events.emit_with("mcp_call", || {
+        served.setup.redactor.value(&mut response);
+        served.setup.events.emit_with("mcp_call", || {
             json!({
                 "session": self.id(),
                 "name": name,

@@ -12,11 +12,11 @@ pub(crate) mod select;
 use super::cases::{report, CaseResult, Outcome as CaseOutcome, Tally};
 use crate::cli::{NoTests, ReportFormat, TestArgs};
 use crate::exit;
-use crate::redact::{Redactor, Secrets};
-use crate::registry::{ModelKind, Registry, TestCase};
+use crate::registry::{Registry, TestCase};
 use crate::results::{Failure, FailureKind, Outcome, Results, Settings, TestResult};
+use crate::setup::{Clock, Signals};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub(crate) use select::parse_partition;
 
@@ -28,7 +28,12 @@ pub(crate) fn run(args: TestArgs) -> i32 {
 
 fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     // A report that cannot be written is found before any test runs.
-    for (path, flag) in [(&args.junit, "--junit"), (&args.results, "--results")] {
+    let outputs = [
+        (&args.junit, "--junit"),
+        (&args.results, "--results"),
+        (&args.setup.events, "--events"),
+    ];
+    for (path, flag) in outputs {
         if let Some(path) = path {
             crate::files::check_destination(path, flag, false).map_err(usage)?;
         }
@@ -42,20 +47,29 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     let (registries, load_failures) = load_all(args)?;
     if let Some(model) = &args.model {
         for r in &registries {
-            crate::session::model_name(r, Some(model))
+            crate::setup::model_name(r, Some(model))
                 .map_err(|e| usage(format!("--model: {e} ({})", r.spec_path.display())))?;
         }
     }
     let cases = select::select(&registries, args.filter.as_deref(), partition).map_err(usage)?;
-    let now = crate::builtins::datetime::now_unix_ms(args.now.as_deref()).map_err(usage)?;
+    let now = Clock::parse(args.setup.now.as_deref())
+        .map_err(usage)?
+        .now_unix_ms();
+    let all: Vec<&Registry> = registries.iter().collect();
+    crate::setup::approvals(&all, &args.setup.approve).map_err(usage)?;
+    let redactor = crate::setup::masking_for(&all);
+    let events = Arc::new(match &args.setup.events {
+        Some(path) => crate::setup::open_events(path, &redactor).map_err(usage)?,
+        None => crate::events::Events::none(),
+    });
     let started_ms = crate::builtins::datetime::now_unix_ms(None).unwrap_or(0);
     let jobs = args.jobs.map(|j| j as usize).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let rt = crate::session::runtime();
-    let (stop, sigint) = crate::setup::watch_signals(&rt);
+    let rt = crate::setup::runtime();
+    let signals = Signals::watch(&rt);
     let bar = progress::Progress::start(cases.len() as u64);
     let settings = Settings {
         model: args.model.clone(),
@@ -68,7 +82,8 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     let env = Env {
         args,
         now,
-        stop: &stop,
+        stop: &signals.stop,
+        events: &events,
     };
     let tests = run_cases(&cases, jobs, &env, &bar, &rt);
     bar.finish();
@@ -84,7 +99,6 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         results.tests.push(test);
     }
     results.finish();
-    let redactor = redactor(&registries);
     if let Some(path) = &args.results {
         if let Err(e) = results.write(path, &redactor) {
             eprintln!("error: {e}");
@@ -123,7 +137,7 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
                 .max(super::junit::write_requested(args.junit.as_deref(), &rows))
         }
     };
-    if let Some(code) = super::interrupted_exit(&stop, &sigint) {
+    if let Some(code) = signals.interrupted_exit() {
         return Ok(code);
     }
     Ok(code.max(nothing_ran(&Tally::of(&rows), args.no_tests)))
@@ -134,6 +148,7 @@ struct Env<'a> {
     args: &'a TestArgs,
     now: i64,
     stop: &'a crate::setup::Interrupt,
+    events: &'a Arc<crate::events::Events>,
 }
 
 impl<'a> Env<'a> {
@@ -145,9 +160,11 @@ impl<'a> Env<'a> {
             record: args.record,
             // Asking for a model or a recording is asking for live calls.
             allow_network: args.allow_network || args.model.is_some() || args.record.is_some(),
-            allow_exec: &args.allow_exec,
+            allow_exec: &args.setup.allow_exec,
             now_unix_ms: self.now,
             stop: self.stop,
+            approve: &args.setup.approve,
+            events: self.events,
         }
     }
 }
@@ -198,7 +215,7 @@ fn run_cases<'a>(
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
-                    let rt = crate::session::runtime();
+                    let rt = crate::setup::runtime();
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some((registry, case)) = cases.get(i) else {
@@ -304,21 +321,6 @@ fn describe(f: &Failure) -> String {
         FailureKind::Assertion => format!("assertion failed: {}", f.message),
         FailureKind::Divergence | FailureKind::Error => f.message.clone(),
     }
-}
-
-/// Every declared secret and API key that is set, for masking the results document.
-fn redactor(registries: &[Registry]) -> Redactor {
-    let mut all = Redactor::default();
-    for r in registries {
-        let mut names = r.secrets.clone();
-        for m in &r.models {
-            if let ModelKind::OpenAi(live) | ModelKind::Anthropic(live) = &m.kind {
-                names.extend(live.api_key_env.iter().cloned());
-            }
-        }
-        all.merge(&Secrets::from_env(&names).0.redactor());
-    }
-    all
 }
 
 /// A suite in which nothing ran proved nothing: by default that is a failure (as nextest does),

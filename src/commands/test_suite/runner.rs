@@ -5,13 +5,11 @@
 
 use super::expect::check_expectations;
 use crate::cli::RecordWhich;
-use crate::engine::{Engine, RunOptions};
 use crate::events::Events;
 use crate::fixture::{Fixture, Tape};
-use crate::net::Transport;
 use crate::registry::{ModelKind, Registry, TestCase};
 use crate::results::{Attempt, Failure, PriceInfo, Source};
-use crate::setup::Interrupt;
+use crate::setup::{Clock, EventsTo, Inputs, Interrupt, ModelChoice, Network, SecretSource, Setup};
 use crate::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -30,6 +28,24 @@ pub(crate) struct RunContext<'a> {
     pub(crate) allow_exec: &'a [String],
     pub(crate) now_unix_ms: i64,
     pub(crate) stop: &'a Interrupt,
+    /// `--approve`, checked against the specs: each case gets those of its own spec.
+    pub(crate) approve: &'a [String],
+    /// `--events`, shared by every case.
+    pub(crate) events: &'a Arc<Events>,
+}
+
+impl RunContext<'_> {
+    /// The case's own approvals and those of `--approve` that name a tool of its spec.
+    pub(crate) fn approvals_for(&self, case: &TestCase) -> Vec<String> {
+        let mut approve = case.approve.clone();
+        approve.extend(
+            self.approve
+                .iter()
+                .filter(|t| self.registry.tool(t).is_some() && !case.approve.contains(t))
+                .cloned(),
+        );
+        approve
+    }
 }
 
 /// How a case runs; decided once, before its attempts.
@@ -79,7 +95,7 @@ fn model_folder(model: &str) -> String {
 }
 
 pub(crate) fn model_for(ctx: &RunContext<'_>, case: &TestCase) -> Result<String, String> {
-    crate::session::model_name(ctx.registry, ctx.model.or(case.model.as_deref()))
+    crate::setup::model_name(ctx.registry, ctx.model.or(case.model.as_deref()))
 }
 
 pub(crate) fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
@@ -233,47 +249,42 @@ async fn execute(
     record: Option<&Path>,
 ) -> Result<(Trace, Vec<Failure>), Failure> {
     // Offline, every secret is the mask: a real credential can neither be sent nor echoed into
-    // the report, whatever the environment holds.
+    // the report, whatever the environment holds; and the transport is a tape with nothing on
+    // it: every request is refused before it leaves the process, and remembered so the
+    // failure can name it.
     let offline = !ctx.allow_network;
-    let mut prepared =
-        crate::session::prepare_with(ctx.registry, Some(model), &case.query, offline)
-            .map_err(Failure::error)?;
-    let redactor = prepared.secrets.redactor();
-    // Offline, the transport is a tape with nothing on it: every request is refused before it
-    // leaves the process, and remembered so the failure can name it.
-    let tape = if offline {
-        Some(Arc::new(Tape::offline()))
-    } else if record.is_some() {
-        Some(Arc::new(Tape::recording(redactor.clone())))
-    } else {
-        None
+    let approve = ctx.approvals_for(case);
+    let clock = Clock::At(case.now_unix_ms.unwrap_or(ctx.now_unix_ms));
+    let mut inputs = Inputs::quiet(&approve, clock);
+    inputs.events = EventsTo::Shared(ctx.events.clone());
+    (inputs.secrets, inputs.network) = match (offline, record) {
+        (true, _) => (SecretSource::Masked, Network::Offline),
+        (false, Some(_)) => (
+            SecretSource::Environment,
+            Network::Record { previous: None },
+        ),
+        (false, None) => (SecretSource::Environment, Network::Live),
     };
-    let transport = match &tape {
-        Some(t) => Transport::with_tape(t.clone()),
-        None => Transport::live(),
-    }
-    .allow_exec(ctx.allow_exec);
-    let events = Events::none();
-    let engine = Engine {
-        registry: ctx.registry,
-        transport: &transport,
-        events: &events,
-        secrets: &prepared.secrets,
-        redactor: redactor.clone(),
-    };
-    let now = case.now_unix_ms.unwrap_or(ctx.now_unix_ms);
-    let opts = RunOptions {
-        faults: case.faults.clone(),
+    inputs.model = Some(ModelChoice {
+        name: Some(model),
         query: &case.query,
-        model_name: &prepared.model_name,
-        approvals: case.approve.iter().cloned().collect(),
-        confirmer: None,
-        now_unix_ms: now,
-        interrupted: Some(ctx.stop.clone()),
+    });
+    inputs.interrupt = Some(ctx.stop.clone());
+    inputs.allow_exec = ctx.allow_exec;
+    let mut setup = Setup::open(ctx.registry, inputs).map_err(Failure::error)?;
+    let Some(mut prepared) = setup.model.take() else {
+        return Err(Failure::error("the test has no model"));
     };
-    let trace = engine.run(&mut prepared.model, opts).await;
+    let mut opts = setup.run_options(&case.query, &prepared.name);
+    opts.faults = case.faults.clone();
+    let now = opts.now_unix_ms;
+    let trace = setup
+        .engine(ctx.registry)
+        .run(&mut prepared.client, opts)
+        .await;
+    let (tape, redactor) = (&setup.tape, &setup.redactor);
     let mut failures = Vec::new();
-    if let (Some(path), Some(tape)) = (record, &tape) {
+    if let (Some(path), Some(tape)) = (record, tape) {
         // Only a run that finished becomes a fixture: an interrupted one would later replay as
         // recorded (and `--record missing` would skip it), and a previous recording is kept.
         if trace.stop_reason == crate::vocab::StopReason::Interrupted {
@@ -283,8 +294,14 @@ async fn execute(
             )));
             return Ok((trace, failures));
         }
-        let fixture = build_fixture(ctx.registry, case, model, now, path, tape, &trace);
-        crate::fixture::write_fixture(path, &fixture, &redactor).map_err(Failure::error)?;
+        let recorded = Recorded {
+            model,
+            now,
+            approvals: approve,
+            path,
+        };
+        let fixture = build_fixture(ctx.registry, case, &recorded, tape, &trace);
+        crate::fixture::write_fixture(path, &fixture, redactor).map_err(Failure::error)?;
     }
     let refused = tape.as_ref().map(|t| t.refused()).unwrap_or_default();
     // A run cut off from the network says nothing about its expectations: report only why.
@@ -298,15 +315,22 @@ async fn execute(
     Ok((trace, failures))
 }
 
+/// What a recorded case ran with, as its fixture keeps it.
+struct Recorded<'a> {
+    model: &'a str,
+    now: i64,
+    approvals: Vec<String>,
+    path: &'a Path,
+}
+
 fn build_fixture(
     registry: &Registry,
     case: &TestCase,
-    model: &str,
-    now: i64,
-    path: &Path,
+    recorded: &Recorded<'_>,
     tape: &Tape,
     trace: &Trace,
 ) -> Fixture {
+    let path = recorded.path;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -316,9 +340,9 @@ fn build_fixture(
     Fixture::recorded(
         crate::fixture::fixture_spec(registry, &registry.spec_path, path),
         case.query.clone(),
-        model.to_string(),
-        now,
-        case.approve.clone(),
+        recorded.model.to_string(),
+        recorded.now,
+        recorded.approvals.clone(),
         tape.exchanges(),
         serde_json::to_value(trace).unwrap_or_default(),
     )
