@@ -187,9 +187,10 @@ pub(crate) struct TestArgs {
     /// What a run in which no test ran means (every test skipped, or none selected)
     #[arg(long, value_enum, value_name = "WHAT", default_value = "fail")]
     pub(crate) no_tests: NoTests,
-    /// Run every test with this model instead of its own (live models are called)
+    /// Run every test with this model instead of its own (live models are called); repeat it
+    /// for a model matrix: every test with each model, one results column per model
     #[arg(long, value_name = "NAME")]
-    pub(crate) model: Option<String>,
+    pub(crate) model: Vec<String>,
     /// Run tests live and write their fixtures: those whose fixture is missing, or all
     #[arg(long, value_enum, value_name = "WHICH")]
     pub(crate) record: Option<RecordWhich>,
@@ -207,6 +208,21 @@ pub(crate) struct TestArgs {
     pub(crate) results: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) setup: crate::setup::SetupArgs,
+    /// Compare with this results file (e.g. main's, from a CI artifact)
+    #[arg(long, value_name = "PREV.json")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// What exits 1: a test's pass rate fell beyond noise (`regression`, the default with
+    /// --baseline), or any failing test (`failure`, the default without)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub(crate) fail_on: Option<FailOn>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailOn {
+    /// Only tests whose pass rate fell beyond noise since --baseline
+    Regression,
+    /// Any failing test
+    Failure,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,6 +45,10 @@ pub(crate) struct Settings {
     /// `--model`, when it replaced each test's own model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) model: Option<String>,
+    /// A model matrix (`--model a --model b`): every test ran with each, in this order, and
+    /// `tests` holds one entry per test and model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) models: Vec<String>,
     /// Runs per test (`--repeat`).
     pub(crate) repeat: u32,
     /// Share of a test's runs that must pass (`--pass-rate`).
@@ -592,6 +596,30 @@ impl TestResult {
     }
 }
 
+/// The totals of these (finished) tests.
+pub(crate) fn totals_of(tests: &[&TestResult]) -> Totals {
+    let mut t = Totals::default();
+    for test in tests {
+        t.tests += 1;
+        match test.outcome {
+            Outcome::Passed => t.passed += 1,
+            Outcome::Failed => t.failed += 1,
+            Outcome::Skipped => t.skipped += 1,
+        }
+        t.attempts += test.attempts.len() as u32;
+        t.attempts_passed += test.passes;
+        t.usage.add(&test.usage);
+        t.duration_ms += test.duration_ms;
+    }
+    t.cost_usd = sum_costs(tests.iter().map(|x| x.cost_usd));
+    t.pass_rate = if t.attempts == 0 {
+        0.0
+    } else {
+        f64::from(t.attempts_passed) / f64::from(t.attempts)
+    };
+    t
+}
+
 fn sum_costs(costs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     costs
         .flatten()
@@ -632,27 +660,10 @@ impl Results {
 
     /// Finishes every test and computes the totals. Call once, after the last attempt.
     pub(crate) fn finish(&mut self) {
-        let mut t = Totals::default();
         for test in &mut self.tests {
             test.finish();
-            t.tests += 1;
-            match test.outcome {
-                Outcome::Passed => t.passed += 1,
-                Outcome::Failed => t.failed += 1,
-                Outcome::Skipped => t.skipped += 1,
-            }
-            t.attempts += test.attempts.len() as u32;
-            t.attempts_passed += test.passes;
-            t.usage.add(&test.usage);
-            t.duration_ms += test.duration_ms;
         }
-        t.cost_usd = sum_costs(self.tests.iter().map(|x| x.cost_usd));
-        t.pass_rate = if t.attempts == 0 {
-            0.0
-        } else {
-            f64::from(t.attempts_passed) / f64::from(t.attempts)
-        };
-        self.totals = t;
+        self.totals = totals_of(&self.tests.iter().collect::<Vec<_>>());
     }
 
     /// The document as written: secrets masked everywhere, keys in a stable order.

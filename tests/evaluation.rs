@@ -89,3 +89,307 @@ fn two_tests_naming_one_fixture_is_an_error_pointing_at_both() {
     out.assert_code(1);
     assert!(!dir.join("fx/hi.json").exists());
 }
+
+/// A spec whose scripted model answers each query from `answers` (`(query regex, answer)`).
+fn scripted(name: &str, answers: &[(&str, &str)], tests: &str) -> String {
+    let scripts: String = answers
+        .iter()
+        .map(|(when, answer)| {
+            format!("      - when: \"{when}\"\n        turns:\n          - answer: \"{answer}\"\n")
+        })
+        .collect();
+    format!(
+        r#"version: 1
+name: {name}
+tools:
+  note:
+    description: Writes a note down for later.
+    kind: mock
+    responses:
+      - result: noted
+models:
+  scripted:
+    kind: scripted
+    scripts:
+{scripts}tests:
+{tests}"#
+    )
+}
+
+fn case(name: &str, query: &str, contains: &str) -> String {
+    format!(
+        "  - name: {name}\n    query: {query}\n    expect: {{ output_contains: \"{contains}\" }}\n"
+    )
+}
+
+#[test]
+fn a_baseline_blocks_only_regressions_and_names_new_and_gone_tests() {
+    let dir = support::temp_dir("baseline");
+    let before = [
+        case("kept", "one", "yes"),
+        case("broken", "two", "yes"),
+        case("dropped", "three", "yes"),
+    ]
+    .concat();
+    write(
+        &dir,
+        "s.yaml",
+        &scripted(
+            "s",
+            &[("one", "yes"), ("two", "no"), ("three", "yes")],
+            &before,
+        ),
+    );
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--results", "base.json"]));
+    out.assert_code(1);
+
+    // `broken` still fails (the baseline had it), `dropped` is gone, `added` is new and fails:
+    // none of that blocks.
+    let after = [
+        case("kept", "one", "yes"),
+        case("broken", "two", "yes"),
+        case("added", "four", "yes"),
+    ]
+    .concat();
+    write(
+        &dir,
+        "s.yaml",
+        &scripted(
+            "s",
+            &[("one", "yes"), ("two", "no"), ("four", "no")],
+            &after,
+        ),
+    );
+    let out = run(toolrun().current_dir(&dir).args([
+        "test",
+        "s.yaml",
+        "--baseline",
+        "base.json",
+        "--junit",
+        "j.xml",
+    ]));
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .starts_with("baseline base.json: 0 regression(s), 0 fix(es); 2 test(s) in both"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("  new s::added: not in the baseline"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("  gone s::dropped: in the baseline, not run now"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("FAIL s::broken"), "{out:?}");
+    // `--fail-on failure` keeps the old rule.
+    let out = run(toolrun().current_dir(&dir).args([
+        "test",
+        "s.yaml",
+        "--baseline",
+        "base.json",
+        "--fail-on",
+        "failure",
+    ]));
+    out.assert_code(1);
+
+    // Now `kept` regresses: offline runs are deterministic, so 1/1 → 0/1 is beyond noise.
+    write(
+        &dir,
+        "s.yaml",
+        &scripted("s", &[("one", "no"), ("two", "no"), ("four", "no")], &after),
+    );
+    let out = run(toolrun().current_dir(&dir).args([
+        "test",
+        "s.yaml",
+        "--baseline",
+        "base.json",
+        "--junit",
+        "j.xml",
+    ]));
+    out.assert_code(1);
+    let first = out.stdout.lines().take(2).collect::<Vec<_>>();
+    assert!(
+        first[0].starts_with("baseline base.json: 1 regression(s)"),
+        "{out:?}"
+    );
+    assert_eq!(
+        first[1],
+        "  REGRESSION s::kept: 1/1 → 0/1 runs passed, offline runs, deterministic"
+    );
+    assert!(
+        out.stdout
+            .contains("FAIL s::kept\n     regression since the baseline: 1/1 → 0/1"),
+        "{out:?}"
+    );
+    let xml = std::fs::read_to_string(dir.join("j.xml")).unwrap();
+    assert!(
+        xml.contains("<testcase classname=\"s\" name=\"kept\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure type=\"regression\" message=\"regression since the baseline"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure type=\"failure\" message=\"assertion failed"),
+        "{xml}"
+    );
+
+    // A baseline that cannot be read stops before any test runs; `--fail-on regression` needs one.
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--baseline", "s.yaml"]));
+    out.assert_code(2);
+    assert!(out.stderr.contains("is not a results file"), "{out:?}");
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--fail-on", "regression"]));
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("--fail-on regression needs --baseline"),
+        "{out:?}"
+    );
+}
+
+const MATRIX: &str = r#"version: 1
+name: m
+tools:
+  note:
+    description: Writes a note down for later.
+    kind: mock
+    responses:
+      - result: noted
+models:
+  good:
+    kind: scripted
+    scripts:
+      - turns:
+          - answer: "the answer is 42"
+  bad:
+    kind: scripted
+    scripts:
+      - turns:
+          - answer: "no idea"
+default_model: good
+fixtures: fx/{model}
+tests:
+  - name: answer
+    query: what is the answer?
+    expect: { output_contains: "42" }
+  - name: polite
+    query: hello
+    expect: { output_not_contains: "rude" }
+"#;
+
+#[test]
+fn a_model_matrix_runs_every_test_with_each_model_and_report_compares_them() {
+    let dir = support::temp_dir("matrix");
+    write(&dir, "s.yaml", MATRIX);
+    let args = [
+        "test",
+        "s.yaml",
+        "--model",
+        "good",
+        "--model",
+        "bad",
+        "--record",
+        "missing",
+        "--jobs",
+        "1",
+        "--results",
+        "m.json",
+    ];
+    let out = run(toolrun().current_dir(&dir).args(args));
+    out.assert_code(1);
+    for line in [
+        "PASS m::answer [good]",
+        "PASS m::polite [good]",
+        "FAIL m::answer [bad]",
+        "PASS m::polite [bad]",
+    ] {
+        assert!(out.stdout.contains(line), "{line}: {out:?}");
+    }
+    // One fixture per model, through `{model}` in `fixtures:`.
+    for model in ["good", "bad"] {
+        let fx: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("fx/{model}/answer.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(fx["model"], model);
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("m.json")).unwrap()).unwrap();
+    assert_eq!(
+        doc["settings"]["models"],
+        serde_json::json!(["good", "bad"])
+    );
+    let tests: Vec<(String, String)> = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["model"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(tests.len(), 4, "{doc:#}");
+    assert!(
+        tests.contains(&("answer".into(), "bad".into())),
+        "{tests:?}"
+    );
+
+    // The second time both models replay their own recordings.
+    let out = run(toolrun().current_dir(&dir).args(args.map(|a| {
+        if a == "m.json" {
+            "again.json"
+        } else {
+            a
+        }
+    })));
+    out.assert_code(1);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("again.json")).unwrap()).unwrap();
+    assert!(
+        doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["attempts"][0]["source"] == "replay"),
+        "{doc:#}"
+    );
+
+    // `report` makes one column per model and compares them (offline: deterministic).
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["report", "m.json", "--format", "markdown"]));
+    out.assert_code(0);
+    let md = &out.stdout;
+    assert!(md.contains("| | good | bad |"), "{md}");
+    assert!(
+        md.contains("| m::answer | ✅ 1/1 | ❌ 0/1 **regression** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**good → bad**: 1 regression(s), 0 fix(es); 2 test(s) in both, 1 passed only in good, 0 only in bad: within noise (p=1.000)"),
+        "{md}"
+    );
+    // A matrix cannot be gated against one baseline.
+    let out = run(toolrun().current_dir(&dir).args([
+        "test",
+        "s.yaml",
+        "--model",
+        "good",
+        "--model",
+        "bad",
+        "--baseline",
+        "m.json",
+    ]));
+    out.assert_code(2);
+}

@@ -99,8 +99,8 @@ fn fake_gpt() -> support::TestServer {
 }
 
 /// `before.json` from the scripted model (gain passes, unknown_ticker fails) and `after.json`
-/// from the live model on the fake server, twice per test (gain 1/2, a regression;
-/// unknown_ticker 2/2, a fix): both written by `toolrun test --results`.
+/// from the live model on the fake server, twice per test (gain 1/2, worse but within noise;
+/// unknown_ticker 2/2, better within noise): both written by `toolrun test --results`.
 fn two_runs() -> support::TempDir {
     let dir = support::temp_dir("report");
     let fake = fake_gpt();
@@ -147,26 +147,40 @@ fn markdown_summary_names_rates_regressions_and_failures() {
         md.contains("| **tests passed** | 1/2 (50%) | 1/2 (50%) |"),
         "{md}"
     );
+    // With its 95% Wilson interval.
     assert!(
-        md.contains("| **attempts passed** | 1/2 (50%) | 3/4 (75%) |"),
+        md.contains(
+            "| **attempts passed** | 1/2 (50%, 95% CI 9%–91%) | 3/4 (75%, 95% CI 30%–95%) |"
+        ),
         "{md}"
     );
     // Live: (3 + 2 calls) × 2 attempts × (10 + 5) tokens; scripted models report none.
     assert!(md.contains("| **tokens** | 0 | 150 |"), "{md}");
     assert!(md.contains("| **cost** | — | $0.00"), "{md}");
+    // One failed attempt of two live ones is not a regression of a test that passed once: it
+    // is marked, as within noise (Fisher's exact test, p=1).
     assert!(
-        md.contains("| stocks::gain\\_on\\_aapl | ✅ 1/1 | ❌ 1/2 **regression** |"),
+        md.contains("| stocks::gain\\_on\\_aapl | ✅ 1/1 | ❌ 1/2 [9%–91%] worse, within noise |"),
         "{md}"
     );
     assert!(
-        md.contains("| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 2/2 **fixed** |"),
+        md.contains(
+            "| stocks::unknown\\_ticker | ❌ 0/1 | ✅ 2/2 [34%–100%] better, within noise |"
+        ),
         "{md}"
     );
     assert!(
-        md.contains("- regression: stocks::gain\\_on\\_aapl"),
+        md.contains("**scripted → gpt**: 0 regression(s), 0 fix(es); 2 test(s) in both, 1 passed only in scripted, 1 only in gpt: within noise (p=1.000)"),
         "{md}"
     );
-    assert!(md.contains("- fixed: stocks::unknown\\_ticker"), "{md}");
+    assert!(
+        md.contains("- worse, within noise: stocks::gain\\_on\\_aapl"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- better, within noise: stocks::unknown\\_ticker"),
+        "{md}"
+    );
     let failed = failed_gain_attempt(&dir);
     assert!(
         md.contains(&format!(
@@ -174,7 +188,7 @@ fn markdown_summary_names_rates_regressions_and_failures() {
         )),
         "{md}"
     );
-    // The regression comes first, then the other failing row.
+    // The failing rows in the spec's order.
     let gain = md.find("| stocks::gain").unwrap_or(usize::MAX);
     let unknown = md.find("| stocks::unknown").unwrap_or(0);
     assert!(gain < unknown, "{md}");
@@ -326,8 +340,9 @@ fn the_html_report_renders_in_a_real_browser() {
             "1/2 (50%)",
             "0/1 (0%)",
             "2/2 (100%)",
-            "class=\"change regression\">regression<",
-            "class=\"change fixed\">fixed<",
+            "1/2 (50%) [9%–91%]",
+            "class=\"change worse\">worse, within noise (p=1.000)<",
+            "class=\"change better\">better, within noise (p=0.333)<",
             "90 tok · $0.0006",
         ],
     );
@@ -342,13 +357,14 @@ fn the_html_report_renders_in_a_real_browser() {
     );
 
     let summary = section(&dom, "id=\"summary\"", "</table>");
-    support::assert_contains(summary, &[">150<"]);
+    support::assert_contains(summary, &[">150<", "3/4 (75%, 95% CI 30%–95%)"]);
     let changes = section(&dom, "id=\"changes\"", "</ul>");
     support::assert_contains(
         changes,
         &[
-            "scripted → gpt: stocks::gain_on_aapl",
-            "scripted → gpt: stocks::unknown_ticker",
+            "scripted → gpt: 2 test(s) in both, 1 passed only in scripted, 1 only in gpt: within noise (p=1.000)",
+            "worse, within noise</span> scripted → gpt: stocks::gain_on_aapl",
+            "better, within noise</span> scripted → gpt: stocks::unknown_ticker",
         ],
     );
 

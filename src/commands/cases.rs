@@ -15,6 +15,8 @@ pub(crate) struct CaseResult {
     pub(crate) duration_ms: f64,
     /// `k/N` runs passed, shown when a test ran more than once (`--repeat`).
     pub(crate) runs: Option<(u32, u32)>,
+    /// How the test fell since `--baseline`, when that is a regression.
+    pub(crate) regression: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

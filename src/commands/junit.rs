@@ -64,11 +64,16 @@ pub(crate) fn junit_xml(results: &[CaseResult]) -> String {
             ));
             match r.outcome {
                 Outcome::Passed => out.push_str("/>\n"),
-                Outcome::Failed => out.push_str(&format!(
-                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                // A regression since the baseline is its own failure type, so CI can tell it
+                // from a failure the baseline already had.
+                Outcome::Failed => {
+                    out.push_str(&format!(
+                    ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                    if r.regression.is_some() { "regression" } else { "failure" },
                     xml_escape(r.failures.first().map(String::as_str).unwrap_or("failed")),
                     xml_escape(&r.failures.join("\n"))
-                )),
+                ))
+                }
                 Outcome::Skipped => out.push_str(&format!(
                     ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
                     xml_escape(r.failures.first().map(String::as_str).unwrap_or(""))
@@ -94,6 +99,7 @@ mod tests {
             failures: vec!["x & y".into()],
             duration_ms: 1.0,
             runs: None,
+            regression: None,
         };
         let xml = junit_xml(&[r]);
         assert!(xml.contains("name=\"a&lt;b\""));

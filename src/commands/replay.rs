@@ -100,6 +100,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
                     failures,
                     duration_ms: crate::trace::millis(started.elapsed()),
                     runs: None,
+                    regression: None,
                 };
                 (i, result, was_updated)
             }

@@ -95,8 +95,12 @@ fn totals(out: &mut String, report: &Report) {
         format!("{}/{ran} ({rate}){skipped}", c.totals.passed)
     });
     row(out, "attempts passed", &|c| {
+        let interval = c
+            .interval
+            .map(|i| format!(", 95% CI {}–{}", percent(i.low), percent(i.high)))
+            .unwrap_or_default();
         format!(
-            "{}/{} ({})",
+            "{}/{} ({}{interval})",
             c.totals.attempts_passed,
             c.totals.attempts,
             percent(c.totals.pass_rate)
@@ -123,14 +127,22 @@ fn test_rows(out: &mut String, report: &Report, t: Text) {
                         Outcome::Failed => "❌",
                         Outcome::Skipped => "⏭️",
                     };
-                    let count = if c.runs > 0 {
-                        format!(" {}/{}", c.passes, c.runs)
-                    } else {
-                        " skipped".to_string()
+                    let count = match (c.runs, c.interval) {
+                        (0, _) => " skipped".to_string(),
+                        // Over repeats, the rate's 95% interval says how much it can be trusted.
+                        (runs, Some(i)) if runs > 1 => format!(
+                            " {}/{runs} [{}–{}]",
+                            c.passes,
+                            percent(i.low),
+                            percent(i.high)
+                        ),
+                        (runs, _) => format!(" {}/{runs}", c.passes),
                     };
                     let change = match c.change {
                         Some(Change::Regression) => " **regression**",
                         Some(Change::Fixed) => " **fixed**",
+                        Some(Change::Worse) => " worse, within noise",
+                        Some(Change::Better) => " better, within noise",
                         None => "",
                     };
                     format!("{mark}{count}{change}")
@@ -150,22 +162,34 @@ fn test_rows(out: &mut String, report: &Report, t: Text) {
 /// Regressions and fixes between neighbouring columns.
 fn changes(out: &mut String, report: &Report, t: Text) {
     for cmp in &report.comparisons {
-        if cmp.regressions.is_empty() && cmp.fixes.is_empty() {
+        if cmp.paired == 0 {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "\n**{} → {}**: {} regression(s), {} fix(es)",
+        let (from, to) = (
             t(&report.columns[cmp.from].label),
             t(&report.columns[cmp.to].label),
+        );
+        let _ = writeln!(
+            out,
+            "\n**{from} → {to}**: {} regression(s), {} fix(es); {} test(s) in both, {} passed only in {from}, {} only in {to}: {}",
             cmp.regressions.len(),
-            cmp.fixes.len()
+            cmp.fixes.len(),
+            cmp.paired,
+            cmp.passed_only_before,
+            cmp.passed_only_after,
+            cmp.verdict
         );
         for id in &cmp.regressions {
             let _ = writeln!(out, "- regression: {}", t(id));
         }
         for id in &cmp.fixes {
             let _ = writeln!(out, "- fixed: {}", t(id));
+        }
+        for id in &cmp.worse {
+            let _ = writeln!(out, "- worse, within noise: {}", t(id));
+        }
+        for id in &cmp.better {
+            let _ = writeln!(out, "- better, within noise: {}", t(id));
         }
     }
 }

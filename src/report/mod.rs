@@ -4,8 +4,10 @@
 pub(crate) mod html;
 pub(crate) mod markdown;
 
+pub(crate) use crate::compare::Change;
 use crate::redact::Redactor;
-use crate::results::{Attempt, Outcome, Results, SpecInfo, Totals};
+use crate::results::{Attempt, Outcome, Results, SpecInfo, TestResult, Totals};
+use crate::stats::Interval;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -35,6 +37,9 @@ pub(crate) struct Column {
     pub(crate) specs: Vec<SpecInfo>,
     pub(crate) repeat: u32,
     pub(crate) totals: Totals,
+    /// 95% Wilson interval of the attempts' pass rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) interval: Option<Interval>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -54,6 +59,9 @@ pub(crate) struct Cell {
     pub(crate) runs: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) pass_rate: Option<f64>,
+    /// 95% Wilson interval of `pass_rate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) interval: Option<Interval>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,24 +73,29 @@ pub(crate) struct Cell {
     /// Against the column to the left.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) change: Option<Change>,
+    /// Fisher's exact test against the column to the left (absent for offline runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) p_value: Option<f64>,
     pub(crate) attempts: Vec<Attempt>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Change {
-    /// Passed on the left, fails here.
-    Regression,
-    /// Failed on the left, passes here.
-    Fixed,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Comparison {
     pub(crate) from: usize,
     pub(crate) to: usize,
+    /// Pass rates that fell (rose) beyond noise.
     pub(crate) regressions: Vec<String>,
     pub(crate) fixes: Vec<String>,
+    /// Pass rates that fell (rose) within noise.
+    pub(crate) worse: Vec<String>,
+    pub(crate) better: Vec<String>,
+    /// Tests both columns ran, and how many passed in only one of them.
+    pub(crate) paired: u32,
+    pub(crate) passed_only_before: u32,
+    pub(crate) passed_only_after: u32,
+    /// McNemar's exact test over the paired tests.
+    pub(crate) p_value: f64,
+    pub(crate) verdict: String,
 }
 
 impl Cell {
@@ -92,12 +105,14 @@ impl Cell {
             passes: t.passes,
             runs: t.attempts.len() as u32,
             pass_rate: t.pass_rate(),
+            interval: crate::stats::wilson(t.passes, t.attempts.len() as u32),
             model: t.model.clone(),
             reason: t.reason.clone(),
             tokens: t.usage.total_tokens,
             cost_usd: t.cost_usd,
             duration_ms: t.duration_ms,
             change: None,
+            p_value: None,
             attempts: t.attempts.clone(),
         }
     }
@@ -121,7 +136,50 @@ pub(crate) fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, String> {
         .collect()
 }
 
-fn models_of(r: &Results) -> Vec<String> {
+/// One column's worth of a results file: the whole file, or one model of a model matrix.
+struct Part<'a> {
+    path: &'a str,
+    results: &'a Results,
+    /// The model this column is, in a matrix.
+    model: Option<&'a str>,
+    tests: Vec<&'a TestResult>,
+}
+
+/// Every results file is a column; a model matrix (`test --model a --model b`) is one per model.
+fn parts(inputs: &[Input]) -> Vec<Part<'_>> {
+    let mut out = Vec::new();
+    for i in inputs {
+        let r = &i.results;
+        if r.settings.models.len() > 1 {
+            for m in &r.settings.models {
+                out.push(Part {
+                    path: &i.path,
+                    results: r,
+                    model: Some(m),
+                    tests: r
+                        .tests
+                        .iter()
+                        .filter(|t| t.model.as_deref() == Some(m.as_str()))
+                        .collect(),
+                });
+            }
+        } else {
+            out.push(Part {
+                path: &i.path,
+                results: r,
+                model: None,
+                tests: r.tests.iter().collect(),
+            });
+        }
+    }
+    out
+}
+
+fn models_of(p: &Part) -> Vec<String> {
+    if let Some(m) = p.model {
+        return vec![m.to_string()];
+    }
+    let r = p.results;
     let mut names: Vec<String> = match &r.settings.model {
         Some(m) => vec![m.clone()],
         None => r.models.iter().map(|m| m.name.clone()).collect(),
@@ -145,40 +203,45 @@ fn file_stem(path: &str) -> String {
         .unwrap_or_else(|| path.to_string())
 }
 
-/// Columns are named by their models when that tells them apart (comparing models), else by
-/// file (comparing runs of one model).
-fn labels(inputs: &[Input]) -> Vec<String> {
-    let by_model: Vec<String> = inputs
-        .iter()
-        .map(|i| models_of(&i.results).join(", "))
-        .collect();
-    let distinct = by_model.iter().all(|l| !l.is_empty())
-        && by_model
+fn distinct(labels: &[String]) -> bool {
+    labels.iter().all(|l| !l.is_empty())
+        && labels
             .iter()
             .enumerate()
-            .all(|(i, l)| !by_model[..i].contains(l));
-    if distinct {
+            .all(|(i, l)| !labels[..i].contains(l))
+}
+
+/// Columns are named by their models when that tells them apart (comparing models), else by
+/// file (comparing runs of one model), else by both.
+fn labels(parts: &[Part]) -> Vec<String> {
+    let by_model: Vec<String> = parts.iter().map(|p| models_of(p).join(", ")).collect();
+    if distinct(&by_model) {
         return by_model;
     }
-    let stems: Vec<String> = inputs.iter().map(|i| file_stem(&i.path)).collect();
-    let stems_distinct = stems
+    let stems: Vec<String> = parts.iter().map(|p| file_stem(p.path)).collect();
+    if distinct(&stems) {
+        return stems;
+    }
+    let both: Vec<String> = parts
         .iter()
-        .enumerate()
-        .all(|(i, l)| !stems[..i].contains(l));
-    if stems_distinct {
-        stems
+        .zip(&by_model)
+        .map(|(p, m)| format!("{} ({m})", p.path))
+        .collect();
+    if distinct(&both) {
+        both
     } else {
-        inputs.iter().map(|i| i.path.clone()).collect()
+        parts.iter().map(|p| p.path.to_string()).collect()
     }
 }
 
 pub(crate) fn build(inputs: &[Input]) -> Report {
-    let columns = columns(inputs);
-    let mut rows = rows(inputs);
+    let parts = parts(inputs);
+    let columns = columns(&parts);
+    let mut rows = rows(&parts);
     let mut notes = Vec::new();
     let mut comparisons = Vec::new();
-    for to in 1..inputs.len() {
-        if let Some(cmp) = compare(inputs, &columns, to - 1, to, &mut rows, &mut notes) {
+    for to in 1..parts.len() {
+        if let Some(cmp) = compare(&parts, &columns, to - 1, to, &mut rows, &mut notes) {
             comparisons.push(cmp);
         }
     }
@@ -192,33 +255,40 @@ pub(crate) fn build(inputs: &[Input]) -> Report {
     }
 }
 
-fn columns(inputs: &[Input]) -> Vec<Column> {
-    inputs
+fn columns(parts: &[Part]) -> Vec<Column> {
+    parts
         .iter()
-        .zip(labels(inputs))
-        .map(|(i, label)| Column {
-            label,
-            file: i.path.clone(),
-            models: models_of(&i.results),
-            started_at: i.results.started_at.clone(),
-            specs: i.results.specs.clone(),
-            repeat: i.results.settings.repeat,
-            totals: i.results.totals.clone(),
+        .zip(labels(parts))
+        .map(|(p, label)| {
+            let totals = match p.model {
+                Some(_) => crate::results::totals_of(&p.tests),
+                None => p.results.totals.clone(),
+            };
+            Column {
+                label,
+                file: p.path.to_string(),
+                models: models_of(p),
+                started_at: p.results.started_at.clone(),
+                specs: p.results.specs.clone(),
+                repeat: p.results.settings.repeat,
+                interval: crate::stats::wilson(totals.attempts_passed, totals.attempts),
+                totals,
+            }
         })
         .collect()
 }
 
 /// Rows in first-seen order across files: a test added in the newer run still shows.
 /// Indexed, so ten thousand tests stay quick.
-fn rows(inputs: &[Input]) -> Vec<Row> {
+fn rows(parts: &[Part]) -> Vec<Row> {
     let mut order: Vec<(&str, &str, &str)> = Vec::new();
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
-    let mut found: Vec<HashMap<(&str, &str), &crate::results::TestResult>> = Vec::new();
-    for i in inputs {
+    let mut found: Vec<HashMap<(&str, &str), &TestResult>> = Vec::new();
+    for p in parts {
         let mut by_id = HashMap::new();
-        for t in &i.results.tests {
+        for t in &p.tests {
             let id = (t.spec.as_str(), t.name.as_str());
-            by_id.entry(id).or_insert(t);
+            by_id.entry(id).or_insert(*t);
             if seen.insert(id) {
                 order.push((id.0, id.1, t.query.as_str()));
             }
@@ -244,17 +314,18 @@ fn rows(inputs: &[Input]) -> Vec<Row> {
         .collect()
 }
 
-/// Marks regressions and fixes in column `to` against column `from`, for the specs both test
-/// (with a note where a spec changed between them); `None` when they share no spec.
+/// Marks changes in column `to` against column `from` (`crate::compare`: beyond noise or
+/// within it), for the specs both test (with a note where a spec changed between them); `None`
+/// when they share no spec.
 fn compare(
-    inputs: &[Input],
+    parts: &[Part],
     columns: &[Column],
     from: usize,
     to: usize,
     rows: &mut [Row],
     notes: &mut Vec<String>,
 ) -> Option<Comparison> {
-    let (a, b) = (&inputs[from].results, &inputs[to].results);
+    let (a, b) = (parts[from].results, parts[to].results);
     let shared: Vec<&SpecInfo> = b
         .specs
         .iter()
@@ -278,32 +349,35 @@ fn compare(
             ));
         }
     }
-    let mut cmp = Comparison {
+    let in_shared = |t: &&&TestResult| shared.iter().any(|s| s.name == t.spec);
+    let before: Vec<&TestResult> = parts[from]
+        .tests
+        .iter()
+        .filter(in_shared)
+        .copied()
+        .collect();
+    let after: Vec<&TestResult> = parts[to].tests.iter().filter(in_shared).copied().collect();
+    let c = crate::compare::compare(&before, &after);
+    let ids = |change: Change| -> Vec<String> { c.of(change).map(|x| x.test.clone()).collect() };
+    let cmp = Comparison {
         from,
         to,
-        regressions: Vec::new(),
-        fixes: Vec::new(),
+        regressions: ids(Change::Regression),
+        fixes: ids(Change::Fixed),
+        worse: ids(Change::Worse),
+        better: ids(Change::Better),
+        paired: c.paired,
+        passed_only_before: c.passed_only_before,
+        passed_only_after: c.passed_only_after,
+        p_value: c.p_value,
+        verdict: c.verdict.clone(),
     };
     for row in rows.iter_mut() {
-        if !shared.iter().any(|s| s.name == row.spec) {
-            continue;
-        }
-        let before = row.cells[from].as_ref().map(|c| c.outcome);
-        let Some(cell) = row.cells[to].as_mut() else {
-            continue;
-        };
         let id = format!("{}::{}", row.spec, row.name);
-        cell.change = match (before, cell.outcome) {
-            (Some(Outcome::Passed), Outcome::Failed) => {
-                cmp.regressions.push(id);
-                Some(Change::Regression)
-            }
-            (Some(Outcome::Failed), Outcome::Passed) => {
-                cmp.fixes.push(id);
-                Some(Change::Fixed)
-            }
-            _ => None,
-        };
+        if let (Some(cell), Some(change)) = (row.cells[to].as_mut(), c.change_of(&id)) {
+            cell.change = Some(change.change);
+            cell.p_value = change.p_value;
+        }
     }
     Some(cmp)
 }

@@ -70,7 +70,8 @@
         (c.totals.skipped ? ", " + c.totals.skipped + " skipped" : "");
     }),
     sumRow("attempts passed", function (c) {
-      return c.totals.attempts_passed + "/" + c.totals.attempts + " (" + pct(c.totals.pass_rate) + ")";
+      return c.totals.attempts_passed + "/" + c.totals.attempts + " (" + pct(c.totals.pass_rate) +
+        (c.interval ? ", 95% CI " + pct(c.interval.low) + "–" + pct(c.interval.high) : "") + ")";
     }),
     sumRow("tokens", function (c) { return tokens(c.totals.usage.total_tokens); }),
     sumRow("cost", function (c) { return c.totals.cost_usd === undefined ? "—" : usd(c.totals.cost_usd); }),
@@ -78,12 +79,17 @@
     sumRow("started", function (c) { return c.started_at || "—"; })
   ))]);
 
-  if (data.comparisons.some(function (x) { return x.regressions.length || x.fixes.length; })) {
+  // Changes between neighbouring columns: beyond noise (regression, fixed) or within it.
+  var LABELS = { regression: "regression", fixed: "fixed", worse: "worse, within noise", better: "better, within noise" };
+  if (data.comparisons.some(function (x) { return x.paired; })) {
     var list = el("ul", { class: "changes", id: "changes" });
     data.comparisons.forEach(function (x) {
       var pair = cols[x.from].label + " → " + cols[x.to].label + ": ";
-      x.regressions.forEach(function (id) { add(list, el("li", {}, el("span", { class: "change regression" }, "regression"), " " + pair + id)); });
-      x.fixes.forEach(function (id) { add(list, el("li", {}, el("span", { class: "change fixed" }, "fixed"), " " + pair + id)); });
+      add(list, el("li", { class: "overall" }, pair + x.paired + " test(s) in both, " + x.passed_only_before +
+        " passed only in " + cols[x.from].label + ", " + x.passed_only_after + " only in " + cols[x.to].label + ": " + x.verdict));
+      [["regressions", "regression"], ["fixes", "fixed"], ["worse", "worse"], ["better", "better"]].forEach(function (k) {
+        x[k[0]].forEach(function (id) { add(list, el("li", {}, el("span", { class: "change " + k[1] }, LABELS[k[1]]), " " + pair + id)); });
+      });
     });
     add(root, [el("h2", {}, "Changes"), list]);
   }
@@ -108,8 +114,10 @@
       var btn = el("button", { class: "cell", id: "cell-" + r + "-" + c, "aria-expanded": "false",
         onclick: function () { toggleCell(r, c); } },
         el("span", { class: "badge" }, label),
-        cell.runs ? el("span", { class: "rate" }, cell.passes + "/" + cell.runs + " (" + pct(cell.pass_rate) + ")") : null,
-        cell.change ? el("span", { class: "change " + cell.change }, cell.change === "fixed" ? "fixed" : "regression") : null,
+        cell.runs ? el("span", { class: "rate" }, cell.passes + "/" + cell.runs + " (" + pct(cell.pass_rate) + ")" +
+          (cell.runs > 1 && cell.interval ? " [" + pct(cell.interval.low) + "–" + pct(cell.interval.high) + "]" : "")) : null,
+        cell.change ? el("span", { class: "change " + cell.change }, LABELS[cell.change] +
+          (cell.p_value !== undefined ? " (p=" + (cell.p_value < 0.001 ? "<0.001" : cell.p_value.toFixed(3)) + ")" : "")) : null,
         cell.runs ? el("span", { class: "meta" }, metaLine(cell.tokens, cell.cost_usd, cell.duration_ms)) : null,
         cell.reason ? el("span", { class: "meta" }, cell.reason) : null);
       add(tr, el("td", { class: cell.outcome }, btn));

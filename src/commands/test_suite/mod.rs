@@ -10,7 +10,7 @@ pub(crate) mod runner;
 pub(crate) mod select;
 
 use super::cases::{report, CaseResult, Outcome as CaseOutcome, Tally};
-use crate::cli::{NoTests, ReportFormat, TestArgs};
+use crate::cli::{FailOn, NoTests, ReportFormat, TestArgs};
 use crate::exit;
 use crate::registry::{Registry, TestCase};
 use crate::results::{Failure, FailureKind, Outcome, Results, Settings, TestResult};
@@ -38,6 +38,12 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
             crate::files::check_destination(path, flag, false).map_err(usage)?;
         }
     }
+    let fail_on = fail_on(args).map_err(usage)?;
+    // An unreadable baseline is found before any test runs, like an unwritable report.
+    let baseline = match &args.baseline {
+        Some(path) => Some(Results::load(path).map_err(usage)?),
+        None => None,
+    };
     let partition = args
         .partition
         .as_deref()
@@ -45,13 +51,23 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         .transpose()
         .map_err(usage)?;
     let (registries, load_failures) = load_all(args)?;
-    if let Some(model) = &args.model {
+    for model in &args.model {
         for r in &registries {
             crate::setup::model_name(r, Some(model))
                 .map_err(|e| usage(format!("--model: {e} ({})", r.spec_path.display())))?;
         }
     }
-    let cases = select::select(&registries, args.filter.as_deref(), partition).map_err(usage)?;
+    let selected = select::select(&registries, args.filter.as_deref(), partition).map_err(usage)?;
+    // A model matrix runs the selection once per model, model by model.
+    let models: Vec<Option<&str>> = if args.model.is_empty() {
+        vec![None]
+    } else {
+        args.model.iter().map(|m| Some(m.as_str())).collect()
+    };
+    let cases: Vec<Case> = models
+        .iter()
+        .flat_map(|m| selected.iter().map(move |(r, c)| (*r, *c, *m)))
+        .collect();
     let now = Clock::parse(args.setup.now.as_deref())
         .map_err(usage)?
         .now_unix_ms();
@@ -71,14 +87,6 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     let rt = crate::setup::runtime();
     let signals = Signals::watch(&rt);
     let bar = progress::Progress::start(cases.len() as u64);
-    let settings = Settings {
-        model: args.model.clone(),
-        repeat: args.repeat,
-        pass_rate: args.pass_rate,
-        record: args.record.map(|r| r.as_str().to_string()),
-        filter: args.filter.clone(),
-        partition: args.partition.clone(),
-    };
     let env = Env {
         args,
         now,
@@ -87,43 +95,101 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     };
     let tests = run_cases(&cases, jobs, &env, &bar, &rt);
     bar.finish();
-    let mut results = Results::new(settings, started_ms);
+    let mut results = Results::new(settings(args), started_ms);
     for r in &registries {
         results.add_spec(r);
     }
-    for ((registry, case), test) in cases.iter().zip(tests) {
-        let model = runner::model_for(&env.ctx(registry), case).ok();
+    for ((registry, case, model), test) in cases.iter().zip(tests) {
+        let model = runner::model_for(&env.ctx(registry, *model), case).ok();
         if let Some(def) = model.as_deref().and_then(|m| registry.model(m)) {
             results.add_model(def);
         }
         results.tests.push(test);
     }
     results.finish();
+    let code = finish(args, &results, load_failures, &redactor, baseline, fail_on)?;
+    if let Some(code) = signals.interrupted_exit() {
+        return Ok(code);
+    }
+    Ok(code)
+}
+
+/// One run of one test: its spec, the test, and the matrix model it runs with (if any).
+type Case<'a> = (&'a Registry, &'a TestCase, Option<&'a str>);
+
+fn settings(args: &TestArgs) -> Settings {
+    Settings {
+        model: (args.model.len() == 1).then(|| args.model[0].clone()),
+        models: if args.model.len() > 1 {
+            args.model.clone()
+        } else {
+            Vec::new()
+        },
+        repeat: args.repeat,
+        pass_rate: args.pass_rate,
+        record: args.record.map(|r| r.as_str().to_string()),
+        filter: args.filter.clone(),
+        partition: args.partition.clone(),
+    }
+}
+
+/// Writes the results, prints the report (after the baseline's changes) and decides the exit
+/// code by `--fail-on`.
+fn finish(
+    args: &TestArgs,
+    results: &Results,
+    load_failures: Vec<CaseResult>,
+    redactor: &crate::redact::Redactor,
+    baseline: Option<Results>,
+    fail_on: FailOn,
+) -> Result<i32, i32> {
     if let Some(path) = &args.results {
-        if let Err(e) = results.write(path, &redactor) {
+        if let Err(e) = results.write(path, redactor) {
             eprintln!("error: {e}");
             return Err(exit::FAILED);
         }
     }
+    let comparison = baseline.as_ref().map(|b| {
+        crate::compare::compare(
+            &b.tests.iter().collect::<Vec<_>>(),
+            &results.tests.iter().collect::<Vec<_>>(),
+        )
+    });
+    let spec_failed = !load_failures.is_empty();
+    let matrix = args.model.len() > 1;
     let mut rows: Vec<CaseResult> = load_failures;
-    rows.extend(results.tests.iter().map(|t| case_row(t, args.repeat)));
+    rows.extend(
+        results
+            .tests
+            .iter()
+            .map(|t| case_row(t, args.repeat, comparison.as_ref(), matrix)),
+    );
+    // With a baseline, failures it already had do not block: only regressions (and a spec
+    // that does not compile, which no baseline can excuse).
+    let failed = match fail_on {
+        FailOn::Failure => rows.iter().any(|r| r.outcome == CaseOutcome::Failed),
+        FailOn::Regression => spec_failed || rows.iter().any(|r| r.regression.is_some()),
+    };
+    let verdict = if failed { exit::FAILED } else { exit::SUCCESS };
+    let block = comparison
+        .as_ref()
+        .zip(args.baseline.as_deref())
+        .map(|(c, path)| baseline_block(c, path));
     let code = match args.format {
         ReportFormat::Json => {
             let text = redactor
-                .to_pretty(results.to_json(&redactor))
+                .to_pretty(results.to_json(redactor))
                 .map_err(|leak| {
                     eprintln!("error: refusing to print the results: {leak} even after masking");
                     exit::FAILED
                 })?;
             print!("{text}");
-            let code = super::junit::write_requested(args.junit.as_deref(), &rows);
-            code.max(if rows.iter().any(|r| r.outcome == CaseOutcome::Failed) {
-                exit::FAILED
-            } else {
-                exit::SUCCESS
-            })
+            // stdout holds the document: the changes go to stderr.
+            eprint!("{}", block.unwrap_or_default());
+            super::junit::write_requested(args.junit.as_deref(), &rows).max(verdict)
         }
         ReportFormat::Human => {
+            print!("{}", block.unwrap_or_default());
             if args.repeat > 1 {
                 let t = &results.totals;
                 println!(
@@ -133,13 +199,10 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
                     t.pass_rate * 100.0
                 );
             }
-            report(&rows, args.format, "tests")
-                .max(super::junit::write_requested(args.junit.as_deref(), &rows))
+            report(&rows, args.format, "tests");
+            super::junit::write_requested(args.junit.as_deref(), &rows).max(verdict)
         }
     };
-    if let Some(code) = signals.interrupted_exit() {
-        return Ok(code);
-    }
     Ok(code.max(nothing_ran(&Tally::of(&rows), args.no_tests)))
 }
 
@@ -152,14 +215,14 @@ struct Env<'a> {
 }
 
 impl<'a> Env<'a> {
-    fn ctx(&self, registry: &'a Registry) -> runner::RunContext<'a> {
+    fn ctx(&self, registry: &'a Registry, model: Option<&'a str>) -> runner::RunContext<'a> {
         let args = self.args;
         runner::RunContext {
             registry,
-            model: args.model.as_deref(),
+            model,
             record: args.record,
             // Asking for a model or a recording is asking for live calls.
-            allow_network: args.allow_network || args.model.is_some() || args.record.is_some(),
+            allow_network: args.allow_network || model.is_some() || args.record.is_some(),
             allow_exec: &args.setup.allow_exec,
             now_unix_ms: self.now,
             stop: self.stop,
@@ -192,6 +255,7 @@ fn load_all(args: &TestArgs) -> Result<Loaded, i32> {
                 failures: vec!["the spec does not compile".into()],
                 duration_ms: 0.0,
                 runs: None,
+                regression: None,
             }),
         }
     }
@@ -202,7 +266,7 @@ fn load_all(args: &TestArgs) -> Result<Loaded, i32> {
 /// as they finish one. Every case writes only its own slot, so the results keep the spec's
 /// order and no trace depends on which thread ran it or when.
 fn run_cases<'a>(
-    cases: &[(&'a Registry, &'a TestCase)],
+    cases: &[Case<'a>],
     jobs: usize,
     env: &Env<'a>,
     bar: &progress::Progress,
@@ -218,10 +282,10 @@ fn run_cases<'a>(
                     let rt = crate::setup::runtime();
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
-                        let Some((registry, case)) = cases.get(i) else {
+                        let Some((registry, case, model)) = cases.get(i) else {
                             break;
                         };
-                        let ctx = env.ctx(registry);
+                        let ctx = env.ctx(registry, *model);
                         let test = rt.block_on(run_case(&ctx, case, env.args));
                         bar.case_done(&test);
                         if let Ok(mut slot) = slots[i].lock() {
@@ -241,7 +305,7 @@ fn run_cases<'a>(
     slots
         .into_iter()
         .zip(cases)
-        .map(|(slot, (registry, case))| {
+        .map(|(slot, (registry, case, _))| {
             slot.into_inner().ok().flatten().unwrap_or_else(|| {
                 TestResult::new(&registry.name, &case.name, &case.query, env.args.pass_rate)
                     .skipped("not run")
@@ -286,9 +350,72 @@ async fn run_case(ctx: &runner::RunContext<'_>, case: &TestCase, args: &TestArgs
     test
 }
 
+/// `--fail-on`, defaulting by whether there is a baseline to compare with.
+fn fail_on(args: &TestArgs) -> Result<FailOn, String> {
+    if args.baseline.is_some() && args.model.len() > 1 {
+        return Err("--baseline compares one model's run with the baseline; run the matrix without it and compare its columns with `toolrun report`, or give one --model".into());
+    }
+    match (args.fail_on, &args.baseline) {
+        (Some(FailOn::Regression), None) => Err(
+            "--fail-on regression needs --baseline PREV.json: a regression is a fall since the baseline"
+                .into(),
+        ),
+        (Some(f), _) => Ok(f),
+        (None, Some(_)) => Ok(FailOn::Regression),
+        (None, None) => Ok(FailOn::Failure),
+    }
+}
+
+/// What changed since the baseline, regressions first; printed before the tests.
+fn baseline_block(c: &crate::compare::Comparison, path: &std::path::Path) -> String {
+    use crate::compare::{describe, Change};
+    use std::fmt::Write;
+    let regressions = c.of(Change::Regression).count();
+    let mut out = format!(
+        "baseline {}: {regressions} regression(s), {} fix(es); {} test(s) in both: {} passed only in the baseline, {} only now: {}\n",
+        path.display(),
+        c.of(Change::Fixed).count(),
+        c.paired,
+        c.passed_only_before,
+        c.passed_only_after,
+        c.verdict
+    );
+    for (change, tag) in [
+        (Change::Regression, "REGRESSION"),
+        (Change::Worse, "worse"),
+        (Change::Fixed, "fixed"),
+        (Change::Better, "better"),
+    ] {
+        for t in c.of(change) {
+            let _ = writeln!(out, "  {tag} {}: {}", t.test, describe(t));
+        }
+    }
+    for t in &c.new {
+        let _ = writeln!(out, "  new {t}: not in the baseline");
+    }
+    for t in &c.gone {
+        let _ = writeln!(out, "  gone {t}: in the baseline, not run now");
+    }
+    crate::term::visible(&out).into_owned()
+}
+
 /// The row the human report and JUnit show for a test: its reasons, attempt by attempt.
-fn case_row(t: &TestResult, repeat: u32) -> CaseResult {
-    let mut failures = Vec::new();
+fn case_row(
+    t: &TestResult,
+    repeat: u32,
+    baseline: Option<&crate::compare::Comparison>,
+    matrix: bool,
+) -> CaseResult {
+    let regression = baseline
+        .and_then(|c| c.change_of(&crate::compare::id(t)))
+        .filter(|c| c.change == crate::compare::Change::Regression)
+        .map(|c| {
+            format!(
+                "regression since the baseline: {}",
+                crate::compare::describe(c)
+            )
+        });
+    let mut failures: Vec<String> = regression.iter().cloned().collect();
     if let Some(reason) = &t.reason {
         failures.push(reason.clone());
     }
@@ -304,7 +431,11 @@ fn case_row(t: &TestResult, repeat: u32) -> CaseResult {
     }
     CaseResult {
         suite: t.spec.clone(),
-        name: t.name.clone(),
+        // In a model matrix each test appears once per model.
+        name: match (&t.model, matrix) {
+            (Some(m), true) => format!("{} [{m}]", t.name),
+            _ => t.name.clone(),
+        },
         outcome: match t.outcome {
             Outcome::Passed => CaseOutcome::Passed,
             Outcome::Failed => CaseOutcome::Failed,
@@ -313,6 +444,7 @@ fn case_row(t: &TestResult, repeat: u32) -> CaseResult {
         failures,
         duration_ms: t.duration_ms,
         runs: (repeat > 1 && !t.attempts.is_empty()).then_some((t.passes, t.attempts.len() as u32)),
+        regression,
     }
 }
 

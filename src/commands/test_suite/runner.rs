@@ -144,10 +144,13 @@ pub(crate) async fn run_attempt(
     price: Option<&PriceInfo>,
 ) -> AttemptRun {
     let started = Instant::now();
+    // A scripted model's answers are scripted even while its fixture is written: `compare`
+    // treats them as deterministic.
+    let live = live_endpoint(ctx.registry, model).is_some();
     let source = match plan {
         Plan::Replay(_) => Source::Replay,
-        Plan::Record(_) if number == 1 => Source::Record,
-        _ if live_endpoint(ctx.registry, model).is_some() => Source::Live,
+        Plan::Record(_) if number == 1 && live => Source::Record,
+        _ if live => Source::Live,
         _ => Source::Scripted,
     };
     let failed = |f: Failure| AttemptRun {
