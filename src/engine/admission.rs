@@ -1,0 +1,227 @@
+//! Admission: is a proposed call registered, allowed by the policy, well-formed, within budget
+//! and not a loop? A refusal is an observation for the model; some also end the run.
+
+use super::{Admission, Engine, Refusal, State};
+use crate::models::ProposedCall;
+use crate::registry::Tool;
+use crate::tools::{ErrorKind, ToolError};
+use crate::trace::StopReason;
+use serde_json::Value;
+
+pub(super) fn canonical(v: &Value) -> String {
+    // serde_json with preserve_order keeps insertion order; sort keys so {a,b} == {b,a}.
+    pub(super) fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut entries: Vec<_> = m.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sort(v)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(v).to_string()
+}
+
+/// `/ticker: 5 is not of type "string"`, with a did-you-mean for unexpected properties.
+pub(crate) fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
+    let validator = match tool.validator() {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![format!(
+                "the input schema of `{}` does not compile: {e}",
+                tool.name
+            )]
+        }
+    };
+    validator
+        .iter_errors(args)
+        .map(|err| {
+            let path = err.instance_path().as_str().to_string();
+            let mut msg = if path.is_empty() {
+                err.to_string()
+            } else {
+                format!("{path}: {err}")
+            };
+            if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+                err.kind()
+            {
+                let schema_path = err.schema_path().as_str().to_string();
+                let parent = schema_path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+                let known: Vec<String> = tool
+                    .input_schema()
+                    .pointer(&format!("{parent}/properties"))
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                for u in unexpected {
+                    if let Some(hint) =
+                        crate::diag::did_you_mean(u, known.iter().map(String::as_str))
+                    {
+                        msg.push_str(&format!(" (`{u}`: {hint})"));
+                    }
+                }
+            }
+            msg
+        })
+        .collect()
+}
+
+impl<'a> Engine<'a> {
+    pub(super) fn allowed(&self, name: &str) -> bool {
+        let p = &self.registry.policy;
+        !p.deny.contains(name) && p.allow.as_ref().is_none_or(|a| a.contains(name))
+    }
+
+    /// Is this call registered, allowed, well-formed and within budget? Rejections become
+    /// observations for the model; some also end the run (limits, loops).
+    pub(super) fn admit(
+        &self,
+        st: &State,
+        call: &ProposedCall,
+        planned_runs: u32,
+    ) -> Admission<'a> {
+        let name = call.name.as_str();
+        let args = match &call.arguments {
+            Ok(v) => v.clone(),
+            Err(raw) => {
+                let (shown, _) = self.redactor.shorten(raw, 200);
+                return Admission::Reject {
+                    args: Value::String(raw.clone()),
+                    error: ToolError::new(
+                        ErrorKind::MalformedDecision,
+                        format!("the arguments of `{name}` are not a JSON object: {shown}"),
+                    ),
+                    ends_run: None,
+                };
+            }
+        };
+        let checked = self.runnable_tool(name).and_then(|tool| {
+            let problems = validation_errors(tool, &args);
+            if !problems.is_empty() {
+                return Err(Refusal::new(
+                    ErrorKind::InvalidArguments,
+                    problems.join("; "),
+                ));
+            }
+            self.within_budget(st, tool, planned_runs)?;
+            let signature = format!("{name} {}", canonical(&args));
+            self.not_a_loop(st, name, &signature)?;
+            Ok((tool, signature))
+        });
+        match checked {
+            Ok((tool, signature)) => Admission::Run {
+                tool,
+                args,
+                signature,
+            },
+            Err(refusal) => Admission::Reject {
+                args,
+                error: refusal.error,
+                ends_run: refusal.ends_run,
+            },
+        }
+    }
+
+    /// The registered tool of this name, if the policy allows it.
+    pub(super) fn runnable_tool(&self, name: &str) -> Result<&'a Tool, Refusal> {
+        let Some(tool) = self.registry.tool(name) else {
+            // A name with control characters must not reach a terminal or a log as is.
+            let shown: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
+            let hint = crate::diag::did_you_mean(
+                &shown,
+                self.registry.tool_names().filter(|t| self.allowed(t)),
+            )
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default();
+            return Err(Refusal::new(
+                ErrorKind::UnknownTool,
+                format!("there is no tool named `{shown}`{hint}"),
+            ));
+        };
+        if !self.allowed(name) {
+            return Err(Refusal::new(
+                ErrorKind::Denied,
+                format!("the policy does not allow `{name}`"),
+            ));
+        }
+        Ok(tool)
+    }
+
+    /// `max_tool_calls` for the run (which ends it) and `max_calls` for the tool.
+    pub(super) fn within_budget(
+        &self,
+        st: &State,
+        tool: &Tool,
+        planned_runs: u32,
+    ) -> Result<(), Refusal> {
+        let max = self.registry.limits.max_tool_calls;
+        if st.tool_call_count + planned_runs >= max {
+            return Err(Refusal::new(
+                ErrorKind::LimitExceeded,
+                format!("the run may make at most {max} tool calls (max_tool_calls)"),
+            )
+            .ending(
+                StopReason::MaxToolCalls,
+                format!("the model asked for more than {max} tool calls"),
+            ));
+        }
+        if let Some(max) = tool.max_calls {
+            if st.per_tool.get(&tool.name).copied().unwrap_or(0) >= max {
+                return Err(Refusal::new(
+                    ErrorKind::LimitExceeded,
+                    format!("`{}` may be called at most {max} times per run", tool.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The same call too often, or A, B, A, B: the model is stuck, and the run ends.
+    pub(super) fn not_a_loop(
+        &self,
+        st: &State,
+        name: &str,
+        signature: &str,
+    ) -> Result<(), Refusal> {
+        let policy = &self.registry.policy;
+        let seen = st.identical.get(signature).copied().unwrap_or(0);
+        if seen >= policy.max_identical_calls {
+            return Err(Refusal::new(
+                ErrorKind::LoopDetected,
+                format!("`{name}` was already called {seen} times with these arguments"),
+            )
+            .ending(
+                StopReason::LoopDetected,
+                format!(
+                    "the model repeated the same call to `{name}` {} times",
+                    seen + 1
+                ),
+            ));
+        }
+        let h = &st.executed_signatures;
+        let n = h.len();
+        if policy.detect_alternation
+            && n >= 3
+            && h[n - 1] != signature
+            && h[n - 2] == signature
+            && h[n - 3] == h[n - 1]
+        {
+            return Err(Refusal::new(
+                ErrorKind::LoopDetected,
+                "the model is alternating between the same two calls",
+            )
+            .ending(
+                StopReason::LoopDetected,
+                "the model alternated between the same two calls (A, B, A, B)".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! Running one admitted call: its declared fault, its timeout, and the observation the model
+//! sees.
+
+use super::masking::truncate_observation;
+use super::{Engine, RunOptions, State, Stop, Timing};
+use crate::models::{Message, ProposedCall};
+use crate::registry::{Fault, Tool};
+use crate::templates::Shared;
+use crate::tools::{self, ErrorKind, Output, ToolError};
+use crate::trace::{millis, now_rfc3339, CallStatus, ErrorInfo, StopReason, ToolResultEntry};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+impl<'a> Engine<'a> {
+    /// One admitted call, with its fault applied and its timeout enforced.
+    pub(super) async fn execute_one(
+        &self,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: &Value,
+        fault: Option<Fault>,
+        opts: &RunOptions<'_>,
+    ) -> (Result<Output, ToolError>, Timing) {
+        self.events.emit_with(
+            "tool_started",
+            || json!({ "id": call.id, "name": tool.name, "arguments": args }),
+        );
+        let started_at = now_rfc3339();
+        let started = Instant::now();
+        let env = self.tool_env(opts, &call.id);
+        let delay = match &fault {
+            Some(Fault::Delay(d)) => Some(*d),
+            _ => None,
+        };
+        let result = match fault {
+            Some(f) if delay.is_none() => apply_fault(&f, tool).await,
+            _ => {
+                let run = async {
+                    if let Some(d) = delay {
+                        tokio::time::sleep(d).await;
+                    }
+                    tools::execute(tool, args, &env).await
+                };
+                match tokio::time::timeout(tool.timeout, run).await {
+                    Ok(r) => r,
+                    Err(_) => Err(ToolError::new(
+                        ErrorKind::Timeout,
+                        format!("`{}` did not finish within {:?}", tool.name, tool.timeout),
+                    )),
+                }
+            }
+        };
+        let timing = Timing {
+            started_at,
+            elapsed: started.elapsed(),
+        };
+        (result, timing)
+    }
+
+    /// Records an executed call's outcome; the message is what the model sees. An error repeated
+    /// too often ends the run.
+    pub(super) fn observe(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        result: Result<Output, ToolError>,
+        timing: Timing,
+    ) -> (Message, Option<Stop>) {
+        st.tool_call_count += 1;
+        let duration_ms = millis(timing.elapsed);
+        let (message, stop) = match result {
+            Ok(output) => (
+                self.observe_success(st, call, tool, args, output, duration_ms),
+                None,
+            ),
+            Err(err) => self.observe_failure(st, call, tool, args, err, duration_ms),
+        };
+        if let Some(entry) = st.tool_results.last_mut() {
+            entry.started_at = Some(timing.started_at);
+        }
+        (message, stop)
+    }
+
+    pub(super) fn observe_success(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        output: Output,
+        duration_ms: f64,
+    ) -> Message {
+        // Masked once, as a value; the model's text is made from the masked value, so it is
+        // cut only after masking.
+        let Output {
+            mut value,
+            mut http,
+            mut mcp,
+            images,
+        } = output;
+        self.redactor.value(&mut value);
+        if let Some(m) = &mut mcp {
+            self.redactor.value(m);
+        }
+        if let Some(h) = &mut http {
+            h.url = self.redactor.str(&h.url);
+        }
+        let text = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let (observation, truncated) = truncate_observation(
+            &self.redactor,
+            &text,
+            self.registry.limits.max_tool_output_chars,
+        );
+        let recorded = if truncated {
+            Value::String(observation.clone())
+        } else {
+            value
+        };
+        self.events.emit_with("tool_finished", || {
+            let mut event = json!({ "id": call.id, "name": tool.name, "status": CallStatus::Ok, "duration_ms": duration_ms, "truncated": truncated });
+            if let Some(h) = &http {
+                event["http"] = json!(h);
+            }
+            event
+        });
+        if st.templates_read_results {
+            // Converted for templates once, with the result borrowed: no JSON copy of it.
+            let mut head = json!({ "id": call.id, "name": tool.name, "arguments": args, "status": CallStatus::Ok });
+            if let Some(m) = &mcp {
+                head["mcp"] = m.clone();
+            }
+            if let Value::Object(head) = head {
+                st.results
+                    .push(Shared::extended(&head, "result", &recorded));
+            }
+        }
+        st.tool_results.push(ToolResultEntry {
+            id: call.id.clone(),
+            name: tool.name.clone(),
+            arguments: args,
+            result: Some(recorded),
+            error: None,
+            status: CallStatus::Ok,
+            truncated,
+            http,
+            mcp,
+            started_at: None,
+            duration_ms,
+        });
+        Message::Tool {
+            tool_call_id: call.id.clone(),
+            name: tool.name.clone(),
+            content: observation,
+            is_error: false,
+            images,
+        }
+    }
+
+    pub(super) fn observe_failure(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        mut err: ToolError,
+        duration_ms: f64,
+    ) -> (Message, Option<Stop>) {
+        err.message = self.redactor.str(&err.message);
+        if let Some(d) = &mut err.details {
+            self.redactor.value(d);
+        }
+        self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }));
+        let key = format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
+        let repeats = st.error_repeats.entry(key).or_default();
+        *repeats += 1;
+        let stop = (*repeats >= self.registry.policy.max_repeated_errors).then(|| {
+            Stop::new(
+                StopReason::RepeatedErrors,
+                format!(
+                    "`{}` failed {} times with the same error: {}",
+                    tool.name, repeats, err.message
+                ),
+            )
+        });
+        st.tool_results.push(ToolResultEntry {
+            id: call.id.clone(),
+            name: tool.name.clone(),
+            arguments: args.clone(),
+            result: None,
+            error: Some(ErrorInfo {
+                kind: err.kind,
+                message: err.message.clone(),
+            }),
+            status: CallStatus::Error,
+            truncated: false,
+            http: None,
+            mcp: None,
+            started_at: None,
+            duration_ms,
+        });
+        (self.reject(st, &call.id, &tool.name, &args, err), stop)
+    }
+
+    /// Spec-declared faults, counted per tool so `fail_first: 2` fails exactly the first two calls.
+    pub(super) fn draw_fault(
+        &self,
+        st: &mut State,
+        tool: &Tool,
+        opts: &RunOptions<'_>,
+    ) -> Option<Fault> {
+        // A test's own faults replace the tool's, so one spec can exercise many failure paths.
+        let faults = opts
+            .faults
+            .iter()
+            .find(|(name, _)| *name == tool.name)
+            .map(|(_, f)| f.as_slice())
+            .unwrap_or(&tool.faults);
+        if faults.is_empty() {
+            return None;
+        }
+        let n = st.fault_counts.entry(tool.name.clone()).or_default();
+        *n += 1;
+        let call_number = *n;
+        faults.iter().find_map(|f| match f {
+            Fault::FailFirst { n, .. } if call_number <= *n => Some(f.clone()),
+            Fault::FailFirst { .. } => None,
+            other => Some(other.clone()),
+        })
+    }
+}
+
+pub(super) async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Output, ToolError> {
+    match fault {
+        Fault::FailFirst { kind, message, .. } => Err(ToolError::new(*kind, message.clone())),
+        Fault::Timeout => Err(ToolError::new(
+            ErrorKind::Timeout,
+            format!(
+                "`{}` did not finish within {:?} (injected fault)",
+                tool.name, tool.timeout
+            ),
+        )),
+        Fault::HttpStatus(status) => Err(ToolError::new(
+            ErrorKind::HttpStatus,
+            format!("the server answered HTTP {status} (injected fault)"),
+        )
+        .with_details(json!({ "status": status, "injected": true }))),
+        Fault::OversizedOutput(n) => Ok(Value::String("x".repeat(*n)).into()),
+        // Handled where the call runs, so the tool's own timeout applies to the wait.
+        Fault::Delay(_) => Err(ToolError::new(
+            ErrorKind::ExecutionError,
+            "delay fault applied out of place",
+        )),
+    }
+}
