@@ -583,7 +583,7 @@ fn outcome_of(trace: &Value) -> Value {
     match trace {
         Value::Object(o) => Value::Object(
             o.iter()
-                .filter(|(k, _)| !k.ends_with("_ms") && *k != "sha256")
+                .filter(|(k, _)| !k.ends_with("_ms") && *k != "sha256" && *k != "started_at")
                 .map(|(k, v)| (k.clone(), outcome_of(v)))
                 .collect(),
         ),
