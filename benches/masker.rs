@@ -153,6 +153,7 @@ models:
             now_unix_ms: 0,
             faults: Vec::new(),
             interrupted: None,
+            notify: None,
         };
         let trace = rt.block_on(engine.run(&mut model, opts));
         assert_eq!(trace.tool_errors.len(), 0, "{:?}", trace.tool_errors);

@@ -135,6 +135,7 @@ pub fn templates(args: &Value, query: &str) -> Vec<Value> {
         query,
         now_unix_ms: 0,
         call_id: "call_1",
+        notify: None,
     };
     let mut results = Vec::new();
     for tool in &registry.tools {

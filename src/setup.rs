@@ -312,6 +312,7 @@ impl Setup {
             now_unix_ms: self.clock.now_unix_ms(),
             faults: Vec::new(),
             interrupted: self.interrupt.clone(),
+            notify: None,
         }
     }
 
@@ -320,6 +321,7 @@ impl Setup {
         CallOptions {
             approvals: self.approvals.clone(),
             now_unix_ms: self.clock.now_unix_ms(),
+            notify: None,
         }
     }
 }

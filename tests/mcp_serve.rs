@@ -758,3 +758,71 @@ fn http_speaks_json_rpc_as_specified() {
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
 }
+
+const NOTIFYING: &str = r#"
+version: 1
+name: notifying
+tools:
+  slow_lookup:
+    description: Looks something up slowly, saying how it goes.
+    kind: mock
+    input: { type: object, properties: { n: { type: integer } }, required: [n] }
+    responses:
+      - notify:
+          - log: { level: warning, logger: lookup, data: "looking up {{ args.n }}" }
+          - progress: { progress: 1, total: 2, message: half }
+          - log: { level: debug, data: { step: 2 } }
+        result: found
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: slow_lookup, arguments: { n: 3 } }]
+          - answer: done
+"#;
+
+#[test]
+fn notify_items_are_events_lines_in_runs_and_checked_by_check() {
+    let spec = support::temp_file("mcp-notify", "notify.yaml", NOTIFYING);
+    let events = spec.path().with_file_name("events.jsonl");
+    let mut cmd = support::toolrun();
+    cmd.arg("run")
+        .arg(spec.path())
+        .args(["--query", "find 3", "--events"])
+        .arg(&events);
+    support::run(&mut cmd).assert_success();
+    let lines: Vec<Value> = std::fs::read_to_string(&events)
+        .expect("events")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .filter(|e: &Value| e["event"] == "tool_notify")
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert_eq!(
+        lines[0]["log"],
+        json!({ "level": "warning", "logger": "lookup", "data": "looking up 3" })
+    );
+    assert_eq!(
+        lines[1]["progress"],
+        json!({ "progress": 1.0, "total": 2.0, "message": "half" })
+    );
+    assert_eq!(lines[2]["log"]["data"], json!({ "step": 2 }));
+    assert!(lines.iter().all(|l| l["id"] == lines[0]["id"]));
+
+    let bad = NOTIFYING
+        .replace("level: warning", "level: loud")
+        .replace("- progress: { progress: 1,", "- progress: {");
+    let bad = support::temp_file("mcp-notify", "bad.yaml", &bad);
+    let mut cmd = support::toolrun();
+    cmd.arg("check").arg(bad.path());
+    let out = support::run(&mut cmd);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains("unknown log level `loud`")
+            || out.stderr.contains("unknown log level `loud`"),
+        "{out:?}"
+    );
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("`progress`"), "{all}");
+}

@@ -38,6 +38,7 @@ fn remote_env<'a>(
         query: "",
         now_unix_ms: 0,
         call_id: "",
+        notify: None,
     }
 }
 

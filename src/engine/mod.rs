@@ -43,19 +43,23 @@ pub struct RunOptions<'a> {
     pub faults: Vec<(String, Vec<Fault>)>,
     /// Set by Ctrl-C / SIGTERM: the run stops and its trace is still written.
     pub interrupted: Option<Arc<AtomicBool>>,
+    /// Where tools' notifications go besides `--events` (a served call's client).
+    pub notify: Option<&'a crate::tools::notify::Notifier>,
 }
 
 /// One tool call outside a model loop (`toolrun call`, an MCP client's `tools/call`): no query,
 /// no model, no person to ask; what may run without one and the built-ins' clock.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct CallOptions {
     pub(crate) approvals: BTreeSet<String>,
     pub(crate) now_unix_ms: i64,
+    /// Where the call's notifications go besides `--events` (a served call's client).
+    pub(crate) notify: Option<Arc<crate::tools::notify::Notifier>>,
 }
 
 impl CallOptions {
     /// The turn handling is the loop's; outside a loop it has no query or model to report.
-    fn as_run(&self) -> RunOptions<'static> {
+    fn as_run(&self) -> RunOptions<'_> {
         RunOptions {
             query: "",
             model_name: "",
@@ -64,6 +68,7 @@ impl CallOptions {
             now_unix_ms: self.now_unix_ms,
             faults: Vec::new(),
             interrupted: None,
+            notify: self.notify.as_deref(),
         }
     }
 }

@@ -410,6 +410,7 @@ impl<'a> Engine<'a> {
             query: opts.query,
             now_unix_ms: opts.now_unix_ms,
             call_id,
+            notify: opts.notify,
         }
     }
 

@@ -7,15 +7,16 @@ use super::confirm::{self, Confirmation};
 use crate::engine::{CallOutcome, CallSession};
 use crate::registry::Registry;
 use crate::setup::Setup;
+use crate::tools::notify::{self, Notice, Notifier};
 use crate::trace::{PendingCall, ToolErrorEntry, ToolResultEntry};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -79,6 +80,8 @@ pub(crate) struct Session {
     /// Numbered at the first call: clients probe with throwaway sessions that never call.
     id: Arc<std::sync::OnceLock<String>>,
     state: Arc<tokio::sync::Mutex<CallSession>>,
+    /// The least severe log level the client wants (`logging/setLevel`; 0, debug, until then).
+    log_level: Arc<AtomicUsize>,
 }
 
 impl Session {
@@ -87,6 +90,7 @@ impl Session {
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
             state: Arc::new(tokio::sync::Mutex::new(CallSession::default())),
+            log_level: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -105,6 +109,7 @@ impl Session {
         arguments: &Value,
         now_unix_ms: i64,
         approved_once: bool,
+        notify: &Arc<Notifier>,
     ) -> CallOutcome {
         let served = &*self.served;
         let engine = served.setup.engine(&served.registry);
@@ -113,6 +118,7 @@ impl Session {
         if approved_once {
             opts.approvals.insert(name.to_string());
         }
+        opts.notify = Some(notify.clone());
         // Calls of one session take turns, as a run's turns do: its counters stay exact.
         let mut state = self.state.lock().await;
         engine
@@ -127,7 +133,7 @@ impl Session {
         origin: Origin<'_>,
     ) -> Option<Confirmation> {
         match origin {
-            Origin::Client(peer) if confirm::client_can_confirm(peer) => {
+            Origin::Client(peer, _) if confirm::client_can_confirm(peer) => {
                 let served = &*self.served;
                 let description = served
                     .registry
@@ -138,7 +144,7 @@ impl Session {
                 served.setup.redactor.value(&mut form);
                 Some(confirm::ask(peer, form).await)
             }
-            Origin::Client(_) => None,
+            Origin::Client(..) => None,
             Origin::Recording { confirmation, .. } => confirmation,
         }
     }
@@ -153,15 +159,37 @@ impl Session {
         let started = Instant::now();
         let now_unix_ms = match &origin {
             Origin::Recording { now_unix_ms, .. } => *now_unix_ms,
-            Origin::Client(_) => served.setup.clock.now_unix_ms(),
+            Origin::Client(..) => served.setup.clock.now_unix_ms(),
         };
-        let mut outcome = self.attempt(name, &arguments, now_unix_ms, false).await;
+        // Notices go out in order, each before the result: one task sends them as they come.
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
+        let forwarding = match &origin {
+            Origin::Client(peer, token) => Some(tokio::spawn(forward(
+                (*peer).clone(),
+                token.clone(),
+                self.log_level.clone(),
+                rx,
+            ))),
+            Origin::Recording { .. } => None,
+        };
+        let notify: Arc<Notifier> = Arc::new(move |n: Notice| {
+            let _ = tx.send(n);
+        });
+        let mut outcome = self
+            .attempt(name, &arguments, now_unix_ms, false, &notify)
+            .await;
         let mut confirmation = None;
         if let Some(pending) = &outcome.pending {
             confirmation = self.confirmation(pending, origin).await;
             if confirmation.as_ref().is_some_and(Confirmation::granted) {
-                outcome = self.attempt(name, &arguments, now_unix_ms, true).await;
+                outcome = self
+                    .attempt(name, &arguments, now_unix_ms, true, &notify)
+                    .await;
             }
+        }
+        drop(notify);
+        if let Some(task) = forwarding {
+            let _ = task.await;
         }
         let mut response = match (&outcome.pending, &confirmation) {
             (Some(p), Some(answer)) => {
@@ -203,14 +231,57 @@ impl Session {
 /// Where a served call comes from, which decides its clock and who confirms it.
 pub(crate) enum Origin<'a> {
     /// A connected client: the server's clock; the client's user confirms through MCP
-    /// elicitation when the client declared that capability.
-    Client(&'a Peer<RoleServer>),
+    /// elicitation when the client declared that capability. Notifications go to it, progress
+    /// only when the request carried this progress token.
+    Client(&'a Peer<RoleServer>, Option<ProgressToken>),
     /// A recorded call being replayed: its clock, and its recorded answer (`None`: nobody was
     /// asked).
     Recording {
         now_unix_ms: i64,
         confirmation: Option<Confirmation>,
     },
+}
+
+/// Sends a call's notices to its client: logs at or above the session's level, progress when
+/// the client asked for it with a progress token. A client gone away is no error here.
+#[allow(deprecated)] // MCP logging: deprecated by a later revision, still the 2025-11-25 one's
+async fn forward(
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    level: Arc<AtomicUsize>,
+    mut notices: tokio::sync::mpsc::UnboundedReceiver<Notice>,
+) {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam};
+    while let Some(notice) = notices.recv().await {
+        match notice {
+            Notice::Log {
+                level: l,
+                logger,
+                data,
+            } => {
+                if notify::rank(&l) < level.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let Ok(severity) = serde_json::from_value::<LoggingLevel>(json!(l)) else {
+                    continue;
+                };
+                let mut param = LoggingMessageNotificationParam::new(severity, data);
+                param.logger = logger;
+                let _ = peer.notify_logging_message(param).await;
+            }
+            Notice::Progress {
+                progress,
+                total,
+                message,
+            } => {
+                let Some(token) = &token else { continue };
+                let mut param = ProgressNotificationParam::new(token.clone(), progress);
+                param.total = total;
+                param.message = message;
+                let _ = peer.notify_progress(param).await;
+            }
+        }
+    }
 }
 
 fn error_result(kind: &str, message: &str) -> Value {
@@ -260,8 +331,14 @@ pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
 }
 
 impl ServerHandler for Session {
+    #[allow(deprecated)] // logging: deprecated after 2025-11-25, the revisions served here have it
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        );
         info.server_info.name = "toolrun".into();
         info.server_info.version = env!("CARGO_PKG_VERSION").into();
         info.server_info.title = Some(self.served.registry.name.clone());
@@ -281,6 +358,18 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.served.tools.clone()))
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let name = serde_json::to_value(request.level).unwrap_or_default();
+        let rank = notify::rank(name.as_str().unwrap_or("debug"));
+        self.log_level.store(rank, Ordering::Relaxed);
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -307,8 +396,13 @@ impl ServerHandler for Session {
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let token = context.meta.get_progress_token();
         let response = self
-            .call(&request.name, arguments, Origin::Client(&context.peer))
+            .call(
+                &request.name,
+                arguments,
+                Origin::Client(&context.peer, token),
+            )
             .await;
         let mut result: CallToolResult = serde_json::from_value(response)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

@@ -131,6 +131,8 @@ pub(crate) struct MockResponse {
     /// Matches when every key/value here equals the argument's (a subset match).
     pub(crate) when: Option<Map<String, Value>>,
     pub(crate) outcome: MockOutcome,
+    /// `notify:`, the notifications sent before the outcome (templates inside).
+    pub(crate) notify: Option<TValue>,
 }
 
 pub(crate) enum MockOutcome {

@@ -172,6 +172,9 @@ pub(crate) const PLACES: &[&Place] = &[
     TOOL_MCP,
     MCP_TOOL,
     MOCK_RESPONSE,
+    NOTIFY,
+    NOTIFY_LOG,
+    NOTIFY_PROGRESS,
     ERROR_OBJECT,
     REQUEST,
     HTTP_RESPONSE,
@@ -270,6 +273,24 @@ pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock 
     Key::new("when", Object, "Arguments that must match (a subset); no `when` makes this the fallback."),
     Key::new("result", Any, "The result, any JSON value; strings are templates over `args` and `query`."),
     Key::new("error", Json(|| json!({ "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/error_object" }] })), "An error message (kind `execution_error`), or `{kind, message}`."),
+    Key::new("notify", ListOf("notify"), "Notifications sent in order before the result: `{log: {level, data}}` or `{progress: {progress, total, message}}`. Served over MCP they are `notifications/message` (at or above the client's `logging/setLevel`) and `notifications/progress` (when the client sent a `progressToken`); in runs they are `tool_notify` lines of `--events`. Strings are templates over `args` and `query`."),
+]);
+
+pub(crate) const NOTIFY: &Place = &Place::new("notify", "One notification a mock sends before its result: exactly one of `log` or `progress`.", &[
+    Key::new("log", Ref("notify_log"), "A log message (MCP `notifications/message`)."),
+    Key::new("progress", Ref("notify_progress"), "Progress (MCP `notifications/progress`)."),
+]).exactly_one();
+
+pub(crate) const NOTIFY_LOG: &Place = &Place::new("notify_log", "A log message with its severity.", &[
+    Key::new("level", Enum(crate::tools::notify::LEVELS), "Severity, as syslog (RFC 5424) and MCP name them.").required(),
+    Key::new("data", Any, "The message: text or any JSON.").required(),
+    Key::new("logger", Str, "The logger's name (optional)."),
+]);
+
+pub(crate) const NOTIFY_PROGRESS: &Place = &Place::new("notify_progress", "How far the call has come.", &[
+    Key::new("progress", Json(|| json!({ "type": "number" })), "Progress so far; increases with each notification.").required(),
+    Key::new("total", Json(|| json!({ "type": "number" })), "The total, when known."),
+    Key::new("message", Str, "What is happening."),
 ]);
 
 pub(crate) const ERROR_OBJECT: &Place = &Place::new("error_object", "A tool error with its kind.", &[

@@ -42,16 +42,31 @@ pub(crate) async fn execute(
         ));
     };
     let templates = &env.registry.templates;
-    let needs_context = match &response.outcome {
-        MockOutcome::Result(tv) => templates.needs_context(tv),
-        MockOutcome::Error { message, .. } => !templates.is_plain(message),
-    };
+    let needs_context = response
+        .notify
+        .as_ref()
+        .is_some_and(|n| templates.needs_context(n))
+        || match &response.outcome {
+            MockOutcome::Result(tv) => templates.needs_context(tv),
+            MockOutcome::Error { message, .. } => !templates.is_plain(message),
+        };
     let data = if needs_context {
         json!({ "args": args, "query": env.query })
     } else {
         Value::Null
     };
     let ctx = Ctx::new(&data);
+    if let Some(notify) = &response.notify {
+        let items = templates
+            .render(notify, &ctx)
+            .await
+            .map_err(|e| super::render_error("mock notify template failed", e))?;
+        for item in items.as_array().into_iter().flatten() {
+            if let Some(notice) = super::notify::Notice::from_item(item) {
+                super::notify::send(env, notice);
+            }
+        }
+    }
     match &response.outcome {
         MockOutcome::Result(tv) => templates
             .render(tv, &ctx)

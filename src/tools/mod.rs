@@ -7,6 +7,7 @@ pub(crate) mod mcp;
 pub(crate) mod mcp_content;
 pub(crate) mod mcp_stdio;
 pub(crate) mod mock;
+pub(crate) mod notify;
 pub(crate) mod table;
 
 use crate::events::Events;
@@ -87,6 +88,8 @@ pub(crate) struct ToolEnv<'a> {
     pub(crate) now_unix_ms: i64,
     /// The id of the call, for progress events.
     pub(crate) call_id: &'a str,
+    /// Where the call's notifications go besides `--events` (`toolrun serve`: its client).
+    pub(crate) notify: Option<&'a notify::Notifier>,
 }
 
 /// A template that failed while a tool ran: a bound it hit is `limit_exceeded`, anything else

@@ -7,8 +7,9 @@ use crate::compile::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{MockOutcome, MockResponse};
 use crate::specfile::keys::{self};
-use crate::specfile::read::{expected, seq, Obj};
+use crate::specfile::read::{expected, missing, seq, Obj};
 use crate::specfile::yaml::{Node, Value};
+use crate::templates::TValue;
 use crate::vocab::ErrorKind;
 
 pub(super) fn compile_mock(
@@ -45,8 +46,13 @@ pub(super) fn compile_mock(
         warn_shadowed_response(&r, item, fallback_seen, &mut earlier_whens, ctx);
         let when = mock_when(&r, item, &props, &mut fallback_seen, ctx);
         let outcome = mock_outcome(&r, item, &roots, ctx);
+        let notify = mock_notify(&r, &roots, ctx);
         if let Some(outcome) = outcome {
-            out.push(MockResponse { when, outcome });
+            out.push(MockResponse {
+                when,
+                outcome,
+                notify,
+            });
         }
     }
     Some(out)
@@ -176,6 +182,67 @@ fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<Mo
             None
         }
     }
+}
+
+/// `notify:`: a list of `{log: {level, data, logger}}` and `{progress: {progress, total,
+/// message}}`, checked here so that a served call never sends a malformed notification.
+fn mock_notify(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
+    let node = r.get("notify")?;
+    let items = seq(node, "`notify`", &mut ctx.d)?;
+    let mut ok = true;
+    for item in items {
+        let Some(n) = Obj::new(item, "a notification", keys::NOTIFY, &mut ctx.d) else {
+            ok = false;
+            continue;
+        };
+        if n.has("log") == n.has("progress") {
+            ctx.d.push(
+                Diagnostic::new("E029", "a notification is exactly one of `log` or `progress`")
+                    .at(item.span)
+                    .help("write `- log: { level: info, data: \"...\" }` or `- progress: { progress: 1, total: 2 }`"),
+            );
+            ok = false;
+        } else if let Some(log) = n.get("log") {
+            ok &= Obj::new(log, "`log`", keys::NOTIFY_LOG, &mut ctx.d).is_some_and(|l| {
+                let _ = (l.get("data"), l.string("logger", &mut ctx.d));
+                l.require_string("level", "`log`", &mut ctx.d)
+                    .is_some_and(|level| {
+                        let known = crate::tools::notify::LEVELS.contains(&level.value.as_str());
+                        if !known {
+                            ctx.d.push(
+                                Diagnostic::new(
+                                    "E029",
+                                    format!("unknown log level `{}`", level.value),
+                                )
+                                .at(level.span)
+                                .help(format!(
+                                    "use one of {}",
+                                    crate::tools::notify::LEVELS.join(", ")
+                                )),
+                            );
+                        }
+                        known
+                    })
+            });
+        } else if let Some(node) = n.get("progress") {
+            ok &=
+                Obj::new(node, "`progress`", keys::NOTIFY_PROGRESS, &mut ctx.d).is_some_and(|p| {
+                    let _ = (
+                        p.number("total", &mut ctx.d),
+                        p.string("message", &mut ctx.d),
+                    );
+                    if !p.has("progress") {
+                        ctx.d.push(missing(node, "progress", "`progress`"));
+                        return false;
+                    }
+                    p.number("progress", &mut ctx.d).is_some()
+                });
+        }
+    }
+    if !ok {
+        return None;
+    }
+    check_tvalue(node.to_json(), node, roots, ctx)
 }
 
 fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {

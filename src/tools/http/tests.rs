@@ -70,6 +70,7 @@ fn call_with(reg: &Registry, args: Value, events: &Events) -> Result<Value, Tool
         query: "q",
         now_unix_ms: 0,
         call_id: "call_1",
+        notify: None,
     };
     runtime()
         .block_on(execute(tool, http, &args, &env))
@@ -431,6 +432,7 @@ fn parallel_calls_are_in_flight_together() {
             query: "q",
             now_unix_ms: 0,
             call_id: id,
+            notify: None,
         })
         .collect();
     let args = json!({});
