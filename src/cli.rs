@@ -58,6 +58,9 @@ pub(crate) enum Command {
         after_help = "Examples:\n  toolrun report results.json -o report.html\n  toolrun report gpt.json claude.json -o compare.html\n  toolrun report results.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
     )]
     Report(ReportArgs),
+    /// Work with results files: merge the shards of a partitioned run into one
+    #[command(subcommand)]
+    Results(ResultsCommand),
     /// Serve the spec's tools as an MCP server (stdio by default; `--http` for streamable HTTP)
     #[command(
         after_help = "Examples:\n  toolrun serve specs/stock_assistant.yaml\n  toolrun serve spec.yaml --http 127.0.0.1:8765 --events calls.jsonl\n  MCP_TOKEN=... toolrun serve spec.yaml --http 0.0.0.0:8765 --token-env MCP_TOKEN --approve send_email"
@@ -296,6 +299,9 @@ pub(crate) struct ReportArgs {
     pub(crate) output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "html")]
     pub(crate) format: ReportOutput,
+    /// The files are shards of one partitioned run: join them into one column
+    #[arg(long)]
+    pub(crate) merge: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -339,6 +345,25 @@ pub(crate) struct ServeArgs {
     /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown
     #[arg(long, value_name = "PATH")]
     pub(crate) record: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ResultsCommand {
+    /// Join the results of `test --partition K/N` shards into one document; a missing or
+    /// overlapping shard is reported (exit 1)
+    #[command(
+        after_help = "Examples:\n  toolrun results merge shard-*.json -o all.json\n  toolrun report all.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+    )]
+    Merge(ResultsMergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ResultsMergeArgs {
+    #[arg(required = true, value_name = "RESULTS")]
+    pub(crate) shards: Vec<PathBuf>,
+    /// Write the merged results here
+    #[arg(long, short, value_name = "PATH")]
+    pub(crate) output: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]

@@ -24,6 +24,7 @@ pub(crate) mod fixture;
 pub mod fuzzing;
 pub(crate) mod line_index;
 pub(crate) mod mcp;
+pub(crate) mod merge;
 pub mod models;
 pub mod net;
 pub(crate) mod openapi;

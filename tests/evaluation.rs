@@ -393,3 +393,108 @@ fn a_model_matrix_runs_every_test_with_each_model_and_report_compares_them() {
     ]));
     out.assert_code(2);
 }
+
+#[test]
+fn shards_merge_into_one_column_and_missing_or_overlapping_ones_are_reported() {
+    let dir = support::temp_dir("shards");
+    let tests: String = (1..=8)
+        .map(|i| {
+            case(
+                &format!("t{i}"),
+                &format!("q{i}"),
+                if i == 3 { "nope" } else { "yes" },
+            )
+        })
+        .collect();
+    write(&dir, "s.yaml", &scripted("s", &[(".*", "yes")], &tests));
+    for k in 1..=3 {
+        let part = format!("{k}/3");
+        let file = format!("shard-{k}.json");
+        let out = run(toolrun().current_dir(&dir).args([
+            "test",
+            "s.yaml",
+            "--partition",
+            &part,
+            "--results",
+            &file,
+            "--no-tests",
+            "pass",
+        ]));
+        assert!(out.code == 0 || out.code == 1, "{out:?}");
+    }
+    let out = run(toolrun().current_dir(&dir).args([
+        "results",
+        "merge",
+        "shard-3.json",
+        "shard-1.json",
+        "shard-2.json",
+        "-o",
+        "all.json",
+    ]));
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("wrote all.json: 8 test(s) from 3 shard(s), 7 passed, 1 failed"),
+        "{out:?}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("all.json")).unwrap()).unwrap();
+    assert_eq!(doc["totals"]["tests"], 8);
+    assert!(doc["settings"]["partition"].is_null(), "{doc:#}");
+
+    let out = run(toolrun().current_dir(&dir).args([
+        "report",
+        "shard-1.json",
+        "shard-2.json",
+        "shard-3.json",
+        "--merge",
+        "--format",
+        "markdown",
+    ]));
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("| **tests passed** | 7/8 (88%) |"),
+        "{out:?}"
+    );
+    assert_eq!(out.stdout.matches("| s::t").count(), 8, "{out:?}");
+
+    // A missing shard and an overlapping one are named; the merge exits 1.
+    let out = run(toolrun().current_dir(&dir).args([
+        "results",
+        "merge",
+        "shard-1.json",
+        "shard-2.json",
+        "-o",
+        "part.json",
+    ]));
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("error: shard 3/3 is missing: its tests are not in the merged results"),
+        "{out:?}"
+    );
+    std::fs::copy(dir.join("shard-1.json"), dir.join("again.json")).unwrap();
+    let out = run(toolrun().current_dir(&dir).args([
+        "report",
+        "shard-1.json",
+        "again.json",
+        "shard-2.json",
+        "shard-3.json",
+        "--merge",
+        "--format",
+        "markdown",
+    ]));
+    out.assert_code(0);
+    // Sorted by shard number, stably: the order given.
+    assert!(
+        out.stdout
+            .contains("> shard 1/3 is given more than once: \\`shard-1.json\\`, \\`again.json\\`"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("the shards overlap"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("warning: shard 1/3 is given more than once"),
+        "{out:?}"
+    );
+}

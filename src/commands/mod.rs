@@ -40,6 +40,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Call(args) => call::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Import(cmd) => import::run(cmd),
+        Command::Results(crate::cli::ResultsCommand::Merge(args)) => report::merge(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
             println!(

@@ -1,18 +1,32 @@
 //! `toolrun report RESULTS...`: results files side by side, as one HTML page or a markdown summary.
 
-use crate::cli::{ReportArgs, ReportOutput};
+use crate::cli::{ReportArgs, ReportOutput, ResultsMergeArgs};
 use crate::exit;
 use crate::report;
 
 pub(crate) fn run(args: ReportArgs) -> i32 {
-    let inputs = match report::load(&args.results) {
+    let mut inputs = match report::load(&args.results) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("error: {}", crate::term::visible_line(&e));
             return exit::USAGE;
         }
     };
-    let built = report::build(&inputs);
+    let mut problems = Vec::new();
+    if args.merge {
+        let label = format!("merged ({} shards)", inputs.len());
+        let merged = crate::merge::merge(inputs.into_iter().map(|i| (i.path, i.results)).collect());
+        problems = merged.problems;
+        inputs = vec![report::Input {
+            path: label,
+            results: merged.results,
+        }];
+    }
+    let mut built = report::build(&inputs);
+    for p in &problems {
+        eprintln!("warning: {}", crate::term::visible_line(p));
+    }
+    built.notes.extend(problems);
     let redactor = report::redactor(&inputs);
     let text = match args.format {
         ReportOutput::Html => report::html::render(&built, &redactor),
@@ -52,4 +66,45 @@ pub(crate) fn run(args: ReportArgs) -> i32 {
         }
     }
     exit::SUCCESS
+}
+
+/// `toolrun results merge SHARDS... -o OUT`: the merged document is written even when shards are
+/// missing or overlap (so it can be looked at), but that exits 1: CI must not take a part for
+/// the whole.
+pub(crate) fn merge(args: ResultsMergeArgs) -> i32 {
+    if let Err(e) = crate::files::check_destination(&args.output, "--output", false) {
+        eprintln!("error: {e}");
+        return exit::USAGE;
+    }
+    let inputs = match report::load(&args.shards) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {}", crate::term::visible_line(&e));
+            return exit::USAGE;
+        }
+    };
+    let redactor = report::redactor(&inputs);
+    let merged = crate::merge::merge(inputs.into_iter().map(|i| (i.path, i.results)).collect());
+    if let Err(e) = merged.results.write(&args.output, &redactor) {
+        eprintln!("error: {}", crate::term::visible_line(&e));
+        return exit::FAILED;
+    }
+    for p in &merged.problems {
+        eprintln!("error: {}", crate::term::visible_line(p));
+    }
+    let t = &merged.results.totals;
+    eprintln!(
+        "wrote {}: {} test(s) from {} shard(s), {} passed, {} failed, {} skipped",
+        crate::term::visible_line(&args.output.display().to_string()),
+        t.tests,
+        args.shards.len(),
+        t.passed,
+        t.failed,
+        t.skipped
+    );
+    if merged.problems.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::FAILED
+    }
 }
