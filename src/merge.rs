@@ -12,10 +12,13 @@ pub(crate) struct Merged {
     pub(crate) problems: Vec<String>,
 }
 
+/// A shard's path, document and `K/N`.
+type Shard = (String, Results, Option<(u64, u64)>);
+
 /// `(path, document)` of each shard, in any order.
 pub(crate) fn merge(shards: Vec<(String, Results)>) -> Merged {
     let mut problems = Vec::new();
-    let mut shards: Vec<(String, Results, Option<(u64, u64)>)> = shards
+    let mut shards: Vec<Shard> = shards
         .into_iter()
         .map(|(path, r)| {
             let part = r.settings.partition.as_deref().and_then(partition);
@@ -97,7 +100,7 @@ fn partition(text: &str) -> Option<(u64, u64)> {
 }
 
 /// Every shard of one `N`, each once.
-fn check_partitions(shards: &[(String, Results, Option<(u64, u64)>)], problems: &mut Vec<String>) {
+fn check_partitions(shards: &[Shard], problems: &mut Vec<String>) {
     let parts: Vec<(&str, u64, u64)> = shards
         .iter()
         .filter_map(|(p, _, part)| part.map(|(k, n)| (p.as_str(), k, n)))
