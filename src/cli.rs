@@ -69,6 +69,9 @@ pub(crate) enum Command {
     /// Print a spec with tools imported from another description (an OpenAPI document)
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Send recorded runs to an OpenTelemetry collector (`export otel`)
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Print the compiled tool definitions as an API expects them
     #[command(
         after_help = "Examples:\n  toolrun tools specs/stock_assistant.yaml --format openai\n  toolrun tools spec.yaml --format mcp"
@@ -279,6 +282,8 @@ pub(crate) struct ReplayArgs {
     /// Accept new traces for fixtures whose only difference is the trace
     #[arg(long)]
     pub(crate) update: bool,
+    #[command(flatten)]
+    pub(crate) otlp: OtlpArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,6 +350,38 @@ pub(crate) struct ServeArgs {
     /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown
     #[arg(long, value_name = "PATH")]
     pub(crate) record: Option<PathBuf>,
+}
+
+/// OpenTelemetry export, on every command that runs something.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct OtlpArgs {
+    /// Send OpenTelemetry traces (OTLP over HTTP) to this collector, e.g.
+    /// http://127.0.0.1:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT, if set)
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp: Option<String>,
+    /// Include messages, tool arguments and results in the spans (masked), as
+    /// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true does
+    #[arg(long)]
+    pub(crate) otlp_content: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ExportCommand {
+    /// Send recorded traces, fixtures and results files as OpenTelemetry spans, at their
+    /// recorded times
+    #[command(
+        after_help = "Examples:\n  toolrun export otel trace.json --otlp http://127.0.0.1:4318\n  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006 toolrun export otel fixtures/*.json results.json"
+    )]
+    Otel(ExportOtelArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ExportOtelArgs {
+    /// Traces (`run --trace`), fixtures (`--record`) or results files (`test --results`)
+    #[arg(required = true, value_name = "FILE")]
+    pub(crate) files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) otlp: OtlpArgs,
 }
 
 #[derive(Subcommand, Debug)]

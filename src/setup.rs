@@ -43,6 +43,8 @@ pub(crate) struct SetupArgs {
     /// `command:`, or a path to the same file
     #[arg(long = "allow-exec", value_name = "PROGRAM")]
     pub(crate) allow_exec: Vec<String>,
+    #[command(flatten)]
+    pub(crate) otlp: crate::cli::OtlpArgs,
 }
 
 /// Where a run's secrets come from.

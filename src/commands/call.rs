@@ -56,6 +56,7 @@ pub(crate) fn run(args: CallArgs) -> i32 {
 fn report(outcome: &CallOutcome, arguments: &Value, as_json: bool, redactor: &Redactor) -> i32 {
     let mut record = record(outcome, arguments);
     redactor.value(&mut record);
+    crate::telemetry::export_call(&record, redactor);
     let code = match record["status"].as_str() {
         Some("ok") => exit::SUCCESS,
         Some("needs_confirmation") => exit::NEEDS_PERSON,

@@ -4,6 +4,7 @@ pub(crate) mod call;
 pub(crate) mod cases;
 pub(crate) mod check;
 pub(crate) mod explain;
+pub(crate) mod export;
 pub(crate) mod import;
 pub(crate) mod junit;
 pub(crate) mod live_text;
@@ -31,7 +32,35 @@ pub fn dispatch(cli: Cli) -> i32 {
         }
         crate::files::set_root_override(root);
     }
-    match cli.command {
+    if let Some(otlp) = otlp_args(&cli.command) {
+        crate::telemetry::init(&crate::telemetry::Flags {
+            otlp: otlp.otlp.clone(),
+            content: otlp.otlp_content,
+        });
+    }
+    let code = run_command(cli.command);
+    // Spans still queued go out now, within OTEL_BSP_EXPORT_TIMEOUT; the exit code is the
+    // command's whatever the collector does.
+    crate::telemetry::finish();
+    code
+}
+
+/// The export settings of the commands that run something; the others never export.
+fn otlp_args(command: &Command) -> Option<&crate::cli::OtlpArgs> {
+    match command {
+        Command::Run(a) => Some(&a.setup.otlp),
+        Command::Test(a) => Some(&a.setup.otlp),
+        Command::Replay(a) => Some(&a.otlp),
+        Command::Call(a) => Some(&a.setup.otlp),
+        Command::Serve(a) => Some(&a.setup.otlp),
+        Command::Export(crate::cli::ExportCommand::Otel(a)) => Some(&a.otlp),
+        _ => None,
+    }
+}
+
+fn run_command(command: Command) -> i32 {
+    match command {
+        Command::Export(crate::cli::ExportCommand::Otel(args)) => export::run(args),
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Test(args) => test_suite::run(args),

@@ -84,6 +84,8 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
                                 Some(stop.clone()),
                             )
                             .await;
+                            let file = path.display().to_string();
+                            crate::telemetry::export_replay(r.trace.as_ref(), &file, &r.failures);
                             (outcome(&r), r.failures, r.updated)
                         }
                         Some(Err(e)) => (Outcome::Failed, vec![e.clone()], false),

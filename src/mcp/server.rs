@@ -7,11 +7,13 @@ use super::confirm::{self, Confirmation};
 use crate::engine::{CallOutcome, CallSession};
 use crate::registry::Registry;
 use crate::setup::Setup;
+use crate::telemetry::mcp as telemetry;
 use crate::tools::notify::{self, Notice, Notifier};
 use crate::trace::{PendingCall, ToolErrorEntry, ToolResultEntry};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
-    PaginatedRequestParams, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -330,6 +332,37 @@ pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
     result
 }
 
+/// A request as its span describes it: the HTTP request's headers when it came over HTTP.
+fn served_request<'a>(
+    context: &'a RequestContext<RoleServer>,
+    method: &'a str,
+    tool: Option<&'a str>,
+    start_ns: u64,
+    session: Option<&'a str>,
+) -> telemetry::Request<'a> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>();
+    let header = |name: &str| {
+        parts
+            .and_then(|p| p.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+    };
+    let request_id = match serde_json::to_value(&context.id) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    };
+    telemetry::Request {
+        method,
+        tool,
+        traceparent: header("traceparent").or_else(|| context.meta.get_traceparent()),
+        session_id: header("mcp-session-id").or(session),
+        protocol_version: context.protocol_version().map(|v| v.to_string()),
+        request_id,
+        transport: if parts.is_some() { "tcp" } else { "pipe" },
+        start_ns,
+    }
+}
+
 impl ServerHandler for Session {
     #[allow(deprecated)] // logging: deprecated after 2025-11-25, the revisions served here have it
     fn get_info(&self) -> ServerConfig {
@@ -352,11 +385,40 @@ impl ServerHandler for Session {
         std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let start = crate::telemetry::clock();
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request);
+        if let Some(start) = start {
+            let mut req = served_request(&context, "initialize", None, start, None);
+            req.protocol_version = Some(request.protocol_version.to_string());
+            let answer = match &result {
+                Ok(_) => telemetry::Answer::Result(None),
+                Err(e) => telemetry::Answer::Error(&e.message),
+            };
+            telemetry::served(&req, None, answer, &self.served.setup.redactor);
+        }
+        result
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(start) = crate::telemetry::clock() {
+            let req = served_request(&context, "tools/list", None, start, None);
+            telemetry::served(
+                &req,
+                None,
+                telemetry::Answer::Result(None),
+                &self.served.setup.redactor,
+            );
+        }
         Ok(ListToolsResult::with_all_items(self.served.tools.clone()))
     }
 
@@ -381,29 +443,47 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let start = crate::telemetry::clock();
         // An unknown tool is the protocol error the specification names (-32602); arguments
         // that do not fit stay a tool error the client's model can correct (SEP-1303).
         if self.served.registry.tool(&request.name).is_none() {
             let hint = crate::diag::did_you_mean(&request.name, self.served.registry.tool_names())
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default();
-            return Err(ErrorData::invalid_params(
+            let error = ErrorData::invalid_params(
                 format!(
                     "unknown tool `{}`{hint}; `tools/list` names the tools this server has",
                     request.name
                 ),
                 None,
-            ));
+            );
+            if let Some(start) = start {
+                let req = served_request(&context, "tools/call", Some(&request.name), start, None);
+                let answer = telemetry::Answer::Error(&error.message);
+                telemetry::served(&req, None, answer, &self.served.setup.redactor);
+            }
+            return Err(error);
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let token = context.meta.get_progress_token();
         let response = self
             .call(
                 &request.name,
-                arguments,
+                arguments.clone(),
                 Origin::Client(&context.peer, token),
             )
             .await;
+        if let Some(start) = start {
+            let req = served_request(
+                &context,
+                "tools/call",
+                Some(&request.name),
+                start,
+                Some(self.id()),
+            );
+            let answer = telemetry::Answer::Result(Some(&response));
+            telemetry::served(&req, Some(&arguments), answer, &self.served.setup.redactor);
+        }
         let mut result: CallToolResult = serde_json::from_value(response)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         // Required from protocol 2026-07-28 on; rmcp drops it again for older clients.

@@ -53,6 +53,8 @@ async def main():
         target = StdioServerParameters(command=rest[0], args=rest[1:], env=dict(os.environ))
     else:
         headers = {"Authorization": f"Bearer {rest[1]}"} if len(rest) > 1 else {}
+        # More headers as a JSON object (a W3C `traceparent` for the telemetry tests).
+        headers.update(json.loads(os.environ.get("CLIENT_HEADERS", "{}")))
         target = streamable_http_client(rest[0], http_client=httpx2.AsyncClient(headers=headers))
     options = {"elicitation_callback": on_elicit} if elicit else {}
 

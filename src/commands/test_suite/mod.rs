@@ -107,6 +107,9 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         results.tests.push(test);
     }
     results.finish();
+    if crate::telemetry::active().is_some() {
+        crate::telemetry::export_results(&results.to_json(&redactor), &redactor);
+    }
     let code = finish(args, &results, load_failures, &redactor, baseline, fail_on)?;
     if let Some(code) = signals.interrupted_exit() {
         return Ok(code);

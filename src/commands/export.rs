@@ -1,0 +1,81 @@
+//! `toolrun export otel FILE...`: recorded traces, fixtures and results files as OpenTelemetry
+//! spans at their recorded times, so a replayed regression shows up beside production runs.
+
+use crate::cli::ExportOtelArgs;
+use crate::exit;
+use crate::redact::Redactor;
+use crate::telemetry;
+use serde_json::Value;
+use std::path::Path;
+
+/// Recorded files are JSON documents of at most this size (a fixture with large results).
+const MAX_FILE: u64 = 512 * 1024 * 1024;
+
+pub(crate) fn run(args: ExportOtelArgs) -> i32 {
+    if telemetry::active().is_none() {
+        eprintln!("error: no OpenTelemetry collector to send to: pass --otlp URL (e.g. http://127.0.0.1:4318) or set OTEL_EXPORTER_OTLP_ENDPOINT");
+        return exit::USAGE;
+    }
+    // What was written is already masked; nothing here knows the secrets of the run.
+    let redactor = Redactor::default();
+    let mut code = exit::SUCCESS;
+    let (mut runs, mut files) = (0, 0);
+    for path in &args.files {
+        match read(path) {
+            Ok(doc) => match export_document(&doc, &redactor) {
+                Ok(n) => {
+                    runs += n;
+                    files += 1;
+                }
+                Err(what) => {
+                    eprintln!("error: `{}` {what}", shown(path));
+                    code = exit::USAGE;
+                }
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                code = exit::USAGE;
+            }
+        }
+    }
+    eprintln!("exported {runs} run(s) from {files} file(s)");
+    code
+}
+
+fn shown(path: &Path) -> String {
+    crate::term::visible(&path.display().to_string()).into_owned()
+}
+
+fn read(path: &Path) -> Result<Value, String> {
+    let bytes = crate::files::read_regular(path, MAX_FILE).map_err(|e| match e {
+        crate::files::ReadError::TooLarge { limit } => {
+            format!("`{}` is larger than {limit} bytes", shown(path))
+        }
+        crate::files::ReadError::NotAFile(e) => format!("`{}` {e}", shown(path)),
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("`{}` is not valid JSON: {e}", shown(path)))
+}
+
+/// Sends one document; returns how many runs it held.
+fn export_document(doc: &Value, redactor: &Redactor) -> Result<usize, String> {
+    if doc["kind"] == crate::results::KIND {
+        telemetry::export_results(doc, redactor);
+        let attempts = doc["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["attempts"].as_array().map_or(0, Vec::len))
+            .sum();
+        return Ok(attempts);
+    }
+    let trace = if doc.get("exchanges").is_some() {
+        &doc["trace"]
+    } else {
+        doc
+    };
+    if trace.get("stop_reason").is_some() && trace.get("tool_results").is_some() {
+        telemetry::export_trace(trace, None, redactor);
+        return Ok(1);
+    }
+    Err("is neither a trace (`run --trace`), a fixture (`--record`) nor a results file (`test --results`)".into())
+}

@@ -1,0 +1,271 @@
+//! Export settings from the standard `OTEL_*` variables and the `--otlp` flags. Nothing here
+//! connects: it only decides whether and where traces go.
+
+use super::span::{Parent, Value};
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Protobuf,
+    Json,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    /// The full traces URL (`…/v1/traces`).
+    pub(crate) endpoint: String,
+    pub(crate) protocol: Protocol,
+    /// Sent with every export; values are secrets (never printed, never exported).
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) resource: Vec<(String, Value)>,
+    /// How long toolrun waits at exit for spans still queued.
+    pub(crate) exit_timeout: Duration,
+    /// Messages, arguments and results as span attributes (masked).
+    pub(crate) content: bool,
+    /// The trace a CI job (or any caller) runs toolrun in (`TRACEPARENT`).
+    pub(crate) parent: Option<Parent>,
+    /// `OTEL_SEMCONV_STABILITY_OPT_IN` holds `gen_ai_latest_experimental`: only the current
+    /// attribute names, without the older `gen_ai.system` beside `gen_ai.provider.name`.
+    pub(crate) latest_only: bool,
+}
+
+/// Waiting longer than this at exit would make a dead collector a slow command.
+const MAX_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the command line asked for.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Flags {
+    pub(crate) otlp: Option<String>,
+    pub(crate) content: bool,
+}
+
+/// A problem with the settings: said once, export stays off, the command goes on.
+pub(crate) type Warning = String;
+
+/// `None` when nothing asks for export (or `OTEL_SDK_DISABLED=true` and no `--otlp`).
+pub(crate) fn from_env(
+    flags: &Flags,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Config>, Warning> {
+    let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let endpoint = if let Some(url) = &flags.otlp {
+        traces_url(url)
+    } else {
+        if get("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
+        match (
+            get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(url), _) => url.trim().to_string(),
+            (None, Some(base)) => traces_url(&base),
+            (None, None) => return Ok(None),
+        }
+    };
+    check_url(&endpoint)?;
+    let protocol = match get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        .or_else(|| get("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("http/protobuf") => Protocol::Protobuf,
+        Some("http/json") => Protocol::Json,
+        Some(other) => {
+            return Err(format!(
+                "OTEL_EXPORTER_OTLP_PROTOCOL `{}` is not supported; use http/protobuf or http/json",
+                crate::term::visible(other)
+            ))
+        }
+    };
+    let mut headers = key_value_list(get("OTEL_EXPORTER_OTLP_HEADERS").as_deref());
+    headers.extend(key_value_list(
+        get("OTEL_EXPORTER_OTLP_TRACES_HEADERS").as_deref(),
+    ));
+    let content = flags.content
+        || get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let exit_timeout = get("OTEL_BSP_EXPORT_TIMEOUT")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::from_secs(1), Duration::from_millis)
+        .min(MAX_EXIT_TIMEOUT);
+    let latest_only = get("OTEL_SEMCONV_STABILITY_OPT_IN").is_some_and(|v| {
+        v.split(',')
+            .any(|s| s.trim() == "gen_ai_latest_experimental")
+    });
+    Ok(Some(Config {
+        endpoint,
+        protocol,
+        headers,
+        resource: resource(&get),
+        exit_timeout,
+        content,
+        parent: get("TRACEPARENT").and_then(|t| Parent::from_traceparent(&t)),
+        latest_only,
+    }))
+}
+
+/// The base endpoint gets the signal's path, as the exporter specification says; a URL that
+/// already ends in `/v1/traces` is used as it is.
+fn traces_url(base: &str) -> String {
+    let base = base.trim();
+    if base.trim_end_matches('/').ends_with("/v1/traces") {
+        return base.to_string();
+    }
+    format!("{}/v1/traces", base.trim_end_matches('/'))
+}
+
+fn check_url(url: &str) -> Result<(), Warning> {
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        _ => Err(format!(
+            "the OTLP endpoint `{}` is not an http(s) URL; traces are not exported",
+            crate::term::visible(&shown_url(url))
+        )),
+    }
+}
+
+/// A URL as warnings show it: no user, password, query or fragment (they can hold keys).
+pub(crate) fn shown_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => {
+            let host = u.host_str().unwrap_or("");
+            match u.port() {
+                Some(p) => format!("{}://{host}:{p}{}", u.scheme(), u.path()),
+                None => format!("{}://{host}{}", u.scheme(), u.path()),
+            }
+        }
+        Err(_) => "(unparsable URL)".to_string(),
+    }
+}
+
+/// `k1=v1,k2=v2` with percent-encoded values (W3C Baggage format, as the variables use).
+fn key_value_list(text: Option<&str>) -> Vec<(String, String)> {
+    let Some(text) = text else {
+        return Vec::new();
+    };
+    text.split(',')
+        .filter_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            let k = k.trim();
+            let v = percent_encoding::percent_decode_str(v.trim()).decode_utf8_lossy();
+            (!k.is_empty()).then(|| (k.to_string(), v.into_owned()))
+        })
+        .collect()
+}
+
+fn resource(get: &impl Fn(&str) -> Option<String>) -> Vec<(String, Value)> {
+    let mut attrs: Vec<(String, Value)> =
+        key_value_list(get("OTEL_RESOURCE_ATTRIBUTES").as_deref())
+            .into_iter()
+            .map(|(k, v)| (k, Value::Str(v)))
+            .collect();
+    // OTEL_SERVICE_NAME wins over a service.name among the resource attributes.
+    let service = get("OTEL_SERVICE_NAME").map(|s| s.trim().to_string());
+    let from_attrs = attrs.iter().position(|(k, _)| k == "service.name");
+    match (service, from_attrs) {
+        (Some(name), Some(i)) => attrs[i].1 = Value::Str(name),
+        (Some(name), None) => attrs.push(("service.name".into(), Value::Str(name))),
+        (None, Some(_)) => {}
+        (None, None) => attrs.push(("service.name".into(), "toolrun".into())),
+    }
+    for (k, v) in [
+        ("telemetry.sdk.name", "toolrun"),
+        ("telemetry.sdk.language", "rust"),
+        ("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
+    ] {
+        attrs.push((k.to_string(), v.into()));
+    }
+    attrs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)], flags: Flags) -> Result<Option<Config>, Warning> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        from_env(&flags, |k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn nothing_set_is_no_export() {
+        assert!(config(&[], Flags::default()).unwrap().is_none());
+        let off = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+            ("OTEL_SDK_DISABLED", "true"),
+        ];
+        assert!(config(&off, Flags::default()).unwrap().is_none());
+    }
+
+    #[test]
+    fn endpoints_get_the_traces_path_unless_signal_specific() {
+        let c = config(
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318/")],
+            Flags::default(),
+        );
+        assert_eq!(c.unwrap().unwrap().endpoint, "http://h:4318/v1/traces");
+        let c = config(
+            &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://h:1/x")],
+            Flags::default(),
+        );
+        assert_eq!(c.unwrap().unwrap().endpoint, "http://h:1/x");
+        let flags = Flags {
+            otlp: Some("http://h:2/v1/traces".into()),
+            content: false,
+        };
+        assert_eq!(
+            config(&[], flags).unwrap().unwrap().endpoint,
+            "http://h:2/v1/traces"
+        );
+    }
+
+    #[test]
+    fn headers_resource_and_service_name() {
+        let c = config(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+                (
+                    "OTEL_EXPORTER_OTLP_HEADERS",
+                    "authorization=Bearer%20abc, x-team = a",
+                ),
+                (
+                    "OTEL_RESOURCE_ATTRIBUTES",
+                    "service.name=a,deployment.environment=ci",
+                ),
+                ("OTEL_SERVICE_NAME", "agent"),
+                ("OTEL_BSP_EXPORT_TIMEOUT", "999999"),
+            ],
+            Flags::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.headers[0], ("authorization".into(), "Bearer abc".into()));
+        assert_eq!(c.headers[1], ("x-team".into(), "a".into()));
+        assert_eq!(c.resource[0], ("service.name".into(), "agent".into()));
+        assert_eq!(c.exit_timeout, MAX_EXIT_TIMEOUT);
+    }
+
+    #[test]
+    fn bad_settings_are_warnings() {
+        let bad = [("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")];
+        assert!(config(&bad, Flags::default()).is_err());
+        let grpc = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ];
+        assert!(config(&grpc, Flags::default()).is_err());
+    }
+
+    #[test]
+    fn shown_urls_drop_credentials_and_queries() {
+        assert_eq!(
+            shown_url("http://u:p@h:1/v1/traces?key=s#f"),
+            "http://h:1/v1/traces"
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! The background exporter: spans are queued by the command and sent in batches from a thread
+//! of their own, so a slow or absent collector never slows a run; at exit toolrun waits for
+//! the queue at most `OTEL_BSP_EXPORT_TIMEOUT`.
+
+use super::config::{shown_url, Config, Protocol};
+use super::otlp::{encode_json, encode_proto, Resource};
+use super::span::Span;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Spans wait this long for company before they are sent (a served session sends as it goes).
+const SCHEDULE_DELAY: Duration = Duration::from_millis(500);
+/// The batch processor's default `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`.
+const MAX_BATCH: usize = 512;
+/// One request may not take longer than this, whatever the exit timeout.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) struct Exporter {
+    pub(crate) config: Config,
+    queue: Mutex<Option<mpsc::Sender<Vec<Span>>>>,
+    drained: Mutex<Option<mpsc::Receiver<()>>>,
+    warned: Arc<AtomicBool>,
+}
+
+impl Exporter {
+    /// Starts the sending thread; nothing connects before the first batch is due.
+    pub(crate) fn start(config: Config) -> Exporter {
+        let (tx, rx) = mpsc::channel::<Vec<Span>>();
+        let (done_tx, done_rx) = mpsc::channel();
+        let warned = Arc::new(AtomicBool::new(false));
+        let worker = Worker {
+            config: config.clone(),
+            warned: warned.clone(),
+            client: None,
+            runtime: None,
+        };
+        let spawned = std::thread::Builder::new()
+            .name("otlp-export".into())
+            .spawn(move || {
+                worker.run(rx);
+                let _ = done_tx.send(());
+            });
+        if let Err(e) = spawned {
+            warn_once(
+                &warned,
+                &format!("cannot start the OTLP export thread: {e}"),
+            );
+        }
+        Exporter {
+            config,
+            queue: Mutex::new(Some(tx)),
+            drained: Mutex::new(Some(done_rx)),
+            warned,
+        }
+    }
+
+    pub(crate) fn send(&self, spans: Vec<Span>) {
+        if spans.is_empty() {
+            return;
+        }
+        if let Ok(queue) = self.queue.lock() {
+            if let Some(tx) = queue.as_ref() {
+                let _ = tx.send(spans);
+            }
+        }
+    }
+
+    /// Closes the queue and waits for the last batch, at most the configured time.
+    pub(crate) fn finish(&self) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.take();
+        }
+        let Some(drained) = self.drained.lock().ok().and_then(|mut d| d.take()) else {
+            return;
+        };
+        if let Err(RecvTimeoutError::Timeout) = drained.recv_timeout(self.config.exit_timeout) {
+            warn_once(
+                &self.warned,
+                &format!(
+                    "traces not sent to {} within {:?} (OTEL_BSP_EXPORT_TIMEOUT); the rest are dropped",
+                    shown_url(&self.config.endpoint),
+                    self.config.exit_timeout
+                ),
+            );
+        }
+    }
+}
+
+/// One warning per process: a collector that is down says so once, not once per batch.
+fn warn_once(warned: &AtomicBool, message: &str) {
+    if !warned.swap(true, Ordering::SeqCst) {
+        eprintln!("toolrun: warning: {}", crate::term::visible(message));
+    }
+}
+
+struct Worker {
+    config: Config,
+    warned: Arc<AtomicBool>,
+    client: Option<reqwest::Client>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Worker {
+    fn run(mut self, rx: mpsc::Receiver<Vec<Span>>) {
+        let mut batch: Vec<Span> = Vec::new();
+        let mut due: Option<Instant> = None;
+        loop {
+            let wait = due.map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            match rx.recv_timeout(wait) {
+                Ok(spans) => {
+                    batch.extend(spans);
+                    due.get_or_insert_with(|| Instant::now() + SCHEDULE_DELAY);
+                    if batch.len() >= MAX_BATCH {
+                        self.flush(&mut batch);
+                        due = None;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.flush(&mut batch);
+                    due = None;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.flush(&mut batch);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, batch: &mut Vec<Span>) {
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(MAX_BATCH));
+            let spans = std::mem::replace(batch, rest);
+            if let Err(e) = self.post(&spans) {
+                warn_once(
+                    &self.warned,
+                    &format!(
+                        "cannot export traces to {}: {e}; the run is not affected",
+                        shown_url(&self.config.endpoint)
+                    ),
+                );
+            }
+        }
+    }
+
+    fn post(&mut self, spans: &[Span]) -> Result<(), String> {
+        let resource = Resource {
+            attributes: &self.config.resource,
+            scope_version: env!("CARGO_PKG_VERSION"),
+        };
+        let (body, content_type) = match self.config.protocol {
+            Protocol::Protobuf => (encode_proto(&resource, spans), "application/x-protobuf"),
+            Protocol::Json => (encode_json(&resource, spans), "application/json"),
+        };
+        if self.runtime.is_none() {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            self.runtime = Some(rt);
+        }
+        if self.client.is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .timeout(REQUEST_TIMEOUT)
+                .build()
+                .map_err(|e| e.without_url().to_string())?;
+            self.client = Some(client);
+        }
+        let (Some(rt), Some(client)) = (&self.runtime, &self.client) else {
+            return Err("no HTTP client".into());
+        };
+        let mut req = client
+            .post(&self.config.endpoint)
+            .header("content-type", content_type)
+            .body(body);
+        for (k, v) in &self.config.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        // Sent inside the runtime: the request's timer needs its reactor.
+        let status = rt
+            .block_on(async move { req.send().await })
+            // Without the URL: it may hold a key, and the warning names the endpoint itself.
+            .map_err(|e| describe(&e.without_url()))?
+            .status();
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("the collector answered HTTP {}", status.as_u16()))
+        }
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}

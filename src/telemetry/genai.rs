@@ -1,0 +1,372 @@
+//! A run as GenAI semantic-convention spans, made from its trace document (the masked JSON every
+//! command writes): `invoke_agent {spec}` with a `chat {model}` CLIENT span per model call and
+//! an `execute_tool {tool}` span per call, an HTTP tool's request as a CLIENT child. The same
+//! mapping serves live runs and recorded ones (`toolrun export otel`), so both look alike.
+
+use super::otlp::Kind;
+use super::span::{now_ns, Parent, Span, Value};
+use crate::redact::Redactor;
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+
+/// How a run's spans are made.
+pub(crate) struct Mapping<'a> {
+    /// Messages, arguments and results as attributes (opt-in).
+    pub(crate) content: bool,
+    /// Only the current attribute names (`OTEL_SEMCONV_STABILITY_OPT_IN`).
+    pub(crate) latest_only: bool,
+    /// Applied to every exported string on top of the trace's own masking.
+    pub(crate) redactor: &'a Redactor,
+}
+
+/// Nanoseconds since the epoch of an RFC 3339 time.
+pub(crate) fn parse_time(text: Option<&str>) -> Option<u64> {
+    let t: jiff::Timestamp = text?.parse().ok()?;
+    u64::try_from(t.as_nanosecond()).ok()
+}
+
+fn ms(v: Option<&Json>) -> f64 {
+    v.and_then(Json::as_f64).unwrap_or(0.0).max(0.0)
+}
+
+fn ns_of(duration_ms: f64) -> u64 {
+    (duration_ms * 1_000_000.0) as u64
+}
+
+impl Mapping<'_> {
+    fn text(&self, s: &str) -> String {
+        self.redactor.str(s)
+    }
+
+    fn json_text(&self, v: &Json) -> String {
+        let mut v = v.clone();
+        self.redactor.value(&mut v);
+        match v {
+            Json::String(s) => s,
+            other => other.to_string(),
+        }
+    }
+
+    /// The spans of one run, under `parent`; the first is the run's `invoke_agent` span.
+    pub(crate) fn run_spans(&self, trace: &Json, parent: Parent) -> Vec<Span> {
+        let spec = trace["spec"]["name"].as_str().unwrap_or("");
+        let duration = ms(trace.get("duration_ms"));
+        let start = parse_time(trace["started_at"].as_str())
+            .unwrap_or_else(|| now_ns().saturating_sub(ns_of(duration)));
+        let mut run = Span::new(parent, format!("invoke_agent {spec}"), Kind::Internal);
+        run.timed(start, duration);
+        self.run_attributes(&mut run, trace);
+        let mut spans = Vec::new();
+        let step_ends = self.chat_spans(trace, &run, &mut spans);
+        self.tool_spans(trace, &run, start, &step_ends, &mut spans);
+        spans.insert(0, run);
+        spans
+    }
+
+    fn run_attributes(&self, run: &mut Span, trace: &Json) {
+        let spec = trace["spec"]["name"].as_str().unwrap_or("");
+        let conversation = super::otlp_hex(&run.span_id);
+        run.set("gen_ai.operation.name", "invoke_agent")
+            .set("gen_ai.agent.name", self.text(spec))
+            .set("gen_ai.conversation.id", conversation);
+        if let Some(model) = trace["model"].as_str() {
+            run.set("gen_ai.request.model", self.text(model));
+        }
+        if let Some(provider) = trace["model_calls"][0]["provider"].as_str() {
+            self.provider(run, provider);
+        }
+        for key in ["status", "stop_reason"] {
+            if let Some(v) = trace[key].as_str() {
+                run.set(&format!("toolrun.{key}"), v);
+            }
+        }
+        for key in ["steps", "tool_call_count"] {
+            if let Some(v) = trace[key].as_i64() {
+                run.set(&format!("toolrun.{key}"), v);
+            }
+        }
+        if let Some(sha) = trace["spec"]["sha256"].as_str() {
+            run.set("toolrun.spec.sha256", sha);
+        }
+        usage(run, &trace["usage"]);
+        if trace["status"] == "failed" {
+            let why = trace["error"].as_str().unwrap_or("the run failed");
+            run.set(
+                "error.type",
+                trace["stop_reason"].as_str().unwrap_or("failed"),
+            );
+            run.error = Some(self.text(why));
+        }
+        if self.content {
+            if let Some(q) = trace["query"].as_str() {
+                let input =
+                    json!([{ "role": "user", "parts": [{ "type": "text", "content": q }] }]);
+                run.set(
+                    "gen_ai.input.messages",
+                    self.json_text(&Json::String(input.to_string())),
+                );
+            }
+            if let Some(answer) = trace["final_output"].as_str() {
+                let output = json!([{ "role": "assistant", "parts": [{ "type": "text", "content": answer }], "finish_reason": "stop" }]);
+                run.set(
+                    "gen_ai.output.messages",
+                    self.json_text(&Json::String(output.to_string())),
+                );
+            }
+        }
+    }
+
+    fn provider(&self, span: &mut Span, provider: &str) {
+        span.set("gen_ai.provider.name", provider);
+        if !self.latest_only {
+            // The name before semantic conventions 1.37, still read by some backends.
+            span.set("gen_ai.system", provider);
+        }
+    }
+
+    /// One `chat` span per recorded model call; returns when each step's call ended, by step.
+    fn chat_spans(&self, trace: &Json, run: &Span, out: &mut Vec<Span>) -> HashMap<u64, u64> {
+        let mut ends = HashMap::new();
+        let calls = trace["model_calls"].as_array().cloned().unwrap_or_default();
+        let assistants = assistant_positions(trace);
+        for call in &calls {
+            let model = call["model"].as_str().unwrap_or("");
+            let mut span = Span::new(run.as_parent(), format!("chat {model}"), Kind::Client);
+            let start = parse_time(call["started_at"].as_str()).unwrap_or(run.start_ns);
+            span.timed(start, ms(call.get("duration_ms")));
+            span.set("gen_ai.operation.name", "chat")
+                .set("gen_ai.request.model", self.text(model))
+                .set("gen_ai.response.model", self.text(model));
+            self.provider(&mut span, call["provider"].as_str().unwrap_or("scripted"));
+            if let Some(reason) = call["finish_reason"].as_str() {
+                span.set(
+                    "gen_ai.response.finish_reasons",
+                    Value::StrArray(vec![reason.into()]),
+                );
+            }
+            usage(&mut span, &call["usage"]);
+            if let Some(e) = call["error"].as_str() {
+                span.set("error.type", "model_error");
+                span.error = Some(self.text(e));
+            }
+            let step = call["step"].as_u64().unwrap_or(0);
+            if self.content {
+                self.chat_content(&mut span, trace, &assistants, step);
+            }
+            ends.insert(step, span.end_ns);
+            out.push(span);
+        }
+        ends
+    }
+
+    /// The messages the model was sent at `step` and the one it answered.
+    fn chat_content(&self, span: &mut Span, trace: &Json, assistants: &[usize], step: u64) {
+        let messages = trace["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        // Failed calls leave no assistant message: the n-th answer belongs to the n-th success.
+        let answered = trace["model_calls"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .take_while(|m| m["step"].as_u64() != Some(step))
+                    .filter(|m| m["error"].is_null())
+                    .count()
+            })
+            .unwrap_or(0);
+        let upto = assistants.get(answered).copied().unwrap_or(messages.len());
+        let input: Vec<Json> = messages[..upto].iter().map(semconv_message).collect();
+        span.set(
+            "gen_ai.input.messages",
+            self.json_text(&Json::String(Json::Array(input).to_string())),
+        );
+        if let Some(answer) = assistants.get(answered).and_then(|i| messages.get(*i)) {
+            let output = Json::Array(vec![semconv_message(answer)]);
+            span.set(
+                "gen_ai.output.messages",
+                self.json_text(&Json::String(output.to_string())),
+            );
+        }
+    }
+
+    fn tool_spans(
+        &self,
+        trace: &Json,
+        run: &Span,
+        run_start: u64,
+        step_ends: &HashMap<u64, u64>,
+        out: &mut Vec<Span>,
+    ) {
+        let steps = call_steps(trace);
+        let mut cursor = run_start;
+        for r in trace["tool_results"].as_array().into_iter().flatten() {
+            let start = parse_time(r["started_at"].as_str()).unwrap_or(cursor);
+            let mut spans = self.executed(r, run.as_parent(), start);
+            cursor = spans.last().map_or(cursor, |s| s.end_ns);
+            out.append(&mut spans);
+        }
+        // Calls refused before they ran (unknown tool, invalid arguments, denied): a span
+        // without duration where the model proposed them, so the refusal is visible.
+        let executed: Vec<&str> = trace["tool_results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["id"].as_str())
+            .collect();
+        for e in trace["tool_errors"].as_array().into_iter().flatten() {
+            let id = e["id"].as_str().unwrap_or("");
+            if executed.contains(&id) || e["name"].as_str().unwrap_or("").is_empty() {
+                continue;
+            }
+            let at = steps
+                .get(id)
+                .and_then(|s| step_ends.get(s))
+                .copied()
+                .unwrap_or(run_start);
+            let mut span = self.tool_span(run.as_parent(), e);
+            span.timed(at, 0.0);
+            span.set(
+                "error.type",
+                e["kind"].as_str().unwrap_or("execution_error"),
+            );
+            span.error = Some(self.text(e["message"].as_str().unwrap_or("")));
+            out.push(span);
+        }
+    }
+
+    /// An executed call (a trace's `tool_results` entry, or `toolrun call`'s record): its
+    /// `execute_tool` span last, an HTTP tool's request before it.
+    pub(crate) fn executed(&self, r: &Json, parent: Parent, start: u64) -> Vec<Span> {
+        let mut span = self.tool_span(parent, r);
+        span.timed(start, ms(r.get("duration_ms")));
+        if let Some(e) = r.get("error").filter(|e| e.is_object()) {
+            span.set(
+                "error.type",
+                e["kind"].as_str().unwrap_or("execution_error"),
+            );
+            span.error = Some(self.text(e["message"].as_str().unwrap_or("")));
+        }
+        if self.content {
+            if let Some(result) = r.get("result") {
+                span.set("gen_ai.tool.call.result", self.json_text(result));
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(http) = r.get("http").filter(|h| h.is_object()) {
+            out.push(self.http_span(&span, http));
+        }
+        out.push(span);
+        out
+    }
+
+    fn tool_span(&self, parent: Parent, call: &Json) -> Span {
+        let name = call["name"].as_str().unwrap_or("");
+        let mut span = Span::new(parent, format!("execute_tool {name}"), Kind::Internal);
+        span.set("gen_ai.operation.name", "execute_tool")
+            .set("gen_ai.tool.name", self.text(name))
+            .set("gen_ai.tool.type", "function");
+        if let Some(id) = call["id"].as_str().filter(|id| !id.is_empty()) {
+            span.set("gen_ai.tool.call.id", self.text(id));
+        }
+        if self.content {
+            if let Some(args) = call.get("arguments") {
+                span.set(
+                    "gen_ai.tool.call.arguments",
+                    self.json_text(&Json::String(args.to_string())),
+                );
+            }
+        }
+        span
+    }
+
+    fn http_span(&self, tool: &Span, http: &Json) -> Span {
+        let method = http["method"].as_str().unwrap_or("GET");
+        let mut span = Span::new(tool.as_parent(), method.to_string(), Kind::Client);
+        span.start_ns = tool.start_ns;
+        span.end_ns = tool.end_ns;
+        span.set("http.request.method", method);
+        if let Some(url) = http["url"].as_str() {
+            span.set("url.full", self.text(url));
+            if let Ok(u) = url::Url::parse(url) {
+                if let Some(host) = u.host_str() {
+                    span.set("server.address", host.to_string());
+                }
+                if let Some(port) = u.port_or_known_default() {
+                    span.set("server.port", i64::from(port));
+                }
+            }
+        }
+        if let Some(status) = http["status"].as_i64() {
+            span.set("http.response.status_code", status);
+            if status >= 400 {
+                span.set("error.type", status.to_string());
+                span.error = Some(format!("HTTP {status}"));
+            }
+        }
+        if let Some(n) = http["attempts"].as_i64() {
+            span.set("http.request.resend_count", n - 1);
+        }
+        span
+    }
+}
+
+fn usage(span: &mut Span, usage: &Json) {
+    for (from, to) in [
+        ("input_tokens", "gen_ai.usage.input_tokens"),
+        ("output_tokens", "gen_ai.usage.output_tokens"),
+    ] {
+        if let Some(n) = usage[from].as_i64() {
+            span.set(to, n);
+        }
+    }
+}
+
+/// Where each assistant message sits in `messages`.
+fn assistant_positions(trace: &Json) -> Vec<usize> {
+    trace["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, m)| m["role"] == "assistant")
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The model call (step) that proposed each call id.
+fn call_steps(trace: &Json) -> HashMap<String, u64> {
+    let mut out = HashMap::new();
+    let mut step = 0;
+    for m in trace["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "assistant" {
+            continue;
+        }
+        step += 1;
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            if let Some(id) = c["id"].as_str() {
+                out.insert(id.to_string(), step);
+            }
+        }
+    }
+    out
+}
+
+/// A trace message in the conventions' message format (`role` and typed `parts`).
+fn semconv_message(m: &Json) -> Json {
+    let role = m["role"].as_str().unwrap_or("user");
+    let mut parts = Vec::new();
+    if let Some(text) = m["content"].as_str() {
+        if role == "tool" {
+            parts.push(
+                json!({ "type": "tool_call_response", "id": m["tool_call_id"], "response": text }),
+            );
+        } else {
+            parts.push(json!({ "type": "text", "content": text }));
+        }
+    }
+    for c in m["tool_calls"].as_array().into_iter().flatten() {
+        parts.push(json!({ "type": "tool_call", "id": c["id"], "name": c["name"], "arguments": c["arguments"] }));
+    }
+    json!({ "role": role, "parts": parts })
+}

@@ -1,0 +1,91 @@
+//! `toolrun serve` as spans in the MCP semantic conventions: one SERVER span per request it
+//! answers, `{mcp.method.name} {target}`, continuing the client's trace when the request
+//! carries `traceparent` (the HTTP header, or `params._meta` as MCP's SEP-414 puts it).
+
+use super::otlp::Kind;
+use super::span::{now_ns, Parent, Span};
+use crate::redact::Redactor;
+use serde_json::Value;
+
+/// One request as served.
+pub(crate) struct Request<'a> {
+    pub(crate) method: &'a str,
+    /// The tool of a `tools/call`.
+    pub(crate) tool: Option<&'a str>,
+    /// `traceparent` from the HTTP request, else from `params._meta`.
+    pub(crate) traceparent: Option<&'a str>,
+    pub(crate) session_id: Option<&'a str>,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) request_id: String,
+    /// `tcp` (streamable HTTP) or `pipe` (stdio).
+    pub(crate) transport: &'static str,
+    pub(crate) start_ns: u64,
+}
+
+/// What the request got back: the `tools/call` result, or a protocol error.
+pub(crate) enum Answer<'a> {
+    Result(Option<&'a Value>),
+    Error(&'a str),
+}
+
+pub(crate) fn served(
+    req: &Request<'_>,
+    arguments: Option<&Value>,
+    answer: Answer<'_>,
+    redactor: &Redactor,
+) {
+    let Some(exporter) = super::active() else {
+        return;
+    };
+    let parent = req
+        .traceparent
+        .and_then(Parent::from_traceparent)
+        .unwrap_or_else(super::command_parent);
+    let name = match req.tool {
+        Some(t) => format!("{} {}", req.method, redactor.str(t)),
+        None => req.method.to_string(),
+    };
+    let mut span = Span::new(parent, name, Kind::Server);
+    span.start_ns = req.start_ns;
+    span.end_ns = now_ns().max(req.start_ns);
+    span.set("mcp.method.name", req.method)
+        .set("jsonrpc.request.id", redactor.str(&req.request_id))
+        .set("network.transport", req.transport);
+    if let Some(id) = req.session_id {
+        span.set("mcp.session.id", redactor.str(id));
+    }
+    if let Some(v) = &req.protocol_version {
+        span.set("mcp.protocol.version", v.clone());
+    }
+    if let Some(tool) = req.tool {
+        span.set("gen_ai.operation.name", "execute_tool")
+            .set("gen_ai.tool.name", redactor.str(tool));
+    }
+    let content = exporter.config.content;
+    match answer {
+        Answer::Result(Some(result)) => {
+            if result["isError"] == true {
+                let error = &result["structuredContent"]["error"];
+                let kind = error["kind"].as_str().unwrap_or("tool_error");
+                span.set("error.type", kind.to_string());
+                span.error = Some(redactor.str(error["message"].as_str().unwrap_or(kind)));
+            }
+            if content {
+                let mut shown = result.clone();
+                redactor.value(&mut shown);
+                span.set("gen_ai.tool.call.result", shown.to_string());
+            }
+        }
+        Answer::Result(None) => {}
+        Answer::Error(message) => {
+            span.set("error.type", "jsonrpc_error");
+            span.error = Some(redactor.str(message));
+        }
+    }
+    if let (true, Some(args)) = (content, arguments) {
+        let mut shown = args.clone();
+        redactor.value(&mut shown);
+        span.set("gen_ai.tool.call.arguments", shown.to_string());
+    }
+    exporter.send(vec![span]);
+}

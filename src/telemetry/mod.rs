@@ -1,0 +1,149 @@
+//! OpenTelemetry traces (OTLP over HTTP) in the GenAI semantic conventions, for live, tested,
+//! served and recorded runs. The core never calls in here: commands hand over what the core
+//! already produces (a trace document, a results file, a served request) once it is done, and
+//! this module turns it into spans and sends them from a background thread.
+//!
+//! Nothing is loaded or connected unless an endpoint is configured (`--otlp`,
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
+
+mod config;
+mod export;
+pub(crate) mod genai;
+pub(crate) mod mcp;
+mod otlp;
+pub(crate) mod results;
+pub(crate) mod span;
+
+pub(crate) use config::Flags;
+pub(crate) use span::{Parent, Span};
+
+use crate::redact::Redactor;
+use export::Exporter;
+use std::sync::OnceLock;
+
+/// The semantic conventions release the attribute names follow (GenAI and MCP are in
+/// development there).
+pub(crate) const SEMCONV_VERSION: &str = "1.39.0";
+
+static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
+
+/// Reads the settings once per process; the first command-line flags win. A bad setting is one
+/// warning and no export.
+pub(crate) fn init(flags: &Flags) {
+    EXPORTER.get_or_init(
+        || match config::from_env(flags, |k| std::env::var(k).ok()) {
+            Ok(Some(c)) => Some(Exporter::start(c)),
+            Ok(None) => None,
+            Err(warning) => {
+                eprintln!("toolrun: warning: {warning}");
+                None
+            }
+        },
+    );
+}
+
+pub(crate) fn active() -> Option<&'static Exporter> {
+    EXPORTER.get().and_then(Option::as_ref)
+}
+
+/// Sends what is still queued, waiting at most `OTEL_BSP_EXPORT_TIMEOUT`.
+pub(crate) fn finish() {
+    if let Some(e) = active() {
+        e.finish();
+    }
+}
+
+/// Where a command's spans hang: the caller's trace (`TRACEPARENT`) or a new one.
+pub(crate) fn command_parent() -> Parent {
+    active()
+        .and_then(|e| e.config.parent)
+        .unwrap_or_else(Parent::root)
+}
+
+pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping<'_>, &'static Exporter)> {
+    let e = active()?;
+    Some((
+        genai::Mapping {
+            content: e.config.content,
+            latest_only: e.config.latest_only,
+            redactor,
+        },
+        e,
+    ))
+}
+
+/// Exports one run (a trace document as written) under `parent`, or the command's own parent.
+pub(crate) fn export_trace(trace: &serde_json::Value, parent: Option<Parent>, redactor: &Redactor) {
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        let parent = parent.unwrap_or_else(command_parent);
+        exporter.send(mapping.run_spans(trace, parent));
+    }
+}
+
+/// Exports a finished run, when export is on (the trace becomes a document only then).
+pub(crate) fn export_run(trace: &crate::trace::Trace, redactor: &Redactor) {
+    if active().is_some() {
+        export_trace(&trace.to_json(redactor), None, redactor);
+    }
+}
+
+/// Exports a replayed fixture: `replay {file}` (an error when the replay diverged) over the
+/// replayed run.
+pub(crate) fn export_replay(
+    trace: Option<&crate::trace::Trace>,
+    fixture: &str,
+    failures: &[String],
+) {
+    let redactor = Redactor::default();
+    let Some((mapping, exporter)) = mapping(&redactor) else {
+        return;
+    };
+    let mut replay = Span::new(
+        command_parent(),
+        format!("replay {fixture}"),
+        otlp::Kind::Internal,
+    );
+    replay.set("toolrun.fixture", fixture.to_string());
+    let mut spans = Vec::new();
+    if let Some(t) = trace {
+        spans = mapping.run_spans(&t.to_json(&redactor), replay.as_parent());
+    }
+    let run = spans.first();
+    replay.start_ns = run.map_or_else(span::now_ns, |r| r.start_ns);
+    replay.end_ns = run.map_or(replay.start_ns, |r| r.end_ns);
+    if !failures.is_empty() {
+        replay.error = Some(failures.join("; "));
+    }
+    spans.insert(0, replay);
+    exporter.send(spans);
+}
+
+/// Exports `toolrun call`'s result record: a root `execute_tool` span.
+pub(crate) fn export_call(record: &serde_json::Value, redactor: &Redactor) {
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        let duration = record["duration_ms"].as_f64().unwrap_or(0.0);
+        let start = genai::parse_time(record["started_at"].as_str())
+            .unwrap_or_else(|| span::now_ns().saturating_sub((duration * 1e6) as u64));
+        exporter.send(mapping.executed(record, command_parent(), start));
+    }
+}
+
+/// Exports a `toolrun test` results document: a span per test, per attempt, and its run.
+pub(crate) fn export_results(results: &serde_json::Value, redactor: &Redactor) {
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        exporter.send(results::test_spans(&mapping, results, command_parent()));
+    }
+}
+
+/// The clock for a span about to start, when export is on (nothing is read otherwise).
+pub(crate) fn clock() -> Option<u64> {
+    active().map(|_| span::now_ns())
+}
+
+pub(crate) fn otlp_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

@@ -1,0 +1,242 @@
+//! The few OTLP trace messages toolrun sends, encoded by hand: protobuf (`http/protobuf`, the
+//! default) and the OTLP/JSON mapping (`http/json`). Field numbers are those of
+//! `opentelemetry/proto/trace/v1/trace.proto` and `common/v1/common.proto` (OTLP 1.x).
+
+use super::span::{Span, Value};
+use std::fmt::Write as _;
+
+/// `Span.kind` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Internal = 1,
+    Server = 2,
+    Client = 3,
+}
+
+/// What the service says about itself once per request.
+pub(crate) struct Resource<'a> {
+    pub(crate) attributes: &'a [(String, Value)],
+    pub(crate) scope_version: &'a str,
+}
+
+pub(crate) const SCOPE: &str = "toolrun";
+
+/// The semantic conventions the attribute names follow.
+fn schema_url() -> String {
+    format!(
+        "https://opentelemetry.io/schemas/{}",
+        super::SEMCONV_VERSION
+    )
+}
+
+// ---- protobuf ----
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
+    varint(out, (u64::from(field) << 3) | u64::from(wire));
+}
+
+fn bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+    tag(out, field, 2);
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
+    tag(out, field, 1);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A nested message: encoded into a scratch buffer first, since its length comes first.
+fn message(out: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
+    let mut inner = Vec::new();
+    body(&mut inner);
+    bytes_field(out, field, &inner);
+}
+
+fn any_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Str(s) => bytes_field(out, 1, s.as_bytes()),
+        Value::Bool(b) => {
+            tag(out, 2, 0);
+            varint(out, u64::from(*b));
+        }
+        Value::Int(i) => {
+            tag(out, 3, 0);
+            varint(out, *i as u64);
+        }
+        Value::Double(d) => fixed64(out, 4, d.to_bits()),
+        Value::StrArray(items) => message(out, 5, |arr| {
+            for s in items {
+                message(arr, 1, |item| bytes_field(item, 1, s.as_bytes()));
+            }
+        }),
+    }
+}
+
+fn key_values(out: &mut Vec<u8>, field: u32, attrs: &[(String, Value)]) {
+    for (k, v) in attrs {
+        message(out, field, |kv| {
+            bytes_field(kv, 1, k.as_bytes());
+            message(kv, 2, |val| any_value(val, v));
+        });
+    }
+}
+
+fn span_proto(out: &mut Vec<u8>, s: &Span) {
+    bytes_field(out, 1, &s.trace_id);
+    bytes_field(out, 2, &s.span_id);
+    if let Some(parent) = &s.parent_span_id {
+        bytes_field(out, 4, parent);
+    }
+    bytes_field(out, 5, s.name.as_bytes());
+    tag(out, 6, 0);
+    varint(out, s.kind as u64);
+    fixed64(out, 7, s.start_ns);
+    fixed64(out, 8, s.end_ns);
+    key_values(out, 9, &s.attributes);
+    for e in &s.events {
+        message(out, 11, |ev| {
+            fixed64(ev, 1, e.time_ns);
+            bytes_field(ev, 2, e.name.as_bytes());
+            key_values(ev, 3, &e.attributes);
+        });
+    }
+    if let Some(error) = &s.error {
+        message(out, 15, |st| {
+            bytes_field(st, 2, error.as_bytes());
+            tag(st, 3, 0);
+            varint(st, 2);
+        });
+    }
+    // flags: the W3C trace flags (sampled), as `fixed32`.
+    tag(out, 16, 5);
+    out.extend_from_slice(&1u32.to_le_bytes());
+}
+
+/// An `ExportTraceServiceRequest` holding one resource, one scope and `spans`.
+pub(crate) fn encode_proto(resource: &Resource<'_>, spans: &[Span]) -> Vec<u8> {
+    let mut out = Vec::new();
+    message(&mut out, 1, |rs| {
+        message(rs, 1, |res| key_values(res, 1, resource.attributes));
+        message(rs, 2, |ss| {
+            message(ss, 1, |scope| {
+                bytes_field(scope, 1, SCOPE.as_bytes());
+                bytes_field(scope, 2, resource.scope_version.as_bytes());
+            });
+            for s in spans {
+                message(ss, 2, |sp| span_proto(sp, s));
+            }
+            bytes_field(ss, 3, schema_url().as_bytes());
+        });
+    });
+    out
+}
+
+// ---- OTLP/JSON ----
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn json_value(v: &Value) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        Value::Str(s) => json!({ "stringValue": s }),
+        Value::Bool(b) => json!({ "boolValue": b }),
+        // 64-bit integers are strings in the protobuf JSON mapping.
+        Value::Int(i) => json!({ "intValue": i.to_string() }),
+        Value::Double(d) => json!({ "doubleValue": d }),
+        Value::StrArray(items) => {
+            let values: Vec<_> = items.iter().map(|s| json!({ "stringValue": s })).collect();
+            json!({ "arrayValue": { "values": values } })
+        }
+    }
+}
+
+fn json_attrs(attrs: &[(String, Value)]) -> serde_json::Value {
+    attrs
+        .iter()
+        .map(|(k, v)| serde_json::json!({ "key": k, "value": json_value(v) }))
+        .collect()
+}
+
+fn span_json(s: &Span) -> serde_json::Value {
+    let mut span = serde_json::json!({
+        "traceId": hex(&s.trace_id),
+        "spanId": hex(&s.span_id),
+        "name": s.name,
+        "kind": s.kind as u8,
+        "startTimeUnixNano": s.start_ns.to_string(),
+        "endTimeUnixNano": s.end_ns.to_string(),
+        "attributes": json_attrs(&s.attributes),
+        "flags": 1,
+    });
+    if let Some(parent) = &s.parent_span_id {
+        span["parentSpanId"] = hex(parent).into();
+    }
+    if !s.events.is_empty() {
+        span["events"] = s
+            .events
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "timeUnixNano": e.time_ns.to_string(),
+                    "name": e.name,
+                    "attributes": json_attrs(&e.attributes),
+                })
+            })
+            .collect();
+    }
+    if let Some(error) = &s.error {
+        span["status"] = serde_json::json!({ "code": 2, "message": error });
+    }
+    span
+}
+
+pub(crate) fn encode_json(resource: &Resource<'_>, spans: &[Span]) -> Vec<u8> {
+    let body = serde_json::json!({
+        "resourceSpans": [{
+            "resource": { "attributes": json_attrs(resource.attributes) },
+            "scopeSpans": [{
+                "scope": { "name": SCOPE, "version": resource.scope_version },
+                "spans": spans.iter().map(span_json).collect::<Vec<_>>(),
+                "schemaUrl": schema_url(),
+            }],
+        }],
+    });
+    body.to_string().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_are_little_endian_groups_of_seven() {
+        let mut out = Vec::new();
+        varint(&mut out, 300);
+        assert_eq!(out, [0xac, 0x02]);
+        out.clear();
+        varint(&mut out, 1);
+        assert_eq!(out, [1]);
+    }
+
+    #[test]
+    fn a_negative_int_is_ten_bytes_twos_complement() {
+        let mut out = Vec::new();
+        any_value(&mut out, &Value::Int(-1));
+        assert_eq!(out.len(), 1 + 10);
+        assert_eq!(out[0], 3 << 3);
+    }
+}

@@ -1,0 +1,186 @@
+//! `toolrun test` as spans, made from its results document (live, or a results file given to
+//! `toolrun export otel`): `toolrun test` → `test {name}` → `test_attempt {name}` (with a
+//! `gen_ai.evaluation.result` event: the verdict) → the attempt's `invoke_agent` run.
+
+use super::genai::{parse_time, Mapping};
+use super::otlp::Kind;
+use super::span::{now_ns, Event, Parent, Span, Value};
+use serde_json::{json, Value as Json};
+
+pub(crate) fn test_spans(mapping: &Mapping<'_>, results: &Json, parent: Parent) -> Vec<Span> {
+    let mut root = Span::new(parent, "toolrun test", Kind::Internal);
+    let mut spans = Vec::new();
+    let mut counts = [0i64; 3];
+    for test in results["tests"].as_array().into_iter().flatten() {
+        let outcome = test["outcome"].as_str().unwrap_or("");
+        if let Some(i) = ["passed", "failed", "skipped"]
+            .iter()
+            .position(|o| *o == outcome)
+        {
+            counts[i] += 1;
+        }
+        spans.extend(one_test(mapping, test, root.as_parent()));
+    }
+    let first = spans.iter().map(|s| s.start_ns).min();
+    let last = spans.iter().map(|s| s.end_ns).max();
+    root.start_ns = parse_time(results["started_at"].as_str())
+        .or(first)
+        .unwrap_or_else(now_ns);
+    root.end_ns = last.unwrap_or(root.start_ns).max(root.start_ns);
+    for (key, n) in ["passed", "failed", "skipped"].iter().zip(counts) {
+        root.set(&format!("toolrun.tests.{key}"), n);
+    }
+    if counts[1] > 0 {
+        root.error = Some(format!("{} test(s) failed", counts[1]));
+    }
+    spans.insert(0, root);
+    spans
+}
+
+fn one_test(mapping: &Mapping<'_>, test: &Json, parent: Parent) -> Vec<Span> {
+    let name = mapping.redactor.str(test["name"].as_str().unwrap_or(""));
+    let mut span = Span::new(parent, format!("test {name}"), Kind::Internal);
+    span.set("toolrun.test.name", name.clone())
+        .set(
+            "toolrun.test.spec",
+            mapping.redactor.str(test["spec"].as_str().unwrap_or("")),
+        )
+        .set(
+            "toolrun.test.outcome",
+            test["outcome"].as_str().unwrap_or("").to_string(),
+        );
+    if let Some(p) = test["passes"].as_i64() {
+        span.set("toolrun.test.passes", p);
+    }
+    if test["outcome"] == "failed" {
+        let reason = test["reason"].as_str().unwrap_or("the test failed");
+        span.error = Some(mapping.redactor.str(reason));
+    }
+    let mut spans = Vec::new();
+    let mut cursor = None::<u64>;
+    for attempt in test["attempts"].as_array().into_iter().flatten() {
+        let mut run = attempt_spans(mapping, test, attempt, span.as_parent(), cursor);
+        cursor = run.first().map(|s| s.end_ns);
+        spans.append(&mut run);
+    }
+    // Attempts run in parallel or one after another: the test spans all of them.
+    let attempts = spans
+        .iter()
+        .filter(|s| s.parent_span_id == Some(span.span_id));
+    span.start_ns = attempts
+        .clone()
+        .map(|s| s.start_ns)
+        .min()
+        .unwrap_or_else(now_ns);
+    span.end_ns = attempts.map(|s| s.end_ns).max().unwrap_or(span.start_ns);
+    spans.insert(0, span);
+    spans
+}
+
+fn attempt_spans(
+    mapping: &Mapping<'_>,
+    test: &Json,
+    attempt: &Json,
+    parent: Parent,
+    after: Option<u64>,
+) -> Vec<Span> {
+    let name = mapping.redactor.str(test["name"].as_str().unwrap_or(""));
+    let mut span = Span::new(parent, format!("test_attempt {name}"), Kind::Internal);
+    let duration = attempt["duration_ms"].as_f64().unwrap_or(0.0);
+    let start = parse_time(attempt["started_at"].as_str())
+        .or(after)
+        .unwrap_or_else(|| now_ns().saturating_sub((duration * 1e6) as u64));
+    span.timed(start, duration);
+    let passed = attempt["outcome"] == "passed";
+    span.set(
+        "toolrun.test.attempt",
+        attempt["attempt"].as_i64().unwrap_or(1),
+    )
+    .set(
+        "toolrun.test.source",
+        attempt["source"].as_str().unwrap_or("").to_string(),
+    );
+    let explanation: Vec<String> = attempt["failures"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let message = f["message"].as_str().unwrap_or("");
+            match f["assertion"].as_str() {
+                Some(key) => format!("{key}: {message}"),
+                None => message.to_string(),
+            }
+        })
+        .collect();
+    let mut attributes: Vec<(String, Value)> = vec![
+        ("gen_ai.evaluation.name".into(), name.into()),
+        (
+            "gen_ai.evaluation.score.value".into(),
+            Value::Double(if passed { 1.0 } else { 0.0 }),
+        ),
+        (
+            "gen_ai.evaluation.score.label".into(),
+            (if passed { "passed" } else { "failed" }).into(),
+        ),
+    ];
+    if !explanation.is_empty() {
+        let text = mapping.redactor.str(&explanation.join("; "));
+        attributes.push(("gen_ai.evaluation.explanation".into(), text.clone().into()));
+        span.error = Some(text);
+    }
+    span.events.push(Event {
+        name: "gen_ai.evaluation.result".into(),
+        time_ns: span.end_ns,
+        attributes,
+    });
+    let mut spans = vec![span];
+    if attempt.get("status").is_some_and(|s| !s.is_null()) {
+        let trace = as_trace(test, attempt);
+        spans.extend(mapping.run_spans(&trace, spans[0].as_parent()));
+    }
+    spans
+}
+
+/// An attempt's record in the trace's shape, for the run mapping.
+fn as_trace(test: &Json, attempt: &Json) -> Json {
+    let calls = attempt["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ran = |c: &&Json| !c["duration_ms"].is_null();
+    let tool_results: Vec<Json> = calls.iter().filter(ran).cloned().collect();
+    let tool_errors: Vec<Json> = calls
+        .iter()
+        .filter(|c| !ran(c) && c["status"] == "error")
+        .map(|c| json!({ "id": c["id"], "name": c["name"], "kind": c["error"]["kind"], "message": c["error"]["message"], "arguments": c["arguments"] }))
+        .collect();
+    let steps = attempt["steps"].as_u64().unwrap_or(0);
+    let messages: Vec<Json> = (1..=steps)
+        .map(|step| {
+            let ids: Vec<Json> = calls
+                .iter()
+                .filter(|c| c["step"].as_u64() == Some(step))
+                .map(|c| json!({ "id": c["id"], "name": c["name"], "arguments": c["arguments"] }))
+                .collect();
+            json!({ "role": "assistant", "tool_calls": ids })
+        })
+        .collect();
+    json!({
+        "spec": { "name": test["spec"] },
+        "query": test["query"],
+        "model": attempt["model"],
+        "status": attempt["status"],
+        "stop_reason": attempt["stop_reason"],
+        "error": attempt["error"],
+        "final_output": attempt["answer"],
+        "steps": steps,
+        "tool_call_count": tool_results.len(),
+        "tool_results": tool_results,
+        "tool_errors": tool_errors,
+        "messages": messages,
+        "usage": attempt["usage"],
+        "model_calls": attempt["model_calls"],
+        "started_at": attempt["started_at"],
+        "duration_ms": attempt["duration_ms"],
+    })
+}

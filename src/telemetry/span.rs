@@ -1,0 +1,202 @@
+//! Spans as toolrun builds them before encoding: ids, parent links, times and attributes.
+
+use super::otlp::Kind;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Value {
+    Str(String),
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    StrArray(Vec<String>),
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Str(s.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Str(s)
+    }
+}
+impl From<i64> for Value {
+    fn from(i: i64) -> Value {
+        Value::Int(i)
+    }
+}
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+impl From<f64> for Value {
+    fn from(d: f64) -> Value {
+        Value::Double(d)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Event {
+    pub(crate) name: String,
+    pub(crate) time_ns: u64,
+    pub(crate) attributes: Vec<(String, Value)>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Span {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: [u8; 8],
+    pub(crate) parent_span_id: Option<[u8; 8]>,
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    pub(crate) attributes: Vec<(String, Value)>,
+    pub(crate) events: Vec<Event>,
+    /// Set on failure: the span's status becomes ERROR with this description.
+    pub(crate) error: Option<String>,
+}
+
+/// Where a span hangs: a trace and, unless it is a root, the span it is a child of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Parent {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: Option<[u8; 8]>,
+}
+
+impl Parent {
+    /// A new trace with no parent span.
+    pub(crate) fn root() -> Parent {
+        let mut trace_id = [0; 16];
+        trace_id[..8].copy_from_slice(&random_u64().to_be_bytes());
+        trace_id[8..].copy_from_slice(&random_u64().to_be_bytes());
+        Parent {
+            trace_id,
+            span_id: None,
+        }
+    }
+
+    /// W3C `traceparent` (`00-<trace id>-<parent id>-<flags>`); `None` for anything else, as
+    /// the recommendation asks (an invalid header starts a new trace).
+    pub(crate) fn from_traceparent(header: &str) -> Option<Parent> {
+        let parts: Vec<&str> = header.trim().split('-').collect();
+        let [version, trace, span, flags] = parts.as_slice() else {
+            return None;
+        };
+        if version.len() != 2 || *version == "ff" || flags.len() != 2 {
+            return None;
+        }
+        let trace_id: [u8; 16] = unhex(trace)?.try_into().ok()?;
+        let span_id: [u8; 8] = unhex(span)?.try_into().ok()?;
+        if trace_id == [0; 16] || span_id == [0; 8] {
+            return None;
+        }
+        Some(Parent {
+            trace_id,
+            span_id: Some(span_id),
+        })
+    }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// Ids need to be unique, not secret: the std hasher's random keys, a counter and the clock.
+fn random_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(now_ns().into());
+    h.write_u32(std::process::id());
+    h.finish().max(1)
+}
+
+pub(crate) fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl Span {
+    pub(crate) fn new(parent: Parent, name: impl Into<String>, kind: Kind) -> Span {
+        Span {
+            trace_id: parent.trace_id,
+            span_id: random_u64().to_be_bytes(),
+            parent_span_id: parent.span_id,
+            name: name.into(),
+            kind,
+            start_ns: 0,
+            end_ns: 0,
+            attributes: Vec::new(),
+            events: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The context its children hang from.
+    pub(crate) fn as_parent(&self) -> Parent {
+        Parent {
+            trace_id: self.trace_id,
+            span_id: Some(self.span_id),
+        }
+    }
+
+    pub(crate) fn set(&mut self, key: &str, value: impl Into<Value>) -> &mut Span {
+        self.attributes.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub(crate) fn timed(&mut self, start_ns: u64, duration_ms: f64) -> &mut Span {
+        self.start_ns = start_ns;
+        self.end_ns = start_ns + (duration_ms.max(0.0) * 1_000_000.0) as u64;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_is_parsed_and_bad_ones_are_refused() {
+        let p = Parent::from_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            .unwrap();
+        assert_eq!(p.trace_id[0], 0x4b);
+        assert_eq!(p.span_id.unwrap()[7], 0xb7);
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e47-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(Parent::from_traceparent(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_differ() {
+        let a = Span::new(Parent::root(), "a", Kind::Internal);
+        let b = Span::new(a.as_parent(), "b", Kind::Internal);
+        assert_ne!(a.span_id, b.span_id);
+        assert_eq!(a.trace_id, b.trace_id);
+        assert_eq!(b.parent_span_id, Some(a.span_id));
+    }
+}

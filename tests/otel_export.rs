@@ -1,0 +1,548 @@
+//! OpenTelemetry export through the real binary, received by a real OTLP receiver installed by
+//! the tests (PyPI `oteltap`, pinned in tests/otel/requirements.txt): span names, kinds,
+//! attributes, parent/child links, `traceparent` continuation and masking. Everything binds and
+//! contacts 127.0.0.1 only.
+
+#[path = "mcp/python.rs"]
+mod python;
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{Response, TestServer};
+
+const SECRET: &str = "Zq+8/a=b c&d?e-f.g_h~i";
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+/// `oteltap` listening on a port of its own; every span it prints, as JSON.
+struct Tap {
+    child: Child,
+    port: u16,
+    spans: Arc<Mutex<Vec<Value>>>,
+    raw: Arc<Mutex<String>>,
+}
+
+impl Tap {
+    fn start() -> Tap {
+        let python = python::venv("otel-venv", "tests/otel/requirements.txt");
+        let oteltap = python.with_file_name("oteltap");
+        // A port nobody holds right now (the receiver binds it next).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut child = Command::new(oteltap)
+            .args(["--port", &port.to_string()])
+            .env("PYTHONUNBUFFERED", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start oteltap");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut first = String::new();
+        out.read_line(&mut first).expect("oteltap's first line");
+        assert!(first.contains("Listening"), "oteltap said {first:?}");
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let raw = Arc::new(Mutex::new(String::new()));
+        let (s, r) = (spans.clone(), raw.clone());
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                r.lock().unwrap().push_str(&line);
+                r.lock().unwrap().push('\n');
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if v.get("spanId").is_some() {
+                        s.lock().unwrap().push(v);
+                    }
+                }
+            }
+        });
+        Tap {
+            child,
+            port,
+            spans,
+            raw,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits (up to a minute, for a loaded machine) until `done` holds for the spans received.
+    #[track_caller]
+    fn wait(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let spans = self.spans.lock().unwrap().clone();
+            if done(&spans) {
+                return spans;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the receiver did not get the expected spans; it got:\n{spans:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn raw(&self) -> String {
+        self.raw.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
+    spans.iter().filter(|s| s["name"] == name).collect()
+}
+
+#[track_caller]
+fn one<'a>(spans: &'a [Value], name: &str) -> &'a Value {
+    let found = named(spans, name);
+    assert_eq!(found.len(), 1, "one span `{name}` expected in:\n{spans:#?}");
+    found[0]
+}
+
+/// An attribute's value, as plain JSON (string, number, bool or list of strings).
+fn attr(span: &Value, key: &str) -> Value {
+    let Some(kv) = span["attributes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|kv| kv["key"] == key))
+    else {
+        return Value::Null;
+    };
+    plain(&kv["value"])
+}
+
+fn plain(v: &Value) -> Value {
+    if let Some(s) = v.get("stringValue") {
+        return s.clone();
+    }
+    if let Some(i) = v.get("intValue") {
+        return json!(i
+            .as_str()
+            .and_then(|s| s.parse::<i64>().ok())
+            .or(i.as_i64()));
+    }
+    if let Some(d) = v.get("doubleValue") {
+        return d.clone();
+    }
+    if let Some(b) = v.get("boolValue") {
+        return b.clone();
+    }
+    if let Some(items) = v["arrayValue"]["values"].as_array() {
+        return Value::Array(items.iter().map(plain).collect());
+    }
+    Value::Null
+}
+
+#[track_caller]
+fn assert_child(child: &Value, parent: &Value) {
+    assert_eq!(child["traceId"], parent["traceId"], "{child:#}\n{parent:#}");
+    assert_eq!(
+        child["parentSpanId"], parent["spanId"],
+        "{child:#}\n{parent:#}"
+    );
+}
+
+#[track_caller]
+fn assert_clean(what: &str, text: &str) {
+    for d in toolrun::fuzzing::decodings(text) {
+        assert!(
+            !d.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "the secret leaks from {what}:\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("Zq+8") && !text.contains("Zq%2B8"),
+        "{what}:\n{text}"
+    );
+}
+
+/// An HTTP tool that sends the secret (URL and header) to a server that echoes it back.
+fn leaky_spec(dir: &Path, server: &TestServer) -> PathBuf {
+    support::write(
+        dir,
+        "leaky.yaml",
+        &format!(
+            r#"version: 1
+name: leaky
+secrets: [TOKEN]
+tools:
+  echo:
+    description: Calls the echo service, which repeats what it received.
+    kind: http
+    input: {{ type: object, properties: {{}}, additionalProperties: false }}
+    request: {{ url: "http://{host}/echo?t={{{{ secrets.TOKEN | urlencode }}}}", headers: {{ X-Token: "{{{{ secrets.TOKEN }}}}" }} }}
+policy:
+  network: {{ allow_hosts: ["{host}"] }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: echo, arguments: {{}} }}]
+          - answer: "done"
+tests:
+  - name: answers done
+    query: echo please
+    expect: {{ output_contains: done }}
+  - name: wants more
+    query: echo please
+    expect: {{ output_contains: "not in the answer" }}
+"#,
+            host = server.addr(),
+        ),
+    )
+}
+
+fn echo_server() -> TestServer {
+    TestServer::start(|req| {
+        Response::text(200, format!("{}\n{}\n{SECRET}", req.raw_target, req.text()))
+    })
+}
+
+fn toolrun(tap: &Tap) -> Command {
+    let mut cmd = support::toolrun();
+    // Generous at exit: the receiver may be slow on a loaded machine.
+    cmd.env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", tap.url())
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("TRACEPARENT");
+    cmd
+}
+
+#[test]
+fn a_run_is_an_agent_span_over_chat_tool_and_http_spans_masked_and_in_the_callers_trace() {
+    let tap = Tap::start();
+    let server = echo_server();
+    let dir = support::temp_dir("otel-run");
+    let spec = leaky_spec(&dir, &server);
+    let out = support::run(
+        toolrun(&tap)
+            .env("TOKEN", SECRET)
+            .env("TRACEPARENT", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "echo please", "--otlp-content"]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "done\n");
+    assert_clean("stderr", &out.stderr);
+    let spans = tap.wait(|s| s.len() >= 5);
+    let run = one(&spans, "invoke_agent leaky");
+    assert_eq!(run["kind"], 1, "INTERNAL");
+    assert_eq!(
+        run["traceId"], CALLER_TRACE,
+        "TRACEPARENT continues the caller's trace"
+    );
+    assert_eq!(run["parentSpanId"], CALLER_SPAN);
+    assert_eq!(attr(run, "gen_ai.operation.name"), "invoke_agent");
+    assert_eq!(attr(run, "gen_ai.agent.name"), "leaky");
+    assert_eq!(attr(run, "toolrun.status"), "ok");
+    assert_eq!(attr(run, "toolrun.stop_reason"), "answer");
+    assert!(attr(run, "gen_ai.conversation.id").is_string());
+    let chats = named(&spans, "chat m");
+    assert_eq!(chats.len(), 2, "{spans:#?}");
+    for chat in &chats {
+        assert_eq!(chat["kind"], 3, "CLIENT");
+        assert_child(chat, run);
+        assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
+        assert_eq!(attr(chat, "gen_ai.provider.name"), "scripted");
+        assert_eq!(attr(chat, "gen_ai.request.model"), "m");
+    }
+    let reasons: Vec<Value> = chats
+        .iter()
+        .map(|c| attr(c, "gen_ai.response.finish_reasons"))
+        .collect();
+    assert!(reasons.contains(&json!(["tool_calls"])), "{reasons:?}");
+    assert!(reasons.contains(&json!(["stop"])), "{reasons:?}");
+    let tool = one(&spans, "execute_tool echo");
+    assert_child(tool, run);
+    assert_eq!(attr(tool, "gen_ai.tool.name"), "echo");
+    assert_eq!(attr(tool, "gen_ai.tool.type"), "function");
+    assert!(attr(tool, "gen_ai.tool.call.id").is_string());
+    assert!(
+        attr(tool, "gen_ai.tool.call.result")
+            .as_str()
+            .is_some_and(|r| r.contains("***")),
+        "{tool:#}"
+    );
+    let http = one(&spans, "GET");
+    assert_eq!(http["kind"], 3, "CLIENT");
+    assert_child(http, tool);
+    assert_eq!(attr(http, "http.request.method"), "GET");
+    assert_eq!(attr(http, "http.response.status_code"), 200);
+    let url = attr(http, "url.full");
+    assert!(
+        url.as_str().is_some_and(|u| u.contains("/echo?t=")),
+        "{url}"
+    );
+    // Content went out (opted in), and not one byte of it holds the secret.
+    assert!(attr(chats[0], "gen_ai.input.messages").is_string());
+    assert_clean("the exported spans", &tap.raw());
+    let start = |s: &Value| {
+        s["startTimeUnixNano"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let end = |s: &Value| {
+        s["endTimeUnixNano"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(start(tool) >= start(run) && end(tool) >= start(tool));
+}
+
+#[test]
+fn content_stays_home_unless_asked_and_a_dead_collector_is_one_warning() {
+    let tap = Tap::start();
+    let server = echo_server();
+    let dir = support::temp_dir("otel-quiet");
+    let spec = leaky_spec(&dir, &server);
+    let out = support::run(
+        toolrun(&tap)
+            .env("TOKEN", SECRET)
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "echo please"]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = tap.wait(|s| s.len() >= 5);
+    for s in &spans {
+        for key in [
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.arguments",
+            "gen_ai.tool.call.result",
+        ] {
+            assert_eq!(attr(s, key), Value::Null, "{key} without opt-in:\n{s:#}");
+        }
+    }
+
+    // Nobody listens on the refused port: same answer, same exit code, one warning.
+    let refused = support::refused_port();
+    let trace = dir.join("trace.json");
+    let out = support::run(
+        support::toolrun()
+            .env("TOKEN", SECRET)
+            .env(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                format!("authorization=Bearer {SECRET}"),
+            )
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "echo please", "--trace"])
+            .arg(&trace)
+            .args(["--otlp", &format!("http://127.0.0.1:{refused}")]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "done\n");
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].contains("cannot export traces"),
+        "{}",
+        out.stderr
+    );
+    assert_clean("stderr", &out.stderr);
+    assert!(trace.is_file());
+}
+
+#[test]
+fn test_attempts_carry_their_verdicts_as_evaluation_events() {
+    let tap = Tap::start();
+    let server = echo_server();
+    let dir = support::temp_dir("otel-test");
+    let spec = leaky_spec(&dir, &server);
+    let out = support::run(
+        toolrun(&tap)
+            .env("TOKEN", SECRET)
+            .arg("test")
+            .arg(&spec)
+            .arg("--allow-network"),
+    );
+    assert_eq!(out.code, 1, "one test fails\n{out:?}");
+    let spans = tap.wait(|s| named(s, "invoke_agent leaky").len() >= 2);
+    let root = one(&spans, "toolrun test");
+    assert_eq!(attr(root, "toolrun.tests.passed"), 1);
+    assert_eq!(attr(root, "toolrun.tests.failed"), 1);
+    for (name, label) in [("answers done", "passed"), ("wants more", "failed")] {
+        let test = one(&spans, &format!("test {name}"));
+        assert_child(test, root);
+        let attempt = one(&spans, &format!("test_attempt {name}"));
+        assert_child(attempt, test);
+        let event = attempt["events"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["name"] == "gen_ai.evaluation.result"))
+            .unwrap_or_else(|| panic!("no evaluation event:\n{attempt:#}"));
+        assert_eq!(attr(event, "gen_ai.evaluation.name"), name);
+        assert_eq!(attr(event, "gen_ai.evaluation.score.label"), label);
+        let score = if label == "passed" { 1.0 } else { 0.0 };
+        assert_eq!(attr(event, "gen_ai.evaluation.score.value"), json!(score));
+        let explanation = attr(event, "gen_ai.evaluation.explanation");
+        if label == "failed" {
+            assert!(
+                explanation
+                    .as_str()
+                    .is_some_and(|e| e.contains("output_contains")),
+                "{event:#}"
+            );
+        } else {
+            assert_eq!(explanation, Value::Null);
+        }
+        let runs: Vec<&Value> = named(&spans, "invoke_agent leaky")
+            .into_iter()
+            .filter(|r| r["parentSpanId"] == attempt["spanId"])
+            .collect();
+        assert_eq!(runs.len(), 1, "the attempt's run is its child");
+    }
+    assert_clean("the exported spans", &tap.raw());
+}
+
+/// `2026-01-15T10:00:00.123Z` as nanoseconds since the epoch (days from the civil date).
+fn unix_nanos(t: &str) -> u64 {
+    let n = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let secs = days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19);
+    (secs * 1000 + n(20..23)) as u64 * 1_000_000
+}
+
+#[test]
+fn export_otel_sends_recorded_files_at_their_recorded_times() {
+    let tap = Tap::start();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("fixtures/local_stack_inventory.json");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let out = support::run(
+        toolrun(&tap)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .args(["export", "otel"])
+            .arg(&fixture)
+            .args(["--otlp", &tap.url()]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("exported 1 run(s) from 1 file(s)"),
+        "{out:?}"
+    );
+    let spans = tap.wait(|s| s.len() >= 7);
+    let run = one(&spans, "invoke_agent local_stack");
+    let started = recorded["trace"]["started_at"]
+        .as_str()
+        .expect("recorded start");
+    assert_eq!(
+        run["startTimeUnixNano"].as_str().unwrap(),
+        unix_nanos(started).to_string(),
+        "the recorded start, not now"
+    );
+    let http = one(&spans, "GET");
+    assert_eq!(attr(http, "http.response.status_code"), 200);
+    assert_child(http, one(&spans, "execute_tool inventory"));
+    assert_eq!(named(&spans, "chat llama3.1").len(), 3);
+
+    let none = support::run(
+        support::toolrun()
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .args(["export", "otel"])
+            .arg(&fixture),
+    );
+    assert_eq!(none.code, 2, "{none:?}");
+    assert!(none.stderr.contains("--otlp"), "{none:?}");
+}
+
+#[test]
+fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
+    let tap = Tap::start();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
+    let mut serve = toolrun(&tap);
+    serve
+        .arg("serve")
+        .arg(&spec)
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = serve.spawn().expect("start toolrun serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("first line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    let headers = json!({ "traceparent": format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01") });
+    let mut client = Command::new(python::python());
+    client
+        .arg(python::script("client.py"))
+        .args(["http", &url])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CLIENT_HEADERS", headers.to_string());
+    let plan = json!([
+        { "name": "lookup_order", "arguments": { "order_id": 42 } },
+        { "name": "lookup_order", "arguments": { "order_id": 7 } },
+    ]);
+    let out = support::run_with_stdin(&mut client, &plan.to_string());
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let spans = tap.wait(|s| named(s, "tools/call lookup_order").len() >= 2);
+    for name in ["initialize", "tools/list"] {
+        let s = named(&spans, name);
+        assert!(!s.is_empty(), "no `{name}` span in:\n{spans:#?}");
+        assert_eq!(s[0]["kind"], 2, "SERVER");
+        assert_eq!(attr(s[0], "mcp.method.name"), name);
+    }
+    let calls = named(&spans, "tools/call lookup_order");
+    for call in &calls {
+        assert_eq!(call["kind"], 2, "SERVER");
+        assert_eq!(
+            call["traceId"], CALLER_TRACE,
+            "the client's trace continues"
+        );
+        assert_eq!(call["parentSpanId"], CALLER_SPAN);
+        assert_eq!(attr(call, "mcp.method.name"), "tools/call");
+        assert_eq!(attr(call, "gen_ai.tool.name"), "lookup_order");
+        assert!(attr(call, "mcp.session.id").is_string(), "{call:#}");
+        assert!(attr(call, "mcp.protocol.version").is_string(), "{call:#}");
+        assert!(attr(call, "jsonrpc.request.id").is_string(), "{call:#}");
+        assert_eq!(attr(call, "network.transport"), "tcp");
+    }
+    let failed: Vec<&&Value> = calls
+        .iter()
+        .filter(|c| attr(c, "error.type") == "not_found")
+        .collect();
+    assert_eq!(failed.len(), 1, "order 7 is not found:\n{calls:#?}");
+}
