@@ -140,9 +140,11 @@ pub fn templates(args: &Value, query: &str) -> Vec<Value> {
     let mut results = Vec::new();
     for tool in &registry.tools {
         match &tool.kind {
-            ToolKind::Mock(responses) => {
-                results.extend(block_on(mock::execute(responses, args, &env)).ok())
-            }
+            ToolKind::Mock(responses) => results.extend(
+                block_on(mock::execute(responses, args, &env))
+                    .ok()
+                    .map(|o| o.value),
+            ),
             ToolKind::Http(h) => {
                 let Ok(req) = block_on(http::prepare(h, args, &env)) else {
                     continue;

@@ -826,3 +826,83 @@ fn notify_items_are_events_lines_in_runs_and_checked_by_check() {
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(all.contains("`progress`"), "{all}");
 }
+
+#[test]
+fn mock_content_is_served_unchanged_and_the_loop_reads_text_and_placeholders() {
+    let spec = root().join("specs/mcp_conformance_server.yaml");
+    let doc = stdio(
+        &spec,
+        &[],
+        &[],
+        json!([
+            call("test_multiple_content_types", json!({})),
+            call("test_audio_content", json!({})),
+            call("test_simple_text", json!({})),
+        ]),
+    );
+    let mixed = &doc["calls"][0];
+    assert_eq!(mixed["isError"], false, "{mixed:#}");
+    let items = mixed["content"].as_array().expect("content");
+    assert_eq!(items.len(), 3, "{mixed:#}");
+    assert_eq!(
+        items[0],
+        json!({ "type": "text", "text": "Multiple content types test:" })
+    );
+    assert_eq!(items[1]["type"], "image");
+    assert_eq!(items[1]["mimeType"], "image/png");
+    assert!(items[1]["data"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("iVBORw0KGgo"));
+    assert_eq!(
+        items[2]["resource"],
+        json!({ "uri": "test://mixed-content-resource", "mimeType": "application/json",
+                "text": "{\"test\":\"data\",\"value\":123}" })
+    );
+    assert_eq!(doc["calls"][1]["content"][0]["mimeType"], "audio/wav");
+    assert_eq!(
+        doc["calls"][2]["content"],
+        json!([{ "type": "text", "text": "This is a simple text response for testing." }])
+    );
+
+    // Outside MCP the model reads the text and a placeholder for what it cannot read.
+    let mut cmd = support::toolrun();
+    cmd.args(["call"])
+        .arg(&spec)
+        .args(["test_multiple_content_types", "--json"]);
+    let out = support::run(&mut cmd);
+    out.assert_success();
+    let record = out.json();
+    let seen = record["result"].as_str().unwrap_or_default();
+    assert!(
+        seen.starts_with("Multiple content types test:\n[image image/png, "),
+        "{record:#}"
+    );
+    assert!(
+        seen.ends_with("{\"test\":\"data\",\"value\":123}"),
+        "{record:#}"
+    );
+
+    let bad = r#"
+version: 1
+tools:
+  t:
+    description: Returns broken content to show what check says.
+    kind: mock
+    input: { type: object, properties: {} }
+    responses:
+      - content:
+          - { type: picture, data: x }
+          - { type: image, data: x }
+          - { type: resource, resource: { uri: "test://x" } }
+"#;
+    let bad = support::temp_file("mcp-content", "bad.yaml", bad);
+    let mut cmd = support::toolrun();
+    cmd.arg("check").arg(bad.path());
+    let out = support::run(&mut cmd);
+    out.assert_code(1);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("unknown content type `picture`"), "{all}");
+    assert!(all.contains("missing required key `mimeType`"), "{all}");
+    assert!(all.contains("needs `uri` and `text` or `blob`"), "{all}");
+}

@@ -294,8 +294,9 @@ fn error_result(kind: &str, message: &str) -> Value {
     })
 }
 
-/// The engine's outcome as an MCP `CallToolResult`: text content always (what a model reads),
-/// `structuredContent` when the result is JSON, `isError` with the error kind and message.
+/// The engine's outcome as an MCP `CallToolResult`: the tool's own content items when it gave
+/// more than text, else text content (what a model reads) and `structuredContent` when the
+/// result is JSON; `isError` with the error kind and message.
 pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
     if let Some(p) = &outcome.pending {
         return error_result(
@@ -312,6 +313,15 @@ pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
     let Some(entry) = &outcome.result else {
         return error_result("execution_error", "the tool produced no result");
     };
+    // Content items beyond text (a mock's `content:`, a remote MCP tool's images, audio and
+    // resources) are served as the tool gave them, with its `structuredContent`.
+    if let Some(kept) = entry.mcp.as_ref().filter(|k| k["content"].is_array()) {
+        let mut result = json!({ "content": kept["content"], "isError": false });
+        if let Some(s) = kept.get("structuredContent").filter(|s| s.is_object()) {
+            result["structuredContent"] = s.clone();
+        }
+        return result;
+    }
     let value = entry.result.clone().unwrap_or(Value::Null);
     let text = match &value {
         Value::String(s) => s.clone(),

@@ -133,6 +133,9 @@ pub(crate) struct MockResponse {
     pub(crate) outcome: MockOutcome,
     /// `notify:`, the notifications sent before the outcome (templates inside).
     pub(crate) notify: Option<TValue>,
+    /// `content:`, MCP content items (templates inside); the result, if any, is then the
+    /// `structuredContent`.
+    pub(crate) content: Option<TValue>,
 }
 
 pub(crate) enum MockOutcome {

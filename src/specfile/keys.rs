@@ -269,10 +269,11 @@ pub(crate) const MCP_TOOL: &Place = &Place::new("mcp_tool", "A remote MCP tool t
     Key::new("side_effects", Bool, "The spec's word on this tool: true needs confirmation; false overrides the server's annotations (which otherwise can only add confirmation)."),
 ]);
 
-pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result` or `error`, chosen when `when` matches (no `when`: the fallback).", &[
+pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock response: `result`, `content` or `error`, chosen when `when` matches (no `when`: the fallback).", &[
     Key::new("when", Object, "Arguments that must match (a subset); no `when` makes this the fallback."),
     Key::new("result", Any, "The result, any JSON value; strings are templates over `args` and `query`."),
     Key::new("error", Json(|| json!({ "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/error_object" }] })), "An error message (kind `execution_error`), or `{kind, message}`."),
+    Key::new("content", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "object", "required": ["type"], "properties": { "type": { "enum": crate::tools::notify::CONTENT_TYPES } } } })), "MCP content items, in MCP's field names (`type`: text, image, audio, resource, resource_link; `text`, `data`, `mimeType`, `resource: {uri, mimeType, text|blob}`, `uri`, `name`), served as they are; the model reads their text and a placeholder for the rest. With `result`, the result is the `structuredContent`. Strings are templates over `args` and `query`."),
     Key::new("notify", ListOf("notify"), "Notifications sent in order before the result: `{log: {level, data}}` or `{progress: {progress, total, message}}`. Served over MCP they are `notifications/message` (at or above the client's `logging/setLevel`) and `notifications/progress` (when the client sent a `progressToken`); in runs they are `tool_notify` lines of `--events`. Strings are templates over `args` and `query`."),
 ]);
 

@@ -109,7 +109,7 @@ pub(crate) async fn execute(
     env: &ToolEnv<'_>,
 ) -> Result<Output, ToolError> {
     match &tool.kind {
-        ToolKind::Mock(responses) => mock::execute(responses, args, env).await.map(Output::from),
+        ToolKind::Mock(responses) => mock::execute(responses, args, env).await,
         ToolKind::Table(table) => table::execute(table, args).map(Output::from),
         ToolKind::Builtin(name) => builtin::execute(name, args, env).map(Output::from),
         ToolKind::Http(http) => http::execute(tool, http, args, env).await,

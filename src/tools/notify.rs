@@ -6,6 +6,9 @@
 use super::ToolEnv;
 use serde_json::{json, Value};
 
+/// The MCP content item types a mock's `content:` may hold.
+pub(crate) const CONTENT_TYPES: &[&str] = &["text", "image", "audio", "resource", "resource_link"];
+
 /// MCP's logging levels (RFC 5424's), least severe first.
 pub(crate) const LEVELS: &[&str] = &[
     "debug",

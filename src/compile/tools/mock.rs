@@ -47,11 +47,13 @@ pub(super) fn compile_mock(
         let when = mock_when(&r, item, &props, &mut fallback_seen, ctx);
         let outcome = mock_outcome(&r, item, &roots, ctx);
         let notify = mock_notify(&r, &roots, ctx);
+        let content = mock_content(&r, &roots, ctx);
         if let Some(outcome) = outcome {
             out.push(MockResponse {
                 when,
                 outcome,
                 notify,
+                content,
             });
         }
     }
@@ -162,6 +164,15 @@ fn mock_when(
 fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockOutcome> {
     match (r.get("result"), r.get("error")) {
         (Some(res), None) => check_tvalue(res.to_json(), res, roots, ctx).map(MockOutcome::Result),
+        (None, Some(_)) if r.has("content") => {
+            let at = r.key("content").map(|k| k.span).unwrap_or(item.span);
+            ctx.d.push(
+                Diagnostic::new("E029", "a mock response has both `content` and `error`")
+                    .at(at)
+                    .help("an error is its message; put the content in another response"),
+            );
+            None
+        }
         (None, Some(err)) => compile_mock_error(err, roots, ctx),
         (Some(_), Some(_)) => {
             let at = r.key("error").map(|k| k.span).unwrap_or(item.span);
@@ -173,15 +184,96 @@ fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<Mo
             );
             None
         }
+        (None, None) if r.has("content") => {
+            check_tvalue(serde_json::Value::Null, item, roots, ctx).map(MockOutcome::Result)
+        }
         (None, None) => {
             ctx.d.push(
-                Diagnostic::new("E029", "a mock response needs `result` or `error`")
-                    .at(item.span)
-                    .help("add `result: ...` or `error: \"...\"`"),
+                Diagnostic::new(
+                    "E029",
+                    "a mock response needs `result`, `content` or `error`",
+                )
+                .at(item.span)
+                .help("add `result: ...` or `error: \"...\"`"),
             );
             None
         }
     }
+}
+
+/// `content:`: MCP content items, each with the fields its `type` needs, so that what is
+/// served is valid MCP.
+fn mock_content(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
+    let node = r.get("content")?;
+    let items = seq(node, "`content`", &mut ctx.d)?;
+    let mut ok = !items.is_empty();
+    if items.is_empty() {
+        ctx.d.push(
+            Diagnostic::new("E029", "`content` is empty")
+                .at(node.span)
+                .help("add an item such as `- { type: text, text: hello }`"),
+        );
+    }
+    for item in items {
+        // MCP's own fields, free-form beyond what each type needs.
+        let Some(fields) = Obj::open(item, "a content item", &mut ctx.d) else {
+            ok = false;
+            continue;
+        };
+        let kind = fields
+            .get("type")
+            .and_then(Node::as_str)
+            .unwrap_or_default();
+        let needs: &[&str] = match kind {
+            "text" => &["text"],
+            "image" | "audio" => &["data", "mimeType"],
+            "resource" => &["resource"],
+            "resource_link" => &["uri", "name"],
+            _ => {
+                let types = crate::tools::notify::CONTENT_TYPES;
+                let hint = did_you_mean(kind, types.iter().copied())
+                    .map(|h| format!("{h}; "))
+                    .unwrap_or_default();
+                ctx.d.push(
+                    Diagnostic::new("E029", format!("unknown content type `{kind}`"))
+                        .at(fields.get("type").map_or(item.span, |t| t.span))
+                        .help(format!(
+                            "{hint}MCP's content types are {}",
+                            types.join(", ")
+                        )),
+                );
+                ok = false;
+                continue;
+            }
+        };
+        for key in needs {
+            if fields.get(key).is_none() {
+                ctx.d
+                    .push(missing(item, key, &format!("a `{kind}` content item")));
+                ok = false;
+            }
+        }
+        let resource = fields.get("resource").filter(|_| kind == "resource");
+        if let Some(resource) = resource.and_then(Obj::peek_free) {
+            if resource.get("uri").is_none()
+                || (resource.get("text").is_none() && resource.get("blob").is_none())
+            {
+                ctx.d.push(
+                    Diagnostic::new(
+                        "E029",
+                        "an embedded resource needs `uri` and `text` or `blob`",
+                    )
+                    .at(resource.node.span)
+                    .help("write `resource: { uri: test://x, mimeType: text/plain, text: ... }`"),
+                );
+                ok = false;
+            }
+        }
+    }
+    if !ok {
+        return None;
+    }
+    check_tvalue(node.to_json(), node, roots, ctx)
 }
 
 /// `notify:`: a list of `{log: {level, data, logger}}` and `{progress: {progress, total,
