@@ -208,6 +208,10 @@ codes! {
         "A scripted model's script comes after a fallback script (no `when`) or repeats an earlier script's `when`, so it is never chosen.",
         "The first script whose `when` matches the query is used; the later one is dead code and its turns are never tested.",
         "scripts:\n  - when: \"(?i)order\"\n    turns: [{answer: A}]\n  - when: \"(?i)order\"\n    turns: [{answer: B}]", "scripts:\n  - when: \"(?i)order\"\n    turns: [{answer: A}]\n  - when: \"(?i)refund\"\n    turns: [{answer: B}]";
+    "W113", "tool only a run can know",
+        "A tool name (in a scripted call, a test, `policy` or `tool_choice`) is not declared, and the spec has a `kind: mcp` entry with `tools: \"*\"`, whose tools are known only when a run lists them.",
+        "`check` never contacts a server, so it cannot tell a tool of that server from a typo; a run that names a tool no server lists fails then.",
+        "tools:\n  files:\n    kind: mcp\n    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]\n    tools: \"*\"\n# a script calls read_text_file", "tools:\n  files:\n    kind: mcp\n    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]\n    tools: [read_text_file, list_directory]";
 }
 
 pub(crate) fn find(code: &str) -> Option<&'static Code> {

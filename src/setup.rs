@@ -335,7 +335,7 @@ pub(crate) fn approvals(
     approve: &[String],
 ) -> Result<BTreeSet<String>, String> {
     for tool in approve {
-        if registries.iter().any(|r| r.tool(tool).is_some()) {
+        if registries.iter().any(|r| r.may_have_tool(tool)) {
             continue;
         }
         let names = registries.iter().flat_map(|r| r.tool_names());

@@ -470,3 +470,116 @@ fn check_reads_command_and_env_offline_and_refuses_shell_lines_and_mixed_transpo
         );
     }
 }
+
+#[test]
+fn every_tool_of_a_server_is_taken_with_a_star_listed_at_run_start_and_replayed_from_the_recording()
+{
+    let dir = support::temp_dir("mcp-stdio-star");
+    let node = npm::node();
+    let every = npm::package_file("@modelcontextprotocol/server-everything/dist/index.js");
+    let spec = format!(
+        r#"version: 1
+name: star
+tools:
+  everything:
+    kind: mcp
+    command: ["{node}", "{every}", stdio]
+    timeout: 60s
+    max_calls: 5
+    tools: "*"
+policy:
+  confirm: [get-env]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls:
+              - {{ name: echo, arguments: {{ message: hi }} }}
+              - {{ name: get-sum, arguments: {{ a: 2, b: 3 }} }}
+          - answer: "{{{{ results[0].result }}}} / {{{{ results[1].result }}}}"
+"#,
+        node = node.display(),
+        every = every.display(),
+    );
+    let spec_path = write(&dir, "star.yaml", &spec);
+    // Offline, `check` cannot know the tools: the names are warnings, not errors.
+    let checked = run(toolrun().arg("check").arg(&spec_path));
+    checked.assert_success();
+    assert_eq!(
+        checked.stderr.matches("warning[W113]").count(),
+        3,
+        "{checked:?}"
+    );
+    assert!(
+        checked
+            .stderr
+            .contains("tool `get-sum` in a scripted tool call"),
+        "{checked:?}"
+    );
+    let explained = run(toolrun().args(["explain", "W113"]));
+    explained.assert_success();
+    assert!(explained.stdout.contains("tools: \"*\""), "{explained:?}");
+
+    let fixture = dir.join("star.json");
+    let events = dir.join("events.jsonl");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "add", "--json", "--allow-exec"])
+        .arg(&node)
+        .arg("--record")
+        .arg(&fixture)
+        .arg("--events")
+        .arg(&events));
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["final_output"], "Echo: hi / The sum of 2 and 3 is 5.");
+    // The listing found at run start is in the recording (and in the connection event).
+    let connected = events_named(&events, "mcp_connected");
+    let listed = connected[0]["tools"].as_array().unwrap();
+    assert!(
+        listed.len() > 5 && listed.contains(&json!("get-sum")),
+        "{connected:?}"
+    );
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    assert!(recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["request"]["body"]["method"] == "tools/list"));
+    // The replay takes the recorded list: no Node, no flag, nothing started.
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
+
+    // `call` finds a listed tool; the entry's keys and the policy apply to it.
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec_path)
+        .args(["get-sum", "--args", r#"{"a": 1, "b": 2}"#, "--allow-exec"])
+        .arg(&node));
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), "The sum of 1 and 2 is 3.");
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec_path)
+        .args(["get-env", "--allow-exec"])
+        .arg(&node));
+    out.assert_code(3);
+    // A name no server lists names the server and what it does list.
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec_path)
+        .args(["get-sun", "--allow-exec"])
+        .arg(&node));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("MCP server `everything`") && out.stderr.contains("`get-sum`"),
+        "{out:?}"
+    );
+}

@@ -14,7 +14,7 @@ pub(crate) fn run(args: CallArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    if registry.tool(&args.tool).is_none() {
+    if !registry.may_have_tool(&args.tool) {
         let hint = crate::diag::did_you_mean(&args.tool, registry.tool_names())
             .map(|h| format!("; {h}"))
             .unwrap_or_default();

@@ -39,6 +39,10 @@ pub(crate) struct Ctx<'a> {
     /// Files the compile read (tables), stamped before reading: a remembered spec is current
     /// only while they are unchanged.
     pub(crate) inputs: Vec<(PathBuf, Option<checked::Stamp>)>,
+    /// `kind: mcp` entries with `tools: "*"`, by name: a tool name no entry declares may be
+    /// one of theirs, which only a run can tell (W113, not E012).
+    pub(crate) open_servers: Vec<String>,
+    pub(crate) wildcards: Vec<crate::registry::Wildcard>,
 }
 
 impl Ctx<'_> {
@@ -47,6 +51,23 @@ impl Ctx<'_> {
     }
 
     pub(crate) fn unknown_tool(&mut self, name: &Spanned<String>, place: &str) {
+        if !self.open_servers.is_empty() {
+            let servers: Vec<String> = self.open_servers.iter().map(|s| format!("`{s}`")).collect();
+            self.d.push(
+                Diagnostic::new(
+                    "W113",
+                    format!(
+                        "tool `{}` in {place} is not declared; it may be one of the tools of MCP server {} (`tools: \"*\"`), which only a run can list",
+                        name.value,
+                        servers.join(", ")
+                    ),
+                )
+                .at(name.span)
+                .label("unknown offline")
+                .help("a run fails if no server lists it; name the tool in the server's `tools:` to have it checked offline"),
+            );
+            return;
+        }
         let help = did_you_mean(&name.value, self.tool_names.iter().map(String::as_str))
             .unwrap_or_else(|| format!("declared tools: {}", self.tool_names.join(", ")));
         self.d.push(
@@ -171,6 +192,8 @@ impl<'a> Ctx<'a> {
             trusted,
             spec_sha256,
             inputs: Vec::new(),
+            open_servers: Vec::new(),
+            wildcards: Vec::new(),
         }
     }
 }
@@ -222,6 +245,12 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
                     Some("mcp") => tools::local_mcp_names(v),
                     _ => vec![k.name.clone()],
                 })
+                .collect();
+            ctx.open_servers = obj
+                .entries
+                .iter()
+                .filter(|(_, v)| tools::peek_kind(v) == Some("mcp") && tools::takes_every_tool(v))
+                .map(|(k, _)| k.name.clone())
                 .collect();
         }
     }
@@ -278,6 +307,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         templates,
         replay_ignore,
         fixtures_dir,
+        wildcards: std::mem::take(&mut ctx.wildcards),
     })
 }
 

@@ -140,9 +140,23 @@ impl<'a> Engine<'a> {
             )
             .map(|h| format!("; {h}"))
             .unwrap_or_default();
+            // A name a spec's scripts use for a tool of a `tools: "*"` server (W113 in check).
+            let servers: Vec<String> = self
+                .registry
+                .wildcards
+                .iter()
+                .map(|w| format!("`{}`", w.server.name))
+                .collect();
+            let listed = match servers.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " (nor does MCP server {} list one, whose tools the spec takes with `tools: \"*\"`)",
+                    servers.join(", ")
+                ),
+            };
             return Err(Refusal::new(
                 ErrorKind::UnknownTool,
-                format!("there is no tool named `{shown}`{hint}"),
+                format!("there is no tool named `{shown}`{listed}{hint}"),
             ));
         };
         if !self.allowed(name) {

@@ -30,19 +30,50 @@ pub struct Registry {
     pub(crate) replay_ignore: Vec<String>,
     /// `fixtures: DIR`, resolved against the spec's folder: per-test fixtures live there.
     pub(crate) fixtures_dir: Option<PathBuf>,
+    /// `kind: mcp` entries with `tools: "*"`: their tools are known once a run lists them.
+    pub(crate) wildcards: Vec<Wildcard>,
 }
 
 impl Registry {
     pub(crate) fn tool(&self, name: &str) -> Option<&Tool> {
-        self.tools.iter().find(|t| t.name == name)
+        self.all_tools().find(|t| t.name == name)
     }
     pub(crate) fn tool_names(&self) -> impl Iterator<Item = &str> {
-        self.tools.iter().map(|t| t.name.as_str())
+        self.all_tools().map(|t| t.name.as_str())
+    }
+    /// The declared tools, then those of `tools: "*"` servers a run has listed.
+    pub(crate) fn all_tools(&self) -> impl Iterator<Item = &Tool> {
+        let found = self
+            .wildcards
+            .iter()
+            .flat_map(|w| w.found.get().into_iter().flatten());
+        self.tools.iter().chain(found)
     }
     /// The tools a model may call: what `tools --format` exports and `serve` lists. A tool the
     /// policy blocks is never offered (`check` already says it can never run).
     pub(crate) fn callable_tools(&self) -> impl Iterator<Item = &Tool> {
-        self.tools.iter().filter(|t| self.policy.allows(&t.name))
+        self.all_tools().filter(|t| self.policy.allows(&t.name))
+    }
+    /// Every MCP server of the spec, once each: those of declared tools, then `tools: "*"` ones.
+    pub(crate) fn mcp_servers(&self) -> Vec<&std::sync::Arc<McpServer>> {
+        let mut servers: Vec<&std::sync::Arc<McpServer>> = Vec::new();
+        let declared = self.tools.iter().filter_map(|t| match &t.kind {
+            ToolKind::Mcp(m) => Some(&m.server),
+            _ => None,
+        });
+        for server in declared.chain(self.wildcards.iter().map(|w| &w.server)) {
+            if !servers.iter().any(|s| s.name == server.name) {
+                servers.push(server);
+            }
+        }
+        servers
+    }
+    /// Whether `name` is a tool, or may be one once a run lists a `tools: "*"` server.
+    pub(crate) fn may_have_tool(&self, name: &str) -> bool {
+        self.tool(name).is_some() || !self.wildcards.is_empty()
+    }
+    pub(crate) fn wildcard(&self, server: &str) -> Option<&Wildcard> {
+        self.wildcards.iter().find(|w| w.server.name == server)
     }
     pub(crate) fn model(&self, name: &str) -> Option<&ModelDef> {
         self.models.iter().find(|m| m.name == name)
@@ -188,6 +219,54 @@ pub(crate) struct ListedTool {
     /// Why the server's annotations make a call wait for a person (they say it changes its
     /// environment), unless the spec declared `side_effects` itself.
     pub(crate) confirm_hint: Option<String>,
+}
+
+/// A `kind: mcp` entry with `tools: "*"`: every tool its server lists, found when a run
+/// connects. What the entry says of its tools (timeout, side effects, faults...) applies to each.
+pub(crate) struct Wildcard {
+    pub(crate) server: std::sync::Arc<McpServer>,
+    pub(crate) side_effects: bool,
+    /// `side_effects:` written on the entry: it outranks the server's annotations.
+    pub(crate) declared_side_effects: Option<bool>,
+    pub(crate) explicit_idempotent: Option<bool>,
+    pub(crate) max_calls: Option<u32>,
+    pub(crate) timeout: Duration,
+    pub(crate) faults: Vec<Fault>,
+    /// `policy.confirm`: names a found tool may have.
+    pub(crate) confirm: Vec<String>,
+    /// The tools, from the first listing of this process (runs of `toolrun test` share it, as
+    /// they share what each declared tool's server listed).
+    pub(crate) found: std::sync::OnceLock<Vec<Tool>>,
+}
+
+impl Wildcard {
+    /// The registry tool for one listed tool, named as the server names it.
+    pub(crate) fn tool(&self, name: &str, listed: ListedTool) -> Tool {
+        let side_effects = self.side_effects;
+        let kept = std::sync::OnceLock::new();
+        let _ = kept.set(listed.clone());
+        Tool {
+            name: name.to_string(),
+            description: listed.description,
+            input_schema: listed.input_schema,
+            validator: crate::arguments::LazyValidator::default(),
+            side_effects,
+            idempotent: self.explicit_idempotent.unwrap_or(false),
+            confirm: side_effects || self.confirm.iter().any(|c| c == name),
+            max_calls: self.max_calls,
+            timeout: self.timeout,
+            kind: ToolKind::Mcp(Box::new(McpTool {
+                server: self.server.clone(),
+                remote_name: name.to_string(),
+                pinned_input: false,
+                pinned_description: false,
+                listed: kept,
+                listed_validator: Default::default(),
+                declared_side_effects: self.declared_side_effects,
+            })),
+            faults: self.faults.clone(),
+        }
+    }
 }
 
 /// One `kind: mcp` entry: the server its tools share.

@@ -257,7 +257,7 @@ pub(crate) const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tool
     Key::new("command", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "string" } })), "A stdio MCP server: the program and its arguments (`[npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]`), never a shell line; started in the project root only when `--allow-exec PROGRAM` allows it. Either this or `url`."),
     Key::new("env", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Environment of a stdio server: values are templates over `secrets`. Of toolrun's own environment only HOME, LOGNAME, PATH, SHELL, TERM and USER are passed on."),
     Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Headers sent with every MCP request; values are templates over `secrets`."),
-    Key::new("tools", Json(|| json!({ "type": "array", "minItems": 1, "items": { "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/mcp_tool" }] } })), "The server's tools to use: a remote name, or `{name, as, description, input}`.").required(),
+    Key::new("tools", Json(|| json!({ "anyOf": [{ "const": "*" }, { "type": "array", "minItems": 1, "items": { "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/mcp_tool" }] } }] })), "The server's tools to use: a remote name, or `{name, as, description, input}`; or `\"*\"`, every tool the server lists (found when a run starts, kept in its recording).").required(),
 ])
 .with_base(TOOL);
 

@@ -11,7 +11,7 @@ use super::http::{allowed_hosts, check_host};
 use super::mcp_stdio::{self, Process, Refusal};
 use super::{ErrorKind, ToolEnv, ToolError};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
-use crate::registry::{ListedTool, McpServer, McpTool, StdioCommand, Tool, ToolKind};
+use crate::registry::{ListedTool, McpServer, McpTool, StdioCommand, Tool, ToolKind, Wildcard};
 use crate::templates;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,10 +140,10 @@ async fn relist(server: &McpServer, session: &Session, conn: &Connected, env: &T
 
 /// Why a run must stop: a server changed tools the model was offered (see [`relist`]).
 pub(crate) fn changed_tools(env: &ToolEnv<'_>) -> Option<String> {
-    env.registry.tools.iter().find_map(|tool| match &tool.kind {
-        ToolKind::Mcp(m) => env.transport.session::<Session>(&m.server.name).stale(),
-        _ => None,
-    })
+    env.registry
+        .mcp_servers()
+        .into_iter()
+        .find_map(|server| env.transport.session::<Session>(&server.name).stale())
 }
 
 /// Connects to every server whose tools the policy lets a model call, lists its tools and
@@ -151,15 +151,21 @@ pub(crate) fn changed_tools(env: &ToolEnv<'_>) -> Option<String> {
 /// before the model is called. Returns the first problem, as a message for the trace.
 pub(crate) async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
     let mut seen: Vec<&str> = Vec::new();
-    for tool in env.registry.callable_tools() {
-        let ToolKind::Mcp(m) = &tool.kind else {
-            continue;
-        };
-        if seen.contains(&m.server.name.as_str()) {
+    let used = env
+        .registry
+        .callable_tools()
+        .filter_map(|tool| match &tool.kind {
+            ToolKind::Mcp(m) => Some(&m.server),
+            _ => None,
+        });
+    // A `tools: "*"` server is listed at the start of every run: its tools are the run's.
+    let every = env.registry.wildcards.iter().map(|w| &w.server);
+    for server in used.chain(every).collect::<Vec<_>>() {
+        if seen.contains(&server.name.as_str()) {
             continue;
         }
-        seen.push(&m.server.name);
-        if let Err(e) = connected(&m.server, env).await {
+        seen.push(&server.name);
+        if let Err(e) = connected(server, env).await {
             return Err(env.secrets.redactor().str(&e.message));
         }
     }
@@ -171,7 +177,14 @@ pub(crate) async fn connect_all(env: &ToolEnv<'_>) -> Result<(), String> {
 pub(crate) async fn connect_tool(env: &ToolEnv<'_>, name: &str) -> Result<(), ToolError> {
     match env.registry.tool(name).map(|t| &t.kind) {
         Some(ToolKind::Mcp(m)) => connected(&m.server, env).await.map(|_| ()),
-        _ => Ok(()),
+        Some(_) => Ok(()),
+        // Perhaps a tool of a `tools: "*"` server: known once it is listed.
+        None => {
+            for w in &env.registry.wildcards {
+                connected(&w.server, env).await?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -181,20 +194,12 @@ pub(crate) async fn connect_tool(env: &ToolEnv<'_>, name: &str) -> Result<(), To
 /// server may refuse with 405 (it does not let clients end sessions), and no answer changes
 /// how the run ended; each outcome is an `mcp_session_ended` event.
 pub(crate) async fn end_all(env: &ToolEnv<'_>) {
-    let mut seen: Vec<&str> = Vec::new();
-    for tool in env.registry.tools.iter() {
-        let ToolKind::Mcp(m) = &tool.kind else {
-            continue;
-        };
-        if seen.contains(&m.server.name.as_str()) {
-            continue;
-        }
-        seen.push(&m.server.name);
-        let session = env.transport.session::<Session>(&m.server.name);
+    for server in env.registry.mcp_servers() {
+        let session = env.transport.session::<Session>(&server.name);
         // Taken: a later call on this transport (a served session) connects afresh.
         let conn = session.conn.lock().await.take();
-        if m.server.stdio.is_some() {
-            end_process(&m.server, &session, env).await;
+        if server.stdio.is_some() {
+            end_process(server, &session, env).await;
             continue;
         }
         let Some(conn) = conn else {
@@ -203,7 +208,7 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
         if conn.session_id.is_none() {
             continue; // a stateless server: there is nothing to end
         }
-        end_session(&m.server, &conn, env).await;
+        end_session(server, &conn, env).await;
     }
 }
 
@@ -464,7 +469,87 @@ fn check_listed(server: &McpServer, env: &ToolEnv<'_>, listed: &[Value]) -> Resu
             }
         }
     }
+    if let Some(every) = env.registry.wildcard(&server.name) {
+        take_every_tool(server, every, env, listed)?;
+    }
     Ok(())
+}
+
+/// `tools: "*"`: every listed tool becomes a tool of the run, named as the server names it.
+/// Runs of one process share them (as they share what a declared tool's server listed): a
+/// server that lists other tools in a later run stops that run.
+fn take_every_tool(
+    server: &McpServer,
+    every: &Wildcard,
+    env: &ToolEnv<'_>,
+    listed: &[Value],
+) -> Result<(), ToolError> {
+    let mut found: Vec<Tool> = Vec::new();
+    for item in listed {
+        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+        if !is_tool_name(name) {
+            return Err(server_error(server, format!(
+                "lists a tool named `{name}`, which models cannot call (names are 1 to 64 letters, digits, `_` or `-`, not starting with a digit or `-`). List the tools to use in `tools:` of `{}`, renaming this one with `as:`", server.name
+            )));
+        }
+        let taken = env.registry.tools.iter().any(|t| t.name == name)
+            || found.iter().any(|t| t.name == name);
+        if taken {
+            return Err(server_error(server, format!(
+                "lists a tool `{name}`, and the spec already has a tool of that name. List the tools to use in `tools:` of `{}`, renaming this one with `as:`", server.name
+            )));
+        }
+        let listed = ListedTool {
+            description: item
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            input_schema: item
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or_else(|| json!({ "type": "object" })),
+            confirm_hint: match every.declared_side_effects {
+                Some(_) => None,
+                None => annotation_hint(item.get("annotations"))
+                    .map(|h| format!("MCP server `{}` annotates `{name}` with {h}", server.name)),
+            },
+        };
+        found.push(every.tool(name, listed));
+    }
+    let Err(found) = every.found.set(found) else {
+        return Ok(());
+    };
+    let before = every.found.get().map(Vec::as_slice).unwrap_or_default();
+    let same = before.len() == found.len()
+        && before
+            .iter()
+            .zip(&found)
+            .all(|(a, b)| a.name == b.name && listed_of(a) == listed_of(b));
+    if same {
+        return Ok(());
+    }
+    Err(server_error(
+        server,
+        "lists other tools than it did earlier while toolrun was running (`tools: \"*\"`); run again".to_string(),
+    ))
+}
+
+fn listed_of(tool: &Tool) -> Option<&ListedTool> {
+    match &tool.kind {
+        ToolKind::Mcp(m) => m.listed.get(),
+        _ => None,
+    }
+}
+
+/// The rule every model provider accepts for a tool name (as `check` holds declared names to).
+fn is_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// What a tool's annotations say about changing its environment, when they say it might. The

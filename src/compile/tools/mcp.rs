@@ -44,7 +44,11 @@ pub(super) fn compile_group(
         );
         return Vec::new();
     };
-    let entries = entries(list, &what, ctx);
+    let every = list.as_str() == Some("*");
+    let entries = match every {
+        true => Vec::new(),
+        false => entries(list, &what, ctx),
+    };
     // Read (and type-checked) with the common keys; here only whether the spec said it.
     let group_side_effects = match obj.get("side_effects").map(|n| &n.value) {
         Some(Value::Bool(b)) => Some(*b),
@@ -65,6 +69,11 @@ pub(super) fn compile_group(
             .collect(),
         timeout: common.timeout(),
     });
+    if every {
+        ctx.wildcards
+            .push(common.wildcard(server, group_side_effects, confirm));
+        return Vec::new();
+    }
     entries
         .into_iter()
         .map(|e| {
@@ -343,6 +352,12 @@ fn entry(item: &Node, what: &str, ctx: &mut Ctx) -> Option<Entry> {
         input,
         side_effects,
     })
+}
+
+/// `tools: "*"`: every tool the server lists, known only once a run lists them.
+pub(crate) fn takes_every_tool(entry: &Node) -> bool {
+    let tools = Obj::peek(entry, keys::TOOL_MCP).and_then(|e| e.get("tools"));
+    tools.and_then(Node::as_str) == Some("*")
 }
 
 /// The registry names an entry gives, read before any tool is compiled (so `policy` and tests

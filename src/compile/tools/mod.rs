@@ -160,6 +160,26 @@ impl Common {
         self.timeout
     }
 
+    /// What every tool of a `tools: "*"` server gets from its entry.
+    pub(super) fn wildcard(
+        &self,
+        server: std::sync::Arc<crate::registry::McpServer>,
+        declared_side_effects: Option<bool>,
+        confirm: &[Spanned<String>],
+    ) -> crate::registry::Wildcard {
+        crate::registry::Wildcard {
+            server,
+            side_effects: self.side_effects,
+            declared_side_effects,
+            explicit_idempotent: self.explicit_idempotent,
+            max_calls: self.max_calls,
+            timeout: self.timeout,
+            faults: self.faults.clone(),
+            confirm: confirm.iter().map(|c| c.value.clone()).collect(),
+            found: Default::default(),
+        }
+    }
+
     /// `idempotent`: whether the kind is idempotent by nature (`idempotent:` overrides it).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn tool(
@@ -436,3 +456,4 @@ pub(super) fn peek_kind(tool: &Node) -> Option<&str> {
 }
 pub(super) use http::compile_faults;
 pub(super) use mcp::local_names as local_mcp_names;
+pub(super) use mcp::takes_every_tool;
