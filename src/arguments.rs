@@ -16,6 +16,43 @@ pub(crate) fn tool_validator(
     options.should_validate_formats(true).build(schema)
 }
 
+/// How many allowed values an error lists before it says how many more there are: twelve
+/// months fit; a list of every country code would drown the message.
+pub(crate) const ENUM_VALUES_SHOWN: usize = 30;
+
+/// A validation error as toolrun words it. The validator's own message for `enum` names two
+/// values and counts the rest ("january, february or 10 other candidates"); here every allowed
+/// value is listed, up to [`ENUM_VALUES_SHOWN`], so the model (or the person) can fix the call.
+/// `masked`: the offending value is not repeated (it may be a secret).
+pub(crate) fn error_text(err: &jsonschema::ValidationError<'_>, masked: bool) -> String {
+    let jsonschema::error::ValidationErrorKind::Enum { options } = err.kind() else {
+        return if masked {
+            err.masked().to_string()
+        } else {
+            err.to_string()
+        };
+    };
+    let values = options.as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut shown: Vec<String> = values
+        .iter()
+        .take(ENUM_VALUES_SHOWN)
+        .map(serde_json::Value::to_string)
+        .collect();
+    if values.len() > ENUM_VALUES_SHOWN {
+        shown.push(format!("{} more", values.len() - ENUM_VALUES_SHOWN));
+    }
+    let list = match shown.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "nothing".to_string(),
+    };
+    if masked {
+        format!("value is not one of {list}")
+    } else {
+        format!("{} is not one of {list}", err.instance())
+    }
+}
+
 /// Keywords whose meaning differs between draft-07 and 2020-12, or that only 2020-12 has.
 const MODERN_KEYWORDS: &[&str] = &[
     "prefixItems",

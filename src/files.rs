@@ -1,6 +1,7 @@
-//! Files, safely (issue 12 §3). Every output (traces, fixtures, events, reports) is written
-//! through here, every input a spec or fixture names is read through here, and the paths those
-//! files name are kept inside the project root.
+//! Files, safely (issue 12 §3). Every file toolrun writes (traces, fixtures, `--events` of every
+//! command, JUnit, results and reports, the spec cache) is written through here, every input a
+//! spec or fixture names is read through here, and the paths those files name are kept inside
+//! the project root.
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::hash::{BuildHasher, Hasher};

@@ -469,3 +469,67 @@ fn csv_names_and_cells_are_trimmed_of_any_whitespace() {
         "{out:?}"
     );
 }
+
+/// An enum's error lists every allowed value (the validator's own names two and counts the
+/// rest), so a model or a person can fix the call from the message alone; a very long enum is
+/// cut, saying how many more there are.
+#[test]
+fn an_enum_error_lists_every_allowed_value_up_to_a_cap() {
+    let dir = support::temp_dir("call_enum");
+    let months = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let codes: Vec<String> = (0..40).map(|i| format!("c{i:02}")).collect();
+    let spec = support::write(
+        &dir,
+        "spec.yaml",
+        &format!(
+            r#"version: 1
+name: enums
+tools:
+  pick:
+    description: Picks a month and a code.
+    kind: mock
+    input:
+      type: object
+      properties:
+        month: {{ type: string, enum: {months:?} }}
+        code: {{ type: string, enum: {codes:?} }}
+    responses: [ {{ result: ok }} ]
+models:
+  m: {{ kind: scripted, scripts: [ {{ turns: [ {{ answer: x }} ] }} ] }}
+"#
+        ),
+    );
+    let spec = spec.to_str().unwrap();
+    let out = toolrun(&["call", spec, "pick", "--args", r#"{"month": "smarch"}"#]);
+    out.assert_code(1);
+    let all = months
+        .iter()
+        .map(|m| format!("\"{m}\""))
+        .collect::<Vec<_>>();
+    let expected = format!(
+        "\"smarch\" is not one of {} or {}",
+        all[..11].join(", "),
+        all[11]
+    );
+    assert!(out.stderr.contains(&expected), "{out:?}");
+    assert!(!out.stderr.contains("other candidates"), "{out:?}");
+
+    let out = toolrun(&["call", spec, "pick", "--args", r#"{"code": "zz"}"#]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("\"c00\", \"c01\""), "{out:?}");
+    assert!(out.stderr.contains("\"c29\" or 10 more"), "{out:?}");
+    assert!(!out.stderr.contains("\"c30\""), "{out:?}");
+}

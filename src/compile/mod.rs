@@ -84,8 +84,6 @@ pub struct Compiled {
     pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
-// One diagnostic per file, returned once: its size does not matter.
-#[allow(clippy::result_large_err)]
 pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::specfile::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
@@ -99,8 +97,6 @@ pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic
 }
 
 /// Every check, whatever was checked before (`toolrun check`).
-// One diagnostic per file, returned once: its size does not matter.
-#[allow(clippy::result_large_err)]
 pub(crate) fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::specfile::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
@@ -656,7 +652,7 @@ fn check_scripted_calls(tools: &[crate::registry::Tool], ctx: &mut Ctx) {
                 format!("`{}`", path.trim_start_matches('/'))
             };
             ctx.d.push(
-                Diagnostic::new("E019", format!("scripted call to `{name}` has invalid {shown}: {}", err.masked()))
+                Diagnostic::new("E019", format!("scripted call to `{name}` has invalid {shown}: {}", crate::arguments::error_text(&err, true)))
                     .at(at.span)
                     .help("fix the arguments to match the tool's `input` schema, or add `malformed: true` to the call if this is on purpose"),
             );

@@ -110,7 +110,7 @@ fn check_defaults(node: &Node, schema: &serde_json::Value, tool: &str, ctx: &mut
         let first_error = validator
             .iter_errors(default)
             .next()
-            .map(|e| e.masked().to_string());
+            .map(|e| crate::arguments::error_text(&e, true));
         if let Some(err) = first_error {
             let at = node.locate(&format!(
                 "/properties/{}/default",

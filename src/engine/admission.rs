@@ -44,10 +44,11 @@ pub(crate) fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
         .iter_errors(args)
         .map(|err| {
             let path = err.instance_path().as_str().to_string();
+            let text = crate::arguments::error_text(&err, false);
             let mut msg = if path.is_empty() {
-                err.to_string()
+                text
             } else {
-                format!("{path}: {err}")
+                format!("{path}: {text}")
             };
             if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
                 err.kind()

@@ -4,11 +4,9 @@
 //! top-level field, and every `tool_use` is answered by a `tool_result` in the very next user
 //! message. The conversation is mapped to honour all of that whatever the engine sends.
 
-use super::live::{self, Endpoint};
-use super::{DecideInput, Decision, Message, ModelError, ModelTurn, ProposedCall, Usage};
-use crate::events::Events;
-use crate::net::Transport;
-use crate::redact::Secrets;
+use super::client::{Headers, Wire};
+use super::live;
+use super::{Decision, Message, ModelError, ModelTurn, ProposedCall, Usage};
 use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
@@ -16,58 +14,22 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// The API requires `max_tokens`; this is used when the spec does not set it.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 1024;
 
-pub struct AnthropicModel {
-    pub(crate) name: String,
-    pub(crate) settings: LiveModel,
-    pub(crate) api_key: Option<String>,
-}
+/// The Messages wire format.
+pub(crate) static ANTHROPIC: Wire = Wire {
+    provider: "anthropic",
+    path: "/v1/messages",
+    build_request,
+    headers,
+    stream: || Box::<super::stream::AnthropicStream>::default(),
+    parse_response,
+};
 
-impl AnthropicModel {
-    pub(crate) fn new(
-        name: &str,
-        settings: &LiveModel,
-        secrets: &mut Secrets,
-    ) -> Result<AnthropicModel, String> {
-        let api_key = super::read_api_key(name, settings, secrets)?;
-        Ok(AnthropicModel {
-            name: name.to_string(),
-            settings: settings.clone(),
-            api_key,
-        })
-    }
-
-    pub(crate) async fn decide(
-        &mut self,
-        input: DecideInput<'_>,
-        transport: &Transport,
-        events: &Events,
-    ) -> Result<ModelTurn, ModelError> {
-        let body = build_request(&self.settings, input.registry, input.messages);
-        let mut headers = vec![("anthropic-version".to_string(), API_VERSION.to_string())];
-        headers.extend(live::key_header(
-            &self.settings,
-            self.api_key.as_deref(),
-            |key| ("x-api-key".to_string(), key.to_string()),
-        ));
-        let ep = Endpoint {
-            model_name: &self.name,
-            provider: "anthropic",
-            settings: &self.settings,
-            api_key: self.api_key.as_deref(),
-            url: live::url(&self.settings, "/v1/messages"),
-            headers,
-        };
-        let form = if self.settings.stream {
-            live::ReplyForm::Stream(|| Box::<super::stream::AnthropicStream>::default())
-        } else {
-            live::ReplyForm::Json
-        };
-        let reply = live::post_json(&ep, &body, form, transport, events).await?;
-        parse_response(&reply, input.step).map_err(|mut e| {
-            e.message = format!("model `{}` (anthropic): {}", self.name, e.message);
-            e
-        })
-    }
+fn headers(settings: &LiveModel, api_key: Option<&str>) -> Headers {
+    let mut headers = vec![("anthropic-version".to_string(), API_VERSION.to_string())];
+    headers.extend(live::key_header(settings, api_key, |key| {
+        ("x-api-key".to_string(), key.to_string())
+    }));
+    headers
 }
 
 /// The Messages request for this conversation.
@@ -330,8 +292,9 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::client::LiveClient;
     use crate::models::live::providers;
-    use crate::models::live::testing::{block_on, input, registry, settings_at};
+    use crate::models::live::testing::{self, client, registry};
     use crate::models::CallMessage;
 
     const SPEC: &str = r#"
@@ -576,25 +539,8 @@ models:
 
     // --- decide() against the fake server ---------------------------------------------
 
-    fn model(base_url: String) -> AnthropicModel {
-        AnthropicModel {
-            name: "claude".into(),
-            settings: settings_at(SPEC, base_url),
-            api_key: Some(providers::KEY.into()),
-        }
-    }
-
-    fn decide(
-        m: &mut AnthropicModel,
-        messages: &[Message],
-        step: u32,
-    ) -> Result<ModelTurn, ModelError> {
-        let reg = registry(SPEC);
-        block_on(m.decide(
-            input(&reg, messages, step),
-            &Transport::live(),
-            &Events::none(),
-        ))
+    fn model(base_url: String) -> LiveClient {
+        client(&ANTHROPIC, SPEC, base_url)
     }
 
     #[test]
@@ -618,7 +564,9 @@ models:
                 content: "q".into(),
             },
         ];
-        let Decision::ToolCalls { calls, .. } = decide(&mut m, &msgs, 1).unwrap().decision else {
+        let Decision::ToolCalls { calls, .. } =
+            testing::decide(&mut m, SPEC, &msgs, 1).unwrap().decision
+        else {
             panic!()
         };
         msgs.push(Message::Assistant {
@@ -631,7 +579,7 @@ models:
         msgs.push(tool("toolu_1", "1", false));
         msgs.push(tool("toolu_2", "{\"kind\":\"not_found\"}", true));
         assert_eq!(
-            decide(&mut m, &msgs, 2).unwrap().decision,
+            testing::decide(&mut m, SPEC, &msgs, 2).unwrap().decision,
             Decision::Answer("done".into())
         );
         assert_eq!(fake.violations(), Vec::<String>::new());
@@ -645,8 +593,9 @@ models:
         let fake = providers::Fake::anthropic(vec![]);
         let mut m = model(fake.base_url());
         m.api_key = Some("sk-ant-wrong".into());
-        let e = decide(
+        let e = testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],
@@ -672,8 +621,9 @@ models:
         ]);
         let mut m = model(fake.base_url());
         assert_eq!(
-            decide(
+            testing::decide(
                 &mut m,
+                SPEC,
                 &[Message::User {
                     content: "q".into()
                 }],
@@ -712,8 +662,9 @@ models:
             ("anthropic-beta".into(), "tools-2024".into()),
             ("Anthropic-Version".into(), "2023-06-01".into()),
         ];
-        decide(
+        testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],

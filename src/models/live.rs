@@ -579,6 +579,7 @@ pub(crate) use crate::test_support::{http, providers};
 
 #[cfg(test)]
 pub(crate) mod testing {
+    use crate::models::client::{LiveClient, Wire};
     use crate::registry::Registry;
     use crate::specfile::Source;
     use std::path::Path;
@@ -626,6 +627,29 @@ pub(crate) mod testing {
             results: &[],
             step,
         }
+    }
+
+    /// A live client of `yaml`'s first model at a fake server, holding the fake key.
+    pub(crate) fn client(wire: &'static Wire, yaml: &str, base_url: String) -> LiveClient {
+        let reg = registry(yaml);
+        let name = reg.models[0].name.clone();
+        let settings = settings_at(yaml, base_url);
+        LiveClient::with_key(wire, &name, settings, Some(super::providers::KEY.into()))
+    }
+
+    /// One `decide` of `m` over `yaml`'s tools, with no events and a live transport.
+    pub(crate) fn decide(
+        m: &mut LiveClient,
+        yaml: &str,
+        messages: &[crate::models::Message],
+        step: u32,
+    ) -> Result<crate::models::ModelTurn, crate::models::ModelError> {
+        let reg = registry(yaml);
+        block_on(m.decide(
+            input(&reg, messages, step),
+            &crate::net::Transport::live(),
+            &crate::events::Events::none(),
+        ))
     }
 
     pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {

@@ -2,6 +2,7 @@
 //! deterministic for tests; live providers speak OpenAI's and Anthropic's wire formats.
 
 pub(crate) mod anthropic;
+pub(crate) mod client;
 pub(crate) mod gate;
 pub(crate) mod live;
 pub(crate) mod openai;
@@ -130,8 +131,8 @@ pub(crate) struct DecideInput<'a> {
 
 pub enum ModelClient {
     Scripted(scripted::ScriptedModel),
-    OpenAi(openai::OpenAiModel),
-    Anthropic(anthropic::AnthropicModel),
+    /// OpenAI or Anthropic: one client, the provider's wire format inside.
+    Live(Box<client::LiveClient>),
 }
 
 impl ModelClient {
@@ -141,12 +142,18 @@ impl ModelClient {
             ModelKind::Scripted(scripts) => {
                 ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?)
             }
-            ModelKind::OpenAi(live) => {
-                ModelClient::OpenAi(openai::OpenAiModel::new(&def.name, live, secrets)?)
-            }
-            ModelKind::Anthropic(live) => {
-                ModelClient::Anthropic(anthropic::AnthropicModel::new(&def.name, live, secrets)?)
-            }
+            ModelKind::OpenAi(live) => ModelClient::Live(Box::new(client::LiveClient::new(
+                &openai::OPENAI,
+                &def.name,
+                live,
+                secrets,
+            )?)),
+            ModelKind::Anthropic(live) => ModelClient::Live(Box::new(client::LiveClient::new(
+                &anthropic::ANTHROPIC,
+                &def.name,
+                live,
+                secrets,
+            )?)),
         })
     }
 
@@ -154,8 +161,7 @@ impl ModelClient {
     pub(crate) fn describe(&self) -> (&'static str, &str) {
         match self {
             ModelClient::Scripted(m) => ("scripted", m.name()),
-            ModelClient::OpenAi(m) => ("openai", &m.settings.model),
-            ModelClient::Anthropic(m) => ("anthropic", &m.settings.model),
+            ModelClient::Live(m) => (m.provider(), &m.settings.model),
         }
     }
 
@@ -167,8 +173,7 @@ impl ModelClient {
     ) -> Result<ModelTurn, ModelError> {
         match self {
             ModelClient::Scripted(m) => m.decide(input).await,
-            ModelClient::OpenAi(m) => m.decide(input, transport, events).await,
-            ModelClient::Anthropic(m) => m.decide(input, transport, events).await,
+            ModelClient::Live(m) => m.decide(input, transport, events).await,
         }
     }
 }

@@ -4,68 +4,29 @@
 //! What we send is the intersection of what those servers accept; what we read tolerates
 //! their differences (missing or null fields, ids in other shapes, arguments as objects).
 
-use super::live::{self, Endpoint};
-use super::{
-    CallMessage, DecideInput, Decision, Message, ModelError, ModelTurn, ProposedCall, Usage,
-};
-use crate::events::Events;
-use crate::net::Transport;
-use crate::redact::Secrets;
+use super::client::{Headers, Wire};
+use super::live;
+use super::{CallMessage, Decision, Message, ModelError, ModelTurn, ProposedCall, Usage};
 use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
-pub struct OpenAiModel {
-    pub(crate) name: String,
-    pub(crate) settings: LiveModel,
-    pub(crate) api_key: Option<String>,
-}
+/// The Chat Completions wire format.
+pub(crate) static OPENAI: Wire = Wire {
+    provider: "openai",
+    path: "/chat/completions",
+    build_request,
+    headers,
+    stream: || Box::<super::stream::OpenAiStream>::default(),
+    parse_response,
+};
 
-impl OpenAiModel {
-    pub(crate) fn new(
-        name: &str,
-        settings: &LiveModel,
-        secrets: &mut Secrets,
-    ) -> Result<OpenAiModel, String> {
-        let api_key = super::read_api_key(name, settings, secrets)?;
-        Ok(OpenAiModel {
-            name: name.to_string(),
-            settings: settings.clone(),
-            api_key,
-        })
-    }
-
-    pub(crate) async fn decide(
-        &mut self,
-        input: DecideInput<'_>,
-        transport: &Transport,
-        events: &Events,
-    ) -> Result<ModelTurn, ModelError> {
-        let body = build_request(&self.settings, input.registry, input.messages);
-        // No key (a local server): no Authorization header at all, rather than an empty one.
-        let headers = live::key_header(&self.settings, self.api_key.as_deref(), |key| {
-            ("authorization".to_string(), format!("Bearer {key}"))
-        })
-        .into_iter()
-        .collect();
-        let ep = Endpoint {
-            model_name: &self.name,
-            provider: "openai",
-            settings: &self.settings,
-            api_key: self.api_key.as_deref(),
-            url: live::url(&self.settings, "/chat/completions"),
-            headers,
-        };
-        let form = if self.settings.stream {
-            live::ReplyForm::Stream(|| Box::<super::stream::OpenAiStream>::default())
-        } else {
-            live::ReplyForm::Json
-        };
-        let reply = live::post_json(&ep, &body, form, transport, events).await?;
-        parse_response(&reply, input.step).map_err(|mut e| {
-            e.message = format!("model `{}` (openai): {}", self.name, e.message);
-            e
-        })
-    }
+fn headers(settings: &LiveModel, api_key: Option<&str>) -> Headers {
+    // No key (a local server): no Authorization header at all, rather than an empty one.
+    live::key_header(settings, api_key, |key| {
+        ("authorization".to_string(), format!("Bearer {key}"))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The Chat Completions request for this conversation.
@@ -334,8 +295,12 @@ fn content_text(v: Option<&Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::live::testing::{block_on, input, registry, settings_at};
+    use crate::events::Events;
+    use crate::models::client::LiveClient;
+    use crate::models::live::testing::{self, block_on, client, registry};
     use crate::models::live::{http::Response, providers};
+    use crate::models::DecideInput;
+    use crate::net::Transport;
 
     const SPEC: &str = r#"
 version: 1
@@ -643,27 +608,10 @@ models:
 
     // --- decide() against the fake server ---------------------------------------------
 
-    fn model(base_url: String, retries: u32) -> OpenAiModel {
-        let mut settings = settings_at(SPEC, base_url);
-        settings.retries = retries;
-        OpenAiModel {
-            name: "gpt".into(),
-            settings,
-            api_key: Some(providers::KEY.into()),
-        }
-    }
-
-    fn decide(
-        m: &mut OpenAiModel,
-        messages: &[Message],
-        step: u32,
-    ) -> Result<ModelTurn, ModelError> {
-        let reg = registry(SPEC);
-        block_on(m.decide(
-            input(&reg, messages, step),
-            &Transport::live(),
-            &Events::none(),
-        ))
+    fn model(base_url: String, retries: u32) -> LiveClient {
+        let mut m = client(&OPENAI, SPEC, base_url);
+        m.settings.retries = retries;
+        m
     }
 
     #[test]
@@ -684,7 +632,7 @@ models:
                 content: "q".into(),
             },
         ];
-        let t = decide(&mut m, &msgs, 1).unwrap();
+        let t = testing::decide(&mut m, SPEC, &msgs, 1).unwrap();
         let Decision::ToolCalls { calls, .. } = t.decision else {
             panic!("{:?}", t.decision)
         };
@@ -708,7 +656,7 @@ models:
                 images: Vec::new(),
             });
         }
-        let t = decide(&mut m, &msgs, 2).unwrap();
+        let t = testing::decide(&mut m, SPEC, &msgs, 2).unwrap();
         assert_eq!(t.decision, Decision::Answer("done".into()));
         assert_eq!(fake.violations(), Vec::<String>::new());
         let reqs = fake.requests();
@@ -729,8 +677,9 @@ models:
             providers::openai_answer("ok"),
         ]);
         let mut m = model(fake.base_url(), 2);
-        let t = decide(
+        let t = testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],
@@ -749,8 +698,9 @@ models:
                 .header("Retry-After", "0"),
         ]);
         let mut m = model(fake.base_url(), 1);
-        let e = decide(
+        let e = testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],
@@ -770,8 +720,9 @@ models:
         let fake = providers::Fake::openai(vec![]);
         let mut m = model(fake.base_url(), 3);
         m.api_key = Some("sk-wrong-key".into());
-        let e = decide(
+        let e = testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],
@@ -795,8 +746,9 @@ models:
     fn decide_retries_refused_connections_then_reports_them() {
         let port = crate::models::live::http::refused_port();
         let mut m = model(format!("http://127.0.0.1:{port}/v1"), 1);
-        let e = decide(
+        let e = testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],
@@ -846,8 +798,9 @@ models:
         ]);
         let mut m = model(fake.base_url(), 2);
         m.settings.timeout = std::time::Duration::from_millis(200);
-        let e = decide(
+        let e = testing::decide(
             &mut m,
+            SPEC,
             &[Message::User {
                 content: "q".into(),
             }],

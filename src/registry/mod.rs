@@ -156,8 +156,6 @@ pub(crate) enum ToolKind {
     Mcp(Box<McpTool>),
 }
 
-impl ToolKind {}
-
 pub(crate) struct MockResponse {
     /// Matches when every key/value here equals the argument's (a subset match).
     pub(crate) when: Option<Map<String, Value>>,

@@ -45,7 +45,6 @@ impl Source {
 }
 
 /// Reading problems are exit code 2 (unreadable input), unlike problems inside the spec.
-#[allow(clippy::result_large_err)]
 pub(crate) fn read_source(path: &Path) -> Result<Source, Diagnostic> {
     let display = path.display().to_string();
     let fail = |msg: String, help: &str| {

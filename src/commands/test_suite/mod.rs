@@ -347,8 +347,8 @@ async fn run_case(ctx: &runner::RunContext<'_>, case: &TestCase, args: &TestArgs
         if n > 1 && runner::interrupted(ctx) {
             break;
         }
-        let run = runner::run_attempt(ctx, case, &model, &plan, n, price.as_ref()).await;
-        test.push(run.attempt);
+        let attempt = runner::run_attempt(ctx, case, &model, &plan, n, price.as_ref()).await;
+        test.push(attempt);
     }
     test
 }

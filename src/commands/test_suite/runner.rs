@@ -60,11 +60,6 @@ pub(crate) enum Plan {
     Fail(String),
 }
 
-/// One attempt, judged, and the trace it was judged on.
-pub(crate) struct AttemptRun {
-    pub(crate) attempt: Attempt,
-}
-
 /// Written in `fixtures: DIR`, it stands for the model a test runs with: one recording per model.
 pub(crate) const MODEL_PLACEHOLDER: &str = "{model}";
 
@@ -135,6 +130,7 @@ pub(crate) fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
     }
 }
 
+/// One attempt of a case, run as planned and judged by its `expect:`.
 pub(crate) async fn run_attempt(
     ctx: &RunContext<'_>,
     case: &TestCase,
@@ -142,7 +138,7 @@ pub(crate) async fn run_attempt(
     plan: &Plan,
     number: u32,
     price: Option<&PriceInfo>,
-) -> AttemptRun {
+) -> Attempt {
     let started = Instant::now();
     // A scripted model's answers are scripted even while its fixture is written: `compare`
     // treats them as deterministic.
@@ -153,8 +149,8 @@ pub(crate) async fn run_attempt(
         _ if live => Source::Live,
         _ => Source::Scripted,
     };
-    let failed = |f: Failure| AttemptRun {
-        attempt: Attempt::without_trace(number, source, f, crate::trace::millis(started.elapsed())),
+    let failed = |f: Failure| {
+        Attempt::without_trace(number, source, f, crate::trace::millis(started.elapsed()))
     };
     let (trace, mut failures) = match plan {
         Plan::Fail(reason) => return failed(Failure::error(reason.clone())),
@@ -185,7 +181,7 @@ pub(crate) async fn run_attempt(
     if attempt.duration_ms == 0.0 {
         attempt.duration_ms = crate::trace::millis(started.elapsed());
     }
-    AttemptRun { attempt }
+    attempt
 }
 
 /// A fixture-backed attempt: the replay must match the recording (divergences), and the
