@@ -15,8 +15,7 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
     let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     // Resolved `fixture:` paths: two tests recording into one file would each pass while
     // recording, and the last writer would decide what both replay.
-    let mut fixtures: std::collections::HashMap<std::path::PathBuf, (String, crate::diag::Span)> =
-        std::collections::HashMap::new();
+    let mut fixtures = FixtureOwners::new();
     for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
         let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else {
             continue;
@@ -68,27 +67,8 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
         });
         // A fixture not recorded yet is that test's state, not an error in the spec: every other
         // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
-        let fixture_path = fixture.and_then(|f| {
-            let path = fixture_path(&f, &name.value, ctx)?;
-            let key = lexical(&path);
-            if let Some((first, span)) = fixtures.get(&key) {
-                ctx.d.push(
-                    Diagnostic::new(
-                        "E044",
-                        format!(
-                            "tests `{first}` and `{}` name the same fixture `{}`",
-                            name.value, f.value
-                        ),
-                    )
-                    .at(f.span)
-                    .also(*span, format!("test `{first}` names it here"))
-                    .help("give each test its own `fixture:` (copy the file to check another expectation against the same recording), or drop `fixture:` and let `fixtures: DIR` name one per test"),
-                );
-            } else {
-                fixtures.insert(key, (name.value.clone(), f.span));
-            }
-            Some(path)
-        });
+        let fixture_path =
+            fixture.and_then(|f| unique_fixture_path(&f, &name.value, &mut fixtures, ctx));
         let now_unix_ms =
             obj.string("now", &mut ctx.d).and_then(
                 |n| match crate::builtins::datetime::now_unix_ms(Some(&n.value)) {
@@ -141,6 +121,34 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
         });
     }
     out
+}
+
+/// Each resolved `fixture:` path with the test that named it first and where.
+type FixtureOwners = std::collections::HashMap<std::path::PathBuf, (String, crate::diag::Span)>;
+
+/// The test's fixture path; a path another test already names is E044, pointing at both.
+fn unique_fixture_path(
+    f: &Spanned<String>,
+    test: &str,
+    owners: &mut FixtureOwners,
+    ctx: &mut Ctx,
+) -> Option<std::path::PathBuf> {
+    let path = fixture_path(f, test, ctx)?;
+    let key = lexical(&path);
+    if let Some((first, span)) = owners.get(&key) {
+        ctx.d.push(
+            Diagnostic::new(
+                "E044",
+                format!("tests `{first}` and `{test}` name the same fixture `{}`", f.value),
+            )
+            .at(f.span)
+            .also(*span, format!("test `{first}` names it here"))
+            .help("give each test its own `fixture:` (copy the file to check another expectation against the same recording), or drop `fixture:` and let `fixtures: DIR` name one per test"),
+        );
+    } else {
+        owners.insert(key, (test.to_string(), f.span));
+    }
+    Some(path)
 }
 
 /// `a/./b/../c` as `a/c`: one file however its path is spelled (the file may not exist yet, so
