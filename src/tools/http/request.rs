@@ -1,0 +1,182 @@
+//! Building the request a call sends: the URL rendered so that no value changes its structure,
+//! the query, headers and body from templates.
+
+use super::{short, USER_AGENT};
+use crate::net::HttpRequest;
+use crate::registry::{HttpTool, UrlOrigin};
+use crate::templates;
+use crate::tools::{ErrorKind, ToolEnv, ToolError};
+use serde_json::{json, Value};
+
+pub(super) fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorKind::InvalidArguments, message)
+}
+
+/// Renders the request a call would send, without sending it. Public so the template fuzz target
+/// can check that no argument value changes a URL's host or path structure.
+pub(crate) async fn prepare(
+    http: &HttpTool,
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<HttpRequest, ToolError> {
+    let templates = &env.registry.templates;
+    let data = json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query });
+    let plain = templates::Ctx::new(&data);
+
+    let url = build_url(http, &data, env).await?;
+    let mut url = url::Url::parse(url.trim()).map_err(|e| {
+        invalid(format!(
+            "the URL `{}` is not valid ({e}); check the arguments that go into it",
+            short(&url, &env.secrets.redactor())
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::new(
+            ErrorKind::Denied,
+            format!(
+                "only http and https URLs may be called, not `{}:`",
+                url.scheme()
+            ),
+        ));
+    }
+    if !http.query.is_empty() {
+        let mut pairs = Vec::new();
+        for (key, tv) in &http.query {
+            let v = templates
+                .render(tv, &plain)
+                .await
+                .map_err(|e| render_error(&format!("query parameter `{key}`"), e))?;
+            query_values(&v, &mut |s| pairs.push((key.clone(), s)));
+        }
+        if !pairs.is_empty() {
+            // The serializer form-encodes each key and value: a value cannot start a new pair.
+            url.query_pairs_mut().extend_pairs(pairs);
+        }
+    }
+
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for (name, id) in &http.headers {
+        let value = templates
+            .render_text(id, &plain)
+            .await
+            .map_err(|e| render_error(&format!("header `{name}`"), e))?;
+        // An unset optional argument leaves a header out, as it does a query parameter: an
+        // empty `X-Trace:` would tell the server something the caller never said.
+        if value.trim().is_empty() {
+            continue;
+        }
+        // A line break in a header value would smuggle a header (or a second request) in.
+        if reqwest::header::HeaderValue::from_str(&value).is_err() {
+            return Err(invalid(format!(
+                "header `{name}` would contain a line break or control character; pass plain text"
+            )));
+        }
+        headers.push((name.clone(), value));
+    }
+
+    let mut body = None;
+    let mut content_type = None;
+    if let Some(tv) = &http.body {
+        let v = templates
+            .render(tv, &plain)
+            .await
+            .map_err(|e| render_error("the request body", e))?;
+        body = Some(serde_json::to_vec(&v).unwrap_or_default());
+        content_type = Some("application/json");
+    } else if let Some(id) = &http.body_text {
+        body = Some(
+            templates
+                .render_text(id, &plain)
+                .await
+                .map_err(|e| render_error("the request body", e))?
+                .into_bytes(),
+        );
+        content_type = Some("text/plain; charset=utf-8");
+    }
+    let has = |headers: &[(String, String)], name: &str| {
+        headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+    };
+    if let Some(ct) = content_type {
+        if !has(&headers, "content-type") {
+            headers.push(("Content-Type".into(), ct.into()));
+        }
+    }
+    if !has(&headers, "accept") {
+        headers.push((
+            "Accept".into(),
+            "application/json, text/*;q=0.9, */*;q=0.5".into(),
+        ));
+    }
+    if !has(&headers, "user-agent") {
+        headers.push(("User-Agent".into(), USER_AGENT.into()));
+    }
+    Ok(HttpRequest {
+        method: http.method.clone(),
+        url: url.to_string(),
+        headers,
+        body,
+    })
+}
+
+fn render_error(what: &str, e: templates::RenderError) -> ToolError {
+    crate::tools::render_error(&format!("could not build {what}"), e)
+}
+
+/// Renders the URL template so that no value can change the URL's structure.
+///
+/// Every string a caller controls (arguments, the query) is percent-encoded *before* rendering,
+/// with everything but the unreserved characters encoded, and marked safe so that `| urlencode`
+/// leaves it alone (see `templates::urlencode`). A value therefore cannot add a path segment, a
+/// query, a fragment, a port or user info wherever the template puts it. This is sounder than
+/// rendering first and comparing the result with the template: with `{% if %}` and filters there
+/// is no "expected structure" to compare with. `check` has already refused templates whose scheme
+/// or host reads an argument (`compile::url_template`); the secrets that decide the origin
+/// (`{{ secrets.BASE }}/items`) go in as they are, other secrets encoded like arguments. What
+/// encoding cannot stop is a value that *is* a whole `.` or `..` segment (URL parsers resolve
+/// `%2e%2e` too), so those are refused.
+///
+/// A URL that is one argument as a whole (`url: "{{ args.url }}"`, allowed only with an
+/// explicit `allow_hosts`) is taken as it is: the allow-list check on the parsed result, on every
+/// call and every redirect, is what keeps it in bounds.
+async fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String, ToolError> {
+    let templates = &env.registry.templates;
+    let raw_secrets: &[String] = match &http.origin {
+        UrlOrigin::WholeArgument => {
+            return templates
+                .render_text(&http.url, &templates::Ctx::new(data))
+                .await
+                .map_err(|e| render_error("the URL", e));
+        }
+        UrlOrigin::Secrets(names) => names,
+        UrlOrigin::Literal(_) => &[],
+    };
+    let url = templates
+        .render_text(&http.url, &templates::Ctx::url(data, raw_secrets))
+        .await
+        .map_err(|e| render_error("the URL", e))?;
+    let path_end = url.find(['?', '#']).unwrap_or(url.len());
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0).min(path_end);
+    let path_start = url[after_scheme..path_end]
+        .find('/')
+        .map(|i| after_scheme + i)
+        .unwrap_or(path_end);
+    if url[path_start..path_end].split('/').any(is_dot_segment) {
+        return Err(invalid("an argument would make a `.` or `..` segment in the URL path; pass a name, not a relative path"));
+    }
+    Ok(url)
+}
+
+fn is_dot_segment(segment: &str) -> bool {
+    let s = segment.to_ascii_lowercase().replace("%2e", ".");
+    s == "." || s == ".."
+}
+
+/// `query:` values: null leaves the parameter out, a list repeats it, objects go as JSON text.
+fn query_values(v: &Value, push: &mut dyn FnMut(String)) {
+    match v {
+        Value::Null => {}
+        Value::String(s) => push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| query_values(i, push)),
+        other => push(other.to_string()),
+    }
+}
