@@ -3,6 +3,7 @@
 //! pinned, on Node 22 from `tests/npm`), and a small probe on the official Python SDK
 //! (`tests/mcp/stdio_server.py`) for what the reference servers cannot show: the process group
 //! ended with the run (nothing left running, no zombie), the environment passed on, stderr kept.
+#![cfg(unix)]
 
 #[path = "npm/npm.rs"]
 mod npm;
@@ -582,4 +583,98 @@ models:
         out.stderr.contains("MCP server `everything`") && out.stderr.contains("`get-sum`"),
         "{out:?}"
     );
+}
+
+#[test]
+fn an_interrupted_run_ends_the_server_and_what_it_started() {
+    let dir = support::temp_dir("mcp-stdio-interrupt");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: wait, arguments: {} }]
+          - answer: never"#;
+    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "wait", turns));
+    let trace = dir.join("trace.json");
+    let mut child = toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "wait", "--allow-exec"])
+        .arg(python::python())
+        .arg("--trace")
+        .arg(&trace)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The call is in flight once the tool says it waits.
+    let waiting = logs.join("waiting");
+    for _ in 0..3000 {
+        if waiting.exists() || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(waiting.exists(), "the tool never started");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(written["stop_reason"], "interrupted");
+    // toolrun has exited: the server and its helper were ended with it, not left running.
+    for entry in pid_lines(&logs) {
+        for role in ["leader", "helper"] {
+            let s = state(&entry[role]);
+            assert!(s == "gone" || s == "Z", "{role} {} is {s}", entry[role]);
+        }
+    }
+}
+
+#[test]
+fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_session() {
+    let dir = support::temp_dir("mcp-stdio-serve");
+    let logs = dir.join("logs");
+    let spec_path = write(
+        &dir,
+        "gateway.yaml",
+        &probe_spec(&logs, "", "          - answer: unused").replace("tools: []", "tools: \"*\""),
+    );
+    // The official Python client drives `toolrun serve` over stdio, which drives the probe.
+    let plan = json!([{ "name": "echo", "arguments": { "text": "through the gateway" } }]);
+    let mut cmd = std::process::Command::new(python::python());
+    cmd.arg(python::script("client.py"))
+        .args(["stdio", env!("CARGO_BIN_EXE_toolrun"), "serve"])
+        .arg(&spec_path)
+        .arg("--allow-exec")
+        .arg(python::python())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PROBE_TOKEN", SECRET);
+    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    let doc = out.json();
+    let mut names: Vec<&str> = doc["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["crash", "echo", "environment", "fail", "shout", "wait"]
+    );
+    assert_eq!(
+        doc["calls"][0]["structuredContent"]["result"],
+        "through the gateway"
+    );
+    // `serve` has exited with its client: the probe and its helper went with it.
+    let pids = pid_lines(&logs);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    for role in ["leader", "helper"] {
+        let s = state(&pids[0][role]);
+        assert!(s == "gone" || s == "Z", "{role} is {s}");
+    }
 }

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -59,6 +60,15 @@ def crash() -> str:
     sys.stderr.write("fatal: the probe crashed on purpose\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+@server.tool()
+def wait() -> str:
+    """Says it is waiting (a `waiting` file in LOG_DIR), then waits a minute."""
+    with open(os.path.join(sys.argv[1], "waiting"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(60)
+    return "waited"
 
 
 @server.tool()
