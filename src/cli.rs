@@ -58,6 +58,12 @@ pub(crate) enum Command {
         after_help = "Examples:\n  toolrun report results.json -o report.html\n  toolrun report gpt.json claude.json -o compare.html\n  toolrun report results.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
     )]
     Report(ReportArgs),
+    /// Compare two traces, fixtures or results files: the first diverging step, tool calls,
+    /// status, stop reason and answer (exit 0 the same, 1 different, 2 unreadable)
+    #[command(
+        after_help = "Examples:\n  toolrun diff fixtures/gain.json new-gain.json\n  toolrun diff main-results.json results.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+    )]
+    Diff(DiffArgs),
     /// Work with results files: merge the shards of a partitioned run into one
     #[command(subcommand)]
     Results(ResultsCommand),
@@ -382,6 +388,23 @@ pub(crate) struct ExportOtelArgs {
     pub(crate) files: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) otlp: OtlpArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct DiffArgs {
+    #[arg(value_name = "A")]
+    pub(crate) a: PathBuf,
+    #[arg(value_name = "B")]
+    pub(crate) b: PathBuf,
+    #[arg(long, value_enum, default_value = "human")]
+    pub(crate) format: DiffFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DiffFormat {
+    Human,
+    Json,
+    Markdown,
 }
 
 #[derive(Subcommand, Debug)]

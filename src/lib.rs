@@ -15,6 +15,7 @@ pub mod commands;
 pub(crate) mod compare;
 pub mod compile;
 pub(crate) mod diag;
+pub(crate) mod diff;
 pub mod engine;
 pub mod events;
 pub mod exit;

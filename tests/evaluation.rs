@@ -498,3 +498,121 @@ fn shards_merge_into_one_column_and_missing_or_overlapping_ones_are_reported() {
         "{out:?}"
     );
 }
+
+#[test]
+fn diff_shows_where_two_runs_part_and_exits_like_diff() {
+    let dir = support::temp_dir("diff");
+    let spec = |price_args: &str, answer: &str| {
+        format!(
+            r#"version: 1
+name: d
+tools:
+  price:
+    description: Returns the price for a ticker symbol.
+    kind: mock
+    input: {{ type: object, properties: {{ ticker: {{ type: string }} }}, required: [ticker] }}
+    responses:
+      - result: 178.15
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: price, arguments: {price_args} }}]
+          - answer: "{answer}"
+tests:
+  - name: t
+    query: price?
+    expect: {{ output_contains: "178" }}
+"#
+        )
+    };
+    write(&dir, "a.yaml", &spec("{ ticker: AAPL }", "AAPL is 178.15"));
+    write(&dir, "b.yaml", &spec("{ ticker: MSFT }", "MSFT is 411"));
+    for (s, trace) in [
+        ("a.yaml", "a1.json"),
+        ("a.yaml", "a2.json"),
+        ("b.yaml", "b.json"),
+    ] {
+        run(toolrun()
+            .current_dir(&dir)
+            .args(["run", s, "--query", "price?", "--trace", trace]));
+    }
+    // Two runs of the same spec differ only in durations: the same.
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a1.json", "a2.json"]));
+    out.assert_code(0);
+    assert!(out.stdout.contains("(traces): the same"), "{out:?}");
+
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a1.json", "b.json"]));
+    out.assert_code(1);
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "first diverging step: 1\n",
+            "  A: call price({\"ticker\":\"AAPL\"})\n",
+            "  B: call price({\"ticker\":\"MSFT\"})\n",
+            "call 1 `price` arguments: /ticker: \"AAPL\" → \"MSFT\"",
+            "/final_output: \"AAPL is 178.15\" → \"MSFT is 411\"",
+        ],
+    );
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a1.json", "b.json", "--format", "json"]));
+    out.assert_code(1);
+    let doc = out.json();
+    assert_eq!(doc["same"], false);
+    assert_eq!(doc["kind"], "trace");
+    assert_eq!(doc["run"]["first_divergence"]["step"], 1);
+    assert_eq!(
+        doc["run"]["tool_calls"][0]["arguments"][0]["pointer"],
+        "/ticker"
+    );
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a1.json", "b.json", "--format", "markdown"]));
+    out.assert_code(1);
+    assert!(out.stdout.starts_with("### toolrun diff\n"), "{out:?}");
+    assert!(
+        out.stdout.contains("- call 1 \\`price\\` arguments"),
+        "{out:?}"
+    );
+
+    // Results files: per test and attempt; one side's tests named.
+    for (s, r) in [("a.yaml", "ra.json"), ("b.yaml", "rb.json")] {
+        run(toolrun()
+            .current_dir(&dir)
+            .args(["test", s, "--results", r]));
+    }
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "ra.json", "rb.json"]));
+    out.assert_code(1);
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "(results files): different",
+            "test d::t [m]:",
+            "/outcome: \"passed\" → \"failed\"",
+            "attempt 1:",
+            "first diverging step: 1",
+        ],
+    );
+    // Unreadable, or a results file against a trace: exit 2.
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a1.json", "a.yaml"]));
+    out.assert_code(2);
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a1.json", "ra.json"]));
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("only be compared with another results file"),
+        "{out:?}"
+    );
+}

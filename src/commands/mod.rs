@@ -3,6 +3,7 @@
 pub(crate) mod call;
 pub(crate) mod cases;
 pub(crate) mod check;
+pub(crate) mod diff;
 pub(crate) mod explain;
 pub(crate) mod export;
 pub(crate) mod import;
@@ -69,6 +70,7 @@ fn run_command(command: Command) -> i32 {
         Command::Call(args) => call::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Import(cmd) => import::run(cmd),
+        Command::Diff(args) => diff::run(args),
         Command::Results(crate::cli::ResultsCommand::Merge(args)) => report::merge(args),
         Command::Tools(args) => tools::run(args),
         Command::Schema => {
