@@ -224,7 +224,7 @@ fn remote_renamed_and_failing_tools_run_with_a_masked_secret_header_then_replay_
     );
     assert_eq!(
         exchanges[4]["request"]["body"]["params"],
-        json!({ "name": "add_note", "arguments": { "title": "plan", "text": "ship it" } })
+        json!({ "name": "add_note", "arguments": { "title": "plan", "text": "ship it" }, "_meta": { "progressToken": 4 } })
     );
 
     // Offline: the server is gone, the fixture answers everything.

@@ -9,7 +9,7 @@ mod npm;
 mod python;
 mod support;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -332,4 +332,68 @@ fn images_reach_anthropic_as_image_blocks_and_openai_as_a_following_user_message
         .as_str()
         .unwrap()
         .starts_with("data:image/png;base64,iVBORw0KGgo"));
+}
+
+#[test]
+fn progress_becomes_events_and_an_elicitation_is_answered_recorded_and_replayed() {
+    let dir = support::temp_dir("mcp-everything-requests");
+    let server = Everything::start();
+    let turns = r#"          - tool_calls: [{ name: trigger-long-running-operation, arguments: { duration: 0.4, steps: 2 } }]
+          - tool_calls: [{ name: trigger-elicitation-request, arguments: {} }]
+          - answer: done"#;
+    let spec_path = write(
+        &dir,
+        "s.yaml",
+        &spec(
+            &server.url(),
+            "[trigger-long-running-operation, trigger-elicitation-request]",
+            "    side_effects: false",
+            turns,
+        ),
+    );
+    let fixture = dir.join("requests.fixture.json");
+    let events = dir.join("events.jsonl");
+    let out = run_spec(
+        &spec_path,
+        &[
+            "--record",
+            fixture.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+        ],
+    );
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(
+        trace["tool_results"][0]["result"],
+        "Long running operation completed. Duration: 0.4 seconds, Steps: 2."
+    );
+    // The server asked for input during the call: declined (the default), and the call ended.
+    let declined = trace["tool_results"][1]["result"].as_str().unwrap();
+    assert!(declined.contains("declined"), "{declined}");
+    let events: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    assert_eq!(
+        (
+            progress[1]["progress"].clone(),
+            progress[1]["total"].clone()
+        ),
+        (json!(2), json!(2))
+    );
+    assert!(events.iter().any(|e| e["event"] == "mcp_server_request"
+        && e["method"] == "elicitation/create"
+        && e["answer"]["action"] == "decline"));
+    // The request and the answer are in the fixture, and the replay answers it again.
+    let recorded = std::fs::read_to_string(&fixture).unwrap();
+    assert!(recorded.contains("elicitation/create") && recorded.contains("\"decline\""));
+    drop(server);
+    run(toolrun().arg("replay").arg(&fixture)).assert_success();
 }

@@ -128,12 +128,15 @@ pub(crate) async fn post_json(
             if let Some(Ok(mut r)) = live.as_ref().map(Mutex::lock) {
                 r.feed(bytes, &mut |t| deltas.push(t));
             }
+            true
         };
         let opts = SendOptions {
             timeout: ep.settings.timeout,
             max_bytes: MAX_RESPONSE_BYTES,
             progress: None,
-            on_chunk: live.as_ref().map(|_| &on_chunk as &(dyn Fn(&[u8]) + Sync)),
+            on_chunk: live
+                .as_ref()
+                .map(|_| &on_chunk as &(dyn Fn(&[u8]) -> bool + Sync)),
             reshape: None,
         };
         let result = transport

@@ -69,8 +69,9 @@ impl std::fmt::Display for NetError {
     }
 }
 
-/// Receives each piece of a body as it arrives.
-pub(crate) type OnChunk<'a> = &'a (dyn Fn(&[u8]) + Sync);
+/// Receives each piece of a body as it arrives; `false` ends the body there (an MCP event
+/// stream that stays open once the awaited message is in).
+pub(crate) type OnChunk<'a> = &'a (dyn Fn(&[u8]) -> bool + Sync);
 
 pub(crate) struct SendOptions<'a> {
     /// Covers connect, headers and the whole body.
@@ -347,9 +348,7 @@ impl Transport {
                 (200..300).contains(&status) && resp.headers().get("content-encoding").is_none()
             });
             while let Some(chunk) = resp.chunk().await.map_err(classify)? {
-                if let Some(f) = on_chunk {
-                    f(&chunk);
-                }
+                let more = on_chunk.is_none_or(|f| f(&chunk));
                 let room = (opts.max_bytes as usize).saturating_sub(body.len());
                 if chunk.len() > room {
                     body.extend_from_slice(&chunk[..room]);
@@ -359,6 +358,9 @@ impl Transport {
                 body.extend_from_slice(&chunk);
                 if let Some(p) = opts.progress {
                     p(body.len() as u64);
+                }
+                if !more {
+                    break;
                 }
             }
             decoded(

@@ -284,6 +284,17 @@ pub(crate) struct McpServer {
     pub(crate) tools: Vec<(String, String)>,
     /// Bounds connecting (initialize and tools/list); calls use their tool's timeout.
     pub(crate) timeout: Duration,
+    /// `elicitation:`: how a server's request for input during a call is answered.
+    pub(crate) elicitation: Elicitation,
+}
+
+/// The answer to a server's `elicitation/create`: nobody is asked during a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) enum Elicitation {
+    #[default]
+    Decline,
+    /// Accept with the requested schema's defaults when every required field has one.
+    Defaults,
 }
 
 /// A stdio MCP server's program, as the spec declares it.

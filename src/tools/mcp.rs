@@ -8,6 +8,8 @@
 //! that records, replays and masks every other request toolrun makes.
 
 use super::http::{allowed_hosts, check_host};
+use super::mcp_rpc::{is_request, Incoming};
+use super::mcp_sse;
 use super::mcp_stdio::{self, Process, Refusal};
 use super::{ErrorKind, ToolEnv, ToolError};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
@@ -26,9 +28,18 @@ const SUPPORTED: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 const MAX_BYTES: u64 = 4 << 20;
 /// `tools/list` pages followed before giving up on a server that never stops paginating.
 const MAX_PAGES: usize = 100;
+/// Most bytes of a whole tool listing (all its pages): what is kept stays bounded whatever the
+/// pages' count and size.
+const MAX_LISTING_BYTES: u64 = 16 << 20;
 /// Longest line read from a stdio server: a reply of `MAX_BYTES`, with room for the masker to
 /// read a secret straddling the cap whole.
 const LINE_CAP: usize = (MAX_BYTES as usize) + (64 << 10);
+/// How much sooner than the engine a call gives up waiting, to cancel it with the server first.
+const CANCEL_MARGIN: Duration = Duration::from_millis(200);
+/// Times a stream that closes before its response is resumed.
+const MAX_RESUMES: usize = 10;
+/// The wait before resuming a stream that named none (`retry:`), as the official SDKs wait.
+const DEFAULT_RETRY_MS: u64 = 1000;
 const USER_AGENT: &str = concat!("toolrun/", env!("CARGO_PKG_VERSION"));
 /// Longest wait for a server to acknowledge the end of a session: the run is already over.
 const END_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,6 +55,8 @@ pub(crate) struct Session {
     stale: std::sync::Mutex<Option<String>>,
     /// A stdio server's process, started by the first message that goes live.
     stdio: tokio::sync::Mutex<Option<Arc<Process>>>,
+    /// Requests whose caller went away before their answer: to be cancelled.
+    abandoned: std::sync::Mutex<Vec<u64>>,
 }
 
 impl Session {
@@ -84,6 +97,7 @@ async fn call(
     args: &Value,
     env: &ToolEnv<'_>,
 ) -> Result<super::Output, ToolError> {
+    let started = tokio::time::Instant::now();
     let server = &mcp.server;
     let (session, conn) = connected(server, env).await?;
     if let Some(why) = session.stale() {
@@ -94,8 +108,14 @@ async fn call(
         server,
         env,
         conn: Some(&conn),
-        timeout: tool.timeout,
+        // Ends just before the engine's own timeout for the call, so the server is told
+        // (`notifications/cancelled`) before the engine gives up on it.
+        timeout: tool
+            .timeout
+            .saturating_sub(started.elapsed())
+            .saturating_sub(CANCEL_MARGIN),
     };
+    cancel_abandoned(&rpc, &session).await;
     let result = rpc.request(&session, "tools/call", params).await;
     if session.list_changed.swap(false, Ordering::SeqCst) {
         relist(server, &session, &conn, env).await;
@@ -205,6 +225,13 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
         let Some(conn) = conn else {
             continue;
         };
+        let rpc = Rpc {
+            server: &m.server,
+            env,
+            conn: Some(&conn),
+            timeout: END_TIMEOUT,
+        };
+        cancel_abandoned(&rpc, &session).await;
         if conn.session_id.is_none() {
             continue; // a stateless server: there is nothing to end
         }
@@ -338,7 +365,7 @@ async fn handshake(
     };
     let params = json!({
         "protocolVersion": PROTOCOL,
-        "capabilities": {},
+        "capabilities": super::mcp_rpc::capabilities(),
         "clientInfo": { "name": "toolrun", "version": env!("CARGO_PKG_VERSION") },
     });
     let (result, headers) = rpc.exchange(session, "initialize", params).await?;
@@ -382,14 +409,22 @@ async fn list_tools(
     };
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
+    let mut bytes = 0u64;
+    for page_no in 1..=MAX_PAGES {
         let params = match &cursor {
             Some(c) => json!({ "cursor": c }),
             None => json!({}),
         };
-        let page = rpc.request(session, "tools/list", params).await?;
-        if let Some(items) = page.get("tools").and_then(Value::as_array) {
-            tools.extend(items.iter().cloned());
+        let mut page = rpc.request(session, "tools/list", params).await?;
+        bytes += json_size(&page);
+        if bytes > MAX_LISTING_BYTES {
+            return Err(server_error(
+                server,
+                format!("listed more than {} MiB of tools in {page_no} page(s), and toolrun reads no more of a listing: no model can use that much. Check the server (a listing that never ends is a fault), or use a server that offers fewer tools", MAX_LISTING_BYTES >> 20),
+            ));
+        }
+        if let Some(Value::Array(items)) = page.get_mut("tools").map(Value::take) {
+            tools.extend(items);
         }
         cursor = page
             .get("nextCursor")
@@ -403,6 +438,23 @@ async fn list_tools(
         server,
         format!("listed more than {MAX_PAGES} pages of tools"),
     ))
+}
+
+/// The size of `v` as JSON text, counted without writing it.
+fn json_size(v: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len() as u64;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 /// Every tool the spec names must be listed, with the pinned schema where one is pinned.
@@ -582,6 +634,67 @@ fn server_error(server: &McpServer, what: String) -> ToolError {
     )
 }
 
+/// The result of a response, or its JSON-RPC error as a tool error.
+fn result_of(server: &McpServer, method: &str, message: Value) -> Result<Value, ToolError> {
+    if let Some(err) = message.get("error") {
+        let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let text = err.get("message").and_then(Value::as_str).unwrap_or("");
+        // -32602: invalid params — the server refused the arguments.
+        let kind = if code == -32602 {
+            ErrorKind::InvalidArguments
+        } else {
+            ErrorKind::ExecutionError
+        };
+        return Err(ToolError::new(
+            kind,
+            format!(
+                "MCP server `{}` refused `{method}` (error {code}): {text}",
+                server.name
+            ),
+        ));
+    }
+    match message.get("result") {
+        Some(r) => Ok(r.clone()),
+        None => Err(server_error(
+            server,
+            format!("answered `{method}` without a result"),
+        )),
+    }
+}
+
+/// A request whose caller went away before its answer (the run was interrupted, or the engine
+/// gave up on the call): noted in the session, so the server is told at the next chance.
+struct InFlight<'s> {
+    session: &'s Session,
+    id: u64,
+    open: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            if let Ok(mut a) = self.session.abandoned.lock() {
+                a.push(self.id);
+            }
+        }
+    }
+}
+
+/// Tells the server about every request of this session left behind (see [`InFlight`]).
+async fn cancel_abandoned(rpc: &Rpc<'_, '_>, session: &Session) {
+    let ids = match session.abandoned.lock() {
+        Ok(mut a) => std::mem::take(&mut *a),
+        Err(_) => return,
+    };
+    for id in ids {
+        rpc.cancel(
+            id,
+            "the call was abandoned (interrupted, or past its timeout)",
+        )
+        .await;
+    }
+}
+
 /// JSON-RPC over streamable HTTP: one POST per message, the reply JSON or an event stream.
 #[derive(Clone, Copy)]
 struct Rpc<'a, 'e> {
@@ -602,17 +715,48 @@ impl Rpc<'_, '_> {
     }
 
     /// A request and its result, with the reply's headers (the session id comes in one).
+    /// Requests the server sends meanwhile are answered (see `mcp_rpc`), a stream that closes
+    /// before the response is resumed, and a request left behind (a timeout, Ctrl-C) is
+    /// cancelled.
     async fn exchange(
         &self,
         session: &Session,
         method: &str,
-        params: Value,
+        mut params: Value,
     ) -> Result<(Value, HttpResponse), ToolError> {
         // Ids count per session from 1, in the order requests are made: a replay sends the
         // same ids, so requests compare equal.
         let id = session.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if method == "tools/call" {
+            // Progress notifications name the request they are about by this token.
+            params["_meta"] = json!({ "progressToken": id });
+        }
+        let incoming = Incoming {
+            server: self.server,
+            env: self.env,
+            tool: &tool,
+        };
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        let mut resp = self.post(method, &body).await?;
+        let mut in_flight = InFlight {
+            session,
+            id,
+            open: true,
+        };
+        let sent = self.streamed(method, &body, id, &incoming).await;
+        in_flight.open = false;
+        let (mut resp, answered) = match sent {
+            Err(e) if e.kind == ErrorKind::Timeout => {
+                self.cancel(id, &format!("no answer within {:?}", self.timeout))
+                    .await;
+                return Err(e);
+            }
+            other => other?,
+        };
         let message: Value = serde_json::from_slice(&resp.body).map_err(|_| {
             self.fail(format!(
                 "answered `{method}` with something that is not a JSON-RPC message: {}",
@@ -620,45 +764,171 @@ impl Rpc<'_, '_> {
             ))
         })?;
         resp.body.clear();
-        // The notification kept beside the response (see `event_stream_to_json`).
-        let message = match message {
-            Value::Array(items) => {
+        let message = self
+            .leftovers(session, method, message, &answered, &incoming)
+            .await;
+        if message.get("id") != Some(&json!(id)) {
+            return Err(self.fail(format!(
+                "answered `{method}` (request id {id}) with a response for id {}: a server must answer each request under its own id",
+                message.get("id").map(Value::to_string).unwrap_or_else(|| "none".into())
+            )));
+        }
+        result_of(self.server, method, message).map(|r| (r, resp))
+    }
+
+    /// The response among the messages a reply carried (see `mcp_sse::to_json`): requests the
+    /// server sent that were not answered as they arrived (a replay, a stdio reply) are
+    /// answered now, and a change of the tool list is noted.
+    async fn leftovers(
+        &self,
+        session: &Session,
+        method: &str,
+        message: Value,
+        answered: &[String],
+        incoming: &Incoming<'_, '_>,
+    ) -> Value {
+        let Value::Array(items) = message else {
+            return message;
+        };
+        let mut response = Value::Null;
+        for m in items {
+            if is_request(&m) {
+                if !answered.contains(&m["id"].to_string()) {
+                    let reply = incoming.request(&m);
+                    let _ = self.post("a server request", &reply).await;
+                }
+            } else if m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED) {
                 // A listing that came with the notice is itself the new list (a stdio server
                 // may say so as it starts, before it answers the first `tools/list`).
-                if method != "tools/list"
-                    && items
-                        .iter()
-                        .any(|m| m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED))
-                {
+                if method != "tools/list" {
                     session.list_changed.store(true, Ordering::SeqCst);
                 }
-                items
-                    .into_iter()
-                    .find(|m| m.get("id").is_some())
-                    .unwrap_or_default()
+            } else if m.get("method").is_none() {
+                response = m;
             }
-            m => m,
-        };
-        if let Some(err) = message.get("error") {
-            let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
-            let text = err.get("message").and_then(Value::as_str).unwrap_or("");
-            // -32602: invalid params — the server refused the arguments.
-            let kind = if code == -32602 {
-                ErrorKind::InvalidArguments
-            } else {
-                ErrorKind::ExecutionError
-            };
-            return Err(ToolError::new(
-                kind,
-                format!(
-                    "MCP server `{}` refused `{method}` (error {code}): {text}",
-                    self.server.name
-                ),
-            ));
         }
-        match message.get("result") {
-            Some(r) => Ok((r.clone(), resp)),
-            None => Err(self.fail(format!("answered `{method}` without a result"))),
+        response
+    }
+
+    /// Sends a request and reads its reply: over stdio the process answers; over HTTP a POST,
+    /// whose event stream is watched as it arrives and resumed with GET and `Last-Event-ID`
+    /// (after the `retry:` the server asked for) when it closes before the response. Returns
+    /// the reply and the ids of the server requests answered meanwhile.
+    async fn streamed(
+        &self,
+        method: &str,
+        body: &Value,
+        id: u64,
+        incoming: &Incoming<'_, '_>,
+    ) -> Result<(HttpResponse, Vec<String>), ToolError> {
+        if self.server.stdio.is_some() {
+            return self.post(method, body).await.map(|r| (r, Vec::new()));
+        }
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let req = self.build("POST", Some(body)).await?;
+        let (mut resp, mut answered) = self
+            .watched(method, req, id, incoming, self.timeout)
+            .await?;
+        let mut resumed = 0;
+        let mut last_id = None;
+        while resp
+            .header("content-type")
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+        {
+            let (id_seen, retry) = mcp_sse::resume_point(&resp.body);
+            last_id = id_seen.or(last_id);
+            let Some(from) = last_id.clone() else {
+                return Err(self.fail(format!("closed its event stream before answering `{method}`, with no event id to resume it from")));
+            };
+            if resumed == MAX_RESUMES {
+                return Err(self.fail(format!(
+                    "closed its event stream {MAX_RESUMES} times before answering `{method}`"
+                )));
+            }
+            resumed += 1;
+            let wait = Duration::from_millis(retry.unwrap_or(DEFAULT_RETRY_MS));
+            self.env.transport.pause(wait).await;
+            let mut req = self.build("GET", None).await?;
+            req.headers
+                .retain(|(k, _)| !k.eq_ignore_ascii_case("accept"));
+            req.headers
+                .push(("Accept".into(), "text/event-stream".into()));
+            req.headers.push(("Last-Event-ID".into(), from));
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let (more, also) = self.watched(method, req, id, incoming, left).await?;
+            resp = more;
+            answered.extend(also);
+        }
+        Ok((resp, answered))
+    }
+
+    /// One HTTP request whose event stream is read as it arrives: the server's requests are
+    /// answered at once (each answer a POST of its own), while the stream goes on.
+    async fn watched(
+        &self,
+        method: &str,
+        req: HttpRequest,
+        id: u64,
+        incoming: &Incoming<'_, '_>,
+        timeout: Duration,
+    ) -> Result<(HttpResponse, Vec<String>), ToolError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let watch = mcp_sse::Watch::new(json!(id), tx, incoming);
+        let on_chunk = |c: &[u8]| watch.feed(c);
+        let opts = SendOptions {
+            timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: Some(&on_chunk),
+            reshape: Some(mcp_sse::to_json),
+        };
+        let send = self
+            .env
+            .transport
+            .send(Purpose::Mcp(&self.server.name), &req, opts);
+        tokio::pin!(send);
+        let mut answered = Vec::new();
+        let sent = loop {
+            tokio::select! {
+                sent = &mut send => break sent,
+                Some(request) = rx.recv() => {
+                    let reply = incoming.request(&request);
+                    answered.push(request["id"].to_string());
+                    let _ = self.post("a server request", &reply).await;
+                }
+            }
+        };
+        let resp = sent.map_err(|e| self.net_error(method, e))?;
+        self.checked(method, resp).map(|r| (r, answered))
+    }
+
+    /// Tells the server a request will not be waited for (`notifications/cancelled`). Best
+    /// effort and never recorded: a replay has no server to tell.
+    async fn cancel(&self, id: u64, reason: &str) {
+        if self.server.stdio.is_some() {
+            return;
+        }
+        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": reason } });
+        let Ok(req) = self.build("POST", Some(&body)).await else {
+            return;
+        };
+        let opts = SendOptions {
+            timeout: END_TIMEOUT,
+            max_bytes: 64 << 10,
+            progress: None,
+            on_chunk: None,
+            reshape: None,
+        };
+        let sent = self
+            .env
+            .transport
+            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
+            .await;
+        if sent.is_some() {
+            self.env.events.emit_with(
+                "mcp_cancelled",
+                || json!({ "server": self.server.name, "request_id": id, "reason": reason }),
+            );
         }
     }
 
@@ -673,7 +943,7 @@ impl Rpc<'_, '_> {
             max_bytes: MAX_BYTES,
             progress: None,
             on_chunk: None,
-            reshape: Some(event_stream_to_json),
+            reshape: Some(mcp_sse::to_json),
         };
         let sent = match &self.server.stdio {
             Some(cmd) => self.send_stdio(cmd, body, opts).await?,
@@ -686,6 +956,11 @@ impl Rpc<'_, '_> {
             }
         };
         let resp = sent.map_err(|e| self.net_error(method, e))?;
+        self.checked(method, resp)
+    }
+
+    /// A reply past the size cap or with an HTTP error status is an error naming the server.
+    fn checked(&self, method: &str, resp: HttpResponse) -> Result<HttpResponse, ToolError> {
         if resp.truncated {
             return Err(self.fail(format!(
                 "answered `{method}` with more than {MAX_BYTES} bytes"
@@ -870,8 +1145,8 @@ impl Rpc<'_, '_> {
             NetError::Timeout => ToolError::new(
                 ErrorKind::Timeout,
                 format!(
-                    "MCP server `{name}` did not answer `{method}` within {:?}",
-                    self.timeout
+                    "MCP server `{name}` did not answer `{method}` within {:.1}s (the request was cancelled); raise `timeout:` of its entry if it needs longer",
+                    self.timeout.as_secs_f64()
                 ),
             ),
             NetError::NotRecorded(m) => ToolError::new(
@@ -907,95 +1182,9 @@ fn excerpt(body: &[u8]) -> String {
     s
 }
 
-/// A reply sent as server-sent events becomes the JSON-RPC response among them: what a server
-/// answering with plain JSON would have sent, and what a fixture records. Notifications sent
-/// before it (progress, log messages) are dropped, except `notifications/tools/list_changed`,
-/// which is kept with the response as `[notification, response]`, so a replay sees it too.
-fn event_stream_to_json(mut resp: HttpResponse) -> HttpResponse {
-    let is_stream = resp
-        .header("content-type")
-        .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
-    if !is_stream {
-        return resp;
-    }
-    let text = String::from_utf8_lossy(&resp.body).replace("\r\n", "\n");
-    let messages: Vec<Value> = text
-        .split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            serde_json::from_str::<Value>(&data.join("\n")).ok()
-        })
-        .collect();
-    let response = messages.iter().rfind(|m| {
-        m.get("id").is_some() && (m.get("result").is_some() || m.get("error").is_some())
-    });
-    let changed = messages
-        .iter()
-        .find(|m| m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED));
-    if let Some(message) = response {
-        let kept = match changed {
-            Some(n) => json!([n, message]),
-            None => message.clone(),
-        };
-        resp.body = kept.to_string().into_bytes();
-        for (k, v) in &mut resp.headers {
-            if k.eq_ignore_ascii_case("content-type") {
-                *v = "application/json".into();
-            }
-        }
-    }
-    resp
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stream(body: &str) -> HttpResponse {
-        HttpResponse {
-            status: 200,
-            headers: vec![("content-type".into(), "text/event-stream".into())],
-            body: body.as_bytes().to_vec(),
-            truncated: false,
-        }
-    }
-
-    #[test]
-    fn an_event_stream_becomes_its_response_message() {
-        let r = event_stream_to_json(stream(
-            "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}\r\n\r\n",
-        ));
-        assert_eq!(r.header("content-type"), Some("application/json"));
-        let v: Value = serde_json::from_slice(&r.body).unwrap();
-        assert_eq!(
-            v,
-            json!({"jsonrpc": "2.0", "id": 3, "result": {"ok": true}})
-        );
-        // Data split over several lines is joined with newlines, as SSE defines.
-        let r = event_stream_to_json(stream("data: {\"id\":1,\ndata: \"result\":2}\n\n"));
-        assert_eq!(
-            serde_json::from_slice::<Value>(&r.body).unwrap(),
-            json!({"id": 1, "result": 2})
-        );
-        // A change of the tool list is kept beside the response.
-        let r = event_stream_to_json(stream(
-            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n",
-        ));
-        assert_eq!(
-            serde_json::from_slice::<Value>(&r.body).unwrap(),
-            json!([{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, {"jsonrpc": "2.0", "id": 4, "result": {}}])
-        );
-        // A stream without a response is left as it came, for the caller to report.
-        let r = event_stream_to_json(stream("data: {\"method\":\"x\"}\n\n"));
-        assert!(r
-            .header("content-type")
-            .unwrap()
-            .starts_with("text/event-stream"));
-    }
 
     #[test]
     fn only_hints_of_change_ask_for_confirmation() {

@@ -5,6 +5,8 @@ pub(crate) mod builtin;
 pub(crate) mod http;
 pub(crate) mod mcp;
 pub(crate) mod mcp_content;
+pub(crate) mod mcp_rpc;
+pub(crate) mod mcp_sse;
 pub(crate) mod mcp_stdio;
 pub(crate) mod mock;
 pub(crate) mod notify;

@@ -9,7 +9,9 @@ use crate::compile::schema_check::compile_input_schema;
 use crate::compile::template_check::{compile_text, Roots};
 use crate::compile::Ctx;
 use crate::diag::{Diagnostic, Span};
-use crate::registry::{HostRule, McpServer, McpTool, Policy, StdioCommand, Tool, ToolKind};
+use crate::registry::{
+    Elicitation, HostRule, McpServer, McpTool, Policy, StdioCommand, Tool, ToolKind,
+};
 use crate::specfile::keys;
 use crate::specfile::read::{missing_at, seq, string, Obj, Spanned};
 use crate::specfile::yaml::{Node, Value};
@@ -68,6 +70,10 @@ pub(super) fn compile_group(
             .map(|e| (e.remote.value.clone(), e.local.value.clone()))
             .collect(),
         timeout: common.timeout(),
+        elicitation: match obj.string("elicitation", &mut ctx.d) {
+            Some(e) if e.value == "defaults" => Elicitation::Defaults,
+            _ => Elicitation::Decline,
+        },
     });
     if every {
         ctx.wildcards
