@@ -226,7 +226,7 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
             continue;
         };
         let rpc = Rpc {
-            server: &m.server,
+            server,
             env,
             conn: Some(&conn),
             timeout: END_TIMEOUT,
