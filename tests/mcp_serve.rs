@@ -91,6 +91,7 @@ fn stdio_lists_what_tools_prints_and_calls_go_through_the_loop_path() {
             call("calculate", json!({ "expression": "(178.15 - 150) * 100" })),
             call("lookup_order", json!({ "order_id": 42 })),
             call("lookup_order", json!({ "order_id": 42 })),
+            call("lookup_order", json!({ "order_id": 42 })),
         ]),
     );
 
@@ -143,9 +144,11 @@ fn stdio_lists_what_tools_prints_and_calls_go_through_the_loop_path() {
         calls[5]
     );
     assert_eq!(calls[6]["structuredContent"], json!({ "result": 2815 }));
-    // max_identical_calls: 2 — the third identical call in this session is a loop.
+    // serve.max_repeated_calls: 2 — the first lookup of 42 does not count against the later
+    // ones; the third in a row is a loop.
     assert_eq!(calls[7]["isError"], false, "{:#}", calls[7]);
-    assert_error(&calls[8], "loop_detected");
+    assert_eq!(calls[8]["isError"], false, "{:#}", calls[8]);
+    assert_error_says(&calls[9], "loop_detected", "2 times in a row");
 }
 
 #[test]
@@ -180,7 +183,7 @@ fn guarded_spec(server: &TestServer) -> support::TempFile {
              \x20 hidden:\n    description: A tool the policy blocks.\n    kind: builtin\n    builtin: calculator\n\
              secrets: [DESK_TOKEN]\n\
              policy: {{ deny: [hidden], network: {{ allow_hosts: [\"127.0.0.1:{}\"] }} }}\n\
-             limits: {{ max_tool_calls: 2 }}\n",
+             serve: {{ max_tool_calls: 2 }}\n",
             server.base_url(),
             server.base_url().rsplit(':').next().unwrap_or_default()
         ),
@@ -228,7 +231,11 @@ fn policy_limits_and_masking_apply_per_session() {
         "the secret leaked: {doc}"
     );
     assert_eq!(calls[2]["isError"], false);
-    assert_error(&calls[3], "limit_exceeded");
+    assert_error_says(
+        &calls[3],
+        "limit_exceeded",
+        "the session may make at most 2 tool calls (serve.max_tool_calls)",
+    );
     assert_eq!(server.hits("/echo"), 2, "the third call never ran");
 
     // The session replays with the service gone and no secret set: its HTTP exchanges answer.
@@ -905,4 +912,36 @@ tools:
     assert!(all.contains("unknown content type `picture`"), "{all}");
     assert!(all.contains("missing required key `mimeType`"), "{all}");
     assert!(all.contains("needs `uri` and `text` or `blob`"), "{all}");
+}
+
+#[test]
+fn a_session_is_not_a_run_long_lived_clients_are_not_stopped() {
+    let spec = r#"
+version: 1
+name: desk
+tools:
+  lookup:
+    description: Looks an order up by its number.
+    kind: mock
+    input: { type: object, properties: { id: { type: integer } }, required: [id] }
+    responses:
+      - result: "order {{ args.id }}: shipped"
+"#;
+    let spec = support::temp_file("mcp-session-limits", "desk.yaml", spec);
+    // A day of lookups: more than a run's 20 calls, the same orders again and again.
+    let mut plan: Vec<Value> = (0..30)
+        .map(|i| call("lookup", json!({ "id": i % 3 })))
+        .collect();
+    plan.extend((0..6).map(|_| call("lookup", json!({ "id": 7 }))));
+    let doc = stdio(spec.path(), &[], &[], Value::Array(plan));
+    let calls = doc["calls"].as_array().expect("calls");
+    for (i, c) in calls.iter().take(35).enumerate() {
+        assert_eq!(c["isError"], false, "call {i}: {c:#}");
+    }
+    // Back to back, the sixth identical call is a loop (serve.max_repeated_calls, default 5).
+    assert_error_says(
+        &calls[35],
+        "loop_detected",
+        "5 times in a row with these arguments in this session",
+    );
 }

@@ -227,6 +227,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     compile_secrets(&top, ctx);
 
     let limits = compile_limits(top.get("limits"), ctx);
+    let serve = compile_serve(top.get("serve"), ctx);
 
     // Tool names are collected before any tool is compiled, so references can be resolved in
     // any order.
@@ -297,6 +298,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         secrets: ctx.secrets.keys().cloned().collect(),
         policy,
         limits,
+        serve,
         models,
         default_model,
         tests,
@@ -425,6 +427,21 @@ fn yaml_missing(root: &Node, key: &str, help: &str) -> Diagnostic {
             ..root.span
         })
         .help(help.to_string())
+}
+
+fn compile_serve(node: Option<&Node>, ctx: &mut Ctx) -> crate::registry::ServeLimits {
+    let mut serve = crate::registry::ServeLimits::default();
+    let Some(obj) = node.and_then(|n| Obj::new(n, "`serve`", keys::SERVE, &mut ctx.d)) else {
+        return serve;
+    };
+    let small = |v: Spanned<u64>| v.value.min(u32::MAX as u64) as u32;
+    if let Some(v) = obj.count("max_tool_calls", 1, &mut ctx.d) {
+        serve.max_tool_calls = small(v);
+    }
+    if let Some(v) = obj.count("max_repeated_calls", 1, &mut ctx.d) {
+        serve.max_repeated_calls = small(v);
+    }
+    serve
 }
 
 fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {

@@ -3,7 +3,7 @@
 
 use super::{Admission, Engine, Refusal, State};
 use crate::models::ProposedCall;
-use crate::registry::Tool;
+use crate::registry::{ServeLimits, Tool};
 use crate::tools::{ErrorKind, ToolError};
 use crate::trace::StopReason;
 use serde_json::Value;
@@ -176,6 +176,9 @@ impl<'a> Engine<'a> {
         tool: &Tool,
         planned_runs: u32,
     ) -> Result<(), Refusal> {
+        if let Some(session) = &st.session {
+            return session_budget(st, session, tool);
+        }
         let max = self.registry.limits.max_tool_calls;
         if st.tool_call_count + planned_runs >= max {
             return Err(Refusal::new(
@@ -205,6 +208,9 @@ impl<'a> Engine<'a> {
         name: &str,
         signature: &str,
     ) -> Result<(), Refusal> {
+        if let Some(session) = &st.session {
+            return session_loop(st, session, name, signature);
+        }
         let policy = &self.registry.policy;
         let seen = st.identical.get(signature).copied().unwrap_or(0);
         if seen >= policy.max_identical_calls {
@@ -239,4 +245,50 @@ impl<'a> Engine<'a> {
         }
         Ok(())
     }
+}
+
+/// A served session's budget: `serve.max_tool_calls`, and a tool's `max_calls` per session.
+fn session_budget(st: &State, limits: &ServeLimits, tool: &Tool) -> Result<(), Refusal> {
+    let max = limits.max_tool_calls;
+    if st.tool_call_count >= max {
+        return Err(Refusal::new(
+            ErrorKind::LimitExceeded,
+            format!("the session may make at most {max} tool calls (serve.max_tool_calls); start a new session to go on"),
+        ));
+    }
+    if let Some(max) = tool.max_calls {
+        if st.per_tool.get(&tool.name).copied().unwrap_or(0) >= max {
+            return Err(Refusal::new(
+                ErrorKind::LimitExceeded,
+                format!(
+                    "`{}` may be called at most {max} times per session",
+                    tool.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A served session's loop rule: only the same call repeated back to back is a loop; the same
+/// lookup later in the day, or alternating lookups, are what a long-lived client does.
+fn session_loop(
+    st: &State,
+    limits: &ServeLimits,
+    name: &str,
+    signature: &str,
+) -> Result<(), Refusal> {
+    let in_a_row = st
+        .executed_signatures
+        .iter()
+        .rev()
+        .take_while(|s| *s == signature)
+        .count();
+    if in_a_row >= limits.max_repeated_calls as usize {
+        return Err(Refusal::new(
+            ErrorKind::LoopDetected,
+            format!("`{name}` was just called {in_a_row} times in a row with these arguments in this session (serve.max_repeated_calls); call something else first"),
+        ));
+    }
+    Ok(())
 }

@@ -106,6 +106,8 @@ struct State {
     any_usage: bool,
     model_calls: Vec<ModelCall>,
     identical: HashMap<String, u32>,
+    /// A served session's limits, which replace the run's budget and loop rules.
+    session: Option<crate::registry::ServeLimits>,
     per_tool: HashMap<String, u32>,
     executed_signatures: Vec<String>,
     error_repeats: HashMap<String, u32>,
@@ -179,6 +181,15 @@ pub struct Engine<'a> {
 #[derive(Default)]
 pub(crate) struct CallSession {
     st: State,
+}
+
+impl CallSession {
+    /// A session of `toolrun serve`, under the spec's `serve:` limits rather than a run's.
+    pub(crate) fn served(limits: crate::registry::ServeLimits) -> CallSession {
+        let mut session = CallSession::default();
+        session.st.session = Some(limits);
+        session
+    }
 }
 
 impl<'a> Engine<'a> {
@@ -311,6 +322,13 @@ impl<'a> Engine<'a> {
         st.results.clear();
         st.tool_results.clear();
         st.tool_errors.clear();
+        if let Some(limits) = st.session {
+            // Its loop rule reads only the latest calls; a day of lookups keeps nothing else.
+            st.identical.clear();
+            let keep = limits.max_repeated_calls as usize + 1;
+            let h = &mut st.executed_signatures;
+            h.drain(..h.len().saturating_sub(keep));
+        }
         outcome
     }
 }

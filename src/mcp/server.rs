@@ -91,7 +91,9 @@ impl Session {
         Session {
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
-            state: Arc::new(tokio::sync::Mutex::new(CallSession::default())),
+            state: Arc::new(tokio::sync::Mutex::new(CallSession::served(
+                served.registry.serve,
+            ))),
             log_level: Arc::new(AtomicUsize::new(0)),
         }
     }

@@ -22,6 +22,8 @@ pub struct Registry {
     pub(crate) secrets: Vec<String>,
     pub(crate) policy: Policy,
     pub(crate) limits: Limits,
+    /// `serve:`, the limits of a served MCP session.
+    pub(crate) serve: ServeLimits,
     pub models: Vec<ModelDef>,
     pub(crate) default_model: Option<usize>,
     pub(crate) tests: Vec<TestCase>,
@@ -144,6 +146,23 @@ impl Tool {
                 .map(|l| l.description.as_str())
                 .unwrap_or(&self.description),
             _ => &self.description,
+        }
+    }
+}
+
+/// Limits of one session of `toolrun serve`: a client that stays connected all day makes many
+/// calls, and looks the same thing up again later; only a call repeated back to back is a loop.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ServeLimits {
+    pub(crate) max_tool_calls: u32,
+    pub(crate) max_repeated_calls: u32,
+}
+
+impl Default for ServeLimits {
+    fn default() -> ServeLimits {
+        ServeLimits {
+            max_tool_calls: 1000,
+            max_repeated_calls: 5,
         }
     }
 }

@@ -182,6 +182,7 @@ pub(crate) const PLACES: &[&Place] = &[
     POLICY,
     NETWORK,
     LIMITS,
+    SERVE,
     MODEL_SCRIPTED,
     MODEL_LIVE,
     PRICE,
@@ -205,6 +206,7 @@ pub(crate) const TOP: &Place = &Place::new("spec", "A toolrun spec: tools, polic
     Key::new("secrets", Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }, "uniqueItems": true })), "The only environment variables templates may read, as `{{ secrets.NAME }}`."),
     Key::new("policy", Ref("policy"), "Which tools may run, which need confirmation, loop detection, network rules."),
     Key::new("limits", Ref("limits"), "Budgets that stop a run."),
+    Key::new("serve", Ref("serve"), "Limits of a session served by `toolrun serve` (a client's session is not a run)."),
     Key::new("models", Json(|| json!({ "type": "object", "additionalProperties": { "$ref": "#/$defs/model" } })), "Models by name."),
     Key::new("tests", ListOf("test"), "Tests run by `toolrun test`."),
     Key::new("replay", Ref("replay"), "Settings for `toolrun replay`."),
@@ -347,6 +349,11 @@ pub(crate) const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run
     Key::new("run_timeout", DURATION, "Timeout of the whole run."),
     Key::new("max_tool_output_chars", Count(16), "Longer observations are truncated, with a marker."),
     Key::new("max_tokens_total", Count(1), "Most tokens used by live models per run."),
+]);
+
+pub(crate) const SERVE: &Place = &Place::new("serve", "Limits of one MCP session of `toolrun serve`; a long-lived client's session is not a run, so `limits.max_tool_calls` and `policy.max_identical_calls` do not apply to it.", &[
+    Key::new("max_tool_calls", Count(1), "Most tool executions per session (default 1000); a new session starts again."),
+    Key::new("max_repeated_calls", Count(1), "Most identical calls (same tool, same arguments) in a row in a session before the next is refused as a loop (default 5); different calls of one tool are never stopped."),
 ]);
 
 /// Keys every model kind takes; each kind's place lists its own after these.
