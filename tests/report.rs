@@ -576,3 +576,103 @@ tests:
     let traj = section(&dom, "id=\"trajectory-0-0-1\"", "</div></div></td>");
     support::assert_contains(traj, &[&format!("GET {masked_url} → 200")]);
 }
+
+/// Issue 23 §7: the charts are inline SVG drawn by toolrun (no script draws them, nothing is
+/// fetched, the CSP is the same), and Chromium lays them out at 1280 px.
+#[test]
+fn the_report_draws_its_charts_inline_and_chromium_shows_them() {
+    let dir = two_runs();
+    toolrun_in(
+        &dir,
+        &["report", "before.json", "after.json", "-o", "report.html"],
+    )
+    .assert_success();
+    let page = dir.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap_or_default();
+    assert!(
+        html.contains(
+            "content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-"
+        ),
+        "the CSP changed"
+    );
+    assert!(html.contains("; img-src data:; base-uri 'none'; form-action 'none'\">"));
+    for fetch in [
+        "@font-face",
+        "url(",
+        "<link",
+        "@import",
+        "xlink:href",
+        "<image",
+    ] {
+        assert!(!html.contains(fetch), "the page may fetch `{fetch}`");
+    }
+    assert_eq!(
+        html.matches("<script").count(),
+        2,
+        "only the page's own scripts"
+    );
+    // In the file itself, before any script ran.
+    for id in ["chart-pass-rate", "chart-cost", "chart-latency"] {
+        assert!(html.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
+    }
+
+    let Some(browser) = chromium() else { return };
+    let dom = rendered_dom(&browser, &page, "");
+    let rates = section(&dom, "id=\"chart-pass-rate\"", "</svg>");
+    // 620 units of plot: scripted 1/2 attempts (50%), gpt 3/4 (75%), each with its interval.
+    support::assert_contains(
+        rates,
+        &[
+            "data-column=\"0\" x=\"220\" y=\"30\" width=\"310.0\"",
+            "data-column=\"1\" x=\"220\" y=\"64\" width=\"465.0\"",
+            "50% [9%–91%]",
+            "75% [30%–95%]",
+            "class=\"interval\"",
+        ],
+    );
+    let cost = section(&dom, "id=\"chart-cost\"", "</svg>");
+    // Only gpt has a price; the scripted column has no cost to plot.
+    assert_eq!(cost.matches("class=\"point\"").count(), 1, "{cost}");
+    assert!(cost.contains("gpt · 75% · $0.00"), "{cost}");
+    let latency = section(&dom, "id=\"chart-latency\"", "</svg>");
+    assert_eq!(latency.matches("class=\"latency\"").count(), 4, "{latency}");
+    support::assert_contains(latency, &[">gain_on_aapl<", ">unknown_ticker<"]);
+    // The hostile query never became markup inside the charts either.
+    assert!(
+        !dom.contains("<img"),
+        "markup from the data reached the DOM"
+    );
+
+    // A screenshot at 1280 px: Chromium paints the page at that width.
+    let shot = dir.join("shot.png");
+    let profile = support::temp_dir("chromium-shot");
+    let out = support::run(
+        Command::new(&browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-dev-shm-usage",
+                "--window-size=1280,2000",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("file://{}", page.display())),
+    );
+    assert_eq!(out.code, 0, "chromium failed: {out:?}");
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert_eq!(&png.get(1..4), &Some(&b"PNG"[..]), "not a PNG");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
+    assert_eq!(width, 1280);
+    // A blank page compresses to almost nothing; tables, text and charts do not.
+    assert!(
+        png.len() > 40_000,
+        "the screenshot looks empty ({} bytes)",
+        png.len()
+    );
+}

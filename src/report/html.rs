@@ -64,10 +64,12 @@ script-src 'sha256-{script_hash}'; img-src data:; base-uri 'none'; form-action '
 <meta name=\"generator\" content=\"toolrun {version}\">\n\
 <title>{title}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n\
 <noscript>This report draws its tables with JavaScript; open it in a browser with scripts enabled.</noscript>\n\
-<main id=\"app\"></main>\n\
+<main id=\"app\"></main>\n{charts}\
 <script type=\"application/json\" id=\"toolrun-data\">{data}</script>\n\
 <script>{SCRIPT}</script>\n</body>\n</html>\n",
         version = env!("CARGO_PKG_VERSION"),
+        // Drawn from the same view model; masked like the data block.
+        charts = redactor.str(&super::charts::render(report)),
     )
 }
 
