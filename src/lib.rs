@@ -37,7 +37,7 @@ pub(crate) mod results;
 pub(crate) mod setup;
 pub mod specfile;
 pub(crate) mod stats;
-pub(crate) mod telemetry;
+pub mod telemetry;
 pub mod templates;
 pub(crate) mod term;
 pub(crate) mod tools;

@@ -251,11 +251,15 @@ impl Setup {
         };
         warn_short_secrets(&secrets);
         let redactor = secrets.redactor();
-        let events = match inputs.events {
+        let mut events = match inputs.events {
             EventsTo::Nowhere => Arc::new(Events::none()),
             EventsTo::File(path) => Arc::new(open_events(path, &redactor)?),
             EventsTo::Shared(events) => events,
         };
+        // Exported runs name the MCP sessions their calls went through (nothing otherwise).
+        if let Some(events) = Arc::get_mut(&mut events) {
+            crate::telemetry::mcp::watch_sessions(events, registry);
+        }
         let tape = match inputs.network {
             Network::Live => None,
             Network::Record { previous: None } => Some(Tape::recording(redactor.clone())),

@@ -546,3 +546,69 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
         .collect();
     assert_eq!(failed.len(), 1, "order 7 is not found:\n{calls:#?}");
 }
+
+#[test]
+fn a_remote_mcp_call_is_an_mcp_client_span_under_its_tool_span() {
+    let tap = Tap::start();
+    let dir = support::temp_dir("otel-mcp-client");
+    let log = dir.join("headers.jsonl");
+    let mut server = Command::new(python::python())
+        .arg(python::script("notes_server.py"))
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the notes server");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("port");
+    let port: u16 = line.trim().parse().expect("the notes server's port");
+    let spec = support::write(
+        &dir,
+        "notes.yaml",
+        &format!(
+            r#"version: 1
+name: notes
+secrets: [NOTES_KEY]
+tools:
+  notes:
+    kind: mcp
+    description: The team's notes server.
+    url: http://127.0.0.1:{port}/mcp
+    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
+    timeout: 20s
+    tools:
+      - search_notes
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: search_notes, arguments: {{ query: milk }} }}]
+          - answer: found
+"#
+        ),
+    );
+    let out = support::run(
+        toolrun(&tap)
+            .env("NOTES_KEY", SECRET)
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "what do I need to buy?", "--otlp-content"]),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = tap.wait(|s| !named(s, "tools/call search_notes").is_empty());
+    let tool = one(&spans, "execute_tool search_notes");
+    let call = one(&spans, "tools/call search_notes");
+    assert_eq!(call["kind"], 3, "CLIENT");
+    assert_child(call, tool);
+    assert_eq!(attr(call, "mcp.method.name"), "tools/call");
+    assert_eq!(attr(call, "gen_ai.tool.name"), "search_notes");
+    assert_eq!(attr(call, "server.port"), i64::from(port));
+    assert!(attr(call, "mcp.protocol.version").is_string(), "{call:#}");
+    assert!(attr(call, "mcp.session.id").is_string(), "{call:#}");
+    assert_clean("the exported spans", &tap.raw());
+}

@@ -34,9 +34,9 @@ const MAX_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the command line asked for.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Flags {
-    pub(crate) otlp: Option<String>,
-    pub(crate) content: bool,
+pub struct Flags {
+    pub otlp: Option<String>,
+    pub content: bool,
 }
 
 /// A problem with the settings: said once, export stays off, the command goes on.

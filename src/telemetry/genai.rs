@@ -17,6 +17,8 @@ pub(crate) struct Mapping<'a> {
     pub(crate) latest_only: bool,
     /// Applied to every exported string on top of the trace's own masking.
     pub(crate) redactor: &'a Redactor,
+    /// The live run's registry: calls of `kind: mcp` tools get an MCP CLIENT span.
+    pub(crate) registry: Option<&'a crate::registry::Registry>,
 }
 
 /// Nanoseconds since the epoch of an RFC 3339 time.
@@ -255,6 +257,10 @@ impl Mapping<'_> {
         let mut out = Vec::new();
         if let Some(http) = r.get("http").filter(|h| h.is_object()) {
             out.push(self.http_span(&span, http));
+        }
+        let tool = r["name"].as_str().and_then(|n| self.registry?.tool(n));
+        if let Some(crate::registry::ToolKind::Mcp(m)) = tool.map(|t| &t.kind) {
+            out.push(super::mcp::client_span(&span, &m.server, &m.remote_name));
         }
         out.push(span);
         out

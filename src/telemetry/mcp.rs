@@ -89,3 +89,90 @@ pub(crate) fn served(
     }
     exporter.send(vec![span]);
 }
+
+/// A remote MCP server's session as a run saw it (`mcp_connected`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ClientSession {
+    pub(crate) protocol: Option<String>,
+    pub(crate) session: Option<String>,
+}
+
+/// Sessions by server name, for the runs of this process that export.
+static SESSIONS: std::sync::Mutex<Vec<(String, ClientSession)>> = std::sync::Mutex::new(Vec::new());
+
+/// Listens for MCP connections when export is on and the spec uses MCP servers; otherwise the
+/// events stay as quiet (and as cheap) as they were.
+pub(crate) fn watch_sessions(
+    events: &mut crate::events::Events,
+    registry: &crate::registry::Registry,
+) {
+    let uses_mcp = registry
+        .tools
+        .iter()
+        .any(|t| matches!(t.kind, crate::registry::ToolKind::Mcp(_)));
+    if super::active().is_none() || !uses_mcp {
+        return;
+    }
+    events.tap(|event, data| {
+        if event != "mcp_connected" {
+            return;
+        }
+        let Some(server) = data["server"].as_str() else {
+            return;
+        };
+        let seen = ClientSession {
+            protocol: data["protocol"].as_str().map(str::to_string),
+            session: data["session"].as_str().map(str::to_string),
+        };
+        if let Ok(mut sessions) = SESSIONS.lock() {
+            sessions.retain(|(s, _)| s != server);
+            sessions.push((server.to_string(), seen));
+        }
+    });
+}
+
+/// The `tools/call {tool}` CLIENT span of a call to a remote MCP server, under its
+/// `execute_tool` span.
+pub(crate) fn client_span(tool: &Span, server: &crate::registry::McpServer, remote: &str) -> Span {
+    let mut span = Span::new(
+        tool.as_parent(),
+        format!("tools/call {remote}"),
+        Kind::Client,
+    );
+    span.start_ns = tool.start_ns;
+    span.end_ns = tool.end_ns;
+    span.set("mcp.method.name", "tools/call")
+        .set("gen_ai.operation.name", "execute_tool")
+        .set("gen_ai.tool.name", remote.to_string());
+    if server.stdio.is_some() {
+        span.set("network.transport", "pipe");
+    } else if let Ok(u) = url::Url::parse(&server.url) {
+        span.set("network.transport", "tcp");
+        if let Some(host) = u.host_str() {
+            span.set("server.address", host.to_string());
+        }
+        if let Some(port) = u.port_or_known_default() {
+            span.set("server.port", i64::from(port));
+        }
+    }
+    let seen = SESSIONS
+        .lock()
+        .ok()
+        .and_then(|s| {
+            s.iter()
+                .find(|(n, _)| *n == server.name)
+                .map(|(_, c)| c.clone())
+        })
+        .unwrap_or_default();
+    if let Some(v) = seen.protocol {
+        span.set("mcp.protocol.version", v);
+    }
+    if let Some(id) = seen.session {
+        span.set("mcp.session.id", id);
+    }
+    if let Some(e) = &tool.error {
+        span.set("error.type", "tool_error");
+        span.error = Some(e.clone());
+    }
+    span
+}

@@ -14,7 +14,7 @@ mod otlp;
 pub(crate) mod results;
 pub(crate) mod span;
 
-pub(crate) use config::Flags;
+pub use config::Flags;
 pub(crate) use span::{Parent, Span};
 
 use crate::redact::Redactor;
@@ -29,7 +29,7 @@ static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
 
 /// Reads the settings once per process; the first command-line flags win. A bad setting is one
 /// warning and no export.
-pub(crate) fn init(flags: &Flags) {
+pub fn init(flags: &Flags) {
     EXPORTER.get_or_init(
         || match config::from_env(flags, |k| std::env::var(k).ok()) {
             Ok(Some(c)) => Some(Exporter::start(c)),
@@ -47,7 +47,7 @@ pub(crate) fn active() -> Option<&'static Exporter> {
 }
 
 /// Sends what is still queued, waiting at most `OTEL_BSP_EXPORT_TIMEOUT`.
-pub(crate) fn finish() {
+pub fn finish() {
     if let Some(e) = active() {
         e.finish();
     }
@@ -67,6 +67,7 @@ pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping<'_>, &'stat
             content: e.config.content,
             latest_only: e.config.latest_only,
             redactor,
+            registry: None,
         },
         e,
     ))
@@ -81,9 +82,22 @@ pub(crate) fn export_trace(trace: &serde_json::Value, parent: Option<Parent>, re
 }
 
 /// Exports a finished run, when export is on (the trace becomes a document only then).
-pub(crate) fn export_run(trace: &crate::trace::Trace, redactor: &Redactor) {
+pub fn export_run(trace: &crate::trace::Trace, redactor: &Redactor) {
     if active().is_some() {
         export_trace(&trace.to_json(redactor), None, redactor);
+    }
+}
+
+/// Exports a live run of `registry`: its MCP tools' calls get MCP CLIENT spans too.
+pub(crate) fn export_live_run(
+    trace: &crate::trace::Trace,
+    registry: &crate::registry::Registry,
+    redactor: &Redactor,
+) {
+    if let Some((mut mapping, exporter)) = mapping(redactor) {
+        mapping.registry = Some(registry);
+        let spans = mapping.run_spans(&trace.to_json(redactor), command_parent());
+        exporter.send(spans);
     }
 }
 

@@ -329,7 +329,7 @@ async fn connected(
         }
     };
     env.events.emit_with("mcp_connected", || {
-        json!({ "server": server.name, "protocol": made.protocol, "tools": tools.iter().filter_map(|t| t.get("name")).collect::<Vec<_>>() })
+        json!({ "server": server.name, "protocol": made.protocol, "session": made.session_id, "tools": tools.iter().filter_map(|t| t.get("name")).collect::<Vec<_>>() })
     });
     *conn = Some(made.clone());
     Ok((session.clone(), made))
