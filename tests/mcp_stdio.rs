@@ -297,6 +297,31 @@ fn the_process_group_ends_with_each_run_leaving_nothing_running_and_no_zombie() 
 }
 
 #[test]
+fn a_message_past_the_cap_fails_the_call_and_the_server_keeps_answering() {
+    let dir = support::temp_dir("mcp-stdio-cap");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: big, arguments: { size: 5000000 } }]
+          - tool_calls: [{ name: big, arguments: { size: 10 } }]
+          - answer: "{{ results[1].result.result }}""#;
+    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "big", turns));
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "big", "--json", "--allow-exec"])
+        .arg(python::python()));
+    out.assert_success();
+    let trace = out.json();
+    // Cut at 4 MiB as an HTTP reply would be; the next message is read as usual.
+    let message = trace["tool_errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("MCP server `probe`") && message.contains("more than 4194304 bytes"),
+        "{message}"
+    );
+    assert_eq!(trace["final_output"], "yyyyyyyyyy");
+}
+
+#[test]
 fn a_crashed_server_names_itself_its_exit_and_its_stderr() {
     let dir = support::temp_dir("mcp-stdio-crash");
     let logs = dir.join("logs");

@@ -55,6 +55,12 @@ def shout(size: int) -> str:
 
 
 @server.tool()
+def big(size: int) -> str:
+    """Answers with `size` bytes of text."""
+    return "y" * size
+
+
+@server.tool()
 def crash() -> str:
     """Says why on stderr and exits at once, without answering."""
     sys.stderr.write("fatal: the probe crashed on purpose\n")
