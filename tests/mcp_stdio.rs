@@ -689,7 +689,15 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
     names.sort();
     assert_eq!(
         names,
-        ["crash", "echo", "environment", "fail", "shout", "wait"]
+        [
+            "big",
+            "crash",
+            "echo",
+            "environment",
+            "fail",
+            "shout",
+            "wait"
+        ]
     );
     assert_eq!(
         doc["calls"][0]["structuredContent"]["result"],
