@@ -356,6 +356,18 @@ pub(crate) struct ServeArgs {
     /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown
     #[arg(long, value_name = "PATH")]
     pub(crate) record: Option<PathBuf>,
+    /// HTTP: most MCP sessions at once; a new one ends the session idle the longest
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub(crate) max_sessions: usize,
+    /// HTTP: a session without a request for this long ends (e.g. 30m, 2h)
+    #[arg(long, value_name = "DURATION", default_value = "30m")]
+    pub(crate) session_idle: String,
+    /// HTTP: most connections at once; more are answered 503 and closed
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub(crate) max_connections: usize,
+    /// HTTP: a request's headers, and its body, must arrive within this long
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub(crate) read_timeout: String,
 }
 
 /// OpenTelemetry export, on every command that runs something.

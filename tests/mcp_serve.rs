@@ -502,6 +502,16 @@ fn http_refuses_to_start_badly() {
         ),
         (&["--http", "localhost"], &[], "--http takes ADDR:PORT"),
         (
+            &["--http", "127.0.0.1:0", "--session-idle", "soon"],
+            &[],
+            "--session-idle takes a duration such as 10s, 30m or 2h, not `soon`",
+        ),
+        (
+            &["--http", "127.0.0.1:0", "--max-sessions", "0"],
+            &[],
+            "--max-sessions must be at least 1",
+        ),
+        (
             &["--approve", "refund_ordr"],
             &[],
             "did you mean `refund_order`",
@@ -944,4 +954,86 @@ tools:
         "loop_detected",
         "5 times in a row with these arguments in this session",
     );
+}
+
+#[test]
+fn http_is_bounded_under_abuse() {
+    let serve = HttpServe::start(
+        &example(),
+        &[
+            "--max-connections",
+            "20",
+            "--read-timeout",
+            "1s",
+            "--max-sessions",
+            "3",
+            "--session-idle",
+            "1s",
+        ],
+        &[],
+    );
+    // Twenty connections that never finish their headers fill the cap...
+    let half_open: Vec<std::net::TcpStream> = (0..20)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(serve.authority()).expect("connect");
+            s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                .expect("half a request");
+            s
+        })
+        .collect();
+    // ...so the next one is told at once that the server is busy, not left hanging...
+    let mut busy = String::new();
+    for _ in 0..50 {
+        busy = serve.raw("POST", "/mcp", &[]);
+        if busy.contains(" 503 ") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(busy.contains(" 503 "), "{busy}");
+    // ...and the server closes each of them once its headers are overdue.
+    for mut s in half_open {
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut rest = Vec::new();
+        let closed =
+            s.read_to_end(&mut rest).is_ok() || matches!(s.read(&mut [0u8; 1]), Ok(0) | Err(_));
+        assert!(closed, "a half-open connection was kept");
+    }
+    // The client with a real request is served again.
+    let doc = client(
+        &["http", &serve.url],
+        &[],
+        &json!([call("calculate", json!({ "expression": "2+2" }))]),
+    );
+    assert_eq!(doc["calls"][0]["structuredContent"], json!({ "result": 4 }));
+
+    // Sessions: at the cap, a new one ends the session idle the longest.
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" }).to_string();
+    let first = serve.session("2025-06-18");
+    let others: Vec<String> = (0..3).map(|_| serve.session("2025-06-18")).collect();
+    let answer = |id: &str| serve.exchange("POST", "/mcp", &[("Mcp-Session-Id", id)], &ping);
+    assert!(
+        answer(&first).starts_with("HTTP/1.1 404"),
+        "{}",
+        answer(&first)
+    );
+    assert!(
+        answer(&others[2]).starts_with("HTTP/1.1 200"),
+        "{}",
+        answer(&others[2])
+    );
+    // And a session nobody uses ends by itself (--session-idle 1s). Each look is a request,
+    // which keeps the session alive: look less often than it may idle.
+    let mut gone = false;
+    for _ in 0..15 {
+        std::thread::sleep(Duration::from_secs(2));
+        if answer(&others[0]).starts_with("HTTP/1.1 404") {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "an idle session was kept");
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
 }

@@ -50,7 +50,10 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     // Checked before anything is bound: a bad flag never leaves a half-started server.
     let http = match &args.http {
         None => None,
-        Some(text) => Some(http_settings(text, args.token_env.as_deref())?),
+        Some(text) => Some((
+            http_settings(text, args.token_env.as_deref())?,
+            bounds(&args)?,
+        )),
     };
     if http.is_none() && args.token_env.is_some() {
         return Err("--token-env applies to --http; stdio needs no token".into());
@@ -81,7 +84,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {
-            Some((addr, token)) => {
+            Some(((addr, token), bounds)) => {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -91,8 +94,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     served.registry.name,
                     crate::mcp::http::ENDPOINT
                 );
-                crate::mcp::http::serve(served.clone(), listener, token, crate::setup::shutdown())
-                    .await;
+                let stop = crate::setup::shutdown();
+                crate::mcp::http::serve(served.clone(), listener, token, bounds, stop).await;
                 Ok(())
             }
             None => {
@@ -120,6 +123,29 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     }
     result?;
     Ok(exit::SUCCESS)
+}
+
+/// `--max-sessions`, `--session-idle`, `--max-connections`, `--read-timeout`.
+fn bounds(args: &ServeArgs) -> Result<crate::mcp::http::Bounds, String> {
+    let duration = |flag: &str, text: &str| {
+        crate::specfile::read::parse_duration(text)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("{flag} takes a duration such as 10s, 30m or 2h, not `{text}`"))
+    };
+    let count = |flag: &str, n: usize| {
+        if n == 0 {
+            Err(format!("{flag} must be at least 1"))
+        } else {
+            Ok(n)
+        }
+    };
+    Ok(crate::mcp::http::Bounds {
+        max_connections: count("--max-connections", args.max_connections)?,
+        read_timeout: duration("--read-timeout", &args.read_timeout)?,
+        max_sessions: count("--max-sessions", args.max_sessions)?,
+        session_idle: duration("--session-idle", &args.session_idle)?,
+    })
 }
 
 /// The shortest bearer token accepted on an address other machines can reach.

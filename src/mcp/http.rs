@@ -9,11 +9,14 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -22,6 +25,35 @@ pub(crate) const ENDPOINT: &str = "/mcp";
 struct Guard {
     service: StreamableHttpService<Session, LocalSessionManager>,
     token: Option<String>,
+    sessions: Arc<LocalSessionManager>,
+    max_sessions: usize,
+    /// When each session last sent a request: the oldest idle one makes room for a new one.
+    last_seen: Mutex<HashMap<String, Instant>>,
+}
+
+/// What one server may hold at once, so that a flood of connections or sessions cannot take
+/// it down or starve the clients that have the token.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    /// Connections open at once; more are answered 503 and closed.
+    pub(crate) max_connections: usize,
+    /// A request's headers, and its body, must arrive within this long.
+    pub(crate) read_timeout: Duration,
+    /// MCP sessions at once; a new one ends the session idle the longest.
+    pub(crate) max_sessions: usize,
+    /// A session without any request for this long ends.
+    pub(crate) session_idle: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Bounds {
+        Bounds {
+            max_connections: 1024,
+            read_timeout: Duration::from_secs(10),
+            max_sessions: 500,
+            session_idle: Duration::from_secs(30 * 60),
+        }
+    }
 }
 
 /// Is `addr` one that only this machine can reach?
@@ -35,6 +67,7 @@ pub(crate) async fn serve(
     served: Arc<Served>,
     listener: tokio::net::TcpListener,
     token: Option<String>,
+    bounds: Bounds,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let mut config = StreamableHttpServerConfig::default();
@@ -44,12 +77,22 @@ pub(crate) async fn serve(
     }
     let sessions_done = config.cancellation_token.clone();
     let factory_served = served.clone();
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(bounds.session_idle);
+    let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || Ok(Session::new(&factory_served)),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
-    let guard = Arc::new(Guard { service, token });
+    let guard = Arc::new(Guard {
+        service,
+        token,
+        sessions,
+        max_sessions: bounds.max_sessions,
+        last_seen: Mutex::new(HashMap::new()),
+    });
+    let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
@@ -66,15 +109,24 @@ pub(crate) async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            connections.spawn(refuse(stream));
+            continue;
+        };
         let guard = guard.clone();
         let mut stop = stop_rx.clone();
         connections.spawn(async move {
+            let _permit = permit;
             let io = hyper_util::rt::TokioIo::new(stream);
             let svc = hyper::service::service_fn(move |req| {
                 let guard = guard.clone();
                 async move { Ok::<_, Infallible>(handle(&guard, req).await) }
             });
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, svc);
+            // Headers that never finish do not hold a connection: hyper closes it.
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(bounds.read_timeout)
+                .serve_connection(io, svc);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
@@ -97,7 +149,55 @@ pub(crate) async fn serve(
     connections.abort_all();
 }
 
+/// A connection over the cap: told so, briefly, and closed.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let busy = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(busy)).await;
+}
+
+/// Before a new session starts: at the cap, the session idle the longest ends (its client gets
+/// 404 and may start again, as MCP says).
+async fn make_room(guard: &Guard) {
+    let open: Vec<SessionId> = guard
+        .sessions
+        .sessions
+        .read()
+        .await
+        .keys()
+        .cloned()
+        .collect();
+    let oldest = {
+        let Ok(mut seen) = guard.last_seen.lock() else {
+            return;
+        };
+        seen.retain(|id, _| open.iter().any(|o| o.as_ref() == id.as_str()));
+        if open.len() < guard.max_sessions {
+            return;
+        }
+        // A session that never sent a request after `initialize` counts as the oldest.
+        open.iter()
+            .min_by_key(|id| seen.get(id.as_ref()).copied())
+            .cloned()
+    };
+    if let Some(id) = oldest {
+        let _ = guard.sessions.close_session(&id).await;
+    }
+}
+
+fn saw_session(guard: &Guard, id: Option<&hyper::header::HeaderValue>) {
+    if let (Some(id), Ok(mut seen)) = (id.and_then(|v| v.to_str().ok()), guard.last_seen.lock()) {
+        seen.insert(id.to_string(), Instant::now());
+    }
+}
+
 async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
+    let resp = guarded(guard, req).await;
+    saw_session(guard, resp.headers().get("mcp-session-id"));
+    resp
+}
+
+async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != ENDPOINT {
         return plain(
             StatusCode::NOT_FOUND,
@@ -133,6 +233,11 @@ async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
                 "forbidden: this Origin may not call this MCP server\n",
             );
         }
+    }
+    match req.headers().get("mcp-session-id") {
+        Some(id) => saw_session(guard, Some(id)),
+        None if req.method() == hyper::Method::POST => make_room(guard).await,
+        None => {}
     }
     match *req.method() {
         hyper::Method::POST if is_json(req.headers()) => {
