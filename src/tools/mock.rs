@@ -107,7 +107,7 @@ fn with_content(env: &ToolEnv<'_>, items: Value, result: Value) -> Result<Output
         Value::Object(_) => reply["structuredContent"] = result,
         other => reply["structuredContent"] = json!({ "result": other }),
     }
-    let content = super::mcp_content::take("mock", env.call_id, &reply, &env.secrets.redactor())?;
+    let content = super::mcp::content::take("mock", env.call_id, &reply, &env.secrets.redactor())?;
     Ok(Output {
         value: content.observation,
         mcp: content.kept,

@@ -4,10 +4,6 @@
 pub(crate) mod builtin;
 pub(crate) mod http;
 pub(crate) mod mcp;
-pub(crate) mod mcp_content;
-pub(crate) mod mcp_rpc;
-pub(crate) mod mcp_sse;
-pub(crate) mod mcp_stdio;
 pub(crate) mod mock;
 pub(crate) mod notify;
 pub(crate) mod table;
@@ -47,7 +43,7 @@ impl ToolError {
 pub(crate) struct Output {
     pub(crate) value: Value,
     pub(crate) http: Option<HttpCall>,
-    /// An MCP result's content items as the server sent them (see `mcp_content`), when there is
+    /// An MCP result's content items as the server sent them (see `mcp::content`), when there is
     /// more than text.
     pub(crate) mcp: Option<Value>,
     /// Images a model can be shown.

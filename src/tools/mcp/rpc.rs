@@ -1,11 +1,11 @@
 //! The transport-independent half of the MCP client: what toolrun answers when a server sends
 //! it a request during a call (`ping`, `elicitation/create`, `sampling/createMessage`,
 //! `roots/list`), and what a server's notifications (`notifications/progress`,
-//! `notifications/message`) become. Streamable HTTP (`mcp`) and stdio (`mcp_stdio`) both hand
+//! `notifications/message`) become. Streamable HTTP (`mcp`) and stdio (`mcp::stdio`) both hand
 //! every message that is not the awaited response to [`Incoming::handle`].
 
-use super::ToolEnv;
 use crate::registry::{Elicitation, McpServer};
+use crate::tools::ToolEnv;
 use serde_json::{json, Map, Value};
 
 /// "Method not found": what a client answers for a capability it did not declare.

@@ -7,18 +7,22 @@
 //! its HTTP connection (its own reqwest client and SSE reader), which would bypass the transport
 //! that records, replays and masks every other request toolrun makes.
 
-use super::http::{allowed_hosts, check_host};
-use super::mcp_rpc::{is_request, Incoming};
-use super::mcp_sse;
-use super::mcp_stdio::{self, Process, Refusal};
-use super::{ErrorKind, ToolEnv, ToolError};
+pub(crate) mod content;
+mod rpc;
+mod sse;
+pub(crate) mod stdio;
+
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::registry::{ListedTool, McpServer, McpTool, StdioCommand, Tool, ToolKind, Wildcard};
 use crate::templates;
+use crate::tools::http::{allowed_hosts, check_host};
+use crate::tools::{ErrorKind, ToolEnv, ToolError};
+use rpc::{is_request, Incoming};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use stdio::{Process, Refusal};
 
 /// The revision offered; a server may answer with any of `SUPPORTED` (all have streamable
 /// HTTP, which 2024-11-05 did not).
@@ -120,7 +124,7 @@ async fn call(
     if session.list_changed.swap(false, Ordering::SeqCst) {
         relist(server, &session, &conn, env).await;
     }
-    let content = super::mcp_content::take(
+    let content = content::take(
         &server.name,
         &mcp.remote_name,
         &result?,
@@ -239,7 +243,7 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
     }
 }
 
-/// A stdio server ends with the run (see `mcp_stdio::Process::end`); how it ended and the kept
+/// A stdio server ends with the run (see `stdio::Process::end`); how it ended and the kept
 /// end of its stderr, masked, are an `mcp_server_ended` event.
 async fn end_process(server: &McpServer, session: &Session, env: &ToolEnv<'_>) {
     let Some(process) = session.stdio.lock().await.take() else {
@@ -365,7 +369,7 @@ async fn handshake(
     };
     let params = json!({
         "protocolVersion": PROTOCOL,
-        "capabilities": super::mcp_rpc::capabilities(),
+        "capabilities": rpc::capabilities(),
         "clientInfo": { "name": "toolrun", "version": env!("CARGO_PKG_VERSION") },
     });
     let (result, headers) = rpc.exchange(session, "initialize", params).await?;
@@ -715,7 +719,7 @@ impl Rpc<'_, '_> {
     }
 
     /// A request and its result, with the reply's headers (the session id comes in one).
-    /// Requests the server sends meanwhile are answered (see `mcp_rpc`), a stream that closes
+    /// Requests the server sends meanwhile are answered (see `rpc`), a stream that closes
     /// before the response is resumed, and a request left behind (a timeout, Ctrl-C) is
     /// cancelled.
     async fn exchange(
@@ -776,7 +780,7 @@ impl Rpc<'_, '_> {
         result_of(self.server, method, message).map(|r| (r, resp))
     }
 
-    /// The response among the messages a reply carried (see `mcp_sse::to_json`): requests the
+    /// The response among the messages a reply carried (see `sse::to_json`): requests the
     /// server sent that were not answered as they arrived (a replay, a stdio reply) are
     /// answered now, and a change of the tool list is noted.
     async fn leftovers(
@@ -835,7 +839,7 @@ impl Rpc<'_, '_> {
             .header("content-type")
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
         {
-            let (id_seen, retry) = mcp_sse::resume_point(&resp.body);
+            let (id_seen, retry) = sse::resume_point(&resp.body);
             last_id = id_seen.or(last_id);
             let Some(from) = last_id.clone() else {
                 return Err(self.fail(format!("closed its event stream before answering `{method}`, with no event id to resume it from")));
@@ -873,14 +877,14 @@ impl Rpc<'_, '_> {
         timeout: Duration,
     ) -> Result<(HttpResponse, Vec<String>), ToolError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let watch = mcp_sse::Watch::new(json!(id), tx, incoming);
+        let watch = sse::Watch::new(json!(id), tx, incoming);
         let on_chunk = |c: &[u8]| watch.feed(c);
         let opts = SendOptions {
             timeout,
             max_bytes: MAX_BYTES,
             progress: None,
             on_chunk: Some(&on_chunk),
-            reshape: Some(mcp_sse::to_json),
+            reshape: Some(sse::to_json),
         };
         let send = self
             .env
@@ -943,7 +947,7 @@ impl Rpc<'_, '_> {
             max_bytes: MAX_BYTES,
             progress: None,
             on_chunk: None,
-            reshape: Some(mcp_sse::to_json),
+            reshape: Some(sse::to_json),
         };
         let sent = match &self.server.stdio {
             Some(cmd) => self.send_stdio(cmd, body, opts).await?,
@@ -1024,7 +1028,7 @@ impl Rpc<'_, '_> {
     fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
         let program = &cmd.argv[0];
         let (name, at) = (&self.server.name, &cmd.at);
-        mcp_stdio::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
+        stdio::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
             Refusal::NotAllowed => ToolError::new(
                 ErrorKind::Denied,
                 format!(
@@ -1070,7 +1074,7 @@ impl Rpc<'_, '_> {
                 })?;
             vars.push((name.clone(), value));
         }
-        let started = mcp_stdio::spawn(cmd, program, vars, LINE_CAP)
+        let started = stdio::spawn(cmd, program, vars, LINE_CAP)
             .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
         let started = Arc::new(started);
         self.env.events.emit_with(

@@ -281,7 +281,7 @@ impl Reader {
         let method = message.get("method").and_then(Value::as_str);
         match (method, message.get("id")) {
             (Some(m), Some(id)) => self.answer_request(m, id).await,
-            (Some(super::mcp::LIST_CHANGED), None) => *changed = Some(message),
+            (Some(super::LIST_CHANGED), None) => *changed = Some(message),
             (Some(_), None) => {}
             (None, Some(id)) => {
                 let body = match changed.take() {

@@ -4,7 +4,7 @@
 //! while the server waits for it and the body ends as soon as the response is in (a resumed GET
 //! stream stays open); [`to_json`] turns the whole body into what is recorded and replayed.
 
-use super::mcp_rpc::{is_request, Incoming};
+use super::rpc::{is_request, Incoming};
 use crate::net::HttpResponse;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,9 +3,9 @@
 //! server sent it (for the trace and templates), with binary data masked and capped after
 //! decoding.
 
-use super::{ErrorKind, ToolError};
 use crate::models::Image;
 use crate::redact::Redactor;
+use crate::tools::{ErrorKind, ToolError};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
