@@ -17,6 +17,10 @@
 //!   and is the one this compile reads (tables are named relative to the spec);
 //! - its tree decodes within the parser's own limits.
 //!
+//! The folder keeps at most 1,000 entries and 50 MB (`TOOLRUN_CACHE_MAX_ENTRIES` and
+//! `TOOLRUN_CACHE_MAX_BYTES` change the caps): each time an entry is written, the least recently
+//! used go until both hold. A hit marks its entry used (its modification time).
+//!
 //! Failing to read or write the cache only costs time.
 
 use crate::specfile::packed;
@@ -28,6 +32,10 @@ use std::path::{Path, PathBuf};
 const FORMAT: u64 = 2;
 const MAGIC: &[u8; 8] = b"toolrun\x01";
 const MAX_ENTRY_BYTES: u64 = 64 << 20;
+/// What the folder keeps at most, unless `TOOLRUN_CACHE_MAX_ENTRIES` / `_MAX_BYTES` say
+/// otherwise: 1,200 distinct specs once left 1,202 files and 64 MB behind.
+const MAX_ENTRIES: u64 = 1_000;
+const MAX_BYTES: u64 = 50_000_000;
 
 /// What identifies a file's content without reading it: length, inode, modification and
 /// status-change times. Taken before the file is read, so a change made while reading it makes
@@ -60,13 +68,21 @@ impl Cache {
         })
     }
 
-    /// The entry for exactly this text, if it is intact, ours and still current.
+    /// The entry for exactly this text, if it is intact, ours and still current; a hit is
+    /// marked as used, so pruning keeps it over entries not used since.
     pub(super) fn load(&self, text: &str) -> Option<Hit> {
-        read_entry(&self.read_ours()?, self.build, text)
+        let (bytes, file) = self.open_ours()?;
+        let hit = read_entry(&bytes, self.build, text)?;
+        let _ = file.set_modified(std::time::SystemTime::now());
+        Some(hit)
     }
 
     /// The entry file's bytes, if only this user could have written them.
     fn read_ours(&self) -> Option<Vec<u8>> {
+        self.open_ours().map(|(bytes, _)| bytes)
+    }
+
+    fn open_ours(&self) -> Option<(Vec<u8>, std::fs::File)> {
         let file = std::fs::File::open(&self.file).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file()
@@ -76,8 +92,8 @@ impl Cache {
             return None;
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(MAX_ENTRY_BYTES).read_to_end(&mut bytes).ok()?;
-        Some(bytes)
+        (&file).take(MAX_ENTRY_BYTES).read_to_end(&mut bytes).ok()?;
+        Some((bytes, file))
     }
 
     /// Remembers a text that passed every check, with what it was parsed into and the files
@@ -98,11 +114,65 @@ impl Cache {
             return;
         }
         if let Some(dir) = self.file.parent() {
-            if create_private_dir(dir).is_ok() {
-                let _ = crate::files::write_private_atomically(&self.file, &bytes);
+            if create_private_dir(dir).is_ok()
+                && crate::files::write_private_atomically(&self.file, &bytes).is_ok()
+            {
+                prune(dir, &self.file);
             }
         }
     }
+}
+
+/// Removes the least recently used entries until the folder is within its caps; `keep` (the
+/// entry just written) stays whatever the caps say. Only files named as entries (and their
+/// temporary files) are counted and removed: the folder may be one the user chose.
+fn prune(dir: &Path, keep: &Path) {
+    let cap = |var: &str, default: u64| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(default)
+    };
+    let (max_entries, max_bytes) = (
+        cap("TOOLRUN_CACHE_MAX_ENTRIES", MAX_ENTRIES),
+        cap("TOOLRUN_CACHE_MAX_BYTES", MAX_BYTES),
+    );
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = listing
+        .flatten()
+        .filter(|e| is_entry_name(&e.file_name().to_string_lossy()))
+        .filter_map(|e| {
+            // Not followed: a symlink is neither an entry nor counted.
+            let meta = e.metadata().ok().filter(std::fs::Metadata::is_file)?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let (mut count, mut bytes) = (
+        entries.len() as u64,
+        entries.iter().map(|e| e.1).sum::<u64>(),
+    );
+    if count <= max_entries && bytes <= max_bytes {
+        return;
+    }
+    entries.sort();
+    for (_, len, path) in entries {
+        if count <= max_entries && bytes <= max_bytes {
+            break;
+        }
+        if path != keep && std::fs::remove_file(&path).is_ok() {
+            count -= 1;
+            bytes -= len;
+        }
+    }
+}
+
+/// `{16 hex digits}-{version}`, or a temporary file of one (`.{name}.{random}.tmp`).
+fn is_entry_name(name: &str) -> bool {
+    let name = name.strip_prefix('.').unwrap_or(name);
+    let bytes = name.as_bytes();
+    bytes.len() > 17 && bytes[..16].iter().all(u8::is_ascii_hexdigit) && bytes[16] == b'-'
 }
 
 fn cache_dir() -> Option<PathBuf> {

@@ -30,9 +30,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A command for the binary at `bin` with a clean environment: everything cleared except
-/// `PATH`, `HOME` (and `TMPDIR`, `SYSTEMROOT` where set), plus `NO_COLOR=1`. No proxy variables
-/// survive, so requests to 127.0.0.1 go straight to the test server. The working directory is
-/// left to the caller; add secrets with `.env(..)`.
+/// `PATH`, `HOME` (and `TMPDIR`, `SYSTEMROOT` where set), plus `NO_COLOR=1` and the tests' own
+/// spec cache ([`test_cache_dir`]), so the suite never writes to the user's `~/.cache/toolrun`.
+/// No proxy variables survive, so requests to 127.0.0.1 go straight to the test server. The
+/// working directory is left to the caller; add secrets with `.env(..)`.
 pub fn clean_command(bin: &Path) -> Command {
     let mut cmd = Command::new(bin);
     cmd.env_clear();
@@ -42,7 +43,16 @@ pub fn clean_command(bin: &Path) -> Command {
         }
     }
     cmd.env("NO_COLOR", "1");
+    cmd.env("TOOLRUN_CACHE_DIR", test_cache_dir());
     cmd
+}
+
+/// The spec cache every test command uses (`TOOLRUN_CACHE_DIR`), under the temporary folder:
+/// shared by the suite's processes like a user's cache would be, and bounded as any cache is.
+pub fn test_cache_dir() -> PathBuf {
+    std::env::temp_dir()
+        .join("toolrun-tests")
+        .join("spec-cache")
 }
 
 /// What a finished command left behind.
