@@ -824,9 +824,18 @@ fn toolrun_command_has_a_clean_environment() {
         })
         .collect();
     assert!(envs.contains(&("NO_COLOR".to_string(), Some("1".to_string()))));
-    assert!(envs
-        .iter()
-        .all(|(k, _)| ["PATH", "HOME", "TMPDIR", "SYSTEMROOT", "NO_COLOR"].contains(&k.as_str())));
+    // The suite's own spec cache, never the user's `~/.cache/toolrun`.
+    let cache = test_cache_dir().to_string_lossy().into_owned();
+    assert!(envs.contains(&("TOOLRUN_CACHE_DIR".to_string(), Some(cache))));
+    assert!(envs.iter().all(|(k, _)| [
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "SYSTEMROOT",
+        "NO_COLOR",
+        "TOOLRUN_CACHE_DIR"
+    ]
+    .contains(&k.as_str())));
     let out = run(&mut toolrun());
     // The binary starts and exits by itself; its behaviour is tested elsewhere.
     assert!((0..128).contains(&out.code), "{out:?}");
