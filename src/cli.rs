@@ -112,6 +112,15 @@ pub(crate) enum ReportFormat {
     Json,
 }
 
+/// `test` adds `github`: an `::error` workflow annotation at each failing test's line in its
+/// spec, then the human report.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TestFormat {
+    Human,
+    Json,
+    Github,
+}
+
 #[derive(Args, Debug)]
 pub(crate) struct CheckArgs {
     /// Spec files, or folders: every spec below a folder is checked
@@ -183,7 +192,7 @@ pub(crate) struct TestArgs {
     #[arg(required = true, value_name = "SPEC|DIR")]
     pub(crate) specs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
-    pub(crate) format: ReportFormat,
+    pub(crate) format: TestFormat,
     /// Write a JUnit XML report here
     #[arg(long, value_name = "PATH")]
     pub(crate) junit: Option<PathBuf>,

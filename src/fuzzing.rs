@@ -86,15 +86,13 @@ pub fn calculator(data: &[u8]) {
     let _ = crate::builtins::call("calculator", &json!({ "expression": expression }), &ctx);
 }
 
-/// The registry of `fuzz/specs/templates.yaml`: a mock tool and an HTTP tool whose templates
+/// The registry of `src/fuzz_templates.yaml` (beside this file, so the published crate has it): a mock tool and an HTTP tool whose templates
 /// read every kind of argument.
 pub(crate) fn templates_registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let source = crate::specfile::Source::new(
-            "templates.yaml",
-            include_str!("../fuzz/specs/templates.yaml"),
-        );
+        let source =
+            crate::specfile::Source::new("templates.yaml", include_str!("fuzz_templates.yaml"));
         let compiled = crate::compile::compile(&source, Path::new("templates.yaml"));
         match compiled.registry {
             Some(r) => r,

@@ -110,6 +110,7 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
             None => Expect::default(),
         };
         out.push(TestCase {
+            span: name.span,
             name: name.value,
             query,
             model,

@@ -289,6 +289,26 @@ pub(crate) fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
 
 /// GitHub workflow commands; `%`, CR and LF must be escaped or the annotation is cut.
 pub(crate) fn render_github(d: &Diagnostic) -> String {
+    let kind = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let mut message = d.message.clone();
+    if let Some(h) = &d.help {
+        message.push_str(&format!(" (help: {h})"));
+    }
+    github_command(kind, d.file.as_deref(), d.span, d.code, &message)
+}
+
+/// One workflow command (`::error file=F,line=L,col=C,...,title=T::message`), for diagnostics
+/// and for `toolrun test --format github`'s failing tests.
+pub(crate) fn github_command(
+    kind: &str,
+    file: Option<&str>,
+    span: Option<Span>,
+    title: &str,
+    message: &str,
+) -> String {
     fn escape_data(s: &str) -> String {
         s.replace('%', "%25")
             .replace('\r', "%0D")
@@ -297,26 +317,18 @@ pub(crate) fn render_github(d: &Diagnostic) -> String {
     fn escape_prop(s: &str) -> String {
         escape_data(s).replace(':', "%3A").replace(',', "%2C")
     }
-    let kind = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
     let mut props = Vec::new();
-    if let Some(f) = &d.file {
+    if let Some(f) = file {
         props.push(format!("file={}", escape_prop(f)));
     }
-    if let Some(s) = d.span {
+    if let Some(s) = span {
         props.push(format!("line={}", s.line));
         props.push(format!("col={}", s.col));
         props.push(format!("endLine={}", s.end_line));
         props.push(format!("endColumn={}", s.end_col));
     }
-    props.push(format!("title={}", escape_prop(d.code)));
-    let mut message = d.message.clone();
-    if let Some(h) = &d.help {
-        message.push_str(&format!(" (help: {h})"));
-    }
-    format!("::{kind} {}::{}", props.join(","), escape_data(&message))
+    props.push(format!("title={}", escape_prop(title)));
+    format!("::{kind} {}::{}", props.join(","), escape_data(message))
 }
 
 pub(crate) fn to_sarif(

@@ -495,6 +495,8 @@ pub(crate) enum ToolChoice {
 
 pub(crate) struct TestCase {
     pub(crate) name: String,
+    /// Where the test's `name` is in its spec: failing tests are annotated there.
+    pub(crate) span: crate::diag::Span,
     pub(crate) query: String,
     pub(crate) model: Option<String>,
     pub(crate) fixture: Option<PathBuf>,

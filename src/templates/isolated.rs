@@ -118,14 +118,26 @@ async fn run_child(input: &[u8]) -> Result<std::process::Output, RenderError> {
 
 /// The request in an in-memory file, so writing it can never meet a closed pipe (toolrun
 /// keeps the default SIGPIPE action, which would end it) and never touches a disk (it holds
-/// secrets).
+/// secrets). Elsewhere, or on a kernel without memfd (before 3.17), the request goes through a
+/// pipe instead.
 #[cfg(target_os = "linux")]
 fn input_file(input: &[u8]) -> Option<std::fs::File> {
     use std::io::{Seek, Write};
     use std::os::fd::FromRawFd;
+    // The raw system call, not glibc's `memfd_create` wrapper: that wrapper arrived in glibc
+    // 2.27, and the manylinux2014 wheels link against glibc 2.17.
     // SAFETY: a plain system call with a static, NUL-terminated name; the descriptor it returns
     // is owned by the `File` from here on.
-    let fd = unsafe { libc::memfd_create(c"toolrun-template".as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_memfd_create,
+            c"toolrun-template".as_ptr(),
+            libc::MFD_CLOEXEC,
+        )
+    };
+    let Ok(fd) = std::os::fd::RawFd::try_from(fd) else {
+        return None;
+    };
     if fd < 0 {
         return None;
     }
@@ -241,7 +253,13 @@ fn limit_self(memory: u64, cpu_secs: u64) -> std::io::Result<()> {
     set(libc::RLIMIT_CPU, cpu_secs, cpu_secs + 1)
 }
 
+/// Without rlimits there is no way to hold the renderer to its memory and CPU limits, and an
+/// unbounded template is what this process exists to contain: refuse, with the reason.
 #[cfg(not(unix))]
 fn limit_self(_memory: u64, _cpu_secs: u64) -> std::io::Result<()> {
-    Ok(())
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "memory and CPU limits for the template renderer are not supported on this platform, so \
+         templates that need them (see docs/spec.md#template-limits) cannot be rendered here",
+    ))
 }

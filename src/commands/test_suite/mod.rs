@@ -10,7 +10,7 @@ pub(crate) mod runner;
 pub(crate) mod select;
 
 use super::cases::{report, CaseResult, Outcome as CaseOutcome, Tally};
-use crate::cli::{FailOn, NoTests, ReportFormat, TestArgs};
+use crate::cli::{FailOn, NoTests, ReportFormat, TestArgs, TestFormat};
 use crate::exit;
 use crate::registry::{Registry, TestCase};
 use crate::results::{Failure, FailureKind, Outcome, Results, Settings, TestResult};
@@ -110,7 +110,14 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     if crate::telemetry::active().is_some() {
         crate::telemetry::export_results(&results.to_json(&redactor), &redactor);
     }
-    let code = finish(args, &results, load_failures, &redactor, baseline, fail_on)?;
+    let code = finish(
+        args,
+        (&results, &cases),
+        load_failures,
+        &redactor,
+        baseline,
+        fail_on,
+    )?;
     if let Some(code) = signals.interrupted_exit() {
         return Ok(code);
     }
@@ -137,10 +144,10 @@ fn settings(args: &TestArgs) -> Settings {
 }
 
 /// Writes the results, prints the report (after the baseline's changes) and decides the exit
-/// code by `--fail-on`.
+/// code by `--fail-on`. `results.tests` are the `cases`, in order.
 fn finish(
     args: &TestArgs,
-    results: &Results,
+    (results, cases): (&Results, &[Case]),
     load_failures: Vec<CaseResult>,
     redactor: &crate::redact::Redactor,
     baseline: Option<Results>,
@@ -179,7 +186,7 @@ fn finish(
         .zip(args.baseline.as_deref())
         .map(|(c, path)| baseline_block(c, path));
     let code = match args.format {
-        ReportFormat::Json => {
+        TestFormat::Json => {
             let text = redactor
                 .to_pretty(results.to_json(redactor))
                 .map_err(|leak| {
@@ -191,7 +198,10 @@ fn finish(
             eprint!("{}", block.unwrap_or_default());
             super::junit::write_requested(args.junit.as_deref(), &rows).max(verdict)
         }
-        ReportFormat::Human => {
+        TestFormat::Human | TestFormat::Github => {
+            if args.format == TestFormat::Github {
+                annotate(cases, &rows, fail_on);
+            }
             print!("{}", block.unwrap_or_default());
             if args.repeat > 1 {
                 let t = &results.totals;
@@ -202,11 +212,45 @@ fn finish(
                     t.pass_rate * 100.0
                 );
             }
-            report(&rows, args.format, "tests");
+            report(&rows, ReportFormat::Human, "tests");
             super::junit::write_requested(args.junit.as_deref(), &rows).max(verdict)
         }
     };
     Ok(code.max(nothing_ran(&Tally::of(&rows), args.no_tests)))
+}
+
+/// `--format github`: one workflow command per failing test, at the test's `name:` in its spec
+/// (a spec that does not compile: on its file), its reasons the message. An error, or with
+/// `--fail-on regression` a warning for a failure the baseline already had (it does not fail
+/// the run). `rows` are the load failures first, then one per case in the order of `cases`.
+fn annotate(cases: &[Case], rows: &[CaseResult], fail_on: FailOn) {
+    let load_failures = rows.len().saturating_sub(cases.len());
+    let places = (0..load_failures)
+        .map(|_| None)
+        .chain(cases.iter().map(|(r, c, _)| Some((*r, *c))));
+    for (row, place) in rows.iter().zip(places) {
+        if row.outcome != CaseOutcome::Failed {
+            continue;
+        }
+        let reasons = row.failures.join("\n");
+        let (file, span, title, blocks) = match place {
+            Some((registry, case)) => (
+                registry.spec_path.display().to_string(),
+                Some(case.span),
+                format!("test {}::{} failed", row.suite, row.name),
+                fail_on == FailOn::Failure || row.regression.is_some(),
+            ),
+            None => (
+                row.suite.clone(),
+                None,
+                "spec does not compile".into(),
+                true,
+            ),
+        };
+        let kind = if blocks { "error" } else { "warning" };
+        let line = crate::diag::github_command(kind, Some(&file), span, &title, &reasons);
+        println!("{}", crate::term::visible(&line));
+    }
 }
 
 /// What every case's [`runner::RunContext`] is made from.
