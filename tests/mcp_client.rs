@@ -820,3 +820,29 @@ fn a_changed_tool_list_is_listed_again_and_a_changed_tool_stops_the_run() {
         );
     }
 }
+
+#[test]
+fn a_star_takes_every_tool_of_a_streamable_http_server_its_host_allowed_as_written() {
+    let dir = support::temp_dir("mcp-client-star");
+    let server = NotesServer::start(&dir);
+    let turns = r#"          - tool_calls: [{ name: search_notes, arguments: { query: milk } }]
+          - answer: "{{ last.result.hits[0].title }}""#;
+    let spec_path = write(&dir, "star.yaml", &spec(&server.url(), "", turns)).to_path_buf();
+    let text = std::fs::read_to_string(&spec_path)
+        .unwrap()
+        .replace("    tools:\n\n", "    tools: \"*\"\n");
+    std::fs::write(&spec_path, text).unwrap();
+    let checked = run(toolrun().arg("check").arg(&spec_path));
+    checked.assert_success();
+    assert!(checked.stderr.contains("warning[W113]"), "{checked:?}");
+    let fixture = dir.join("star.json");
+    let out = run_notes(
+        &spec_path,
+        &["--json", "--record", fixture.to_str().unwrap()],
+    );
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "groceries");
+    drop(server);
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+}

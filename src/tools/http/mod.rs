@@ -97,6 +97,13 @@ pub(crate) fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
             ToolKind::Mcp(m) => m.server.host.clone(),
             _ => None,
         })
+        // A `tools: "*"` server's URL is written as literally as a declared tool's.
+        .chain(
+            registry
+                .wildcards
+                .iter()
+                .filter_map(|w| w.server.host.clone()),
+        )
         .collect()
 }
 
