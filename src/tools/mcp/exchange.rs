@@ -1,0 +1,579 @@
+//! JSON-RPC exchanges with one server: a POST per message over streamable HTTP (the reply JSON
+//! or an event stream, resumed if it closes early) or a line on a stdio server's pipes; requests
+//! given up on are cancelled with the server.
+
+use super::rpc::{is_request, Incoming};
+use super::sse;
+use super::stdio::{self, Process, Refusal};
+use super::{
+    server_error, Connected, Session, DEFAULT_RETRY_MS, END_TIMEOUT, LINE_CAP, LIST_CHANGED,
+    MAX_BYTES, MAX_RESUMES, USER_AGENT,
+};
+use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
+use crate::registry::{McpServer, StdioCommand};
+use crate::templates;
+use crate::tools::{ErrorKind, ToolEnv, ToolError};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The result of a response, or its JSON-RPC error as a tool error.
+pub(super) fn result_of(
+    server: &McpServer,
+    method: &str,
+    message: Value,
+) -> Result<Value, ToolError> {
+    if let Some(err) = message.get("error") {
+        let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let text = err.get("message").and_then(Value::as_str).unwrap_or("");
+        // -32602: invalid params — the server refused the arguments.
+        let kind = if code == -32602 {
+            ErrorKind::InvalidArguments
+        } else {
+            ErrorKind::ExecutionError
+        };
+        return Err(ToolError::new(
+            kind,
+            format!(
+                "MCP server `{}` refused `{method}` (error {code}): {text}",
+                server.name
+            ),
+        ));
+    }
+    match message.get("result") {
+        Some(r) => Ok(r.clone()),
+        None => Err(server_error(
+            server,
+            format!("answered `{method}` without a result"),
+        )),
+    }
+}
+
+/// A request whose caller went away before its answer (the run was interrupted, or the engine
+/// gave up on the call): noted in the session, so the server is told at the next chance.
+pub(super) struct InFlight<'s> {
+    session: &'s Session,
+    id: u64,
+    open: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            if let Ok(mut a) = self.session.abandoned.lock() {
+                a.push(self.id);
+            }
+        }
+    }
+}
+
+/// Tells the server about every request of this session left behind (see [`InFlight`]).
+pub(super) async fn cancel_abandoned(rpc: &Rpc<'_, '_>, session: &Session) {
+    let ids = match session.abandoned.lock() {
+        Ok(mut a) => std::mem::take(&mut *a),
+        Err(_) => return,
+    };
+    for id in ids {
+        rpc.cancel(
+            id,
+            "the call was abandoned (interrupted, or past its timeout)",
+        )
+        .await;
+    }
+}
+
+/// JSON-RPC over streamable HTTP: one POST per message, the reply JSON or an event stream.
+#[derive(Clone, Copy)]
+pub(super) struct Rpc<'a, 'e> {
+    pub(super) server: &'a McpServer,
+    pub(super) env: &'a ToolEnv<'e>,
+    pub(super) conn: Option<&'a Connected>,
+    pub(super) timeout: Duration,
+}
+
+impl Rpc<'_, '_> {
+    pub(super) async fn request(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ToolError> {
+        self.exchange(session, method, params).await.map(|(v, _)| v)
+    }
+
+    /// A request and its result, with the reply's headers (the session id comes in one).
+    /// Requests the server sends meanwhile are answered (see `rpc`), a stream that closes
+    /// before the response is resumed, and a request left behind (a timeout, Ctrl-C) is
+    /// cancelled.
+    pub(super) async fn exchange(
+        &self,
+        session: &Session,
+        method: &str,
+        mut params: Value,
+    ) -> Result<(Value, HttpResponse), ToolError> {
+        // Ids count per session from 1, in the order requests are made: a replay sends the
+        // same ids, so requests compare equal.
+        let id = session.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if method == "tools/call" {
+            // Progress notifications name the request they are about by this token.
+            params["_meta"] = json!({ "progressToken": id });
+        }
+        let incoming = Incoming {
+            server: self.server,
+            env: self.env,
+            tool: &tool,
+        };
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let mut in_flight = InFlight {
+            session,
+            id,
+            open: true,
+        };
+        let sent = self.streamed(method, &body, id, &incoming).await;
+        in_flight.open = false;
+        let (mut resp, answered) = match sent {
+            Err(e) if e.kind == ErrorKind::Timeout => {
+                self.cancel(id, &format!("no answer within {:?}", self.timeout))
+                    .await;
+                return Err(e);
+            }
+            other => other?,
+        };
+        let message: Value = serde_json::from_slice(&resp.body).map_err(|_| {
+            self.fail(format!(
+                "answered `{method}` with something that is not a JSON-RPC message: {}",
+                excerpt(&resp.body)
+            ))
+        })?;
+        resp.body.clear();
+        let message = self
+            .leftovers(session, method, message, &answered, &incoming)
+            .await;
+        if message.get("id") != Some(&json!(id)) {
+            return Err(self.fail(format!(
+                "answered `{method}` (request id {id}) with a response for id {}: a server must answer each request under its own id",
+                message.get("id").map(Value::to_string).unwrap_or_else(|| "none".into())
+            )));
+        }
+        result_of(self.server, method, message).map(|r| (r, resp))
+    }
+
+    /// The response among the messages a reply carried (see `sse::to_json`): requests the
+    /// server sent that were not answered as they arrived (a replay, a stdio reply) are
+    /// answered now, and a change of the tool list is noted.
+    pub(super) async fn leftovers(
+        &self,
+        session: &Session,
+        method: &str,
+        message: Value,
+        answered: &[String],
+        incoming: &Incoming<'_, '_>,
+    ) -> Value {
+        let Value::Array(items) = message else {
+            return message;
+        };
+        let mut response = Value::Null;
+        for m in items {
+            if is_request(&m) {
+                if !answered.contains(&m["id"].to_string()) {
+                    let reply = incoming.request(&m);
+                    let _ = self.post("a server request", &reply).await;
+                }
+            } else if m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED) {
+                // A listing that came with the notice is itself the new list (a stdio server
+                // may say so as it starts, before it answers the first `tools/list`).
+                if method != "tools/list" {
+                    session.list_changed.store(true, Ordering::SeqCst);
+                }
+            } else if m.get("method").is_none() {
+                response = m;
+            }
+        }
+        response
+    }
+
+    /// Sends a request and reads its reply: over stdio the process answers; over HTTP a POST,
+    /// whose event stream is watched as it arrives and resumed with GET and `Last-Event-ID`
+    /// (after the `retry:` the server asked for) when it closes before the response. Returns
+    /// the reply and the ids of the server requests answered meanwhile.
+    pub(super) async fn streamed(
+        &self,
+        method: &str,
+        body: &Value,
+        id: u64,
+        incoming: &Incoming<'_, '_>,
+    ) -> Result<(HttpResponse, Vec<String>), ToolError> {
+        if self.server.stdio.is_some() {
+            return self.post(method, body).await.map(|r| (r, Vec::new()));
+        }
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let req = self.build("POST", Some(body)).await?;
+        let (mut resp, mut answered) = self
+            .watched(method, req, id, incoming, self.timeout)
+            .await?;
+        let mut resumed = 0;
+        let mut last_id = None;
+        while resp
+            .header("content-type")
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+        {
+            let (id_seen, retry) = sse::resume_point(&resp.body);
+            last_id = id_seen.or(last_id);
+            let Some(from) = last_id.clone() else {
+                return Err(self.fail(format!("closed its event stream before answering `{method}`, with no event id to resume it from")));
+            };
+            if resumed == MAX_RESUMES {
+                return Err(self.fail(format!(
+                    "closed its event stream {MAX_RESUMES} times before answering `{method}`"
+                )));
+            }
+            resumed += 1;
+            let wait = Duration::from_millis(retry.unwrap_or(DEFAULT_RETRY_MS));
+            self.env.transport.pause(wait).await;
+            let mut req = self.build("GET", None).await?;
+            req.headers
+                .retain(|(k, _)| !k.eq_ignore_ascii_case("accept"));
+            req.headers
+                .push(("Accept".into(), "text/event-stream".into()));
+            req.headers.push(("Last-Event-ID".into(), from));
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let (more, also) = self.watched(method, req, id, incoming, left).await?;
+            resp = more;
+            answered.extend(also);
+        }
+        Ok((resp, answered))
+    }
+
+    /// One HTTP request whose event stream is read as it arrives: the server's requests are
+    /// answered at once (each answer a POST of its own), while the stream goes on.
+    pub(super) async fn watched(
+        &self,
+        method: &str,
+        req: HttpRequest,
+        id: u64,
+        incoming: &Incoming<'_, '_>,
+        timeout: Duration,
+    ) -> Result<(HttpResponse, Vec<String>), ToolError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let watch = sse::Watch::new(json!(id), tx, incoming);
+        let on_chunk = |c: &[u8]| watch.feed(c);
+        let opts = SendOptions {
+            timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: Some(&on_chunk),
+            reshape: Some(sse::to_json),
+        };
+        let send = self
+            .env
+            .transport
+            .send(Purpose::Mcp(&self.server.name), &req, opts);
+        tokio::pin!(send);
+        let mut answered = Vec::new();
+        let sent = loop {
+            tokio::select! {
+                sent = &mut send => break sent,
+                Some(request) = rx.recv() => {
+                    let reply = incoming.request(&request);
+                    answered.push(request["id"].to_string());
+                    let _ = self.post("a server request", &reply).await;
+                }
+            }
+        };
+        let resp = sent.map_err(|e| self.net_error(method, e))?;
+        self.checked(method, resp).map(|r| (r, answered))
+    }
+
+    /// Tells the server a request will not be waited for (`notifications/cancelled`). Best
+    /// effort and never recorded: a replay has no server to tell.
+    pub(super) async fn cancel(&self, id: u64, reason: &str) {
+        if self.server.stdio.is_some() {
+            return;
+        }
+        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": reason } });
+        let Ok(req) = self.build("POST", Some(&body)).await else {
+            return;
+        };
+        let opts = SendOptions {
+            timeout: END_TIMEOUT,
+            max_bytes: 64 << 10,
+            progress: None,
+            on_chunk: None,
+            reshape: None,
+        };
+        let sent = self
+            .env
+            .transport
+            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
+            .await;
+        if sent.is_some() {
+            self.env.events.emit_with(
+                "mcp_cancelled",
+                || json!({ "server": self.server.name, "request_id": id, "reason": reason }),
+            );
+        }
+    }
+
+    pub(super) async fn notify(&self, method: &str) -> Result<(), ToolError> {
+        let body = json!({ "jsonrpc": "2.0", "method": method });
+        self.post(method, &body).await.map(|_| ())
+    }
+
+    pub(super) async fn post(&self, method: &str, body: &Value) -> Result<HttpResponse, ToolError> {
+        let opts = SendOptions {
+            timeout: self.timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: None,
+            reshape: Some(sse::to_json),
+        };
+        let sent = match &self.server.stdio {
+            Some(cmd) => self.send_stdio(cmd, body, opts).await?,
+            None => {
+                let req = self.build("POST", Some(body)).await?;
+                self.env
+                    .transport
+                    .send(Purpose::Mcp(&self.server.name), &req, opts)
+                    .await
+            }
+        };
+        let resp = sent.map_err(|e| self.net_error(method, e))?;
+        self.checked(method, resp)
+    }
+
+    /// A reply past the size cap or with an HTTP error status is an error naming the server.
+    pub(super) fn checked(
+        &self,
+        method: &str,
+        resp: HttpResponse,
+    ) -> Result<HttpResponse, ToolError> {
+        if resp.truncated {
+            return Err(self.fail(format!(
+                "answered `{method}` with more than {MAX_BYTES} bytes"
+            )));
+        }
+        if !(200..300).contains(&resp.status) {
+            let hint = match resp.status {
+                401 | 403 => " (check the credentials in `headers:`)",
+                404 if self.conn.is_some_and(|c| c.session_id.is_some()) => {
+                    " (the server ended the session)"
+                }
+                _ => "",
+            };
+            return Err(ToolError::new(
+                ErrorKind::HttpStatus,
+                format!(
+                    "MCP server `{}` answered `{method}` with HTTP {}{hint}: {}",
+                    self.server.name,
+                    resp.status,
+                    excerpt(&resp.body)
+                ),
+            )
+            .with_details(json!({ "status": resp.status, "url": self.server.url })));
+        }
+        Ok(resp)
+    }
+
+    /// One message to a stdio server, recorded as a request `STDIN` to `stdio: COMMAND LINE`.
+    /// The program is judged against `--allow-exec` before anything can start it, and started
+    /// by the first message that goes live (a replay starts nothing).
+    pub(super) async fn send_stdio(
+        &self,
+        cmd: &StdioCommand,
+        body: &Value,
+        opts: SendOptions<'_>,
+    ) -> Result<Result<HttpResponse, NetError>, ToolError> {
+        let program = match self.env.transport.may_go_live() {
+            true => Some(self.admitted(cmd)?),
+            false => None,
+        };
+        let bytes = body.to_string().into_bytes();
+        let req = HttpRequest {
+            method: "STDIN".into(),
+            url: self.server.url.clone(),
+            headers: Vec::new(),
+            body: Some(bytes.clone()),
+        };
+        let id = body.get("id").cloned();
+        let live = |opts: SendOptions<'_>| async move {
+            let program = program.ok_or_else(|| NetError::Io("not started in a replay".into()))?;
+            let process = self.process(cmd, &program).await?;
+            process.send(&bytes, id.as_ref(), opts.timeout).await
+        };
+        Ok(self
+            .env
+            .transport
+            .send_via(Purpose::Mcp(&self.server.name), &req, opts, live)
+            .await)
+    }
+
+    pub(super) fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
+        let program = &cmd.argv[0];
+        let (name, at) = (&self.server.name, &cmd.at);
+        stdio::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
+            Refusal::NotAllowed => ToolError::new(
+                ErrorKind::Denied,
+                format!(
+                    "MCP server `{name}` ({at}) runs the program `{program}`, and toolrun starts a program only when the command line allows it: add `--allow-exec {program}` to the command (run, test, call or serve)"
+                ),
+            ),
+            Refusal::NotFound => ToolError::new(
+                ErrorKind::ExecutionError,
+                format!(
+                    "MCP server `{name}` ({at}): cannot find the program `{program}` (a name is looked up on PATH, a path against the project root {}); install it or fix `command:`",
+                    cmd.dir.display()
+                ),
+            ),
+        })
+    }
+
+    /// The server's process for this run, started on first use with its `env:` rendered.
+    pub(super) async fn process(
+        &self,
+        cmd: &StdioCommand,
+        program: &std::path::Path,
+    ) -> Result<Arc<Process>, NetError> {
+        let session = self.env.transport.session::<Session>(&self.server.name);
+        let mut slot = session.stdio.lock().await;
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let data = json!({ "secrets": self.env.secrets.as_json() });
+        let ctx = templates::Ctx::new(&data);
+        let mut vars = Vec::new();
+        for (name, id) in &cmd.env {
+            let value = self
+                .env
+                .registry
+                .templates
+                .render_text(id, &ctx)
+                .await
+                .map_err(|e| {
+                    NetError::Io(format!(
+                        "could not build its environment variable `{name}`: {}",
+                        e.message
+                    ))
+                })?;
+            vars.push((name.clone(), value));
+        }
+        let started = stdio::spawn(cmd, program, vars, LINE_CAP)
+            .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
+        let started = Arc::new(started);
+        self.env.events.emit_with(
+            "mcp_server_started",
+            || json!({ "server": self.server.name, "program": program.display().to_string() }),
+        );
+        *slot = Some(started.clone());
+        Ok(started)
+    }
+
+    pub(super) async fn build(
+        &self,
+        method: &str,
+        body: Option<&Value>,
+    ) -> Result<HttpRequest, ToolError> {
+        let mut headers = vec![
+            (
+                "Accept".to_string(),
+                "application/json, text/event-stream".to_string(),
+            ),
+            ("User-Agent".to_string(), USER_AGENT.to_string()),
+        ];
+        if body.is_some() {
+            headers.insert(0, ("Content-Type".into(), "application/json".into()));
+        }
+        if let Some(c) = self.conn {
+            headers.push(("MCP-Protocol-Version".into(), c.protocol.clone()));
+            if let Some(id) = &c.session_id {
+                headers.push(("Mcp-Session-Id".into(), id.clone()));
+            }
+        }
+        let data = json!({ "secrets": self.env.secrets.as_json() });
+        let ctx = templates::Ctx::new(&data);
+        for (name, id) in &self.server.headers {
+            let value = self
+                .env
+                .registry
+                .templates
+                .render_text(id, &ctx)
+                .await
+                .map_err(|e| {
+                    crate::tools::render_error(
+                        &format!(
+                            "could not build header `{name}` of MCP server `{}`",
+                            self.server.name
+                        ),
+                        e,
+                    )
+                })?;
+            if value.trim().is_empty() {
+                continue;
+            }
+            if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                return Err(ToolError::new(
+                    ErrorKind::ExecutionError,
+                    format!("header `{name}` of MCP server `{}` would contain a line break or control character", self.server.name),
+                ));
+            }
+            headers.push((name.clone(), value));
+        }
+        Ok(HttpRequest {
+            method: method.into(),
+            url: self.server.url.clone(),
+            headers,
+            body: body.map(|b| b.to_string().into_bytes()),
+        })
+    }
+
+    pub(super) fn fail(&self, what: String) -> ToolError {
+        server_error(self.server, what)
+    }
+
+    pub(super) fn net_error(&self, method: &str, e: NetError) -> ToolError {
+        let name = &self.server.name;
+        match e {
+            NetError::Timeout => ToolError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "MCP server `{name}` did not answer `{method}` within {:.1}s (the request was cancelled); raise `timeout:` of its entry if it needs longer",
+                    self.timeout.as_secs_f64()
+                ),
+            ),
+            NetError::NotRecorded(m) => ToolError::new(
+                ErrorKind::Network,
+                format!("MCP server `{name}`: no recorded exchange answers `{method}` ({m})"),
+            ),
+            NetError::Connect(m) | NetError::Io(m) if self.server.stdio.is_some() => {
+                ToolError::new(
+                    ErrorKind::Network,
+                    format!(
+                        "MCP server `{name}` ({}) did not answer `{method}`: {m}",
+                        self.server.url
+                    ),
+                )
+            }
+            NetError::Connect(m) | NetError::Io(m) => ToolError::new(
+                ErrorKind::Network,
+                format!(
+                    "cannot reach MCP server `{name}` at {}: {m}",
+                    self.server.url
+                ),
+            ),
+        }
+    }
+}
+
+pub(super) fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut s: String = text.chars().take(300).collect();
+    if text.chars().count() > 300 {
+        s.push('…');
+    }
+    s
+}
