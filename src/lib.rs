@@ -23,6 +23,7 @@ pub(crate) mod files;
 pub(crate) mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
+pub(crate) mod judge;
 pub(crate) mod line_index;
 pub(crate) mod mcp;
 pub(crate) mod merge;

@@ -215,6 +215,9 @@ pub(crate) struct Attempt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) started_at: Option<String>,
     pub(crate) duration_ms: f64,
+    /// The grader's verdict, for a test with `expect: { judge: ... }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) judge: Option<crate::judge::Grade>,
     /// Why the attempt failed: assertions, divergence from the recording, errors. Empty on a pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) failures: Vec<Failure>,
@@ -417,6 +420,7 @@ impl Attempt {
             model_calls: trace.model_calls.clone(),
             started_at: trace.started_at.clone(),
             duration_ms: trace.duration_ms,
+            judge: None,
             failures,
         }
     }
@@ -445,6 +449,7 @@ impl Attempt {
             model_calls: Vec::new(),
             started_at: None,
             duration_ms,
+            judge: None,
             failures: vec![failure],
         }
     }

@@ -616,3 +616,179 @@ tests:
         "{out:?}"
     );
 }
+
+const JUDGED: &str = r#"version: 1
+name: j
+tools:
+  note:
+    description: Writes a note down for later.
+    kind: mock
+    responses:
+      - result: noted
+models:
+  assistant:
+    kind: scripted
+    scripts:
+      - when: "polite"
+        turns:
+          - answer: "Thank you kindly for asking: it is 42."
+      - when: "rude"
+        turns:
+          - answer: "Figure it out yourself."
+      - turns:
+          - answer: "weird"
+  grader:
+    kind: scripted
+    scripts:
+      - when: "(?s)final answer:\\nThank you kindly"
+        turns:
+          - answer: '{"score": 0.9, "reasoning": "Polite and it answers."}'
+      - when: "(?s)final answer:\\nFigure"
+        turns:
+          - answer: '{"score": 0.1, "reasoning": "Rude and no answer."}'
+      - turns:
+          - answer: "What a lovely answer!"
+default_model: assistant
+tests:
+  - name: polite
+    query: a polite question
+    expect: { judge: { model: grader, rubric: "The answer is polite and gives the number.", pass: 0.7 } }
+  - name: rude
+    query: a rude question
+    expect: { judge: { model: grader, rubric: "The answer is polite and gives the number." } }
+  - name: confused
+    query: something else
+    expect: { judge: { model: grader, rubric: "Anything.", pass: 0.1 } }
+"#;
+
+#[test]
+fn a_scripted_judge_grades_answers_and_its_verdict_reaches_results_and_report() {
+    let dir = support::temp_dir("judge");
+    write(&dir, "s.yaml", JUDGED);
+    let check = run(toolrun().current_dir(&dir).args(["check", "s.yaml"]));
+    check.assert_code(0);
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--results", "r.json"]));
+    out.assert_code(1);
+    assert!(out.stdout.contains("PASS j::polite"), "{out:?}");
+    assert!(
+        out.stdout.contains(
+            "FAIL j::rude\n     assertion failed: judge `grader` scored 0.1 (needs 0.7): Rude and no answer."
+        ),
+        "{out:?}"
+    );
+    // A reply that is not a grade fails with the raw text.
+    assert!(
+        out.stdout.contains(
+            "assertion failed: the judge's reply is not a grade {\"score\": 0..1, \"reasoning\": \"...\"}: What a lovely answer!"
+        ),
+        "{out:?}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let grade = &doc["tests"][0]["attempts"][0]["judge"];
+    assert_eq!(grade["model"], "grader");
+    assert_eq!(grade["score"], 0.9);
+    assert_eq!(grade["pass"], 0.7);
+    assert_eq!(grade["reasoning"], "Polite and it answers.");
+    assert_eq!(
+        doc["tests"][1]["attempts"][0]["failures"][0]["assertion"],
+        "judge"
+    );
+
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["report", "r.json", "--format", "markdown"]));
+    assert!(
+        out.stdout
+            .contains("`judge`: judge \\`grader\\` scored 0.1 (needs 0.7): Rude and no answer."),
+        "{out:?}"
+    );
+
+    // A judge naming no model of the spec is a check error.
+    write(
+        &dir,
+        "bad.yaml",
+        &JUDGED.replace(
+            "model: grader, rubric: \"Anything.\"",
+            "model: gradr, rubric: \"Anything.\"",
+        ),
+    );
+    let out = run(toolrun().current_dir(&dir).args(["check", "bad.yaml"]));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("the judge names model `gradr`"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_live_judge_is_recorded_in_the_fixture_and_replayed_offline() {
+    use support::providers::{openai_tool_calls, Fake, KEY};
+    let fake = Fake::openai(vec![openai_tool_calls(&[(
+        "call_1",
+        "grade",
+        r#"{"score": 0.8, "reasoning": "It gives the number politely."}"#,
+    )])]);
+    let dir = support::temp_dir("judge-live");
+    let spec = JUDGED
+        .replace(
+            "  grader:\n    kind: scripted\n",
+            &format!(
+                "  grader:\n    kind: openai\n    model: judge-model\n    base_url: {}\n    api_key_env: TEST_KEY\n  unused:\n    kind: scripted\n",
+                fake.base_url()
+            ),
+        )
+        .replace("tests:\n", "fixtures: fx\ntests:\n");
+    write(&dir, "s.yaml", &spec);
+    let out = run(toolrun().current_dir(&dir).env("TEST_KEY", KEY).args([
+        "test", "s.yaml", "--filter", "polite", "--record", "missing",
+    ]));
+    out.assert_code(0);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].json().unwrap();
+    let prompt = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    support::assert_contains(
+        &prompt,
+        &[
+            "Rubric:\nThe answer is polite and gives the number.",
+            "The user asked:\na polite question",
+            "The assistant's final answer:\nThank you kindly for asking: it is 42.",
+        ],
+    );
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["grade"], "only the grade tool is offered");
+    let fixture = std::fs::read_to_string(dir.join("fx/polite.json")).unwrap();
+    assert!(!fixture.contains(KEY), "the key is masked");
+    let fx: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+    assert_eq!(fx["judge"].as_array().map(Vec::len), Some(1), "{fx:#}");
+    drop(fake);
+
+    // Offline, no key: the grader's reply comes from the fixture.
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--filter", "polite", "--format", "json"]));
+    out.assert_code(0);
+    let doc = out.json();
+    assert_eq!(doc["tests"][0]["attempts"][0]["source"], "replay");
+    assert_eq!(doc["tests"][0]["attempts"][0]["judge"]["score"], 0.8);
+    assert_eq!(
+        doc["tests"][0]["attempts"][0]["judge"]["reasoning"],
+        "It gives the number politely."
+    );
+}

@@ -106,7 +106,7 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
             }
         }
         let expect = match obj.get("expect") {
-            Some(e) => compile_expect(e, ctx),
+            Some(e) => compile_expect(e, models, ctx),
             None => Expect::default(),
         };
         out.push(TestCase {
@@ -211,7 +211,7 @@ fn strings(obj: &Obj, key: &str, ctx: &mut Ctx) -> Vec<String> {
     }
 }
 
-fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
+fn compile_expect(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Expect {
     let mut e = Expect::default();
     let Some(obj) = Obj::new(node, "`expect`", keys::EXPECT, &mut ctx.d) else {
         return e;
@@ -260,7 +260,59 @@ fn compile_expect(node: &Node, ctx: &mut Ctx) -> Expect {
     e.max_tool_calls = obj
         .count("max_tool_calls", 0, &mut ctx.d)
         .map(|v| v.value.min(u32::MAX as u64) as u32);
+    e.judge = obj.get("judge").and_then(|n| compile_judge(n, models, ctx));
     e
+}
+
+/// `judge: { model, rubric, pass, trajectory }`.
+fn compile_judge(
+    node: &Node,
+    models: &[ModelDef],
+    ctx: &mut Ctx,
+) -> Option<crate::registry::Judge> {
+    let obj = Obj::new(node, "`expect.judge`", keys::JUDGE, &mut ctx.d)?;
+    let model = obj.require_string("model", "`expect.judge`", &mut ctx.d)?;
+    if !models.iter().any(|m| m.name == model.value) {
+        ctx.d.push(
+            Diagnostic::new(
+                "E025",
+                format!(
+                    "the judge names model `{}`, which is not in `models`",
+                    model.value
+                ),
+            )
+            .at(model.span)
+            .help(
+                did_you_mean(&model.value, models.iter().map(|d| d.name.as_str()))
+                    .unwrap_or_else(|| "declare the grader under `models:`".into()),
+            ),
+        );
+        return None;
+    }
+    let rubric = obj.require_string("rubric", "`expect.judge`", &mut ctx.d)?;
+    let pass = match obj.number("pass", &mut ctx.d) {
+        Some(p) if !(0.0..=1.0).contains(&p.value) => {
+            ctx.d.push(
+                Diagnostic::new(
+                    "E007",
+                    format!("`pass` is {}, not a score from 0 to 1", p.value),
+                )
+                .at(p.span)
+                .help(
+                    "the grader scores from 0 (fails the rubric) to 1 (meets it); e.g. `pass: 0.7`",
+                ),
+            );
+            return None;
+        }
+        Some(p) => p.value,
+        None => 0.7,
+    };
+    Some(crate::registry::Judge {
+        model: model.value,
+        rubric: rubric.value,
+        pass,
+        trajectory: obj.bool("trajectory", &mut ctx.d).is_some_and(|b| b.value),
+    })
 }
 
 /// `fixture:` must name a regular file inside the project root (issue 12 §3); one not recorded

@@ -522,6 +522,18 @@ pub(crate) struct Expect {
     pub(crate) output_not_contains: Vec<String>,
     pub(crate) output_matches: Option<LazyRegex>,
     pub(crate) max_tool_calls: Option<u32>,
+    pub(crate) judge: Option<Judge>,
+}
+
+/// `expect.judge`: a grader model scores the answer against the rubric.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Judge {
+    pub(crate) model: String,
+    pub(crate) rubric: String,
+    /// The lowest passing score, 0 to 1.
+    pub(crate) pass: f64,
+    /// Show the grader the tool calls and results, not only the answer.
+    pub(crate) trajectory: bool,
 }
 
 /// A regex checked at compile time but built on first use: building automata is most of a small

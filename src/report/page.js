@@ -196,6 +196,10 @@
         el("pre", {}, "status " + a.status + ", stop reason " + a.stop_reason + ", " + a.steps + " model call" + (a.steps === 1 ? "" : "s") +
           (a.error ? "\n" + a.error : ""))));
     }
+    if (a.judge) {
+      add(box, el("div", { class: "step judge" }, el("span", { class: "lbl" }, "judge · " + a.judge.model + " · score " +
+        a.judge.score + " (needs " + a.judge.pass + ")"), el("pre", {}, a.judge.reasoning)));
+    }
     (a.failures || []).forEach(function (f) {
       var what = f.kind === "assertion" ? "failed assertion" + (f.assertion ? " · " + f.assertion : "") : f.kind;
       add(box, el("div", { class: "step failure" }, el("span", { class: "lbl" }, what), el("pre", {}, f.message)));

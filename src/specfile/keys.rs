@@ -191,6 +191,7 @@ pub(crate) const PLACES: &[&Place] = &[
     SCRIPTED_CALL,
     TEST,
     EXPECT,
+    JUDGE,
     REPLAY,
 ];
 
@@ -443,6 +444,14 @@ pub(crate) const EXPECT: &Place = &Place::new("expect", "What a test's run must 
     Key::new("output_not_contains", Ref("texts"), "The answer contains none of these."),
     Key::new("output_matches", Str, "The answer matches this regular expression."),
     Key::new("max_tool_calls", Count(0), "At most this many tool calls."),
+    Key::new("judge", Ref("judge"), "A grader model scores the answer against a rubric."),
+]);
+
+pub(crate) const JUDGE: &Place = &Place::new("judge", "A grader model of the spec scores the final answer (and optionally the trajectory) against a rubric, from 0 to 1.", &[
+    Key::new("model", Str, "The grader: a model of this spec (scripted for tests, or live).").required(),
+    Key::new("rubric", Str, "What a good answer does; the grader scores against it.").required(),
+    Key::new("pass", Json(|| json!({ "type": "number", "minimum": 0, "maximum": 1 })), "The lowest score that passes (default 0.7)."),
+    Key::new("trajectory", Bool, "Show the grader every tool call and result too, not only the answer (default false)."),
 ]);
 
 pub(crate) const REPLAY: &Place = &Place::new("replay", "How `toolrun replay` compares traces.", &[Key::new("ignore", Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^(/.*)?$" } })), "JSON Pointers of volatile fields, ignored when replay compares request bodies and traces."),
@@ -552,6 +561,7 @@ tests:
       output_not_contains: [nope]
       output_matches: d.ne
       max_tool_calls: 3
+      judge: { model: s, rubric: "is polite", pass: 0.5, trajectory: true }
 "#];
 
     fn compile_all() {

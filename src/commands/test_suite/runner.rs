@@ -167,6 +167,7 @@ pub(crate) async fn run_attempt(
             Err(f) => return failed(f),
         },
     };
+    let mut grade = None;
     if failures
         .iter()
         .all(|f| f.kind != crate::results::FailureKind::Error)
@@ -176,12 +177,74 @@ pub(crate) async fn run_attempt(
                 .into_iter()
                 .map(|(key, message)| Failure::assertion(key, message)),
         );
+        if let Some(judge) = &case.expect.judge {
+            match judge_attempt(ctx, case, plan, number, judge, &trace).await {
+                Ok(g) => {
+                    // The same tolerance as `--pass-rate`: 0.7 written by a person passes 0.7.
+                    if g.score + 1e-9 < g.pass {
+                        failures.push(Failure::assertion(
+                            "judge",
+                            format!(
+                                "judge `{}` scored {} (needs {}): {}",
+                                g.model, g.score, g.pass, g.reasoning
+                            ),
+                        ));
+                    }
+                    grade = Some(g);
+                }
+                Err(reason) => failures.push(Failure::assertion("judge", reason)),
+            }
+        }
     }
     let mut attempt = Attempt::from_trace(number, source, &trace, failures, price);
+    attempt.judge = grade;
     if attempt.duration_ms == 0.0 {
         attempt.duration_ms = crate::trace::millis(started.elapsed());
     }
     attempt
+}
+
+/// Grades the attempt's answer with the test's judge, its request travelling as the test's own
+/// do: replayed from the fixture, recorded into it, refused offline, or live.
+async fn judge_attempt(
+    ctx: &RunContext<'_>,
+    case: &TestCase,
+    plan: &Plan,
+    number: u32,
+    judge: &crate::registry::Judge,
+    trace: &Trace,
+) -> Result<crate::judge::Grade, String> {
+    use crate::judge::Route;
+    let live = crate::judge::is_live(ctx.registry, judge);
+    let route = match plan {
+        _ if !live => Route::Live,
+        Plan::Replay(path) => Route::Replay(
+            crate::fixture::load_fixture(path)
+                .map(|f| f.judge)
+                .unwrap_or_default(),
+        ),
+        Plan::Record(_) if number == 1 => Route::Record,
+        _ if ctx.allow_network => Route::Live,
+        _ => Route::Offline,
+    };
+    let (grade, exchanges) = crate::judge::grade(
+        ctx.registry,
+        judge,
+        &case.query,
+        trace,
+        route,
+        ctx.now_unix_ms,
+    )
+    .await?;
+    // The grader's exchanges join the fixture the run just wrote (none if it was interrupted).
+    if let (Plan::Record(path), false) = (plan, exchanges.is_empty()) {
+        if let Ok(mut fixture) = crate::fixture::load_fixture(path) {
+            fixture.judge = exchanges;
+            let redactor = crate::setup::masking_for(&[ctx.registry]);
+            crate::fixture::write_fixture(path, &fixture, &redactor)?;
+        }
+    }
+    Ok(grade)
 }
 
 /// A fixture-backed attempt: the replay must match the recording (divergences), and the
