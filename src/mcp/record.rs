@@ -153,6 +153,7 @@ mod tests {
             approvals: Vec::new(),
             exchanges,
             trace: json!({ "stop_reason": SESSION_ENDED }),
+            judge: Vec::new(),
         }
     }
 
