@@ -195,7 +195,9 @@ fn nothing_starts_unless_the_command_line_allows_the_program() {
     let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: echo, arguments: { text: hi } }]
           - answer: "{{ last.result }}""#;
-    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "echo", turns));
+    let spec = probe_spec(&logs, "echo", turns)
+        + "tests:\n  - name: offline\n    query: hi\n    expect: { status: ok }\n";
+    let spec_path = write(&dir, "probe.yaml", &spec);
     let python = python::python();
     // `check` never starts the server; a run without the flag refuses, naming it and the line.
     run(toolrun().arg("check").arg(&spec_path)).assert_success();
@@ -231,6 +233,16 @@ fn nothing_starts_unless_the_command_line_allows_the_program() {
     assert!(
         pid_lines(&logs).is_empty(),
         "an offline test started the server: {tested:?}"
+    );
+    assert!(
+        tested
+            .stdout
+            .contains("offline: MCP server `probe` would be started")
+            && tested.stdout.contains(&format!(
+                "--record missing --allow-exec {}",
+                python.display()
+            )),
+        "{tested:?}"
     );
 
     // Allowed by a path to the same file (here through a symlink): `call` runs it.
@@ -524,6 +536,11 @@ models:
               - {{ name: echo, arguments: {{ message: hi }} }}
               - {{ name: get-sum, arguments: {{ a: 2, b: 3 }} }}
           - answer: "{{{{ results[0].result }}}} / {{{{ results[1].result }}}}"
+tests:
+  - name: sums
+    query: add
+    fixture: sums.json
+    expect: {{ status: ok, output_contains: "is 5" }}
 "#,
         node = node.display(),
         every = every.display(),
@@ -582,6 +599,17 @@ models:
         replayed.stdout.contains("1 passed, 0 failed"),
         "{replayed:?}"
     );
+
+    // A test records its fixture live, then replays it offline with the recorded list.
+    let recorded = run(toolrun()
+        .arg("test")
+        .arg(&spec_path)
+        .args(["--record", "missing", "--allow-exec"])
+        .arg(&node));
+    recorded.assert_success();
+    let offline = run(toolrun().arg("test").arg(&spec_path));
+    offline.assert_success();
+    assert!(offline.stdout.contains("1 passed"), "{offline:?}");
 
     // `call` finds a listed tool; the entry's keys and the policy apply to it.
     let out = run(toolrun()

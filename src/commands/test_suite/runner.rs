@@ -369,8 +369,17 @@ async fn execute(
     // A run cut off from the network says nothing about its expectations: report only why.
     failures.extend(refused.iter().map(|(kind, source, request)| {
         let who = if kind == "model" { "model" } else { "tool" };
+        // A stdio MCP server is a program, not a host: say what would have happened.
+        let what = match request.strip_prefix("STDIN stdio: ") {
+            Some(command) => {
+                format!("MCP server `{source}` would be started (`{command}`); nothing was started")
+            }
+            None => {
+                format!("{who} `{source}` would reach the network ({request}); nothing was sent")
+            }
+        };
         Failure::error(format!(
-            "offline: {who} `{source}` would reach the network ({request}); nothing was sent\n{}",
+            "offline: {what}\n{}",
             record_hint(ctx, case, model)
         ))
     }));
@@ -440,6 +449,17 @@ pub(crate) fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) ->
     }
     cmd.push("--record".into());
     cmd.push("missing".into());
+    // Recording starts the spec's stdio MCP servers, which the command line must allow.
+    let mut programs: Vec<&str> = Vec::new();
+    for server in registry.mcp_servers() {
+        if let Some(stdio) = &server.stdio {
+            if !programs.contains(&stdio.argv[0].as_str()) {
+                programs.push(&stdio.argv[0]);
+                cmd.push("--allow-exec".into());
+                cmd.push(shell_word(&stdio.argv[0]));
+            }
+        }
+    }
     let place = if fixture_path(registry, case, model).is_some() {
         String::new()
     } else {
