@@ -106,11 +106,14 @@ pub(crate) fn watch_sessions(
     events: &mut crate::events::Events,
     registry: &crate::registry::Registry,
 ) {
+    if super::active().is_none() {
+        return;
+    }
     let uses_mcp = registry
         .tools
         .iter()
         .any(|t| matches!(t.kind, crate::registry::ToolKind::Mcp(_)));
-    if super::active().is_none() || !uses_mcp {
+    if !uses_mcp {
         return;
     }
     events.tap(|event, data| {

@@ -233,6 +233,46 @@ mod tests {
     }
 
     #[test]
+    fn json_follows_the_otlp_json_mapping() {
+        use crate::telemetry::span::{Parent, Span};
+        let parent =
+            Parent::from_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+                .unwrap();
+        let mut span = Span::new(parent, "chat m", Kind::Client);
+        span.timed(1_000_000_000, 2.5);
+        span.set("gen_ai.usage.input_tokens", 12i64).set(
+            "gen_ai.response.finish_reasons",
+            Value::StrArray(vec!["stop".into()]),
+        );
+        span.error = Some("boom".into());
+        let attrs = [("service.name".to_string(), Value::from("toolrun"))];
+        let resource = Resource {
+            attributes: &attrs,
+            scope_version: "0.1.0",
+        };
+        let body: serde_json::Value =
+            serde_json::from_slice(&encode_json(&resource, &[span])).unwrap();
+        let rs = &body["resourceSpans"][0];
+        assert_eq!(
+            rs["resource"]["attributes"][0]["value"]["stringValue"],
+            "toolrun"
+        );
+        let s = &rs["scopeSpans"][0]["spans"][0];
+        assert_eq!(s["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(s["parentSpanId"], "00f067aa0ba902b7");
+        assert_eq!(s["kind"], 3);
+        assert_eq!(s["startTimeUnixNano"], "1000000000");
+        assert_eq!(s["endTimeUnixNano"], "1002500000");
+        assert_eq!(s["attributes"][0]["value"]["intValue"], "12");
+        assert_eq!(
+            s["attributes"][1]["value"]["arrayValue"]["values"][0]["stringValue"],
+            "stop"
+        );
+        assert_eq!(s["status"]["code"], 2);
+        assert_eq!(rs["scopeSpans"][0]["scope"]["name"], "toolrun");
+    }
+
+    #[test]
     fn a_negative_int_is_ten_bytes_twos_complement() {
         let mut out = Vec::new();
         any_value(&mut out, &Value::Int(-1));
