@@ -4,7 +4,7 @@
 use crate::cli::ServeArgs;
 use crate::exit;
 use crate::fixture::Tape;
-use crate::mcp::server::{Served, Session};
+use crate::mcp::server::{Served, ServedSession};
 use crate::setup::{Inputs, Network, Output, Setup};
 use rmcp::ServiceExt;
 use std::net::SocketAddr;
@@ -99,7 +99,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                 Ok(())
             }
             None => {
-                let running = Session::new(&served)
+                let running = ServedSession::new(&served)
                     .serve(rmcp::transport::stdio())
                     .await
                     .map_err(|e| format!("the MCP client did not initialize the session: {e}"))?;

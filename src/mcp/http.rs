@@ -3,7 +3,7 @@
 //! request; a browser `Origin` must name this server or a loopback host (DNS rebinding); rmcp
 //! checks `Host` against loopback names unless a token makes that moot.
 
-use super::server::{Served, Session};
+use super::server::{Served, ServedSession};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -23,7 +23,7 @@ type Body = BoxBody<Bytes, Infallible>;
 pub(crate) const ENDPOINT: &str = "/mcp";
 
 struct Guard {
-    service: StreamableHttpService<Session, LocalSessionManager>,
+    service: StreamableHttpService<ServedSession, LocalSessionManager>,
     token: Option<String>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
@@ -81,7 +81,7 @@ pub(crate) async fn serve(
     manager.session_config.keep_alive = Some(bounds.session_idle);
     let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
-        move || Ok(Session::new(&factory_served)),
+        move || Ok(ServedSession::new(&factory_served)),
         sessions.clone(),
         config,
     );

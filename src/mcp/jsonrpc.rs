@@ -4,7 +4,7 @@
 //! with one array of responses instead of a 415. The body is read here once, bounded in size
 //! and in time, and handed on as it came: the common single message is parsed only by rmcp.
 
-use super::server::Session;
+use super::server::ServedSession;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -16,7 +16,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 type Body = BoxBody<Bytes, Infallible>;
-type Service = StreamableHttpService<Session, LocalSessionManager>;
+type Service = StreamableHttpService<ServedSession, LocalSessionManager>;
 
 /// rmcp's own limit on a request body.
 pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;

@@ -5,7 +5,7 @@
 //! with a readable diff when a result sent to the client, a request or the trace differs.
 
 use super::record::{recorded_calls, session_fixture, session_trace, SERVED};
-use super::server::{Origin, Served, Session};
+use super::server::{Origin, Served, ServedSession};
 use crate::fixture::{json_diff, Exchange, Fixture};
 use crate::redact::Redactor;
 use crate::registry::Registry;
@@ -56,11 +56,11 @@ pub(crate) async fn replay_session(
         Err(e) => return failed(vec![e]),
     };
     let mut failures = Vec::new();
-    let mut sessions: HashMap<&str, Session> = HashMap::new();
+    let mut sessions: HashMap<&str, ServedSession> = HashMap::new();
     for (i, call) in calls.iter().enumerate() {
         let session = sessions
             .entry(&call.session)
-            .or_insert_with(|| Session::new(&served));
+            .or_insert_with(|| ServedSession::new(&served));
         let origin = Origin::Recording {
             now_unix_ms: call.now_unix_ms,
             confirmation: call.confirmation.clone(),

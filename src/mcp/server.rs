@@ -77,7 +77,7 @@ impl Served {
 
 /// One MCP session: its own limits and loop counters over the shared registry.
 #[derive(Clone)]
-pub(crate) struct Session {
+pub(crate) struct ServedSession {
     served: Arc<Served>,
     /// Numbered at the first call: clients probe with throwaway sessions that never call.
     id: Arc<std::sync::OnceLock<String>>,
@@ -86,9 +86,9 @@ pub(crate) struct Session {
     log_level: Arc<AtomicUsize>,
 }
 
-impl Session {
-    pub(crate) fn new(served: &Arc<Served>) -> Session {
-        Session {
+impl ServedSession {
+    pub(crate) fn new(served: &Arc<Served>) -> ServedSession {
+        ServedSession {
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
             state: Arc::new(tokio::sync::Mutex::new(CallSession::served(
@@ -375,7 +375,7 @@ fn served_request<'a>(
     }
 }
 
-impl ServerHandler for Session {
+impl ServerHandler for ServedSession {
     #[allow(deprecated)] // logging: deprecated after 2025-11-25, the revisions served here have it
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(

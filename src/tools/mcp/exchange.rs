@@ -6,7 +6,7 @@ use super::rpc::{is_request, Incoming};
 use super::sse;
 use super::stdio::{self, Process, Refusal};
 use super::{
-    server_error, Connected, Session, DEFAULT_RETRY_MS, END_TIMEOUT, LINE_CAP, LIST_CHANGED,
+    server_error, ClientSession, Connected, DEFAULT_RETRY_MS, END_TIMEOUT, LINE_CAP, LIST_CHANGED,
     MAX_BYTES, MAX_RESUMES, USER_AGENT,
 };
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
@@ -53,7 +53,7 @@ pub(super) fn result_of(
 /// A request whose caller went away before its answer (the run was interrupted, or the engine
 /// gave up on the call): noted in the session, so the server is told at the next chance.
 pub(super) struct InFlight<'s> {
-    session: &'s Session,
+    session: &'s ClientSession,
     id: u64,
     open: bool,
 }
@@ -69,7 +69,7 @@ impl Drop for InFlight<'_> {
 }
 
 /// Tells the server about every request of this session left behind (see [`InFlight`]).
-pub(super) async fn cancel_abandoned(rpc: &Rpc<'_, '_>, session: &Session) {
+pub(super) async fn cancel_abandoned(rpc: &Rpc<'_, '_>, session: &ClientSession) {
     let ids = match session.abandoned.lock() {
         Ok(mut a) => std::mem::take(&mut *a),
         Err(_) => return,
@@ -95,7 +95,7 @@ pub(super) struct Rpc<'a, 'e> {
 impl Rpc<'_, '_> {
     pub(super) async fn request(
         &self,
-        session: &Session,
+        session: &ClientSession,
         method: &str,
         params: Value,
     ) -> Result<Value, ToolError> {
@@ -108,7 +108,7 @@ impl Rpc<'_, '_> {
     /// cancelled.
     pub(super) async fn exchange(
         &self,
-        session: &Session,
+        session: &ClientSession,
         method: &str,
         mut params: Value,
     ) -> Result<(Value, HttpResponse), ToolError> {
@@ -169,7 +169,7 @@ impl Rpc<'_, '_> {
     /// answered now, and a change of the tool list is noted.
     pub(super) async fn leftovers(
         &self,
-        session: &Session,
+        session: &ClientSession,
         method: &str,
         message: Value,
         answered: &[String],
@@ -439,7 +439,10 @@ impl Rpc<'_, '_> {
         cmd: &StdioCommand,
         program: &std::path::Path,
     ) -> Result<Arc<Process>, NetError> {
-        let session = self.env.transport.session::<Session>(&self.server.name);
+        let session = self
+            .env
+            .transport
+            .session::<ClientSession>(&self.server.name);
         let mut slot = session.stdio.lock().await;
         if let Some(p) = slot.as_ref() {
             return Ok(p.clone());

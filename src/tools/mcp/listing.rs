@@ -2,14 +2,14 @@
 //! spec names or pins, and `tools: "*"` turned into the run's tools.
 
 use super::exchange::Rpc;
-use super::{server_error, Connected, Session, MAX_LISTING_BYTES, MAX_PAGES};
+use super::{server_error, ClientSession, Connected, MAX_LISTING_BYTES, MAX_PAGES};
 use crate::registry::{ListedTool, McpServer, Tool, ToolKind, Wildcard};
 use crate::tools::{ToolEnv, ToolError};
 use serde_json::{json, Value};
 
 pub(super) async fn list_tools(
     server: &McpServer,
-    session: &Session,
+    session: &ClientSession,
     conn: &Connected,
     env: &ToolEnv<'_>,
 ) -> Result<Vec<Value>, ToolError> {

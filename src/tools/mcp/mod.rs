@@ -53,7 +53,7 @@ const END_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One server's MCP session within a run (kept by the transport, so each run has its own).
 #[derive(Default)]
-pub(crate) struct Session {
+pub(crate) struct ClientSession {
     conn: tokio::sync::Mutex<Option<Connected>>,
     next_id: AtomicU64,
     /// A reply carried `notifications/tools/list_changed`: the tools are listed again.
@@ -66,7 +66,7 @@ pub(crate) struct Session {
     abandoned: std::sync::Mutex<Vec<u64>>,
 }
 
-impl Session {
+impl ClientSession {
     fn stale(&self) -> Option<String> {
         self.stale.lock().ok().and_then(|s| s.clone())
     }
@@ -145,7 +145,7 @@ async fn call(
 /// checked again, against what the model was offered. A change to a tool the spec uses (gone,
 /// another schema or description, other annotations) leaves the session stale: the run stops
 /// with `mcp_error`, and later calls are refused. A change elsewhere is only an event.
-async fn relist(server: &McpServer, session: &Session, conn: &Connected, env: &ToolEnv<'_>) {
+async fn relist(server: &McpServer, session: &ClientSession, conn: &Connected, env: &ToolEnv<'_>) {
     let checked = match list_tools(server, session, conn, env).await {
         Ok(tools) => check_listed(server, env, &tools),
         Err(e) => Err(e),
@@ -170,7 +170,7 @@ pub(crate) fn changed_tools(env: &ToolEnv<'_>) -> Option<String> {
     env.registry
         .mcp_servers()
         .into_iter()
-        .find_map(|server| env.transport.session::<Session>(&server.name).stale())
+        .find_map(|server| env.transport.session::<ClientSession>(&server.name).stale())
 }
 
 /// Connects to every server whose tools the policy lets a model call, lists its tools and
@@ -222,7 +222,7 @@ pub(crate) async fn connect_tool(env: &ToolEnv<'_>, name: &str) -> Result<(), To
 /// how the run ended; each outcome is an `mcp_session_ended` event.
 pub(crate) async fn end_all(env: &ToolEnv<'_>) {
     for server in env.registry.mcp_servers() {
-        let session = env.transport.session::<Session>(&server.name);
+        let session = env.transport.session::<ClientSession>(&server.name);
         // Taken: a later call on this transport (a served session) connects afresh.
         let conn = session.conn.lock().await.take();
         if server.stdio.is_some() {
@@ -248,7 +248,7 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
 
 /// A stdio server ends with the run (see `stdio::Process::end`); how it ended and the kept
 /// end of its stderr, masked, are an `mcp_server_ended` event.
-async fn end_process(server: &McpServer, session: &Session, env: &ToolEnv<'_>) {
+async fn end_process(server: &McpServer, session: &ClientSession, env: &ToolEnv<'_>) {
     let Some(process) = session.stdio.lock().await.take() else {
         return;
     };
@@ -311,8 +311,8 @@ async fn end_session(server: &McpServer, conn: &Connected, env: &ToolEnv<'_>) {
 async fn connected(
     server: &McpServer,
     env: &ToolEnv<'_>,
-) -> Result<(Arc<Session>, Connected), ToolError> {
-    let session = env.transport.session::<Session>(&server.name);
+) -> Result<(Arc<ClientSession>, Connected), ToolError> {
+    let session = env.transport.session::<ClientSession>(&server.name);
     let mut conn = session.conn.lock().await;
     if let Some(c) = conn.as_ref() {
         return Ok((session.clone(), c.clone()));
@@ -361,7 +361,7 @@ fn check_server_host(server: &McpServer, env: &ToolEnv<'_>) -> Result<(), ToolEr
 
 async fn handshake(
     server: &McpServer,
-    session: &Session,
+    session: &ClientSession,
     env: &ToolEnv<'_>,
 ) -> Result<Connected, ToolError> {
     let rpc = Rpc {
