@@ -25,7 +25,7 @@ pub(crate) mod fixture;
 pub mod fuzzing;
 pub(crate) mod judge;
 pub(crate) mod line_index;
-pub(crate) mod mcp;
+pub(crate) mod mcp_server;
 pub(crate) mod merge;
 pub mod models;
 pub mod net;

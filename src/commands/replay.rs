@@ -66,7 +66,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
                         Some(Ok(_)) if fixture.is_served_session() => {
                             match crate::replay::load_quiet(key) {
                                 Ok(registry) => {
-                                    let r = crate::mcp::replay::replay_session(
+                                    let r = crate::mcp_server::replay::replay_session(
                                         fixture, registry, path, update,
                                     )
                                     .await;

@@ -1,10 +1,10 @@
 //! `toolrun serve`: the registry as an MCP server, over stdio or streamable HTTP. The work is in
-//! `crate::mcp`; this maps flags to it and its end to an exit code.
+//! `crate::mcp_server`; this maps flags to it and its end to an exit code.
 
 use crate::cli::ServeArgs;
 use crate::exit;
 use crate::fixture::Tape;
-use crate::mcp::server::{Served, ServedSession};
+use crate::mcp_server::server::{Served, ServedSession};
 use crate::setup::{Inputs, Network, Output, Setup};
 use rmcp::ServiceExt;
 use std::net::SocketAddr;
@@ -92,10 +92,10 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                 eprintln!(
                     "toolrun: serving {tool_count} tool(s) of `{}` on http://{bound}{}",
                     served.registry.name,
-                    crate::mcp::http::ENDPOINT
+                    crate::mcp_server::http::ENDPOINT
                 );
                 let stop = crate::setup::shutdown();
-                crate::mcp::http::serve(served.clone(), listener, token, bounds, stop).await;
+                crate::mcp_server::http::serve(served.clone(), listener, token, bounds, stop).await;
                 Ok(())
             }
             None => {
@@ -126,7 +126,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
 }
 
 /// `--max-sessions`, `--session-idle`, `--max-connections`, `--read-timeout`.
-fn bounds(args: &ServeArgs) -> Result<crate::mcp::http::Bounds, String> {
+fn bounds(args: &ServeArgs) -> Result<crate::mcp_server::http::Bounds, String> {
     let duration = |flag: &str, text: &str| {
         crate::specfile::read::parse_duration(text)
             .ok()
@@ -140,7 +140,7 @@ fn bounds(args: &ServeArgs) -> Result<crate::mcp::http::Bounds, String> {
             Ok(n)
         }
     };
-    Ok(crate::mcp::http::Bounds {
+    Ok(crate::mcp_server::http::Bounds {
         max_connections: count("--max-connections", args.max_connections)?,
         read_timeout: duration("--read-timeout", &args.read_timeout)?,
         max_sessions: count("--max-sessions", args.max_sessions)?,
@@ -171,7 +171,7 @@ fn http_settings(
             }
         },
     };
-    if !crate::mcp::http::is_loopback(&addr) {
+    if !crate::mcp_server::http::is_loopback(&addr) {
         match &token {
             None => {
                 return Err(format!(
@@ -199,7 +199,7 @@ fn write_session_fixture(
     served: &Served,
     tape: &Tape,
 ) -> Result<(), String> {
-    let fixture = crate::mcp::record::session_fixture(
+    let fixture = crate::mcp_server::record::session_fixture(
         &served.registry,
         crate::fixture::fixture_spec(&served.registry, spec, path),
         &served.logged_calls(),
