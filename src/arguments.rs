@@ -136,6 +136,32 @@ impl LazyValidator {
     }
 }
 
+/// `1` and `1.0` are the same number to a person writing `when:`.
+fn json_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a, b) {
+        (serde_json::Value::Number(x), serde_json::Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (serde_json::Value::Array(x), serde_json::Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// A mock's `when:` or a test's expected arguments: every key it names, with an equal value.
+pub(crate) fn is_subset(
+    expected: &serde_json::Map<String, serde_json::Value>,
+    actual: &serde_json::Value,
+) -> bool {
+    expected
+        .iter()
+        .all(|(k, v)| actual.get(k).is_some_and(|a| json_eq(v, a)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,6 +136,22 @@ vocabulary! {
     }
 }
 
+/// The MCP content item types a mock's `content:` may hold.
+pub(crate) const MCP_CONTENT_TYPES: &[&str] =
+    &["text", "image", "audio", "resource", "resource_link"];
+
+/// MCP's logging levels (RFC 5424's), least severe first.
+pub(crate) const MCP_LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

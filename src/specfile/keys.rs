@@ -277,7 +277,7 @@ pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock 
     Key::new("when", Object, "Arguments that must match (a subset); no `when` makes this the fallback."),
     Key::new("result", Any, "The result, any JSON value; strings are templates over `args` and `query`."),
     Key::new("error", Json(|| json!({ "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/error_object" }] })), "An error message (kind `execution_error`), or `{kind, message}`."),
-    Key::new("content", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "object", "required": ["type"], "properties": { "type": { "enum": crate::tools::notify::CONTENT_TYPES } } } })), "MCP content items, in MCP's field names (`type`: text, image, audio, resource, resource_link; `text`, `data`, `mimeType`, `resource: {uri, mimeType, text|blob}`, `uri`, `name`), served as they are; the model reads their text and a placeholder for the rest. With `result`, the result is the `structuredContent`. Strings are templates over `args` and `query`."),
+    Key::new("content", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "object", "required": ["type"], "properties": { "type": { "enum": crate::vocab::MCP_CONTENT_TYPES } } } })), "MCP content items, in MCP's field names (`type`: text, image, audio, resource, resource_link; `text`, `data`, `mimeType`, `resource: {uri, mimeType, text|blob}`, `uri`, `name`), served as they are; the model reads their text and a placeholder for the rest. With `result`, the result is the `structuredContent`. Strings are templates over `args` and `query`."),
     Key::new("notify", ListOf("notify"), "Notifications sent in order before the result: `{log: {level, data}}` or `{progress: {progress, total, message}}`. Served over MCP they are `notifications/message` (at or above the client's `logging/setLevel`) and `notifications/progress` (when the client sent a `progressToken`); in runs they are `tool_notify` lines of `--events`. Strings are templates over `args` and `query`."),
 ]);
 
@@ -287,7 +287,7 @@ pub(crate) const NOTIFY: &Place = &Place::new("notify", "One notification a mock
 ]).exactly_one();
 
 pub(crate) const NOTIFY_LOG: &Place = &Place::new("notify_log", "A log message with its severity.", &[
-    Key::new("level", Enum(crate::tools::notify::LEVELS), "Severity, as syslog (RFC 5424) and MCP name them.").required(),
+    Key::new("level", Enum(crate::vocab::MCP_LOG_LEVELS), "Severity, as syslog (RFC 5424) and MCP name them.").required(),
     Key::new("data", Any, "The message: text or any JSON.").required(),
     Key::new("logger", Str, "The logger's name (optional)."),
 ]);

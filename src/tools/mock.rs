@@ -1,31 +1,10 @@
 //! Mock tools: the first response whose `when` is a subset of the arguments answers.
 
 use super::{Output, ToolEnv, ToolError};
+use crate::arguments::is_subset;
 use crate::registry::{MockOutcome, MockResponse};
 use crate::templates::Ctx;
 use serde_json::{json, Value};
-
-/// `1` and `1.0` are the same number to a person writing `when:`.
-pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
-pub(crate) fn is_subset(expected: &serde_json::Map<String, Value>, actual: &Value) -> bool {
-    expected
-        .iter()
-        .all(|(k, v)| actual.get(k).is_some_and(|a| json_eq(v, a)))
-}
 
 pub(crate) async fn execute(
     responses: &[MockResponse],

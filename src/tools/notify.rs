@@ -4,22 +4,8 @@
 //! calling client, and every run writes them as `tool_notify` lines of `--events`.
 
 use super::ToolEnv;
+use crate::vocab::MCP_LOG_LEVELS as LEVELS;
 use serde_json::{json, Value};
-
-/// The MCP content item types a mock's `content:` may hold.
-pub(crate) const CONTENT_TYPES: &[&str] = &["text", "image", "audio", "resource", "resource_link"];
-
-/// MCP's logging levels (RFC 5424's), least severe first.
-pub(crate) const LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
 
 /// Public only because [`crate::engine::RunOptions`] (public for the benches) carries a
 /// [`Notifier`].
@@ -27,7 +13,7 @@ pub(crate) const LEVELS: &[&str] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
     Log {
-        /// One of [`LEVELS`].
+        /// One of [`crate::vocab::MCP_LOG_LEVELS`].
         level: String,
         logger: Option<String>,
         data: Value,

@@ -93,7 +93,7 @@ fn arguments(expect: &Expect, trace: &Trace, failures: &mut Failures) {
                     called.len()
                 ),
             )),
-            Some(r) if !crate::tools::mock::is_subset(wanted, &r.arguments) => failures.push((
+            Some(r) if !crate::arguments::is_subset(wanted, &r.arguments) => failures.push((
                 "arguments",
                 format!(
                     "call {} (`{}`): expected arguments to include {}, got {}",

@@ -73,7 +73,7 @@ fn warn_shadowed_response(
         Some(serde_json::Value::Object(later)) if fallback_seen.is_none() => earlier_whens
             .iter()
             .find(|(w, _)| {
-                crate::tools::mock::is_subset(w, &serde_json::Value::Object(later.clone()))
+                crate::arguments::is_subset(w, &serde_json::Value::Object(later.clone()))
             })
             .map(|(_, span)| *span),
         _ => None,
@@ -230,7 +230,7 @@ fn mock_content(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
             "resource" => &["resource"],
             "resource_link" => &["uri", "name"],
             _ => {
-                let types = crate::tools::notify::CONTENT_TYPES;
+                let types = crate::vocab::MCP_CONTENT_TYPES;
                 let hint = did_you_mean(kind, types.iter().copied())
                     .map(|h| format!("{h}; "))
                     .unwrap_or_default();
@@ -299,7 +299,7 @@ fn mock_notify(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
                 let _ = (l.get("data"), l.string("logger", &mut ctx.d));
                 l.require_string("level", "`log`", &mut ctx.d)
                     .is_some_and(|level| {
-                        let known = crate::tools::notify::LEVELS.contains(&level.value.as_str());
+                        let known = crate::vocab::MCP_LOG_LEVELS.contains(&level.value.as_str());
                         if !known {
                             ctx.d.push(
                                 Diagnostic::new(
@@ -309,7 +309,7 @@ fn mock_notify(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
                                 .at(level.span)
                                 .help(format!(
                                     "use one of {}",
-                                    crate::tools::notify::LEVELS.join(", ")
+                                    crate::vocab::MCP_LOG_LEVELS.join(", ")
                                 )),
                             );
                         }
