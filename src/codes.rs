@@ -169,7 +169,7 @@ codes! {
         "The tool is never sent to the model, so the provider rejects a forced call of it.",
         "policy: {deny: [send_email]}\n...\ntool_choice: {tool: send_email}", "tool_choice: {tool: get_price}";
     "E044", "two tests share a fixture",
-        "Two tests name the same `fixture:` file.",
+        "Two tests name the same `fixture:` file, or, under `fixtures: DIR`, two test names become the same file name (`a b` and `a_b` are both `a_b.json`).",
         "Recording writes one file per test: both would pass while recording and the last writer would decide what both replay.",
         "tests:\n  - {name: a, query: hi, fixture: fx/hi.json}\n  - {name: b, query: hi, fixture: fx/hi.json}", "tests:\n  - {name: a, query: hi, fixture: fx/a.json}\n  - {name: b, query: hi, fixture: fx/b.json}";
     "W101", "missing or short description",

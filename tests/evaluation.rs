@@ -82,6 +82,21 @@ fn two_tests_naming_one_fixture_is_an_error_pointing_at_both() {
         .cloned()
         .unwrap_or_else(|| panic!("{doc}"));
     assert_eq!(d["related"][0]["line"], 19, "{d}");
+    // Under `fixtures: DIR` two names that become one file name collide the same way.
+    let tests = "  - name: a b\n    query: hi\n  - name: a_b\n    query: hi\n";
+    write(
+        &dir,
+        "d.yaml",
+        &spec("d", "hello", &format!("fixtures: fx\ntests:\n{tests}"))
+            .replace("tests:\nfixtures", "fixtures"),
+    );
+    let out = run(toolrun().current_dir(&dir).args(["check", "d.yaml"]));
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("tests `a b` and `a_b` both record into `a_b.json` under `fixtures:`"),
+        "{out:?}"
+    );
     // And `test` refuses the spec rather than letting the last recording win.
     let out = run(toolrun()
         .current_dir(&dir)

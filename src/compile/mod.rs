@@ -267,7 +267,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);
     let tests = match top.get("tests") {
-        Some(n) => test_cases::compile_tests(n, &models, ctx),
+        Some(n) => test_cases::compile_tests(n, &models, top.get("fixtures").is_some(), ctx),
         None => Vec::new(),
     };
     let replay_ignore = compile_replay_ignore(&top, ctx);

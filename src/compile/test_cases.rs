@@ -9,13 +9,20 @@ use crate::specfile::read::{expected, seq, Obj, Spanned};
 use crate::specfile::yaml::{Node, Value};
 use crate::vocab::{ErrorKind, Status, StopReason};
 
-pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Vec<TestCase> {
+pub(super) fn compile_tests(
+    node: &Node,
+    models: &[ModelDef],
+    has_fixtures_dir: bool,
+    ctx: &mut Ctx,
+) -> Vec<TestCase> {
     let mut out = Vec::new();
     // By name: a spec with 10,000 tests must not compare every name with every other.
     let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     // Resolved `fixture:` paths: two tests recording into one file would each pass while
     // recording, and the last writer would decide what both replay.
     let mut fixtures = FixtureOwners::new();
+    let mut stems: std::collections::HashMap<String, (String, crate::diag::Span)> =
+        std::collections::HashMap::new();
     for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
         let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else {
             continue;
@@ -32,6 +39,9 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
         }
         seen.entry(name.value.clone()).or_insert(name.span.line);
         let fixture = obj.string("fixture", &mut ctx.d);
+        if has_fixtures_dir && fixture.is_none() {
+            shared_stem(&name, &mut stems, ctx);
+        }
         let query = match (obj.string("query", &mut ctx.d), &fixture) {
             (Some(q), _) => q.value,
             (None, Some(_)) => String::new(),
@@ -89,22 +99,7 @@ pub(super) fn compile_tests(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> 
                 ctx.unknown_tool(a, "`approve`");
             }
         }
-        let mut faults = Vec::new();
-        if let Some(n) = obj.get("faults") {
-            if let Some(map) = Obj::open(n, "`faults`", &mut ctx.d) {
-                for (key, list) in map.entries {
-                    let name = Spanned {
-                        value: key.name.clone(),
-                        span: key.span,
-                    };
-                    if !ctx.tool_exists(&name.value) {
-                        ctx.unknown_tool(&name, "`faults`");
-                        continue;
-                    }
-                    faults.push((key.name.clone(), super::tools::compile_faults(list, ctx)));
-                }
-            }
-        }
+        let faults = test_faults(&obj, ctx);
         let expect = match obj.get("expect") {
             Some(e) => compile_expect(e, models, ctx),
             None => Expect::default(),
@@ -150,6 +145,55 @@ fn unique_fixture_path(
         owners.insert(key, (test.to_string(), f.span));
     }
     Some(path)
+}
+
+/// `faults:` of one test, by tool name.
+fn test_faults(obj: &Obj, ctx: &mut Ctx) -> Vec<(String, Vec<crate::registry::Fault>)> {
+    let mut faults = Vec::new();
+    if let Some(n) = obj.get("faults") {
+        if let Some(map) = Obj::open(n, "`faults`", &mut ctx.d) {
+            for (key, list) in map.entries {
+                let name = Spanned {
+                    value: key.name.clone(),
+                    span: key.span,
+                };
+                if !ctx.tool_exists(&name.value) {
+                    ctx.unknown_tool(&name, "`faults`");
+                    continue;
+                }
+                faults.push((key.name.clone(), super::tools::compile_faults(list, ctx)));
+            }
+        }
+    }
+    faults
+}
+
+/// Under `fixtures: DIR` a test's name is its fixture's file name: two names that become one
+/// file name would share a recording just as two equal `fixture:` paths do (E044).
+fn shared_stem(
+    name: &Spanned<String>,
+    stems: &mut std::collections::HashMap<String, (String, crate::diag::Span)>,
+    ctx: &mut Ctx,
+) {
+    let stem = crate::registry::fixture_stem(&name.value);
+    match stems.get(&stem) {
+        Some((first, span)) if *first != name.value => ctx.d.push(
+            Diagnostic::new(
+                "E044",
+                format!(
+                    "tests `{first}` and `{}` both record into `{stem}.json` under `fixtures:`",
+                    name.value
+                ),
+            )
+            .at(name.span)
+            .also(*span, format!("test `{first}` is here"))
+            .help("test names become fixture file names (characters other than letters, digits, `-`, `_` and `.` become `_`): rename one, or give it its own `fixture:`"),
+        ),
+        Some(_) => {}
+        None => {
+            stems.insert(stem, (name.value.clone(), name.span));
+        }
+    }
 }
 
 /// `a/./b/../c` as `a/c`: one file however its path is spelled (the file may not exist yet, so

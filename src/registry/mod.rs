@@ -525,6 +525,20 @@ pub(crate) struct Expect {
     pub(crate) judge: Option<Judge>,
 }
 
+/// A test's name as the file name of its fixture under `fixtures: DIR`: anything outside a
+/// conservative set becomes `_`.
+pub(crate) fn fixture_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// `expect.judge`: a grader model scores the answer against the rubric.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Judge {

@@ -476,15 +476,7 @@ pub(crate) fn record_hint(ctx: &RunContext<'_>, case: &TestCase, model: &str) ->
 
 /// Test names become file names: anything outside a conservative set becomes `_`.
 pub(crate) fn file_stem(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    crate::registry::fixture_stem(name)
 }
 
 /// Quotes a word for display in a POSIX shell command line (single quotes when needed).
