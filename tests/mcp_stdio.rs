@@ -560,6 +560,15 @@ tests:
             .contains("tool `get-sum` in a scripted tool call"),
         "{checked:?}"
     );
+    let listed = run(toolrun().arg("tools").arg(&spec_path));
+    listed.assert_success();
+    assert_eq!(listed.stdout.trim(), "[]");
+    assert!(
+        listed.stderr.contains(
+            "MCP server `everything` (`tools: \"*\"`) are known only when a run lists them"
+        ),
+        "{listed:?}"
+    );
     let explained = run(toolrun().args(["explain", "W113"]));
     explained.assert_success();
     assert!(explained.stdout.contains("tools: \"*\""), "{explained:?}");

@@ -21,5 +21,12 @@ pub(crate) fn run(args: ToolsArgs) -> i32 {
         _ => Value::Array(list),
     };
     println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    // Offline, a `tools: "*"` server's tools are unknown: say why they are missing.
+    for w in &registry.wildcards {
+        eprintln!(
+            "note: the tools of MCP server `{}` (`tools: \"*\"`) are known only when a run lists them; they are not shown",
+            crate::term::visible_line(&w.server.name)
+        );
+    }
     exit::SUCCESS
 }
