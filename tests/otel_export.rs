@@ -612,3 +612,124 @@ models:
     assert!(attr(call, "mcp.session.id").is_string(), "{call:#}");
     assert_clean("the exported spans", &tap.raw());
 }
+
+#[test]
+fn json_protocol_headers_and_resource_reach_the_collector_and_disabled_means_nothing_sent() {
+    // A collector that keeps what it gets: the first answer 200, then 500.
+    let collector = TestServer::start(|req| {
+        if req.nth == 1 {
+            Response::json(200, json!({}))
+        } else {
+            Response::json(500, json!({ "error": "full" }))
+        }
+    });
+    let server = echo_server();
+    let dir = support::temp_dir("otel-json");
+    let spec = leaky_spec(&dir, &server);
+    let run = |extra: &[(&str, String)]| {
+        let mut cmd = support::toolrun();
+        cmd.env("TOKEN", SECRET)
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://{}", collector.addr()),
+            )
+            .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+            .env(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                format!(
+                    "authorization=Bearer%20{},x-team=agents",
+                    "hdr-secret-value"
+                ),
+            )
+            .env("OTEL_SERVICE_NAME", "stock-agent")
+            .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci")
+            .env(
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            )
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+            .env_remove("TRACEPARENT")
+            .env_remove("OTEL_SDK_DISABLED");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        support::run(cmd.arg("run").arg(&spec).args(["--query", "echo please"]))
+    };
+    let out = run(&[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("warning"), "{out:?}");
+    let got = collector.requests();
+    assert_eq!(got.len(), 1, "one batch");
+    let req = &got[0];
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("POST", "/v1/traces")
+    );
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    assert_eq!(req.header("authorization"), Some("Bearer hdr-secret-value"));
+    assert_eq!(req.header("x-team"), Some("agents"));
+    let body: Value = serde_json::from_slice(&req.body).expect("OTLP/JSON");
+    let resource = &body["resourceSpans"][0]["resource"];
+    let resource_attr = |key: &str| {
+        resource["attributes"]
+            .as_array()
+            .and_then(|a| a.iter().find(|kv| kv["key"] == key))
+            .map(|kv| plain(&kv["value"]))
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(resource_attr("service.name"), "stock-agent");
+    assert_eq!(resource_attr("deployment.environment"), "ci");
+    let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .expect("spans")
+        .clone();
+    let chat = &named(&spans, "chat m")[0];
+    assert_eq!(attr(chat, "gen_ai.provider.name"), "scripted");
+    assert_eq!(
+        attr(chat, "gen_ai.system"),
+        Value::Null,
+        "latest conventions only"
+    );
+    assert_clean("the JSON export", &String::from_utf8_lossy(&req.body));
+
+    // The collector fails: one warning, the header's value never shown, exit code unchanged.
+    let out = run(&[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stderr.matches("warning").count(), 1, "{out:?}");
+    assert!(out.stderr.contains("HTTP 500"), "{out:?}");
+    assert!(!out.stderr.contains("hdr-secret-value"), "{out:?}");
+
+    // Disabled: nothing is sent.
+    let out = run(&[("OTEL_SDK_DISABLED", "true".into())]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(collector.requests().len(), 2, "nothing sent when disabled");
+}
+
+#[test]
+fn call_and_replay_export_their_spans() {
+    let tap = Tap::start();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = support::run(
+        toolrun(&tap)
+            .arg("call")
+            .arg(root.join("specs/stock_assistant.yaml"))
+            .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = support::run(
+        toolrun(&tap)
+            .arg("replay")
+            .arg(root.join("fixtures/local_stack_inventory.json")),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = tap.wait(|s| !named(s, "invoke_agent local_stack").is_empty());
+    let call = one(&spans, "execute_tool get_stock_price");
+    assert_eq!(call["parentSpanId"], "", "a root span");
+    assert_eq!(attr(call, "gen_ai.tool.name"), "get_stock_price");
+    let replay = spans
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with("replay ")))
+        .expect("a replay span");
+    assert_eq!(replay["status"]["code"], Value::Null, "the replay matched");
+    assert_child(one(&spans, "invoke_agent local_stack"), replay);
+}
