@@ -153,6 +153,15 @@ fn change(before: &TestResult, after: &TestResult) -> Option<TestChange> {
     })
 }
 
+/// The comparison as the results document keeps it (`baseline`), with the baseline's file.
+pub(crate) fn summary(c: &Comparison, file: &str) -> serde_json::Value {
+    let mut v = serde_json::to_value(c).unwrap_or_default();
+    if let Some(map) = v.as_object_mut() {
+        map.insert("file".into(), file.into());
+    }
+    v
+}
+
 /// `1/1 → 0/1 (deterministic)` or `10/10 → 2/10, significant (p=0.001)`.
 pub(crate) fn describe(c: &TestChange) -> String {
     let why = match c.p_value {

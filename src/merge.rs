@@ -35,6 +35,8 @@ pub(crate) fn merge(shards: Vec<(String, Results)>) -> Merged {
         };
     };
     merged.settings.partition = None;
+    // Each shard compared itself with a baseline; the whole was not.
+    merged.baseline = None;
     let mut seen: HashMap<(String, String, Option<String>), String> = merged
         .tests
         .iter()

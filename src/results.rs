@@ -38,6 +38,11 @@ pub(crate) struct Results {
     /// In the order the specs declare them, whatever order they ran in.
     pub(crate) tests: Vec<TestResult>,
     pub(crate) totals: Totals,
+    /// What changed since `test --baseline FILE` (`crate::compare`): each changed test with its
+    /// pass counts before and after and Fisher's p (`changes`), `new` and `gone` tests, and
+    /// McNemar's p over the tests both ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) baseline: Option<Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -643,6 +648,7 @@ impl Results {
             models: Vec::new(),
             tests: Vec::new(),
             totals: Totals::default(),
+            baseline: None,
         }
     }
 

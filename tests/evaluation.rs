@@ -225,8 +225,21 @@ fn a_baseline_blocks_only_regressions_and_names_new_and_gone_tests() {
         "base.json",
         "--junit",
         "j.xml",
+        "--results",
+        "now.json",
     ]));
     out.assert_code(1);
+    // The results document keeps the comparison, for tools that gate on it.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("now.json")).unwrap()).unwrap();
+    let b = &doc["baseline"];
+    assert_eq!(b["file"], "base.json", "{b:#}");
+    assert_eq!(b["changes"][0]["test"], "s::kept");
+    assert_eq!(b["changes"][0]["change"], "regression");
+    assert_eq!(b["changes"][0]["before"], serde_json::json!([1, 1]));
+    assert_eq!(b["new"], serde_json::json!(["s::added"]));
+    assert_eq!(b["gone"], serde_json::json!(["s::dropped"]));
+    assert_eq!(b["paired"], 2);
     let first = out.stdout.lines().take(2).collect::<Vec<_>>();
     assert!(
         first[0].starts_with("baseline base.json: 1 regression(s)"),

@@ -107,6 +107,16 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         results.tests.push(test);
     }
     results.finish();
+    let comparison = baseline.as_ref().map(|b| {
+        crate::compare::compare(
+            &b.tests.iter().collect::<Vec<_>>(),
+            &results.tests.iter().collect::<Vec<_>>(),
+        )
+    });
+    // The document says what changed too, for tools that gate on it (a CI action, a bot).
+    if let (Some(c), Some(path)) = (&comparison, &args.baseline) {
+        results.baseline = Some(crate::compare::summary(c, &path.display().to_string()));
+    }
     if crate::telemetry::active().is_some() {
         crate::telemetry::export_results(&results.to_json(&redactor), &redactor);
     }
@@ -115,7 +125,7 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         (&results, &cases),
         load_failures,
         &redactor,
-        baseline,
+        comparison,
         fail_on,
     )?;
     if let Some(code) = signals.interrupted_exit() {
@@ -150,7 +160,7 @@ fn finish(
     (results, cases): (&Results, &[Case]),
     load_failures: Vec<CaseResult>,
     redactor: &crate::redact::Redactor,
-    baseline: Option<Results>,
+    comparison: Option<crate::compare::Comparison>,
     fail_on: FailOn,
 ) -> Result<i32, i32> {
     if let Some(path) = &args.results {
@@ -159,12 +169,6 @@ fn finish(
             return Err(exit::FAILED);
         }
     }
-    let comparison = baseline.as_ref().map(|b| {
-        crate::compare::compare(
-            &b.tests.iter().collect::<Vec<_>>(),
-            &results.tests.iter().collect::<Vec<_>>(),
-        )
-    });
     let spec_failed = !load_failures.is_empty();
     let matrix = args.model.len() > 1;
     let mut rows: Vec<CaseResult> = load_failures;
