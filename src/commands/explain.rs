@@ -1,7 +1,7 @@
 //! `toolrun explain CODE`: what a diagnostic means, why it matters, an example and the fix.
 
 use crate::cli::ExplainArgs;
-use crate::codes::{explain, find, Code, CODES};
+use crate::codes::{explain, find, CodeInfo, CODES};
 use crate::exit;
 
 pub(crate) fn run(args: ExplainArgs) -> i32 {
@@ -31,7 +31,7 @@ pub(crate) fn run(args: ExplainArgs) -> i32 {
 }
 
 /// People type codes from memory: `12`, `e12`, `E0012` all mean E012, and `101` means W101.
-fn same_number(text: &str) -> Option<&'static Code> {
+fn same_number(text: &str) -> Option<&'static CodeInfo> {
     let digits = text.trim().trim_start_matches(['E', 'e', 'W', 'w']);
     let n: u32 = digits.parse().ok()?;
     CODES

@@ -9,6 +9,7 @@ mod test_cases;
 mod tools;
 mod url_template;
 
+use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use crate::registry::{HostRule, Limits, Policy, Registry};
 use crate::specfile::keys;
@@ -55,7 +56,7 @@ impl Ctx<'_> {
             let servers: Vec<String> = self.open_servers.iter().map(|s| format!("`{s}`")).collect();
             self.d.push(
                 Diagnostic::new(
-                    "W113",
+                    Code::W113,
                     format!(
                         "tool `{}` in {place} is not declared; it may be one of the tools of MCP server {} (`tools: \"*\"`), which only a run can list",
                         name.value,
@@ -71,10 +72,13 @@ impl Ctx<'_> {
         let help = did_you_mean(&name.value, self.tool_names.iter().map(String::as_str))
             .unwrap_or_else(|| format!("declared tools: {}", self.tool_names.join(", ")));
         self.d.push(
-            Diagnostic::new("E012", format!("unknown tool `{}` in {place}", name.value))
-                .at(name.span)
-                .label("not a tool of this spec")
-                .help(help),
+            Diagnostic::new(
+                Code::E012,
+                format!("unknown tool `{}` in {place}", name.value),
+            )
+            .at(name.span)
+            .label("not a tool of this spec")
+            .help(help),
         );
     }
 }
@@ -198,7 +202,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     if !matches!(root.value, Value::Map(_)) {
         ctx.d.push(
             Diagnostic::new(
-                "E003",
+                Code::E003,
                 format!(
                     "a spec must be a mapping of keys, found {}",
                     root.type_name()
@@ -277,9 +281,12 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
             Ok(p) => Some(p),
             Err(e) => {
                 ctx.d.push(
-                    Diagnostic::new("E036", format!("fixtures folder {}", e.describe(&d.value)))
-                        .at(d.span)
-                        .help(crate::files::Escape::HELP),
+                    Diagnostic::new(
+                        Code::E036,
+                        format!("fixtures folder {}", e.describe(&d.value)),
+                    )
+                    .at(d.span)
+                    .help(crate::files::Escape::HELP),
                 );
                 None
             }
@@ -319,7 +326,7 @@ fn check_version(top: &Obj, root: &Node, ctx: &mut Ctx) {
         Some(n) if n.value == Value::Int(1) => {}
         Some(n) => ctx.d.push(
             Diagnostic::new(
-                "E009",
+                Code::E009,
                 format!("unsupported spec version {}", scalar_text(n)),
             )
             .at(n.span)
@@ -340,7 +347,7 @@ fn compile_secrets(top: &Obj, ctx: &mut Ctx) {
             if !valid {
                 ctx.d.push(
                     Diagnostic::new(
-                        "E018",
+                        Code::E018,
                         format!("`{}` is not an environment variable name", s.value),
                     )
                     .at(s.span)
@@ -348,11 +355,14 @@ fn compile_secrets(top: &Obj, ctx: &mut Ctx) {
                 );
             } else if let Some(first) = ctx.secrets.insert(s.value.clone(), s.span) {
                 ctx.d.push(
-                    Diagnostic::new("E005", format!("secret `{}` is declared twice", s.value))
-                        .at(s.span)
-                        .label("second declaration")
-                        .also(first, "first declared here")
-                        .help("remove one of them"),
+                    Diagnostic::new(
+                        Code::E005,
+                        format!("secret `{}` is declared twice", s.value),
+                    )
+                    .at(s.span)
+                    .label("second declaration")
+                    .also(first, "first declared here")
+                    .help("remove one of them"),
                 );
             }
         }
@@ -367,7 +377,7 @@ fn compile_replay_ignore(top: &Obj, ctx: &mut Ctx) -> Vec<String> {
             for p in obj.string_list("ignore", &mut ctx.d).unwrap_or_default() {
                 if !p.value.is_empty() && !p.value.starts_with('/') {
                     ctx.d.push(
-                        Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
+                        Diagnostic::new(Code::E030, format!("`{}` is not a JSON Pointer", p.value))
                             .at(p.span)
                             .help(format!(
                                 "JSON Pointers start with `/`, e.g. `/{}`",
@@ -392,7 +402,7 @@ fn warn_unused_secrets(ctx: &mut Ctx) {
         if !ctx.used_secrets.contains(secret) {
             ctx.d.push(
                 Diagnostic::new(
-                    "W105",
+                    Code::W105,
                     format!("secret `{secret}` is declared but no template reads it"),
                 )
                 .at(*span)
@@ -420,13 +430,16 @@ fn scalar_text(n: &Node) -> String {
 }
 
 fn yaml_missing(root: &Node, key: &str, help: &str) -> Diagnostic {
-    Diagnostic::new("E008", format!("the spec is missing required key `{key}`"))
-        .at(Span {
-            end_line: root.span.line,
-            end_col: root.span.col + 1,
-            ..root.span
-        })
-        .help(help.to_string())
+    Diagnostic::new(
+        Code::E008,
+        format!("the spec is missing required key `{key}`"),
+    )
+    .at(Span {
+        end_line: root.span.line,
+        end_col: root.span.col + 1,
+        ..root.span
+    })
+    .help(help.to_string())
 }
 
 fn compile_serve(node: Option<&Node>, ctx: &mut Ctx) -> crate::registry::ServeLimits {
@@ -472,7 +485,7 @@ fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
         if limits.max_parallel_tools > limits.max_tool_calls {
             d.push(
                 Diagnostic::new(
-                    "E023",
+                    Code::E023,
                     format!(
                         "`max_parallel_tools` ({}) is larger than `max_tool_calls` ({})",
                         limits.max_parallel_tools, limits.max_tool_calls
@@ -490,7 +503,7 @@ fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
         limits.run_timeout = v.value;
         if limits.tool_timeout > limits.run_timeout {
             d.push(
-                Diagnostic::new("E023", "`tool_timeout` is longer than `run_timeout`")
+                Diagnostic::new(Code::E023, "`tool_timeout` is longer than `run_timeout`")
                     .at(v.span)
                     .help("a tool can never use its whole timeout; lower `tool_timeout` or raise `run_timeout`"),
             );
@@ -551,7 +564,7 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
                     match parse_host_rule(&h.value) {
                         Some(rule) => policy.allow_hosts.push(rule),
                         None => ctx.d.push(
-                            Diagnostic::new("E020", format!("`{}` is not a host name", h.value))
+                            Diagnostic::new(Code::E020, format!("`{}` is not a host name", h.value))
                                 .at(h.span)
                                 .help("write a host such as `api.example.com`, or host and port such as `127.0.0.1:8080` (no scheme, no path)"),
                         ),
@@ -580,14 +593,17 @@ fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mu
         if let Some((why, span)) = blocked {
             let (code, what) = if tool.side_effects {
                 (
-                    "W103",
+                    Code::W103,
                     format!(
                         "side-effecting tool `{}` can never be confirmed or run: {why}",
                         tool.name
                     ),
                 )
             } else {
-                ("W104", format!("tool `{}` can never run: {why}", tool.name))
+                (
+                    Code::W104,
+                    format!("tool `{}` can never run: {why}", tool.name),
+                )
             };
             let span = if span.end_line == span.line {
                 span
@@ -669,7 +685,7 @@ fn check_scripted_calls(tools: &[crate::registry::Tool], ctx: &mut Ctx) {
                 format!("`{}`", path.trim_start_matches('/'))
             };
             ctx.d.push(
-                Diagnostic::new("E019", format!("scripted call to `{name}` has invalid {shown}: {}", crate::arguments::error_text(&err, true)))
+                Diagnostic::new(Code::E019, format!("scripted call to `{name}` has invalid {shown}: {}", crate::arguments::error_text(&err, true)))
                     .at(at.span)
                     .help("fix the arguments to match the tool's `input` schema, or add `malformed: true` to the call if this is on purpose"),
             );

@@ -2,6 +2,7 @@
 
 use super::template_check::{check_tvalue, compile_text, Roots};
 use super::Ctx;
+use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{
     LazyRegex, LiveModel, ModelDef, ModelKind, Policy, Price, Script, ScriptedArguments,
@@ -25,7 +26,7 @@ pub(super) fn compile_regex(text: &str, node: &Node, ctx: &mut Ctx) -> Option<La
             let short = msg.lines().last().unwrap_or(&msg).trim().to_string();
             ctx.d.push(
                 Diagnostic::new(
-                    "E027",
+                    Code::E027,
                     format!("invalid regular expression `{text}`: {short}"),
                 )
                 .at(node.span)
@@ -68,7 +69,7 @@ pub(super) fn compile_models(
                         None => {
                             if !names.iter().any(|m| m == name) {
                                 ctx.d.push(
-                            Diagnostic::new("E025", format!("`default_model` names `{name}`, which is not in `models`"))
+                            Diagnostic::new(Code::E025, format!("`default_model` names `{name}`, which is not in `models`"))
                                 .at(n.span)
                                 .help(did_you_mean(name, names.iter().map(String::as_str)).unwrap_or_else(|| format!("models: {}", names.join(", ")))),
                         );
@@ -87,7 +88,7 @@ pub(super) fn compile_models(
             let at = node.map(|n| n.span).unwrap_or_default();
             ctx.d.push(
                 Diagnostic::new(
-                    "E028",
+                    Code::E028,
                     "several models are declared but `default_model` is not set",
                 )
                 .at(crate::diag::Span {
@@ -156,7 +157,7 @@ fn model_kind(
     }
     let shown = k.as_str().unwrap_or("?").to_string();
     ctx.d.push(
-        Diagnostic::new("E011", format!("unknown model kind `{shown}`"))
+        Diagnostic::new(Code::E011, format!("unknown model kind `{shown}`"))
             .at(k.span)
             .help(crate::diag::choose(
                 &shown,
@@ -205,7 +206,7 @@ fn warn_shadowed_scripts(items: &[Node], ctx: &mut Ctx) {
                 Some(w) => format!("the script at line {line} has the same `when: {w}`"),
             };
             ctx.d.push(
-                Diagnostic::new("W112", "this script can never be chosen")
+                Diagnostic::new(Code::W112, "this script can never be chosen")
                     .at(when_node.map_or(item.span, |n| n.span))
                     .label("shadowed by an earlier script")
                     .also(*covering_span, "this script matches first")
@@ -235,7 +236,7 @@ fn compile_live(
         } else {
             ctx.d.push(
                 Diagnostic::new(
-                    "E023",
+                    Code::E023,
                     format!("`temperature` must be between 0 and 2, found {}", t.value),
                 )
                 .at(t.span),
@@ -299,7 +300,7 @@ fn compile_price(model: &Obj, ctx: &mut Ctx) -> Option<Price> {
         if n.value < 0.0 {
             ctx.d.push(
                 Diagnostic::new(
-                    "E023",
+                    Code::E023,
                     format!("`price.{key}` must be 0 or more, found {}", n.value),
                 )
                 .at(n.span)
@@ -329,7 +330,7 @@ fn base_url(obj: &Obj<'_>, kind_name: &str, ctx: &mut Ctx) -> String {
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         ctx.d.push(
             Diagnostic::new(
-                "E021",
+                Code::E021,
                 format!(
                     "`base_url` `{}` must start with http:// or https://",
                     b.value
@@ -344,7 +345,7 @@ fn base_url(obj: &Obj<'_>, kind_name: &str, ctx: &mut Ctx) -> String {
         let fixed = &trimmed[..trimmed.len() - 3];
         ctx.d.push(
             Diagnostic::new(
-                "W111",
+                Code::W111,
                 format!(
                     "Anthropic `base_url` `{}` ends in `/v1`: requests would go to `{trimmed}/v1/messages`",
                     b.value
@@ -380,7 +381,7 @@ fn headers(obj: &Obj<'_>, api_key_header: Option<&str>, ctx: &mut Ctx) -> Vec<(S
             if credential {
                 ctx.d.push(
                     Diagnostic::new(
-                        "E041",
+                        Code::E041,
                         format!("header `{}` carries a credential and may not be set in `headers`", k.name),
                     )
                     .at(k.span)
@@ -452,7 +453,7 @@ fn tool_choice(node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) -> ToolChoic
     {
         ctx.d.push(
             Diagnostic::new(
-                "E043",
+                Code::E043,
                 format!(
                     "`tool_choice` forces `{}`, which the policy does not offer to the model",
                     name.value
@@ -477,7 +478,7 @@ fn extra_body(node: Option<&Node>, ctx: &mut Ctx) -> serde_json::Map<String, ser
         if let Some((_, owner)) = keys::OWNED_BODY_KEYS.iter().find(|(o, _)| *o == k.name) {
             ctx.d.push(
                 Diagnostic::new(
-                    "E042",
+                    Code::E042,
                     format!("`extra_body` may not set `{}`: toolrun writes it", k.name),
                 )
                 .at(k.span)
@@ -512,7 +513,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
     let items = seq(turns_node, "`turns`", &mut ctx.d)?;
     if items.is_empty() {
         ctx.d.push(
-            Diagnostic::new("E008", "a script needs at least one turn")
+            Diagnostic::new(Code::E008, "a script needs at least one turn")
                 .at(turns_node.span)
                 .help("add `- answer: ...`"),
         );
@@ -527,7 +528,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
         if forms != 1 {
             ctx.d.push(
                 Diagnostic::new(
-                    "E029",
+                    Code::E029,
                     "a turn needs exactly one of `answer`, `tool_calls`, `raw` or `cut_off`",
                 )
                 .at(t.span)
@@ -563,7 +564,7 @@ fn compile_script(node: &Node, ctx: &mut Ctx) -> Option<Script> {
             }
             if calls.is_empty() && !ctx.d.has_errors() {
                 ctx.d.push(
-                    Diagnostic::new("E029", "`tool_calls` is empty")
+                    Diagnostic::new(Code::E029, "`tool_calls` is empty")
                         .at(n.span)
                         .help("list at least one `{ name: ..., arguments: {...} }`"),
                 );
@@ -597,7 +598,7 @@ fn compile_call(node: &Node, ctx: &mut Ctx) -> Option<ScriptedCall> {
         (Some(_), Some(raw)) => {
             ctx.d.push(
                 Diagnostic::new(
-                    "E029",
+                    Code::E029,
                     "a scripted call has either `arguments` or `arguments_raw`, not both",
                 )
                 .at(raw.span),

@@ -1,6 +1,7 @@
 //! Tool input schemas: valid JSON Schema, of an object, with defaults that satisfy themselves.
 
 use super::Ctx;
+use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic};
 
 const JSON_TYPES: &[&str] = &[
@@ -48,10 +49,10 @@ pub(super) fn compile_input_schema(
         let at = node_at(node, &path);
         // The meta-schema's own message for a misspelt type is an opaque `anyOf` failure.
         let diagnostic = match (path.rsplit('/').next(), at.as_str()) {
-            (Some("type"), Some(t)) => Diagnostic::new("E014", format!("`input` of tool `{tool}` uses `{t}`, which is not a JSON Schema type"))
+            (Some("type"), Some(t)) => Diagnostic::new(Code::E014, format!("`input` of tool `{tool}` uses `{t}`, which is not a JSON Schema type"))
                 .label("unknown type")
                 .help(did_you_mean(t, JSON_TYPES.iter().copied()).unwrap_or_else(|| format!("types are {}", JSON_TYPES.join(", ")))),
-            _ => Diagnostic::new("E014", format!("`input` of tool `{tool}` is not a valid JSON Schema: {}", e.masked()))
+            _ => Diagnostic::new(Code::E014, format!("`input` of tool `{tool}` is not a valid JSON Schema: {}", e.masked()))
                 .help("see https://json-schema.org/understanding-json-schema/ for the keywords and their values"),
         };
         ctx.d.push(diagnostic.at(at.span));
@@ -68,7 +69,7 @@ pub(super) fn compile_input_schema(
                 None => "no `type`".into(),
             };
             ctx.d.push(
-                Diagnostic::new("E015", format!("`input` of tool `{tool}` must be an object schema, found {found}"))
+                Diagnostic::new(Code::E015, format!("`input` of tool `{tool}` must be an object schema, found {found}"))
                     .at(at.span)
                     .help("tool arguments are always a JSON object: write `type: object` with `properties:`"),
             );
@@ -81,7 +82,7 @@ pub(super) fn compile_input_schema(
             let at = node_at(node, e.schema_path().as_str());
             ctx.d.push(
                 Diagnostic::new(
-                    "E014",
+                    Code::E014,
                     format!("`input` of tool `{tool}` does not compile: {}", e.masked()),
                 )
                 .at(at.span)
@@ -117,7 +118,7 @@ fn check_defaults(node: &Node, schema: &serde_json::Value, tool: &str, ctx: &mut
                 name.replace('~', "~0").replace('/', "~1")
             ));
             ctx.d.push(
-                Diagnostic::new("W102", format!("the default of `{name}` in tool `{tool}` breaks its own schema: {err}"))
+                Diagnostic::new(Code::W102, format!("the default of `{name}` in tool `{tool}` breaks its own schema: {err}"))
                     .at(at.span)
                     .help("fix the default, or allow it (e.g. `type: [string, \"null\"]` for `default: null`)"),
             );

@@ -2,6 +2,7 @@
 //! against the tool's input schema, `secrets.X` against `secrets:`.
 
 use super::Ctx;
+use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::specfile::yaml::Node;
 use crate::templates::{TValue, TemplateId, TemplatePos};
@@ -106,7 +107,7 @@ pub(crate) fn compile_text(
         Err((msg, line)) => {
             let span = template_error_span(node, text, line, ctx);
             ctx.d.push(
-                Diagnostic::new("E016", format!("template syntax error: {msg}"))
+                Diagnostic::new(Code::E016, format!("template syntax error: {msg}"))
                     .at(span)
                     .help("templates use minijinja (Jinja2) syntax: `{{ args.name }}`, `{% if ... %}...{% endif %}`"),
             );
@@ -136,7 +137,7 @@ pub(crate) fn check_tvalue(
                 let at = node.locate(&pointer);
                 let span = template_error_span(at, at.as_str().unwrap_or(""), line, ctx);
                 ctx.d.push(
-                    Diagnostic::new("E016", format!("template syntax error: {msg}"))
+                    Diagnostic::new(Code::E016, format!("template syntax error: {msg}"))
                         .at(span)
                         .help("templates use minijinja (Jinja2) syntax: `{{ args.name }}`, `{% if ... %}...{% endif %}`"),
                 );
@@ -194,7 +195,7 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
             let at = narrow(node, root, ctx);
             ctx.d.push(
                 Diagnostic::new(
-                    "E017",
+                    Code::E017,
                     format!("template reads `{root}`, which is not available here"),
                 )
                 .at(at)
@@ -219,7 +220,7 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                             });
                         let at = narrow(node, &format!("args.{f}"), ctx);
                         ctx.d.push(
-                            Diagnostic::new("E017", format!("template reads `args.{f}`, but `{f}` is not a property of the tool's input schema"))
+                            Diagnostic::new(Code::E017, format!("template reads `args.{f}`, but `{f}` is not a property of the tool's input schema"))
                                 .at(at)
                                 .help(hint),
                         );
@@ -236,7 +237,7 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                     let at = narrow(node, &format!("secrets.{s}"), ctx);
                     ctx.d.push(
                         Diagnostic::new(
-                            "E018",
+                            Code::E018,
                             format!(
                                 "template reads `secrets.{s}`, which is not declared in `secrets`"
                             ),
@@ -263,7 +264,7 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                 let at = narrow(node, &path, ctx);
                 ctx.d.push(
                     Diagnostic::new(
-                        "E017",
+                        Code::E017,
                         format!("template reads `{path}`, which a tool result never has"),
                     )
                     .at(at)

@@ -2,6 +2,7 @@
 
 use super::models::compile_regex;
 use super::Ctx;
+use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::registry::{Expect, ModelDef, TestCase};
 use crate::specfile::keys;
@@ -32,7 +33,7 @@ pub(super) fn compile_tests(
         };
         if let Some(line) = seen.get(&name.value) {
             ctx.d.push(
-                Diagnostic::new("E034", format!("test name `{}` is used twice", name.value))
+                Diagnostic::new(Code::E034, format!("test name `{}` is used twice", name.value))
                     .at(name.span)
                     .help(format!("the first is at line {line}; test names must be unique so results can be told apart")),
             );
@@ -60,7 +61,7 @@ pub(super) fn compile_tests(
             } else {
                 ctx.d.push(
                     Diagnostic::new(
-                        "E025",
+                        Code::E025,
                         format!(
                             "test `{}` names model `{}`, which is not in `models`",
                             name.value, m.value
@@ -85,7 +86,7 @@ pub(super) fn compile_tests(
                     Ok(ms) => Some(ms),
                     Err(e) => {
                         ctx.d.push(
-                            Diagnostic::new("E007", format!("test `{}`: {e}", name.value))
+                            Diagnostic::new(Code::E007, format!("test `{}`: {e}", name.value))
                                 .at(n.span)
                                 .help("`now` is an RFC 3339 time, e.g. `2030-01-02T09:30:00Z`"),
                         );
@@ -134,7 +135,7 @@ fn unique_fixture_path(
     if let Some((first, span)) = owners.get(&key) {
         ctx.d.push(
             Diagnostic::new(
-                "E044",
+                Code::E044,
                 format!("tests `{first}` and `{test}` name the same fixture `{}`", f.value),
             )
             .at(f.span)
@@ -179,7 +180,7 @@ fn shared_stem(
     match stems.get(&stem) {
         Some((first, span)) if *first != name.value => ctx.d.push(
             Diagnostic::new(
-                "E044",
+                Code::E044,
                 format!(
                     "tests `{first}` and `{}` both record into `{stem}.json` under `fixtures:`",
                     name.value
@@ -220,7 +221,7 @@ fn one_of(v: &Spanned<String>, allowed: &[&str], what: &str, ctx: &mut Ctx) -> b
         return true;
     }
     ctx.d.push(
-        Diagnostic::new("E033", format!("unknown {what} `{}`", v.value))
+        Diagnostic::new(Code::E033, format!("unknown {what} `{}`", v.value))
             .at(v.span)
             .help(crate::diag::choose(&v.value, allowed.iter().copied())),
     );
@@ -319,7 +320,7 @@ fn compile_judge(
     if !models.iter().any(|m| m.name == model.value) {
         ctx.d.push(
             Diagnostic::new(
-                "E025",
+                Code::E025,
                 format!(
                     "the judge names model `{}`, which is not in `models`",
                     model.value
@@ -338,7 +339,7 @@ fn compile_judge(
         Some(p) if !(0.0..=1.0).contains(&p.value) => {
             ctx.d.push(
                 Diagnostic::new(
-                    "E007",
+                    Code::E007,
                     format!("`pass` is {}, not a score from 0 to 1", p.value),
                 )
                 .at(p.span)
@@ -366,7 +367,7 @@ fn fixture_path(f: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<std::p
         Ok(p) => p,
         Err(e) => {
             ctx.d.push(
-                Diagnostic::new("E036", format!("fixture {}", e.describe(&f.value)))
+                Diagnostic::new(Code::E036, format!("fixture {}", e.describe(&f.value)))
                     .at(f.span)
                     .help(crate::files::Escape::HELP),
             );
@@ -377,7 +378,7 @@ fn fixture_path(f: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<std::p
         Ok(_) => {}
         Err(crate::files::NotAFile::Missing) => ctx.d.push(
             Diagnostic::new(
-                "W108",
+                Code::W108,
                 format!("fixture `{}` has not been recorded yet", f.value),
             )
             .at(f.span)
@@ -388,7 +389,7 @@ fn fixture_path(f: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<std::p
         ),
         Err(e) => {
             ctx.d.push(
-                Diagnostic::new("E036", format!("fixture `{}` {e}", f.value))
+                Diagnostic::new(Code::E036, format!("fixture `{}` {e}", f.value))
                     .at(f.span)
                     .help("name a fixture file (JSON) written by `toolrun run ... --record PATH`"),
             );

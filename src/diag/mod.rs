@@ -2,6 +2,7 @@
 
 mod snippet;
 
+use crate::codes::Code;
 use crate::line_index::Lines;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -44,7 +45,7 @@ impl Span {
 
 #[derive(Clone, Debug)]
 pub(crate) struct Diagnostic {
-    pub(crate) code: &'static str,
+    pub(crate) code: Code,
     pub(crate) severity: Severity,
     pub(crate) message: String,
     pub(crate) file: Option<String>,
@@ -58,15 +59,10 @@ pub(crate) struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        let severity = if code.starts_with('W') {
-            Severity::Warning
-        } else {
-            Severity::Error
-        };
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
-            severity,
+            severity: code.severity(),
             message: message.into(),
             file: None,
             span: None,
@@ -262,7 +258,7 @@ pub(crate) fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
     let list: Vec<JsonDiagnostic> = diags
         .iter()
         .map(|d| JsonDiagnostic {
-            code: d.code,
+            code: d.code.as_str(),
             severity: d.severity,
             message: &d.message,
             file: d.file.as_deref(),
@@ -297,7 +293,7 @@ pub(crate) fn render_github(d: &Diagnostic) -> String {
     if let Some(h) = &d.help {
         message.push_str(&format!(" (help: {h})"));
     }
-    github_command(kind, d.file.as_deref(), d.span, d.code, &message)
+    github_command(kind, d.file.as_deref(), d.span, d.code.as_str(), &message)
 }
 
 /// One workflow command (`::error file=F,line=L,col=C,...,title=T::message`), for diagnostics
@@ -336,7 +332,7 @@ pub(crate) fn to_sarif(
     rules: &[(&'static str, &'static str)],
 ) -> serde_json::Value {
     use serde_json::json;
-    let used: std::collections::BTreeSet<&str> = diags.iter().map(|d| d.code).collect();
+    let used: std::collections::BTreeSet<&str> = diags.iter().map(|d| d.code.as_str()).collect();
     let rule_list: Vec<_> = rules
         .iter()
         .filter(|(code, _)| used.contains(code))
@@ -414,7 +410,7 @@ mod tests {
 
     #[test]
     fn human_rendering_draws_caret_under_the_span() {
-        let d = Diagnostic::new("E012", "unknown tool `get_stok`")
+        let d = Diagnostic::new(Code::E012, "unknown tool `get_stok`")
             .in_file("s.yaml")
             .at(Span {
                 line: 2,
@@ -435,7 +431,7 @@ mod tests {
     #[test]
     fn long_lines_are_cut_around_the_caret() {
         let line = format!("{}X{}", "a".repeat(500), "b".repeat(500));
-        let d = Diagnostic::new("E002", "bad").at(Span::point(1, 501));
+        let d = Diagnostic::new(Code::E002, "bad").at(Span::point(1, 501));
         let out = render_human(&d, Some(Lines::new(&line, &LineIndex::new(&line))));
         let lines: Vec<&str> = out.lines().collect();
         let text = lines.iter().find(|l| l.starts_with("1 | ")).unwrap();
@@ -455,7 +451,7 @@ mod tests {
 
     #[test]
     fn github_annotations_escape_separators() {
-        let d = Diagnostic::new("E001", "bad, really: 100%")
+        let d = Diagnostic::new(Code::E001, "bad, really: 100%")
             .in_file("a,b.yaml")
             .at(Span::point(1, 2));
         assert_eq!(

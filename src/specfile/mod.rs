@@ -9,6 +9,7 @@ pub(crate) mod read;
 pub(crate) mod schema;
 pub(crate) mod yaml;
 
+use crate::codes::Code;
 use crate::diag::{Diagnostic, Span};
 use crate::line_index::{LineIndex, Lines};
 use std::path::Path;
@@ -48,7 +49,7 @@ impl Source {
 pub(crate) fn read_source(path: &Path) -> Result<Source, Diagnostic> {
     let display = path.display().to_string();
     let fail = |msg: String, help: &str| {
-        Err(Diagnostic::new("E001", msg)
+        Err(Diagnostic::new(Code::E001, msg)
             .in_file(&display)
             .help(help.to_string()))
     };
@@ -67,7 +68,7 @@ pub(crate) fn read_source(path: &Path) -> Result<Source, Diagnostic> {
         }
         Err(crate::files::ReadError::TooLarge { limit }) => {
             return Err(Diagnostic::new(
-                "E004",
+                Code::E004,
                 format!("`{display}` is larger than {limit} bytes, the limit for a spec"),
             )
             .in_file(&display)
@@ -81,7 +82,7 @@ pub(crate) fn read_source(path: &Path) -> Result<Source, Diagnostic> {
             let text = String::from_utf8_lossy(valid);
             let (line, col) = LineIndex::new(&text).position(&text, text.len());
             Err(
-                Diagnostic::new("E001", format!("`{display}` is not valid UTF-8"))
+                Diagnostic::new(Code::E001, format!("`{display}` is not valid UTF-8"))
                     .in_file(&display)
                     .at(Span::point(line, col))
                     .help("save the file as UTF-8"),

@@ -3,6 +3,7 @@
 
 use super::keys::Place;
 use super::yaml::{Key, Node, Value};
+use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use std::time::Duration;
 
@@ -175,7 +176,7 @@ impl<'a> Obj<'a> {
         if v.value < min {
             d.push(
                 Diagnostic::new(
-                    "E023",
+                    Code::E023,
                     format!("`{key}` must be at least {min}, found {}", v.value),
                 )
                 .at(v.span)
@@ -213,7 +214,7 @@ impl<'a> Obj<'a> {
             Value::Str(s) => s.clone(),
             Value::Int(i) => {
                 d.push(
-                    Diagnostic::new("E024", format!("`{key}` needs a unit"))
+                    Diagnostic::new(Code::E024, format!("`{key}` needs a unit"))
                         .at(n.span)
                         .help(format!(
                             "write `{i}s` for seconds or `{i}ms` for milliseconds"
@@ -233,7 +234,7 @@ impl<'a> Obj<'a> {
         match parse_duration(&text) {
             Ok(dur) if dur.is_zero() => {
                 d.push(
-                    Diagnostic::new("E024", format!("`{key}` must be longer than zero"))
+                    Diagnostic::new(Code::E024, format!("`{key}` must be longer than zero"))
                         .at(n.span)
                         .help("use a positive duration such as `5s`"),
                 );
@@ -245,7 +246,7 @@ impl<'a> Obj<'a> {
             }),
             Err(why) => {
                 d.push(
-                    Diagnostic::new("E024", format!("invalid duration `{text}`: {why}"))
+                    Diagnostic::new(Code::E024, format!("invalid duration `{text}`: {why}"))
                         .at(n.span)
                         .help("write a number and a unit: `500ms`, `5s`, `2m` or `1h`"),
                 );
@@ -315,7 +316,7 @@ pub(crate) fn seq<'a>(n: &'a Node, what: &str, d: &mut Diagnostics) -> Option<&'
 
 pub(crate) fn expected(n: &Node, wanted: &str, what: &str) -> Diagnostic {
     Diagnostic::new(
-        "E007",
+        Code::E007,
         format!("{what} must be {wanted}, found {}", n.type_name()),
     )
     .at(n.span)
@@ -337,10 +338,13 @@ pub(crate) fn missing(n: &Node, key: &str, what: &str) -> Diagnostic {
 
 /// For a named mapping (a tool, a model) the name is the most precise place to point at.
 pub(crate) fn missing_at(span: Span, key: &str, what: &str) -> Diagnostic {
-    Diagnostic::new("E008", format!("{what} is missing required key `{key}`"))
-        .at(span)
-        .label(format!("no `{key}` here"))
-        .help(format!("add `{key}:` to {what}"))
+    Diagnostic::new(
+        Code::E008,
+        format!("{what} is missing required key `{key}`"),
+    )
+    .at(span)
+    .label(format!("no `{key}` here"))
+    .help(format!("add `{key}:` to {what}"))
 }
 
 pub(crate) fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic {
@@ -348,7 +352,7 @@ pub(crate) fn unknown_key(key: &Key, what: &str, allowed: &[&str]) -> Diagnostic
     if help.is_none() {
         help = Some(format!("allowed keys in {what}: {}", allowed.join(", ")));
     }
-    Diagnostic::new("E006", format!("unknown key `{}` in {what}", key.name))
+    Diagnostic::new(Code::E006, format!("unknown key `{}` in {what}", key.name))
         .at(key.span)
         .label("unknown key")
         .help_opt(help)

@@ -4,6 +4,7 @@
 //! bounded by a limit, not by the thread's stack, and aliases are expanded against a node budget so
 //! a "billion laughs" document is refused after a bounded amount of work and memory.
 
+use crate::codes::Code;
 use crate::diag::{Diagnostic, Span};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
@@ -240,7 +241,7 @@ pub(crate) fn parse_keeping_duplicates(
     }
     match tree.root {
         Some(node) => Ok((node, tree.duplicates)),
-        None => Err(vec![Diagnostic::new("E003", "the spec is empty")
+        None => Err(vec![Diagnostic::new(Code::E003, "the spec is empty")
             .at(Span::point(1, 1))
             .help("start with `version: 1`")]),
     }
@@ -254,7 +255,7 @@ fn syntax_error(err: &saphyr_parser::ScanError) -> Diagnostic {
     if err.info().contains("recursion limit") {
         return depth_error(at);
     }
-    Diagnostic::new("E002", format!("YAML syntax error: {}", err.info()))
+    Diagnostic::new(Code::E002, format!("YAML syntax error: {}", err.info()))
         .at(at)
         .help("check indentation and quoting near this position")
 }
@@ -293,7 +294,7 @@ impl TreeBuilder {
             Event::DocumentStart(_) => {
                 self.documents += 1;
                 if self.documents > 1 {
-                    return Err(Diagnostic::new("E003", "a spec holds exactly one YAML document")
+                    return Err(Diagnostic::new(Code::E003, "a spec holds exactly one YAML document")
                         .at(here)
                         .help("remove the `---` separator and everything after it, or split into several spec files"));
                 }
@@ -303,7 +304,7 @@ impl TreeBuilder {
             Event::Scalar(text, style, anchor, tag) => {
                 if self.budget == 0 {
                     return Err(Diagnostic::new(
-                        "E004",
+                        Code::E004,
                         format!("document has more than {MAX_NODES} nodes"),
                     )
                     .at(here));
@@ -343,11 +344,13 @@ impl TreeBuilder {
     /// A copy of the anchored node, paid for from the node budget ("billion laughs").
     fn alias(&mut self, id: usize, here: Span) -> Result<(Node, usize), Diagnostic> {
         let Some((node, size)) = self.anchors.get(&id) else {
-            return Err(Diagnostic::new("E002", "YAML alias refers to an unknown anchor").at(here));
+            return Err(
+                Diagnostic::new(Code::E002, "YAML alias refers to an unknown anchor").at(here),
+            );
         };
         if *size > self.budget {
             return Err(Diagnostic::new(
-                "E004",
+                Code::E004,
                 format!("aliases expand to more than {MAX_NODES} nodes"),
             )
             .at(here)
@@ -390,7 +393,9 @@ impl TreeBuilder {
             ) => (span, anchor, Value::Map(entries)),
             _ => {
                 let what = if seq { "sequence" } else { "mapping" };
-                return Err(Diagnostic::new("E002", format!("unbalanced YAML {what}")).at(here));
+                return Err(
+                    Diagnostic::new(Code::E002, format!("unbalanced YAML {what}")).at(here),
+                );
             }
         };
         let span = Span {
@@ -450,7 +455,7 @@ fn map_key(node: &Node) -> Result<Key, Diagnostic> {
         Value::Null => "null".to_string(),
         Value::Seq(_) | Value::Map(_) => {
             return Err(Diagnostic::new(
-                "E003",
+                Code::E003,
                 "mapping keys must be plain names, not lists or mappings",
             )
             .at(node.span))
@@ -464,7 +469,7 @@ fn map_key(node: &Node) -> Result<Key, Diagnostic> {
 
 fn duplicate_key(key: &Key, first: Span) -> Diagnostic {
     let name = &key.name;
-    Diagnostic::new("E005", format!("duplicate key `{name}`"))
+    Diagnostic::new(Code::E005, format!("duplicate key `{name}`"))
         .at(key.span)
         .label("second definition")
         .also(first, "first defined here")
@@ -475,9 +480,12 @@ fn duplicate_key(key: &Key, first: Span) -> Diagnostic {
 }
 
 fn depth_error(span: Span) -> Diagnostic {
-    Diagnostic::new("E004", format!("nesting is deeper than {MAX_DEPTH} levels"))
-        .at(span)
-        .help("flatten the structure; no spec key needs this depth")
+    Diagnostic::new(
+        Code::E004,
+        format!("nesting is deeper than {MAX_DEPTH} levels"),
+    )
+    .at(span)
+    .help("flatten the structure; no spec key needs this depth")
 }
 
 /// YAML 1.2 core schema resolution of plain scalars (so `no` stays a string, unlike YAML 1.1).
@@ -557,7 +565,7 @@ mod tests {
     #[test]
     fn duplicate_keys_are_reported_at_the_second() {
         let errs = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
-        assert_eq!(errs[0].code, "E005");
+        assert_eq!(errs[0].code, Code::E005);
         assert_eq!(errs[0].span.unwrap().line, 3);
     }
 
@@ -605,13 +613,13 @@ mod tests {
             prev = name;
         }
         let errs = parse(&doc).unwrap_err();
-        assert_eq!(errs[0].code, "E004");
+        assert_eq!(errs[0].code, Code::E004);
     }
 
     #[test]
     fn deep_nesting_is_refused() {
         let doc = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-        assert_eq!(parse(&doc).unwrap_err()[0].code, "E004");
+        assert_eq!(parse(&doc).unwrap_err()[0].code, Code::E004);
     }
 
     #[test]

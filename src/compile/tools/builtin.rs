@@ -1,6 +1,7 @@
 //! `kind: builtin`: one of the built-in tools, its schema fixed by the tool.
 
 use super::KindParts;
+use crate::codes::Code;
 use crate::compile::Ctx;
 use crate::diag::{Diagnostic, Span};
 use crate::registry::ToolKind;
@@ -23,7 +24,7 @@ pub(super) fn compile_builtin(
     let b = obj.string("builtin", &mut ctx.d)?;
     let Some(info) = crate::builtins::find(&b.value) else {
         ctx.d.push(
-            Diagnostic::new("E026", format!("unknown builtin `{}`", b.value))
+            Diagnostic::new(Code::E026, format!("unknown builtin `{}`", b.value))
                 .at(b.span)
                 .help(crate::diag::choose(&b.value, names.iter().copied())),
         );

@@ -2,6 +2,7 @@
 //! response limits, declared faults, and the allowed hosts.
 
 use super::{error_kind, schema_properties};
+use crate::codes::Code;
 use crate::compile::template_check::{check_tvalue, compile_text, Roots};
 use crate::compile::url_template;
 use crate::compile::Ctx;
@@ -73,7 +74,7 @@ fn http_method(req: &Obj, ctx: &mut Ctx) -> String {
             let upper = m.value.to_ascii_uppercase();
             if !METHODS.contains(&upper.as_str()) {
                 ctx.d.push(
-                    Diagnostic::new("E031", format!("unsupported HTTP method `{}`", m.value))
+                    Diagnostic::new(Code::E031, format!("unsupported HTTP method `{}`", m.value))
                         .at(m.span)
                         .help(crate::diag::choose(&upper, METHODS.iter().copied())),
                 );
@@ -92,7 +93,7 @@ fn compile_url(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<(TemplateId, U
     if !(lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("{{")) {
         ctx.d.push(
             Diagnostic::new(
-                "E021",
+                Code::E021,
                 format!("URL `{}` must start with http:// or https://", url.value),
             )
             .at(url.span)
@@ -103,7 +104,7 @@ fn compile_url(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<(TemplateId, U
     if let url_template::Shape::FromInput(tag) = &shape {
         ctx.d.push(
             Diagnostic::new(
-                "E020",
+                Code::E020,
                 format!("`{tag}` puts caller input into the URL's scheme, host or port"),
             )
             .at(url.span)
@@ -160,7 +161,7 @@ fn http_body(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> (Option<TValue>, Option
         if req.has("body") {
             ctx.d.push(
                 Diagnostic::new(
-                    "E013",
+                    Code::E013,
                     "a request has either `body` or `body_text`, not both",
                 )
                 .at(n.span)
@@ -187,7 +188,7 @@ fn http_response(obj: &Obj, ctx: &mut Ctx) -> (Option<String>, u64, u32) {
     if let Some(p) = robj.string("pointer", &mut ctx.d) {
         if !p.value.is_empty() && !p.value.starts_with('/') {
             ctx.d.push(
-                Diagnostic::new("E030", format!("`{}` is not a JSON Pointer", p.value))
+                Diagnostic::new(Code::E030, format!("`{}` is not a JSON Pointer", p.value))
                     .at(p.span)
                     .help(format!(
                         "JSON Pointers start with `/`: `/{}`",
@@ -233,14 +234,14 @@ pub(crate) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
                 .map(|k| k.span)
                 .unwrap_or(item.span);
             ctx.d.push(
-                Diagnostic::new("E035", "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`")
+                Diagnostic::new(Code::E035, "a fault needs exactly one of `fail_first`, `timeout`, `http_status`, `oversized_output`, `delay`")
                     .at(at)
                     .help("e.g. `- { fail_first: 2, kind: timeout }` or `- { http_status: 503 }`"),
             );
             continue;
         }
         if let Some(n) = f.count("fail_first", 1, &mut ctx.d) {
-            let Some(kind) = error_kind(&f, "E035", ctx) else {
+            let Some(kind) = error_kind(&f, Code::E035, ctx) else {
                 continue;
             };
             let message = f
@@ -261,7 +262,7 @@ pub(crate) fn compile_faults(node: &Node, ctx: &mut Ctx) -> Vec<Fault> {
         } else if let Some(s) = f.int("http_status", &mut ctx.d) {
             if !(100..=599).contains(&s.value) {
                 ctx.d.push(
-                    Diagnostic::new("E035", format!("{} is not an HTTP status", s.value))
+                    Diagnostic::new(Code::E035, format!("{} is not an HTTP status", s.value))
                         .at(s.span)
                         .help("use a status from 100 to 599"),
                 );
@@ -292,7 +293,7 @@ pub(super) fn check_http_host(name: &str, tool: &Node, policy: &Policy, ctx: &mu
         {
             let host = rule.host;
             ctx.d.push(
-                Diagnostic::new("E020", format!("tool `{name}` calls host `{host}`, which `policy.network.allow_hosts` does not list"))
+                Diagnostic::new(Code::E020, format!("tool `{name}` calls host `{host}`, which `policy.network.allow_hosts` does not list"))
                     .at(url_node.span)
                     .help(format!("add `{host}` to `policy.network.allow_hosts`, or change the URL")),
             );
@@ -301,7 +302,7 @@ pub(super) fn check_http_host(name: &str, tool: &Node, policy: &Policy, ctx: &mu
             if policy.allow_hosts.is_empty() =>
         {
             ctx.d.push(
-                Diagnostic::new("E020", format!("tool `{name}` lets a template choose the host"))
+                Diagnostic::new(Code::E020, format!("tool `{name}` lets a template choose the host"))
                     .at(url_node.span)
                     .help("write the host literally, or list the hosts it may reach in `policy.network.allow_hosts`"),
             );

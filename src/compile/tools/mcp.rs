@@ -5,6 +5,7 @@
 use super::http::http_headers;
 use super::{check_tool_name, Common};
 use crate::arguments::LazyValidator;
+use crate::codes::Code;
 use crate::compile::schema_check::compile_input_schema;
 use crate::compile::template_check::{compile_text, Roots};
 use crate::compile::Ctx;
@@ -131,7 +132,7 @@ fn endpoint(
     let Some(command) = obj.get("command") else {
         if let Some(env) = obj.get("env") {
             ctx.d.push(
-                Diagnostic::new("E013", "`env` is for a stdio server (`command:`)")
+                Diagnostic::new(Code::E013, "`env` is for a stdio server (`command:`)")
                     .at(env.span)
                     .help("remove `env`; an HTTP server gets credentials through `headers:`"),
             );
@@ -149,14 +150,14 @@ fn endpoint(
     };
     if let Some(url) = obj.get("url") {
         ctx.d.push(
-            Diagnostic::new("E013", format!("{what} has both `url` and `command`"))
+            Diagnostic::new(Code::E013, format!("{what} has both `url` and `command`"))
                 .at(url.span)
                 .help("keep `url:` for a streamable-HTTP server, or `command:` for a stdio one"),
         );
     }
     if let Some(headers) = obj.get("headers") {
         ctx.d.push(
-            Diagnostic::new("E013", "`headers` is for a streamable-HTTP server (`url:`)")
+            Diagnostic::new(Code::E013, "`headers` is for a streamable-HTTP server (`url:`)")
                 .at(headers.span)
                 .help("pass a stdio server its credentials in `env:`, e.g. `env: {API_KEY: \"{{ secrets.API_KEY }}\"}`"),
         );
@@ -181,7 +182,7 @@ fn command_line(node: &Node, what: &str, ctx: &mut Ctx) -> Option<Vec<String>> {
         let arg = string(item, "an argument of `command`", &mut ctx.d)?;
         if arg.value.contains("{{") || arg.value.contains("{%") {
             ctx.d.push(
-                Diagnostic::new("E007", "`command` of an `mcp` tool is not a template")
+                Diagnostic::new(Code::E007, "`command` of an `mcp` tool is not a template")
                     .at(arg.span)
                     .help("write the program and its arguments as they are; pass secrets in `env:` with `{{ secrets.NAME }}`"),
             );
@@ -189,8 +190,11 @@ fn command_line(node: &Node, what: &str, ctx: &mut Ctx) -> Option<Vec<String>> {
         }
         if arg.value.contains('\0') {
             ctx.d.push(
-                Diagnostic::new("E007", "an argument of `command` contains a NUL character")
-                    .at(arg.span),
+                Diagnostic::new(
+                    Code::E007,
+                    "an argument of `command` contains a NUL character",
+                )
+                .at(arg.span),
             );
             return None;
         }
@@ -198,7 +202,7 @@ fn command_line(node: &Node, what: &str, ctx: &mut Ctx) -> Option<Vec<String>> {
     }
     if argv.first().is_none_or(|p| p.trim().is_empty()) {
         ctx.d.push(
-            Diagnostic::new("E007", format!("`command` of {what} names no program"))
+            Diagnostic::new(Code::E007, format!("`command` of {what} names no program"))
                 .at(node.span)
                 .help("write the program and its arguments as a list, e.g. `command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]`"),
         );
@@ -220,7 +224,7 @@ fn stdio_env(obj: &Obj, ctx: &mut Ctx) -> Vec<(String, crate::templates::Templat
         if k.name.is_empty() || k.name.contains(['=', '\0']) {
             ctx.d.push(
                 Diagnostic::new(
-                    "E007",
+                    Code::E007,
                     format!("`{}` cannot name an environment variable", k.name),
                 )
                 .at(v.span)
@@ -252,7 +256,7 @@ fn server_url(url: &Spanned<String>, ctx: &mut Ctx) -> Option<(String, HostRule)
     let text = url.value.trim();
     let refuse = |ctx: &mut Ctx, msg: String, help: &str| {
         ctx.d.push(
-            Diagnostic::new("E021", msg)
+            Diagnostic::new(Code::E021, msg)
                 .at(url.span)
                 .help(help.to_string()),
         );
@@ -300,7 +304,7 @@ fn entries(list: &Node, what: &str, ctx: &mut Ctx) -> Vec<Entry> {
     };
     if items.is_empty() {
         ctx.d.push(
-            Diagnostic::new("E007", format!("`tools` of {what} lists no tools"))
+            Diagnostic::new(Code::E007, format!("`tools` of {what} lists no tools"))
                 .at(list.span)
                 .help("name the server's tools to use, e.g. `tools: [search_notes]`"),
         );
@@ -313,7 +317,7 @@ fn entries(list: &Node, what: &str, ctx: &mut Ctx) -> Vec<Entry> {
         if out.iter().any(|e| e.remote.value == entry.remote.value) {
             ctx.d.push(
                 Diagnostic::new(
-                    "E005",
+                    Code::E005,
                     format!("remote tool `{}` is listed twice", entry.remote.value),
                 )
                 .at(entry.remote.span)
@@ -404,7 +408,7 @@ pub(super) fn check_mcp_host(name: &str, tool: &Node, policy: &Policy, ctx: &mut
     }
     ctx.d.push(
         Diagnostic::new(
-            "E020",
+            Code::E020,
             format!("tool `{name}` calls host `{host}`, which `policy.network.allow_hosts` does not list"),
         )
         .at(url_node.span)

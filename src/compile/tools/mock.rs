@@ -2,6 +2,7 @@
 //! match.
 
 use super::{error_kind, schema_properties};
+use crate::codes::Code;
 use crate::compile::template_check::{check_tvalue, compile_text, Roots};
 use crate::compile::Ctx;
 use crate::diag::{did_you_mean, Diagnostic, Span};
@@ -29,7 +30,7 @@ pub(super) fn compile_mock(
     let items = seq(list_node, "`responses`", &mut ctx.d)?;
     if items.is_empty() {
         ctx.d.push(
-            Diagnostic::new("E029", format!("{what} has no responses"))
+            Diagnostic::new(Code::E029, format!("{what} has no responses"))
                 .at(list_node.span)
                 .help("add a response such as `- result: ok`"),
         );
@@ -82,7 +83,7 @@ fn warn_shadowed_response(
         let line = covering.line;
         ctx.d.push(
             Diagnostic::new(
-                "W107",
+                Code::W107,
                 "this response can never match: an earlier `when` matches every call it does",
             )
             .at(r.get("when").map_or(item.span, |n| n.span))
@@ -99,7 +100,7 @@ fn warn_shadowed_response(
     if let Some(first) = fallback_seen {
         ctx.d.push(
             Diagnostic::new(
-                "W107",
+                Code::W107,
                 "this response can never match: an earlier response has no `when`",
             )
             .at(item.span)
@@ -132,7 +133,7 @@ fn mock_when(
                     if !props.is_empty() && !props.contains(&k.name) {
                         ctx.d.push(
                             Diagnostic::new(
-                                "E029",
+                                Code::E029,
                                 format!(
                                     "`when` tests `{}`, which is not an argument of this tool",
                                     k.name
@@ -167,7 +168,7 @@ fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<Mo
         (None, Some(_)) if r.has("content") => {
             let at = r.key("content").map(|k| k.span).unwrap_or(item.span);
             ctx.d.push(
-                Diagnostic::new("E029", "a mock response has both `content` and `error`")
+                Diagnostic::new(Code::E029, "a mock response has both `content` and `error`")
                     .at(at)
                     .help("an error is its message; put the content in another response"),
             );
@@ -177,7 +178,7 @@ fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<Mo
         (Some(_), Some(_)) => {
             let at = r.key("error").map(|k| k.span).unwrap_or(item.span);
             ctx.d.push(
-                Diagnostic::new("E029", "a mock response has both `result` and `error`")
+                Diagnostic::new(Code::E029, "a mock response has both `result` and `error`")
                     .at(at)
                     .label("`result` is set too")
                     .help("keep one of them; add another response for the other case"),
@@ -190,7 +191,7 @@ fn mock_outcome(r: &Obj, item: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<Mo
         (None, None) => {
             ctx.d.push(
                 Diagnostic::new(
-                    "E029",
+                    Code::E029,
                     "a mock response needs `result`, `content` or `error`",
                 )
                 .at(item.span)
@@ -209,7 +210,7 @@ fn mock_content(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
     let mut ok = !items.is_empty();
     if items.is_empty() {
         ctx.d.push(
-            Diagnostic::new("E029", "`content` is empty")
+            Diagnostic::new(Code::E029, "`content` is empty")
                 .at(node.span)
                 .help("add an item such as `- { type: text, text: hello }`"),
         );
@@ -235,7 +236,7 @@ fn mock_content(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
                     .map(|h| format!("{h}; "))
                     .unwrap_or_default();
                 ctx.d.push(
-                    Diagnostic::new("E029", format!("unknown content type `{kind}`"))
+                    Diagnostic::new(Code::E029, format!("unknown content type `{kind}`"))
                         .at(fields.get("type").map_or(item.span, |t| t.span))
                         .help(format!(
                             "{hint}MCP's content types are {}",
@@ -260,7 +261,7 @@ fn mock_content(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
             {
                 ctx.d.push(
                     Diagnostic::new(
-                        "E029",
+                        Code::E029,
                         "an embedded resource needs `uri` and `text` or `blob`",
                     )
                     .at(resource.node.span)
@@ -289,7 +290,7 @@ fn mock_notify(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
         };
         if n.has("log") == n.has("progress") {
             ctx.d.push(
-                Diagnostic::new("E029", "a notification is exactly one of `log` or `progress`")
+                Diagnostic::new(Code::E029, "a notification is exactly one of `log` or `progress`")
                     .at(item.span)
                     .help("write `- log: { level: info, data: \"...\" }` or `- progress: { progress: 1, total: 2 }`"),
             );
@@ -303,7 +304,7 @@ fn mock_notify(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
                         if !known {
                             ctx.d.push(
                                 Diagnostic::new(
-                                    "E029",
+                                    Code::E029,
                                     format!("unknown log level `{}`", level.value),
                                 )
                                 .at(level.span)
@@ -348,7 +349,7 @@ fn compile_mock_error(node: &Node, roots: &Roots, ctx: &mut Ctx) -> Option<MockO
         }
         Value::Map(_) => {
             let obj = Obj::new(node, "`error`", keys::ERROR_OBJECT, &mut ctx.d)?;
-            let kind = error_kind(&obj, "E029", ctx)?;
+            let kind = error_kind(&obj, Code::E029, ctx)?;
             let message_node = obj.get("message");
             let message = obj.require_string("message", "`error`", &mut ctx.d)?;
             let id = compile_text(&message.value, message_node.unwrap_or(node), roots, ctx)?;

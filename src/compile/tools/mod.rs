@@ -4,6 +4,7 @@
 use super::schema_check::{compile_input_schema, empty_object_schema};
 use super::Ctx;
 use crate::arguments::LazyValidator;
+use crate::codes::Code;
 use crate::diag::{Diagnostic, Span};
 use crate::registry::{Fault, Limits, Policy, Tool, ToolKind};
 use crate::specfile::keys::{self, Kind};
@@ -37,11 +38,12 @@ pub(crate) fn compile_tools(
             // Map keys are unique already; an `mcp` entry's `as:` names can still collide.
             if tools.iter().any(|t| t.name == tool.name) {
                 ctx.d.push(
-                    Diagnostic::new("E005", format!("tool `{}` is declared twice", tool.name))
-                        .at(key.span)
-                        .help(
-                            "give one of them another name (an `mcp` tool is renamed with `as:`)",
-                        ),
+                    Diagnostic::new(
+                        Code::E005,
+                        format!("tool `{}` is declared twice", tool.name),
+                    )
+                    .at(key.span)
+                    .help("give one of them another name (an `mcp` tool is renamed with `as:`)"),
                 );
                 continue;
             }
@@ -225,7 +227,7 @@ pub(super) fn check_tool_name(name: &str, name_span: Span, ctx: &mut Ctx) {
     }
     ctx.d.push(
         Diagnostic::new(
-            "E010",
+            Code::E010,
             format!("tool name `{name}` is not accepted by model providers"),
         )
         .at(name_span)
@@ -257,7 +259,7 @@ fn tool_kind(obj: &Obj, what: &str, name_span: Span, ctx: &mut Ctx) -> Option<&'
         .map(str::to_string)
         .unwrap_or_else(|| n.type_name().to_string());
     ctx.d.push(
-        Diagnostic::new("E011", format!("unknown tool kind `{shown}`"))
+        Diagnostic::new(Code::E011, format!("unknown tool kind `{shown}`"))
             .at(n.span)
             .help(crate::diag::choose(
                 &shown,
@@ -312,10 +314,13 @@ fn check_tool_keys(obj: &Obj, kind: Option<&Kind>, what: &str, ctx: &mut Ctx) {
             )
         };
         ctx.d.push(
-            Diagnostic::new("E013", format!("`{k}` is not a field of a `{kind}` tool"))
-                .at(key.span)
-                .label(format!("not allowed on `{kind}` tools"))
-                .help(help),
+            Diagnostic::new(
+                Code::E013,
+                format!("`{k}` is not a field of a `{kind}` tool"),
+            )
+            .at(key.span)
+            .label(format!("not allowed on `{kind}` tools"))
+            .help(help),
         );
     }
 }
@@ -343,7 +348,7 @@ fn tool_description(obj: &Obj, name: &str, name_span: Span, ctx: &mut Ctx) -> St
         Some(desc) => {
             if desc.value.trim().chars().count() < 10 {
                 ctx.d.push(
-                    Diagnostic::new("W101", format!("tool `{name}` has a very short description"))
+                    Diagnostic::new(Code::W101, format!("tool `{name}` has a very short description"))
                         .at(desc.span)
                         .help("models choose tools by their description: say what it does and returns in a sentence"),
                 );
@@ -353,7 +358,7 @@ fn tool_description(obj: &Obj, name: &str, name_span: Span, ctx: &mut Ctx) -> St
         None => {
             if !obj.has("description") && !description_misspelt {
                 ctx.d.push(
-                    Diagnostic::new("W101", format!("tool `{name}` has no description"))
+                    Diagnostic::new(Code::W101, format!("tool `{name}` has no description"))
                         .at(name_span)
                         .help("add `description:`; models choose tools by their description"),
                 );
@@ -418,7 +423,7 @@ pub(super) fn schema_properties(schema: &serde_json::Value) -> Vec<String> {
 }
 
 /// The optional `kind:` of an error (default `execution_error`); an unknown one is reported.
-pub(super) fn error_kind(obj: &Obj, code: &'static str, ctx: &mut Ctx) -> Option<ErrorKind> {
+pub(super) fn error_kind(obj: &Obj, code: Code, ctx: &mut Ctx) -> Option<ErrorKind> {
     let Some(k) = obj.string("kind", &mut ctx.d) else {
         return Some(ErrorKind::ExecutionError);
     };

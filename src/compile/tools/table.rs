@@ -1,6 +1,7 @@
 //! `kind: table`: rows from the spec or a CSV/JSON file inside the project, read as a stream,
 //! and the query schema derived from the columns.
 
+use crate::codes::Code;
 use crate::compile::Ctx;
 use crate::diag::{Diagnostic, Span};
 use crate::registry::table::CsvTableBuilder;
@@ -21,7 +22,7 @@ pub(super) fn compile_table(
     match (obj.get("rows"), file) {
         (Some(_), Some(f)) => {
             ctx.d.push(
-                Diagnostic::new("E013", "a table has either `rows` or `file`, not both")
+                Diagnostic::new(Code::E013, "a table has either `rows` or `file`, not both")
                     .at(f.span)
                     .help("remove one of them"),
             );
@@ -75,7 +76,7 @@ fn empty_cell(obj: &Obj, file: Option<&Spanned<String>>, ctx: &mut Ctx) -> serde
     let csv = file.is_some_and(|f| !f.value.to_ascii_lowercase().ends_with(".json"));
     if !csv {
         ctx.d.push(
-            Diagnostic::new("E013", "`empty_as` applies to CSV files only")
+            Diagnostic::new(Code::E013, "`empty_as` applies to CSV files only")
                 .at(node.span)
                 .help(
                     "YAML rows and JSON files keep the values written in them; remove `empty_as`",
@@ -105,7 +106,7 @@ fn load_table_file(
 
 fn table_error(file: &Spanned<String>, ctx: &mut Ctx, msg: String, help: &str) {
     ctx.d.push(
-        Diagnostic::new("E022", msg)
+        Diagnostic::new(Code::E022, msg)
             .at(file.span)
             .help(help.to_string()),
     );
@@ -167,7 +168,7 @@ fn table_or_error(
         Ok(t) => Some(t),
         Err(why) => {
             ctx.d.push(
-                Diagnostic::new("E022", format!("{what}: {why}"))
+                Diagnostic::new(Code::E022, format!("{what}: {why}"))
                     .at(span)
                     .help("use a smaller table"),
             );

@@ -2,6 +2,7 @@
 
 use super::test_server::{refused_port, Response, TestServer};
 use super::*;
+use crate::codes::Code;
 use crate::events::Events;
 use crate::net::Transport;
 use crate::redact::Secrets;
@@ -320,7 +321,7 @@ fn hosts_outside_the_allow_list_are_denied_before_any_request() {
             crate::compile::compile(&Source::new("t.yaml", text), std::path::Path::new("t.yaml"));
         assert!(compiled.registry.is_none(), "{url}");
         assert!(
-            compiled.diagnostics.iter().any(|d| d.code == "E020"),
+            compiled.diagnostics.iter().any(|d| d.code == Code::E020),
             "{url}: {:?}",
             compiled.diagnostics
         );
