@@ -347,6 +347,10 @@ impl Transport {
             let on_chunk = opts.on_chunk.filter(|_| {
                 (200..300).contains(&status) && resp.headers().get("content-encoding").is_none()
             });
+            // An empty piece first: the body begins (a stream's reader knows it is open).
+            if let Some(f) = on_chunk {
+                f(&[]);
+            }
             while let Some(chunk) = resp.chunk().await.map_err(classify)? {
                 let more = on_chunk.is_none_or(|f| f(&chunk));
                 let room = (opts.max_bytes as usize).saturating_sub(body.len());

@@ -18,6 +18,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Longest wait for the session's standalone stream to open before a call is sent.
+const STANDALONE_WAIT: Duration = Duration::from_secs(2);
+
 /// The result of a response, or its JSON-RPC error as a tool error.
 pub(super) fn result_of(
     server: &McpServer,
@@ -214,8 +217,11 @@ impl Rpc<'_, '_> {
         }
         let deadline = tokio::time::Instant::now() + self.timeout;
         let req = self.build("POST", Some(body)).await?;
+        let standalone = method == "tools/call"
+            && self.env.transport.may_go_live()
+            && self.conn.is_some_and(|c| c.session_id.is_some());
         let (mut resp, mut answered) = self
-            .watched(method, req, id, incoming, self.timeout)
+            .watched(method, req, id, incoming, self.timeout, standalone)
             .await?;
         let mut resumed = 0;
         let mut last_id = None;
@@ -236,14 +242,9 @@ impl Rpc<'_, '_> {
             resumed += 1;
             let wait = Duration::from_millis(retry.unwrap_or(DEFAULT_RETRY_MS));
             self.env.transport.pause(wait).await;
-            let mut req = self.build("GET", None).await?;
-            req.headers
-                .retain(|(k, _)| !k.eq_ignore_ascii_case("accept"));
-            req.headers
-                .push(("Accept".into(), "text/event-stream".into()));
-            req.headers.push(("Last-Event-ID".into(), from));
+            let req = self.stream_request(Some(from)).await?;
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let (more, also) = self.watched(method, req, id, incoming, left).await?;
+            let (more, also) = self.watched(method, req, id, incoming, left, false).await?;
             resp = more;
             answered.extend(also);
         }
@@ -251,7 +252,11 @@ impl Rpc<'_, '_> {
     }
 
     /// One HTTP request whose event stream is read as it arrives: the server's requests are
-    /// answered at once (each answer a POST of its own), while the stream goes on.
+    /// answered at once (each answer a POST of its own), while the stream goes on. With
+    /// `standalone`, the session's own stream (GET) is open meanwhile, as the official clients
+    /// keep it: a server may send its requests there rather than on the call's stream. What
+    /// comes there is answered but not recorded (a replay has the call's reply, not that stream).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn watched(
         &self,
         method: &str,
@@ -259,10 +264,34 @@ impl Rpc<'_, '_> {
         id: u64,
         incoming: &Incoming<'_, '_>,
         timeout: Duration,
+        standalone: bool,
     ) -> Result<(HttpResponse, Vec<String>), ToolError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let watch = sse::Watch::new(json!(id), tx, incoming);
         let on_chunk = |c: &[u8]| watch.feed(c);
+        let (gtx, mut grx) = tokio::sync::mpsc::unbounded_channel();
+        let gwatch = sse::Watch::new(Value::Null, gtx, incoming);
+        let opened = tokio::sync::Notify::new();
+        let g_chunk = |c: &[u8]| {
+            opened.notify_one();
+            gwatch.feed(c)
+        };
+        let get = async {
+            if standalone {
+                self.standalone(&g_chunk, timeout).await;
+            }
+            opened.notify_one(); // refused (405) or ended: nothing to wait for
+            std::future::pending::<()>().await
+        };
+        tokio::pin!(get);
+        if standalone {
+            // A request the server sends before it has the stream would be lost.
+            tokio::select! {
+                _ = opened.notified() => {}
+                _ = &mut get => {}
+                _ = tokio::time::sleep(STANDALONE_WAIT) => {}
+            }
+        }
         let opts = SendOptions {
             timeout,
             max_bytes: MAX_BYTES,
@@ -284,10 +313,68 @@ impl Rpc<'_, '_> {
                     answered.push(request["id"].to_string());
                     let _ = self.post("a server request", &reply).await;
                 }
+                Some(request) = grx.recv() => {
+                    let reply = incoming.request(&request);
+                    self.send_quietly(&reply).await;
+                }
+                _ = &mut get => {}
             }
         };
         let resp = sent.map_err(|e| self.net_error(method, e))?;
         self.checked(method, resp).map(|r| (r, answered))
+    }
+
+    /// The session's standalone stream (GET without `Last-Event-ID`), read by `on_chunk` until
+    /// the caller stops polling; never recorded, and not opened in a replay.
+    async fn standalone(&self, on_chunk: &(dyn Fn(&[u8]) -> bool + Sync), timeout: Duration) {
+        let Ok(req) = self.stream_request(None).await else {
+            return;
+        };
+        let opts = SendOptions {
+            timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: Some(on_chunk),
+            reshape: None,
+        };
+        let _ = self
+            .env
+            .transport
+            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
+            .await;
+    }
+
+    /// A GET for an event stream: the session's own, or one resumed after `last_event`.
+    async fn stream_request(&self, last_event: Option<String>) -> Result<HttpRequest, ToolError> {
+        let mut req = self.build("GET", None).await?;
+        req.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("accept"));
+        req.headers
+            .push(("Accept".into(), "text/event-stream".into()));
+        if let Some(from) = last_event {
+            req.headers.push(("Last-Event-ID".into(), from));
+        }
+        Ok(req)
+    }
+
+    /// A message that changes nothing a run observes (an answer on the standalone stream, a
+    /// cancellation): sent live, never recorded, not sent in a replay. Best effort.
+    async fn send_quietly(&self, body: &Value) -> bool {
+        let Ok(req) = self.build("POST", Some(body)).await else {
+            return false;
+        };
+        let opts = SendOptions {
+            timeout: END_TIMEOUT,
+            max_bytes: 64 << 10,
+            progress: None,
+            on_chunk: None,
+            reshape: None,
+        };
+        self.env
+            .transport
+            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
+            .await
+            .is_some()
     }
 
     /// Tells the server a request will not be waited for (`notifications/cancelled`). Best
@@ -297,22 +384,7 @@ impl Rpc<'_, '_> {
             return;
         }
         let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": reason } });
-        let Ok(req) = self.build("POST", Some(&body)).await else {
-            return;
-        };
-        let opts = SendOptions {
-            timeout: END_TIMEOUT,
-            max_bytes: 64 << 10,
-            progress: None,
-            on_chunk: None,
-            reshape: None,
-        };
-        let sent = self
-            .env
-            .transport
-            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
-            .await;
-        if sent.is_some() {
+        if self.send_quietly(&body).await {
             self.env.events.emit_with(
                 "mcp_cancelled",
                 || json!({ "server": self.server.name, "request_id": id, "reason": reason }),
