@@ -521,7 +521,12 @@ fn the_session_ends_with_a_delete_when_the_run_ends_and_a_refusal_is_tolerated()
         ],
     );
     out.assert_success();
+    // While the call ran, the session's own stream (a GET) was open too.
     let log = server.requests();
+    let gets: Vec<&Value> = log.iter().filter(|r| r["method"] == "GET").collect();
+    assert_eq!(gets.len(), 1, "{log:#?}");
+    assert_eq!(gets[0]["headers"]["accept"], "text/event-stream");
+    let log: Vec<Value> = log.into_iter().filter(|r| r["method"] != "GET").collect();
     let methods: Vec<&str> = log.iter().map(|r| r["method"].as_str().unwrap()).collect();
     assert_eq!(
         methods,
