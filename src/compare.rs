@@ -7,7 +7,7 @@
 //! change counts; otherwise Fisher's exact test must find it significant (p < 0.05). The whole is
 //! judged by McNemar's exact test on the tests both ran (their pass/fail outcomes).
 
-use crate::results::{Outcome, Source, TestResult};
+use crate::results::{Outcome, Results, Source, TestResult};
 use crate::stats;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -118,6 +118,49 @@ pub(crate) fn compare(before: &[&TestResult], after: &[&TestResult]) -> Comparis
     );
     c.verdict = stats::verdict(c.p_value);
     c
+}
+
+/// A run with a baseline. A model matrix is compared model by model (with the baseline's run of
+/// that model when it is a matrix too, else with the whole baseline), each test named
+/// `spec::name [model]`; the whole is judged over every model's paired tests.
+pub(crate) fn with_baseline(before: &Results, after: &Results) -> Comparison {
+    if after.settings.models.len() < 2 {
+        return compare(&all(before), &all(after));
+    }
+    let mut whole = Comparison::default();
+    for m in &after.settings.models {
+        let then: Vec<&TestResult> = before
+            .tests
+            .iter()
+            .filter(|t| before.settings.models.len() < 2 || t.model.as_deref() == Some(m.as_str()))
+            .collect();
+        let now: Vec<&TestResult> = after
+            .tests
+            .iter()
+            .filter(|t| t.model.as_deref() == Some(m.as_str()))
+            .collect();
+        let c = compare(&then, &now);
+        let tag = |s: String| format!("{s} [{m}]");
+        whole.changes.extend(c.changes.into_iter().map(|mut x| {
+            x.test = tag(x.test);
+            x
+        }));
+        whole.new.extend(c.new.into_iter().map(tag));
+        whole.gone.extend(c.gone.into_iter().map(tag));
+        whole.paired += c.paired;
+        whole.passed_only_before += c.passed_only_before;
+        whole.passed_only_after += c.passed_only_after;
+    }
+    whole.p_value = stats::mcnemar_exact(
+        u64::from(whole.passed_only_before),
+        u64::from(whole.passed_only_after),
+    );
+    whole.verdict = stats::verdict(whole.p_value);
+    whole
+}
+
+fn all(r: &Results) -> Vec<&TestResult> {
+    r.tests.iter().collect()
 }
 
 fn change(before: &TestResult, after: &TestResult) -> Option<TestChange> {

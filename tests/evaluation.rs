@@ -408,7 +408,12 @@ fn a_model_matrix_runs_every_test_with_each_model_and_report_compares_them() {
         md.contains("**good → bad**: 1 regression(s), 0 fix(es); 2 test(s) in both, 1 passed only in good, 0 only in bad: within noise (p=1.000)"),
         "{md}"
     );
-    // A matrix cannot be gated against one baseline.
+    // A matrix is gated model by model against a matrix baseline: `good` now answers badly.
+    write(
+        &dir,
+        "s.yaml",
+        &MATRIX.replace("answer: \"the answer is 42\"", "answer: \"no idea either\""),
+    );
     let out = run(toolrun().current_dir(&dir).args([
         "test",
         "s.yaml",
@@ -419,7 +424,23 @@ fn a_model_matrix_runs_every_test_with_each_model_and_report_compares_them() {
         "--baseline",
         "m.json",
     ]));
-    out.assert_code(2);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains(
+            "  REGRESSION m::answer [good]: 1/1 → 0/1 runs passed, offline runs, deterministic"
+        ),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("4 test(s) in both"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("FAIL m::answer [good]\n     regression since the baseline"),
+        "{out:?}"
+    );
+    assert!(
+        !out.stdout.contains("FAIL m::answer [bad]\n     regression"),
+        "{out:?}"
+    );
 }
 
 #[test]

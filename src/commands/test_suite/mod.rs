@@ -107,12 +107,9 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         results.tests.push(test);
     }
     results.finish();
-    let comparison = baseline.as_ref().map(|b| {
-        crate::compare::compare(
-            &b.tests.iter().collect::<Vec<_>>(),
-            &results.tests.iter().collect::<Vec<_>>(),
-        )
-    });
+    let comparison = baseline
+        .as_ref()
+        .map(|b| crate::compare::with_baseline(b, &results));
     // The document says what changed too, for tools that gate on it (a CI action, a bot).
     if let (Some(c), Some(path)) = (&comparison, &args.baseline) {
         results.baseline = Some(crate::compare::summary(c, &path.display().to_string()));
@@ -403,9 +400,6 @@ async fn run_case(ctx: &runner::RunContext<'_>, case: &TestCase, args: &TestArgs
 
 /// `--fail-on`, defaulting by whether there is a baseline to compare with.
 fn fail_on(args: &TestArgs) -> Result<FailOn, String> {
-    if args.baseline.is_some() && args.model.len() > 1 {
-        return Err("--baseline compares one model's run with the baseline; run the matrix without it and compare its columns with `toolrun report`, or give one --model".into());
-    }
     match (args.fail_on, &args.baseline) {
         (Some(FailOn::Regression), None) => Err(
             "--fail-on regression needs --baseline PREV.json: a regression is a fall since the baseline"
@@ -457,8 +451,13 @@ fn case_row(
     baseline: Option<&crate::compare::Comparison>,
     matrix: bool,
 ) -> CaseResult {
+    // In a matrix the comparison names each test with its model, as the rows do.
+    let id = match (&t.model, matrix) {
+        (Some(m), true) => format!("{} [{m}]", crate::compare::id(t)),
+        _ => crate::compare::id(t),
+    };
     let regression = baseline
-        .and_then(|c| c.change_of(&crate::compare::id(t)))
+        .and_then(|c| c.change_of(&id))
         .filter(|c| c.change == crate::compare::Change::Regression)
         .map(|c| {
             format!(
