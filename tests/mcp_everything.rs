@@ -397,3 +397,79 @@ fn progress_becomes_events_and_an_elicitation_is_answered_recorded_and_replayed(
     drop(server);
     run(toolrun().arg("replay").arg(&fixture)).assert_success();
 }
+
+/// `toolrun serve` as a gateway to the reference server, driven by the official Python SDK:
+/// the tools keep the title, annotations and output schema their server lists (the spec's
+/// `side_effects:` outranks the annotations), and their content reaches the client unchanged.
+#[test]
+fn a_gateway_serves_remote_tools_as_their_server_lists_them_and_relays_their_content() {
+    let dir = support::temp_dir("mcp-everything-gateway");
+    let server = Everything::start();
+    let gateway = format!(
+        r#"version: 1
+name: gateway
+tools:
+  everything:
+    kind: mcp
+    description: The MCP reference server.
+    url: {}
+    timeout: 30s
+    tools:
+      - echo
+      - get-tiny-image
+      - get-structured-content
+      - name: toggle-simulated-logging
+        side_effects: true
+"#,
+        server.url()
+    );
+    let spec_path = write(&dir, "gateway.yaml", &gateway);
+    let mut cmd = std::process::Command::new(python::python());
+    cmd.arg(python::script("client.py"))
+        .args(["stdio", env!("CARGO_BIN_EXE_toolrun"), "serve"])
+        .arg(&spec_path);
+    let plan = json!([
+        { "name": "get-tiny-image", "arguments": {} },
+        { "name": "get-structured-content", "arguments": { "location": "Chicago" } },
+    ]);
+    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc = out.json();
+    let tool = |name: &str| -> Value {
+        doc["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name).cloned())
+            .unwrap_or_else(|| panic!("no {name} in {doc:#}"))
+    };
+    let echo = tool("echo");
+    assert_eq!(echo["title"], "Echo Tool");
+    assert_eq!(
+        echo["annotations"],
+        json!({ "readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false })
+    );
+    assert_eq!(
+        tool("get-structured-content")["outputSchema"]["type"],
+        "object"
+    );
+    // The spec says this one changes things: that outranks the server's word.
+    let toggle = tool("toggle-simulated-logging");
+    assert_eq!(toggle["title"], "Toggle Simulated Logging");
+    assert_eq!(toggle["annotations"]["destructiveHint"], true);
+
+    let image = &doc["calls"][0]["content"];
+    let item = image
+        .as_array()
+        .and_then(|c| c.iter().find(|i| i["type"] == "image"))
+        .unwrap_or_else(|| panic!("no image in {image:#}"));
+    assert_eq!(item["mimeType"], "image/png");
+    assert!(
+        item["data"].as_str().unwrap_or_default().len() > 100,
+        "{item}"
+    );
+    let weather = &doc["calls"][1];
+    assert_eq!(weather["isError"], false, "{weather:#}");
+    assert!(
+        weather["structuredContent"]["temperature"].is_number(),
+        "{weather:#}"
+    );
+}

@@ -33,7 +33,7 @@ pub(crate) fn mcp(tool: &Tool) -> Value {
             _ => true,
         };
     let open_world = matches!(tool.kind, ToolKind::Http(_) | ToolKind::Mcp(_));
-    json!({
+    let mut def = json!({
         "name": tool.name,
         "title": tool.name.replace(['_', '-'], " "),
         "description": tool.description(),
@@ -44,5 +44,29 @@ pub(crate) fn mcp(tool: &Tool) -> Value {
             "idempotentHint": tool.idempotent,
             "openWorldHint": open_world,
         }
-    })
+    });
+    if let ToolKind::Mcp(m) = &tool.kind {
+        if let Some(listed) = m.listed.get() {
+            as_listed(&mut def, listed, m.declared_side_effects);
+        }
+    }
+    def
+}
+
+/// A remote tool as its server lists it (a faithful gateway): its title, annotations and output
+/// schema, except what the spec says itself (`side_effects:`).
+fn as_listed(def: &mut Value, listed: &crate::registry::ListedTool, declared: Option<bool>) {
+    for (key, value) in &listed.served {
+        def[key] = value.clone();
+    }
+    if let Some(side_effects) = declared {
+        let annotations = &mut def["annotations"];
+        if !annotations.is_object() {
+            *annotations = json!({});
+        }
+        annotations["destructiveHint"] = json!(side_effects);
+        if side_effects {
+            annotations["readOnlyHint"] = json!(false);
+        }
+    }
 }

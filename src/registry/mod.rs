@@ -236,6 +236,24 @@ pub(crate) struct ListedTool {
     /// Why the server's annotations make a call wait for a person (they say it changes its
     /// environment), unless the spec declared `side_effects` itself.
     pub(crate) confirm_hint: Option<String>,
+    /// `title`, `annotations` and `outputSchema` as the server lists them: `toolrun serve`
+    /// passes them on (the spec's `side_effects:` outranks the annotations).
+    pub(crate) served: Map<String, Value>,
+}
+
+impl ListedTool {
+    /// The keys of a listed tool that a gateway passes on as they are.
+    pub(crate) fn served_keys(item: &Value) -> Map<String, Value> {
+        ["title", "annotations", "outputSchema"]
+            .iter()
+            .filter_map(|k| {
+                Some((
+                    k.to_string(),
+                    item.get(*k).filter(|v| !v.is_null())?.clone(),
+                ))
+            })
+            .collect()
+    }
 }
 
 /// A `kind: mcp` entry with `tools: "*"`: every tool its server lists, found when a run

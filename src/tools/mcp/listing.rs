@@ -125,6 +125,7 @@ pub(super) fn check_listed(
                 None => annotation_hint(found.get("annotations"))
                     .map(|h| format!("MCP server `{}` annotates `{remote}` with {h}", server.name)),
             },
+            served: ListedTool::served_keys(found),
         };
         // Runs of one process share what models see: a server that changes its tools between
         // them would make one run's checks describe another run's tools.
@@ -182,6 +183,7 @@ pub(super) fn take_every_tool(
                 None => annotation_hint(item.get("annotations"))
                     .map(|h| format!("MCP server `{}` annotates `{name}` with {h}", server.name)),
             },
+            served: ListedTool::served_keys(item),
         };
         found.push(every.tool(name, listed));
     }
