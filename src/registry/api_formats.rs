@@ -54,18 +54,27 @@ pub(crate) fn mcp(tool: &Tool) -> Value {
 }
 
 /// A remote tool as its server lists it (a faithful gateway): its title, annotations and output
-/// schema, except what the spec says itself (`side_effects:`).
+/// schema, except what the spec says itself (`side_effects:`) and that a call toolrun holds for
+/// confirmation is destructive.
 fn as_listed(def: &mut Value, listed: &crate::registry::ListedTool, declared: Option<bool>) {
     for (key, value) in &listed.served {
-        def[key] = value.clone();
+        match (key.as_str(), value, &mut def[key]) {
+            // The server's hints win; the ones it left out keep toolrun's reading.
+            ("annotations", Value::Object(theirs), Value::Object(ours)) => {
+                ours.extend(theirs.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            _ => def[key] = value.clone(),
+        }
     }
-    if let Some(side_effects) = declared {
+    // A call toolrun holds for confirmation is announced as one that needs care.
+    let held = declared.unwrap_or(listed.confirm_hint.is_some());
+    if declared.is_some() || held {
         let annotations = &mut def["annotations"];
         if !annotations.is_object() {
             *annotations = json!({});
         }
-        annotations["destructiveHint"] = json!(side_effects);
-        if side_effects {
+        annotations["destructiveHint"] = json!(held);
+        if held {
             annotations["readOnlyHint"] = json!(false);
         }
     }
