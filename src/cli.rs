@@ -1,5 +1,6 @@
 //! The command line, as users meet it. Every subcommand's `--help` ends with an example.
 
+use crate::setup::OtlpArgs;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -377,19 +378,6 @@ pub(crate) struct ServeArgs {
     /// HTTP: a request's headers, and its body, must arrive within this long
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub(crate) read_timeout: String,
-}
-
-/// OpenTelemetry export, on every command that runs something.
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct OtlpArgs {
-    /// Send OpenTelemetry traces (OTLP over HTTP) to this collector, e.g.
-    /// http://127.0.0.1:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT, if set)
-    #[arg(long, value_name = "URL")]
-    pub(crate) otlp: Option<String>,
-    /// Include messages, tool arguments and results in the spans (masked), as
-    /// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true does
-    #[arg(long)]
-    pub(crate) otlp_content: bool,
 }
 
 #[derive(Subcommand, Debug)]

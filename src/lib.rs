@@ -1,5 +1,22 @@
 //! toolrun as a library: the binary in `main.rs` is a thin shell over it, and fuzz targets and
 //! benchmarks reach the same code the command line runs.
+//!
+//! # Layers
+//!
+//! A module uses its own layer and the ones below, never one above (`tests/structure.rs` checks
+//! it, and that no two modules or two files of one folder import each other):
+//!
+//! 1. **Foundations**: `exit`, `vocab`, `codes`, `diag`, `line_index`, `term`, `files`,
+//!    `arguments`, `stats`, `redact` (secrets and the masker), `events`, `net` (the one transport).
+//! 2. **The spec format**: `specfile` (YAML with positions, the keys, the JSON Schema),
+//!    `templates`, `builtins`.
+//! 3. **The compiled spec**: `compile` (spec → `registry`, with diagnostics) and `registry`.
+//! 4. **Running**: `tools` (http, mcp client, table, mock, builtin), `models` (scripted, OpenAI,
+//!    Anthropic), `engine` (the governed loop), `trace`, `fixture` (recorded runs on disk, the tape).
+//! 5. **Capabilities on the core**: `setup` (one run's set-up, shared by every command),
+//!    `replay`, `mcp_server` (`toolrun serve`), `openapi` (`toolrun import`), `results`, `report`,
+//!    `telemetry`, `compare`, `merge`, `diff`, `judge`.
+//! 6. **The command line**: `cli` (flags) and `commands` (one module per command, exit codes).
 
 // The library is public for the binary, benches, fuzz targets and tests only: everything else
 // is `pub(crate)`, so unused items are reported as dead code.

@@ -44,7 +44,20 @@ pub(crate) struct SetupArgs {
     #[arg(long = "allow-exec", value_name = "PROGRAM")]
     pub(crate) allow_exec: Vec<String>,
     #[command(flatten)]
-    pub(crate) otlp: crate::cli::OtlpArgs,
+    pub(crate) otlp: OtlpArgs,
+}
+
+/// OpenTelemetry export, on every command that runs something.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct OtlpArgs {
+    /// Send OpenTelemetry traces (OTLP over HTTP) to this collector, e.g.
+    /// http://127.0.0.1:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT, if set)
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp: Option<String>,
+    /// Include messages, tool arguments and results in the spans (masked), as
+    /// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true does
+    #[arg(long)]
+    pub(crate) otlp_content: bool,
 }
 
 /// Where a run's secrets come from.

@@ -47,7 +47,7 @@ pub fn dispatch(cli: Cli) -> i32 {
 }
 
 /// The export settings of the commands that run something; the others never export.
-fn otlp_args(command: &Command) -> Option<&crate::cli::OtlpArgs> {
+fn otlp_args(command: &Command) -> Option<&crate::setup::OtlpArgs> {
     match command {
         Command::Run(a) => Some(&a.setup.otlp),
         Command::Test(a) => Some(&a.setup.otlp),

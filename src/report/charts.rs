@@ -3,8 +3,7 @@
 //! nothing is fetched (system fonts only), so they need nothing from the page's CSP and show
 //! even with scripts off. Every text from a results file goes through `escape`.
 
-use super::html::escape;
-use super::{duration, percent, usd, Report};
+use super::{duration, escape, percent, usd, Report};
 use std::fmt::Write;
 
 /// Drawn 1000 units wide and scaled to the page: legible at 1280 px.

@@ -2,7 +2,7 @@
 //! nothing fetched. A Content-Security-Policy forbids every network load and lets only the page's
 //! own script run (by its hash), so even a page edited by hand cannot phone home.
 
-use super::Report;
+use super::{escape, Report};
 use crate::redact::Redactor;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -23,21 +23,6 @@ pub(crate) fn script_safe_json(v: &serde_json::Value) -> String {
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
             c => out.push(c),
         }
     }

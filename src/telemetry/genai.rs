@@ -3,7 +3,7 @@
 //! an `execute_tool {tool}` span per call, an HTTP tool's request as a CLIENT child. The same
 //! mapping serves live runs and recorded ones (`toolrun export otel`), so both look alike.
 
-use super::otlp::Kind;
+use super::span::Kind;
 use super::span::{now_ns, Parent, Span, Value};
 use crate::redact::Redactor;
 use serde_json::{json, Value as Json};

@@ -2,7 +2,7 @@
 //! answers, `{mcp.method.name} {target}`, continuing the client's trace when the request
 //! carries `traceparent` (the HTTP header, or `params._meta` as MCP's SEP-414 puts it).
 
-use super::otlp::Kind;
+use super::span::Kind;
 use super::span::{now_ns, Parent, Span};
 use crate::redact::Redactor;
 use serde_json::Value;

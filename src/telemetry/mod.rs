@@ -115,7 +115,7 @@ pub(crate) fn export_replay(
     let mut replay = Span::new(
         command_parent(),
         format!("replay {fixture}"),
-        otlp::Kind::Internal,
+        span::Kind::Internal,
     );
     replay.set("toolrun.fixture", fixture.to_string());
     let mut spans = Vec::new();

@@ -5,14 +5,6 @@
 use super::span::{Span, Value};
 use std::fmt::Write as _;
 
-/// `Span.kind` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Internal = 1,
-    Server = 2,
-    Client = 3,
-}
-
 /// What the service says about itself once per request.
 pub(crate) struct Resource<'a> {
     pub(crate) attributes: &'a [(String, Value)],
@@ -234,7 +226,7 @@ mod tests {
 
     #[test]
     fn json_follows_the_otlp_json_mapping() {
-        use crate::telemetry::span::{Parent, Span};
+        use crate::telemetry::span::{Kind, Parent, Span};
         let parent =
             Parent::from_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
                 .unwrap();

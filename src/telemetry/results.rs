@@ -3,7 +3,7 @@
 //! `gen_ai.evaluation.result` event: the verdict) → the attempt's `invoke_agent` run.
 
 use super::genai::{parse_time, Mapping};
-use super::otlp::Kind;
+use super::span::Kind;
 use super::span::{now_ns, Event, Parent, Span, Value};
 use serde_json::{json, Value as Json};
 

@@ -1,8 +1,15 @@
 //! Spans as toolrun builds them before encoding: ids, parent links, times and attributes.
 
-use super::otlp::Kind;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `Span.kind` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Internal = 1,
+    Server = 2,
+    Client = 3,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Value {
