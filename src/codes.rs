@@ -2,7 +2,22 @@
 //! CODE` and SARIF rules. A code is a [`Code`]; its rendered name (`E001`, `W101`) and its
 //! severity are stated here, once, not read off the name.
 
-use crate::diag::Severity;
+/// How bad a diagnostic is: errors fail `check`, warnings do not (unless `--deny-warnings`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
 
 /// What `toolrun explain` says about a code.
 pub(crate) struct CodeInfo {

@@ -3,25 +3,10 @@
 mod snippet;
 
 use crate::codes::Code;
+pub(crate) use crate::codes::Severity;
 use crate::line_index::Lines;
 use serde::Serialize;
 use std::fmt::Write as _;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Severity {
-    Error,
-    Warning,
-}
-
-impl Severity {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
 
 /// A region of a source file. Lines and columns are 1-based; `end_col` is exclusive.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
