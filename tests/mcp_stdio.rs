@@ -334,6 +334,28 @@ fn a_message_past_the_cap_fails_the_call_and_the_server_keeps_answering() {
 }
 
 #[test]
+fn requests_from_the_server_during_a_call_are_answered_at_once() {
+    let dir = support::temp_dir("mcp-stdio-ask");
+    let logs = dir.join("logs");
+    let spec_path = write(
+        &dir,
+        "probe.yaml",
+        &probe_spec(&logs, "ask_back", "          - answer: no"),
+    );
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("call")
+        .arg(&spec_path)
+        .args(["ask_back", "--allow-exec"])
+        .arg(python::python()));
+    out.assert_success();
+    // `ping` gets its result, `roots/list` "method not found": the call completes, well before
+    // the tool's timeout.
+    let result = out.json()["result"].as_str().unwrap().to_string();
+    assert!(result.starts_with("pong; roots refused:"), "{result}");
+}
+
+#[test]
 fn a_crashed_server_names_itself_its_exit_and_its_stderr() {
     let dir = support::temp_dir("mcp-stdio-crash");
     let logs = dir.join("logs");

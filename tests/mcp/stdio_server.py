@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("stdio-probe")
@@ -75,6 +75,18 @@ def wait() -> str:
         f.write(str(os.getpid()))
     time.sleep(60)
     return "waited"
+
+
+@server.tool()
+async def ask_back(ctx: Context) -> str:
+    """Pings the client and asks for its roots during the call, and says what came back."""
+    await ctx.session.send_ping()
+    try:
+        await ctx.session.list_roots()
+        roots = "roots answered"
+    except Exception as e:  # the client declared no roots capability: an error is the answer
+        roots = f"roots refused: {e}"
+    return f"pong; {roots}"
 
 
 @server.tool()
