@@ -60,8 +60,22 @@ fn pid_lines(log_dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The /proc state of a process: `gone` once nothing of it is left.
+/// The /proc state of a process once it has settled: `gone` once nothing of it is left, `Z` a
+/// zombie, else what it still is after a few seconds (a killed process dies when it next runs,
+/// which on a loaded machine is not at once).
 fn state(pid: &Value) -> String {
+    let mut now = proc_state(pid);
+    for _ in 0..250 {
+        if now == "gone" || now == "Z" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        now = proc_state(pid);
+    }
+    now
+}
+
+fn proc_state(pid: &Value) -> String {
     let status = std::fs::read_to_string(format!("/proc/{}/status", pid.as_u64().unwrap()));
     match status {
         Err(_) => "gone".into(),
@@ -749,6 +763,7 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
     assert_eq!(
         names,
         [
+            "ask_back",
             "big",
             "crash",
             "echo",

@@ -499,6 +499,8 @@ impl Process {
             }
             signal_group(self.pgid, Signal::Kill);
             status = Some(c.wait().await);
+            // SIGKILL is delivered when each process next runs: the run ends after they do.
+            wait_group(self.pgid).await;
             rest = "; processes it started killed (SIGKILL)";
         }
         *child = None;
