@@ -17,9 +17,12 @@ const MAX_BATCH: usize = 512;
 /// One request may not take longer than this, whatever the exit timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Spans, or how to make them: a run's spans are made on the export thread, off the run's.
+pub(crate) type Job = Box<dyn FnOnce() -> Vec<Span> + Send>;
+
 pub(crate) struct Exporter {
     pub(crate) config: Config,
-    queue: Mutex<Option<mpsc::Sender<Vec<Span>>>>,
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
     drained: Mutex<Option<mpsc::Receiver<()>>>,
     warned: Arc<AtomicBool>,
 }
@@ -27,7 +30,7 @@ pub(crate) struct Exporter {
 impl Exporter {
     /// Starts the sending thread; nothing connects before the first batch is due.
     pub(crate) fn start(config: Config) -> Exporter {
-        let (tx, rx) = mpsc::channel::<Vec<Span>>();
+        let (tx, rx) = mpsc::channel::<Job>();
         let (done_tx, done_rx) = mpsc::channel();
         let warned = Arc::new(AtomicBool::new(false));
         let worker = Worker {
@@ -57,12 +60,15 @@ impl Exporter {
     }
 
     pub(crate) fn send(&self, spans: Vec<Span>) {
-        if spans.is_empty() {
-            return;
+        if !spans.is_empty() {
+            self.send_with(Box::new(move || spans));
         }
+    }
+
+    pub(crate) fn send_with(&self, job: Job) {
         if let Ok(queue) = self.queue.lock() {
             if let Some(tx) = queue.as_ref() {
-                let _ = tx.send(spans);
+                let _ = tx.send(job);
             }
         }
     }
@@ -103,7 +109,7 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(mut self, rx: mpsc::Receiver<Vec<Span>>) {
+    fn run(mut self, rx: mpsc::Receiver<Job>) {
         let mut batch: Vec<Span> = Vec::new();
         let mut due: Option<Instant> = None;
         loop {
@@ -111,8 +117,8 @@ impl Worker {
                 d.saturating_duration_since(Instant::now())
             });
             match rx.recv_timeout(wait) {
-                Ok(spans) => {
-                    batch.extend(spans);
+                Ok(job) => {
+                    batch.extend(job());
                     due.get_or_insert_with(|| Instant::now() + SCHEDULE_DELAY);
                     if batch.len() >= MAX_BATCH {
                         self.flush(&mut batch);

@@ -10,15 +10,16 @@ use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
 /// How a run's spans are made.
-pub(crate) struct Mapping<'a> {
+pub(crate) struct Mapping {
     /// Messages, arguments and results as attributes (opt-in).
     pub(crate) content: bool,
     /// Only the current attribute names (`OTEL_SEMCONV_STABILITY_OPT_IN`).
     pub(crate) latest_only: bool,
     /// Applied to every exported string on top of the trace's own masking.
-    pub(crate) redactor: &'a Redactor,
-    /// The live run's registry: calls of `kind: mcp` tools get an MCP CLIENT span.
-    pub(crate) registry: Option<&'a crate::registry::Registry>,
+    pub(crate) redactor: Redactor,
+    /// A live run's `kind: mcp` tools (name, server, the server's name for it): their calls get
+    /// an MCP CLIENT span.
+    pub(crate) mcp_tools: Vec<(String, std::sync::Arc<crate::registry::McpServer>, String)>,
 }
 
 /// Nanoseconds since the epoch of an RFC 3339 time.
@@ -35,7 +36,7 @@ fn ns_of(duration_ms: f64) -> u64 {
     (duration_ms * 1_000_000.0) as u64
 }
 
-impl Mapping<'_> {
+impl Mapping {
     fn text(&self, s: &str) -> String {
         self.redactor.str(s)
     }
@@ -258,9 +259,9 @@ impl Mapping<'_> {
         if let Some(http) = r.get("http").filter(|h| h.is_object()) {
             out.push(self.http_span(&span, http));
         }
-        let tool = r["name"].as_str().and_then(|n| self.registry?.tool(n));
-        if let Some(crate::registry::ToolKind::Mcp(m)) = tool.map(|t| &t.kind) {
-            out.push(super::mcp::client_span(&span, &m.server, &m.remote_name));
+        let name = r["name"].as_str().unwrap_or("");
+        if let Some((_, server, remote)) = self.mcp_tools.iter().find(|(n, _, _)| n == name) {
+            out.push(super::mcp::client_span(&span, server, remote));
         }
         out.push(span);
         out

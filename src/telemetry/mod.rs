@@ -60,14 +60,14 @@ pub(crate) fn command_parent() -> Parent {
         .unwrap_or_else(Parent::root)
 }
 
-pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping<'_>, &'static Exporter)> {
+pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping, &'static Exporter)> {
     let e = active()?;
     Some((
         genai::Mapping {
             content: e.config.content,
             latest_only: e.config.latest_only,
-            redactor,
-            registry: None,
+            redactor: redactor.clone(),
+            mcp_tools: Vec::new(),
         },
         e,
     ))
@@ -81,11 +81,20 @@ pub(crate) fn export_trace(trace: &serde_json::Value, parent: Option<Parent>, re
     }
 }
 
-/// Exports a finished run, when export is on (the trace becomes a document only then).
+/// Exports a finished run, when export is on. The run's thread only copies the trace: the
+/// document and its spans are made on the export thread.
 pub fn export_run(trace: &crate::trace::Trace, redactor: &Redactor) {
-    if active().is_some() {
-        export_trace(&trace.to_json(redactor), None, redactor);
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        map_later(exporter, mapping, trace);
     }
+}
+
+fn map_later(exporter: &Exporter, mapping: genai::Mapping, trace: &crate::trace::Trace) {
+    let trace = trace.clone();
+    let parent = command_parent();
+    exporter.send_with(Box::new(move || {
+        mapping.run_spans(&trace.to_json(&mapping.redactor), parent)
+    }));
 }
 
 /// Exports a live run of `registry`: its MCP tools' calls get MCP CLIENT spans too.
@@ -95,9 +104,13 @@ pub(crate) fn export_live_run(
     redactor: &Redactor,
 ) {
     if let Some((mut mapping, exporter)) = mapping(redactor) {
-        mapping.registry = Some(registry);
-        let spans = mapping.run_spans(&trace.to_json(redactor), command_parent());
-        exporter.send(spans);
+        for t in &registry.tools {
+            if let crate::registry::ToolKind::Mcp(m) = &t.kind {
+                let entry = (t.name.clone(), m.server.clone(), m.remote_name.clone());
+                mapping.mcp_tools.push(entry);
+            }
+        }
+        map_later(exporter, mapping, trace);
     }
 }
 

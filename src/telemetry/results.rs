@@ -7,7 +7,7 @@ use super::span::Kind;
 use super::span::{now_ns, Event, Parent, Span, Value};
 use serde_json::{json, Value as Json};
 
-pub(crate) fn test_spans(mapping: &Mapping<'_>, results: &Json, parent: Parent) -> Vec<Span> {
+pub(crate) fn test_spans(mapping: &Mapping, results: &Json, parent: Parent) -> Vec<Span> {
     let mut root = Span::new(parent, "toolrun test", Kind::Internal);
     let mut spans = Vec::new();
     let mut counts = [0i64; 3];
@@ -37,7 +37,7 @@ pub(crate) fn test_spans(mapping: &Mapping<'_>, results: &Json, parent: Parent) 
     spans
 }
 
-fn one_test(mapping: &Mapping<'_>, test: &Json, parent: Parent) -> Vec<Span> {
+fn one_test(mapping: &Mapping, test: &Json, parent: Parent) -> Vec<Span> {
     let name = mapping.redactor.str(test["name"].as_str().unwrap_or(""));
     let mut span = Span::new(parent, format!("test {name}"), Kind::Internal);
     span.set("toolrun.test.name", name.clone())
@@ -78,7 +78,7 @@ fn one_test(mapping: &Mapping<'_>, test: &Json, parent: Parent) -> Vec<Span> {
 }
 
 fn attempt_spans(
-    mapping: &Mapping<'_>,
+    mapping: &Mapping,
     test: &Json,
     attempt: &Json,
     parent: Parent,
