@@ -1037,3 +1037,60 @@ fn http_is_bounded_under_abuse() {
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn a_retried_http_call_reports_progress_to_a_client_with_a_progress_token() {
+    let tries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = tries.clone();
+    let server = TestServer::start(move |_| {
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Response::json(503, json!({ "error": "busy" }))
+        } else {
+            Response::json(200, json!({ "price": 178.15 }))
+        }
+    });
+    let port = server
+        .base_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let spec = support::temp_file(
+        "mcp-serve-retry",
+        "retry.yaml",
+        &format!(
+            "version: 1\nname: retry\ntools:\n  quote:\n    description: Gets a quote from the quote service.\n    kind: http\n    input: {{ type: object, properties: {{}} }}\n    request: {{ url: \"{}/quote\" }}\n    retries: 2\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
+            server.base_url()
+        ),
+    );
+    let serve = HttpServe::start(spec.path(), &[], &[]);
+    let session = serve.session("2025-06-18");
+    let call = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "quote", "arguments": {}, "_meta": { "progressToken": "p-1" } } });
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-06-18"),
+    ];
+    let answer = serve.exchange("POST", "/mcp", &headers, &call.to_string());
+    let got = messages(&answer);
+    let progress = got
+        .iter()
+        .position(|m| m["method"] == "notifications/progress")
+        .unwrap_or_else(|| panic!("no progress in {answer}"));
+    let result = got.iter().position(|m| m["id"] == 5).expect("the result");
+    assert!(progress < result, "{answer}");
+    let p = &got[progress]["params"];
+    assert_eq!(p["progressToken"], "p-1");
+    assert_eq!(
+        (p["progress"].as_f64(), p["total"].as_f64()),
+        (Some(1.0), Some(3.0))
+    );
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("attempt 1 of 3 failed"),
+        "{p}"
+    );
+    assert_eq!(got[result]["result"]["structuredContent"]["price"], 178.15);
+}

@@ -212,6 +212,17 @@ impl Call<'_, '_> {
                 ));
                 break outcome;
             }
+            // A client watching this call (a served one) hears why it takes longer.
+            if let Some(notify) = self.env.notify {
+                notify(crate::tools::notify::Notice::Progress {
+                    progress: f64::from(attempts),
+                    total: Some(f64::from(max_attempts)),
+                    message: Some(format!(
+                        "attempt {attempts} of {max_attempts} failed; retrying in {}",
+                        secs(wait)
+                    )),
+                });
+            }
             self.env.transport.pause(wait).await;
         };
         self.finish(outcome, attempts, max_attempts, waited_note)
@@ -316,12 +327,20 @@ impl Call<'_, '_> {
                     "tool_progress",
                     json!({ "id": env.call_id, "tool": self.tool.name, "bytes": bytes }),
                 );
+                // A long download is progress to a client watching the call (a served one).
+                if let Some(notify) = env.notify {
+                    notify(crate::tools::notify::Notice::Progress {
+                        progress: bytes as f64,
+                        total: None,
+                        message: Some(format!("{bytes} bytes received")),
+                    });
+                }
             }
         };
         let opts = SendOptions {
             timeout,
             max_bytes: self.http.max_bytes,
-            progress: if env.events.is_active() {
+            progress: if env.events.is_active() || env.notify.is_some() {
                 Some(&progress)
             } else {
                 None
