@@ -7,6 +7,10 @@
 //! of the run its stdin is closed, then the group gets SIGTERM, then SIGKILL after a grace
 //! period (the order the specification asks of a client), and the leader is reaped. Its stderr
 //! is kept (the last 64 KiB) for errors and the `mcp_server_stderr` event.
+//!
+//! Elsewhere than Unix (no process groups or signals) `spawn` refuses with "not supported on
+//! this platform", so the reader and the process plumbing are compiled but unused there.
+#![cfg_attr(not(unix), allow(dead_code))]
 
 use crate::net::{HttpResponse, NetError};
 use crate::registry::StdioCommand;
