@@ -851,3 +851,68 @@ fn a_star_takes_every_tool_of_a_streamable_http_server_its_host_allowed_as_writt
     let replayed = run(toolrun().arg("replay").arg(&fixture));
     replayed.assert_success();
 }
+
+/// A gateway (`toolrun serve --http` of a spec with `kind: mcp` tools) gives each of its clients
+/// a session of its own with the remote server: upstream state never crosses clients.
+#[test]
+fn a_gateway_opens_one_upstream_session_per_client_session() {
+    let dir = support::temp_dir("mcp-client-gateway-sessions");
+    let server = NotesServer::start(&dir);
+    let spec_path = write(
+        &dir,
+        "gateway.yaml",
+        &spec(
+            &server.url(),
+            "      - search_notes",
+            "          - answer: unused",
+        ),
+    );
+    let mut serve = toolrun()
+        .env("NOTES_KEY", SECRET)
+        .arg("serve")
+        .arg(&spec_path)
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolrun serve");
+    let mut stderr = BufReader::new(serve.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("first line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    let plan = json!([{ "name": "search_notes", "arguments": { "query": "milk" } }]);
+    for _ in 0..2 {
+        let mut cmd = Command::new(python::python());
+        cmd.arg(python::script("client.py")).args(["http", &url]);
+        let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+        assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    }
+    let calls: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r["method"] == "POST")
+        .collect();
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    let _ = serve.wait();
+    // The serve process's own session (listing at start), then one per client session.
+    let mut ids: Vec<String> = calls
+        .iter()
+        .filter_map(|r| r["headers"]["mcp-session-id"].as_str().map(String::from))
+        .collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "{calls:#?}");
+    // Each upstream session ended with `serve`.
+    let ended: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r["method"] == "DELETE")
+        .collect();
+    assert_eq!(ended.len(), 3, "{ended:#?}");
+}

@@ -112,11 +112,22 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
             }
         }
     });
-    // The sessions this one opened with remote MCP servers end with it.
+    // The sessions this one opened with remote MCP servers end with it: its own, and each
+    // client session's.
     rt.block_on(crate::tools::mcp::end_all(&remote_env(
         &served.registry,
         &served.setup,
     )));
+    let upstream = served
+        .upstream
+        .lock()
+        .map(|u| u.clone())
+        .unwrap_or_default();
+    for transport in upstream {
+        let mut env = remote_env(&served.registry, &served.setup);
+        env.transport = &transport;
+        rt.block_on(crate::tools::mcp::end_all(&env));
+    }
     // Whatever ended the session, what was recorded is written.
     if let (Some(path), Some(tape)) = (&args.record, &tape) {
         write_session_fixture(path, &args.spec, &served, tape)?;

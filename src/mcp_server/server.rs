@@ -5,6 +5,7 @@
 
 use super::confirm::{self, Confirmation};
 use crate::engine::{CallOutcome, CallSession};
+use crate::net::Transport;
 use crate::registry::Registry;
 use crate::setup::Setup;
 use crate::telemetry::mcp as telemetry;
@@ -31,6 +32,9 @@ pub(crate) struct Served {
     /// Every call, kept only when the session is recorded (`--record`).
     log: Option<Mutex<Vec<LoggedCall>>>,
     sessions: AtomicU64,
+    /// Each client session's transport: its own sessions with remote MCP servers, ended when
+    /// `serve` ends.
+    pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
 }
 
 /// One served call as a fixture keeps it.
@@ -64,6 +68,7 @@ impl Served {
             tools,
             log: record.then(|| Mutex::new(Vec::new())),
             sessions: AtomicU64::new(0),
+            upstream: Mutex::new(Vec::new()),
         })
     }
 
@@ -84,11 +89,18 @@ pub(crate) struct ServedSession {
     state: Arc<tokio::sync::Mutex<CallSession>>,
     /// The least severe log level the client wants (`logging/setLevel`; 0, debug, until then).
     log_level: Arc<AtomicUsize>,
+    /// This client's own sessions with the remote MCP servers of `kind: mcp` tools.
+    transport: Arc<Transport>,
 }
 
 impl ServedSession {
     pub(crate) fn new(served: &Arc<Served>) -> ServedSession {
+        let transport = Arc::new(served.setup.transport.scoped());
+        if let Ok(mut all) = served.upstream.lock() {
+            all.push(transport.clone());
+        }
         ServedSession {
+            transport,
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
             state: Arc::new(tokio::sync::Mutex::new(CallSession::served(
@@ -116,7 +128,8 @@ impl ServedSession {
         notify: &Arc<Notifier>,
     ) -> CallOutcome {
         let served = &*self.served;
-        let engine = served.setup.engine(&served.registry);
+        let mut engine = served.setup.engine(&served.registry);
+        engine.transport = &self.transport;
         let mut opts = served.setup.call_options();
         opts.now_unix_ms = now_unix_ms;
         if approved_once {

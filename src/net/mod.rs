@@ -172,6 +172,23 @@ impl Transport {
         }
     }
 
+    /// A transport for one client of a gateway (`serve`): the same recording or replay, masking
+    /// and allowed programs, with protocol sessions of its own, so no state of a remote server's
+    /// session crosses from one client to another.
+    pub(crate) fn scoped(&self) -> Transport {
+        let client = OnceLock::new();
+        if let Some(Ok(c)) = self.client.get() {
+            let _ = client.set(Ok(c.clone()));
+        }
+        Transport {
+            client,
+            tape: self.tape.clone(),
+            redactor: std::sync::Mutex::new(self.redactor()),
+            sessions: Default::default(),
+            exec_allowed: self.exec_allowed.clone(),
+        }
+    }
+
     /// Lets this run start these programs (`--allow-exec`); a replay starts none whatever it says.
     pub(crate) fn allow_exec(mut self, programs: &[String]) -> Transport {
         self.exec_allowed = programs.to_vec();
