@@ -473,3 +473,41 @@ tools:
         "{weather:#}"
     );
 }
+
+#[test]
+fn over_stdio_an_elicitation_is_answered_as_over_http() {
+    let dir = support::temp_dir("mcp-everything-stdio-elicit");
+    let node = npm::node();
+    let every = npm::package_file("@modelcontextprotocol/server-everything/dist/index.js");
+    let text = format!(
+        r#"version: 1
+name: elicit
+tools:
+  everything:
+    kind: mcp
+    command: ["{node}", "{every}", stdio]
+    timeout: 60s
+    side_effects: false
+    tools: [trigger-elicitation-request]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: trigger-elicitation-request, arguments: {{}} }}]
+          - answer: "{{{{ results[0].result }}}}"
+"#,
+        node = node.display(),
+        every = every.display(),
+    );
+    let spec_path = write(&dir, "elicit.yaml", &text);
+    let out = run(toolrun()
+        .env("TOOLRUN_CACHE_DIR", "off")
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask me", "--json", "--allow-exec"])
+        .arg(&node));
+    out.assert_success();
+    let answer = out.json()["final_output"].as_str().unwrap().to_string();
+    assert!(answer.contains("declined"), "{out:?}");
+}

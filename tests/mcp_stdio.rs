@@ -777,11 +777,15 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
         doc["calls"][0]["structuredContent"]["result"],
         "through the gateway"
     );
-    // `serve` has exited with its client: the probe and its helper went with it.
+    // `serve` has exited with its client: every probe it started (one to list the tools when it
+    // started, one for the client's session: upstream sessions are per client) and their
+    // helpers went with it.
     let pids = pid_lines(&logs);
-    assert_eq!(pids.len(), 1, "{pids:?}");
-    for role in ["leader", "helper"] {
-        let s = state(&pids[0][role]);
-        assert!(s == "gone" || s == "Z", "{role} is {s}");
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    for (i, p) in pids.iter().enumerate() {
+        for role in ["leader", "helper"] {
+            let s = state(&p[role]);
+            assert!(s == "gone" || s == "Z", "{role} of probe {i} is {s}");
+        }
     }
 }

@@ -114,20 +114,21 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     });
     // The sessions this one opened with remote MCP servers end with it: its own, and each
     // client session's.
-    rt.block_on(crate::tools::mcp::end_all(&remote_env(
-        &served.registry,
-        &served.setup,
-    )));
+    // All at once: a client that closed stdio gives its server little time to exit.
     let upstream = served
         .upstream
         .lock()
         .map(|u| u.clone())
         .unwrap_or_default();
-    for transport in upstream {
+    let mut envs = vec![remote_env(&served.registry, &served.setup)];
+    for transport in &upstream {
         let mut env = remote_env(&served.registry, &served.setup);
-        env.transport = &transport;
-        rt.block_on(crate::tools::mcp::end_all(&env));
+        env.transport = transport;
+        envs.push(env);
     }
+    rt.block_on(futures_util::future::join_all(
+        envs.iter().map(crate::tools::mcp::end_all),
+    ));
     // Whatever ended the session, what was recorded is written.
     if let (Some(path), Some(tape)) = (&args.record, &tape) {
         write_session_fixture(path, &args.spec, &served, tape)?;

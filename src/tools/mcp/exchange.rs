@@ -537,7 +537,7 @@ impl Rpc<'_, '_> {
                 })?;
             vars.push((name.clone(), value));
         }
-        let started = stdio::spawn(cmd, program, vars, LINE_CAP)
+        let started = stdio::spawn(cmd, program, vars, LINE_CAP, self.server.elicitation)
             .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
         let started = Arc::new(started);
         self.env.events.emit_with(

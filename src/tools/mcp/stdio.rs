@@ -13,7 +13,7 @@
 #![cfg_attr(not(unix), allow(dead_code))]
 
 use crate::net::{HttpResponse, NetError};
-use crate::registry::StdioCommand;
+use crate::registry::{Elicitation, StdioCommand};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -148,10 +148,11 @@ pub(crate) fn spawn(
     program: &Path,
     env: Vec<(String, String)>,
     line_cap: usize,
+    elicitation: Elicitation,
 ) -> std::io::Result<Process> {
     #[cfg(not(unix))]
     {
-        let _ = (cmd, program, env, line_cap);
+        let _ = (cmd, program, env, line_cap, elicitation);
         Err(std::io::Error::other(
             "stdio MCP servers are not supported on this platform (they need process groups and signals); use a streamable-HTTP server (`url:`)",
         ))
@@ -193,6 +194,7 @@ pub(crate) fn spawn(
                 stderr: stderr.clone(),
                 child: child.clone(),
                 line_cap,
+                elicitation,
             };
             tokio::spawn(reader.run(out, err_done));
         }
@@ -236,6 +238,8 @@ struct Reader {
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
     line_cap: usize,
+    /// The entry's `elicitation:`: how a request for input is answered.
+    elicitation: Elicitation,
 }
 
 impl Reader {
@@ -284,7 +288,7 @@ impl Reader {
         };
         let method = message.get("method").and_then(Value::as_str);
         match (method, message.get("id")) {
-            (Some(m), Some(id)) => self.answer_request(m, id).await,
+            (Some(_), Some(_)) => self.answer_request(&message).await,
             (Some(super::LIST_CHANGED), None) => *changed = Some(message),
             (Some(_), None) => {}
             (None, Some(id)) => {
@@ -305,14 +309,11 @@ impl Reader {
         }
     }
 
-    /// A server's request gets an answer at once, so the call it came with can complete: `ping`
-    /// its empty result, anything else "method not found" (toolrun declares no capabilities).
-    async fn answer_request(&self, method: &str, id: &Value) {
-        let answer = if method == "ping" {
-            json!({ "jsonrpc": "2.0", "id": id, "result": {} })
-        } else {
-            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": format!("toolrun does not handle `{method}`") } })
-        };
+    /// A server's request gets an answer at once, so the call it came with can complete: the
+    /// same answers as over HTTP (`ping`, `elicitation/create` as the entry says, -32601 for
+    /// what toolrun did not declare; see `rpc::answer`).
+    async fn answer_request(&self, request: &Value) {
+        let answer = super::rpc::answer(request, self.elicitation);
         write_line(&self.stdin, &answer.to_string().into_bytes())
             .await
             .ok();
