@@ -14,8 +14,7 @@ use crate::trace::Trace;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// The tool the grader is offered.
-pub(crate) const GRADE_TOOL: &str = "grade";
+pub(crate) use crate::registry::GRADE_TOOL;
 
 const SYSTEM: &str = "You grade an AI assistant's work against a rubric. You are strict and fair, and you reply only with a grade.";
 

@@ -694,7 +694,7 @@ models:
           - answer: '{"score": 0.9, "reasoning": "Polite and it answers."}'
       - when: "(?s)final answer:\\nFigure"
         turns:
-          - answer: '{"score": 0.1, "reasoning": "Rude and no answer."}'
+          - tool_calls: [{ name: grade, arguments: { score: 0.1, reasoning: "Rude and no answer." } }]
       - turns:
           - answer: "What a lovely answer!"
 default_model: assistant
@@ -720,6 +720,7 @@ fn a_scripted_judge_grades_answers_and_its_verdict_reaches_results_and_report() 
         .current_dir(&dir)
         .args(["test", "s.yaml", "--results", "r.json"]));
     out.assert_code(1);
+    // `polite` is graded by answer text, `rude` by a `grade` tool call.
     assert!(out.stdout.contains("PASS j::polite"), "{out:?}");
     assert!(
         out.stdout.contains(

@@ -44,6 +44,9 @@ pub(crate) struct Ctx<'a> {
     /// one of theirs, which only a run can tell (W113, not E012).
     pub(crate) open_servers: Vec<String>,
     pub(crate) wildcards: Vec<crate::registry::Wildcard>,
+    /// Some test has `expect.judge`: a scripted grader may call the `grade` tool the judge
+    /// offers, which is no tool of the spec.
+    pub(crate) judged: bool,
 }
 
 impl Ctx<'_> {
@@ -194,8 +197,23 @@ impl<'a> Ctx<'a> {
             inputs: Vec::new(),
             open_servers: Vec::new(),
             wildcards: Vec::new(),
+            judged: false,
         }
     }
+}
+
+/// Whether any test of `tests:` has `expect.judge` (read without reporting: the tests are
+/// checked in their turn).
+fn any_judge(tests: Option<&Node>) -> bool {
+    let Some(Value::Seq(items)) = tests.map(|t| &t.value) else {
+        return false;
+    };
+    items.iter().any(|t| {
+        Obj::peek_free(t)
+            .and_then(|o| o.get("expect"))
+            .and_then(Obj::peek_free)
+            .is_some_and(|e| e.get("judge").is_some())
+    })
 }
 
 fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
@@ -267,6 +285,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let policy = compile_policy(policy_node, &tools, ctx);
     tools::check_hosts(tools_node, &policy, ctx);
 
+    ctx.judged = any_judge(top.get("tests"));
     let (models, default_model) =
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);

@@ -585,7 +585,8 @@ fn compile_call(node: &Node, ctx: &mut Ctx) -> Option<ScriptedCall> {
     let name = obj.require_string("name", "a scripted tool call", &mut ctx.d)?;
     // `malformed: true` marks a call that is wrong on purpose (to test the loop's rejections).
     let deliberate = obj.bool("malformed", &mut ctx.d).is_some_and(|b| b.value);
-    let tool = ctx.tool_names.contains(&name.value);
+    let tool = ctx.tool_names.contains(&name.value)
+        || (ctx.judged && name.value == crate::registry::GRADE_TOOL);
     if !tool && !deliberate {
         let mut place = "a scripted tool call".to_string();
         place.push_str(" (add `malformed: true` if it is unknown on purpose)");

@@ -557,6 +557,9 @@ pub(crate) fn fixture_stem(name: &str) -> String {
         .collect()
 }
 
+/// The one tool a judge's grader is offered (`crate::judge`).
+pub(crate) const GRADE_TOOL: &str = "grade";
+
 /// `expect.judge`: a grader model scores the answer against the rubric.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Judge {
