@@ -165,13 +165,19 @@ pub(super) fn analyse(source: &str) -> Result<Cost, String> {
         }
         Err(Stop::Constant) => Err("a constant expression here builds about a megabyte of text or more while the template is compiled; build large text from arguments at run time instead".to_string()),
         Err(Stop::Unbounded(why)) => Ok(Cost::Unbounded(why)),
+        Err(Stop::Refused(why)) => Err(why),
     }
 }
 
 enum Stop {
     Constant,
     Unbounded(String),
+    /// A construct no template may use, whatever its cost.
+    Refused(String),
 }
+
+/// What `debug()` (minijinja's dump of the whole context) is refused with.
+const NO_DEBUG: &str = "`debug()` is not available in templates: it would print every value the template can see, the secrets of every tool included; name the values you need instead, e.g. `{{ args.city }}`";
 
 fn unbounded<T>(why: impl Into<String>) -> Result<T, Stop> {
     Err(Stop::Unbounded(why.into()))
@@ -606,6 +612,9 @@ impl<'s> Analysis<'s> {
             Expr::Var(v) if self.scopes.iter().all(|s| !s.contains_key(v.id)) => v.id,
             _ => return unbounded("a call of a computed function or method"),
         };
+        if name == "debug" {
+            return Err(Stop::Refused(NO_DEBUG.to_string()));
+        }
         let args = self.args(&c.args)?;
         match name {
             // Lazy: the numbers exist one at a time unless a filter lists them.

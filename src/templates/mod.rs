@@ -90,6 +90,10 @@ impl Templates {
         // (`last.reslt` is undefined) in every build profile alike.
         env.set_debug(true);
         env.add_filter("urlencode", urlencode);
+        // `debug()` prints the whole context: every secret of every tool, in whatever the
+        // template renders (a query string bound for another host). A template reaches only what
+        // it names; `check` says so where one is written (see `cost::analyse`).
+        env.remove_global("debug");
         Templates {
             env,
             costs: Default::default(),
