@@ -175,7 +175,8 @@ models:
     let out = support::run(support::toolrun().arg("check").arg(&spec));
     out.assert_code(1);
     assert!(
-        out.stderr.contains("`debug()` is not available in templates"),
+        out.stderr
+            .contains("`debug()` is not available in templates"),
         "{out:?}"
     );
     assert!(out.stderr.contains("spec.yaml:11:"), "{out:?}");
