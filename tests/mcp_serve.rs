@@ -1094,3 +1094,62 @@ fn a_retried_http_call_reports_progress_to_a_client_with_a_progress_token() {
     );
     assert_eq!(got[result]["result"]["structuredContent"]["price"], 178.15);
 }
+
+/// The `id:` of the first event in a response that has one.
+fn first_event_id(response: &str) -> String {
+    response
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("no event id in {response}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_result_produced_while_the_client_is_away_arrives_on_its_resumed_get() {
+    let progress: String = (1..=300)
+        .map(|i| format!("          - progress: {{ progress: {i}, total: 300 }}\n"))
+        .collect();
+    let spec = support::temp_file(
+        "mcp-serve-resume",
+        "resume.yaml",
+        &format!(
+            "version: 1\nname: resume\ntools:\n  long_report:\n    description: Writes a long report; come back for it.\n    kind: mock\n    input: {{ type: object, properties: {{}} }}\n    responses:\n      - notify:\n          - reconnect: true\n{progress}        result: the report\n"
+        ),
+    );
+    let serve = HttpServe::start(spec.path(), &[], &[]);
+    let session = serve.session("2025-11-25");
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "long_report", "arguments": {}, "_meta": { "progressToken": "r" } } });
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    // The call's stream closes after its priming event (an id and `retry:`), before the result.
+    let away = serve.exchange("POST", "/mcp", &headers, &call.to_string());
+    assert!(away.starts_with("HTTP/1.1 200"), "{away}");
+    assert!(away.contains("retry: 3000"), "{away}");
+    assert!(!messages(&away).iter().any(|m| m["id"] == 7), "{away}");
+    let last = first_event_id(&away);
+
+    let resumed = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+        ("Last-Event-ID", last.as_str()),
+    ];
+    let back = serve.exchange("GET", "/mcp", &resumed, "");
+    assert!(back.starts_with("HTTP/1.1 200"), "{back}");
+    let got = messages(&back);
+    let result = got.iter().find(|m| m["id"] == 7).expect("the result");
+    assert_eq!(result["result"]["content"][0]["text"], "the report");
+
+    // The session keeps at most 256 events: coming back again from the same id, the call is
+    // complete and only its newest 256 events (the last 255 progress reports and the result)
+    // are left.
+    let again = messages(&serve.exchange("GET", "/mcp", &resumed, ""));
+    assert_eq!(again.len(), 256);
+    assert_eq!(again[0]["params"]["progress"].as_f64(), Some(46.0));
+    assert_eq!(again[255]["id"], 7);
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}

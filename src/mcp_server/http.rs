@@ -3,6 +3,7 @@
 //! request; a browser `Origin` must name this server or a loopback host (DNS rebinding); rmcp
 //! checks `Host` against loopback names unless a token makes that moot.
 
+use super::resume;
 use super::server::{Served, ServedSession};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -29,6 +30,8 @@ struct Guard {
     max_sessions: usize,
     /// When each session last sent a request: the oldest idle one makes room for a new one.
     last_seen: Mutex<HashMap<String, Instant>>,
+    /// Each session's call streams, for clients that come back with `Last-Event-ID`.
+    store: Arc<resume::Store>,
 }
 
 /// What one server may hold at once, so that a flood of connections or sessions cannot take
@@ -91,6 +94,7 @@ pub(crate) async fn serve(
         sessions,
         max_sessions: bounds.max_sessions,
         last_seen: Mutex::new(HashMap::new()),
+        store: Arc::new(resume::Store::default()),
     });
     let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -167,6 +171,9 @@ async fn make_room(guard: &Guard) {
         .keys()
         .cloned()
         .collect();
+    guard
+        .store
+        .retain(|id| open.iter().any(|o| o.as_ref() == id));
     let oldest = {
         let Ok(mut seen) = guard.last_seen.lock() else {
             return;
@@ -182,6 +189,7 @@ async fn make_room(guard: &Guard) {
     };
     if let Some(id) = oldest {
         let _ = guard.sessions.close_session(&id).await;
+        guard.store.forget(id.as_ref());
     }
 }
 
@@ -197,7 +205,7 @@ async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
-async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
+async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != ENDPOINT {
         return plain(
             StatusCode::NOT_FOUND,
@@ -239,11 +247,41 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
         None if req.method() == hyper::Method::POST => make_room(guard).await,
         None => {}
     }
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
     match *req.method() {
         hyper::Method::POST if is_json(req.headers()) => {
-            super::jsonrpc::post(&guard.service, req).await
+            let hangup = resume::Hangup::new();
+            req.extensions_mut().insert(hangup.clone());
+            let resp = super::jsonrpc::post(&guard.service, req).await;
+            match session {
+                Some(s) if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) => {
+                    resume::keep_stream(&guard.store, &s, &hangup, resp)
+                }
+                _ => resp,
+            }
+        }
+        hyper::Method::GET => {
+            let last = req
+                .headers()
+                .get("last-event-id")
+                .and_then(|v| v.to_str().ok())
+                .and_then(resume::parse_id);
+            let resumed = session
+                .zip(last)
+                .and_then(|(s, last)| resume::resume(&guard.store, &s, last));
+            match resumed {
+                Some(resp) => resp,
+                None => guard.service.handle(req).await,
+            }
         }
         hyper::Method::DELETE => {
+            if let Some(s) = &session {
+                guard.store.forget(s);
+            }
             let mut resp = guard.service.handle(req).await;
             // rmcp answers 202; the specification's clients expect 200 or 204 for a session
             // that ended (the Python SDK logs "Session termination failed: 202" otherwise).
@@ -276,6 +314,13 @@ fn is_json(headers: &hyper::HeaderMap) -> bool {
                 .trim()
                 .eq_ignore_ascii_case("application/json")
         })
+}
+
+fn is_event_stream(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {

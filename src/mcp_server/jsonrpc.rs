@@ -167,6 +167,8 @@ fn rebuild(parts: &hyper::http::request::Parts, body: Bytes) -> Request<Full<Byt
     *req.uri_mut() = parts.uri.clone();
     *req.version_mut() = parts.version;
     *req.headers_mut() = parts.headers.clone();
+    // The call's hang-up (see `resume`) reaches the tool this way.
+    *req.extensions_mut() = parts.extensions.clone();
     req
 }
 

@@ -3,11 +3,13 @@
 //! `server` serves a registry: a thin adapter that lists the tools a model may call and sends
 //! every `tools/call` through the engine's own call path, so a served call and a loop call are
 //! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
-//! token, `Origin` and `Host` checks). The core never imports this module.
+//! token, `Origin` and `Host` checks); `resume` keeps each session's call streams so that a
+//! client that went away gets the rest when it comes back with `Last-Event-ID`. The core never imports this module.
 
 pub(crate) mod confirm;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod record;
 pub(crate) mod replay;
+pub(crate) mod resume;
 pub(crate) mod server;

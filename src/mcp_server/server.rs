@@ -150,7 +150,7 @@ impl ServedSession {
         origin: Origin<'_>,
     ) -> Option<Confirmation> {
         match origin {
-            Origin::Client(peer, _) if confirm::client_can_confirm(peer) => {
+            Origin::Client(peer, ..) if confirm::client_can_confirm(peer) => {
                 let served = &*self.served;
                 let description = served
                     .registry
@@ -181,9 +181,10 @@ impl ServedSession {
         // Notices go out in order, each before the result: one task sends them as they come.
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
         let forwarding = match &origin {
-            Origin::Client(peer, token) => Some(tokio::spawn(forward(
+            Origin::Client(peer, token, hangup) => Some(tokio::spawn(forward(
                 (*peer).clone(),
                 token.clone(),
+                (*hangup).cloned(),
                 self.log_level.clone(),
                 rx,
             ))),
@@ -250,7 +251,12 @@ pub(crate) enum Origin<'a> {
     /// A connected client: the server's clock; the client's user confirms through MCP
     /// elicitation when the client declared that capability. Notifications go to it, progress
     /// only when the request carried this progress token.
-    Client(&'a Peer<RoleServer>, Option<ProgressToken>),
+    /// The hang-up is the call's own event stream's, when it came over streamable HTTP.
+    Client(
+        &'a Peer<RoleServer>,
+        Option<ProgressToken>,
+        Option<&'a super::resume::Hangup>,
+    ),
     /// A recorded call being replayed: its clock, and its recorded answer (`None`: nobody was
     /// asked).
     Recording {
@@ -265,6 +271,7 @@ pub(crate) enum Origin<'a> {
 async fn forward(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
+    hangup: Option<super::resume::Hangup>,
     level: Arc<AtomicUsize>,
     mut notices: tokio::sync::mpsc::UnboundedReceiver<Notice>,
 ) {
@@ -296,6 +303,12 @@ async fn forward(
                 param.total = total;
                 param.message = message;
                 let _ = peer.notify_progress(param).await;
+            }
+            // Over stdio there is no stream to close: the result simply follows.
+            Notice::Reconnect => {
+                if let Some(h) = &hangup {
+                    h.hang_up();
+                }
             }
         }
     }
@@ -491,11 +504,15 @@ impl ServerHandler for ServedSession {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let token = context.meta.get_progress_token();
+        let hangup = context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<super::resume::Hangup>());
         let response = self
             .call(
                 &request.name,
                 arguments.clone(),
-                Origin::Client(&context.peer, token),
+                Origin::Client(&context.peer, token, hangup),
             )
             .await;
         if let Some(start) = start {

@@ -278,12 +278,13 @@ pub(crate) const MOCK_RESPONSE: &Place = &Place::new("mock_response", "One mock 
     Key::new("result", Any, "The result, any JSON value; strings are templates over `args` and `query`."),
     Key::new("error", Json(|| json!({ "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/error_object" }] })), "An error message (kind `execution_error`), or `{kind, message}`."),
     Key::new("content", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "object", "required": ["type"], "properties": { "type": { "enum": crate::vocab::MCP_CONTENT_TYPES } } } })), "MCP content items, in MCP's field names (`type`: text, image, audio, resource, resource_link; `text`, `data`, `mimeType`, `resource: {uri, mimeType, text|blob}`, `uri`, `name`), served as they are; the model reads their text and a placeholder for the rest. With `result`, the result is the `structuredContent`. Strings are templates over `args` and `query`."),
-    Key::new("notify", ListOf("notify"), "Notifications sent in order before the result: `{log: {level, data}}` or `{progress: {progress, total, message}}`. Served over MCP they are `notifications/message` (at or above the client's `logging/setLevel`) and `notifications/progress` (when the client sent a `progressToken`); in runs they are `tool_notify` lines of `--events`. Strings are templates over `args` and `query`."),
+    Key::new("notify", ListOf("notify"), "Notifications sent in order before the result: `{log: {level, data}}`, `{progress: {progress, total, message}}` or `{reconnect: true}`. Served over MCP they are `notifications/message` (at or above the client's `logging/setLevel`) and `notifications/progress` (when the client sent a `progressToken`); in runs they are `tool_notify` lines of `--events`. Strings are templates over `args` and `query`."),
 ]);
 
-pub(crate) const NOTIFY: &Place = &Place::new("notify", "One notification a mock sends before its result: exactly one of `log` or `progress`.", &[
+pub(crate) const NOTIFY: &Place = &Place::new("notify", "One notification a mock sends before its result: exactly one of `log`, `progress` or `reconnect`.", &[
     Key::new("log", Ref("notify_log"), "A log message (MCP `notifications/message`)."),
     Key::new("progress", Ref("notify_progress"), "Progress (MCP `notifications/progress`)."),
+    Key::new("reconnect", Bool, "`true`: served over streamable HTTP, the call's event stream closes here and the client comes back with `GET` and `Last-Event-ID` for the rest (SEP-1699 polling); the result waits in the session's event store."),
 ]).exactly_one();
 
 pub(crate) const NOTIFY_LOG: &Place = &Place::new("notify_log", "A log message with its severity.", &[

@@ -23,6 +23,10 @@ pub enum Notice {
         total: Option<f64>,
         message: Option<String>,
     },
+    /// The call asks its client to come back for the result (SEP-1699 polling): served over
+    /// streamable HTTP, the call's event stream closes here and the rest of the call's events
+    /// wait in the session's event store for the client's `GET` with `Last-Event-ID`.
+    Reconnect,
 }
 
 /// Where a call's notices go besides `--events`: set by `toolrun serve` for each call.
@@ -32,6 +36,9 @@ impl Notice {
     /// A rendered `notify:` item (`{log: {...}}` or `{progress: {...}}`; the compiler checked
     /// its shape, so anything else is skipped).
     pub(crate) fn from_item(item: &Value) -> Option<Notice> {
+        if item.get("reconnect").is_some() {
+            return (item["reconnect"] == json!(true)).then_some(Notice::Reconnect);
+        }
         if let Some(log) = item.get("log") {
             let level = log.get("level")?.as_str()?;
             return LEVELS.contains(&level).then(|| Notice::Log {
@@ -76,6 +83,7 @@ impl Notice {
                 }
                 json!({ "progress": p })
             }
+            Notice::Reconnect => json!({ "reconnect": true }),
         }
     }
 }
@@ -108,6 +116,7 @@ mod tests {
             json!({ "log": { "level": "error", "logger": "db", "data": { "code": 7 } } }),
             json!({ "progress": { "progress": 50.0, "total": 100.0, "message": "half" } }),
             json!({ "progress": { "progress": 1.0 } }),
+            json!({ "reconnect": true }),
         ] {
             let notice = Notice::from_item(&item).expect("a notice");
             assert_eq!(notice.to_json(), item);

@@ -288,13 +288,25 @@ fn mock_notify(r: &Obj, roots: &Roots, ctx: &mut Ctx) -> Option<TValue> {
             ok = false;
             continue;
         };
-        if n.has("log") == n.has("progress") {
+        let kinds = ["log", "progress", "reconnect"];
+        if kinds.iter().filter(|k| n.has(k)).count() != 1 {
             ctx.d.push(
-                Diagnostic::new(Code::E029, "a notification is exactly one of `log` or `progress`")
+                Diagnostic::new(Code::E029, "a notification is exactly one of `log`, `progress` or `reconnect`")
                     .at(item.span)
-                    .help("write `- log: { level: info, data: \"...\" }` or `- progress: { progress: 1, total: 2 }`"),
+                    .help("write `- log: { level: info, data: \"...\" }`, `- progress: { progress: 1, total: 2 }` or `- reconnect: true`"),
             );
             ok = false;
+        } else if n.has("reconnect") {
+            ok &= n.bool("reconnect", &mut ctx.d).is_some_and(|r| {
+                if !r.value {
+                    ctx.d.push(
+                        Diagnostic::new(Code::E029, "`reconnect: false` asks for nothing")
+                            .at(item.span)
+                            .help("write `- reconnect: true`, or remove the item"),
+                    );
+                }
+                r.value
+            });
         } else if let Some(log) = n.get("log") {
             ok &= Obj::new(log, "`log`", keys::NOTIFY_LOG, &mut ctx.d).is_some_and(|l| {
                 let _ = (l.get("data"), l.string("logger", &mut ctx.d));
