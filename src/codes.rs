@@ -235,6 +235,10 @@ codes! {
         "Two tests name the same `fixture:` file, or, under `fixtures: DIR`, two test names become the same file name (`a b` and `a_b` are both `a_b.json`).",
         "Recording writes one file per test: both would pass while recording and the last writer would decide what both replay.",
         "tests:\n  - {name: a, query: hi, fixture: fx/hi.json}\n  - {name: b, query: hi, fixture: fx/hi.json}", "tests:\n  - {name: a, query: hi, fixture: fx/a.json}\n  - {name: b, query: hi, fixture: fx/b.json}";
+    E045 Error, "header a spec may not set",
+        "An `http` tool's or MCP server's `headers:` sets `Host`, `Content-Length`, `Transfer-Encoding`, `Connection` or another hop-by-hop header (`Keep-Alive`, `Proxy-*`, `TE`, `Trailer`, `Upgrade`), or a name that is not an HTTP token (a space, `:`, CR or LF).",
+        "These decide where and how a request travels, not what it says: a `Host` the model fills in picks the virtual host behind an allowed name, and a broken name fails only when the call is made.",
+        "headers:\n  Host: \"{{ args.h }}\"", "url: https://internal-admin.corp:8080/  # and list the host in policy.network.allow_hosts";
     W101 Warning, "missing or short description",
         "A tool has no description, or one under 10 characters.",
         "Models pick tools by their descriptions; a vague one leads to wrong calls.",

@@ -354,3 +354,51 @@ fn openais_api_description_imports_every_operation_and_passes_check() {
         "the bearer keys are declared secrets"
     );
 }
+
+#[test]
+fn header_parameters_that_route_or_frame_the_request_are_left_out_with_a_note() {
+    // An imported `in: header, name: Host` parameter would let the model pick the virtual host
+    // behind an allowed name (issue 25 §11).
+    let dir = support::temp_dir("openapi-protected-headers");
+    let doc = support::write(
+        &dir,
+        "doc.yaml",
+        r#"openapi: 3.0.3
+info: { title: status, version: "1" }
+paths:
+  /status:
+    get:
+      operationId: getStatus
+      summary: Reads the service status.
+      parameters:
+        - { in: header, name: Host, schema: { type: string } }
+        - { in: header, name: Transfer-Encoding, schema: { type: string } }
+        - { in: header, name: Proxy-Authorization, schema: { type: string } }
+        - { in: header, name: X-Request-Id, schema: { type: string } }
+      responses: { "200": { description: ok } }
+"#,
+    );
+    let out = import(&[
+        doc.to_str().expect("utf-8"),
+        "--base-url",
+        "https://api.internal.corp",
+    ]);
+    out.assert_success();
+    for name in ["Host", "Transfer-Encoding", "Proxy-Authorization"] {
+        assert!(
+            out.stdout.contains(&format!(
+                "# header parameter \"{name}\" left out: it is set by toolrun"
+            )),
+            "{name}:\n{}",
+            out.stdout
+        );
+        assert!(
+            !out.stdout.contains(&format!("{name}: \"{{{{")),
+            "{name} is still sent:\n{}",
+            out.stdout
+        );
+    }
+    assert!(out.stdout.contains("X-Request-Id"), "{}", out.stdout);
+    let spec = support::write(&dir, "spec.yaml", &out.stdout);
+    check_clean(&spec);
+}

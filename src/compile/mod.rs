@@ -9,6 +9,8 @@ mod test_cases;
 mod tools;
 mod url_template;
 
+pub(crate) use tools::refused_header;
+
 use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
 use crate::registry::{HostRule, Limits, Policy, Registry};

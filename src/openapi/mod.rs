@@ -284,6 +284,8 @@ struct Shape {
     /// Argument names given out so far.
     taken: BTreeSet<String>,
     secrets: Vec<String>,
+    /// Parameters left out, and why: written as comments above the tool.
+    notes: Vec<String>,
 }
 
 impl Shape {
@@ -302,6 +304,15 @@ impl Shape {
                     .contains(&pname.to_ascii_lowercase().as_str()))
         {
             return;
+        }
+        if place == Place::Header {
+            if let Some((why, _)) = crate::compile::refused_header(pname) {
+                self.notes.push(format!(
+                    "header parameter {} left out: it {why}",
+                    yaml_str(pname)
+                ));
+                return;
+            }
         }
         let mut arg = identifier(pname, 64);
         if self.taken.contains(&arg) {
@@ -445,6 +456,9 @@ impl Shape {
             }
         }
         let mut y = String::new();
+        for note in &self.notes {
+            y.push_str(&format!("  # {}\n", note.replace(['\r', '\n'], " ")));
+        }
         y.push_str(&format!("  {name}:\n"));
         y.push_str(&format!("    description: {}\n", yaml_str(description)));
         y.push_str("    kind: http\n");

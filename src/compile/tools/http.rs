@@ -144,6 +144,17 @@ pub(super) fn http_headers(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(Stri
                         continue;
                     }
                 };
+                if let Some((why, help)) = refused_header(&k.name) {
+                    ctx.d.push(
+                        Diagnostic::new(
+                            Code::E045,
+                            format!("header `{}` {why}", k.name.escape_debug()),
+                        )
+                        .at(k.span)
+                        .help(help),
+                    );
+                    continue;
+                }
                 if let Some(id) = compile_text(&text, v, roots, ctx) {
                     headers.push((k.name.clone(), id));
                 }
@@ -151,6 +162,39 @@ pub(super) fn http_headers(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> Vec<(Stri
         }
     }
     headers
+}
+
+/// Headers that route or frame the request (RFC 9110 §7.2, §7.6.1, RFC 9112 §6) belong to the
+/// client: a spec that sets one could send an allowed host's request to another virtual host.
+const PROTECTED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// Why a spec may not set this header, if it may not, and what to do instead.
+pub(crate) fn refused_header(name: &str) -> Option<(&'static str, &'static str)> {
+    let lower = name.to_ascii_lowercase();
+    if PROTECTED_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-") {
+        return Some((
+            "is set by toolrun (it routes or frames the request), never by a spec",
+            "remove it: toolrun sets the host from the URL and frames the body itself; to reach another host, write it in the URL",
+        ));
+    }
+    // RFC 9110 §5.1: a field name is a token.
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Some((
+            "is not a valid header name",
+            "a header name is an HTTP token: letters, digits and `-` (or one of !#$%&'*+.^_|~), with no space, colon or line break",
+        ));
+    }
+    None
 }
 
 fn http_body(req: &Obj, roots: &Roots, ctx: &mut Ctx) -> (Option<TValue>, Option<TemplateId>) {

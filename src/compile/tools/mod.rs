@@ -460,5 +460,6 @@ pub(super) fn peek_kind(tool: &Node) -> Option<&str> {
     Obj::peek(tool, keys::TOOL)?.get("kind")?.as_str()
 }
 pub(super) use http::compile_faults;
+pub(crate) use http::refused_header;
 pub(super) use mcp::local_names as local_mcp_names;
 pub(super) use mcp::takes_every_tool;
