@@ -897,6 +897,23 @@ fn a_gateway_opens_one_upstream_session_per_client_session() {
         .into_iter()
         .filter(|r| r["method"] == "POST")
         .collect();
+    // Each client closed its session (the SDK's DELETE): its upstream session ended with it,
+    // while `serve` runs on.
+    let deletes = || {
+        server
+            .requests()
+            .into_iter()
+            .filter(|r| r["method"] == "DELETE")
+            .count()
+    };
+    for _ in 0..600 {
+        if deletes() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(deletes(), 2, "{:#?}", server.requests());
+    assert!(serve.try_wait().unwrap().is_none(), "serve ended early");
     let _ = Command::new("kill")
         .args(["-TERM", &serve.id().to_string()])
         .status();
@@ -908,7 +925,7 @@ fn a_gateway_opens_one_upstream_session_per_client_session() {
         .collect();
     ids.dedup();
     assert_eq!(ids.len(), 3, "{calls:#?}");
-    // Each upstream session ended with `serve`.
+    // The serve process's own session ended with `serve`, once each.
     let ended: Vec<Value> = server
         .requests()
         .into_iter()

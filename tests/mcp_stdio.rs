@@ -789,3 +789,83 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
         }
     }
 }
+
+/// Settles to `gone` once the process has ended and been reaped, or says what it still is.
+fn gone_within(pid: &Value) -> String {
+    let mut now = proc_state(pid);
+    for _ in 0..1500 {
+        if now == "gone" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        now = proc_state(pid);
+    }
+    now
+}
+
+/// A gateway over HTTP starts a stdio server for each client session, and ends it (its
+/// process group, reaped) when that client session ends, while `serve` keeps serving others.
+#[test]
+fn a_gateway_over_http_ends_each_client_sessions_stdio_server_with_the_session() {
+    use std::io::BufRead;
+    let dir = support::temp_dir("mcp-stdio-serve-http");
+    let logs = dir.join("logs");
+    let spec_path = write(
+        &dir,
+        "gateway.yaml",
+        &probe_spec(&logs, "", "          - answer: unused").replace("tools: []", "tools: \"*\""),
+    );
+    let mut serve = toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("serve")
+        .arg(&spec_path)
+        .args(["--http", "127.0.0.1:0", "--allow-exec"])
+        .arg(python::python())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start toolrun serve");
+    let mut stderr = std::io::BufReader::new(serve.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("first line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    let plan = json!([{ "name": "echo", "arguments": { "text": "through the gateway" } }]);
+    for _ in 0..2 {
+        let mut cmd = std::process::Command::new(python::python());
+        cmd.arg(python::script("client.py")).args(["http", &url]);
+        let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+        assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+        assert_eq!(
+            out.json()["calls"][0]["structuredContent"]["result"],
+            "through the gateway"
+        );
+    }
+    // One probe listed the tools when `serve` started; one served each client session, and
+    // ended with it (the client's DELETE) while `serve` runs on.
+    let pids = pid_lines(&logs);
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    for (i, p) in pids.iter().enumerate().skip(1) {
+        for role in ["leader", "helper"] {
+            assert_eq!(gone_within(&p[role]), "gone", "{role} of probe {i}");
+        }
+    }
+    assert!(serve.try_wait().unwrap().is_none(), "serve ended early");
+    let first = proc_state(&pids[0]["leader"]);
+    assert!(
+        first != "gone" && first != "Z",
+        "the first probe is {first}"
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    let _ = serve.wait();
+    for role in ["leader", "helper"] {
+        let s = state(&pids[0][role]);
+        assert!(s == "gone" || s == "Z", "{role} of the first probe is {s}");
+    }
+}

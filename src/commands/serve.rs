@@ -120,12 +120,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         .lock()
         .map(|u| u.clone())
         .unwrap_or_default();
-    let mut envs = vec![remote_env(&served.registry, &served.setup)];
-    for transport in &upstream {
-        let mut env = remote_env(&served.registry, &served.setup);
-        env.transport = transport;
-        envs.push(env);
-    }
+    let mut envs = vec![served.upstream_env(&served.setup.transport)];
+    envs.extend(upstream.iter().map(|t| served.upstream_env(t)));
     rt.block_on(futures_util::future::join_all(
         envs.iter().map(crate::tools::mcp::end_all),
     ));

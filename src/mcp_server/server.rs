@@ -32,8 +32,8 @@ pub(crate) struct Served {
     /// Every call, kept only when the session is recorded (`--record`).
     log: Option<Mutex<Vec<LoggedCall>>>,
     sessions: AtomicU64,
-    /// Each client session's transport: its own sessions with remote MCP servers, ended when
-    /// `serve` ends.
+    /// The transports of the client sessions still open: their own sessions with remote MCP
+    /// servers. Each ends with its client session; those still open end when `serve` ends.
     pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
 }
 
@@ -72,6 +72,23 @@ impl Served {
         })
     }
 
+    /// What ending a transport's sessions with remote MCP servers needs.
+    pub(crate) fn upstream_env<'a>(
+        &'a self,
+        transport: &'a Transport,
+    ) -> crate::tools::ToolEnv<'a> {
+        crate::tools::ToolEnv {
+            registry: &self.registry,
+            secrets: &self.setup.secrets,
+            transport,
+            events: &self.setup.events,
+            query: "",
+            now_unix_ms: 0,
+            call_id: "",
+            notify: None,
+        }
+    }
+
     pub(crate) fn logged_calls(&self) -> Vec<LoggedCall> {
         self.log
             .as_ref()
@@ -91,6 +108,33 @@ pub(crate) struct ServedSession {
     log_level: Arc<AtomicUsize>,
     /// This client's own sessions with the remote MCP servers of `kind: mcp` tools.
     transport: Arc<Transport>,
+    /// Ends those sessions when the client session ends (see [`Upstream`]).
+    _upstream: Arc<Upstream>,
+}
+
+/// Dropped with the last clone of a client session's handler, which rmcp drops when the session
+/// ends (the client's DELETE, `--session-idle`, eviction by `--max-sessions`): its sessions with
+/// remote MCP servers end then (a DELETE upstream, a stdio server's process group ended), and
+/// its transport is let go, so neither processes nor memory grow with the sessions served.
+struct Upstream {
+    served: Arc<Served>,
+    transport: Arc<Transport>,
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        // Outside a runtime (`serve` is over) there is nothing left to end: `serve` ended them.
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (served, transport) = (self.served.clone(), self.transport.clone());
+        rt.spawn(async move {
+            crate::tools::mcp::end_all(&served.upstream_env(&transport)).await;
+            if let Ok(mut all) = served.upstream.lock() {
+                all.retain(|t| !Arc::ptr_eq(t, &transport));
+            }
+        });
+    }
 }
 
 impl ServedSession {
@@ -100,6 +144,10 @@ impl ServedSession {
             all.push(transport.clone());
         }
         ServedSession {
+            _upstream: Arc::new(Upstream {
+                served: served.clone(),
+                transport: transport.clone(),
+            }),
             transport,
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
