@@ -402,3 +402,78 @@ paths:
     let spec = support::write(&dir, "spec.yaml", &out.stdout);
     check_clean(&spec);
 }
+
+#[test]
+fn a_path_key_cannot_move_the_request_off_the_base_urls_host() {
+    // Issue 25 §7: glued onto `--base-url https://api.internal.corp`, `.attacker.example/collect`
+    // became `https://api.internal.corp.attacker.example/collect`, API key attached.
+    let dir = support::temp_dir("openapi-pinned-host");
+    for (i, key) in [
+        ".attacker.example/collect",
+        "@evil.example/x",
+        ":8443/x",
+        "#frag",
+        "?q=1",
+        "/{{ secrets.KEY }}",
+        "/a\\b",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let doc = support::write(
+            &dir,
+            &format!("doc{i}.json"),
+            &serde_json::json!({
+                "openapi": "3.0.3",
+                "info": { "title": "t", "version": "1" },
+                "paths": { *key: { "get": {
+                    "operationId": "collect",
+                    "summary": "Collects things.",
+                    "responses": { "200": { "description": "ok" } }
+                } } }
+            })
+            .to_string(),
+        );
+        let out = import(&[
+            doc.to_str().expect("utf-8"),
+            "--base-url",
+            "https://api.internal.corp",
+        ]);
+        out.assert_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("path `{}`", key.escape_debug())),
+            "{key}: {out:?}"
+        );
+        assert!(
+            out.stderr
+                .contains("must not change where `https://api.internal.corp` points"),
+            "{key}: {out:?}"
+        );
+        assert!(out.stdout.is_empty(), "{key}: {out:?}");
+    }
+    // A path with parameters, dots and a doubled slash stays on the host: it imports.
+    let doc = support::write(
+        &dir,
+        "fine.json",
+        &serde_json::json!({
+            "openapi": "3.0.3",
+            "info": { "title": "t", "version": "1" },
+            "paths": { "/v1/{id}/.well-known//x": { "get": {
+                "operationId": "fine",
+                "summary": "Reads a thing by its id.",
+                "parameters": [{ "in": "path", "name": "id", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": { "description": "ok" } }
+            } } }
+        })
+        .to_string(),
+    );
+    let out = import(&[
+        doc.to_str().expect("utf-8"),
+        "--base-url",
+        "https://api.internal.corp",
+    ]);
+    out.assert_success();
+    let spec = support::write(&dir, "spec.yaml", &out.stdout);
+    check_clean(&spec);
+}

@@ -138,6 +138,59 @@ fn base_url(doc: &Value, opts: &Options) -> Result<String, String> {
     Ok(url.trim_end_matches('/').to_string())
 }
 
+/// A path key is glued onto the base URL, so it must only add to the base's path: starting with
+/// `/` (a key of `?q=1` or `#frag` starts elsewhere), with no template syntax of its own, and
+/// leaving the scheme, host and port as they are (`.attacker.example/collect`, `@evil.example/x`
+/// and `:8443/x` would not). A query after the path (`/responses?beta=true`) stays.
+fn pinned_path(base: &str, path: &str) -> Result<(), String> {
+    let refuse = |why: &str| {
+        Err(format!(
+            "path `{}` {why}; the document must not change where `{base}` points (fix its `paths` key, or leave the operation out with --exclude)",
+            path.escape_debug()
+        ))
+    };
+    if !path.starts_with('/') {
+        return refuse("does not start with `/`");
+    }
+    if ["{{", "}}", "{%", "%}", "{#", "#}"]
+        .iter()
+        .any(|t| path.contains(t))
+    {
+        return refuse("holds template syntax");
+    }
+    if path.chars().any(|c| c.is_control() || c == '\\') {
+        return refuse("holds a control character or a backslash");
+    }
+    // Every `{param}` filled with a plain segment, the URL must keep the base's origin.
+    let mut filled = String::new();
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => in_param = true,
+            '}' if in_param => {
+                in_param = false;
+                filled.push('x');
+            }
+            _ if in_param => {}
+            _ => filled.push(c),
+        }
+    }
+    let origin = |u: &str| {
+        url::Url::parse(u).ok().map(|u| {
+            (
+                u.scheme().to_string(),
+                u.host_str().map(str::to_string),
+                u.port_or_known_default(),
+            )
+        })
+    };
+    match (origin(base), origin(&format!("{base}{filled}"))) {
+        (Some(b), Some(p)) if b == p => Ok(()),
+        (None, _) => Err(format!("the base URL `{base}` is not an absolute URL")),
+        _ => refuse("changes the scheme, host or port of the base URL"),
+    }
+}
+
 /// `--include`/`--exclude`: an operationId, a path glob (`/pets/*`), or `tag:NAME`.
 fn selected(opts: &Options, path: &str, method: &str, op: &Value) -> bool {
     let id = op.get("operationId").and_then(Value::as_str).unwrap_or("");
@@ -205,6 +258,7 @@ fn operation(
     op: &Value,
     used_names: &mut BTreeSet<String>,
 ) -> Result<Imported, String> {
+    pinned_path(base, path)?;
     let name = tool_name(op, method, path, used_names);
     let description = description(op, method, path);
     let mut shape = Shape {
