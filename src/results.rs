@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
 
+/// Results of a large suite with repeats stay far below this; it bounds what a hostile file costs.
+const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
 /// Names the document, so `report` can tell a results file from a trace or a fixture.
 pub(crate) const KIND: &str = "toolrun.results";
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -703,8 +706,17 @@ impl Results {
     /// results document (a trace or a fixture given by mistake), or a version this toolrun
     /// does not know.
     pub(crate) fn load(path: &Path) -> Result<Results, String> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| format!("cannot read results file `{}`: {e}", path.display()))?;
+        // Like fixtures: a FIFO or `/dev/zero` given as a results file is refused, not read
+        // until memory runs out.
+        let bytes = crate::files::read_regular(path, MAX_RESULTS_BYTES).map_err(|e| match e {
+            crate::files::ReadError::NotAFile(e) => {
+                format!("cannot read results file `{}`: it {e}", path.display())
+            }
+            crate::files::ReadError::TooLarge { limit } => format!(
+                "results file `{}` is larger than {limit} bytes",
+                path.display()
+            ),
+        })?;
         let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
             format!(
                 "`{}` is not a results file: it is not valid JSON ({e})",

@@ -199,3 +199,32 @@ fn a_fractional_format_version_is_reported_as_written() {
     assert!(both.contains("format_version 1.5"), "{both}");
     assert!(!both.contains("format_version 0"), "{both}");
 }
+
+#[test]
+fn import_and_report_refuse_fifos_and_devices() {
+    // Issue 25 §8: both used to hang on a FIFO and read `/dev/zero` until memory ran out.
+    let dir = temp_dir("import-report-fifo");
+    let fifo = dir.join("doc.yaml");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !matches!(made, Ok(s) if s.success()) {
+        eprintln!("mkfifo unavailable; skipping");
+        return;
+    }
+    for input in [fifo.as_path(), Path::new("/dev/zero")] {
+        let out = run(toolrun().args(["import", "openapi"]).arg(input));
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("named pipe") || out.stderr.contains("device"),
+            "{}",
+            out.stderr
+        );
+        let html = dir.join("r.html");
+        let out = run(toolrun().arg("report").arg(input).arg("-o").arg(&html));
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("named pipe") || out.stderr.contains("device"),
+            "{}",
+            out.stderr
+        );
+    }
+}

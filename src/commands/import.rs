@@ -3,12 +3,30 @@
 use crate::cli::ImportCommand;
 use crate::exit;
 
+/// Far above the largest public API descriptions (a few MB).
+const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
 pub(crate) fn run(cmd: ImportCommand) -> i32 {
     let ImportCommand::Openapi(args) = cmd;
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read `{}`: {e}", args.file.display());
+    // A regular file within a bound, like a spec: a FIFO would hang the import and `/dev/zero`
+    // would be read until memory ran out.
+    let text = match crate::files::read_regular(&args.file, MAX_DOCUMENT_BYTES) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(_) => {
+                eprintln!("error: `{}` is not UTF-8 text", args.file.display());
+                return exit::USAGE;
+            }
+        },
+        Err(crate::files::ReadError::NotAFile(e)) => {
+            eprintln!("error: `{}` {e}", args.file.display());
+            return exit::USAGE;
+        }
+        Err(crate::files::ReadError::TooLarge { limit }) => {
+            eprintln!(
+                "error: `{}` is larger than {limit} bytes, more than any API description needs",
+                args.file.display()
+            );
             return exit::USAGE;
         }
     };
