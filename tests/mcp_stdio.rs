@@ -869,3 +869,75 @@ fn a_gateway_over_http_ends_each_client_sessions_stdio_server_with_the_session()
         assert!(s == "gone" || s == "Z", "{role} of the first probe is {s}");
     }
 }
+
+/// What a stdio server sends during a call is reported as over HTTP: its progress and log
+/// notifications are `tool_progress` and `mcp_log` events, and the requests it sent (answered
+/// at once) `mcp_server_request` events; the requests are recorded, and a replay reports them
+/// again without starting anything.
+#[test]
+fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
+    let dir = support::temp_dir("mcp-stdio-notes");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: ask_back, arguments: {} }]
+          - answer: "{{ results[0].result.result }}""#;
+    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "ask_back", turns));
+    let fixture = dir.join("probe.json");
+    let events = dir.join("events.jsonl");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask back", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture)
+        .arg("--events")
+        .arg(&events));
+    out.assert_success();
+    let answer = out.json()["final_output"].as_str().unwrap().to_string();
+    assert!(answer.starts_with("pong; roots refused:"), "{answer}");
+    let progress = events_named(&events, "tool_progress");
+    assert_eq!(progress.len(), 1, "{progress:#?}");
+    assert_eq!(progress[0]["server"], "probe");
+    assert_eq!(progress[0]["tool"], "ask_back");
+    assert_eq!(progress[0]["progress"], 1.0);
+    assert_eq!(progress[0]["total"], 2.0);
+    assert_eq!(progress[0]["message"], "asking back");
+    let logged = events_named(&events, "mcp_log");
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert_eq!(logged[0]["level"], "info");
+    assert_eq!(logged[0]["data"], "the probe asks back");
+    let asked = events_named(&events, "mcp_server_request");
+    let methods: Vec<&str> = asked
+        .iter()
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, ["ping", "roots/list"], "{asked:#?}");
+    assert_eq!(asked[0]["answer"], json!({}));
+    assert_eq!(asked[1]["answer"]["code"], -32601);
+    assert!(asked.iter().all(|e| e["tool"] == "ask_back"));
+    // The call's recorded answer carries the requests before the response.
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let call = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["request"]["body"]["method"] == "tools/call")
+        .expect("the call is recorded");
+    let body = &call["response"]["body"];
+    let kept: Vec<&str> = body
+        .as_array()
+        .unwrap_or_else(|| panic!("{body:#}"))
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
+    assert_eq!(kept, ["ping", "roots/list"], "{body:#}");
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
+    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+}

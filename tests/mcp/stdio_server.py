@@ -79,7 +79,10 @@ def wait() -> str:
 
 @server.tool()
 async def ask_back(ctx: Context) -> str:
-    """Pings the client and asks for its roots during the call, and says what came back."""
+    """Pings the client and asks for its roots during the call, and says what came back;
+    reports progress and logs a line meanwhile."""
+    await ctx.report_progress(1, 2, "asking back")
+    await ctx.info("the probe asks back")
     await ctx.session.send_ping()
     try:
         await ctx.session.list_roots()

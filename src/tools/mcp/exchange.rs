@@ -186,7 +186,11 @@ impl Rpc<'_, '_> {
             if is_request(&m) {
                 if !answered.contains(&m["id"].to_string()) {
                     let reply = incoming.request(&m);
-                    let _ = self.post("a server request", &reply).await;
+                    // A stdio server's requests were answered as they came (a replay's were
+                    // answered when recorded): here they are only reported.
+                    if self.server.stdio.is_none() {
+                        let _ = self.post("a server request", &reply).await;
+                    }
                 }
             } else if m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED) {
                 // A listing that came with the notice is itself the new list (a stdio server
@@ -212,8 +216,8 @@ impl Rpc<'_, '_> {
         id: u64,
         incoming: &Incoming<'_, '_>,
     ) -> Result<(HttpResponse, Vec<String>), ToolError> {
-        if self.server.stdio.is_some() {
-            return self.post(method, body).await.map(|r| (r, Vec::new()));
+        if let Some(cmd) = &self.server.stdio {
+            return self.stdio_call(method, cmd, body, incoming).await;
         }
         let deadline = tokio::time::Instant::now() + self.timeout;
         let req = self.build("POST", Some(body)).await?;
@@ -249,6 +253,33 @@ impl Rpc<'_, '_> {
             answered.extend(also);
         }
         Ok((resp, answered))
+    }
+
+    /// A request to a stdio server: its progress and log notifications are events as they
+    /// arrive, as over HTTP (the server's requests come with the answer, see `leftovers`).
+    async fn stdio_call(
+        &self,
+        method: &str,
+        cmd: &StdioCommand,
+        body: &Value,
+        incoming: &Incoming<'_, '_>,
+    ) -> Result<(HttpResponse, Vec<String>), ToolError> {
+        let on_note = |note: &[u8]| {
+            if let Ok(note) = serde_json::from_slice::<Value>(note) {
+                incoming.notification(&note);
+            }
+            true
+        };
+        let opts = SendOptions {
+            timeout: self.timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: Some(&on_note),
+            reshape: None,
+        };
+        let sent = self.send_stdio(cmd, body, opts).await?;
+        let resp = sent.map_err(|e| self.net_error(method, e))?;
+        self.checked(method, resp).map(|r| (r, Vec::new()))
     }
 
     /// One HTTP request whose event stream is read as it arrives: the server's requests are
@@ -455,11 +486,11 @@ impl Rpc<'_, '_> {
     /// One message to a stdio server, recorded as a request `STDIN` to `stdio: COMMAND LINE`.
     /// The program is judged against `--allow-exec` before anything can start it, and started
     /// by the first message that goes live (a replay starts nothing).
-    pub(super) async fn send_stdio(
+    pub(super) async fn send_stdio<'o>(
         &self,
         cmd: &StdioCommand,
         body: &Value,
-        opts: SendOptions<'_>,
+        opts: SendOptions<'o>,
     ) -> Result<Result<HttpResponse, NetError>, ToolError> {
         let program = match self.env.transport.may_go_live() {
             true => Some(self.admitted(cmd)?),
@@ -473,10 +504,12 @@ impl Rpc<'_, '_> {
             body: Some(bytes.clone()),
         };
         let id = body.get("id").cloned();
-        let live = |opts: SendOptions<'_>| async move {
+        let live = |opts: SendOptions<'o>| async move {
             let program = program.ok_or_else(|| NetError::Io("not started in a replay".into()))?;
             let process = self.process(cmd, &program).await?;
-            process.send(&bytes, id.as_ref(), opts.timeout).await
+            process
+                .send(&bytes, id.as_ref(), opts.timeout, opts.on_chunk)
+                .await
         };
         Ok(self
             .env

@@ -48,6 +48,8 @@ pub(crate) struct Process {
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
     ended: Mutex<bool>,
+    /// Progress and log notifications, for the call waiting meanwhile to make events of.
+    notes: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Value>>,
 }
 
 /// The last `STDERR_KEPT` bytes of the server's stderr.
@@ -183,6 +185,7 @@ pub(crate) fn spawn(
         let child_out = child.stdout.take();
         let child_err = child.stderr.take();
         let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
+        let (notes_tx, notes) = tokio::sync::mpsc::channel(NOTES_KEPT);
         let (err_done_tx, err_done) = oneshot::channel();
         if let Some(err) = child_err {
             tokio::spawn(keep_stderr(err, stderr.clone(), err_done_tx));
@@ -195,6 +198,7 @@ pub(crate) fn spawn(
                 child: child.clone(),
                 line_cap,
                 elicitation,
+                notes: notes_tx,
             };
             tokio::spawn(reader.run(out, err_done));
         }
@@ -205,6 +209,7 @@ pub(crate) fn spawn(
             stderr,
             child,
             ended: Mutex::new(false),
+            notes: tokio::sync::Mutex::new(notes),
         })
     }
 }
@@ -229,6 +234,19 @@ async fn keep_stderr(
     let _ = done.send(());
 }
 
+/// Server requests kept beside one answer at most: a server sending requests without end
+/// keeps memory bounded (each is still answered).
+const MAX_KEPT_REQUESTS: usize = 100;
+/// Notifications waiting for a call to read them, at most.
+const NOTES_KEPT: usize = 256;
+
+/// What a server sent since its last answer that goes with the next one.
+#[derive(Default)]
+struct Kept {
+    requests: Vec<Value>,
+    changed: Option<Value>,
+}
+
 /// Reads the server's stdout: answers go to the requests waiting for them, requests from the
 /// server are answered at once, and `notifications/tools/list_changed` is kept beside the next
 /// answer (as a reply sent as an event stream keeps it), for the caller to list again.
@@ -240,13 +258,15 @@ struct Reader {
     line_cap: usize,
     /// The entry's `elicitation:`: how a request for input is answered.
     elicitation: Elicitation,
+    /// Where progress and log notifications go (see [`Process::send`]).
+    notes: tokio::sync::mpsc::Sender<Value>,
 }
 
 impl Reader {
     async fn run(self, out: tokio::process::ChildStdout, err_done: oneshot::Receiver<()>) {
         let mut out = BufReader::new(out);
         let mut line = Vec::new();
-        let mut changed: Option<Value> = None;
+        let mut changed = Kept::default();
         let why = loop {
             line.clear();
             match read_line(&mut out, &mut line, self.line_cap).await {
@@ -282,19 +302,37 @@ impl Reader {
         }
     }
 
-    async fn dispatch(&self, line: &[u8], changed: &mut Option<Value>) {
+    async fn dispatch(&self, line: &[u8], kept: &mut Kept) {
         let Ok(message) = serde_json::from_slice::<Value>(line) else {
             return; // not JSON-RPC: a server that logs to stdout by mistake; its answers still count
         };
-        let method = message.get("method").and_then(Value::as_str);
-        match (method, message.get("id")) {
-            (Some(_), Some(_)) => self.answer_request(&message).await,
-            (Some(super::LIST_CHANGED), None) => *changed = Some(message),
-            (Some(_), None) => {}
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let id = message.get("id").cloned();
+        match (method.as_deref(), id) {
+            (Some(_), Some(_)) => {
+                self.answer_request(&message).await;
+                // Kept with the next answer, as a reply sent as an event stream keeps it, so
+                // the request is reported and recorded (a replay reports it again).
+                if kept.requests.len() < MAX_KEPT_REQUESTS {
+                    kept.requests.push(message);
+                }
+            }
+            (Some(super::LIST_CHANGED), None) => kept.changed = Some(message),
+            (Some(_), None) => {
+                // Dropped when no call reads them and they pile up: they are only events.
+                let _ = self.notes.try_send(message);
+            }
             (None, Some(id)) => {
-                let body = match changed.take() {
-                    Some(n) => json!([n, message]).to_string().into_bytes(),
-                    None => line.to_vec(),
+                let mut all = std::mem::take(&mut kept.requests);
+                all.extend(kept.changed.take());
+                let body = if all.is_empty() {
+                    line.to_vec()
+                } else {
+                    all.push(message);
+                    json!(all).to_string().into_bytes()
                 };
                 let tx = self
                     .pending
@@ -421,11 +459,13 @@ async fn write_line(
 
 impl Process {
     /// Sends one message; a request (`id` given) waits for its answer, a notification not.
+    /// Progress and log notifications arriving meanwhile go to `on_note` (as JSON text).
     pub(crate) async fn send(
         &self,
         message: &[u8],
         id: Option<&Value>,
         timeout: Duration,
+        on_note: Option<&(dyn Fn(&[u8]) -> bool + Sync)>,
     ) -> Reply {
         let rx = match id {
             Some(id) => {
@@ -450,7 +490,24 @@ impl Process {
         let Some(rx) = rx else {
             return Ok(response(Vec::new(), false));
         };
-        match tokio::time::timeout(timeout, rx).await {
+        let notes = async {
+            // One waiting call takes them at a time: a server's notes are its calls' progress.
+            let (Some(on_note), Ok(mut notes)) = (on_note, self.notes.try_lock()) else {
+                return std::future::pending::<()>().await;
+            };
+            while let Some(note) = notes.recv().await {
+                on_note(note.to_string().as_bytes());
+            }
+            std::future::pending::<()>().await
+        };
+        let answer = async move {
+            tokio::select! {
+                r = rx => r,
+                // Never ends: the answer ends the wait.
+                _ = notes => std::future::pending().await,
+            }
+        };
+        match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(NetError::Io("the server's process ended".into())),
             Err(_) => {
