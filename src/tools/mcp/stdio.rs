@@ -31,6 +31,8 @@ const GRACE: Duration = Duration::from_secs(2);
 pub(crate) const INHERITED: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 type Reply = Result<HttpResponse, NetError>;
+/// What a waiting call does with a notification (JSON text), as with a chunk of an HTTP reply.
+type OnNote<'a> = &'a (dyn Fn(&[u8]) -> bool + Sync);
 
 /// Requests sent and not yet answered, by their JSON-RPC id (as JSON text).
 #[derive(Default)]
@@ -465,7 +467,7 @@ impl Process {
         message: &[u8],
         id: Option<&Value>,
         timeout: Duration,
-        on_note: Option<&(dyn Fn(&[u8]) -> bool + Sync)>,
+        on_note: Option<OnNote<'_>>,
     ) -> Reply {
         let rx = match id {
             Some(id) => {
