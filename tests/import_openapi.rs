@@ -477,3 +477,41 @@ fn a_path_key_cannot_move_the_request_off_the_base_urls_host() {
     let spec = support::write(&dir, "spec.yaml", &out.stdout);
     check_clean(&spec);
 }
+
+#[test]
+fn parameters_that_become_one_identifier_stay_distinct_and_the_spec_passes_check() {
+    // Issue 25 §9: `a-b`, `a_b` and `a.b` used to collide into duplicate `required` entries.
+    let dir = support::temp_dir("openapi-collisions");
+    let param = |name: &str| serde_json::json!({ "in": "query", "name": name, "required": true, "schema": { "type": "string" } });
+    let doc = support::write(
+        &dir,
+        "doc.json",
+        &serde_json::json!({
+            "openapi": "3.0.3",
+            "info": { "title": "t", "version": "1" },
+            "paths": { "/search": { "get": {
+                "operationId": "search",
+                "summary": "Searches the catalogue.",
+                "parameters": [param("a-b"), param("a_b"), param("a.b"), param("query_a-b")],
+                "responses": { "200": { "description": "ok" } }
+            } } }
+        })
+        .to_string(),
+    );
+    let out = import(&[
+        doc.to_str().expect("utf-8"),
+        "--base-url",
+        "https://api.example.com",
+    ]);
+    out.assert_success();
+    for arg in ["a_b", "query_a_b", "query_a_b_2", "query_query_a_b"] {
+        assert!(
+            out.stdout
+                .contains(&format!("\"{arg}\":{{\"type\":\"string\"}}")),
+            "{arg}:\n{}",
+            out.stdout
+        );
+    }
+    let spec = support::write(&dir, "spec.yaml", &out.stdout);
+    check_clean(&spec);
+}

@@ -377,6 +377,14 @@ impl Shape {
             };
             arg = identifier(&format!("{prefix}_{pname}"), 64);
         }
+        // `a-b`, `a_b` and `a.b` are one identifier: later ones get a number, so no two
+        // parameters share an argument (or a `required` entry).
+        let stem: String = arg.chars().take(58).collect();
+        let mut n = 2;
+        while self.taken.contains(&arg) {
+            arg = format!("{stem}_{n}");
+            n += 1;
+        }
         self.taken.insert(arg.clone());
         let mut schema = p.get("schema").cloned().unwrap_or_else(|| json!({}));
         if let (Value::Object(s), Some(d)) =
