@@ -1153,3 +1153,83 @@ fn a_result_produced_while_the_client_is_away_arrives_on_its_resumed_get() {
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
 }
+
+/// Whether the process `pid` is gone (ended and reaped), waiting for it a while.
+fn ends(pid: u64) -> bool {
+    for _ in 0..1500 {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A gateway's upstream session with a stdio server ends with its client session however that
+/// ends: evicted by `--max-sessions`, or idle past `--session-idle`.
+#[test]
+fn a_gateways_stdio_server_ends_when_its_session_is_evicted_or_idles_out() {
+    let dir = support::temp_dir("mcp-serve-gateway-ends");
+    let logs = dir.join("logs");
+    let spec = support::write(
+        &dir,
+        "gateway.yaml",
+        &format!(
+            r#"version: 1
+name: gateway
+tools:
+  probe:
+    kind: mcp
+    description: A probe server.
+    command: ["{python}", "{script}", "{logs}"]
+    timeout: 30s
+    tools: [echo]
+"#,
+            python = python::python().display(),
+            script = python::script("stdio_server.py").display(),
+            logs = logs.display(),
+        ),
+    );
+    let python = python::python().display().to_string();
+    let serve = HttpServe::start(
+        &spec,
+        &[
+            "--allow-exec",
+            &python,
+            "--max-sessions",
+            "1",
+            "--session-idle",
+            "2s",
+        ],
+        &[],
+    );
+    let echo = |id: &str| {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "echo", "arguments": { "text": "hi" } } });
+        let r = serve.exchange("POST", "/mcp", &[("Mcp-Session-Id", id)], &body.to_string());
+        assert!(r.contains("hi"), "{r}");
+    };
+    let leader = |i: usize| -> u64 {
+        let text = std::fs::read_to_string(logs.join("pids.jsonl")).unwrap_or_default();
+        let line: Value =
+            serde_json::from_str(text.lines().nth(i).expect("a probe started")).expect("pid line");
+        line["leader"].as_u64().unwrap()
+    };
+    // Probe 0 listed the tools when `serve` started; probe 1 serves the first session.
+    let first = serve.session("2025-06-18");
+    echo(&first);
+    let evicted = leader(1);
+    // A second session at the cap of one evicts the first, and its probe ends.
+    let second = serve.session("2025-06-18");
+    assert!(ends(evicted), "the evicted session's server still runs");
+    echo(&second);
+    let idle = leader(2);
+    // Nobody uses the second session: it idles out, and its probe ends.
+    assert!(ends(idle), "the idle session's server still runs");
+    assert!(
+        Path::new(&format!("/proc/{}", leader(0))).exists(),
+        "serve's own server ended early"
+    );
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
