@@ -515,3 +515,67 @@ fn parameters_that_become_one_identifier_stay_distinct_and_the_spec_passes_check
     let spec = support::write(&dir, "spec.yaml", &out.stdout);
     check_clean(&spec);
 }
+
+#[test]
+fn a_ref_bomb_over_many_operations_stays_within_one_documents_budget() {
+    // Issue 25 §8: 16 levels of 8-way `$ref`s under 300 operations once became a 298 MB spec.
+    let dir = support::temp_dir("openapi-ref-bomb");
+    let mut schemas = serde_json::Map::new();
+    for level in 0..16 {
+        let next = if level == 15 {
+            serde_json::json!({ "type": "string" })
+        } else {
+            serde_json::json!({ "$ref": format!("#/components/schemas/L{}", level + 1) })
+        };
+        let props: serde_json::Map<String, serde_json::Value> =
+            (0..8).map(|i| (format!("p{i}"), next.clone())).collect();
+        schemas.insert(
+            format!("L{level}"),
+            serde_json::json!({ "type": "object", "properties": props }),
+        );
+    }
+    let mut paths = serde_json::Map::new();
+    for op in 0..300 {
+        paths.insert(
+            format!("/op{op}"),
+            serde_json::json!({ "post": {
+                "operationId": format!("op{op}"),
+                "summary": "Sends a nested document.",
+                "requestBody": { "content": { "application/json": {
+                    "schema": { "$ref": "#/components/schemas/L0" }
+                } } },
+                "responses": { "200": { "description": "ok" } }
+            } }),
+        );
+    }
+    let doc = serde_json::json!({
+        "openapi": "3.0.3",
+        "info": { "title": "bomb", "version": "1" },
+        "paths": paths,
+        "components": { "schemas": schemas }
+    });
+    let file = support::write(&dir, "bomb.json", &doc.to_string());
+    let out = import(&[
+        file.to_str().expect("utf-8"),
+        "--base-url",
+        "https://api.example.com",
+    ]);
+    // Either a spec `check` reads whole, or a clear refusal: never hundreds of megabytes.
+    match out.code {
+        0 => {
+            assert!(out.stdout.len() < 8 << 20, "{} bytes", out.stdout.len());
+            let spec = support::write(&dir, "spec.yaml", &out.stdout);
+            let mut cmd = support::toolrun();
+            cmd.arg("check").arg(&spec);
+            support::run(&mut cmd).assert_success();
+        }
+        _ => {
+            out.assert_code(2);
+            assert!(
+                out.stderr.contains("more than `check` reads"),
+                "{}",
+                out.stderr
+            );
+        }
+    }
+}

@@ -107,6 +107,13 @@ pub(crate) fn import(text: &str, opts: &Options) -> Result<String, String> {
         let list: Vec<&str> = secrets.iter().map(String::as_str).collect();
         out.push_str(&format!("\nsecrets: [{}]\n", list.join(", ")));
     }
+    let limit = crate::specfile::MAX_SPEC_BYTES;
+    if out.len() as u64 > limit {
+        return Err(format!(
+            "the spec would be {} bytes, more than `check` reads ({limit}); import part of the API with --include or --exclude",
+            out.len()
+        ));
+    }
     Ok(out)
 }
 

@@ -18,6 +18,11 @@ const MAX_REF_DEPTH: usize = 16;
 /// request body expands a few hundred).
 const MAX_EXPANSIONS: usize = 5_000;
 
+/// `$ref`s expanded for the whole document: a budget per value alone still lets hundreds of
+/// operations each expand their 5,000 (a 63 KB document once became a 298 MB spec). Past it,
+/// references accept any value, like a cycle.
+const MAX_DOCUMENT_EXPANSIONS: usize = 50_000;
+
 /// Keywords that name or document a schema, never constrain a value: dropped, since every
 /// `$ref` is inlined and the tool's input is read by a model on every request.
 const DROPPED: [&str; 14] = [
@@ -46,6 +51,8 @@ pub(super) struct Resolver<'d> {
     ids: HashMap<String, String>,
     /// (`$id` of the enclosing schema resource, `""` for the document; anchor) → JSON Pointer.
     anchors: HashMap<(String, String), String>,
+    /// Expansions made so far for the whole document (see [`MAX_DOCUMENT_EXPANSIONS`]).
+    spent: std::cell::Cell<usize>,
 }
 
 struct Walk {
@@ -60,6 +67,7 @@ impl<'d> Resolver<'d> {
             doc,
             ids: HashMap::new(),
             anchors: HashMap::new(),
+            spent: std::cell::Cell::new(0),
         };
         r.index(doc, &mut String::new(), "");
         r
@@ -129,7 +137,9 @@ impl<'d> Resolver<'d> {
             expansions: 0,
             chain: Vec::new(),
         };
-        self.value(v, &mut walk)
+        let v = self.value(v, &mut walk);
+        self.spent.set(self.spent.get() + walk.expansions);
+        v
     }
 
     /// Follows only a `$ref` at the top (a path item, an operation): their parts are resolved
@@ -168,6 +178,7 @@ impl<'d> Resolver<'d> {
         // occurrence accepts any value, as does a reference that leads nowhere.
         let stop = walk.depth >= MAX_REF_DEPTH
             || walk.expansions >= MAX_EXPANSIONS
+            || self.spent.get() + walk.expansions >= MAX_DOCUMENT_EXPANSIONS
             || walk.chain.iter().any(|c| c == r);
         let mut resolved = match target {
             Some(t) if !stop => {
