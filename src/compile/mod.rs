@@ -280,11 +280,14 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         .and_then(|p| Obj::peek(p, keys::POLICY)?.get("confirm"))
         .and_then(|n| string_list(n, "confirm", &mut Diagnostics::default()))
         .unwrap_or_default();
-    let tools = match tools_node {
+    let mut tools = match tools_node {
         Some(n) => tools::compile_tools(n, &limits, &confirm_list, ctx),
         None => Vec::new(),
     };
     let policy = compile_policy(policy_node, &tools, ctx);
+    for tool in &mut tools {
+        tool.allowed = policy.allows(&tool.name);
+    }
     tools::check_hosts(tools_node, &policy, ctx);
 
     ctx.judged = any_judge(top.get("tests"));

@@ -75,11 +75,6 @@ pub(crate) fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
 }
 
 impl<'a> Engine<'a> {
-    pub(super) fn allowed(&self, name: &str) -> bool {
-        let p = &self.registry.policy;
-        !p.deny.contains(name) && p.allow.as_ref().is_none_or(|a| a.contains(name))
-    }
-
     /// Is this call registered, allowed, well-formed and within budget? Rejections become
     /// observations for the model; some also end the run (limits, loops).
     pub(super) fn admit(
@@ -137,7 +132,10 @@ impl<'a> Engine<'a> {
             let shown: String = name.chars().filter(|c| !c.is_control()).take(100).collect();
             let hint = crate::diag::did_you_mean(
                 &shown,
-                self.registry.tool_names().filter(|t| self.allowed(t)),
+                self.registry
+                    .all_tools()
+                    .filter(|t| t.allowed)
+                    .map(|t| t.name.as_str()),
             )
             .map(|h| format!("; {h}"))
             .unwrap_or_default();
@@ -160,7 +158,7 @@ impl<'a> Engine<'a> {
                 format!("there is no tool named `{shown}`{listed}{hint}"),
             ));
         };
-        if !self.allowed(name) {
+        if !tool.allowed {
             return Err(Refusal::new(
                 ErrorKind::Denied,
                 format!("the policy does not allow `{name}`"),

@@ -54,7 +54,7 @@ impl Registry {
     /// The tools a model may call: what `tools --format` exports and `serve` lists. A tool the
     /// policy blocks is never offered (`check` already says it can never run).
     pub(crate) fn callable_tools(&self) -> impl Iterator<Item = &Tool> {
-        self.all_tools().filter(|t| self.policy.allows(&t.name))
+        self.all_tools().filter(|t| t.allowed)
     }
     /// Every MCP server of the spec, once each: those of declared tools, then `tools: "*"` ones.
     pub(crate) fn mcp_servers(&self) -> Vec<&std::sync::Arc<McpServer>> {
@@ -99,6 +99,9 @@ pub(crate) struct Tool {
     pub(crate) timeout: Duration,
     pub(crate) kind: ToolKind,
     pub(crate) faults: Vec<Fault>,
+    /// `policy.allow`/`policy.deny` resolved when the spec compiles (or when a `tools: "*"`
+    /// server is listed): a run never looks names up in the policy.
+    pub(crate) allowed: bool,
 }
 
 impl Tool {
@@ -276,7 +279,7 @@ pub(crate) struct Wildcard {
 
 impl Wildcard {
     /// The registry tool for one listed tool, named as the server names it.
-    pub(crate) fn tool(&self, name: &str, listed: ListedTool) -> Tool {
+    pub(crate) fn tool(&self, name: &str, listed: ListedTool, allowed: bool) -> Tool {
         let side_effects = self.side_effects;
         let kept = std::sync::OnceLock::new();
         let _ = kept.set(listed.clone());
@@ -300,6 +303,7 @@ impl Wildcard {
                 declared_side_effects: self.declared_side_effects,
             })),
             faults: self.faults.clone(),
+            allowed,
         }
     }
 }

@@ -208,6 +208,8 @@ impl Common {
             timeout: self.timeout,
             kind,
             faults: self.faults.clone(),
+            // Resolved against `policy` once it is compiled (see `compile::compile`).
+            allowed: true,
         }
     }
 }

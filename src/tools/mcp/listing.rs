@@ -185,7 +185,7 @@ pub(super) fn take_every_tool(
             },
             served: ListedTool::served_keys(item),
         };
-        found.push(every.tool(name, listed));
+        found.push(every.tool(name, listed, env.registry.policy.allows(name)));
     }
     let Err(found) = every.found.set(found) else {
         return Ok(());
