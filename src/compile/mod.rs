@@ -285,9 +285,9 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         None => Vec::new(),
     };
     let policy = compile_policy(policy_node, &tools, ctx);
-    for tool in &mut tools {
-        tool.allowed = policy.allows(&tool.name);
-    }
+    tools
+        .iter_mut()
+        .for_each(|t| t.allowed = policy.allows(&t.name));
     tools::check_hosts(tools_node, &policy, ctx);
 
     ctx.judged = any_judge(top.get("tests"));
