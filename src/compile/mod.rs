@@ -285,9 +285,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         None => Vec::new(),
     };
     let policy = compile_policy(policy_node, &tools, ctx);
-    tools
-        .iter_mut()
-        .for_each(|t| t.allowed = policy.allows(&t.name));
+    resolve_policy(&mut tools, &policy);
     tools::check_hosts(tools_node, &policy, ctx);
 
     ctx.judged = any_judge(top.get("tests"));
@@ -540,6 +538,13 @@ fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
         limits.max_tokens_total = Some(v.value);
     }
     limits
+}
+
+/// `policy.allow`/`deny` become each tool's `allowed`, so a run never looks names up.
+fn resolve_policy(tools: &mut [crate::registry::Tool], policy: &Policy) {
+    for tool in tools {
+        tool.allowed = policy.allows(&tool.name);
+    }
 }
 
 fn compile_policy(node: Option<&Node>, tools: &[crate::registry::Tool], ctx: &mut Ctx) -> Policy {
