@@ -1,0 +1,174 @@
+//! An attempt as the trace of its run records it: the calls in the model's order, each joined
+//! with what became of it.
+
+use super::*;
+use crate::models::Message;
+use crate::trace::Trace;
+use serde_json::Value;
+
+impl Attempt {
+    /// The record of one attempt, from the run's trace and the verdict on it. The runner passes
+    /// the price of the model that ran (from [`ModelInfo`]) so cost is computed in one place.
+    pub(crate) fn from_trace(
+        attempt: u32,
+        source: Source,
+        trace: &Trace,
+        failures: Vec<Failure>,
+        price: Option<&PriceInfo>,
+    ) -> Attempt {
+        let usage = trace.usage.as_ref().map(|u| TokenUsage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            total_tokens: u.total_tokens,
+        });
+        let cost_usd = match (&usage, price) {
+            (Some(u), Some(p)) => Some(cost(u, p)),
+            _ => None,
+        };
+        Attempt {
+            attempt,
+            outcome: if failures.is_empty() {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            },
+            source,
+            model: Some(trace.model.clone()),
+            status: Some(trace.status),
+            stop_reason: Some(trace.stop_reason),
+            error: trace.error.clone(),
+            answer: trace.final_output.clone(),
+            tool_calls: tool_calls(trace),
+            pending_tool_call: trace.pending_tool_call.as_ref().map(|p| ToolCall {
+                id: p.id.clone(),
+                name: p.name.clone(),
+                arguments: p.arguments.clone(),
+                step: trace.steps,
+                status: CallState::Pending,
+                result: None,
+                error: None,
+                started_at: None,
+                duration_ms: None,
+                http: None,
+            }),
+            steps: trace.steps,
+            usage,
+            cost_usd,
+            model_calls: trace.model_calls.clone(),
+            started_at: trace.started_at.clone(),
+            duration_ms: trace.duration_ms,
+            judge: None,
+            failures,
+        }
+    }
+
+    /// An attempt that could not run at all (its fixture is missing or unreadable, ...).
+    pub(crate) fn without_trace(
+        attempt: u32,
+        source: Source,
+        failure: Failure,
+        duration_ms: f64,
+    ) -> Attempt {
+        Attempt {
+            attempt,
+            outcome: Outcome::Failed,
+            source,
+            model: None,
+            status: None,
+            stop_reason: None,
+            error: None,
+            answer: None,
+            tool_calls: Vec::new(),
+            pending_tool_call: None,
+            steps: 0,
+            usage: None,
+            cost_usd: None,
+            model_calls: Vec::new(),
+            started_at: None,
+            duration_ms,
+            judge: None,
+            failures: vec![failure],
+        }
+    }
+}
+
+/// The calls in the order the model proposed them, joined with what became of each: executed
+/// calls from `tool_results`, rejected ones from `tool_errors`.
+fn tool_calls(trace: &Trace) -> Vec<ToolCall> {
+    let mut out: Vec<ToolCall> = Vec::new();
+    let mut step = 0;
+    for m in &trace.messages {
+        let Message::Assistant { tool_calls, .. } = m else {
+            continue;
+        };
+        step += 1;
+        for call in tool_calls {
+            if let Some(call) = joined(trace, &call.id, &call.name, &call.arguments, step) {
+                out.push(call);
+            }
+        }
+    }
+    // Anything the messages did not mention (a trace cut short) still belongs in the record.
+    for r in &trace.tool_results {
+        if !out.iter().any(|c| c.id == r.id) {
+            if let Some(call) = joined(trace, &r.id, &r.name, &r.arguments, step.max(1)) {
+                out.push(call);
+            }
+        }
+    }
+    out
+}
+
+fn joined(trace: &Trace, id: &str, name: &str, arguments: &Value, step: u32) -> Option<ToolCall> {
+    if let Some(r) = trace.tool_results.iter().find(|r| r.id == id) {
+        return Some(ToolCall {
+            id: id.to_string(),
+            name: r.name.clone(),
+            arguments: r.arguments.clone(),
+            step,
+            status: r.status.into(),
+            result: r.result.clone(),
+            error: r.error.as_ref().map(|e| CallError {
+                kind: e.kind,
+                message: e.message.clone(),
+            }),
+            started_at: r.started_at.clone(),
+            duration_ms: Some(r.duration_ms),
+            http: r.http.clone(),
+        });
+    }
+    if let Some(e) = trace.tool_errors.iter().find(|e| e.id == id) {
+        return Some(ToolCall {
+            id: id.to_string(),
+            name: name.to_string(),
+            arguments: arguments.clone(),
+            step,
+            status: CallState::Error,
+            result: None,
+            error: Some(CallError {
+                kind: e.kind,
+                message: e.message.clone(),
+            }),
+            started_at: None,
+            duration_ms: None,
+            http: None,
+        });
+    }
+    // Proposed but never run: the run stopped first (confirmation, a limit). The pending call
+    // is recorded on its own.
+    if trace.pending_tool_call.as_ref().is_some_and(|p| p.id == id) {
+        return None;
+    }
+    Some(ToolCall {
+        id: id.to_string(),
+        name: name.to_string(),
+        arguments: arguments.clone(),
+        step,
+        status: CallState::NotRun,
+        result: None,
+        error: None,
+        started_at: None,
+        duration_ms: None,
+        http: None,
+    })
+}
