@@ -595,8 +595,8 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::CallMessage;
-    use crate::trace::{PendingCall, SpecRef, ToolErrorEntry, ToolResultEntry};
+    use crate::models::{CallMessage, Message};
+    use crate::trace::{PendingCall, SpecRef, ToolErrorEntry, ToolResultEntry, Trace};
     use serde_json::json;
 
     pub(crate) fn trace() -> Trace {
