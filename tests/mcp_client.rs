@@ -877,14 +877,7 @@ fn a_gateway_opens_one_upstream_session_per_client_session() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start toolrun serve");
-    let mut stderr = BufReader::new(serve.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("first line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
+    let (url, _stderr) = support::served_url(&mut serve);
     let plan = json!([{ "name": "search_notes", "arguments": { "query": "milk" } }]);
     for _ in 0..2 {
         let mut cmd = Command::new(python::python());

@@ -8,7 +8,6 @@
 mod npm;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -25,14 +24,7 @@ fn the_official_conformance_suite_passes_every_scenario_a_tool_server_offers() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start toolrun serve");
-    let mut stderr = BufReader::new(serve.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("first line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
+    let (url, _stderr) = support::served_url(&mut serve);
 
     let results = support::temp_dir("mcp-conformance");
     let mut suite = Command::new(npm::node());

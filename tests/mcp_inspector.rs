@@ -9,7 +9,6 @@ mod npm;
 mod support;
 
 use serde_json::{json, Map, Value};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -82,14 +81,7 @@ fn serve_http(spec: &Path) -> Http {
         cmd.env(s, "example-secret-0123456789");
     }
     let mut child = cmd.spawn().expect("start toolrun serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("first line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("{}: no URL in {line:?}", spec.display()))
-        .to_string();
+    let (url, _stderr) = support::served_url(&mut child);
     Http { child, url }
 }
 

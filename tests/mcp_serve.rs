@@ -6,7 +6,7 @@ mod python;
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -268,14 +268,7 @@ impl HttpServe {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("start toolrun serve");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("first line");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_string();
+        let (url, stderr) = support::served_url(&mut child);
         HttpServe { child, url, stderr }
     }
 

@@ -807,7 +807,6 @@ fn gone_within(pid: &Value) -> String {
 /// process group, reaped) when that client session ends, while `serve` keeps serving others.
 #[test]
 fn a_gateway_over_http_ends_each_client_sessions_stdio_server_with_the_session() {
-    use std::io::BufRead;
     let dir = support::temp_dir("mcp-stdio-serve-http");
     let logs = dir.join("logs");
     let spec_path = write(
@@ -826,14 +825,7 @@ fn a_gateway_over_http_ends_each_client_sessions_stdio_server_with_the_session()
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start toolrun serve");
-    let mut stderr = std::io::BufReader::new(serve.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("first line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
+    let (url, _stderr) = support::served_url(&mut serve);
     let plan = json!([{ "name": "echo", "arguments": { "text": "through the gateway" } }]);
     for _ in 0..2 {
         let mut cmd = std::process::Command::new(python::python());

@@ -489,14 +489,7 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = serve.spawn().expect("start toolrun serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("first line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
+    let (url, mut stderr) = support::served_url(&mut child);
     let headers = json!({ "traceparent": format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01") });
     let mut client = Command::new(python::python());
     client

@@ -110,6 +110,24 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
     run_with_timeout(cmd, Some(stdin), DEFAULT_RUN_TIMEOUT)
 }
 
+/// The URL `toolrun serve --http ADDR` announces on the first line of its stderr (spawned with
+/// stderr piped), and the rest of that stderr: keep the reader alive while the server runs, or
+/// its later writes meet a closed pipe.
+pub fn served_url(
+    child: &mut std::process::Child,
+) -> (String, std::io::BufReader<std::process::ChildStderr>) {
+    use std::io::BufRead;
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("first line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    (url, stderr)
+}
+
 /// Runs `cmd`, feeding it `stdin` (or a closed stdin). If it is still running after
 /// `timeout` it is killed and the test panics, showing what it printed so far.
 #[track_caller]
