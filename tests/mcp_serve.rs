@@ -1191,8 +1191,10 @@ tools:
             &python,
             "--max-sessions",
             "1",
+            // Long enough for a probe to start on a loaded machine: rmcp counts a call in
+            // flight without messages as idle time.
             "--session-idle",
-            "2s",
+            "8s",
         ],
         &[],
     );
