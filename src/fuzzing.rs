@@ -28,6 +28,42 @@ pub fn spec_compile(data: &[u8]) {
     let _ = crate::diag::to_json(&compiled.diagnostics);
 }
 
+/// Any text as an OpenAPI document: importing it never panics, and whatever it imports is a spec
+/// `toolrun check` accepts (issue 25 §9: names, URLs and headers a document chooses cannot make
+/// the importer write a spec with errors). Imported with and without a pinned `--base-url`.
+pub fn openapi_import(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    for base_url in [None, Some("https://api.example.com/v1")] {
+        let opts = crate::openapi::Options {
+            include: Vec::new(),
+            exclude: Vec::new(),
+            base_url: base_url.map(str::to_string),
+            tools_only: false,
+        };
+        let Ok(spec) = crate::openapi::import(text, &opts) else {
+            continue;
+        };
+        let source = crate::specfile::Source::new("imported.yaml", &spec);
+        let compiled = crate::compile::compile(
+            &source,
+            Path::new("/nonexistent-toolrun-fuzz/imported.yaml"),
+        );
+        let errors: Vec<String> = compiled
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| crate::diag::render_human(d, Some(source.lines())))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "an imported spec fails check:\n{}\n--- the spec:\n{spec}",
+            errors.join("\n")
+        );
+    }
+}
+
 /// Provider replies, as a hostile or broken server might send them. The first byte picks how the
 /// rest is used: as a whole JSON reply, or as the parts a model controls (tool-call arguments,
 /// tool names, text) inside an otherwise well-formed reply, which reaches deeper than random JSON.

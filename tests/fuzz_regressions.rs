@@ -132,3 +132,84 @@ fn masker() {
         toolrun::fuzzing::masker(&data);
     }
 }
+
+/// Property: every vendored OpenAPI document, and each of them with a parameter name or a path
+/// key swapped for a hostile one (names that collide once made identifiers, template syntax,
+/// protected and malformed header names, paths that try to leave the base URL), imports into a
+/// spec that passes `check`, or is refused with a message; never a spec with errors.
+#[test]
+fn openapi_import_of_vendored_documents_and_their_mutations() {
+    const NAMES: [&str; 12] = [
+        "a-b",
+        "a_b",
+        "a.b",
+        "{{ secrets.KEY }}",
+        "Host",
+        "Content-Length",
+        "x\\r\\ny",
+        "ключ",
+        "",
+        "1st",
+        "a b",
+        "args",
+    ];
+    const PATHS: [&str; 6] = [
+        "/{{ x }}",
+        "/a?b=1",
+        "/../x",
+        "/a#f",
+        ".evil.example/x",
+        "@e/x",
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openapi");
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/data/openapi")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        // The OpenAI description (2 MB) is imported and checked whole in tests/import_openapi.rs.
+        .filter(|p| !p.ends_with("openai-openapi.yaml"))
+        .collect();
+    docs.sort();
+    assert!(docs.len() >= 4, "{docs:?}");
+    let mut variants = 0;
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).expect("document");
+        toolrun::fuzzing::openapi_import(text.as_bytes());
+        let lines: Vec<&str> = text.lines().collect();
+        let names: Vec<usize> = (0..lines.len())
+            .filter(|&i| {
+                lines[i]
+                    .trim_start()
+                    .trim_start_matches("- ")
+                    .starts_with("name: ")
+            })
+            .take(4)
+            .collect();
+        let paths: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with("  /") && lines[i].ends_with(':'))
+            .take(3)
+            .collect();
+        for &i in &names {
+            for name in NAMES {
+                let (indent, _) = lines[i].split_once("name: ").expect("a name line");
+                let line = format!("{indent}name: \"{name}\"");
+                variants += 1;
+                toolrun::fuzzing::openapi_import(replaced(&lines, i, &line).as_bytes());
+            }
+        }
+        for &i in &paths {
+            for path in PATHS {
+                variants += 1;
+                let line = format!("  \"{path}\":");
+                toolrun::fuzzing::openapi_import(replaced(&lines, i, &line).as_bytes());
+            }
+        }
+    }
+    assert!(variants > 100, "only {variants} variants");
+}
+
+fn replaced(lines: &[&str], at: usize, with: &str) -> String {
+    let mut out: Vec<&str> = lines.to_vec();
+    out[at] = with;
+    out.join("\n")
+}
