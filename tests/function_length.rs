@@ -3,6 +3,8 @@
 //! enough for this code base: comments, strings, raw strings and character literals are blanked
 //! before braces are counted, and `#[cfg(test)]` modules (inline or in their own file) are skipped.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 const LIMIT: usize = 120;
@@ -10,7 +12,7 @@ const LIMIT: usize = 120;
 #[test]
 fn no_function_in_src_is_longer_than_the_limit() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = rust_files(&src);
+    let files = support::rust_files(&src);
     let test_files = test_module_files(&files);
     let mut long = Vec::new();
     for path in files.iter().filter(|p| !test_files.contains(p)) {
@@ -78,23 +80,6 @@ struct Function {
     name: String,
     line: usize,
     lines: usize,
-}
-
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            out.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// Files that are `#[cfg(test)] mod NAME;` of another: `NAME.rs` or `NAME/mod.rs` next to a

@@ -5,6 +5,8 @@
 //! but one), so a new one may use the core and the core may not use it.
 
 use std::collections::{BTreeMap, BTreeSet};
+mod support;
+
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 750;
@@ -106,7 +108,7 @@ fn no_two_files_of_a_folder_import_each_other() {
 fn no_source_file_is_longer_than_the_limit() {
     let src = root().join("src");
     let mut long = Vec::new();
-    for path in rust_files(&src) {
+    for path in support::rust_files(&src) {
         if path.file_name().is_some_and(|n| n == "tests.rs") {
             continue;
         }
@@ -157,23 +159,6 @@ fn shown(path: &Path) -> String {
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            out.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// The lines that are code (numbered from 1): comment and blank lines left out, and tests.
@@ -273,7 +258,7 @@ fn top_module(path: &Path) -> String {
 fn module_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     let src = root().join("src");
     let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for path in rust_files(&src) {
+    for path in support::rust_files(&src) {
         let from = top_module(&path);
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if matches!(name, "tests.rs" | "test_support.rs" | "lib.rs") {
@@ -300,7 +285,7 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, String>> {
 fn sibling_graphs() -> BTreeMap<PathBuf, BTreeMap<String, BTreeSet<String>>> {
     let src = root().join("src");
     let mut out = BTreeMap::new();
-    for path in rust_files(&src) {
+    for path in support::rust_files(&src) {
         let dir = path.parent().expect("a folder").to_path_buf();
         let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("");
         if matches!(name, "mod" | "tests" | "lib" | "main") {

@@ -211,6 +211,24 @@ fn exit_code(status: ExitStatus) -> i32 {
     -1
 }
 
+/// Every `.rs` file below `dir`, sorted, for the tests that read `src/` as text.
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// A fresh, empty directory under `std::env::temp_dir()/toolrun-tests/`, unique to this
 /// call (name, process id, counter and time), created. It is removed when the returned guard is
 /// dropped, unless the test is failing (panicking) then, or `TOOLRUN_KEEP_TEST_DIRS` is set:
