@@ -61,6 +61,13 @@ pub(crate) struct ModelCall {
     /// `stop`, `tool_calls`, `length` (cut off) or `malformed`; absent when the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) finish_reason: Option<String>,
+    /// The model the provider says answered (absent for scripted models and older recordings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) response_model: Option<String>,
+    /// Why the provider says it stopped, in its own words (OpenAI `finish_reason` per choice,
+    /// Anthropic `stop_reason`); absent for scripted models and older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) finish_reasons: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) usage: Option<Usage>,
     /// The model error, when the call failed.
@@ -77,6 +84,8 @@ impl ModelCall {
             started_at,
             duration_ms: 0.0,
             finish_reason: None,
+            response_model: None,
+            finish_reasons: None,
             usage: None,
             error: None,
         }
@@ -90,6 +99,10 @@ impl ModelCall {
         match outcome {
             Ok(turn) => {
                 self.usage = turn.usage;
+                if let Some(r) = &turn.response {
+                    self.response_model.clone_from(&r.model);
+                    self.finish_reasons = Some(r.finish_reasons.clone()).filter(|f| !f.is_empty());
+                }
                 self.finish_reason = Some(
                     match turn.decision {
                         Decision::Answer(_) => "stop",

@@ -260,6 +260,11 @@ fn a_run_is_an_agent_span_over_chat_tool_and_http_spans_masked_and_in_the_caller
         assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
         assert_eq!(attr(chat, "gen_ai.provider.name"), "scripted");
         assert_eq!(attr(chat, "gen_ai.request.model"), "m");
+        assert_eq!(
+            attr(chat, "gen_ai.response.model"),
+            "m",
+            "a scripted model's own name"
+        );
     }
     let reasons: Vec<Value> = chats
         .iter()
@@ -725,4 +730,129 @@ fn call_and_replay_export_their_spans() {
         .expect("a replay span");
     assert_eq!(replay["status"]["code"], Value::Null, "the replay matched");
     assert_child(one(&spans, "invoke_agent local_stack"), replay);
+}
+
+/// Spans of one trace (one command run under its own `TRACEPARENT`).
+fn in_trace(spans: &[Value], trace: &str) -> Vec<Value> {
+    spans
+        .iter()
+        .filter(|s| s["traceId"] == trace)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exported() {
+    use support::providers::{self, Fake, KEY};
+    let tap = Tap::start();
+    let dir = support::temp_dir("otel-provider");
+    // The answer names a model that holds the key: masked like everything else.
+    let keyed_model = format!("fake-{KEY}-v2");
+    let openai_answer = Response::json(
+        200,
+        json!({
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000,
+            "model": keyed_model,
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "AAPL is 178.15.", "refusal": null }, "logprobs": null, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 },
+        }),
+    );
+    let fakes = [
+        (
+            "openai",
+            Fake::openai(vec![
+                providers::openai_tool_calls(&[(
+                    "call_a",
+                    "get_stock_price",
+                    r#"{"ticker":"AAPL"}"#,
+                )]),
+                openai_answer,
+            ]),
+            [["tool_calls"], ["stop"]],
+            "fake-***-v2",
+        ),
+        (
+            "anthropic",
+            Fake::anthropic(vec![
+                providers::anthropic_tool_use(
+                    None,
+                    &[("toolu_1", "get_stock_price", json!({ "ticker": "AAPL" }))],
+                ),
+                providers::anthropic_answer("AAPL is 178.15."),
+            ]),
+            [["tool_use"], ["end_turn"]],
+            "fake",
+        ),
+    ];
+    for (n, (kind, fake, reasons, last_model)) in fakes.iter().enumerate() {
+        let spec = support::write(
+            &dir,
+            &format!("{kind}.yaml"),
+            &providers::live_spec(kind, &fake.base_url(), "", ""),
+        );
+        let fixture = dir.join(format!("{kind}.json"));
+        let traces: Vec<String> = (0..3)
+            .map(|i| format!("{:032x}", 0xabc0_0000 + n * 16 + i + 1))
+            .collect();
+        let with_parent = |i: usize| {
+            let mut cmd = toolrun(&tap);
+            cmd.env("TEST_KEY", KEY)
+                .env("TRACEPARENT", format!("00-{}-{CALLER_SPAN}-01", traces[i]));
+            cmd
+        };
+        let out = support::run(
+            with_parent(0)
+                .arg("run")
+                .arg(&spec)
+                .args(["--query", "What is AAPL at?", "--record"])
+                .arg(&fixture),
+        );
+        assert_eq!(out.code, 0, "{kind}: {out:?}");
+        let recorded = std::fs::read_to_string(&fixture).unwrap();
+        assert!(!recorded.contains(KEY), "{recorded}");
+        let doc: Value = serde_json::from_str(&recorded).unwrap();
+        let calls = &doc["trace"]["model_calls"];
+        assert_eq!(calls[0]["response_model"], "fake", "{kind}: {calls:#}");
+        assert_eq!(calls[0]["finish_reasons"], json!(reasons[0]), "{calls:#}");
+        assert_eq!(calls[1]["response_model"], *last_model, "{calls:#}");
+        assert_eq!(calls[1]["finish_reasons"], json!(reasons[1]), "{calls:#}");
+
+        let out = support::run(with_parent(1).arg("replay").arg(&fixture));
+        assert_eq!(out.code, 0, "{kind}: {out:?}");
+        let out = support::run(
+            with_parent(2)
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .args(["export", "otel"])
+                .arg(&fixture)
+                .args(["--otlp", &tap.url()]),
+        );
+        assert_eq!(out.code, 0, "{kind}: {out:?}");
+        // Live, replayed and exported: the same two chat spans.
+        for trace in &traces {
+            let spans = tap.wait(|s| in_trace(s, trace).len() >= 4);
+            let spans = in_trace(&spans, trace);
+            let mut chats = named(&spans, "chat test-model");
+            chats.sort_by_key(|c| {
+                c["startTimeUnixNano"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+            });
+            assert_eq!(chats.len(), 2, "{kind} {trace}:\n{spans:#?}");
+            for (chat, (model, reason)) in chats
+                .iter()
+                .zip([("fake", reasons[0]), (*last_model, reasons[1])])
+            {
+                assert_eq!(attr(chat, "gen_ai.provider.name"), *kind);
+                assert_eq!(attr(chat, "gen_ai.request.model"), "test-model");
+                assert_eq!(attr(chat, "gen_ai.response.model"), model, "{chat:#}");
+                assert_eq!(attr(chat, "gen_ai.response.finish_reasons"), json!(reason));
+            }
+        }
+    }
+    let raw = tap.raw();
+    for d in toolrun::fuzzing::decodings(&raw) {
+        assert!(!d.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{raw}");
+    }
 }

@@ -6,7 +6,7 @@
 
 use super::client::{Headers, Wire};
 use super::live;
-use super::{Decision, Message, ModelError, ModelTurn, ProposedCall, Usage};
+use super::{Decision, Message, ModelError, ModelTurn, ProposedCall, ResponseMeta, Usage};
 use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
@@ -180,6 +180,19 @@ fn safe_id(id: &str) -> String {
     }
 }
 
+/// The model that answered and its `stop_reason`, as sent.
+fn response_meta(v: &Value) -> ResponseMeta {
+    ResponseMeta {
+        model: v.get("model").and_then(Value::as_str).map(str::to_string),
+        finish_reasons: v
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .into_iter()
+            .collect(),
+    }
+}
+
 /// Reads a Messages reply.
 pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelError> {
     if v.get("type").and_then(Value::as_str) == Some("error")
@@ -211,7 +224,14 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
             output_tokens: output.unwrap_or(0),
         })
     });
-    let turn = |decision| Ok(ModelTurn { decision, usage });
+    let response = Some(response_meta(v));
+    let turn = |decision| {
+        Ok(ModelTurn {
+            decision,
+            usage,
+            response: response.clone(),
+        })
+    };
     let blocks: &[Value] = v
         .get("content")
         .and_then(Value::as_array)

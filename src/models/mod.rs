@@ -99,6 +99,16 @@ pub(crate) struct Usage {
 pub(crate) struct ModelTurn {
     pub(crate) decision: Decision,
     pub(crate) usage: Option<Usage>,
+    /// What the provider's reply says about itself (`None` for scripted models).
+    pub(crate) response: Option<ResponseMeta>,
+}
+
+/// The model a provider says answered and why it stopped, as it said it (OpenAI `model` and
+/// `choices[].finish_reason`, Anthropic `model` and `stop_reason`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ResponseMeta {
+    pub(crate) model: Option<String>,
+    pub(crate) finish_reasons: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

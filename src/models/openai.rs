@@ -6,7 +6,9 @@
 
 use super::client::{Headers, Wire};
 use super::live;
-use super::{CallMessage, Decision, Message, ModelError, ModelTurn, ProposedCall, Usage};
+use super::{
+    CallMessage, Decision, Message, ModelError, ModelTurn, ProposedCall, ResponseMeta, Usage,
+};
 use crate::registry::{LiveModel, Registry, ToolChoice};
 use serde_json::{json, Map, Value};
 
@@ -165,7 +167,24 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
             });
         }
     }
-    let turn = |decision| Ok(ModelTurn { decision, usage });
+    let response = Some(ResponseMeta {
+        model: v.get("model").and_then(Value::as_str).map(str::to_string),
+        finish_reasons: v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("finish_reason").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+    });
+    let turn = |decision| {
+        Ok(ModelTurn {
+            decision,
+            usage,
+            response: response.clone(),
+        })
+    };
     let Some(choice) = v
         .get("choices")
         .and_then(Value::as_array)

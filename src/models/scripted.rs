@@ -144,6 +144,7 @@ impl ScriptedModel {
         Ok(ModelTurn {
             decision,
             usage: None,
+            response: None,
         })
     }
 }

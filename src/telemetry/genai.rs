@@ -137,15 +137,27 @@ impl Mapping {
             let mut span = Span::new(run.as_parent(), format!("chat {model}"), Kind::Client);
             let start = parse_time(call["started_at"].as_str()).unwrap_or(run.start_ns);
             span.timed(start, ms(call.get("duration_ms")));
+            // What the provider answered with; a scripted model (or an older recording) has
+            // only the model asked for and toolrun's reading of the reply.
+            let answered = call["response_model"].as_str().unwrap_or(model);
             span.set("gen_ai.operation.name", "chat")
                 .set("gen_ai.request.model", self.text(model))
-                .set("gen_ai.response.model", self.text(model));
+                .set("gen_ai.response.model", self.text(answered));
             self.provider(&mut span, call["provider"].as_str().unwrap_or("scripted"));
-            if let Some(reason) = call["finish_reason"].as_str() {
-                span.set(
-                    "gen_ai.response.finish_reasons",
-                    Value::StrArray(vec![reason.into()]),
-                );
+            let reasons: Vec<String> = match call["finish_reasons"].as_array() {
+                Some(given) => given
+                    .iter()
+                    .filter_map(Json::as_str)
+                    .map(|r| self.text(r))
+                    .collect(),
+                None => call["finish_reason"]
+                    .as_str()
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
+            };
+            if !reasons.is_empty() {
+                span.set("gen_ai.response.finish_reasons", Value::StrArray(reasons));
             }
             usage(&mut span, &call["usage"]);
             if let Some(e) = call["error"].as_str() {
