@@ -933,3 +933,61 @@ fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
     );
     assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
 }
+
+/// toolrun killed outright (SIGKILL: no chance to end its servers) still takes its stdio server
+/// with it on Linux: the server was started with a parent-death signal (SIGTERM). What the
+/// server started itself is not reached by it: the probe's helper, which ignores SIGTERM and
+/// stdin, outlives toolrun (as a server launched through `npx` would, see the README).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_toolrun_takes_its_stdio_server_with_it() {
+    let dir = support::temp_dir("mcp-stdio-killed");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: wait, arguments: {} }]
+          - answer: never"#;
+    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "wait", turns));
+    let mut child = toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "wait", "--allow-exec"])
+        .arg(python::python())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The call is in flight (the server busy in it, not reading stdin) once the tool says so.
+    let waiting = logs.join("waiting");
+    for _ in 0..3000 {
+        if waiting.exists() || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(waiting.exists(), "the tool never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pids = pid_lines(&logs);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let leader = state(&pids[0]["leader"]);
+    let helper = &pids[0]["helper"];
+    let helper_state = proc_state(helper);
+    // Not left running, whatever the assertions below say.
+    let alive = |s: &str| s != "gone" && s != "Z";
+    for (pid, s) in [(helper, &helper_state), (&pids[0]["leader"], &leader)] {
+        if !alive(s) {
+            continue;
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        leader == "gone" || leader == "Z",
+        "the server outlived toolrun: {leader}"
+    );
+    assert!(
+        helper_state != "gone" && helper_state != "Z",
+        "the helper is {helper_state}: the parent-death signal was documented not to reach it"
+    );
+}

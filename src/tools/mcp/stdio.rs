@@ -6,7 +6,8 @@
 //! The program runs in its own process group, so everything it starts ends with it: at the end
 //! of the run its stdin is closed, then the group gets SIGTERM, then SIGKILL after a grace
 //! period (the order the specification asks of a client), and the leader is reaped. Its stderr
-//! is kept (the last 64 KiB) for errors and the `mcp_server_stderr` event.
+//! is kept (the last 64 KiB) for errors and the `mcp_server_stderr` event. Should toolrun itself
+//! be killed, on Linux the server gets SIGTERM from the kernel (see `end_with_toolrun`).
 //!
 //! Elsewhere than Unix (no process groups or signals) `spawn` refuses with "not supported on
 //! this platform", so the reader and the process plumbing are compiled but unused there.
@@ -179,6 +180,8 @@ pub(crate) fn spawn(
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
+        #[cfg(target_os = "linux")]
+        end_with_toolrun(&mut command);
         let mut child = command.spawn()?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
@@ -213,6 +216,31 @@ pub(crate) fn spawn(
             ended: Mutex::new(false),
             notes: tokio::sync::Mutex::new(notes),
         })
+    }
+}
+
+/// On Linux the server gets SIGTERM when toolrun ends without ending it (SIGKILL, a crash): the
+/// kernel's parent-death signal, set in the child before it runs the program. It reaches the
+/// program toolrun starts, not what that program starts in turn (a launcher such as `npx` passes
+/// it on only if it forwards SIGTERM), and a program that ignores SIGTERM outlives toolrun.
+/// The signal follows the thread that started the server, and toolrun starts servers only from
+/// threads that outlive the run.
+#[cfg(target_os = "linux")]
+fn end_with_toolrun(command: &mut tokio::process::Command) {
+    // SAFETY: getpid before the fork; in the child only prctl and getppid, which are
+    // async-signal-safe, and an error made without allocating.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // toolrun ended before the signal was set: the server has no one to serve.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
     }
 }
 
