@@ -30,23 +30,42 @@ struct Tap {
 impl Tap {
     fn start() -> Tap {
         let python = python::venv("otel-venv", "tests/otel/requirements.txt");
-        let oteltap = python.with_file_name("oteltap");
+        Tap::listening(|port| {
+            let mut oteltap = Command::new(python.with_file_name("oteltap"));
+            oteltap.args(["--port", &port.to_string()]);
+            oteltap
+        })
+    }
+
+    /// The OTLP/JSON receiver (tests/otel/json_receiver.py): decodes with the official message
+    /// types, prints spans as oteltap does.
+    fn start_json() -> Tap {
+        let python = python::venv("otel-venv", "tests/otel/requirements.txt");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otel/json_receiver.py");
+        Tap::listening(|port| {
+            let mut receiver = Command::new(python);
+            receiver.arg(script).arg(port.to_string());
+            receiver
+        })
+    }
+
+    fn listening(command: impl FnOnce(u16) -> Command) -> Tap {
         // A port nobody holds right now (the receiver binds it next).
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let mut child = Command::new(oteltap)
-            .args(["--port", &port.to_string()])
+        let mut child = command(port)
             .env("PYTHONUNBUFFERED", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start oteltap");
+            .expect("start the receiver");
         let mut out = BufReader::new(child.stdout.take().expect("stdout"));
         let mut first = String::new();
-        out.read_line(&mut first).expect("oteltap's first line");
-        assert!(first.contains("Listening"), "oteltap said {first:?}");
+        out.read_line(&mut first)
+            .expect("the receiver's first line");
+        assert!(first.contains("Listening"), "the receiver said {first:?}");
         let spans = Arc::new(Mutex::new(Vec::new()));
         let raw = Arc::new(Mutex::new(String::new()));
         let (s, r) = (spans.clone(), raw.clone());
@@ -855,4 +874,99 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
     for d in toolrun::fuzzing::decodings(&raw) {
         assert!(!d.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{raw}");
     }
+}
+
+/// A span as both protocols must carry it: name, kind, its parent's name, attributes (without
+/// the conversation id, which is the run's own span id), events and status.
+fn comparable(spans: &[Value]) -> Vec<Value> {
+    let name_of = |id: &Value| {
+        spans
+            .iter()
+            .find(|s| s["spanId"] == *id)
+            .map_or(Value::Null, |s| s["name"].clone())
+    };
+    let attrs = |s: &Value| -> serde_json::Map<String, Value> {
+        s["attributes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|kv| kv["key"] != "gen_ai.conversation.id")
+            .map(|kv| (kv["key"].as_str().unwrap().to_string(), plain(&kv["value"])))
+            .collect()
+    };
+    let mut out: Vec<Value> = spans
+        .iter()
+        .map(|s| {
+            let events: Vec<Value> = s["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| json!({ "name": e["name"], "attributes": attrs(e) }))
+                .collect();
+            let start: u64 = s["startTimeUnixNano"].as_str().unwrap().parse().unwrap();
+            let end: u64 = s["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
+            assert!(end >= start, "{s:#}");
+            json!({
+                "name": s["name"],
+                "kind": s["kind"],
+                "parent": name_of(&s["parentSpanId"]),
+                "attributes": attrs(s),
+                "events": events,
+                "status": s["status"],
+            })
+        })
+        .collect();
+    out.sort_by_key(|v| v.to_string());
+    out
+}
+
+#[test]
+fn http_json_exports_decode_with_the_official_types_and_carry_the_same_spans_as_protobuf() {
+    let protobuf = Tap::start();
+    let official_json = Tap::start_json();
+    let server = echo_server();
+    let dir = support::temp_dir("otel-json-official");
+    let spec = leaky_spec(&dir, &server);
+    let mut got = Vec::new();
+    for (tap, protocol) in [(&protobuf, "http/protobuf"), (&official_json, "http/json")] {
+        let out = support::run(
+            toolrun(tap)
+                .env("TOKEN", SECRET)
+                .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+                .env("OTEL_SERVICE_NAME", "stock-agent")
+                .arg("test")
+                .arg(&spec)
+                .args(["--allow-network", "--otlp-content"]),
+        );
+        assert_eq!(out.code, 1, "one test fails\n{out:?}");
+        assert!(!out.stderr.contains("warning"), "{protocol}: {out:?}");
+        let spans = tap.wait(|s| {
+            named(s, "toolrun test").len() == 1 && named(s, "invoke_agent leaky").len() == 2
+        });
+        assert_clean(protocol, &tap.raw());
+        got.push(spans);
+    }
+    let raw = official_json.raw();
+    let refused: Vec<&str> = raw
+        .lines()
+        .filter(|l| l.starts_with("{\"error\""))
+        .collect();
+    assert!(refused.is_empty(), "the JSON receiver refused: {refused:?}");
+    let json_spans = &got[1];
+    let resource = &json_spans[0]["resource"]["attributes"];
+    assert!(
+        resource.as_array().is_some_and(|a| a
+            .iter()
+            .any(|kv| kv["key"] == "service.name" && kv["value"]["stringValue"] == "stock-agent")),
+        "{resource:#}"
+    );
+    // The same tree, id for id in shape: 2 tests, their attempts, runs, chats, tools, requests.
+    assert!(json_spans.len() >= 12, "{json_spans:#?}");
+    assert_eq!(comparable(&got[0]), comparable(json_spans));
+    let run = &named(json_spans, "invoke_agent leaky")[0];
+    assert_eq!(run["traceId"].as_str().map(str::len), Some(32));
+    assert_child(
+        one(json_spans, "test answers done"),
+        one(json_spans, "toolrun test"),
+    );
 }
