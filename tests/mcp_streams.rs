@@ -246,6 +246,55 @@ fn an_endless_listing_stops_at_its_byte_cap() {
     assert!(pages <= 17, "{pages} pages");
 }
 
+/// Issue 24 §7: endless 3.5 MB pages once drove toolrun, recording, to an allocation abort under
+/// a memory cap. Under an address-space limit (512 MiB, about 2.5 times what this run needs; a
+/// listing read to the page limit needs more than twice the limit), the run ends with the
+/// listing's byte cap, exit 1, and no abort.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_endless_listing_recorded_under_a_memory_cap_stops_at_its_byte_cap() {
+    use std::os::unix::process::CommandExt;
+    let dir = support::temp_dir("mcp-streams-big-pages");
+    let fake = Fake::start("big_pages", &dir);
+    let fixture = dir.join("pages.fixture.json");
+    let mut cmd = toolrun();
+    cmd.arg("run")
+        .arg(spec(&dir, &fake.url(), ""))
+        .args(["--query", "work", "--json", "--record"])
+        .arg(&fixture)
+        // One malloc arena: the address space a run reserves does not grow with the machine's
+        // cores (each arena reserves 64 MiB).
+        .env("MALLOC_ARENA_MAX", "1");
+    const LIMIT: u64 = 512 << 20;
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(&mut cmd);
+    assert!(!out.stderr.contains("memory allocation"), "{out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "mcp_error", "{out:?}");
+    let error = trace["error"].as_str().unwrap();
+    assert!(
+        error.contains("MCP server `fake`")
+            && error.contains("listed more than 16 MiB of tools in 5 page(s)")
+            && error.contains("Check the server"),
+        "{error}"
+    );
+    let pages = fake.methods().iter().filter(|m| *m == "tools/list").count();
+    assert_eq!(pages, 5, "{pages} pages");
+}
+
 #[test]
 fn a_call_given_up_on_is_cancelled_with_the_server() {
     let dir = support::temp_dir("mcp-streams-cancel");

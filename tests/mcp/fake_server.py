@@ -13,6 +13,7 @@ MODE says what `tools/call` (of its one tool, `work`) does:
             that resumes it with `Last-Event-ID: e-1` (a stream that then stays open)
   wrong_id  answers under id 999
   pages     (tools/list) pages of 1 MiB, each with a next cursor, forever
+  big_pages (tools/list) pages of 3.5 MiB (one tool's description), each with a next cursor, forever
   hang      never answers
 """
 
@@ -107,8 +108,9 @@ class Handler(BaseHTTPRequestHandler):
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "fake", "version": "1"}}})
         elif method == "tools/list":
-            if MODE == "pages":
-                page = {"tools": [dict(TOOL, description="x" * (1 << 20))], "nextCursor": "more"}
+            if MODE in ("pages", "big_pages"):
+                size = (1 << 20) if MODE == "pages" else (7 << 19)
+                page = {"tools": [dict(TOOL, description="x" * size)], "nextCursor": "more"}
                 self.send_json({"jsonrpc": "2.0", "id": rid, "result": page})
             else:
                 self.send_json({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}})
