@@ -369,13 +369,13 @@ pub(crate) struct ServeArgs {
     /// HTTP: most MCP sessions at once; a new one ends the session idle the longest
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub(crate) max_sessions: usize,
-    /// HTTP: a session without a request for this long ends (e.g. 30m, 2h)
+    /// HTTP: a session without a request or a call running for this long ends (e.g. 30m, 2h)
     #[arg(long, value_name = "DURATION", default_value = "30m")]
     pub(crate) session_idle: String,
     /// HTTP: most connections at once; more are answered 503 and closed
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub(crate) max_connections: usize,
-    /// HTTP: a request's headers, and its body, must arrive within this long
+    /// HTTP: a request's headers, and its body, must arrive within this long; an idle connection closes after it
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub(crate) read_timeout: String,
 }

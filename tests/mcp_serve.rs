@@ -1228,3 +1228,209 @@ tools:
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
 }
+
+/// The calls of one session run at once (they used to take turns): a service that answers only
+/// when two of its calls have arrived serves both together. A session's budget still holds when
+/// its calls arrive together: a call counts from when it is admitted, not when it ends.
+#[test]
+fn a_sessions_calls_run_at_once_within_its_limits() {
+    let arrived = std::sync::Arc::new((std::sync::Mutex::new(0usize), std::sync::Condvar::new()));
+    let seen = arrived.clone();
+    let server = TestServer::start(move |_| {
+        let (count, cv) = &*seen;
+        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        cv.notify_all();
+        // A call that waits alone this long says so: its partner never came.
+        let (n, _) = cv
+            .wait_timeout_while(n, Duration::from_secs(30), |n| *n < 2)
+            .unwrap_or_else(|e| e.into_inner());
+        Response::json(200, json!({ "together": *n >= 2 }))
+    });
+    let port = server.addr().port();
+    let spec = support::temp_file(
+        "mcp-serve-together",
+        "together.yaml",
+        &format!(
+            "version: 1\nname: together\ntools:\n  hold:\n    description: Waits for a partner call.\n    kind: http\n    input: {{ type: object, properties: {{ n: {{ type: integer }} }} }}\n    request: {{ url: \"{}/hold\", query: {{ n: \"{{{{ args.n }}}}\" }} }}\n  slow:\n    description: Answers after a while.\n    kind: mock\n    input: {{ type: object, properties: {{ n: {{ type: integer }} }} }}\n    faults: [{{ delay: 300ms }}]\n    responses:\n      - result: done\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\nserve: {{ max_tool_calls: 5 }}\n",
+            server.base_url()
+        ),
+    );
+    let serve = HttpServe::start(spec.path(), &[], &[]);
+    let slow: Vec<Value> = (1..=6).map(|n| call("slow", json!({ "n": n }))).collect();
+    let doc = client(
+        &["http", &serve.url],
+        &[],
+        &json!([
+            { "concurrent": [call("hold", json!({ "n": 1 })), call("hold", json!({ "n": 2 }))] },
+            { "concurrent": slow },
+        ]),
+    );
+    let calls = doc["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["structuredContent"], json!({ "together": true }));
+    assert_eq!(calls[1]["structuredContent"], json!({ "together": true }));
+    // Two calls made, three left of five: six at once, and exactly three run.
+    let ran = calls[2..].iter().filter(|c| c["isError"] == false).count();
+    assert_eq!(ran, 3, "{calls:#?}");
+    for c in calls[2..].iter().filter(|c| c["isError"] == true) {
+        assert_error_says(c, "limit_exceeded", "at most 5 tool calls");
+    }
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// A single-message answer is one `application/json` body (what the streamable HTTP transport
+/// lets a server send a client that accepts both); a call that notifies on the way keeps its
+/// event stream, notifications first.
+#[test]
+fn single_answers_are_json_and_calls_that_notify_stream() {
+    let spec = support::temp_file("mcp-serve-json", "notify.yaml", NOTIFYING);
+    let serve = HttpServe::start(spec.path(), &[], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    let content_type = |response: &str| {
+        response
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-type")
+                    .then(|| v.trim().to_string())
+            })
+            .unwrap_or_default()
+    };
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+    let listed = serve.exchange("POST", "/mcp", &headers, &list.to_string());
+    assert_eq!(content_type(&listed), "application/json", "{listed}");
+    assert_eq!(
+        messages(&listed)[0]["result"]["tools"][0]["name"],
+        "slow_lookup"
+    );
+
+    let call = |id: u32, meta: Value| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "slow_lookup", "arguments": { "n": id }, "_meta": meta } })
+        .to_string()
+    };
+    // Progress for a progress token comes on the call's own stream: an event stream.
+    let streamed = serve.exchange(
+        "POST",
+        "/mcp",
+        &headers,
+        &call(2, json!({ "progressToken": "t" })),
+    );
+    assert_eq!(content_type(&streamed), "text/event-stream", "{streamed}");
+    let got = messages(&streamed);
+    assert_eq!(got[0]["method"], "notifications/progress", "{streamed}");
+    assert_eq!(
+        got.last().expect("the result")["result"]["content"][0]["text"],
+        "found"
+    );
+    // Without a progress token nothing is sent on the call's way: JSON.
+    let plain = serve.exchange("POST", "/mcp", &headers, &call(4, json!({})));
+    assert_eq!(content_type(&plain), "application/json", "{plain}");
+    assert_eq!(messages(&plain)[0]["result"]["content"][0]["text"], "found");
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// A call that takes longer than `--session-idle` keeps its session: only a session without
+/// a request in flight idles (rmcp's own keep-alive ended it mid-call).
+#[test]
+fn a_call_in_flight_keeps_its_session_alive() {
+    let spec = support::temp_file(
+        "mcp-serve-long-call",
+        "long.yaml",
+        "version: 1\nname: long\ntools:\n  slow:\n    description: Answers after a while.\n    kind: mock\n    input: { type: object, properties: {} }\n    faults: [{ delay: 4s }]\n    responses:\n      - result: done at last\n",
+    );
+    let serve = HttpServe::start(spec.path(), &["--session-idle", "1s"], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {} } });
+    let answer = serve.exchange("POST", "/mcp", &headers, &call.to_string());
+    let got = messages(&answer);
+    let result = got.iter().find(|m| m["id"] == 2);
+    assert_eq!(
+        result.map(|r| &r["result"]["content"][0]["text"]),
+        Some(&json!("done at last")),
+        "{answer}"
+    );
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// A session that idled out is gone with its kept events: coming back with `Last-Event-ID`
+/// is 404 at once (the client starts a new session), not an answer from a dead session.
+#[test]
+fn a_resumed_get_of_an_idled_out_session_is_404() {
+    let spec = support::temp_file(
+        "mcp-serve-resume-idle",
+        "resume.yaml",
+        "version: 1\nname: resume\ntools:\n  report:\n    description: Writes a report; come back for it.\n    kind: mock\n    input: { type: object, properties: {} }\n    responses:\n      - notify:\n          - reconnect: true\n        result: the report\n",
+    );
+    let serve = HttpServe::start(spec.path(), &["--session-idle", "1s"], &[]);
+    let session = serve.session("2025-11-25");
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "report", "arguments": {} } });
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    let away = serve.exchange("POST", "/mcp", &headers, &call.to_string());
+    let last = first_event_id(&away);
+    let resumed = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+        ("Last-Event-ID", last.as_str()),
+    ];
+    let back = serve.exchange("GET", "/mcp", &resumed, "");
+    assert!(back.starts_with("HTTP/1.1 200"), "{back}");
+    // Each look is a request, which keeps the session alive: look less often than it may idle.
+    let mut gone = String::new();
+    for _ in 0..15 {
+        std::thread::sleep(Duration::from_secs(2));
+        let again = serve.exchange("GET", "/mcp", &resumed, "");
+        if !again.starts_with("HTTP/1.1 200") {
+            gone = again;
+            break;
+        }
+    }
+    assert!(
+        gone.starts_with("HTTP/1.1 404"),
+        "the idle session still answered: {gone}"
+    );
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// A keep-alive connection that sends nothing after its request is closed once
+/// `--read-timeout` passes, so idle connections do not hold the connection cap.
+#[test]
+fn an_idle_keep_alive_connection_is_closed() {
+    let serve = HttpServe::start(&example(), &["--read-timeout", "1s"], &[]);
+    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        serve.authority(),
+        body.len()
+    );
+    stream.write_all(req.as_bytes()).expect("send");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    // The answer (a 400: no session), then the end of the connection, not a wait.
+    let mut got = Vec::new();
+    let closed = stream.read_to_end(&mut got).is_ok();
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 "), "{text}");
+    assert!(closed, "the idle connection was kept open: {text}");
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}

@@ -248,7 +248,7 @@ impl<'a> Engine<'a> {
 /// A served session's budget: `serve.max_tool_calls`, and a tool's `max_calls` per session.
 fn session_budget(st: &State, limits: &ServeLimits, tool: &Tool) -> Result<(), Refusal> {
     let max = limits.max_tool_calls;
-    if st.tool_call_count >= max {
+    if st.tool_call_count + st.in_flight >= max {
         return Err(Refusal::new(
             ErrorKind::LimitExceeded,
             format!("the session may make at most {max} tool calls (serve.max_tool_calls); start a new session to go on"),

@@ -3,7 +3,7 @@
 //! observation the model can recover from, never a crash.
 
 use crate::events::Events;
-use crate::models::{Message, ModelClient, ProposedCall};
+use crate::models::{Message, ModelClient};
 use crate::net::Transport;
 use crate::redact::{Redactor, Secrets};
 use crate::registry::{Fault, Registry, Tool};
@@ -23,6 +23,7 @@ mod admission;
 mod execute;
 mod masking;
 mod run_loop;
+mod session;
 
 /// When an executed call started (wall clock, for the trace) and how long it took.
 struct Timing {
@@ -106,6 +107,8 @@ struct State {
     any_usage: bool,
     model_calls: Vec<ModelCall>,
     identical: HashMap<String, u32>,
+    /// A served session's calls admitted and still running: they count against its budget.
+    in_flight: u32,
     /// A served session's limits, which replace the run's budget and loop rules.
     session: Option<crate::registry::ServeLimits>,
     per_tool: HashMap<String, u32>,
@@ -176,19 +179,25 @@ pub struct Engine<'a> {
     pub redactor: Redactor,
 }
 
-/// The loop's bookkeeping for calls that arrive one at a time from outside a model loop (an MCP
-/// session): limits, loop detection and fault counts run per session, exactly as per run.
+/// The loop's bookkeeping for calls that arrive from outside a model loop (an MCP session):
+/// limits, loop detection and fault counts run per session, exactly as per run. Calls of one
+/// session may run at once: the bookkeeping is locked only to admit a call and to observe it.
 #[derive(Default)]
 pub(crate) struct CallSession {
-    st: State,
+    st: std::sync::Mutex<State>,
 }
 
 impl CallSession {
     /// A session of `toolrun serve`, under the spec's `serve:` limits rather than a run's.
     pub(crate) fn served(limits: crate::registry::ServeLimits) -> CallSession {
-        let mut session = CallSession::default();
-        session.st.session = Some(limits);
+        let session = CallSession::default();
+        session.lock().session = Some(limits);
         session
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic ends the process (panic = "abort"): a poisoned lock cannot be seen.
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -283,52 +292,9 @@ impl<'a> Engine<'a> {
         let run = opts.as_run();
         let _ = tools::mcp::connect_tool(&self.tool_env(&run, ""), name).await;
         let outcome = self
-            .call_in_session(&mut CallSession::default(), name, arguments, opts)
+            .call_in_session(&CallSession::default(), name, arguments, opts)
             .await;
         tools::mcp::end_all(&self.tool_env(&run, "")).await;
-        outcome
-    }
-
-    /// Like [`Engine::call_tool`], counting limits and loops across the calls of one session
-    /// (an MCP client's), as a run counts them across its turns.
-    pub(crate) async fn call_in_session(
-        &self,
-        session: &mut CallSession,
-        name: &str,
-        arguments: Value,
-        opts: &CallOptions,
-    ) -> CallOutcome {
-        let opts = &opts.as_run();
-        self.transport.mask_with(&self.redactor);
-        let st = &mut session.st;
-        let call = ProposedCall {
-            id: String::new(),
-            name: name.to_string(),
-            arguments: Ok(arguments),
-        };
-        // A stop would end a run; a session has none to end: the outcome says what happened.
-        let _ = self.handle_calls(st, None, vec![call], opts).await;
-        let error = st.tool_errors.pop().map(|mut e| {
-            e.message = self.redactor.str(&e.message);
-            e
-        });
-        let outcome = CallOutcome {
-            result: st.tool_results.pop(),
-            error,
-            pending: st.pending.take(),
-        };
-        // A session can be long: keep only the counters admission reads, not the conversation.
-        st.messages.clear();
-        st.results.clear();
-        st.tool_results.clear();
-        st.tool_errors.clear();
-        if let Some(limits) = st.session {
-            // Its loop rule reads only the latest calls; a day of lookups keeps nothing else.
-            st.identical.clear();
-            let keep = limits.max_repeated_calls as usize + 1;
-            let h = &mut st.executed_signatures;
-            h.drain(..h.len().saturating_sub(keep));
-        }
         outcome
     }
 }

@@ -3,8 +3,8 @@
 //! request; a browser `Origin` must name this server or a loopback host (DNS rebinding); rmcp
 //! checks `Host` against loopback names unless a token makes that moot.
 
-use super::resume;
 use super::server::{Served, ServedSession};
+use super::{answer, resume};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -28,10 +28,49 @@ struct Guard {
     token: Option<String>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
-    /// When each session last sent a request: the oldest idle one makes room for a new one.
-    last_seen: Mutex<HashMap<String, Instant>>,
+    /// When each session was last active, and its requests in flight: the oldest idle one
+    /// makes room for a new one, and one idle past `--session-idle` ends.
+    activity: Arc<Mutex<HashMap<String, Activity>>>,
     /// Each session's call streams, for clients that come back with `Last-Event-ID`.
     store: Arc<resume::Store>,
+}
+
+struct Activity {
+    last: Instant,
+    in_flight: u32,
+}
+
+/// A request of a session in flight: its session is not idle until the answer has been made,
+/// however long the call takes without a message (rmcp's own keep-alive counts that as idle
+/// time, so it is off and sessions are expired here).
+struct Busy {
+    activity: Arc<Mutex<HashMap<String, Activity>>>,
+    session: String,
+}
+
+impl Busy {
+    /// `None` for a session this server does not know (rmcp answers 404).
+    fn new(guard: &Guard, session: &str) -> Option<Busy> {
+        let mut all = guard.activity.lock().ok()?;
+        let a = all.get_mut(session)?;
+        a.in_flight += 1;
+        a.last = Instant::now();
+        Some(Busy {
+            activity: guard.activity.clone(),
+            session: session.to_string(),
+        })
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Ok(mut all) = self.activity.lock() {
+            if let Some(a) = all.get_mut(&self.session) {
+                a.in_flight = a.in_flight.saturating_sub(1);
+                a.last = Instant::now();
+            }
+        }
+    }
 }
 
 /// What one server may hold at once, so that a flood of connections or sessions cannot take
@@ -44,7 +83,7 @@ pub(crate) struct Bounds {
     pub(crate) read_timeout: Duration,
     /// MCP sessions at once; a new one ends the session idle the longest.
     pub(crate) max_sessions: usize,
-    /// A session without any request for this long ends.
+    /// A session without a request, or a call still running, for this long ends.
     pub(crate) session_idle: Duration,
 }
 
@@ -81,7 +120,8 @@ pub(crate) async fn serve(
     let sessions_done = config.cancellation_token.clone();
     let factory_served = served.clone();
     let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(bounds.session_idle);
+    // Idle sessions are ended by `expire_idle`, which knows the calls in flight.
+    manager.session_config.keep_alive = None;
     let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || Ok(ServedSession::new(&factory_served)),
@@ -93,9 +133,10 @@ pub(crate) async fn serve(
         token,
         sessions,
         max_sessions: bounds.max_sessions,
-        last_seen: Mutex::new(HashMap::new()),
+        activity: Arc::new(Mutex::new(HashMap::new())),
         store: Arc::new(resume::Store::default()),
     });
+    let expiry = tokio::spawn(expire_idle(guard.clone(), bounds.session_idle));
     let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -144,6 +185,7 @@ pub(crate) async fn serve(
         while connections.try_join_next().is_some() {}
     }
     drop(listener);
+    expiry.abort();
     sessions_done.cancel();
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(3), async {
@@ -160,48 +202,106 @@ async fn refuse(mut stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(busy)).await;
 }
 
-/// Before a new session starts: at the cap, the session idle the longest ends (its client gets
-/// 404 and may start again, as MCP says).
-async fn make_room(guard: &Guard) {
-    let open: Vec<SessionId> = guard
+/// The sessions rmcp has open.
+async fn open_sessions(guard: &Guard) -> Vec<SessionId> {
+    guard
         .sessions
         .sessions
         .read()
         .await
         .keys()
         .cloned()
-        .collect();
-    guard
-        .store
-        .retain(|id| open.iter().any(|o| o.as_ref() == id));
+        .collect()
+}
+
+/// Before a new session starts: at the cap, the session idle the longest ends (its client gets
+/// 404 and may start again, as MCP says); one with a call in flight only when all have one.
+async fn make_room(guard: &Guard) {
+    let open = open_sessions(guard).await;
+    let ids: HashSet<&str> = open.iter().map(|o| o.as_ref()).collect();
+    guard.store.retain(|id| ids.contains(id));
     let oldest = {
-        let Ok(mut seen) = guard.last_seen.lock() else {
+        let Ok(mut seen) = guard.activity.lock() else {
             return;
         };
-        seen.retain(|id, _| open.iter().any(|o| o.as_ref() == id.as_str()));
+        seen.retain(|id, _| ids.contains(id.as_str()));
         if open.len() < guard.max_sessions {
             return;
         }
-        // A session that never sent a request after `initialize` counts as the oldest.
+        // A session never seen counts as the oldest.
         open.iter()
-            .min_by_key(|id| seen.get(id.as_ref()).copied())
+            .min_by_key(|id| {
+                seen.get(id.as_ref())
+                    .map(|a| (a.in_flight > 0, Some(a.last)))
+            })
             .cloned()
     };
     if let Some(id) = oldest {
-        let _ = guard.sessions.close_session(&id).await;
-        guard.store.forget(id.as_ref());
+        end_session(guard, &id).await;
     }
 }
 
-fn saw_session(guard: &Guard, id: Option<&hyper::header::HeaderValue>) {
-    if let (Some(id), Ok(mut seen)) = (id.and_then(|v| v.to_str().ok()), guard.last_seen.lock()) {
-        seen.insert(id.to_string(), Instant::now());
+async fn end_session(guard: &Guard, id: &SessionId) {
+    let _ = guard.sessions.close_session(id).await;
+    guard.store.forget(id.as_ref());
+    if let Ok(mut seen) = guard.activity.lock() {
+        seen.remove(id.as_ref());
+    }
+}
+
+/// Ends the sessions without a request in flight or a new one for `idle` (`--session-idle`).
+async fn expire_idle(guard: Arc<Guard>, idle: Duration) {
+    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(tick).await;
+        let open = open_sessions(&guard).await;
+        let expired: Vec<SessionId> = {
+            let Ok(mut seen) = guard.activity.lock() else {
+                return;
+            };
+            let ids: HashSet<&str> = open.iter().map(|o| o.as_ref()).collect();
+            seen.retain(|id, _| ids.contains(id.as_str()));
+            let now = Instant::now();
+            open.iter()
+                .filter(|id| {
+                    let a = seen.entry(id.to_string()).or_insert(Activity {
+                        last: now,
+                        in_flight: 0,
+                    });
+                    a.in_flight == 0 && now.duration_since(a.last) >= idle
+                })
+                .cloned()
+                .collect()
+        };
+        for id in expired {
+            end_session(&guard, &id).await;
+        }
+    }
+}
+
+/// A request of a session: its session was active now.
+fn saw_session(guard: &Guard, id: &str) {
+    if let Ok(mut seen) = guard.activity.lock() {
+        if let Some(a) = seen.get_mut(id) {
+            a.last = Instant::now();
+        }
     }
 }
 
 async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     let resp = guarded(guard, req).await;
-    saw_session(guard, resp.headers().get("mcp-session-id"));
+    // A new session's id comes with the answer to its `initialize`.
+    let new = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
+    if let (Some(id), Ok(mut seen)) = (new, guard.activity.lock()) {
+        let a = seen.entry(id.to_string()).or_insert(Activity {
+            last: Instant::now(),
+            in_flight: 0,
+        });
+        a.last = Instant::now();
+    }
     resp
 }
 
@@ -242,26 +342,26 @@ async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
             );
         }
     }
-    match req.headers().get("mcp-session-id") {
-        Some(id) => saw_session(guard, Some(id)),
-        None if req.method() == hyper::Method::POST => make_room(guard).await,
-        None => {}
-    }
     let session = req
         .headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    match &session {
+        Some(id) => saw_session(guard, id),
+        None if req.method() == hyper::Method::POST => make_room(guard).await,
+        None => {}
+    }
     match *req.method() {
         hyper::Method::POST if is_json(req.headers()) => {
             let hangup = resume::Hangup::new();
             req.extensions_mut().insert(hangup.clone());
+            let busy = session.as_deref().and_then(|s| Busy::new(guard, s));
             let resp = super::jsonrpc::post(&guard.service, req).await;
-            match session {
-                Some(s) if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) => {
-                    resume::keep_stream(&guard.store, &s, &hangup, resp)
-                }
-                _ => resp,
+            if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) {
+                answer::answer(&guard.store, session.as_deref(), &hangup, resp, busy).await
+            } else {
+                resp
             }
         }
         hyper::Method::GET => {
@@ -270,9 +370,17 @@ async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
                 .get("last-event-id")
                 .and_then(|v| v.to_str().ok())
                 .and_then(resume::parse_id);
-            let resumed = session
-                .zip(last)
-                .and_then(|(s, last)| resume::resume(&guard.store, &s, last));
+            let resumed = match session.zip(last) {
+                // The events of a session that has ended are gone with it: rmcp answers 404.
+                Some((s, last)) if is_open(guard, &s).await => {
+                    resume::resume(&guard.store, &s, last)
+                }
+                Some((s, _)) => {
+                    guard.store.forget(&s);
+                    None
+                }
+                None => None,
+            };
             match resumed {
                 Some(resp) => resp,
                 None => guard.service.handle(req).await,
@@ -292,6 +400,14 @@ async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
         }
         _ => guard.service.handle(req).await,
     }
+}
+
+async fn is_open(guard: &Guard, session: &str) -> bool {
+    guard
+        .sessions
+        .has_session(&SessionId::from(session))
+        .await
+        .unwrap_or(false)
 }
 
 /// The credentials of an `Authorization: Bearer` header; the scheme is matched

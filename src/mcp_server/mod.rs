@@ -4,8 +4,10 @@
 //! every `tools/call` through the engine's own call path, so a served call and a loop call are
 //! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
 //! token, `Origin` and `Host` checks); `resume` keeps each session's call streams so that a
-//! client that went away gets the rest when it comes back with `Last-Event-ID`. The core never imports this module.
+//! client that went away gets the rest when it comes back with `Last-Event-ID`; `answer` sends a
+//! single-message answer as one JSON body. The core never imports this module.
 
+pub(crate) mod answer;
 pub(crate) mod confirm;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;

@@ -36,6 +36,10 @@ impl Hangup {
     pub(crate) fn hang_up(&self) {
         self.0.send_replace(true);
     }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
+        self.0.subscribe()
+    }
 }
 
 #[derive(Default)]
@@ -149,33 +153,82 @@ impl hyper::body::Body for ChannelBody {
 }
 
 /// Takes over a call's event-stream response: its events are renumbered and kept while a task
-/// reads the call to its end, whether or not the client stays.
+/// reads the call to its end, whether or not the client stays; `busy` is held until then.
+/// `delivered`: events already read from it, which go to the client even if it hung up since.
 pub(crate) fn keep_stream(
     store: &Arc<Store>,
     session: &str,
     hangup: &Hangup,
     resp: Response<Body>,
+    delivered: Bytes,
+    busy: impl Send + 'static,
 ) -> Response<Body> {
     let (parts, body) = resp.into_parts();
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     let stream = store.open_stream(session);
     let (store, session) = (store.clone(), session.to_string());
     let hung_up = hangup.0.subscribe();
-    tokio::spawn(pump(store, session, stream, body, hung_up, tx));
+    tokio::spawn(async move {
+        let mut reader = Reader {
+            store,
+            session,
+            stream,
+            index: 0,
+            pending: String::new(),
+        };
+        pump(&mut reader, delivered, body, hung_up, tx).await;
+        drop(busy);
+    });
     Response::from_parts(parts, ChannelBody(rx).boxed())
 }
 
-async fn pump(
+/// Splits a call's stream into events, renumbered and kept.
+struct Reader {
     store: Arc<Store>,
     session: String,
     stream: u64,
+    index: u64,
+    pending: String,
+}
+
+impl Reader {
+    /// The events complete after `data`, as the client gets them.
+    fn read(&mut self, data: &[u8]) -> Vec<Bytes> {
+        self.pending
+            .push_str(&String::from_utf8_lossy(data).replace("\r\n", "\n"));
+        let mut out = Vec::new();
+        while let Some(end) = self.pending.find("\n\n") {
+            let raw: String = self.pending.drain(..end + 2).collect();
+            out.push(match renumber(&raw, self.stream, self.index) {
+                Some(event) => {
+                    let event = Bytes::from(event);
+                    let (store, session) = (&self.store, &self.session);
+                    store.keep(session, self.stream, self.index, event.clone());
+                    self.index += 1;
+                    event
+                }
+                None => Bytes::from(raw),
+            });
+        }
+        out
+    }
+}
+
+async fn pump(
+    reader: &mut Reader,
+    delivered: Bytes,
     mut body: Body,
     mut hung_up: watch::Receiver<bool>,
     tx: mpsc::Sender<Bytes>,
 ) {
     let mut client = Some(tx);
-    let mut pending = String::new();
-    let mut index = 0u64;
+    for event in reader.read(&delivered) {
+        if let Some(c) = &client {
+            if c.send(event).await.is_err() {
+                client = None;
+            }
+        }
+    }
     loop {
         let frame = tokio::select! {
             biased;
@@ -191,30 +244,21 @@ async fn pump(
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        pending.push_str(&String::from_utf8_lossy(&data).replace("\r\n", "\n"));
-        while let Some(end) = pending.find("\n\n") {
-            let raw: String = pending.drain(..end + 2).collect();
-            let out = match renumber(&raw, stream, index) {
-                Some(event) => {
-                    let event = Bytes::from(event);
-                    store.keep(&session, stream, index, event.clone());
-                    index += 1;
-                    event
-                }
-                None => Bytes::from(raw),
-            };
+        for event in reader.read(&data) {
             if *hung_up.borrow() {
                 client = None;
             }
             if let Some(c) = &client {
-                if c.send(out).await.is_err() {
+                if c.send(event).await.is_err() {
                     client = None;
                 }
             }
         }
     }
     let delivered = client.is_some() && !*hung_up.borrow();
-    store.close_stream(&session, stream, delivered);
+    reader
+        .store
+        .close_stream(&reader.session, reader.stream, delivered);
 }
 
 /// An event with toolrun's id in place of rmcp's; `None` for a comment (a keep-alive), which is

@@ -103,7 +103,7 @@ pub(crate) struct ServedSession {
     served: Arc<Served>,
     /// Numbered at the first call: clients probe with throwaway sessions that never call.
     id: Arc<std::sync::OnceLock<String>>,
-    state: Arc<tokio::sync::Mutex<CallSession>>,
+    state: Arc<CallSession>,
     /// The least severe log level the client wants (`logging/setLevel`; 0, debug, until then).
     log_level: Arc<AtomicUsize>,
     /// This client's own sessions with the remote MCP servers of `kind: mcp` tools.
@@ -151,9 +151,7 @@ impl ServedSession {
             transport,
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
-            state: Arc::new(tokio::sync::Mutex::new(CallSession::served(
-                served.registry.serve,
-            ))),
+            state: Arc::new(CallSession::served(served.registry.serve)),
             log_level: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -165,7 +163,7 @@ impl ServedSession {
         })
     }
 
-    /// One try of a call through the engine, this session's counters locked meanwhile.
+    /// One try of a call through the engine, counted in this session.
     /// `approved_once`: the client's user confirmed this call (elicitation).
     async fn attempt(
         &self,
@@ -184,10 +182,8 @@ impl ServedSession {
             opts.approvals.insert(name.to_string());
         }
         opts.notify = Some(notify.clone());
-        // Calls of one session take turns, as a run's turns do: its counters stay exact.
-        let mut state = self.state.lock().await;
         engine
-            .call_in_session(&mut state, name, arguments.clone(), &opts)
+            .call_in_session(&self.state, name, arguments.clone(), &opts)
             .await
     }
 

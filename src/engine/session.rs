@@ -1,0 +1,78 @@
+//! Calls from outside a model loop (`toolrun call`, an MCP client's session), one at a time or
+//! several at once in one session: admission and observation are the loop's own, under the
+//! session's lock; the tool runs without it, so a session's slow call does not hold up the next.
+
+use super::{CallOptions, CallOutcome, CallSession, Engine, Plan, State};
+use crate::models::ProposedCall;
+use serde_json::Value;
+
+impl<'a> Engine<'a> {
+    /// Like [`Engine::call_tool`], counting limits and loops across the calls of one session
+    /// (an MCP client's), as a run counts them across its turns.
+    pub(crate) async fn call_in_session(
+        &self,
+        session: &CallSession,
+        name: &str,
+        arguments: Value,
+        opts: &CallOptions,
+    ) -> CallOutcome {
+        let opts = &opts.as_run();
+        self.transport.mask_with(&self.redactor);
+        let mut call = ProposedCall {
+            id: String::new(),
+            name: name.to_string(),
+            arguments: Ok(arguments),
+        };
+        let (tool, args, fault) = {
+            let mut st = session.lock();
+            st.next_call += 1;
+            call.id = format!("call_{}", st.next_call);
+            let plans = match self.plan_turn(&mut st, std::slice::from_ref(&call), opts) {
+                Ok(turn) => turn.plans,
+                // Needs confirmation: the outcome says so (`pending`).
+                Err(_) => Vec::new(),
+            };
+            match plans.into_iter().next() {
+                Some((_, Plan::Run { tool, args })) => {
+                    // Counted before it runs, so calls at once cannot overrun the budget.
+                    st.in_flight += 1;
+                    let fault = self.draw_fault(&mut st, tool, opts);
+                    (tool, args, fault)
+                }
+                // Refused: its error was recorded by admission.
+                _ => return self.outcome(&mut st),
+            }
+        };
+        let (result, timing) = self.execute_one(&call, tool, &args, fault, opts).await;
+        let mut st = session.lock();
+        st.in_flight = st.in_flight.saturating_sub(1);
+        let _ = self.observe(&mut st, &call, tool, args, result, timing);
+        self.outcome(&mut st)
+    }
+
+    /// The call just admitted or observed, taken out of the session's state, which keeps only
+    /// the counters admission reads: a session can be long.
+    fn outcome(&self, st: &mut State) -> CallOutcome {
+        let error = st.tool_errors.pop().map(|mut e| {
+            e.message = self.redactor.str(&e.message);
+            e
+        });
+        let outcome = CallOutcome {
+            result: st.tool_results.pop(),
+            error,
+            pending: st.pending.take(),
+        };
+        st.messages.clear();
+        st.results.clear();
+        st.tool_results.clear();
+        st.tool_errors.clear();
+        if let Some(limits) = st.session {
+            // Its loop rule reads only the latest calls; a day of lookups keeps nothing else.
+            st.identical.clear();
+            let keep = limits.max_repeated_calls as usize + 1;
+            let h = &mut st.executed_signatures;
+            h.drain(..h.len().saturating_sub(keep));
+        }
+        outcome
+    }
+}
