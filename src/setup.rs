@@ -264,16 +264,16 @@ impl Setup {
         };
         warn_short_secrets(&secrets);
         let redactor = secrets.redactor();
-        let mut events = match inputs.events {
+        let events = match inputs.events {
             EventsTo::Nowhere => Arc::new(Events::none()),
             EventsTo::File(path) => Arc::new(open_events(path, &redactor)?),
             EventsTo::Shared(events) => events,
         };
-        // Exported runs name the MCP sessions their calls went through (nothing otherwise).
-        if let Some(events) = Arc::get_mut(&mut events) {
-            crate::telemetry::mcp::watch_sessions(events, registry);
-        }
+        // An exported run keeps its exchanges (masked, as a recording would) for the MCP CLIENT
+        // spans of its `kind: mcp` calls; nothing is kept otherwise.
+        let keep_mcp = inputs.model.is_some() && crate::telemetry::mcp::wants_exchanges(registry);
         let tape = match inputs.network {
+            Network::Live if keep_mcp => Some(Tape::recording(redactor.clone())),
             Network::Live => None,
             Network::Record { previous: None } => Some(Tape::recording(redactor.clone())),
             Network::Record {

@@ -970,3 +970,267 @@ fn http_json_exports_decode_with_the_official_types_and_carry_the_same_spans_as_
         one(json_spans, "toolrun test"),
     );
 }
+
+/// The notes server (the official MCP Python SDK over streamable HTTP) on a port of its own.
+fn notes_server(dir: &Path) -> (Child, u16) {
+    let mut server = Command::new(python::python())
+        .arg(python::script("notes_server.py"))
+        .arg(dir.join("headers.jsonl"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the notes server");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("port");
+    (
+        server,
+        line.trim().parse().expect("the notes server's port"),
+    )
+}
+
+#[track_caller]
+fn nanos(span: &Value, key: &str) -> u64 {
+    span[key].as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn mcp_client_spans_are_the_same_live_in_test_attempts_replayed_and_exported() {
+    let tap = Tap::start();
+    let dir = support::temp_dir("otel-mcp-paths");
+    let (mut server, port) = notes_server(&dir);
+    let spec = support::write(
+        &dir,
+        "notes.yaml",
+        &format!(
+            r#"version: 1
+name: notes
+secrets: [NOTES_KEY]
+tools:
+  notes:
+    kind: mcp
+    description: The team's notes server.
+    url: http://127.0.0.1:{port}/mcp
+    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
+    timeout: 20s
+    tools:
+      - name: search_notes
+        as: find_notes
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: find_notes, arguments: {{ query: milk }} }}]
+          - answer: found
+tests:
+  - name: replayed
+    query: what do I need to buy?
+    fixture: notes.json
+    expect: {{ output_contains: found }}
+  - name: live
+    query: what do I need to buy?
+    expect: {{ output_contains: found }}
+"#
+        ),
+    );
+    let fixture = dir.join("notes.json");
+    let traces: Vec<String> = (1..=4)
+        .map(|i| format!("{:032x}", 0xdec0_0000u64 + i))
+        .collect();
+    let under = |i: usize| {
+        let mut cmd = toolrun(&tap);
+        cmd.env("NOTES_KEY", SECRET)
+            .env("TRACEPARENT", format!("00-{}-{CALLER_SPAN}-01", traces[i]));
+        cmd
+    };
+    let out = support::run(
+        under(0)
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "what do I need to buy?", "--record"])
+            .arg(&fixture),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // Both tests: the fixture's replayed, the other live against the server.
+    let out = support::run(under(1).arg("test").arg(&spec).arg("--allow-network"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let _ = server.kill();
+    let _ = server.wait();
+    // The server is gone: replay and export work from the recording alone.
+    let out = support::run(under(2).arg("replay").arg(&fixture));
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = support::run(
+        under(3)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .args(["export", "otel"])
+            .arg(&fixture)
+            .args(["--otlp", &tap.url()]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let tool_started = unix_nanos(
+        recorded["trace"]["tool_results"][0]["started_at"]
+            .as_str()
+            .unwrap(),
+    );
+    let session = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["request"]["headers"]["mcp-session-id"].as_str())
+        .expect("the recorded session")
+        .to_string();
+    let all = tap.wait(|s| {
+        traces
+            .iter()
+            .all(|t| !named(&in_trace(s, t), "tools/call search_notes").is_empty())
+            && named(&in_trace(s, &traces[1]), "tools/call search_notes").len() == 2
+            && named(s, "toolrun test").len() == 1
+    });
+    let mut seen_sessions = Vec::new();
+    for (i, trace) in traces.iter().enumerate() {
+        let spans = in_trace(&all, trace);
+        let calls = named(&spans, "tools/call search_notes");
+        let tools = named(&spans, "execute_tool find_notes");
+        assert_eq!(calls.len(), tools.len(), "{trace}:\n{spans:#?}");
+        for call in calls {
+            let tool = tools
+                .iter()
+                .find(|t| t["spanId"] == call["parentSpanId"])
+                .unwrap_or_else(|| panic!("no tool span over {call:#}"));
+            assert_eq!(call["kind"], 3, "CLIENT");
+            assert_eq!(attr(call, "mcp.method.name"), "tools/call");
+            assert_eq!(attr(call, "gen_ai.tool.name"), "search_notes");
+            assert_eq!(attr(call, "network.transport"), "tcp");
+            assert_eq!(attr(call, "server.address"), "127.0.0.1");
+            assert_eq!(attr(call, "server.port"), i64::from(port));
+            assert_eq!(attr(call, "mcp.protocol.version"), "2025-11-25", "{call:#}");
+            assert!(
+                attr(call, "jsonrpc.request.id")
+                    .as_str()
+                    .is_some_and(|id| id.parse::<u64>().is_ok()),
+                "{call:#}"
+            );
+            assert_eq!(
+                nanos(call, "startTimeUnixNano"),
+                nanos(tool, "startTimeUnixNano")
+            );
+            assert_eq!(
+                nanos(call, "endTimeUnixNano"),
+                nanos(tool, "endTimeUnixNano")
+            );
+            let id = attr(call, "mcp.session.id");
+            assert!(id.as_str().is_some_and(|s| s.len() >= 8), "{call:#}");
+            seen_sessions.push((i, id, nanos(call, "startTimeUnixNano")));
+        }
+    }
+    // Live, replayed, exported and the fixture-backed test: the recorded session, and the
+    // recorded start where exported (a replay runs now); the live test had a session of its own.
+    let recorded_session = json!(session);
+    for (i, id, start) in &seen_sessions {
+        match i {
+            0 | 2 => assert_eq!(*id, recorded_session),
+            3 => {
+                assert_eq!(*id, recorded_session);
+                assert_eq!(*start, tool_started, "the recorded start");
+            }
+            _ => {}
+        }
+    }
+    let in_test: Vec<&Value> = seen_sessions
+        .iter()
+        .filter(|(i, _, _)| *i == 1)
+        .map(|(_, id, _)| id)
+        .collect();
+    assert!(
+        in_test.contains(&&recorded_session),
+        "the replayed attempt: {in_test:?}"
+    );
+    assert!(
+        in_test.iter().any(|id| **id != recorded_session),
+        "the live attempt: {in_test:?}"
+    );
+    assert_clean("the exported spans", &tap.raw());
+}
+
+#[test]
+fn each_test_attempt_is_sent_as_it_finishes_not_when_the_command_ends() {
+    let tap = Tap::start();
+    // The second test's tool asks this server, which answers `early` once the receiver holds
+    // the first test's attempt (and `late` if it never comes: the spans waited for the end).
+    let received = tap.spans.clone();
+    let gate = TestServer::start(move |_| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let spans = received.lock().unwrap().clone();
+            if !named(&spans, "test_attempt first").is_empty() {
+                return Response::text(200, "early");
+            }
+            if Instant::now() > deadline {
+                return Response::text(200, "late");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let dir = support::temp_dir("otel-attempts");
+    let spec = support::write(
+        &dir,
+        "staged.yaml",
+        &format!(
+            r#"version: 1
+name: staged
+tools:
+  gate:
+    description: Says whether the first attempt was already exported.
+    kind: http
+    input: {{ type: object, properties: {{}}, additionalProperties: false }}
+    request: {{ url: "http://{host}/gate" }}
+policy:
+  network: {{ allow_hosts: ["{host}"] }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - when: first
+        turns:
+          - answer: "first done"
+      - turns:
+          - tool_calls: [{{ name: gate, arguments: {{}} }}]
+          - answer: "{{{{ last.result }}}}"
+tests:
+  - name: first
+    query: first
+    expect: {{ output_contains: first done }}
+  - name: second
+    query: second
+    expect: {{ output_contains: early }}
+"#,
+            host = gate.addr()
+        ),
+    );
+    let out =
+        support::run(
+            toolrun(&tap)
+                .arg("test")
+                .arg(&spec)
+                .args(["--allow-network", "--jobs", "1"]),
+        );
+    assert_eq!(
+        out.code, 0,
+        "the second test saw the first attempt exported\n{out:?}"
+    );
+    let spans = tap.wait(|s| named(s, "toolrun test").len() == 1);
+    let root = one(&spans, "toolrun test");
+    for name in ["first", "second"] {
+        let test = one(&spans, &format!("test {name}"));
+        assert_child(test, root);
+        let attempt = one(&spans, &format!("test_attempt {name}"));
+        assert_child(attempt, test);
+        assert!(nanos(test, "startTimeUnixNano") <= nanos(attempt, "startTimeUnixNano"));
+        assert!(nanos(test, "endTimeUnixNano") >= nanos(attempt, "endTimeUnixNano"));
+    }
+}

@@ -22,7 +22,7 @@ pub(crate) fn run(args: ExportOtelArgs) -> i32 {
     let (mut runs, mut files) = (0, 0);
     for path in &args.files {
         match read(path) {
-            Ok(doc) => match export_document(&doc, &redactor) {
+            Ok(doc) => match export_document(&doc, path, &redactor) {
                 Ok(n) => {
                     runs += n;
                     files += 1;
@@ -57,7 +57,7 @@ fn read(path: &Path) -> Result<Value, String> {
 }
 
 /// Sends one document; returns how many runs it held.
-fn export_document(doc: &Value, redactor: &Redactor) -> Result<usize, String> {
+fn export_document(doc: &Value, path: &Path, redactor: &Redactor) -> Result<usize, String> {
     if doc["kind"] == crate::results::KIND {
         telemetry::export_results(doc, redactor);
         let attempts = doc["tests"]
@@ -68,14 +68,31 @@ fn export_document(doc: &Value, redactor: &Redactor) -> Result<usize, String> {
             .sum();
         return Ok(attempts);
     }
-    let trace = if doc.get("exchanges").is_some() {
-        &doc["trace"]
+    let (trace, exchanges) = if doc.get("exchanges").is_some() {
+        // A fixture's exchanges give its MCP calls their CLIENT spans; unreadable ones, none.
+        let exchanges: Vec<crate::fixture::Exchange> =
+            serde_json::from_value(doc["exchanges"].clone()).unwrap_or_default();
+        (&doc["trace"], exchanges)
     } else {
-        doc
+        (doc, Vec::new())
     };
+    let registry = exchanges
+        .iter()
+        .any(|e| e.kind == "mcp")
+        .then(|| fixture_spec(doc, path))
+        .flatten();
     if trace.get("stop_reason").is_some() && trace.get("tool_results").is_some() {
-        telemetry::export_trace(trace, None, redactor);
+        telemetry::export_trace(trace, (&exchanges, registry.as_ref()), None, redactor);
         return Ok(1);
     }
     Err("is neither a trace (`run --trace`), a fixture (`--record`) nor a results file (`test --results`)".into())
+}
+
+/// The spec a fixture was recorded from, when it is still where the fixture says: it names the
+/// fixture's `kind: mcp` tools (renamed with `as:` or not). A fixture exported without its
+/// spec (a CI artifact) matches MCP calls by tool name alone.
+fn fixture_spec(doc: &Value, path: &Path) -> Option<crate::registry::Registry> {
+    let fixture: crate::fixture::Fixture = serde_json::from_value(doc.clone()).ok()?;
+    let spec = crate::fixture::spec_path_for(path, &fixture).ok()?;
+    crate::replay::load_quiet(&spec).ok()
 }

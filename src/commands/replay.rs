@@ -76,17 +76,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
                             }
                         }
                         Some(Ok(registry)) => {
-                            let r = crate::replay::replay_fixture(
-                                fixture,
-                                registry,
-                                path,
-                                update,
-                                Some(stop.clone()),
-                            )
-                            .await;
-                            let file = path.display().to_string();
-                            crate::telemetry::export_replay(r.trace.as_ref(), &file, &r.failures);
-                            (outcome(&r), r.failures, r.updated)
+                            replay_run(fixture, (registry, path), update, stop).await
                         }
                         Some(Err(e)) => (Outcome::Failed, vec![e.clone()], false),
                         None => (Outcome::Failed, vec!["spec not loaded".into()], false),
@@ -136,4 +126,18 @@ fn outcome(report: &crate::replay::ReplayReport) -> Outcome {
     } else {
         Outcome::Failed
     }
+}
+
+/// Replays one recorded run and exports it (when export is on).
+async fn replay_run(
+    fixture: &crate::fixture::Fixture,
+    (registry, path): (&crate::registry::Registry, &std::path::Path),
+    update: bool,
+    stop: &crate::setup::Interrupt,
+) -> (Outcome, Vec<String>, bool) {
+    let r =
+        crate::replay::replay_fixture(fixture, registry, path, update, Some(stop.clone())).await;
+    let file = path.display().to_string();
+    crate::telemetry::export_replay(r.trace.as_ref(), (&file, fixture), registry, &r.failures);
+    (outcome(&r), r.failures, r.updated)
 }

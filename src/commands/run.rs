@@ -58,7 +58,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     let now = opts.now_unix_ms;
     let engine = setup.engine(&registry);
     let trace = rt.block_on(engine.run(&mut model.client, opts));
-    crate::telemetry::export_live_run(&trace, &registry, &setup.redactor);
+    crate::telemetry::export_live_run(&trace, &registry, setup.tape.as_deref(), &setup.redactor);
     // The engine masked the trace as it built it; the writer's scan below is the guard.
     // Only a fixture needs the trace as a document: no copy of the trace otherwise.
     let fixture_doc = args

@@ -3,6 +3,7 @@
 //! an `execute_tool {tool}` span per call, an HTTP tool's request as a CLIENT child. The same
 //! mapping serves live runs and recorded ones (`toolrun export otel`), so both look alike.
 
+use super::mcp::ClientCall;
 use super::span::Kind;
 use super::span::{now_ns, Parent, Span, Value};
 use crate::redact::Redactor;
@@ -17,9 +18,12 @@ pub(crate) struct Mapping {
     pub(crate) latest_only: bool,
     /// Applied to every exported string on top of the trace's own masking.
     pub(crate) redactor: Redactor,
-    /// A live run's `kind: mcp` tools (name, server, the server's name for it): their calls get
-    /// an MCP CLIENT span.
-    pub(crate) mcp_tools: Vec<(String, std::sync::Arc<crate::registry::McpServer>, String)>,
+    /// The run's `tools/call` requests (from its live, recorded or replayed exchanges), each
+    /// taken by the executed call it belongs to for an MCP CLIENT span.
+    pub(crate) mcp_calls: std::sync::Mutex<Vec<ClientCall>>,
+    /// The spec's `kind: mcp` tools as (toolrun's name, the server's name), when the spec is at
+    /// hand; without it (`export otel`) a call is matched by its name and arguments alone.
+    pub(crate) mcp_names: Vec<(String, String)>,
 }
 
 /// Nanoseconds since the epoch of an RFC 3339 time.
@@ -37,6 +41,42 @@ fn ns_of(duration_ms: f64) -> u64 {
 }
 
 impl Mapping {
+    /// The MCP requests of a run among its `exchanges`; `registry` names its `kind: mcp` tools.
+    pub(crate) fn with_mcp(
+        mut self,
+        exchanges: &[crate::fixture::Exchange],
+        registry: Option<&crate::registry::Registry>,
+    ) -> Mapping {
+        self.mcp_calls = std::sync::Mutex::new(super::mcp::client_calls(exchanges));
+        for t in registry.into_iter().flat_map(|r| &r.tools) {
+            if let crate::registry::ToolKind::Mcp(m) = &t.kind {
+                self.mcp_names.push((t.name.clone(), m.remote_name.clone()));
+            }
+        }
+        self
+    }
+
+    /// The `tools/call` an executed call sent, if it went to an MCP server.
+    fn mcp_call_of(&self, r: &Json) -> Option<ClientCall> {
+        let mut calls = self.mcp_calls.lock().ok()?;
+        if calls.is_empty() || r.get("http").is_some_and(Json::is_object) {
+            return None;
+        }
+        let name = r["name"].as_str()?;
+        let remote = match self.mcp_names.iter().find(|(n, _)| n == name) {
+            Some((_, remote)) => remote.as_str(),
+            // The spec says it is not an MCP tool.
+            None if !self.mcp_names.is_empty() => return None,
+            None => name,
+        };
+        let args = r.get("arguments").unwrap_or(&Json::Null);
+        let at = calls
+            .iter()
+            .position(|c| c.remote == remote && c.arguments == *args)
+            .or_else(|| calls.iter().position(|c| c.remote == remote))?;
+        Some(calls.remove(at))
+    }
+
     fn text(&self, s: &str) -> String {
         self.redactor.str(s)
     }
@@ -271,9 +311,8 @@ impl Mapping {
         if let Some(http) = r.get("http").filter(|h| h.is_object()) {
             out.push(self.http_span(&span, http));
         }
-        let name = r["name"].as_str().unwrap_or("");
-        if let Some((_, server, remote)) = self.mcp_tools.iter().find(|(n, _, _)| n == name) {
-            out.push(super::mcp::client_span(&span, server, remote));
+        if let Some(call) = self.mcp_call_of(r) {
+            out.push(super::mcp::client_span(&span, &call, &self.redactor));
         }
         out.push(span);
         out

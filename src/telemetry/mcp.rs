@@ -90,53 +90,111 @@ pub(crate) fn served(
     exporter.send(vec![span]);
 }
 
-/// A remote MCP server's session as a run saw it (`mcp_connected`).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ClientSession {
-    pub(crate) protocol: Option<String>,
+/// One `tools/call` a run sent to a remote MCP server, as its exchange (live, recorded or
+/// replayed) shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ClientCall {
+    pub(crate) server: String,
+    /// The server's name for the tool.
+    pub(crate) remote: String,
+    pub(crate) arguments: Value,
+    pub(crate) request_id: Option<String>,
     pub(crate) session: Option<String>,
+    pub(crate) protocol: Option<String>,
+    /// `tcp` (streamable HTTP) or `pipe` (stdio).
+    pub(crate) transport: &'static str,
+    pub(crate) address: Option<String>,
+    pub(crate) port: Option<i64>,
 }
 
-/// Sessions by server name, for the runs of this process that export.
-static SESSIONS: std::sync::Mutex<Vec<(String, ClientSession)>> = std::sync::Mutex::new(Vec::new());
+/// Whether a run of `registry` keeps its exchanges for its MCP CLIENT spans: export is on and
+/// the spec has `kind: mcp` tools. Otherwise a live run records nothing, as before.
+pub(crate) fn wants_exchanges(registry: &crate::registry::Registry) -> bool {
+    super::active().is_some()
+        && registry
+            .tools
+            .iter()
+            .any(|t| matches!(t.kind, crate::registry::ToolKind::Mcp(_)))
+}
 
-/// Listens for MCP connections when export is on and the spec uses MCP servers; otherwise the
-/// events stay as quiet (and as cheap) as they were.
-pub(crate) fn watch_sessions(
-    events: &mut crate::events::Events,
-    registry: &crate::registry::Registry,
-) {
-    if super::active().is_none() {
-        return;
-    }
-    let uses_mcp = registry
-        .tools
-        .iter()
-        .any(|t| matches!(t.kind, crate::registry::ToolKind::Mcp(_)));
-    if !uses_mcp {
-        return;
-    }
-    events.tap(|event, data| {
-        if event != "mcp_connected" {
-            return;
-        }
-        let Some(server) = data["server"].as_str() else {
-            return;
+/// The `tools/call` requests among a run's exchanges, in order, each with its session's id and
+/// protocol revision (from the request's headers over HTTP, from `initialize` over stdio).
+pub(crate) fn client_calls(exchanges: &[crate::fixture::Exchange]) -> Vec<ClientCall> {
+    let mut protocols: Vec<(&str, String)> = Vec::new();
+    let mut calls = Vec::new();
+    for e in exchanges.iter().filter(|e| e.kind == "mcp") {
+        let Some(body) = e.request.body.as_ref().filter(|b| b.is_object()) else {
+            continue;
         };
-        let seen = ClientSession {
-            protocol: data["protocol"].as_str().map(str::to_string),
-            session: data["session"].as_str().map(str::to_string),
-        };
-        if let Ok(mut sessions) = SESSIONS.lock() {
-            sessions.retain(|(s, _)| s != server);
-            sessions.push((server.to_string(), seen));
+        let header = |k: &str| e.request.headers.get(k).cloned();
+        match body["method"].as_str() {
+            Some("initialize") => {
+                let reply = e
+                    .response
+                    .as_ref()
+                    .and_then(|r| reply_to(&r.body, &body["id"]));
+                if let Some(v) = reply
+                    .as_ref()
+                    .and_then(|r| r["result"]["protocolVersion"].as_str())
+                {
+                    protocols.retain(|(s, _)| *s != e.source);
+                    protocols.push((&e.source, v.to_string()));
+                }
+            }
+            Some("tools/call") => {
+                let stdio = e.request.method == "STDIN";
+                let url = (!stdio)
+                    .then(|| url::Url::parse(&e.request.url).ok())
+                    .flatten();
+                let request_id = match &body["id"] {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                };
+                let protocol = header("mcp-protocol-version").or_else(|| {
+                    protocols
+                        .iter()
+                        .find(|(s, _)| *s == e.source)
+                        .map(|(_, v)| v.clone())
+                });
+                calls.push(ClientCall {
+                    server: e.source.clone(),
+                    remote: body["params"]["name"].as_str().unwrap_or("").to_string(),
+                    arguments: body["params"]["arguments"].clone(),
+                    request_id,
+                    session: header("mcp-session-id"),
+                    protocol,
+                    transport: if stdio { "pipe" } else { "tcp" },
+                    address: url.as_ref().and_then(|u| u.host_str().map(str::to_string)),
+                    port: url
+                        .as_ref()
+                        .and_then(url::Url::port_or_known_default)
+                        .map(i64::from),
+                });
+            }
+            _ => {}
         }
-    });
+    }
+    calls
+}
+
+/// The JSON-RPC reply to `id` in a response body: the JSON itself, or an event of a stream.
+fn reply_to(body: &Value, id: &Value) -> Option<Value> {
+    match body {
+        Value::Object(_) => Some(body.clone()),
+        Value::String(text) => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m["id"] == *id),
+        _ => None,
+    }
 }
 
 /// The `tools/call {tool}` CLIENT span of a call to a remote MCP server, under its
 /// `execute_tool` span.
-pub(crate) fn client_span(tool: &Span, server: &crate::registry::McpServer, remote: &str) -> Span {
+pub(crate) fn client_span(tool: &Span, call: &ClientCall, redactor: &Redactor) -> Span {
+    let remote = redactor.str(&call.remote);
     let mut span = Span::new(
         tool.as_parent(),
         format!("tools/call {remote}"),
@@ -146,32 +204,22 @@ pub(crate) fn client_span(tool: &Span, server: &crate::registry::McpServer, remo
     span.end_ns = tool.end_ns;
     span.set("mcp.method.name", "tools/call")
         .set("gen_ai.operation.name", "execute_tool")
-        .set("gen_ai.tool.name", remote.to_string());
-    if server.stdio.is_some() {
-        span.set("network.transport", "pipe");
-    } else if let Ok(u) = url::Url::parse(&server.url) {
-        span.set("network.transport", "tcp");
-        if let Some(host) = u.host_str() {
-            span.set("server.address", host.to_string());
-        }
-        if let Some(port) = u.port_or_known_default() {
-            span.set("server.port", i64::from(port));
-        }
+        .set("gen_ai.tool.name", remote)
+        .set("network.transport", call.transport);
+    if let Some(host) = &call.address {
+        span.set("server.address", redactor.str(host));
     }
-    let seen = SESSIONS
-        .lock()
-        .ok()
-        .and_then(|s| {
-            s.iter()
-                .find(|(n, _)| *n == server.name)
-                .map(|(_, c)| c.clone())
-        })
-        .unwrap_or_default();
-    if let Some(v) = seen.protocol {
-        span.set("mcp.protocol.version", v);
+    if let Some(port) = call.port {
+        span.set("server.port", port);
     }
-    if let Some(id) = seen.session {
-        span.set("mcp.session.id", id);
+    for (key, value) in [
+        ("jsonrpc.request.id", &call.request_id),
+        ("mcp.session.id", &call.session),
+        ("mcp.protocol.version", &call.protocol),
+    ] {
+        if let Some(v) = value {
+            span.set(key, redactor.str(v));
+        }
     }
     if let Some(e) = &tool.error {
         span.set("error.type", "tool_error");

@@ -67,28 +67,41 @@ pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping, &'static E
             content: e.config.content,
             latest_only: e.config.latest_only,
             redactor: redactor.clone(),
-            mcp_tools: Vec::new(),
+            mcp_calls: Default::default(),
+            mcp_names: Vec::new(),
         },
         e,
     ))
 }
 
-/// Exports one run (a trace document as written) under `parent`, or the command's own parent.
-pub(crate) fn export_trace(trace: &serde_json::Value, parent: Option<Parent>, redactor: &Redactor) {
+/// Exports one run (a trace document as written) under `parent`, or the command's own parent;
+/// a fixture's `exchanges` give its MCP calls their CLIENT spans (its spec, when at hand, says
+/// which tools are MCP tools).
+pub(crate) fn export_trace(
+    trace: &serde_json::Value,
+    (exchanges, registry): (
+        &[crate::fixture::Exchange],
+        Option<&crate::registry::Registry>,
+    ),
+    parent: Option<Parent>,
+    redactor: &Redactor,
+) {
     if let Some((mapping, exporter)) = mapping(redactor) {
         let parent = parent.unwrap_or_else(command_parent);
+        let mapping = mapping.with_mcp(exchanges, registry);
         exporter.send(mapping.run_spans(trace, parent));
     }
 }
 
-/// Exports a finished run, when export is on. The run's thread only copies the trace: the
-/// document and its spans are made on the export thread.
+/// Exports a finished run without MCP exchanges: what `cargo bench --bench loop_cost` measures.
 pub fn export_run(trace: &crate::trace::Trace, redactor: &Redactor) {
     if let Some((mapping, exporter)) = mapping(redactor) {
         map_later(exporter, mapping, trace);
     }
 }
 
+/// The run's thread only copies the trace: the document and its spans are made on the export
+/// thread.
 fn map_later(exporter: &Exporter, mapping: genai::Mapping, trace: &crate::trace::Trace) {
     let trace = trace.clone();
     let parent = command_parent();
@@ -97,40 +110,43 @@ fn map_later(exporter: &Exporter, mapping: genai::Mapping, trace: &crate::trace:
     }));
 }
 
-/// Exports a live run of `registry`: its MCP tools' calls get MCP CLIENT spans too.
+/// Exports a live run of `registry`: its MCP tools' calls get MCP CLIENT spans from the
+/// exchanges its tape kept.
 pub(crate) fn export_live_run(
     trace: &crate::trace::Trace,
     registry: &crate::registry::Registry,
+    tape: Option<&crate::fixture::Tape>,
     redactor: &Redactor,
 ) {
-    if let Some((mut mapping, exporter)) = mapping(redactor) {
-        for t in &registry.tools {
-            if let crate::registry::ToolKind::Mcp(m) = &t.kind {
-                let entry = (t.name.clone(), m.server.clone(), m.remote_name.clone());
-                mapping.mcp_tools.push(entry);
-            }
-        }
-        map_later(exporter, mapping, trace);
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        let exchanges = tape.map(|t| t.exchanges()).unwrap_or_default();
+        map_later(
+            exporter,
+            mapping.with_mcp(&exchanges, Some(registry)),
+            trace,
+        );
     }
 }
 
 /// Exports a replayed fixture: `replay {file}` (an error when the replay diverged) over the
-/// replayed run.
+/// replayed run, its MCP calls from the recorded exchanges.
 pub(crate) fn export_replay(
     trace: Option<&crate::trace::Trace>,
-    fixture: &str,
+    fixture: (&str, &crate::fixture::Fixture),
+    registry: &crate::registry::Registry,
     failures: &[String],
 ) {
     let redactor = Redactor::default();
     let Some((mapping, exporter)) = mapping(&redactor) else {
         return;
     };
+    let mapping = mapping.with_mcp(&fixture.1.exchanges, Some(registry));
     let mut replay = Span::new(
         command_parent(),
-        format!("replay {fixture}"),
+        format!("replay {}", fixture.0),
         span::Kind::Internal,
     );
-    replay.set("toolrun.fixture", fixture.to_string());
+    replay.set("toolrun.fixture", fixture.0.to_string());
     let mut spans = Vec::new();
     if let Some(t) = trace {
         spans = mapping.run_spans(&t.to_json(&redactor), replay.as_parent());
@@ -155,10 +171,48 @@ pub(crate) fn export_call(record: &serde_json::Value, redactor: &Redactor) {
     }
 }
 
-/// Exports a `toolrun test` results document: a span per test, per attempt, and its run.
+/// Exports a results file (`export otel`): a span per test, per attempt, and its run.
 pub(crate) fn export_results(results: &serde_json::Value, redactor: &Redactor) {
     if let Some((mapping, exporter)) = mapping(redactor) {
         exporter.send(results::test_spans(&mapping, results, command_parent()));
+    }
+}
+
+/// The span ids of a `toolrun test` of `cases` tests, when export is on: its attempts are sent
+/// as they finish ([`export_attempt`]), the rest at the end ([`export_test_tree`]).
+pub(crate) fn test_tree(cases: usize) -> Option<results::Tree> {
+    active().map(|_| results::Tree::new(command_parent(), cases))
+}
+
+/// One finished attempt of a test (`test`: its name, spec and query; `attempt`: its record as
+/// the results document has it), under the test's span, its MCP calls from `exchanges`.
+pub(crate) fn export_attempt(
+    parent: Parent,
+    (test, attempt): (&serde_json::Value, &serde_json::Value),
+    exchanges: &[crate::fixture::Exchange],
+    registry: &crate::registry::Registry,
+    redactor: &Redactor,
+) {
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        let mapping = mapping.with_mcp(exchanges, Some(registry));
+        let (mut test, mut attempt) = (test.clone(), attempt.clone());
+        // Made on the export thread, like a run's: the next attempt does not wait for them.
+        exporter.send_with(Box::new(move || {
+            mapping.redactor.value(&mut test);
+            mapping.redactor.value(&mut attempt);
+            results::attempt_spans(&mapping, &test, &attempt, parent, None)
+        }));
+    }
+}
+
+/// The command's and each test's span, once every attempt is in.
+pub(crate) fn export_test_tree(
+    tree: results::Tree,
+    results: &serde_json::Value,
+    redactor: &Redactor,
+) {
+    if let Some((mapping, exporter)) = mapping(redactor) {
+        exporter.send(results::tree_spans(&mapping, results, tree, false));
     }
 }
 

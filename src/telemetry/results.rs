@@ -7,8 +7,44 @@ use super::span::Kind;
 use super::span::{now_ns, Event, Parent, Span, Value};
 use serde_json::{json, Value as Json};
 
+/// The spans of a `toolrun test` made before its attempts run, so that each attempt can be
+/// sent as it finishes, under its test's span; those spans follow when the command ends.
+pub(crate) struct Tree {
+    pub(crate) root: Span,
+    pub(crate) tests: Vec<Span>,
+}
+
+impl Tree {
+    pub(crate) fn new(parent: Parent, tests: usize) -> Tree {
+        let root = Span::new(parent, "toolrun test", Kind::Internal);
+        let tests = (0..tests)
+            .map(|_| Span::new(root.as_parent(), "test", Kind::Internal))
+            .collect();
+        Tree { root, tests }
+    }
+
+    /// Where the attempts of the `case`-th test hang.
+    pub(crate) fn test_parent(&self, case: usize) -> Option<Parent> {
+        self.tests.get(case).map(Span::as_parent)
+    }
+}
+
+/// A whole results document (a results file given to `export otel`): every span.
 pub(crate) fn test_spans(mapping: &Mapping, results: &Json, parent: Parent) -> Vec<Span> {
-    let mut root = Span::new(parent, "toolrun test", Kind::Internal);
+    let tests = results["tests"].as_array().map_or(0, Vec::len);
+    tree_spans(mapping, results, Tree::new(parent, tests), true)
+}
+
+/// The command's and the tests' spans of `results`, in `tree`; the attempts' too unless they
+/// were sent as they finished.
+pub(crate) fn tree_spans(
+    mapping: &Mapping,
+    results: &Json,
+    tree: Tree,
+    with_attempts: bool,
+) -> Vec<Span> {
+    let Tree { mut root, tests } = tree;
+    let mut tests = tests.into_iter();
     let mut spans = Vec::new();
     let mut counts = [0i64; 3];
     for test in results["tests"].as_array().into_iter().flatten() {
@@ -19,7 +55,10 @@ pub(crate) fn test_spans(mapping: &Mapping, results: &Json, parent: Parent) -> V
         {
             counts[i] += 1;
         }
-        spans.extend(one_test(mapping, test, root.as_parent()));
+        let span = tests
+            .next()
+            .unwrap_or_else(|| Span::new(root.as_parent(), "test", Kind::Internal));
+        spans.extend(one_test(mapping, test, span, with_attempts));
     }
     let first = spans.iter().map(|s| s.start_ns).min();
     let last = spans.iter().map(|s| s.end_ns).max();
@@ -37,9 +76,9 @@ pub(crate) fn test_spans(mapping: &Mapping, results: &Json, parent: Parent) -> V
     spans
 }
 
-fn one_test(mapping: &Mapping, test: &Json, parent: Parent) -> Vec<Span> {
+fn one_test(mapping: &Mapping, test: &Json, mut span: Span, with_attempts: bool) -> Vec<Span> {
     let name = mapping.redactor.str(test["name"].as_str().unwrap_or(""));
-    let mut span = Span::new(parent, format!("test {name}"), Kind::Internal);
+    span.name = format!("test {name}");
     span.set("toolrun.test.name", name.clone())
         .set(
             "toolrun.test.spec",
@@ -58,26 +97,27 @@ fn one_test(mapping: &Mapping, test: &Json, parent: Parent) -> Vec<Span> {
     }
     let mut spans = Vec::new();
     let mut cursor = None::<u64>;
+    let mut times = Vec::new();
     for attempt in test["attempts"].as_array().into_iter().flatten() {
-        let mut run = attempt_spans(mapping, test, attempt, span.as_parent(), cursor);
-        cursor = run.first().map(|s| s.end_ns);
-        spans.append(&mut run);
+        if with_attempts {
+            let mut run = attempt_spans(mapping, test, attempt, span.as_parent(), cursor);
+            cursor = run.first().map(|s| s.end_ns);
+            times.extend(run.first().map(|s| (s.start_ns, s.end_ns)));
+            spans.append(&mut run);
+        } else if let Some(start) = parse_time(attempt["started_at"].as_str()) {
+            let duration = attempt["duration_ms"].as_f64().unwrap_or(0.0).max(0.0);
+            times.push((start, start + (duration * 1e6) as u64));
+        }
     }
     // Attempts run in parallel or one after another: the test spans all of them.
-    let attempts = spans
-        .iter()
-        .filter(|s| s.parent_span_id == Some(span.span_id));
-    span.start_ns = attempts
-        .clone()
-        .map(|s| s.start_ns)
-        .min()
-        .unwrap_or_else(now_ns);
-    span.end_ns = attempts.map(|s| s.end_ns).max().unwrap_or(span.start_ns);
+    span.start_ns = times.iter().map(|t| t.0).min().unwrap_or_else(now_ns);
+    span.end_ns = times.iter().map(|t| t.1).max().unwrap_or(span.start_ns);
     spans.insert(0, span);
     spans
 }
 
-fn attempt_spans(
+/// One attempt's span (its verdict as an event) over its run.
+pub(crate) fn attempt_spans(
     mapping: &Mapping,
     test: &Json,
     attempt: &Json,

@@ -87,11 +87,13 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     let rt = crate::setup::runtime();
     let signals = Signals::watch(&rt);
     let bar = progress::Progress::start(cases.len() as u64);
+    let tree = crate::telemetry::test_tree(cases.len());
     let env = Env {
         args,
         now,
         stop: &signals.stop,
         events: &events,
+        spans: tree.as_ref(),
     };
     let tests = run_cases(&cases, jobs, &env, &bar, &rt);
     bar.finish();
@@ -114,8 +116,8 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     if let (Some(c), Some(path)) = (&comparison, &args.baseline) {
         results.baseline = Some(crate::compare::summary(c, &path.display().to_string()));
     }
-    if crate::telemetry::active().is_some() {
-        crate::telemetry::export_results(&results.to_json(&redactor), &redactor);
+    if let Some(tree) = tree {
+        crate::telemetry::export_test_tree(tree, &results.to_json(&redactor), &redactor);
     }
     let code = finish(
         args,
@@ -260,6 +262,8 @@ struct Env<'a> {
     now: i64,
     stop: &'a crate::setup::Interrupt,
     events: &'a Arc<crate::events::Events>,
+    /// With export on, the spans each case's attempts are sent under.
+    spans: Option<&'a crate::telemetry::results::Tree>,
 }
 
 impl<'a> Env<'a> {
@@ -276,6 +280,7 @@ impl<'a> Env<'a> {
             stop: self.stop,
             approve: &args.setup.approve,
             events: self.events,
+            span: None,
         }
     }
 }
@@ -333,7 +338,8 @@ fn run_cases<'a>(
                         let Some((registry, case, model)) = cases.get(i) else {
                             break;
                         };
-                        let ctx = env.ctx(registry, *model);
+                        let mut ctx = env.ctx(registry, *model);
+                        ctx.span = env.spans.and_then(|t| t.test_parent(i));
                         let test = rt.block_on(run_case(&ctx, case, env.args));
                         bar.case_done(&test);
                         if let Ok(mut slot) = slots[i].lock() {

@@ -32,6 +32,8 @@ pub(crate) struct RunContext<'a> {
     pub(crate) approve: &'a [String],
     /// `--events`, shared by every case.
     pub(crate) events: &'a Arc<Events>,
+    /// With export on: the span this case's attempts are sent under as each finishes.
+    pub(crate) span: Option<crate::telemetry::Parent>,
 }
 
 impl RunContext<'_> {
@@ -130,7 +132,8 @@ pub(crate) fn plan(ctx: &RunContext<'_>, case: &TestCase, model: &str) -> Plan {
     }
 }
 
-/// One attempt of a case, run as planned and judged by its `expect:`.
+/// One attempt of a case, run as planned and judged by its `expect:`; with export on, sent as
+/// soon as it is judged.
 pub(crate) async fn run_attempt(
     ctx: &RunContext<'_>,
     case: &TestCase,
@@ -138,6 +141,33 @@ pub(crate) async fn run_attempt(
     plan: &Plan,
     number: u32,
     price: Option<&PriceInfo>,
+) -> Attempt {
+    let mut exchanges = Vec::new();
+    let attempt = judged_attempt(ctx, (case, model, plan), number, price, &mut exchanges).await;
+    if let Some(parent) = ctx.span {
+        let test = serde_json::json!({ "name": case.name, "spec": ctx.registry.name, "query": case.query });
+        let record = serde_json::to_value(&attempt).unwrap_or_default();
+        let redactor = crate::setup::masking_for(&[ctx.registry]);
+        crate::telemetry::export_attempt(
+            parent,
+            (&test, &record),
+            &exchanges,
+            ctx.registry,
+            &redactor,
+        );
+    }
+    attempt
+}
+
+/// The exchanges of a run, when its spans will need them (its MCP calls).
+type Exchanges = Vec<crate::fixture::Exchange>;
+
+async fn judged_attempt(
+    ctx: &RunContext<'_>,
+    (case, model, plan): (&TestCase, &str, &Plan),
+    number: u32,
+    price: Option<&PriceInfo>,
+    exchanges: &mut Exchanges,
 ) -> Attempt {
     let started = Instant::now();
     // A scripted model's answers are scripted even while its fixture is written: `compare`
@@ -154,15 +184,17 @@ pub(crate) async fn run_attempt(
     };
     let (trace, mut failures) = match plan {
         Plan::Fail(reason) => return failed(Failure::error(reason.clone())),
-        Plan::Replay(path) => match replay(ctx, case, model, path).await {
+        Plan::Replay(path) => match replay(ctx, case, model, path, exchanges).await {
             Ok(r) => r,
             Err(f) => return failed(f),
         },
-        Plan::Record(path) if number == 1 => match execute(ctx, case, model, Some(path)).await {
-            Ok(r) => r,
-            Err(f) => return failed(f),
-        },
-        Plan::Record(_) | Plan::Run => match execute(ctx, case, model, None).await {
+        Plan::Record(path) if number == 1 => {
+            match execute(ctx, (case, model), Some(path), exchanges).await {
+                Ok(r) => r,
+                Err(f) => return failed(f),
+            }
+        }
+        Plan::Record(_) | Plan::Run => match execute(ctx, (case, model), None, exchanges).await {
             Ok(r) => r,
             Err(f) => return failed(f),
         },
@@ -254,9 +286,13 @@ async fn replay(
     case: &TestCase,
     model: &str,
     fixture: &Path,
+    exchanges: &mut Exchanges,
 ) -> Result<(Trace, Vec<Failure>), Failure> {
     let recorded = crate::fixture::load_fixture(fixture)
         .map_err(|e| Failure::error(format!("cannot replay: {e}")))?;
+    if ctx.span.is_some() {
+        exchanges.clone_from(&recorded.exchanges);
+    }
     if recorded.is_served_session() {
         return Err(Failure::error(format!(
             "fixture `{0}` is a session recorded by `toolrun serve --record`, not a run: replay it with `toolrun replay {0}`",
@@ -306,9 +342,9 @@ async fn replay(
 /// `record` when given).
 async fn execute(
     ctx: &RunContext<'_>,
-    case: &TestCase,
-    model: &str,
+    (case, model): (&TestCase, &str),
     record: Option<&Path>,
+    exchanges: &mut Exchanges,
 ) -> Result<(Trace, Vec<Failure>), Failure> {
     // Offline, every secret is the mask: a real credential can neither be sent nor echoed into
     // the report, whatever the environment holds; and the transport is a tape with nothing on
@@ -345,6 +381,9 @@ async fn execute(
         .run(&mut prepared.client, opts)
         .await;
     let (tape, redactor) = (&setup.tape, &setup.redactor);
+    if let (Some(_), Some(tape)) = (ctx.span, tape) {
+        *exchanges = tape.exchanges();
+    }
     let mut failures = Vec::new();
     if let (Some(path), Some(tape)) = (record, tape) {
         // Only a run that finished becomes a fixture: an interrupted one would later replay as
