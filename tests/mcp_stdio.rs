@@ -991,3 +991,115 @@ fn a_killed_toolrun_takes_its_stdio_server_with_it() {
         "the helper is {helper_state}: the parent-death signal was documented not to reach it"
     );
 }
+
+/// The answers toolrun writes to a stdio server (here an elicitation answer) are recorded, and
+/// a replay, which answers the recorded requests itself, compares its answers with them: the
+/// same spec replays, a spec whose `elicitation:` changed since fails, naming the request.
+#[test]
+fn a_replay_recomputes_the_answers_written_to_a_stdio_server_and_fails_when_they_differ() {
+    let dir = support::temp_dir("mcp-stdio-answers");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: ask_name, arguments: {} }]
+          - answer: "{{ results[0].result.result }}""#;
+    let text = probe_spec(&logs, "ask_name", turns).replace(
+        "    timeout: 30s\n",
+        "    timeout: 30s\n    elicitation: defaults\n",
+    );
+    let spec_path = write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture));
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "accept: Ada", "{out:?}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let answers: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["request"]["body"])
+        .filter(|b| b.get("result").is_some())
+        .collect();
+    assert_eq!(answers.len(), 1, "{recorded:#}");
+    assert_eq!(
+        answers[0]["result"],
+        json!({ "action": "accept", "content": { "name": "Ada" } })
+    );
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    // The spec now declines: the replay's answer is not the recorded one.
+    write(
+        &dir,
+        "probe.yaml",
+        &text.replace("elicitation: defaults", "elicitation: decline"),
+    );
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_code(1);
+    assert!(
+        replayed.stdout.contains("MCP server `probe`")
+            && replayed
+                .stdout
+                .contains("sent `elicitation/create` during `ask_name`")
+            // The call's error, inside the trace's diff (so its quotes escaped).
+            && replayed.stdout.contains(r#"answers it with {\"action\":\"decline\"}"#)
+            && replayed
+                .stdout
+                .contains(r#"/body/result/action: expected "accept", got "decline""#),
+        "{replayed:?}"
+    );
+    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+}
+
+/// Two calls at once to one stdio server (the reference server-everything): each call's
+/// `notifications/progress` reach that call, by the `progressToken` toolrun gave it, though
+/// both come on the one stdout.
+#[test]
+fn concurrent_calls_to_one_stdio_server_each_get_their_own_progress() {
+    let dir = support::temp_dir("mcp-stdio-concurrent");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let turns = r#"          - tool_calls:
+              - { name: trigger-long-running-operation, arguments: { duration: 2, steps: 2 } }
+              - { name: trigger-long-running-operation, arguments: { duration: 3, steps: 3 } }
+          - answer: done"#;
+    let spec_path = write(
+        &dir,
+        "reference.yaml",
+        &reference_spec("read_text_file", "trigger-long-running-operation", turns),
+    );
+    let events = dir.join("events.jsonl");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "work twice", "--json", "--allow-exec"])
+        .arg(npm::node())
+        .arg("--events")
+        .arg(&events));
+    out.assert_success();
+    let trace = out.json();
+    let steps_of = |id: &Value| -> u64 {
+        let call = trace["tool_results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| &r["id"] == id)
+            .unwrap_or_else(|| panic!("no call {id}"));
+        call["arguments"]["steps"].as_u64().unwrap()
+    };
+    let progress = events_named(&events, "tool_progress");
+    let mut seen: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for p in &progress {
+        let steps = steps_of(&p["id"]);
+        assert_eq!(p["total"].as_f64(), Some(steps as f64), "{progress:#?}");
+        seen.entry(steps)
+            .or_default()
+            .push(p["progress"].as_f64().unwrap());
+    }
+    assert_eq!(seen[&2], [1.0, 2.0], "{progress:#?}");
+    assert_eq!(seen[&3], [1.0, 2.0, 3.0], "{progress:#?}");
+}

@@ -195,6 +195,12 @@ impl Transport {
         self
     }
 
+    /// The recording this run writes, for what a protocol sends on its own initiative (a stdio
+    /// MCP server's reader answering the server's requests); `None` unless the run records.
+    pub(crate) fn recorder(&self) -> Option<std::sync::Arc<dyn Recorder>> {
+        self.tape.clone().filter(|t| t.may_go_live())
+    }
+
     pub(crate) fn exec_allowed(&self) -> &[String] {
         &self.exec_allowed
     }

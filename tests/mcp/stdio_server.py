@@ -18,6 +18,7 @@ import time
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 server = MCPServer("stdio-probe")
 
@@ -90,6 +91,18 @@ async def ask_back(ctx: Context) -> str:
     except Exception as e:  # the client declared no roots capability: an error is the answer
         roots = f"roots refused: {e}"
     return f"pong; {roots}"
+
+
+class Name(BaseModel):
+    name: str = "Ada"
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Asks the client for a name (elicitation; the one field has a default) and says what came back."""
+    result = await ctx.elicit("Your name?", schema=Name)
+    data = getattr(result, "data", None)
+    return f"{result.action}: {data.name if data else '-'}"
 
 
 @server.tool()

@@ -14,7 +14,7 @@ use crate::registry::{McpServer, StdioCommand};
 use crate::templates;
 use crate::tools::{ErrorKind, ToolEnv, ToolError};
 use serde_json::{json, Value};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -157,7 +157,7 @@ impl Rpc<'_, '_> {
         resp.body.clear();
         let message = self
             .leftovers(session, method, message, &answered, &incoming)
-            .await;
+            .await?;
         if message.get("id") != Some(&json!(id)) {
             return Err(self.fail(format!(
                 "answered `{method}` (request id {id}) with a response for id {}: a server must answer each request under its own id",
@@ -168,8 +168,10 @@ impl Rpc<'_, '_> {
     }
 
     /// The response among the messages a reply carried (see `sse::to_json`): requests the
-    /// server sent that were not answered as they arrived (a replay, a stdio reply) are
-    /// answered now, and a change of the tool list is noted.
+    /// server sent that were not answered as they arrived (a replay) are answered now, and a
+    /// change of the tool list is noted. A replay's answer must be the recorded one: one that
+    /// differs (the entry's `elicitation:` changed since the recording) fails the call, and the
+    /// replay with it, as a differing argument does.
     pub(super) async fn leftovers(
         &self,
         session: &ClientSession,
@@ -177,19 +179,26 @@ impl Rpc<'_, '_> {
         message: Value,
         answered: &[String],
         incoming: &Incoming<'_, '_>,
-    ) -> Value {
+    ) -> Result<Value, ToolError> {
         let Value::Array(items) = message else {
-            return message;
+            return Ok(message);
         };
         let mut response = Value::Null;
         for m in items {
             if is_request(&m) {
                 if !answered.contains(&m["id"].to_string()) {
                     let reply = incoming.request(&m);
-                    // A stdio server's requests were answered as they came (a replay's were
-                    // answered when recorded): here they are only reported.
-                    if self.server.stdio.is_none() {
-                        let _ = self.post("a server request", &reply).await;
+                    let sent = self.post("a server request", &reply).await;
+                    if sent.is_err() && !self.env.transport.may_go_live() {
+                        // Not `fail`: the server's URL (a stdio command line) would push the
+                        // point past what a report's diff shows of the message.
+                        return Err(ToolError::new(ErrorKind::ExecutionError, format!(
+                            "MCP server `{}` sent `{}` during `{}`, and this replay answers it with {} where the recording has another answer (see the replay's report): the entry's `elicitation:` (or toolrun) changed since it was recorded. Record the fixture again if the new answer is meant",
+                            self.server.name,
+                            m["method"].as_str().unwrap_or_default(),
+                            incoming.tool,
+                            reply.get("result").or_else(|| reply.get("error")).unwrap_or(&Value::Null),
+                        )));
                     }
                 }
             } else if m.get("method").and_then(Value::as_str) == Some(LIST_CHANGED) {
@@ -202,7 +211,7 @@ impl Rpc<'_, '_> {
                 response = m;
             }
         }
-        response
+        Ok(response)
     }
 
     /// Sends a request and reads its reply: over stdio the process answers; over HTTP a POST,
@@ -256,7 +265,10 @@ impl Rpc<'_, '_> {
     }
 
     /// A request to a stdio server: its progress and log notifications are events as they
-    /// arrive, as over HTTP (the server's requests come with the answer, see `leftovers`).
+    /// arrive, as over HTTP, and so are the requests the server sent about it, which its reader
+    /// answered at once (see `stdio::Pending::about` for which call a message is about). They
+    /// come again with the answer: answered when it came live, answered now in a replay (see
+    /// `leftovers`).
     async fn stdio_call(
         &self,
         method: &str,
@@ -266,7 +278,11 @@ impl Rpc<'_, '_> {
     ) -> Result<(HttpResponse, Vec<String>), ToolError> {
         let on_note = |note: &[u8]| {
             if let Ok(note) = serde_json::from_slice::<Value>(note) {
-                incoming.notification(&note);
+                if is_request(&note) {
+                    incoming.request(&note);
+                } else {
+                    incoming.notification(&note);
+                }
             }
             true
         };
@@ -277,9 +293,15 @@ impl Rpc<'_, '_> {
             on_chunk: Some(&on_note),
             reshape: None,
         };
-        let sent = self.send_stdio(cmd, body, opts).await?;
+        let went_live = AtomicBool::new(false);
+        let sent = self.send_stdio(cmd, body, opts, Some(&went_live)).await?;
         let resp = sent.map_err(|e| self.net_error(method, e))?;
-        self.checked(method, resp).map(|r| (r, Vec::new()))
+        let resp = self.checked(method, resp)?;
+        let answered = match went_live.load(Ordering::SeqCst) {
+            true => request_ids(&resp.body),
+            false => Vec::new(),
+        };
+        Ok((resp, answered))
     }
 
     /// One HTTP request whose event stream is read as it arrives: the server's requests are
@@ -437,7 +459,7 @@ impl Rpc<'_, '_> {
             reshape: Some(sse::to_json),
         };
         let sent = match &self.server.stdio {
-            Some(cmd) => self.send_stdio(cmd, body, opts).await?,
+            Some(cmd) => self.send_stdio(cmd, body, opts, None).await?,
             None => {
                 let req = self.build("POST", Some(body)).await?;
                 self.env
@@ -491,6 +513,7 @@ impl Rpc<'_, '_> {
         cmd: &StdioCommand,
         body: &Value,
         opts: SendOptions<'o>,
+        went_live: Option<&AtomicBool>,
     ) -> Result<Result<HttpResponse, NetError>, ToolError> {
         let program = match self.env.transport.may_go_live() {
             true => Some(self.admitted(cmd)?),
@@ -503,8 +526,12 @@ impl Rpc<'_, '_> {
             headers: Vec::new(),
             body: Some(bytes.clone()),
         };
-        let id = body.get("id").cloned();
+        // Only a request waits for an answer (an answer to the server's request has an id too).
+        let id = body.get("method").and(body.get("id")).cloned();
         let live = |opts: SendOptions<'o>| async move {
+            if let Some(flag) = went_live {
+                flag.store(true, Ordering::SeqCst);
+            }
             let program = program.ok_or_else(|| NetError::Io("not started in a replay".into()))?;
             let process = self.process(cmd, &program).await?;
             process
@@ -570,8 +597,15 @@ impl Rpc<'_, '_> {
                 })?;
             vars.push((name.clone(), value));
         }
-        let started = stdio::spawn(cmd, program, vars, LINE_CAP, self.server.elicitation)
-            .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
+        let started = stdio::spawn(
+            cmd,
+            program,
+            vars,
+            LINE_CAP,
+            self.server.elicitation,
+            self.answer_recorder(),
+        )
+        .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
         let started = Arc::new(started);
         self.env.events.emit_with(
             "mcp_server_started",
@@ -579,6 +613,24 @@ impl Rpc<'_, '_> {
         );
         *slot = Some(started.clone());
         Ok(started)
+    }
+
+    /// Records each answer the server's reader writes (a request `STDIN` to `stdio: COMMAND
+    /// LINE`, as any message sent), so a replay, which answers the recorded requests itself,
+    /// finds its answers recorded or reports how they differ.
+    fn answer_recorder(&self) -> Option<stdio::OnAnswer> {
+        let tape = self.env.transport.recorder()?;
+        let (name, url) = (self.server.name.clone(), self.server.url.clone());
+        Some(Box::new(move |answer: &[u8]| {
+            let req = HttpRequest {
+                method: "STDIN".into(),
+                url: url.clone(),
+                headers: Vec::new(),
+                body: Some(answer.to_vec()),
+            };
+            let sent = Ok(stdio::response(Vec::new(), false));
+            tape.record(Purpose::Mcp(&name), &req, &sent);
+        }))
     }
 
     pub(super) async fn build(
@@ -674,6 +726,18 @@ impl Rpc<'_, '_> {
                 ),
             ),
         }
+    }
+}
+
+/// The ids (as JSON text) of the server's requests a reply carries.
+fn request_ids(body: &[u8]) -> Vec<String> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(items)) => items
+            .iter()
+            .filter(|m| is_request(m))
+            .map(|m| m["id"].to_string())
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

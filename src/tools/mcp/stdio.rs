@@ -32,15 +32,45 @@ const GRACE: Duration = Duration::from_secs(2);
 pub(crate) const INHERITED: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 type Reply = Result<HttpResponse, NetError>;
-/// What a waiting call does with a notification (JSON text), as with a chunk of an HTTP reply.
+/// What a waiting call does with a message the server sent about it (JSON text: a notification,
+/// or a request already answered), as with a chunk of an HTTP reply.
 type OnNote<'a> = &'a (dyn Fn(&[u8]) -> bool + Sync);
+/// Records an answer toolrun wrote to the server (JSON text), as a message sent.
+pub(crate) type OnAnswer = Box<dyn Fn(&[u8]) + Send + Sync>;
 
 /// Requests sent and not yet answered, by their JSON-RPC id (as JSON text).
 #[derive(Default)]
 struct Pending {
-    waiting: HashMap<String, oneshot::Sender<Reply>>,
+    waiting: HashMap<String, Waiter>,
     /// Why the server can answer nothing more (it exited), once it can't.
     closed: Option<String>,
+    /// Counts requests as they are sent: the earliest one waiting is the lowest.
+    sent: u64,
+}
+
+/// One request waiting for its answer, and what the server sent about it meanwhile.
+struct Waiter {
+    tx: oneshot::Sender<Reply>,
+    /// Its progress, its log lines and the server's requests, for the call to make events of.
+    notes: tokio::sync::mpsc::Sender<Value>,
+    /// The server's requests that go with its answer (reported and recorded with it).
+    kept: Vec<Value>,
+    sent: u64,
+}
+
+impl Pending {
+    /// The request a message from the server is about. stdio carries one stream, so only
+    /// progress names its request (`progressToken`, which toolrun sets to the request's id);
+    /// a log line or a request from the server (elicitation, ping, roots, sampling) carries no
+    /// relation on the wire, and goes with the one request waiting, or with the earliest of
+    /// several (the one the server has worked on longest).
+    fn about(&mut self, message: &Value) -> Option<&mut Waiter> {
+        if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+            let token = message.pointer("/params/progressToken")?;
+            return self.waiting.get_mut(&token.to_string());
+        }
+        self.waiting.values_mut().min_by_key(|w| w.sent)
+    }
 }
 
 /// A running stdio server.
@@ -51,8 +81,6 @@ pub(crate) struct Process {
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
     ended: Mutex<bool>,
-    /// Progress and log notifications, for the call waiting meanwhile to make events of.
-    notes: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Value>>,
 }
 
 /// The last `STDERR_KEPT` bytes of the server's stderr.
@@ -154,10 +182,11 @@ pub(crate) fn spawn(
     env: Vec<(String, String)>,
     line_cap: usize,
     elicitation: Elicitation,
+    on_answer: Option<OnAnswer>,
 ) -> std::io::Result<Process> {
     #[cfg(not(unix))]
     {
-        let _ = (cmd, program, env, line_cap, elicitation);
+        let _ = (cmd, program, env, line_cap, elicitation, on_answer);
         Err(std::io::Error::other(
             "stdio MCP servers are not supported on this platform (they need process groups and signals); use a streamable-HTTP server (`url:`)",
         ))
@@ -190,7 +219,6 @@ pub(crate) fn spawn(
         let child_out = child.stdout.take();
         let child_err = child.stderr.take();
         let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
-        let (notes_tx, notes) = tokio::sync::mpsc::channel(NOTES_KEPT);
         let (err_done_tx, err_done) = oneshot::channel();
         if let Some(err) = child_err {
             tokio::spawn(keep_stderr(err, stderr.clone(), err_done_tx));
@@ -203,7 +231,7 @@ pub(crate) fn spawn(
                 child: child.clone(),
                 line_cap,
                 elicitation,
-                notes: notes_tx,
+                on_answer,
             };
             tokio::spawn(reader.run(out, err_done));
         }
@@ -214,7 +242,6 @@ pub(crate) fn spawn(
             stderr,
             child,
             ended: Mutex::new(false),
-            notes: tokio::sync::Mutex::new(notes),
         })
     }
 }
@@ -267,10 +294,11 @@ async fn keep_stderr(
 /// Server requests kept beside one answer at most: a server sending requests without end
 /// keeps memory bounded (each is still answered).
 const MAX_KEPT_REQUESTS: usize = 100;
-/// Notifications waiting for a call to read them, at most.
+/// Messages about one call waiting for it to read them, at most (past that, they are dropped:
+/// they are only events).
 const NOTES_KEPT: usize = 256;
 
-/// What a server sent since its last answer that goes with the next one.
+/// What a server sent, about no request waiting, that goes with the next answer.
 #[derive(Default)]
 struct Kept {
     requests: Vec<Value>,
@@ -278,8 +306,10 @@ struct Kept {
 }
 
 /// Reads the server's stdout: answers go to the requests waiting for them, requests from the
-/// server are answered at once, and `notifications/tools/list_changed` is kept beside the next
-/// answer (as a reply sent as an event stream keeps it), for the caller to list again.
+/// server are answered at once and kept with the answer to the request they are about (see
+/// [`Pending::about`]), as a reply sent as an event stream keeps them, and
+/// `notifications/tools/list_changed` is kept beside the next answer, for the caller to list
+/// again.
 struct Reader {
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     pending: Arc<Mutex<Pending>>,
@@ -288,8 +318,9 @@ struct Reader {
     line_cap: usize,
     /// The entry's `elicitation:`: how a request for input is answered.
     elicitation: Elicitation,
-    /// Where progress and log notifications go (see [`Process::send`]).
-    notes: tokio::sync::mpsc::Sender<Value>,
+    /// Records each answer written, when the run records: a replay compares its own answers
+    /// with them.
+    on_answer: Option<OnAnswer>,
 }
 
 impl Reader {
@@ -327,8 +358,8 @@ impl Reader {
             Err(_) => HashMap::new(),
         };
         let stderr = self.stderr.lock().map(|t| t.text()).unwrap_or_default();
-        for (_, tx) in waiting {
-            let _ = tx.send(Err(NetError::Io(with_stderr(&why, &stderr))));
+        for (_, w) in waiting {
+            let _ = w.tx.send(Err(NetError::Io(with_stderr(&why, &stderr))));
         }
     }
 
@@ -344,19 +375,45 @@ impl Reader {
         match (method.as_deref(), id) {
             (Some(_), Some(_)) => {
                 self.answer_request(&message).await;
-                // Kept with the next answer, as a reply sent as an event stream keeps it, so
-                // the request is reported and recorded (a replay reports it again).
-                if kept.requests.len() < MAX_KEPT_REQUESTS {
-                    kept.requests.push(message);
+                let Ok(mut p) = self.pending.lock() else {
+                    return;
+                };
+                // Kept with the answer it is about, so the request is reported and recorded
+                // with it (a replay answers it again and compares).
+                match p.about(&message) {
+                    Some(w) => {
+                        let _ = w.notes.try_send(message.clone());
+                        if w.kept.len() < MAX_KEPT_REQUESTS {
+                            w.kept.push(message);
+                        }
+                    }
+                    None if kept.requests.len() < MAX_KEPT_REQUESTS => kept.requests.push(message),
+                    None => {}
                 }
             }
             (Some(super::LIST_CHANGED), None) => kept.changed = Some(message),
             (Some(_), None) => {
-                // Dropped when no call reads them and they pile up: they are only events.
-                let _ = self.notes.try_send(message);
+                // Dropped when no call waits for them or they pile up: they are only events.
+                if let Some(w) = self
+                    .pending
+                    .lock()
+                    .ok()
+                    .as_mut()
+                    .and_then(|p| p.about(&message))
+                {
+                    let _ = w.notes.try_send(message);
+                }
             }
             (None, Some(id)) => {
+                let waiter = self
+                    .pending
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.waiting.remove(&id.to_string()));
                 let mut all = std::mem::take(&mut kept.requests);
+                if let Some(w) = &waiter {
+                    all.extend(w.kept.iter().cloned());
+                }
                 all.extend(kept.changed.take());
                 let body = if all.is_empty() {
                     line.to_vec()
@@ -364,13 +421,8 @@ impl Reader {
                     all.push(message);
                     json!(all).to_string().into_bytes()
                 };
-                let tx = self
-                    .pending
-                    .lock()
-                    .ok()
-                    .and_then(|mut p| p.waiting.remove(&id.to_string()));
-                if let Some(tx) = tx {
-                    let _ = tx.send(Ok(response(body, false)));
+                if let Some(w) = waiter {
+                    let _ = w.tx.send(Ok(response(body, false)));
                 }
             }
             (None, None) => {}
@@ -381,10 +433,12 @@ impl Reader {
     /// same answers as over HTTP (`ping`, `elicitation/create` as the entry says, -32601 for
     /// what toolrun did not declare; see `rpc::answer`).
     async fn answer_request(&self, request: &Value) {
-        let answer = super::rpc::answer(request, self.elicitation);
-        write_line(&self.stdin, &answer.to_string().into_bytes())
-            .await
-            .ok();
+        let answer = super::rpc::answer(request, self.elicitation).to_string();
+        if write_line(&self.stdin, answer.as_bytes()).await.is_ok() {
+            if let Some(record) = &self.on_answer {
+                record(answer.as_bytes());
+            }
+        }
     }
 
     /// A message past the cap cannot be matched to its request (its id may be past the cut):
@@ -394,13 +448,13 @@ impl Reader {
             Ok(mut p) => std::mem::take(&mut p.waiting),
             Err(_) => return,
         };
-        for (_, tx) in waiting {
-            let _ = tx.send(Ok(response(line.to_vec(), true)));
+        for (_, w) in waiting {
+            let _ = w.tx.send(Ok(response(line.to_vec(), true)));
         }
     }
 }
 
-fn response(body: Vec<u8>, truncated: bool) -> HttpResponse {
+pub(crate) fn response(body: Vec<u8>, truncated: bool) -> HttpResponse {
     HttpResponse {
         status: 200,
         headers: vec![("content-type".into(), "application/json".into())],
@@ -488,8 +542,9 @@ async fn write_line(
 }
 
 impl Process {
-    /// Sends one message; a request (`id` given) waits for its answer, a notification not.
-    /// Progress and log notifications arriving meanwhile go to `on_note` (as JSON text).
+    /// Sends one message; a request (`id` given) waits for its answer, a notification (or an
+    /// answer) not. What the server sends about the request meanwhile goes to `on_note` (as
+    /// JSON text): its progress, its log lines, and its requests (already answered).
     pub(crate) async fn send(
         &self,
         message: &[u8],
@@ -497,9 +552,10 @@ impl Process {
         timeout: Duration,
         on_note: Option<OnNote<'_>>,
     ) -> Reply {
-        let rx = match id {
+        let waiting = match id {
             Some(id) => {
                 let (tx, rx) = oneshot::channel();
+                let (notes, notes_rx) = tokio::sync::mpsc::channel(NOTES_KEPT);
                 let mut p = self
                     .pending
                     .lock()
@@ -507,8 +563,15 @@ impl Process {
                 if let Some(why) = &p.closed {
                     return Err(NetError::Io(with_stderr(why, &self.stderr_text())));
                 }
-                p.waiting.insert(id.to_string(), tx);
-                Some(rx)
+                p.sent += 1;
+                let waiter = Waiter {
+                    tx,
+                    notes,
+                    kept: Vec::new(),
+                    sent: p.sent,
+                };
+                p.waiting.insert(id.to_string(), waiter);
+                Some((rx, notes_rx))
             }
             None => None,
         };
@@ -517,27 +580,33 @@ impl Process {
             let why = format!("the server's process does not take input ({e})");
             return Err(NetError::Io(with_stderr(&why, &self.stderr_text())));
         }
-        let Some(rx) = rx else {
+        let Some((rx, mut notes_rx)) = waiting else {
             return Ok(response(Vec::new(), false));
         };
-        let notes = async {
-            // One waiting call takes them at a time: a server's notes are its calls' progress.
-            let (Some(on_note), Ok(mut notes)) = (on_note, self.notes.try_lock()) else {
-                return std::future::pending::<()>().await;
-            };
-            while let Some(note) = notes.recv().await {
-                on_note(note.to_string().as_bytes());
+        let note = |n: Value| {
+            if let Some(f) = on_note {
+                f(n.to_string().as_bytes());
             }
-            std::future::pending::<()>().await
         };
-        let answer = async move {
+        let answer = async {
+            let notes = async {
+                while let Some(n) = notes_rx.recv().await {
+                    note(n);
+                }
+                std::future::pending::<()>().await
+            };
             tokio::select! {
                 r = rx => r,
                 // Never ends: the answer ends the wait.
                 _ = notes => std::future::pending().await,
             }
         };
-        match tokio::time::timeout(timeout, answer).await {
+        let answered = tokio::time::timeout(timeout, answer).await;
+        // What the server sent before its answer is the call's, even when read after it.
+        while let Ok(n) = notes_rx.try_recv() {
+            note(n);
+        }
+        match answered {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(NetError::Io("the server's process ended".into())),
             Err(_) => {
