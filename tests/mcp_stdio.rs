@@ -764,6 +764,7 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
         names,
         [
             "ask_back",
+            "ask_name",
             "big",
             "crash",
             "echo",
