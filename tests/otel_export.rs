@@ -765,14 +765,15 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
     use support::providers::{self, Fake, KEY};
     let tap = Tap::start();
     let dir = support::temp_dir("otel-provider");
-    // The answer names a model that holds the key: masked like everything else.
+    // The answer names a model and a finish reason that hold the key: masked like everything
+    // else, in the fixture and in every exported byte.
     let keyed_model = format!("fake-{KEY}-v2");
     let openai_answer = Response::json(
         200,
         json!({
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000,
             "model": keyed_model,
-            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "AAPL is 178.15.", "refusal": null }, "logprobs": null, "finish_reason": "stop" }],
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "AAPL is 178.15.", "refusal": null }, "logprobs": null, "finish_reason": format!("stop-{KEY}") }],
             "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 },
         }),
     );
@@ -787,7 +788,7 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
                 )]),
                 openai_answer,
             ]),
-            [["tool_calls"], ["stop"]],
+            [["tool_calls"], ["stop-***"]],
             "fake-***-v2",
         ),
         (
