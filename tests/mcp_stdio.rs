@@ -1104,3 +1104,138 @@ fn concurrent_calls_to_one_stdio_server_each_get_their_own_progress() {
     assert_eq!(seen[&2], [1.0, 2.0], "{progress:#?}");
     assert_eq!(seen[&3], [1.0, 2.0, 3.0], "{progress:#?}");
 }
+
+/// Runs `cmd` with its stderr on a pseudo-terminal (200 columns), as a person at a terminal
+/// would: returns its exit code, its stdout, and what it drew on the terminal, control
+/// sequences removed.
+#[cfg(target_os = "linux")]
+fn on_terminal(cmd: &mut std::process::Command) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: 40,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills the two descriptors, owned by the Files made of them just below;
+    // they close on exec, so only the stderr made of the slave reaches toolrun.
+    let (mut master, slave) = unsafe {
+        assert_eq!(
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size
+            ),
+            0
+        );
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let child = cmd
+        // A terminal's session names its type; without one the bar is not drawn.
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(slave)
+        .spawn()
+        .unwrap();
+    // The command keeps its copy of the slave until it is dropped or given another stderr:
+    // until then the terminal never reports that toolrun closed it.
+    cmd.stderr(std::process::Stdio::null());
+    let drawn = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        // EIO once every copy of the slave is closed: toolrun has exited.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+        }
+        all
+    });
+    let out = child.wait_with_output().unwrap();
+    let drawn = String::from_utf8_lossy(&drawn.join().unwrap()).into_owned();
+    let mut plain = String::new();
+    let mut chars = drawn.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, then a final letter.
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else if c != '\r' {
+            plain.push(c);
+        }
+    }
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        plain,
+    )
+}
+
+/// A remote call's progress moves `toolrun test`'s progress bar, on a terminal: the bar shows
+/// the tool and how far it is (`2/3`), from server-everything's `notifications/progress` over
+/// stdio. Without a terminal nothing is drawn, and the `--events` lines are the same JSON lines.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_remote_calls_progress_moves_the_test_progress_bar_on_a_terminal() {
+    let dir = support::temp_dir("mcp-stdio-bar");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let turns = r#"          - tool_calls:
+              - { name: trigger-long-running-operation, arguments: { duration: 3, steps: 3 } }
+          - answer: done"#;
+    let spec = reference_spec("read_text_file", "trigger-long-running-operation", turns);
+    let spec =
+        format!("{spec}tests:\n  - name: slow\n    query: work\n    expect: {{ status: ok }}\n");
+    let spec_path = write(&dir, "reference.yaml", &spec);
+    let test = |events: &Path| {
+        let mut cmd = toolrun();
+        cmd.arg("test")
+            .arg(&spec_path)
+            .args(["--allow-network", "--allow-exec"])
+            .arg(npm::node())
+            .arg("--events")
+            .arg(events);
+        cmd
+    };
+    let events = dir.join("terminal.jsonl");
+    let (code, stdout, drawn) = on_terminal(&mut test(&events));
+    assert_eq!(code, Some(0), "{stdout}\n{drawn}");
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+    for step in ["1/3", "2/3"] {
+        assert!(
+            drawn.contains(&format!("trigger-long-running-operation {step}")),
+            "the bar never showed step {step}:\n{drawn}"
+        );
+    }
+    // The counts move as tests end (the pass was once counted only after every test ran).
+    assert!(drawn.contains("1/1 tests  1 passed"), "{drawn}");
+    assert_eq!(events_named(&events, "tool_progress").len(), 3);
+    // No terminal: no bar, and the same events.
+    let piped = dir.join("piped.jsonl");
+    let out = run(&mut test(&piped));
+    out.assert_success();
+    assert!(
+        !out.stderr.contains("trigger-long-running-operation"),
+        "{out:?}"
+    );
+    assert!(
+        !out.stderr.contains('\u{1b}') && !out.stderr.contains('\r'),
+        "{out:?}"
+    );
+    assert_eq!(events_named(&piped, "tool_progress").len(), 3);
+}

@@ -74,10 +74,14 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     let all: Vec<&Registry> = registries.iter().collect();
     crate::setup::approvals(&all, &args.setup.approve).map_err(usage)?;
     let redactor = crate::setup::masking_for(&all);
-    let events = Arc::new(match &args.setup.events {
+    let mut events = match &args.setup.events {
         Some(path) => crate::setup::open_events(path, &redactor).map_err(usage)?,
         None => crate::events::Events::none(),
-    });
+    };
+    // Made after the last usage error: a bar dropped unfinished stays drawn.
+    let bar = progress::Progress::start(cases.len() as u64);
+    bar.follow(&mut events);
+    let events = Arc::new(events);
     let started_ms = crate::builtins::datetime::now_unix_ms(None).unwrap_or(0);
     let jobs = args.jobs.map(|j| j as usize).unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -86,7 +90,6 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
     });
     let rt = crate::setup::runtime();
     let signals = Signals::watch(&rt);
-    let bar = progress::Progress::start(cases.len() as u64);
     let tree = crate::telemetry::test_tree(cases.len());
     let env = Env {
         args,
