@@ -13,6 +13,7 @@ mod listing;
 mod rpc;
 mod sse;
 pub(crate) mod stdio;
+mod stdio_rpc;
 
 use exchange::{cancel_abandoned, excerpt, Rpc};
 use listing::{check_listed, list_tools};

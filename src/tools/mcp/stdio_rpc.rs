@@ -1,0 +1,197 @@
+//! The stdio half of [`Rpc`]: a message to a server program toolrun starts (never through a
+//! shell, only when `--allow-exec` allows it), recorded and replayed as any exchange, and what
+//! its reader answers on its own recorded beside it.
+
+use super::exchange::Rpc;
+use super::rpc::{is_request, Incoming};
+use super::stdio::{self, Process, Refusal};
+use super::{ClientSession, LINE_CAP, MAX_BYTES};
+use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
+use crate::registry::StdioCommand;
+use crate::templates;
+use crate::tools::{ErrorKind, ToolError};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+impl Rpc<'_, '_> {
+    /// A request to a stdio server: its progress and log notifications are events as they
+    /// arrive, as over HTTP, and so are the requests the server sent about it, which its reader
+    /// answered at once (see `stdio::Pending::about` for which call a message is about). They
+    /// come again with the answer: answered when it came live, answered now in a replay (see
+    /// `leftovers`).
+    pub(super) async fn stdio_call(
+        &self,
+        method: &str,
+        cmd: &StdioCommand,
+        body: &Value,
+        incoming: &Incoming<'_, '_>,
+    ) -> Result<(HttpResponse, Vec<String>), ToolError> {
+        let on_note = |note: &[u8]| {
+            if let Ok(note) = serde_json::from_slice::<Value>(note) {
+                if is_request(&note) {
+                    incoming.request(&note);
+                } else {
+                    incoming.notification(&note);
+                }
+            }
+            true
+        };
+        let opts = SendOptions {
+            timeout: self.timeout,
+            max_bytes: MAX_BYTES,
+            progress: None,
+            on_chunk: Some(&on_note),
+            reshape: None,
+        };
+        let went_live = AtomicBool::new(false);
+        let sent = self.send_stdio(cmd, body, opts, Some(&went_live)).await?;
+        let resp = sent.map_err(|e| self.net_error(method, e))?;
+        let resp = self.checked(method, resp)?;
+        let answered = match went_live.load(Ordering::SeqCst) {
+            true => request_ids(&resp.body),
+            false => Vec::new(),
+        };
+        Ok((resp, answered))
+    }
+
+    /// One message to a stdio server, recorded as a request `STDIN` to `stdio: COMMAND LINE`.
+    /// The program is judged against `--allow-exec` before anything can start it, and started
+    /// by the first message that goes live (a replay starts nothing).
+    pub(super) async fn send_stdio<'o>(
+        &self,
+        cmd: &StdioCommand,
+        body: &Value,
+        opts: SendOptions<'o>,
+        went_live: Option<&AtomicBool>,
+    ) -> Result<Result<HttpResponse, NetError>, ToolError> {
+        let program = match self.env.transport.may_go_live() {
+            true => Some(self.admitted(cmd)?),
+            false => None,
+        };
+        let bytes = body.to_string().into_bytes();
+        let req = HttpRequest {
+            method: "STDIN".into(),
+            url: self.server.url.clone(),
+            headers: Vec::new(),
+            body: Some(bytes.clone()),
+        };
+        // Only a request waits for an answer (an answer to the server's request has an id too).
+        let id = body.get("method").and(body.get("id")).cloned();
+        let live = |opts: SendOptions<'o>| async move {
+            if let Some(flag) = went_live {
+                flag.store(true, Ordering::SeqCst);
+            }
+            let program = program.ok_or_else(|| NetError::Io("not started in a replay".into()))?;
+            let process = self.process(cmd, &program).await?;
+            process
+                .send(&bytes, id.as_ref(), opts.timeout, opts.on_chunk)
+                .await
+        };
+        Ok(self
+            .env
+            .transport
+            .send_via(Purpose::Mcp(&self.server.name), &req, opts, live)
+            .await)
+    }
+
+    pub(super) fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
+        let program = &cmd.argv[0];
+        let (name, at) = (&self.server.name, &cmd.at);
+        stdio::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
+            Refusal::NotAllowed => ToolError::new(
+                ErrorKind::Denied,
+                format!(
+                    "MCP server `{name}` ({at}) runs the program `{program}`, and toolrun starts a program only when the command line allows it: add `--allow-exec {program}` to the command (run, test, call or serve)"
+                ),
+            ),
+            Refusal::NotFound => ToolError::new(
+                ErrorKind::ExecutionError,
+                format!(
+                    "MCP server `{name}` ({at}): cannot find the program `{program}` (a name is looked up on PATH, a path against the project root {}); install it or fix `command:`",
+                    cmd.dir.display()
+                ),
+            ),
+        })
+    }
+
+    /// The server's process for this run, started on first use with its `env:` rendered.
+    pub(super) async fn process(
+        &self,
+        cmd: &StdioCommand,
+        program: &std::path::Path,
+    ) -> Result<Arc<Process>, NetError> {
+        let session = self
+            .env
+            .transport
+            .session::<ClientSession>(&self.server.name);
+        let mut slot = session.stdio.lock().await;
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let data = json!({ "secrets": self.env.secrets.as_json() });
+        let ctx = templates::Ctx::new(&data);
+        let mut vars = Vec::new();
+        for (name, id) in &cmd.env {
+            let value = self
+                .env
+                .registry
+                .templates
+                .render_text(id, &ctx)
+                .await
+                .map_err(|e| {
+                    NetError::Io(format!(
+                        "could not build its environment variable `{name}`: {}",
+                        e.message
+                    ))
+                })?;
+            vars.push((name.clone(), value));
+        }
+        let started = stdio::spawn(
+            cmd,
+            program,
+            vars,
+            LINE_CAP,
+            self.server.elicitation,
+            self.answer_recorder(),
+        )
+        .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
+        let started = Arc::new(started);
+        self.env.events.emit_with(
+            "mcp_server_started",
+            || json!({ "server": self.server.name, "program": program.display().to_string() }),
+        );
+        *slot = Some(started.clone());
+        Ok(started)
+    }
+
+    /// Records each answer the server's reader writes (a request `STDIN` to `stdio: COMMAND
+    /// LINE`, as any message sent), so a replay, which answers the recorded requests itself,
+    /// finds its answers recorded or reports how they differ.
+    fn answer_recorder(&self) -> Option<stdio::OnAnswer> {
+        let tape = self.env.transport.recorder()?;
+        let (name, url) = (self.server.name.clone(), self.server.url.clone());
+        Some(Box::new(move |answer: &[u8]| {
+            let req = HttpRequest {
+                method: "STDIN".into(),
+                url: url.clone(),
+                headers: Vec::new(),
+                body: Some(answer.to_vec()),
+            };
+            let sent = Ok(stdio::response(Vec::new(), false));
+            tape.record(Purpose::Mcp(&name), &req, &sent);
+        }))
+    }
+}
+
+/// The ids (as JSON text) of the server's requests a reply carries.
+fn request_ids(body: &[u8]) -> Vec<String> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(items)) => items
+            .iter()
+            .filter(|m| is_request(m))
+            .map(|m| m["id"].to_string())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
