@@ -1235,3 +1235,91 @@ tests:
         assert!(nanos(test, "endTimeUnixNano") >= nanos(attempt, "endTimeUnixNano"));
     }
 }
+
+#[test]
+fn a_stdio_mcp_call_is_a_pipe_client_span_live_and_exported() {
+    let tap = Tap::start();
+    let dir = support::temp_dir("otel-mcp-stdio");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let spec = support::write(
+        &dir,
+        "probe.yaml",
+        &format!(
+            r#"version: 1
+name: probe
+secrets: [PROBE_TOKEN]
+tools:
+  probe:
+    kind: mcp
+    description: A probe server.
+    command: ["{python}", "{script}", "{logs}"]
+    env: {{ PROBE_TOKEN: "{{{{ secrets.PROBE_TOKEN }}}}" }}
+    timeout: 30s
+    tools: [echo]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: echo, arguments: {{ text: "{SECRET}" }} }}]
+          - answer: echoed
+"#,
+            python = python::python().display(),
+            script = python::script("stdio_server.py").display(),
+            logs = logs.display(),
+        ),
+    );
+    let fixture = dir.join("probe.json");
+    let traces = [
+        "0000000000000000000000000000e001",
+        "0000000000000000000000000000e002",
+    ];
+    let under = |i: usize| {
+        let mut cmd = toolrun(&tap);
+        cmd.env("PROBE_TOKEN", SECRET)
+            .env("TRACEPARENT", format!("00-{}-{CALLER_SPAN}-01", traces[i]));
+        cmd
+    };
+    let out = support::run(
+        under(0)
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "echo", "--otlp-content", "--allow-exec"])
+            .arg(python::python())
+            .arg("--record")
+            .arg(&fixture),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = support::run(
+        under(1)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .args(["export", "otel"])
+            .arg(&fixture)
+            .args(["--otlp", &tap.url()]),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let all = tap.wait(|s| {
+        traces
+            .iter()
+            .all(|t| !named(&in_trace(s, t), "tools/call echo").is_empty())
+    });
+    let mut ids = Vec::new();
+    for trace in traces {
+        let spans = in_trace(&all, trace);
+        let call = one(&spans, "tools/call echo");
+        assert_child(call, one(&spans, "execute_tool echo"));
+        assert_eq!(call["kind"], 3, "CLIENT");
+        assert_eq!(attr(call, "network.transport"), "pipe");
+        assert!(attr(call, "mcp.protocol.version").is_string(), "{call:#}");
+        assert_eq!(
+            attr(call, "mcp.session.id"),
+            Value::Null,
+            "stdio has no session id"
+        );
+        assert_eq!(attr(call, "server.address"), Value::Null);
+        ids.push(attr(call, "jsonrpc.request.id"));
+    }
+    assert!(ids[0].is_string() && ids[0] == ids[1], "{ids:?}");
+    assert_clean("the exported spans", &tap.raw());
+}

@@ -178,13 +178,14 @@ pub(crate) fn client_calls(exchanges: &[crate::fixture::Exchange]) -> Vec<Client
     calls
 }
 
-/// The JSON-RPC reply to `id` in a response body: the JSON itself, or an event of a stream.
+/// The JSON-RPC reply to `id` in a response body: the JSON itself, or one message of an event
+/// stream or of several lines.
 fn reply_to(body: &Value, id: &Value) -> Option<Value> {
     match body {
         Value::Object(_) => Some(body.clone()),
         Value::String(text) => text
             .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|l| l.strip_prefix("data:").unwrap_or(l))
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
             .find(|m| m["id"] == *id),
         _ => None,
@@ -226,4 +227,71 @@ pub(crate) fn client_span(tool: &Span, call: &ClientCall, redactor: &Redactor) -
         span.error = Some(e.clone());
     }
     span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::Exchange;
+    use serde_json::json;
+
+    fn exchange(method: &str, url: &str, headers: Value, body: Value, reply: Value) -> Exchange {
+        serde_json::from_value(json!({
+            "kind": "mcp", "source": "notes",
+            "request": { "method": method, "url": url, "headers": headers, "body": body },
+            "response": { "status": 200, "headers": {}, "body": reply },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn calls_take_their_session_from_headers_or_from_initialize_over_stdio() {
+        let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {} });
+        let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": "echo", "arguments": { "text": "hi" } } });
+        // Over stdio the reply is a line among others; over HTTP an event of a stream.
+        let lines = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-06-18\"}}";
+        let stdio = [
+            exchange(
+                "STDIN",
+                "stdio: python s.py",
+                json!({}),
+                init.clone(),
+                json!(lines),
+            ),
+            exchange(
+                "STDIN",
+                "stdio: python s.py",
+                json!({}),
+                call.clone(),
+                json!({}),
+            ),
+        ];
+        let calls = client_calls(&stdio);
+        assert_eq!(calls.len(), 1);
+        let c = &calls[0];
+        assert_eq!((c.transport, c.remote.as_str()), ("pipe", "echo"));
+        assert_eq!(c.protocol.as_deref(), Some("2025-06-18"));
+        assert_eq!(c.request_id.as_deref(), Some("7"));
+        assert_eq!((c.session.as_deref(), c.address.as_deref()), (None, None));
+        assert_eq!(c.arguments, json!({ "text": "hi" }));
+
+        let sse = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-03-26\"}}\n";
+        let headers = json!({ "mcp-session-id": "s-1", "mcp-protocol-version": "2025-11-25" });
+        let http = [
+            exchange(
+                "POST",
+                "http://127.0.0.1:9/mcp",
+                json!({}),
+                init,
+                json!(sse),
+            ),
+            exchange("POST", "http://127.0.0.1:9/mcp", headers, call, json!({})),
+        ];
+        let c = &client_calls(&http)[0];
+        assert_eq!(c.transport, "tcp");
+        assert_eq!(c.session.as_deref(), Some("s-1"));
+        // The request's own header wins over what `initialize` answered.
+        assert_eq!(c.protocol.as_deref(), Some("2025-11-25"));
+        assert_eq!((c.address.as_deref(), c.port), (Some("127.0.0.1"), Some(9)));
+    }
 }
