@@ -12,7 +12,8 @@ two servers, each round on a fresh server process, so machine load hits both ali
 reports start-up (process start to the port accepting), throughput and p50 latency at concurrency
 1 and 8, server CPU per call (utime + stime deltas from /proc/PID/stat, which a loaded machine does
 not inflate the way wall time is), peak RSS (VmHWM) and the client's own CPU per call. mcp-toolbox is installed by this script,
-pinned, into target/tmp/toolbox-1.12.0 (npm). Set TOOLBOX=0 to measure toolrun alone.
+pinned, into target/tmp/toolbox-1.12.0 (npm). Set TOOLBOX=0 to measure toolrun alone, and
+BASELINE=PATH to add another toolrun binary (say, main's before a change) to the same rounds.
 """
 import os
 import socket
@@ -137,11 +138,12 @@ def install_toolbox():
 
 def start(kind, workdir, upstream_port):
     port = free_port()
-    if kind == "toolrun":
+    if kind in ("toolrun", "baseline"):
         spec = os.path.join(workdir, "spec.yaml")
         with open(spec, "w") as f:
             f.write(TOOLRUN_SPEC.format(port=upstream_port))
-        cmd = [BIN, "serve", spec, "--http", f"127.0.0.1:{port}"]
+        binary = BIN if kind == "toolrun" else os.environ["BASELINE"]
+        cmd = [binary, "serve", spec, "--http", f"127.0.0.1:{port}"]
         url = f"http://127.0.0.1:{port}/mcp"
     else:
         tools = os.path.join(workdir, "tools.yaml")
@@ -218,6 +220,8 @@ def main():
     if not os.path.exists(BIN):
         sys.exit(f"build the release binary first: cargo build --release ({BIN})")
     kinds = ["toolrun"]
+    if os.environ.get("BASELINE"):
+        kinds.append("baseline")
     if os.environ.get("TOOLBOX", "1") != "0":
         install_toolbox()
         kinds.append("toolbox")
@@ -227,7 +231,7 @@ def main():
     results = {k: [] for k in kinds}
     try:
         for n in range(ROUNDS):
-            order = kinds if n % 2 == 0 else kinds[::-1]
+            order = kinds[n % len(kinds):] + kinds[:n % len(kinds)]
             for kind in order:
                 r = one_round(kind, workdir, upstream_port, n)
                 results[kind].append(r)

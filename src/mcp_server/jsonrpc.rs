@@ -55,7 +55,10 @@ pub(crate) async fn post(service: &Service, req: Request<Incoming>) -> Response<
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return batch(service, &parts, &bytes).await;
     }
-    let resp = service.handle(rebuild(&parts, bytes.clone())).await;
+    // The common case: one message, handed on with its own headers (no copy of them).
+    let resp = service
+        .handle(Request::from_parts(parts, Full::new(bytes.clone())))
+        .await;
     if resp.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return resp;
     }
