@@ -1434,3 +1434,40 @@ fn an_idle_keep_alive_connection_is_closed() {
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
 }
+
+/// A gateway's clients share its connections to a tool's host: two sessions, one after the
+/// other, reach the service over one kept-alive connection (each session used to open its own
+/// and load the TLS roots again).
+#[test]
+fn sessions_reuse_connections_to_a_tools_host() {
+    let server = echo_server();
+    let port = server.addr().port();
+    let spec = support::temp_file(
+        "mcp-serve-reuse",
+        "reuse.yaml",
+        &format!(
+            "version: 1\nname: reuse\ntools:\n  echo:\n    description: Echoes.\n    kind: http\n    input: {{ type: object, properties: {{ q: {{ type: string }} }} }}\n    request: {{ url: \"{}/echo\", query: {{ q: \"{{{{ args.q }}}}\" }} }}\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
+            server.base_url()
+        ),
+    );
+    let serve = HttpServe::start(spec.path(), &[], &[]);
+    for q in ["first", "second"] {
+        let doc = client(
+            &["http", &serve.url],
+            &[],
+            &json!([
+                call("echo", json!({ "q": q })),
+                call("echo", json!({ "q": "again" }))
+            ]),
+        );
+        assert_eq!(doc["calls"][1]["isError"], false, "{doc:#}");
+    }
+    assert_eq!(server.hits("/echo"), 4);
+    assert_eq!(
+        server.connections(),
+        1,
+        "each session opened its own connection"
+    );
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}

@@ -122,6 +122,10 @@ pub(crate) async fn serve(
     let mut manager = LocalSessionManager::default();
     // Idle sessions are ended by `expire_idle`, which knows the calls in flight.
     manager.session_config.keep_alive = None;
+    // rmcp keeps each finished call's stream for late resumption (60s by default) and scans all
+    // of them at every message of the session: at 1,000 calls a second, 60,000 entries a scan.
+    // Call streams are resumed from toolrun's own store (`resume`), so they go at once.
+    manager.session_config.completed_cache_ttl = Duration::ZERO;
     let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || Ok(ServedSession::new(&factory_served)),

@@ -222,37 +222,45 @@ impl ServedSession {
             Origin::Recording { now_unix_ms, .. } => *now_unix_ms,
             Origin::Client(..) => served.setup.clock.now_unix_ms(),
         };
-        // Notices go out in order, each before the result: one task sends them as they come.
+        // Notices go out in order, each before the result, sent as they come by a future that
+        // runs beside the call (in the same task: a task spawned per call costs more).
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
         let forwarding = match &origin {
-            Origin::Client(peer, token, hangup) => Some(tokio::spawn(forward(
+            Origin::Client(peer, token, hangup) => Some(forward(
                 (*peer).clone(),
                 token.clone(),
                 (*hangup).cloned(),
                 self.log_level.clone(),
                 rx,
-            ))),
+            )),
             Origin::Recording { .. } => None,
         };
         let notify: Arc<Notifier> = Arc::new(move |n: Notice| {
             let _ = tx.send(n);
         });
-        let mut outcome = self
-            .attempt(name, &arguments, now_unix_ms, false, &notify)
-            .await;
-        let mut confirmation = None;
-        if let Some(pending) = &outcome.pending {
-            confirmation = self.confirmation(pending, origin).await;
-            if confirmation.as_ref().is_some_and(Confirmation::granted) {
-                outcome = self
-                    .attempt(name, &arguments, now_unix_ms, true, &notify)
-                    .await;
+        let arguments_ref = &arguments;
+        let work = async move {
+            let mut outcome = self
+                .attempt(name, arguments_ref, now_unix_ms, false, &notify)
+                .await;
+            let mut confirmation = None;
+            if let Some(pending) = &outcome.pending {
+                confirmation = self.confirmation(pending, origin).await;
+                if confirmation.as_ref().is_some_and(Confirmation::granted) {
+                    outcome = self
+                        .attempt(name, arguments_ref, now_unix_ms, true, &notify)
+                        .await;
+                }
             }
-        }
-        drop(notify);
-        if let Some(task) = forwarding {
-            let _ = task.await;
-        }
+            // The forwarding ends once it has sent what the call reported.
+            drop(notify);
+            (outcome, confirmation)
+        };
+        let ((outcome, confirmation), ()) = tokio::join!(work, async {
+            if let Some(f) = forwarding {
+                f.await;
+            }
+        });
         let mut response = match (&outcome.pending, &confirmation) {
             (Some(p), Some(answer)) => {
                 let (kind, message) = answer.refusal(&p.name);

@@ -119,7 +119,9 @@ pub(crate) trait Recorder: Send + Sync {
 }
 
 pub struct Transport {
-    client: OnceLock<Result<reqwest::Client, String>>,
+    /// Shared with the transports `scoped` makes: one connection pool to each host for all of a
+    /// gateway's clients, and the TLS roots loaded once, not per client session.
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
     /// Recording or replaying; `None` is plain live traffic.
     tape: Option<std::sync::Arc<dyn Recorder>>,
     /// Masks every secret in what comes back, before anything reads or cuts it (`mask_with`).
@@ -140,7 +142,7 @@ impl Default for Transport {
 impl Transport {
     pub fn live() -> Transport {
         Transport {
-            client: OnceLock::new(),
+            client: Default::default(),
             tape: None,
             redactor: Default::default(),
             sessions: Default::default(),
@@ -164,7 +166,7 @@ impl Transport {
 
     pub(crate) fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
         Transport {
-            client: OnceLock::new(),
+            client: Default::default(),
             tape: Some(tape),
             redactor: Default::default(),
             sessions: Default::default(),
@@ -172,16 +174,13 @@ impl Transport {
         }
     }
 
-    /// A transport for one client of a gateway (`serve`): the same recording or replay, masking
-    /// and allowed programs, with protocol sessions of its own, so no state of a remote server's
-    /// session crosses from one client to another.
+    /// A transport for one client of a gateway (`serve`): the same recording or replay, masking,
+    /// allowed programs and HTTP client (connections are reused across clients; HTTP/1.1
+    /// connections carry no session), with protocol sessions of its own, so no state of a remote
+    /// server's session crosses from one client to another.
     pub(crate) fn scoped(&self) -> Transport {
-        let client = OnceLock::new();
-        if let Some(Ok(c)) = self.client.get() {
-            let _ = client.set(Ok(c.clone()));
-        }
         Transport {
-            client,
+            client: self.client.clone(),
             tape: self.tape.clone(),
             redactor: std::sync::Mutex::new(self.redactor()),
             sessions: Default::default(),
