@@ -779,7 +779,7 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
     );
     let fakes = [
         (
-            "openai",
+            ("openai", ""),
             Fake::openai(vec![
                 providers::openai_tool_calls(&[(
                     "call_a",
@@ -792,7 +792,7 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
             "fake-***-v2",
         ),
         (
-            "anthropic",
+            ("anthropic", ""),
             Fake::anthropic(vec![
                 providers::anthropic_tool_use(
                     None,
@@ -803,14 +803,41 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
             [["tool_use"], ["end_turn"]],
             "fake",
         ),
+        // Streamed replies: the model and reasons come from the events.
+        (
+            ("openai", "    stream: true"),
+            Fake::openai(vec![
+                providers::openai_stream_tool_calls(&[(
+                    "call_a",
+                    "get_stock_price",
+                    r#"{"ticker":"AAPL"}"#,
+                )]),
+                providers::openai_stream_answer("AAPL is 178.15."),
+            ]),
+            [["tool_calls"], ["stop"]],
+            "fake",
+        ),
+        (
+            ("anthropic", "    stream: true"),
+            Fake::anthropic(vec![
+                providers::anthropic_stream_tool_use(&[(
+                    "toolu_1",
+                    "get_stock_price",
+                    json!({ "ticker": "AAPL" }),
+                )]),
+                providers::anthropic_stream_answer("AAPL is 178.15."),
+            ]),
+            [["tool_use"], ["end_turn"]],
+            "fake",
+        ),
     ];
-    for (n, (kind, fake, reasons, last_model)) in fakes.iter().enumerate() {
+    for (n, ((kind, stream), fake, reasons, last_model)) in fakes.iter().enumerate() {
         let spec = support::write(
             &dir,
-            &format!("{kind}.yaml"),
-            &providers::live_spec(kind, &fake.base_url(), "", ""),
+            &format!("{kind}-{n}.yaml"),
+            &providers::live_spec(kind, &fake.base_url(), stream, ""),
         );
-        let fixture = dir.join(format!("{kind}.json"));
+        let fixture = dir.join(format!("{kind}-{n}.json"));
         let traces: Vec<String> = (0..3)
             .map(|i| format!("{:032x}", 0xabc0_0000 + n * 16 + i + 1))
             .collect();
