@@ -295,6 +295,51 @@ fn an_endless_listing_recorded_under_a_memory_cap_stops_at_its_byte_cap() {
     assert_eq!(pages, 5, "{pages} pages");
 }
 
+/// Two calls at once in one HTTP session: the session's own stream, held by the call that
+/// opened it, carries both calls' progress; each call gets its own (by its `progressToken`),
+/// not the call that happened to read the stream.
+#[test]
+fn concurrent_calls_in_one_session_each_get_their_own_progress() {
+    let dir = support::temp_dir("mcp-streams-crossed");
+    let fake = Fake::start("crossed", &dir);
+    let text = std::fs::read_to_string(spec(&dir, &fake.url(), ""))
+        .unwrap()
+        .replace(
+            "          - tool_calls: [{ name: work }]",
+            "          - tool_calls: [{ name: work, arguments: { n: 1 } }, { name: work, arguments: { n: 2 } }]",
+        );
+    let spec_path = write(&dir, "crossed.yaml", &text);
+    let events_path = dir.join("events.jsonl");
+    let out = run_spec(&spec_path, &["--events", events_path.to_str().unwrap()]);
+    out.assert_success();
+    let trace = out.json();
+    let n_of = |id: &Value| {
+        trace["tool_results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| &r["id"] == id)
+            .unwrap_or_else(|| panic!("no call {id}"))["arguments"]["n"]
+            .clone()
+    };
+    let progress = events(&events_path, "tool_progress");
+    assert_eq!(progress.len(), 2, "{progress:#?}");
+    for p in &progress {
+        assert_eq!(
+            p["message"],
+            format!("for n={}", n_of(&p["id"])),
+            "{progress:#?}"
+        );
+    }
+    // The second call's GET was refused: one stream for the session, as the server allows.
+    let gets = fake
+        .methods()
+        .iter()
+        .filter(|m| m.starts_with("GET"))
+        .count();
+    assert_eq!(gets, 2, "{:?}", fake.methods());
+}
+
 #[test]
 fn a_call_given_up_on_is_cancelled_with_the_server() {
     let dir = support::temp_dir("mcp-streams-cancel");

@@ -15,6 +15,9 @@ MODE says what `tools/call` (of its one tool, `work`) does:
   pages     (tools/list) pages of 1 MiB, each with a next cursor, forever
   big_pages (tools/list) pages of 3.5 MiB (one tool's description), each with a next cursor, forever
   hang      never answers
+  crossed   two calls at once: once both are in flight, the session's own stream (the one GET it
+            accepts; another gets 409) carries each call's progress (`for n=N`, N its argument
+            `n`) and a ping; once that is answered, each call is answered on its own stream
 """
 
 import json
@@ -28,6 +31,7 @@ LOG = sys.argv[2]
 ANSWERS = {}
 CHANGED = threading.Condition()
 PENDING = {}
+CROSSED = {"calls": {}, "get": False, "sent": False}
 TOOL = {"name": "work", "description": "Does some work.", "inputSchema": {"type": "object"}}
 ELICIT_SCHEMA = {
     "type": "object",
@@ -77,6 +81,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         log({"http": "GET", "headers": dict(self.headers), "body": None})
+        if MODE == "crossed":
+            self.crossed_stream()
+            return
         if MODE != "resume" or self.headers.get("Last-Event-ID") != "e-1" or "call" not in PENDING:
             self.send_response(405)
             self.end_headers()
@@ -119,8 +126,39 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}})
 
+    def crossed_stream(self):
+        with CHANGED:
+            taken = CROSSED["get"]
+            CROSSED["get"] = True
+        if taken:
+            self.send_response(409)
+            self.end_headers()
+            return
+        self.start_stream()
+        with CHANGED:
+            CHANGED.wait_for(lambda: len(CROSSED["calls"]) == 2, timeout=20)
+            calls = list(CROSSED["calls"].values())
+        for token, n in calls:
+            self.event({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": 1, "total": 1, "message": f"for n={n}"}})
+        # Its answer says the client read the stream this far: the calls are answered after it.
+        self.event({"jsonrpc": "2.0", "id": "q-crossed", "method": "ping"})
+        with CHANGED:
+            CHANGED.wait_for(lambda: "q-crossed" in ANSWERS, timeout=20)
+            CROSSED["sent"] = True
+            CHANGED.notify_all()
+        time.sleep(30)  # the session's stream stays open; the client stops reading it
+
     def call(self, rid, params):
-        if MODE == "wrong_id":
+        if MODE == "crossed":
+            self.start_stream()
+            n = params.get("arguments", {}).get("n")
+            with CHANGED:
+                CROSSED["calls"][rid] = (params.get("_meta", {}).get("progressToken"), n)
+                CHANGED.notify_all()
+                CHANGED.wait_for(lambda: CROSSED["sent"], timeout=20)
+            self.event({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": f"done n={n}"}]}})
+        elif MODE == "wrong_id":
             self.send_json({"jsonrpc": "2.0", "id": 999, "result": {"content": []}})
         elif MODE == "hang":
             time.sleep(30)

@@ -1,6 +1,6 @@
 //! JSON-RPC exchanges with one server: a POST per message over streamable HTTP (the reply JSON
-//! or an event stream, resumed if it closes early) or a line on a stdio server's pipes (`stdio_rpc`); requests
-//! given up on are cancelled with the server.
+//! or an event stream, resumed if it closes early) or a line on a stdio server's pipes
+//! (`stdio_rpc`); requests given up on are cancelled with the server.
 
 use super::rpc::{is_request, Incoming};
 use super::sse;
@@ -65,6 +65,75 @@ impl Drop for InFlight<'_> {
             if let Ok(mut a) = self.session.abandoned.lock() {
                 a.push(self.id);
             }
+        }
+    }
+}
+
+/// A `tools/call` in flight over HTTP, known to its session: what the session's own stream (a
+/// GET held open by whichever call opened it) carries about this call reaches it, not the
+/// call that happens to read that stream.
+pub(super) struct Inbox<'s> {
+    session: &'s ClientSession,
+    id: u64,
+    rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Value>>,
+}
+
+/// Where a message from the session's own stream goes.
+enum Route {
+    Mine,
+    Other(tokio::sync::mpsc::Sender<Value>),
+    Nobody,
+}
+
+/// Messages about one call waiting for it, at most (past that, dropped: they are only events).
+const INBOX_KEPT: usize = 256;
+
+impl<'s> Inbox<'s> {
+    fn open(session: &'s ClientSession, id: u64) -> Inbox<'s> {
+        let (tx, rx) = tokio::sync::mpsc::channel(INBOX_KEPT);
+        if let Ok(mut calls) = session.inboxes.lock() {
+            calls.push((id, tx));
+        }
+        Inbox {
+            session,
+            id,
+            rx: tokio::sync::Mutex::new(rx),
+        }
+    }
+
+    /// Progress goes to the call whose `progressToken` it names (toolrun sets it to the call's
+    /// request id); a log line or a request carries no relation on a stream of its own, and
+    /// goes with the earliest call in flight, as over stdio.
+    fn route(&self, message: &Value) -> Route {
+        let Ok(calls) = self.session.inboxes.lock() else {
+            return Route::Mine;
+        };
+        let target =
+            if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+                let token = message.pointer("/params/progressToken");
+                calls.iter().find(|(id, _)| token == Some(&json!(id)))
+            } else {
+                calls.iter().min_by_key(|(id, _)| *id)
+            };
+        match target {
+            Some((id, _)) if *id == self.id => Route::Mine,
+            Some((_, tx)) => Route::Other(tx.clone()),
+            None => Route::Nobody,
+        }
+    }
+
+    async fn next(inbox: Option<&Inbox<'_>>) -> Option<Value> {
+        match inbox {
+            Some(i) => i.rx.lock().await.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for Inbox<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.session.inboxes.lock() {
+            calls.retain(|(id, _)| *id != self.id);
         }
     }
 }
@@ -136,7 +205,11 @@ impl Rpc<'_, '_> {
             id,
             open: true,
         };
-        let sent = self.streamed(method, &body, id, &incoming).await;
+        let inbox = (method == "tools/call" && self.server.stdio.is_none())
+            .then(|| Inbox::open(session, id));
+        let sent = self
+            .streamed(method, &body, id, &incoming, inbox.as_ref())
+            .await;
         in_flight.open = false;
         let (mut resp, answered) = match sent {
             Err(e) if e.kind == ErrorKind::Timeout => {
@@ -222,6 +295,7 @@ impl Rpc<'_, '_> {
         body: &Value,
         id: u64,
         incoming: &Incoming<'_, '_>,
+        inbox: Option<&Inbox<'_>>,
     ) -> Result<(HttpResponse, Vec<String>), ToolError> {
         if let Some(cmd) = &self.server.stdio {
             return self.stdio_call(method, cmd, body, incoming).await;
@@ -232,7 +306,7 @@ impl Rpc<'_, '_> {
             && self.env.transport.may_go_live()
             && self.conn.is_some_and(|c| c.session_id.is_some());
         let (mut resp, mut answered) = self
-            .watched(method, req, id, incoming, self.timeout, standalone)
+            .watched(method, req, (id, inbox), incoming, self.timeout, standalone)
             .await?;
         let mut resumed = 0;
         let mut last_id = None;
@@ -255,7 +329,9 @@ impl Rpc<'_, '_> {
             self.env.transport.pause(wait).await;
             let req = self.stream_request(Some(from)).await?;
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let (more, also) = self.watched(method, req, id, incoming, left, false).await?;
+            let (more, also) = self
+                .watched(method, req, (id, inbox), incoming, left, false)
+                .await?;
             resp = more;
             answered.extend(also);
         }
@@ -266,13 +342,14 @@ impl Rpc<'_, '_> {
     /// answered at once (each answer a POST of its own), while the stream goes on. With
     /// `standalone`, the session's own stream (GET) is open meanwhile, as the official clients
     /// keep it: a server may send its requests there rather than on the call's stream. What
-    /// comes there is answered but not recorded (a replay has the call's reply, not that stream).
-    #[allow(clippy::too_many_arguments)]
+    /// comes there is answered but not recorded (a replay has the call's reply, not that stream),
+    /// and goes to the call it is about (see [`Inbox::route`]); what other calls' streams
+    /// carry about this one comes through its `inbox`.
     pub(super) async fn watched(
         &self,
         method: &str,
         req: HttpRequest,
-        id: u64,
+        (id, inbox): (u64, Option<&Inbox<'_>>),
         incoming: &Incoming<'_, '_>,
         timeout: Duration,
         standalone: bool,
@@ -281,7 +358,7 @@ impl Rpc<'_, '_> {
         let watch = sse::Watch::new(json!(id), tx, incoming);
         let on_chunk = |c: &[u8]| watch.feed(c);
         let (gtx, mut grx) = tokio::sync::mpsc::unbounded_channel();
-        let gwatch = sse::Watch::new(Value::Null, gtx, incoming);
+        let gwatch = sse::Watch::new(Value::Null, gtx, incoming).notes_too();
         let opened = tokio::sync::Notify::new();
         let g_chunk = |c: &[u8]| {
             opened.notify_one();
@@ -324,15 +401,44 @@ impl Rpc<'_, '_> {
                     answered.push(request["id"].to_string());
                     let _ = self.post("a server request", &reply).await;
                 }
-                Some(request) = grx.recv() => {
-                    let reply = incoming.request(&request);
-                    self.send_quietly(&reply).await;
+                Some(message) = grx.recv() => {
+                    self.from_session_stream(message, inbox, incoming).await;
                 }
+                Some(message) = Inbox::next(inbox) => forwarded(incoming, &message),
                 _ = &mut get => {}
             }
         };
+        // What reached this call's inbox before its response is the call's too.
+        if let Some(mut rx) = inbox.and_then(|i| i.rx.try_lock().ok()) {
+            while let Ok(message) = rx.try_recv() {
+                forwarded(incoming, &message);
+            }
+        }
         let resp = sent.map_err(|e| self.net_error(method, e))?;
         self.checked(method, resp).map(|r| (r, answered))
+    }
+
+    /// A message on the session's own stream: a request is answered at once (not recorded),
+    /// and the message is an event of the call it is about.
+    async fn from_session_stream(
+        &self,
+        message: Value,
+        inbox: Option<&Inbox<'_>>,
+        incoming: &Incoming<'_, '_>,
+    ) {
+        let route = inbox.map_or(Route::Mine, |i| i.route(&message));
+        if is_request(&message) {
+            let reply = match route {
+                Route::Mine => incoming.request(&message),
+                _ => super::rpc::answer(&message, self.server.elicitation),
+            };
+            self.send_quietly(&reply).await;
+        } else if matches!(route, Route::Mine) {
+            incoming.notification(&message);
+        }
+        if let Route::Other(tx) = route {
+            let _ = tx.try_send(message);
+        }
     }
 
     /// The session's standalone stream (GET without `Last-Event-ID`), read by `on_chunk` until
@@ -556,6 +662,16 @@ impl Rpc<'_, '_> {
                 ),
             ),
         }
+    }
+}
+
+/// A message another call read about this one: an event of this call (a request among them
+/// was answered by the call that read it).
+fn forwarded(incoming: &Incoming<'_, '_>, message: &Value) {
+    if is_request(message) {
+        incoming.request(message);
+    } else {
+        incoming.notification(message);
     }
 }
 

@@ -65,6 +65,9 @@ pub(crate) struct ClientSession {
     stdio: tokio::sync::Mutex<Option<Arc<Process>>>,
     /// Requests whose caller went away before their answer: to be cancelled.
     abandoned: std::sync::Mutex<Vec<u64>>,
+    /// Calls in flight over HTTP, by request id, and where messages about each go (see
+    /// `exchange::Inbox`).
+    inboxes: std::sync::Mutex<Vec<(u64, tokio::sync::mpsc::Sender<Value>)>>,
 }
 
 impl ClientSession {

@@ -77,6 +77,8 @@ pub(crate) struct Watch<'a, 'b, 'e> {
     requests: tokio::sync::mpsc::UnboundedSender<Value>,
     incoming: &'a Incoming<'b, 'e>,
     done: AtomicBool,
+    /// Notifications go to `requests` too, for the reader to route (the session's own stream).
+    notes_too: bool,
 }
 
 impl<'a, 'b, 'e> Watch<'a, 'b, 'e> {
@@ -91,7 +93,14 @@ impl<'a, 'b, 'e> Watch<'a, 'b, 'e> {
             requests,
             incoming,
             done: AtomicBool::new(false),
+            notes_too: false,
         }
+    }
+
+    /// Notifications are sent on as requests are, not made events here.
+    pub(crate) fn notes_too(mut self) -> Self {
+        self.notes_too = true;
+        self
     }
 
     /// One piece of the body; `false` once the response is in.
@@ -101,7 +110,7 @@ impl<'a, 'b, 'e> Watch<'a, 'b, 'e> {
             Err(_) => return true,
         };
         for m in messages {
-            if is_request(&m) {
+            if is_request(&m) || (self.notes_too && m.get("method").is_some()) {
                 let _ = self.requests.send(m);
             } else if m.get("method").is_some() {
                 self.incoming.notification(&m);
