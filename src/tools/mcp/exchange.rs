@@ -402,7 +402,7 @@ impl Rpc<'_, '_> {
                     let _ = self.post("a server request", &reply).await;
                 }
                 Some(message) = grx.recv() => {
-                    self.from_session_stream(message, inbox, incoming).await;
+                    self.on_session_stream(message, inbox, incoming).await;
                 }
                 Some(message) = Inbox::next(inbox) => forwarded(incoming, &message),
                 _ = &mut get => {}
@@ -420,7 +420,7 @@ impl Rpc<'_, '_> {
 
     /// A message on the session's own stream: a request is answered at once (not recorded),
     /// and the message is an event of the call it is about.
-    async fn from_session_stream(
+    async fn on_session_stream(
         &self,
         message: Value,
         inbox: Option<&Inbox<'_>>,
