@@ -1024,7 +1024,7 @@ fn nanos(span: &Value, key: &str) -> u64 {
 }
 
 #[test]
-fn mcp_client_spans_are_the_same_live_in_test_attempts_replayed_and_exported() {
+fn mcp_client_spans_are_the_same_live_in_test_attempts_calls_replayed_and_exported() {
     let tap = Tap::start();
     let dir = support::temp_dir("otel-mcp-paths");
     let (mut server, port) = notes_server(&dir);
@@ -1064,7 +1064,7 @@ tests:
         ),
     );
     let fixture = dir.join("notes.json");
-    let traces: Vec<String> = (1..=4)
+    let traces: Vec<String> = (1..=5)
         .map(|i| format!("{:032x}", 0xdec0_0000u64 + i))
         .collect();
     let under = |i: usize| {
@@ -1083,6 +1083,13 @@ tests:
     assert_eq!(out.code, 0, "{out:?}");
     // Both tests: the fixture's replayed, the other live against the server.
     let out = support::run(under(1).arg("test").arg(&spec).arg("--allow-network"));
+    assert_eq!(out.code, 0, "{out:?}");
+    // One call, no model: its execute_tool span is a root with the MCP span under it.
+    let out = support::run(under(4).arg("call").arg(&spec).args([
+        "find_notes",
+        "--args",
+        r#"{"query": "milk"}"#,
+    ]));
     assert_eq!(out.code, 0, "{out:?}");
     let _ = server.kill();
     let _ = server.wait();

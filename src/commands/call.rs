@@ -5,7 +5,6 @@
 use crate::cli::CallArgs;
 use crate::engine::CallOutcome;
 use crate::exit;
-use crate::redact::Redactor;
 use crate::setup::{shown, Inputs, Setup};
 use serde_json::{json, Value};
 
@@ -35,7 +34,12 @@ pub(crate) fn run(args: CallArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let setup = match Setup::open(&registry, Inputs::from_flags(&args.setup)) {
+    let mut inputs = Inputs::from_flags(&args.setup);
+    // An exported call of an MCP tool keeps its exchange (recorded, masked) for its CLIENT span.
+    if crate::telemetry::mcp::wants_exchanges(&registry) {
+        inputs.network = crate::setup::Network::Record { previous: None };
+    }
+    let setup = match Setup::open(&registry, inputs) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -48,15 +52,20 @@ pub(crate) fn run(args: CallArgs) -> i32 {
         arguments.clone(),
         &setup.call_options(),
     ));
-    report(&outcome, &arguments, args.json, &setup.redactor)
+    let mut record = record(&outcome, &arguments);
+    setup.redactor.value(&mut record);
+    let exchanges = setup
+        .tape
+        .as_ref()
+        .map(|t| t.exchanges())
+        .unwrap_or_default();
+    crate::telemetry::export_call(&record, (&exchanges, &registry), &setup.redactor);
+    report(record, args.json)
 }
 
 /// Prints the outcome and maps it to the contract's exit codes: 0 the tool answered, 1 it
 /// failed or was rejected, 3 it needs a person's approval.
-fn report(outcome: &CallOutcome, arguments: &Value, as_json: bool, redactor: &Redactor) -> i32 {
-    let mut record = record(outcome, arguments);
-    redactor.value(&mut record);
-    crate::telemetry::export_call(&record, redactor);
+fn report(record: Value, as_json: bool) -> i32 {
     let code = match record["status"].as_str() {
         Some("ok") => exit::SUCCESS,
         Some("needs_confirmation") => exit::NEEDS_PERSON,

@@ -161,9 +161,15 @@ pub(crate) fn export_replay(
     exporter.send(spans);
 }
 
-/// Exports `toolrun call`'s result record: a root `execute_tool` span.
-pub(crate) fn export_call(record: &serde_json::Value, redactor: &Redactor) {
+/// Exports `toolrun call`'s result record: a root `execute_tool` span (over its MCP CLIENT
+/// span when the tool is a remote MCP server's).
+pub(crate) fn export_call(
+    record: &serde_json::Value,
+    (exchanges, registry): (&[crate::fixture::Exchange], &crate::registry::Registry),
+    redactor: &Redactor,
+) {
     if let Some((mapping, exporter)) = mapping(redactor) {
+        let mapping = mapping.with_mcp(exchanges, Some(registry));
         let duration = record["duration_ms"].as_f64().unwrap_or(0.0);
         let start = genai::parse_time(record["started_at"].as_str())
             .unwrap_or_else(|| span::now_ns().saturating_sub((duration * 1e6) as u64));
