@@ -1239,3 +1239,53 @@ fn a_remote_calls_progress_moves_the_test_progress_bar_on_a_terminal() {
     );
     assert_eq!(events_named(&piped, "tool_progress").len(), 3);
 }
+
+/// Two calls at once that each ask the client something (elicitation) over one stdio server:
+/// both are answered, each request and answer is recorded with a reply, and the replay answers
+/// them again from the recording and passes.
+#[test]
+fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
+    let dir = support::temp_dir("mcp-stdio-concurrent-ask");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls:
+              - { name: ask_name, arguments: {} }
+              - { name: ask_name, arguments: {} }
+          - answer: "{{ results[0].result.result }}|{{ results[1].result.result }}""#;
+    let text = probe_spec(&logs, "ask_name", turns).replace(
+        "    timeout: 30s\n",
+        "    timeout: 30s\n    elicitation: defaults\n",
+    );
+    let spec_path = write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let events = dir.join("events.jsonl");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask twice", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture)
+        .arg("--events")
+        .arg(&events));
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "accept: Ada|accept: Ada");
+    let asked = events_named(&events, "mcp_server_request");
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let bodies: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["request"]["body"])
+        .collect();
+    assert_eq!(
+        bodies.iter().filter(|b| b.get("result").is_some()).count(),
+        2,
+        "{recorded:#}"
+    );
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+}
