@@ -21,9 +21,9 @@ pub(crate) struct Mapping {
     /// The run's `tools/call` requests (from its live, recorded or replayed exchanges), each
     /// taken by the executed call it belongs to for an MCP CLIENT span.
     pub(crate) mcp_calls: std::sync::Mutex<Vec<ClientCall>>,
-    /// The spec's `kind: mcp` tools as (toolrun's name, the server's name), when the spec is at
-    /// hand; without it (`export otel`) a call is matched by its name and arguments alone.
-    pub(crate) mcp_names: Vec<(String, String)>,
+    /// The spec's `kind: mcp` tools as (toolrun's name, its server, the server's name for it),
+    /// when the spec is at hand; without it a call is matched by its name and arguments alone.
+    pub(crate) mcp_names: Vec<(String, String, String)>,
 }
 
 /// Nanoseconds since the epoch of an RFC 3339 time.
@@ -50,7 +50,8 @@ impl Mapping {
         self.mcp_calls = std::sync::Mutex::new(super::mcp::client_calls(exchanges));
         for t in registry.into_iter().flat_map(|r| &r.tools) {
             if let crate::registry::ToolKind::Mcp(m) = &t.kind {
-                self.mcp_names.push((t.name.clone(), m.remote_name.clone()));
+                let entry = (t.name.clone(), m.server.name.clone(), m.remote_name.clone());
+                self.mcp_names.push(entry);
             }
         }
         self
@@ -63,17 +64,19 @@ impl Mapping {
             return None;
         }
         let name = r["name"].as_str()?;
-        let remote = match self.mcp_names.iter().find(|(n, _)| n == name) {
-            Some((_, remote)) => remote.as_str(),
+        let (server, remote) = match self.mcp_names.iter().find(|(n, _, _)| n == name) {
+            Some((_, server, remote)) => (Some(server.as_str()), remote.as_str()),
             // The spec says it is not an MCP tool.
             None if !self.mcp_names.is_empty() => return None,
-            None => name,
+            None => (None, name),
         };
+        // Two servers may each have a tool of that name: the spec says whose it is.
+        let same = |c: &ClientCall| c.remote == remote && server.is_none_or(|s| c.server == s);
         let args = r.get("arguments").unwrap_or(&Json::Null);
         let at = calls
             .iter()
-            .position(|c| c.remote == remote && c.arguments == *args)
-            .or_else(|| calls.iter().position(|c| c.remote == remote))?;
+            .position(|c| same(c) && c.arguments == *args)
+            .or_else(|| calls.iter().position(same))?;
         Some(calls.remove(at))
     }
 
@@ -427,4 +430,55 @@ fn semconv_message(m: &Json) -> Json {
         parts.push(json!({ "type": "tool_call", "id": c["id"], "name": c["name"], "arguments": c["arguments"] }));
     }
     json!({ "role": role, "parts": parts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(server: &str, remote: &str, args: Json) -> ClientCall {
+        ClientCall {
+            server: server.into(),
+            remote: remote.into(),
+            arguments: args,
+            request_id: Some(format!("{server}-1")),
+            session: None,
+            protocol: None,
+            transport: "tcp",
+            address: None,
+            port: None,
+        }
+    }
+
+    #[test]
+    fn a_call_takes_the_request_of_its_own_server_and_arguments() {
+        let mapping = Mapping {
+            content: false,
+            latest_only: false,
+            redactor: Redactor::default(),
+            mcp_calls: std::sync::Mutex::new(vec![
+                call("a", "search", json!({ "q": 1 })),
+                call("b", "search", json!({ "q": 1 })),
+                call("b", "search", json!({ "q": 2 })),
+            ]),
+            mcp_names: vec![
+                ("a_search".into(), "a".into(), "search".into()),
+                ("b_search".into(), "b".into(), "search".into()),
+            ],
+        };
+        let result = |name: &str, q: i64| json!({ "name": name, "arguments": { "q": q } });
+        let took = |name: &str, q: i64| mapping.mcp_call_of(&result(name, q));
+        let b2 = took("b_search", 2).unwrap();
+        assert_eq!(
+            (b2.server.as_str(), &b2.arguments),
+            ("b", &json!({ "q": 2 }))
+        );
+        assert_eq!(took("b_search", 1).unwrap().server, "b");
+        assert_eq!(took("a_search", 1).unwrap().server, "a");
+        assert!(took("a_search", 1).is_none(), "each request is taken once");
+        assert!(
+            took("calculator", 1).is_none(),
+            "not an MCP tool of the spec"
+        );
+    }
 }
