@@ -1272,6 +1272,14 @@ fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
     assert_eq!(out.json()["final_output"], "accept: Ada|accept: Ada");
     let asked = events_named(&events, "mcp_server_request");
     assert_eq!(asked.len(), 2, "{asked:#?}");
+    // Each names the call it went with.
+    let calls = ["call_1", "call_2"];
+    assert!(
+        asked
+            .iter()
+            .all(|e| calls.contains(&e["id"].as_str().unwrap_or(""))),
+        "{asked:#?}"
+    );
     let recorded: Value =
         serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
     let bodies: Vec<&Value> = recorded["exchanges"]

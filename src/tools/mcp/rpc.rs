@@ -86,6 +86,7 @@ impl Incoming<'_, '_> {
         let reply = answer(request, self.server.elicitation);
         self.env.events.emit_with("mcp_server_request", || {
             json!({
+                "id": self.env.call_id,
                 "server": self.server.name,
                 "tool": self.tool,
                 "method": request.get("method"),
@@ -112,6 +113,7 @@ impl Incoming<'_, '_> {
             }),
             Some("notifications/message") => self.env.events.emit_with("mcp_log", || {
                 json!({
+                    "id": self.env.call_id,
                     "server": self.server.name,
                     "tool": self.tool,
                     "level": params.get("level"),
