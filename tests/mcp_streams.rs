@@ -170,6 +170,24 @@ fn requests_on_a_calls_stream_are_answered_at_once_recorded_and_replayed() {
     // Offline, the recorded requests are answered again, as recorded.
     drop(fake);
     run(toolrun().arg("replay").arg(&fixture)).assert_success();
+    // A spec that now declines answers otherwise than the recording: the replay fails, saying so.
+    let text = std::fs::read_to_string(&spec_path).unwrap();
+    write(
+        &dir,
+        "fake.yaml",
+        &text.replace("elicitation: defaults", "elicitation: decline"),
+    );
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_code(1);
+    assert!(
+        replayed
+            .stdout
+            .contains(r#"/body/result/action: expected "accept", got "decline""#)
+            && replayed
+                .stdout
+                .contains("MCP server `fake` sent `elicitation/create` during `work`"),
+        "{replayed:?}"
+    );
 
     // By default a server's request for input is declined.
     let fake = Fake::start("requests", &dir);
