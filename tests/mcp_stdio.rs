@@ -765,6 +765,7 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
         [
             "ask_back",
             "ask_name",
+            "ask_then_wait",
             "big",
             "crash",
             "echo",
@@ -1296,4 +1297,36 @@ fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
     let replayed = run(toolrun().arg("replay").arg(&fixture));
     replayed.assert_success();
     assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+}
+
+/// A call given up on (its timeout) after the server asked something: the request and its
+/// recorded answer go with the server's next reply, so the replay answers it there and passes
+/// (no recorded answer is left unrequested).
+#[test]
+fn a_request_about_a_call_given_up_on_is_replayed_with_the_next_reply() {
+    let dir = support::temp_dir("mcp-stdio-given-up");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: ask_then_wait, arguments: {} }]
+          - tool_calls: [{ name: echo, arguments: { text: after } }]
+          - answer: "{{ results[1].result.result }}""#;
+    let text = probe_spec(&logs, "ask_then_wait, echo", turns).replace(
+        "    timeout: 30s\n",
+        "    timeout: 3s\n    elicitation: defaults\n",
+    );
+    let spec_path = write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask then wait", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture));
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
+    assert_eq!(trace["final_output"], "after", "{out:?}");
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
 }

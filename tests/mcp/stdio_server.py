@@ -11,6 +11,8 @@ whether an earlier one was left behind, running or as a zombie.
 
 import json
 import os
+
+import anyio
 import signal
 import subprocess
 import sys
@@ -103,6 +105,14 @@ async def ask_name(ctx: Context) -> str:
     result = await ctx.elicit("Your name?", schema=Name)
     data = getattr(result, "data", None)
     return f"{result.action}: {data.name if data else '-'}"
+
+
+@server.tool()
+async def ask_then_wait(ctx: Context) -> str:
+    """Asks for a name (elicitation), then waits a minute whatever the answer."""
+    await ctx.elicit("Your name?", schema=Name)
+    await anyio.sleep(60)
+    return "waited"
 
 
 @server.tool()

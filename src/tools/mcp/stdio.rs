@@ -46,6 +46,9 @@ struct Pending {
     closed: Option<String>,
     /// Counts requests as they are sent: the earliest one waiting is the lowest.
     sent: u64,
+    /// The server's requests about no request waiting (it sent them between calls, or about a
+    /// call given up on): they go with the next answer, so each answer recorded is replayed.
+    unclaimed: Vec<Value>,
 }
 
 /// One request waiting for its answer, and what the server sent about it meanwhile.
@@ -298,10 +301,9 @@ const MAX_KEPT_REQUESTS: usize = 100;
 /// they are only events).
 const NOTES_KEPT: usize = 256;
 
-/// What a server sent, about no request waiting, that goes with the next answer.
+/// A change of the tool list the server announced, kept for the next answer.
 #[derive(Default)]
 struct Kept {
-    requests: Vec<Value>,
     changed: Option<Value>,
 }
 
@@ -380,15 +382,16 @@ impl Reader {
                 };
                 // Kept with the answer it is about, so the request is reported and recorded
                 // with it (a replay answers it again and compares).
-                match p.about(&message) {
+                let p = &mut *p;
+                let kept = match p.about(&message) {
                     Some(w) => {
                         let _ = w.notes.try_send(message.clone());
-                        if w.kept.len() < MAX_KEPT_REQUESTS {
-                            w.kept.push(message);
-                        }
+                        &mut w.kept
                     }
-                    None if kept.requests.len() < MAX_KEPT_REQUESTS => kept.requests.push(message),
-                    None => {}
+                    None => &mut p.unclaimed,
+                };
+                if kept.len() < MAX_KEPT_REQUESTS {
+                    kept.push(message);
                 }
             }
             (Some(super::LIST_CHANGED), None) => kept.changed = Some(message),
@@ -405,12 +408,13 @@ impl Reader {
                 }
             }
             (None, Some(id)) => {
-                let waiter = self
-                    .pending
-                    .lock()
-                    .ok()
-                    .and_then(|mut p| p.waiting.remove(&id.to_string()));
-                let mut all = std::mem::take(&mut kept.requests);
+                let (waiter, mut all) = match self.pending.lock() {
+                    Ok(mut p) => (
+                        p.waiting.remove(&id.to_string()),
+                        std::mem::take(&mut p.unclaimed),
+                    ),
+                    Err(_) => (None, Vec::new()),
+                };
                 if let Some(w) = &waiter {
                     all.extend(w.kept.iter().cloned());
                 }
@@ -618,7 +622,10 @@ impl Process {
 
     fn forget(&self, id: Option<&Value>) {
         if let (Some(id), Ok(mut p)) = (id, self.pending.lock()) {
-            p.waiting.remove(&id.to_string());
+            if let Some(w) = p.waiting.remove(&id.to_string()) {
+                let room = MAX_KEPT_REQUESTS.saturating_sub(p.unclaimed.len());
+                p.unclaimed.extend(w.kept.into_iter().take(room));
+            }
         }
     }
 
