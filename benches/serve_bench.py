@@ -16,6 +16,7 @@ pinned, into target/tmp/toolbox-1.12.0 (npm). Set TOOLBOX=0 to measure toolrun a
 BASELINE=PATH to add another toolrun binary (say, main's before a change) to the same rounds.
 """
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -239,6 +240,7 @@ def main():
                       flush=True)
     finally:
         upstream.terminate()
+        shutil.rmtree(workdir, ignore_errors=True)
     with open("/proc/loadavg") as f:
         print(f"\nload average at the end: {' '.join(f.read().split()[:3])}; {os.cpu_count()} CPUs")
     print(f"{CALLS} calls at concurrency 1 and {CALLS} at {CONCURRENCY} per round, {ROUNDS} rounds; medians:")
