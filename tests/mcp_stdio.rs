@@ -765,6 +765,7 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
         [
             "ask_back",
             "ask_name",
+            "ask_then_crash",
             "ask_then_wait",
             "big",
             "crash",
@@ -1327,6 +1328,39 @@ fn a_request_about_a_call_given_up_on_is_replayed_with_the_next_reply() {
     let trace = out.json();
     assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
     assert_eq!(trace["final_output"], "after", "{out:?}");
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+}
+
+/// A server that asks something and then crashes: the call fails naming the crash, and the
+/// replay gives the same failure; the answer written to the crashed server went with no reply,
+/// so none is recorded to be left unrequested.
+#[test]
+fn a_server_that_asks_then_crashes_records_and_replays() {
+    let dir = support::temp_dir("mcp-stdio-ask-crash");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: ask_then_crash, arguments: {} }]
+          - answer: "{{ results[0].status }}""#;
+    let text = probe_spec(&logs, "ask_then_crash", turns).replace(
+        "    timeout: 30s\n",
+        "    timeout: 30s\n    elicitation: defaults\n",
+    );
+    let spec_path = write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask then crash", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture));
+    out.assert_success();
+    let trace = out.json();
+    let error = trace["tool_errors"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("crashed after asking"), "{out:?}");
     let replayed = run(toolrun().arg("replay").arg(&fixture));
     replayed.assert_success();
 }

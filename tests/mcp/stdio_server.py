@@ -116,6 +116,15 @@ async def ask_then_wait(ctx: Context) -> str:
 
 
 @server.tool()
+async def ask_then_crash(ctx: Context) -> str:
+    """Asks for a name (elicitation), then exits at once without answering."""
+    await ctx.elicit("Your name?", schema=Name)
+    sys.stderr.write("fatal: the probe crashed after asking\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool()
 def fail() -> str:
     """A tool error."""
     raise ToolError("the probe failed on purpose")

@@ -47,9 +47,14 @@ struct Pending {
     /// Counts requests as they are sent: the earliest one waiting is the lowest.
     sent: u64,
     /// The server's requests about no request waiting (it sent them between calls, or about a
-    /// call given up on): they go with the next answer, so each answer recorded is replayed.
-    unclaimed: Vec<Value>,
+    /// call given up on): they go with the next answer, so a replay answers them there.
+    unclaimed: Vec<Asked>,
 }
+
+/// A request from the server and the answer written to it (`None`: it could not be written).
+/// The answer is recorded once the request goes with a reply, so every answer recorded is one
+/// a replay gives: a request that goes with none (the server crashed) leaves no answer behind.
+type Asked = (Value, Option<String>);
 
 /// One request waiting for its answer, and what the server sent about it meanwhile.
 struct Waiter {
@@ -57,7 +62,7 @@ struct Waiter {
     /// Its progress, its log lines and the server's requests, for the call to make events of.
     notes: tokio::sync::mpsc::Sender<Value>,
     /// The server's requests that go with its answer (reported and recorded with it).
-    kept: Vec<Value>,
+    kept: Vec<Asked>,
     sent: u64,
 }
 
@@ -320,8 +325,8 @@ struct Reader {
     line_cap: usize,
     /// The entry's `elicitation:`: how a request for input is answered.
     elicitation: Elicitation,
-    /// Records each answer written, when the run records: a replay compares its own answers
-    /// with them.
+    /// Records each answer written (once its request goes with a reply), when the run records:
+    /// a replay compares its own answers with them.
     on_answer: Option<OnAnswer>,
 }
 
@@ -376,7 +381,7 @@ impl Reader {
         let id = message.get("id").cloned();
         match (method.as_deref(), id) {
             (Some(_), Some(_)) => {
-                self.answer_request(&message).await;
+                let answer = self.answer_request(&message).await;
                 let Ok(mut p) = self.pending.lock() else {
                     return;
                 };
@@ -391,7 +396,7 @@ impl Reader {
                     None => &mut p.unclaimed,
                 };
                 if kept.len() < MAX_KEPT_REQUESTS {
-                    kept.push(message);
+                    kept.push((message, answer));
                 }
             }
             (Some(super::LIST_CHANGED), None) => kept.changed = Some(message),
@@ -408,15 +413,22 @@ impl Reader {
                 }
             }
             (None, Some(id)) => {
-                let (waiter, mut all) = match self.pending.lock() {
-                    Ok(mut p) => (
-                        p.waiting.remove(&id.to_string()),
-                        std::mem::take(&mut p.unclaimed),
-                    ),
+                let (waiter, mut asked) = match self.pending.lock() {
+                    // An answer no call waits for (one given up on) takes nothing along.
+                    Ok(mut p) => match p.waiting.remove(&id.to_string()) {
+                        Some(w) => (Some(w), std::mem::take(&mut p.unclaimed)),
+                        None => (None, Vec::new()),
+                    },
                     Err(_) => (None, Vec::new()),
                 };
-                if let Some(w) = &waiter {
-                    all.extend(w.kept.iter().cloned());
+                let Some(mut waiter) = waiter else { return };
+                asked.append(&mut waiter.kept);
+                let mut all = Vec::with_capacity(asked.len() + 2);
+                for (request, answer) in asked {
+                    if let (Some(record), Some(answer)) = (&self.on_answer, answer) {
+                        record(answer.as_bytes());
+                    }
+                    all.push(request);
                 }
                 all.extend(kept.changed.take());
                 let body = if all.is_empty() {
@@ -425,9 +437,7 @@ impl Reader {
                     all.push(message);
                     json!(all).to_string().into_bytes()
                 };
-                if let Some(w) = waiter {
-                    let _ = w.tx.send(Ok(response(body, false)));
-                }
+                let _ = waiter.tx.send(Ok(response(body, false)));
             }
             (None, None) => {}
         }
@@ -436,13 +446,10 @@ impl Reader {
     /// A server's request gets an answer at once, so the call it came with can complete: the
     /// same answers as over HTTP (`ping`, `elicitation/create` as the entry says, -32601 for
     /// what toolrun did not declare; see `rpc::answer`).
-    async fn answer_request(&self, request: &Value) {
+    async fn answer_request(&self, request: &Value) -> Option<String> {
         let answer = super::rpc::answer(request, self.elicitation).to_string();
-        if write_line(&self.stdin, answer.as_bytes()).await.is_ok() {
-            if let Some(record) = &self.on_answer {
-                record(answer.as_bytes());
-            }
-        }
+        let written = write_line(&self.stdin, answer.as_bytes()).await;
+        written.is_ok().then_some(answer)
     }
 
     /// A message past the cap cannot be matched to its request (its id may be past the cut):
