@@ -1364,3 +1364,53 @@ fn a_server_that_asks_then_crashes_records_and_replays() {
     let replayed = run(toolrun().arg("replay").arg(&fixture));
     replayed.assert_success();
 }
+
+/// A fixture recorded before the answers written to a stdio server were recorded (its
+/// exchanges have the server's requests, and no answer to them) still replays: the
+/// contract replays fixtures across versions. Answers are compared only where the recording
+/// has them.
+#[test]
+fn a_fixture_recorded_before_answers_were_recorded_still_replays() {
+    let dir = support::temp_dir("mcp-stdio-old-answers");
+    let logs = dir.join("logs");
+    let turns = r#"          - tool_calls: [{ name: ask_name, arguments: {} }]
+          - answer: "{{ results[0].result.result }}""#;
+    let text = probe_spec(&logs, "ask_name", turns).replace(
+        "    timeout: 30s\n",
+        "    timeout: 30s\n    elicitation: defaults\n",
+    );
+    let spec_path = write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let out = run(toolrun()
+        .env("PROBE_TOKEN", SECRET)
+        .arg("run")
+        .arg(&spec_path)
+        .args(["--query", "ask", "--json", "--allow-exec"])
+        .arg(python::python())
+        .arg("--record")
+        .arg(&fixture));
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "accept: Ada", "{out:?}");
+    // The older shape: the same recording without the answer exchanges.
+    let mut recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let exchanges = recorded["exchanges"].as_array_mut().unwrap();
+    let before = exchanges.len();
+    exchanges.retain(|e| {
+        let body = &e["request"]["body"];
+        body.get("method").is_some() || body.get("result").is_none() && body.get("error").is_none()
+    });
+    assert_eq!(exchanges.len(), before - 1, "{recorded:#}");
+    let old = dir.join("old.json");
+    std::fs::write(&old, serde_json::to_string_pretty(&recorded).unwrap()).unwrap();
+    let replayed = run(toolrun().arg("replay").arg(&old));
+    replayed.assert_success();
+    // Even with a spec that now answers otherwise: the old recording has nothing to compare.
+    write(
+        &dir,
+        "probe.yaml",
+        &text.replace("elicitation: defaults", "elicitation: decline"),
+    );
+    run(toolrun().arg("replay").arg(&old)).assert_success();
+    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+}

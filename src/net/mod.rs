@@ -116,6 +116,15 @@ pub(crate) trait Recorder: Send + Sync {
         req: &HttpRequest,
         result: &Result<HttpResponse, NetError>,
     );
+    /// Whether the tape holds (used or not) an exchange for `purpose` whose request has this
+    /// method and a JSON body `body` accepts: what a protocol asks to tell recordings made
+    /// before it recorded some kind of message from those made after.
+    fn holds(
+        &self,
+        purpose: Purpose<'_>,
+        method: &str,
+        body: &dyn Fn(&serde_json::Value) -> bool,
+    ) -> bool;
 }
 
 pub struct Transport {
@@ -198,6 +207,19 @@ impl Transport {
     /// MCP server's reader answering the server's requests); `None` unless the run records.
     pub(crate) fn recorder(&self) -> Option<std::sync::Arc<dyn Recorder>> {
         self.tape.clone().filter(|t| t.may_go_live())
+    }
+
+    /// Whether the recording this run replays (or adds to) holds such an exchange (see
+    /// [`Recorder::holds`]); false for live traffic.
+    pub(crate) fn tape_holds(
+        &self,
+        purpose: Purpose<'_>,
+        method: &str,
+        body: &dyn Fn(&serde_json::Value) -> bool,
+    ) -> bool {
+        self.tape
+            .as_ref()
+            .is_some_and(|t| t.holds(purpose, method, body))
     }
 
     pub(crate) fn exec_allowed(&self) -> &[String] {

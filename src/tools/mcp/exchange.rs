@@ -242,7 +242,8 @@ impl Rpc<'_, '_> {
     /// server sent that were not answered as they arrived (a replay) are answered now, and a
     /// change of the tool list is noted. A replay's answer must be the recorded one: one that
     /// differs (the entry's `elicitation:` changed since the recording) fails the call, and the
-    /// replay with it, as a differing argument does.
+    /// replay with it, as a differing argument does; a stdio server's recording made before its
+    /// answers were recorded has none to compare with (see `recorded_without_answers`).
     pub(super) async fn leftovers(
         &self,
         session: &ClientSession,
@@ -259,6 +260,9 @@ impl Rpc<'_, '_> {
             if is_request(&m) {
                 if !answered.contains(&m["id"].to_string()) {
                     let reply = incoming.request(&m);
+                    if self.recorded_without_answers() {
+                        continue;
+                    }
                     let sent = self.post("a server request", &reply).await;
                     if sent.is_err() && !self.env.transport.may_go_live() {
                         // Not `fail`: the server's URL (a stdio command line) would push the

@@ -165,6 +165,21 @@ impl Rpc<'_, '_> {
         Ok(started)
     }
 
+    /// A stdio server whose recorded replies this run reuses, in a fixture recorded before
+    /// toolrun recorded the answers it writes to a server's requests: such a recording has the
+    /// server's requests and no answer to any (a later one records each answer given with a
+    /// reply), so its requests are reported, not answered, and nothing is compared; answering
+    /// them would fail the replay of every older fixture whose server asked something.
+    pub(super) fn recorded_without_answers(&self) -> bool {
+        self.server.stdio.is_some()
+            && !self
+                .env
+                .transport
+                .tape_holds(Purpose::Mcp(&self.server.name), "STDIN", &|b| {
+                    b.get("method").is_none() && b.get("id").is_some()
+                })
+    }
+
     /// Records each answer the server's reader writes (a request `STDIN` to `stdio: COMMAND
     /// LINE`, as any message sent), so a replay, which answers the recorded requests itself,
     /// finds its answers recorded or reports how they differ.
