@@ -722,6 +722,95 @@ fn json_protocol_headers_and_resource_reach_the_collector_and_disabled_means_not
     assert_eq!(collector.requests().len(), 2, "nothing sent when disabled");
 }
 
+/// What one `toolrun call` under `env` sent to an http/json collector: the resource's
+/// attributes (as plain JSON), the spans, and the command's stderr.
+fn resource_and_spans(
+    env: &[(&str, &str)],
+) -> (serde_json::Map<String, Value>, Vec<Value>, String) {
+    let collector = TestServer::start(|_| Response::json(200, json!({})));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = support::toolrun();
+    cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+        .envs(env.iter().copied())
+        .arg("call")
+        .arg(root.join("specs/stock_assistant.yaml"))
+        .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#])
+        .args(["--otlp", &format!("http://{}", collector.addr())]);
+    let out = support::run(&mut cmd);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.trim(), "178.15", "{out:?}");
+    let got = collector.requests();
+    assert_eq!(got.len(), 1, "one batch: {out:?}");
+    let body: Value = serde_json::from_slice(&got[0].body).expect("OTLP/JSON");
+    let resource = body["resourceSpans"][0]["resource"]["attributes"]
+        .as_array()
+        .expect("resource attributes")
+        .iter()
+        .map(|kv| (kv["key"].as_str().unwrap().to_string(), plain(&kv["value"])))
+        .collect();
+    let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .expect("spans")
+        .clone();
+    (resource, spans, out.stderr)
+}
+
+#[test]
+fn resource_attributes_and_traceparent_are_read_as_the_specifications_say() {
+    // Keys and values percent-decoded (`,` and `=` must be encoded in both).
+    let (resource, spans, stderr) = resource_and_spans(&[(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "deployment.environment=ci%2Cprod, team%3Dname = a%3Db%20c ,",
+    )]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(resource["deployment.environment"], "ci,prod");
+    assert_eq!(resource["team=name"], "a=b c", "{resource:#?}");
+    assert_eq!(resource["service.name"], "toolrun");
+    assert_eq!(spans.len(), 1);
+
+    // A malformed list is discarded whole, with one warning; the spans still go out.
+    for bad in ["team=a,broken", "team=a,k=%E2%9", "team=a,=x"] {
+        let (resource, spans, stderr) = resource_and_spans(&[("OTEL_RESOURCE_ATTRIBUTES", bad)]);
+        assert_eq!(stderr.matches("warning").count(), 1, "{bad}: {stderr}");
+        assert!(
+            stderr.contains("OTEL_RESOURCE_ATTRIBUTES is ignored"),
+            "{stderr}"
+        );
+        assert!(!resource.contains_key("team"), "{bad}: {resource:#?}");
+        assert_eq!(resource["service.name"], "toolrun");
+        assert_eq!(spans.len(), 1, "{bad}");
+    }
+
+    // A malformed TRACEPARENT starts a trace of its own, silently; a later version is read by
+    // its first four fields.
+    let (id, span) = (CALLER_TRACE, CALLER_SPAN);
+    for (traceparent, joins) in [
+        (format!("00-{id}-{span}-01"), true),
+        (format!("01-{id}-{span}-01-later-fields"), true),
+        (format!("00-{id}-{span}-zz"), false),
+        (format!("zz-{id}-{span}-01"), false),
+        (format!("0-{id}-{span}-01"), false),
+        (format!("00-{id}-{span}-01-extra"), false),
+        (format!("00-{id}-{span}-01{}[31m", '\u{1b}'), false),
+    ] {
+        let (_, spans, stderr) = resource_and_spans(&[("TRACEPARENT", &traceparent)]);
+        assert_eq!(stderr, "", "{traceparent:?}");
+        let call = one(&spans, "execute_tool get_stock_price");
+        assert_eq!(
+            call["traceId"] == CALLER_TRACE,
+            joins,
+            "{traceparent:?}: {call:#}"
+        );
+        let parent = if joins { CALLER_SPAN } else { "" };
+        assert_eq!(
+            call["parentSpanId"].as_str().unwrap_or(""),
+            parent,
+            "{traceparent:?}"
+        );
+    }
+}
+
 #[test]
 fn call_and_replay_export_their_spans() {
     let tap = Tap::start();

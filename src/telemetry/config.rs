@@ -27,6 +27,8 @@ pub(crate) struct Config {
     /// `OTEL_SEMCONV_STABILITY_OPT_IN` holds `gen_ai_latest_experimental`: only the current
     /// attribute names, without the older `gen_ai.system` beside `gen_ai.provider.name`.
     pub(crate) latest_only: bool,
+    /// Settings that were ignored while export stays on, said once at start.
+    pub(crate) warnings: Vec<Warning>,
 }
 
 /// Waiting longer than this at exit would make a dead collector a slow command.
@@ -93,15 +95,18 @@ pub(crate) fn from_env(
         v.split(',')
             .any(|s| s.trim() == "gen_ai_latest_experimental")
     });
+    let mut warnings = Vec::new();
+    let resource = resource(&get, &mut warnings);
     Ok(Some(Config {
         endpoint,
         protocol,
         headers,
-        resource: resource(&get),
+        resource,
         exit_timeout,
         content,
         parent: get("TRACEPARENT").and_then(|t| Parent::from_traceparent(&t)),
         latest_only,
+        warnings,
     }))
 }
 
@@ -154,12 +159,66 @@ fn key_value_list(text: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-fn resource(get: &impl Fn(&str) -> Option<String>) -> Vec<(String, Value)> {
-    let mut attrs: Vec<(String, Value)> =
-        key_value_list(get("OTEL_RESOURCE_ATTRIBUTES").as_deref())
-            .into_iter()
-            .map(|(k, v)| (k, Value::Str(v)))
-            .collect();
+/// `OTEL_RESOURCE_ATTRIBUTES` as the resource SDK specification reads it: W3C Baggage
+/// `key=value` members, keys and values percent-decoded (`,` and `=` in them must be encoded);
+/// an entry without `=`, an empty key or a broken `%` escape makes the whole list invalid.
+fn baggage_list(text: &str) -> Result<Vec<(String, String)>, String> {
+    let decode = |part: &str, n: usize| -> Result<String, String> {
+        let bytes = part.as_bytes();
+        let broken = bytes.iter().enumerate().any(|(i, b)| {
+            *b == b'%'
+                && !bytes
+                    .get(i + 1..i + 3)
+                    .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+        });
+        if broken {
+            return Err(format!(
+                "entry {n} has a `%` not followed by two hex digits"
+            ));
+        }
+        // Octets that are not UTF-8 become U+FFFD, as W3C Baggage asks.
+        Ok(percent_encoding::percent_decode_str(part)
+            .decode_utf8_lossy()
+            .into_owned())
+    };
+    let mut pairs = Vec::new();
+    for (i, member) in text.split(',').enumerate() {
+        let n = i + 1;
+        if member.trim().is_empty() {
+            continue;
+        }
+        let Some((k, v)) = member.split_once('=') else {
+            return Err(format!("entry {n} has no `=`"));
+        };
+        let key = decode(k.trim(), n)?;
+        if key.is_empty() {
+            return Err(format!("entry {n} has an empty key"));
+        }
+        pairs.push((key, decode(v.trim(), n)?));
+    }
+    Ok(pairs)
+}
+
+fn resource(
+    get: &impl Fn(&str) -> Option<String>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<(String, Value)> {
+    let listed = match get("OTEL_RESOURCE_ATTRIBUTES").map(|t| baggage_list(&t)) {
+        None => Vec::new(),
+        Some(Ok(pairs)) => pairs,
+        // The specification: on any error the whole variable is discarded and the error
+        // reported (its text is not shown: it may be anything a CI job put there).
+        Some(Err(why)) => {
+            warnings.push(format!(
+                "OTEL_RESOURCE_ATTRIBUTES is ignored: {why}; it takes `key=value` pairs separated by commas, with `,`, `=` and `%` in keys and values percent-encoded"
+            ));
+            Vec::new()
+        }
+    };
+    let mut attrs: Vec<(String, Value)> = listed
+        .into_iter()
+        .map(|(k, v)| (k, Value::Str(v)))
+        .collect();
     // OTEL_SERVICE_NAME wins over a service.name among the resource attributes.
     let service = get("OTEL_SERVICE_NAME").map(|s| s.trim().to_string());
     let from_attrs = attrs.iter().position(|(k, _)| k == "service.name");
@@ -248,6 +307,32 @@ mod tests {
         assert_eq!(c.headers[1], ("x-team".into(), "a".into()));
         assert_eq!(c.resource[0], ("service.name".into(), "agent".into()));
         assert_eq!(c.exit_timeout, MAX_EXIT_TIMEOUT);
+    }
+
+    #[test]
+    fn resource_attributes_are_percent_decoded_or_ignored_whole() {
+        assert_eq!(
+            baggage_list("env=ci%2Cprod, my%3Dkey = a%3Db ,,k=%E2%9C%93").unwrap(),
+            [
+                ("env".to_string(), "ci,prod".to_string()),
+                ("my=key".to_string(), "a=b".to_string()),
+                ("k".to_string(), "\u{2713}".to_string()),
+            ]
+        );
+        for bad in ["a=1,b", "a=1,=2", "a=%ZZ", "a%2=1", "a=1%"] {
+            assert!(baggage_list(bad).is_err(), "{bad}");
+        }
+        let c = config(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+                ("OTEL_RESOURCE_ATTRIBUTES", "team=a,broken"),
+            ],
+            Flags::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.warnings.len(), 1);
+        assert!(!c.resource.iter().any(|(k, _)| k == "team"));
     }
 
     #[test]

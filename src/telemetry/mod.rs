@@ -32,7 +32,12 @@ static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
 pub fn init(flags: &Flags) {
     EXPORTER.get_or_init(
         || match config::from_env(flags, |k| std::env::var(k).ok()) {
-            Ok(Some(c)) => Some(Exporter::start(c)),
+            Ok(Some(c)) => {
+                for warning in &c.warnings {
+                    eprintln!("toolrun: warning: {}", crate::term::visible(warning));
+                }
+                Some(Exporter::start(c))
+            }
             Ok(None) => None,
             Err(warning) => {
                 eprintln!("toolrun: warning: {warning}");

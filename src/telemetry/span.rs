@@ -88,13 +88,18 @@ impl Parent {
     }
 
     /// W3C `traceparent` (`00-<trace id>-<parent id>-<flags>`); `None` for anything else, as
-    /// the recommendation asks (an invalid header starts a new trace).
+    /// the recommendation asks (an invalid header starts a new trace). A later version is read
+    /// by its first four fields, as the recommendation says, and may carry more.
     pub(crate) fn from_traceparent(header: &str) -> Option<Parent> {
         let parts: Vec<&str> = header.trim().split('-').collect();
-        let [version, trace, span, flags] = parts.as_slice() else {
-            return None;
+        let (version, trace, span, flags) = match parts.as_slice() {
+            [v, t, s, f] => (*v, *t, *s, *f),
+            [v, t, s, f, ..] if *v != "00" => (*v, *t, *s, *f),
+            _ => return None,
         };
-        if version.len() != 2 || *version == "ff" || flags.len() != 2 {
+        let version: [u8; 1] = unhex(version)?.try_into().ok()?;
+        let _flags: [u8; 1] = unhex(flags)?.try_into().ok()?;
+        if version == [0xff] {
             return None;
         }
         let trace_id: [u8; 16] = unhex(trace)?.try_into().ok()?;
@@ -186,6 +191,8 @@ mod tests {
             .unwrap();
         assert_eq!(p.trace_id[0], 0x4b);
         assert_eq!(p.span_id.unwrap()[7], 0xb7);
+        let later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes";
+        assert_eq!(Parent::from_traceparent(later), Some(p));
         for bad in [
             "",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
@@ -193,6 +200,11 @@ mod tests {
             "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
             "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
             "00-4bf92f3577b34da6a3ce929d0e0e47-00f067aa0ba902b7-01",
+            "zz-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\u{1b}[31m",
         ] {
             assert_eq!(Parent::from_traceparent(bad), None, "{bad}");
         }
