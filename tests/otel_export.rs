@@ -498,6 +498,31 @@ fn export_otel_sends_recorded_files_at_their_recorded_times() {
     );
     assert_eq!(none.code, 2, "{none:?}");
     assert!(none.stderr.contains("--otlp"), "{none:?}");
+
+    // Sending is the command's whole job: a collector that is down or refuses the spans
+    // fails it (1), with one warning and no claim that anything was exported.
+    let refusing = TestServer::start(|_| Response::json(500, json!({ "error": "full" })));
+    let refused = support::refused_port();
+    for url in [
+        format!("http://{}", refusing.addr()),
+        format!("http://127.0.0.1:{refused}"),
+    ] {
+        let out = support::run(
+            support::toolrun()
+                .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+                .args(["export", "otel"])
+                .arg(&fixture)
+                .args(["--otlp", &url]),
+        );
+        assert_eq!(out.code, 1, "{url}: {out:?}");
+        assert_eq!(out.stderr.matches("toolrun: warning").count(), 1, "{out:?}");
+        assert!(
+            out.stderr.contains("did not all reach the collector")
+                && !out.stderr.contains("exported 1 run"),
+            "{out:?}"
+        );
+    }
+    assert_eq!(refusing.requests().len(), 1, "one batch, refused");
 }
 
 #[test]

@@ -38,6 +38,17 @@ pub(crate) fn run(args: ExportOtelArgs) -> i32 {
             }
         }
     }
+    // Sending is this command's whole job: it waits for the collector (at most
+    // OTEL_BSP_EXPORT_TIMEOUT) and fails when the spans did not all get there.
+    if !telemetry::finish() {
+        eprintln!("error: {runs} run(s) from {files} file(s) did not all reach the collector (see the warning above); check that it runs and accepts OTLP/HTTP at that URL, then export again");
+        // An unreadable file (2) says more than the failed sending.
+        return if code == exit::SUCCESS {
+            exit::FAILED
+        } else {
+            code
+        };
+    }
     eprintln!("exported {runs} run(s) from {files} file(s)");
     code
 }

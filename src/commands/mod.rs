@@ -42,7 +42,7 @@ pub fn dispatch(cli: Cli) -> i32 {
     let code = run_command(cli.command);
     // Spans still queued go out now, within OTEL_BSP_EXPORT_TIMEOUT; the exit code is the
     // command's whatever the collector does.
-    crate::telemetry::finish();
+    let _ = crate::telemetry::finish();
     code
 }
 

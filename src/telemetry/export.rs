@@ -25,6 +25,9 @@ pub(crate) struct Exporter {
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     drained: Mutex<Option<mpsc::Receiver<()>>>,
     warned: Arc<AtomicBool>,
+    /// Set when a batch was refused, failed or not sent in time: `export otel`, whose whole
+    /// job the sending is, fails then.
+    lost: Arc<AtomicBool>,
 }
 
 impl Exporter {
@@ -33,9 +36,11 @@ impl Exporter {
         let (tx, rx) = mpsc::channel::<Job>();
         let (done_tx, done_rx) = mpsc::channel();
         let warned = Arc::new(AtomicBool::new(false));
+        let lost = Arc::new(AtomicBool::new(false));
         let worker = Worker {
             config: config.clone(),
             warned: warned.clone(),
+            lost: lost.clone(),
             client: None,
             runtime: None,
         };
@@ -46,6 +51,7 @@ impl Exporter {
                 let _ = done_tx.send(());
             });
         if let Err(e) = spawned {
+            lost.store(true, Ordering::SeqCst);
             warn_once(
                 &warned,
                 &format!("cannot start the OTLP export thread: {e}"),
@@ -56,7 +62,15 @@ impl Exporter {
             queue: Mutex::new(Some(tx)),
             drained: Mutex::new(Some(done_rx)),
             warned,
+            lost,
         }
+    }
+
+    /// Whether every span queued so far reached the collector (meaningful after [`finish`]).
+    ///
+    /// [`finish`]: Exporter::finish
+    pub(crate) fn delivered(&self) -> bool {
+        !self.lost.load(Ordering::SeqCst)
     }
 
     pub(crate) fn send(&self, spans: Vec<Span>) {
@@ -82,6 +96,7 @@ impl Exporter {
             return;
         };
         if let Err(RecvTimeoutError::Timeout) = drained.recv_timeout(self.config.exit_timeout) {
+            self.lost.store(true, Ordering::SeqCst);
             warn_once(
                 &self.warned,
                 &format!(
@@ -104,6 +119,7 @@ fn warn_once(warned: &AtomicBool, message: &str) {
 struct Worker {
     config: Config,
     warned: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
     client: Option<reqwest::Client>,
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -142,6 +158,7 @@ impl Worker {
             let rest = batch.split_off(batch.len().min(MAX_BATCH));
             let spans = std::mem::replace(batch, rest);
             if let Err(e) = self.post(&spans) {
+                self.lost.store(true, Ordering::SeqCst);
                 warn_once(
                     &self.warned,
                     &format!(

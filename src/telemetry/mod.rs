@@ -51,11 +51,13 @@ pub(crate) fn active() -> Option<&'static Exporter> {
     EXPORTER.get().and_then(Option::as_ref)
 }
 
-/// Sends what is still queued, waiting at most `OTEL_BSP_EXPORT_TIMEOUT`.
-pub fn finish() {
-    if let Some(e) = active() {
+/// Sends what is still queued, waiting at most `OTEL_BSP_EXPORT_TIMEOUT`; whether everything
+/// queued reached the collector (true when nothing exports). A second call waits no more.
+pub fn finish() -> bool {
+    active().is_none_or(|e| {
         e.finish();
-    }
+        e.delivered()
+    })
 }
 
 /// Where a command's spans hang: the caller's trace (`TRACEPARENT`) or a new one.
