@@ -248,6 +248,23 @@ fn policy_limits_and_masking_apply_per_session() {
 }
 
 /// `toolrun serve --http 127.0.0.1:0`, its URL read from the line it prints.
+/// The headers of a request in `session`, at protocol `version`.
+fn in_session<'a>(session: &'a str, version: &'a str) -> [(&'a str, &'a str); 2] {
+    [
+        ("Mcp-Session-Id", session),
+        ("Mcp-Protocol-Version", version),
+    ]
+}
+
+/// The headers of a `GET` coming back to `session` (at 2025-11-25) after event `last`.
+fn resuming<'a>(session: &'a str, last: &'a str) -> [(&'a str, &'a str); 3] {
+    [
+        ("Mcp-Session-Id", session),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+        ("Last-Event-ID", last),
+    ]
+}
+
 struct HttpServe {
     child: Child,
     url: String,
@@ -728,10 +745,7 @@ fn http_speaks_json_rpc_as_specified() {
         { "jsonrpc": "2.0", "id": 4, "method": "tools/call",
           "params": { "name": "lookup_order", "arguments": { "order_id": "x" } } },
     ]);
-    let headers = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-03-26"),
-    ];
+    let headers = in_session(&session, "2025-03-26");
     let answer = serve.exchange("POST", "/mcp", &headers, &batch.to_string());
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let answers = messages(&answer);
@@ -1060,10 +1074,7 @@ fn a_retried_http_call_reports_progress_to_a_client_with_a_progress_token() {
     let session = serve.session("2025-06-18");
     let call = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
         "name": "quote", "arguments": {}, "_meta": { "progressToken": "p-1" } } });
-    let headers = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-06-18"),
-    ];
+    let headers = in_session(&session, "2025-06-18");
     let answer = serve.exchange("POST", "/mcp", &headers, &call.to_string());
     let got = messages(&answer);
     let progress = got
@@ -1114,10 +1125,7 @@ fn a_result_produced_while_the_client_is_away_arrives_on_its_resumed_get() {
     let session = serve.session("2025-11-25");
     let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "long_report", "arguments": {}, "_meta": { "progressToken": "r" } } });
-    let headers = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-11-25"),
-    ];
+    let headers = in_session(&session, "2025-11-25");
     // The call's stream closes after its priming event (an id and `retry:`), before the result.
     let away = serve.exchange("POST", "/mcp", &headers, &call.to_string());
     assert!(away.starts_with("HTTP/1.1 200"), "{away}");
@@ -1125,11 +1133,7 @@ fn a_result_produced_while_the_client_is_away_arrives_on_its_resumed_get() {
     assert!(!messages(&away).iter().any(|m| m["id"] == 7), "{away}");
     let last = first_event_id(&away);
 
-    let resumed = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-11-25"),
-        ("Last-Event-ID", last.as_str()),
-    ];
+    let resumed = resuming(&session, &last);
     let back = serve.exchange("GET", "/mcp", &resumed, "");
     assert!(back.starts_with("HTTP/1.1 200"), "{back}");
     let got = messages(&back);
@@ -1287,10 +1291,7 @@ fn single_answers_are_json_and_calls_that_notify_stream() {
     let spec = support::temp_file("mcp-serve-json", "notify.yaml", NOTIFYING);
     let serve = HttpServe::start(spec.path(), &[], &[]);
     let session = serve.session("2025-11-25");
-    let headers = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-11-25"),
-    ];
+    let headers = in_session(&session, "2025-11-25");
     let content_type = |response: &str| {
         response
             .lines()
@@ -1347,10 +1348,7 @@ fn a_call_in_flight_keeps_its_session_alive() {
     );
     let serve = HttpServe::start(spec.path(), &["--session-idle", "1s"], &[]);
     let session = serve.session("2025-11-25");
-    let headers = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-11-25"),
-    ];
+    let headers = in_session(&session, "2025-11-25");
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": { "name": "slow", "arguments": {} } });
     let answer = serve.exchange("POST", "/mcp", &headers, &call.to_string());
@@ -1378,17 +1376,10 @@ fn a_resumed_get_of_an_idled_out_session_is_404() {
     let session = serve.session("2025-11-25");
     let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": { "name": "report", "arguments": {} } });
-    let headers = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-11-25"),
-    ];
+    let headers = in_session(&session, "2025-11-25");
     let away = serve.exchange("POST", "/mcp", &headers, &call.to_string());
     let last = first_event_id(&away);
-    let resumed = [
-        ("Mcp-Session-Id", session.as_str()),
-        ("Mcp-Protocol-Version", "2025-11-25"),
-        ("Last-Event-ID", last.as_str()),
-    ];
+    let resumed = resuming(&session, &last);
     let back = serve.exchange("GET", "/mcp", &resumed, "");
     assert!(back.starts_with("HTTP/1.1 200"), "{back}");
     // Each look is a request, which keeps the session alive: look less often than it may idle.

@@ -12,8 +12,8 @@ mod python;
 mod support;
 
 use serde_json::{json, Value};
-use std::path::Path;
-use support::{run, toolrun, write};
+use std::path::{Path, PathBuf};
+use support::{run, toolrun, write, Output};
 
 const SECRET: &str = "probe-token-8c1f2e7d4b";
 
@@ -41,6 +41,147 @@ models:
         script = python::script("stdio_server.py").display(),
         logs = log_dir.display(),
     )
+}
+
+/// One call of `ask_name` (which elicits a name), its result the answer.
+const ASK_NAME: &str = r#"          - tool_calls: [{ name: ask_name, arguments: {} }]
+          - answer: "{{ results[0].result.result }}""#;
+
+/// A probe project in a folder of its own: `probe.yaml` (see [`probe_spec`]), the folder the
+/// probe logs to, and where a recording of it goes.
+struct Probe {
+    dir: support::TempDir,
+    logs: PathBuf,
+    spec: PathBuf,
+    /// The spec as written.
+    text: String,
+    fixture: PathBuf,
+}
+
+impl Probe {
+    fn new(name: &str, tools: &str, turns: &str) -> Probe {
+        Probe::edited(name, tools, turns, |text| text)
+    }
+
+    /// The entry answers elicitation with the schema's defaults, and gives up after `timeout`.
+    fn asking(name: &str, tools: &str, turns: &str, timeout: &str) -> Probe {
+        Probe::edited(name, tools, turns, |text| {
+            text.replace(
+                "    timeout: 30s\n",
+                &format!("    timeout: {timeout}\n    elicitation: defaults\n"),
+            )
+        })
+    }
+
+    fn edited(name: &str, tools: &str, turns: &str, edit: impl FnOnce(String) -> String) -> Probe {
+        let dir = support::temp_dir(name);
+        let logs = dir.join("logs");
+        let text = edit(probe_spec(&logs, tools, turns));
+        let spec = write(&dir, "probe.yaml", &text);
+        let fixture = dir.join("probe.json");
+        Probe {
+            dir,
+            logs,
+            spec,
+            text,
+            fixture,
+        }
+    }
+
+    /// The spec, declining elicitation where it answered with the defaults.
+    fn declining(&self) -> String {
+        self.text
+            .replace("elicitation: defaults", "elicitation: decline")
+    }
+
+    /// Writes `probe.yaml` anew (a spec changed since the recording).
+    fn rewrite(&self, text: &str) {
+        write(&self.dir, "probe.yaml", text);
+    }
+
+    /// `toolrun COMMAND probe.yaml`, given the secret.
+    fn toolrun(&self, command: &str) -> std::process::Command {
+        let mut cmd = toolrun();
+        cmd.env("PROBE_TOKEN", SECRET).arg(command).arg(&self.spec);
+        cmd
+    }
+
+    /// `toolrun run probe.yaml --query QUERY --json`, allowed to start the probe.
+    fn run(&self, query: &str) -> std::process::Command {
+        let mut cmd = self.toolrun("run");
+        cmd.args(["--query", query, "--json", "--allow-exec"])
+            .arg(python::python());
+        cmd
+    }
+
+    /// `toolrun call probe.yaml TOOL ARGS...`, allowed to start the probe.
+    fn call(&self, tool: &str, args: &[&str]) -> Output {
+        run(self
+            .toolrun("call")
+            .arg(tool)
+            .args(args)
+            .arg("--allow-exec")
+            .arg(python::python()))
+    }
+
+    /// The run recorded to `probe.json`; it must succeed.
+    fn record(&self, query: &str) -> Output {
+        let out = run(self.run(query).arg("--record").arg(&self.fixture));
+        out.assert_success();
+        out
+    }
+
+    fn recorded(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(&self.fixture).unwrap()).unwrap()
+    }
+
+    /// `toolrun replay` of `probe.json` (or another recording).
+    fn replay(fixture: &Path) -> Output {
+        run(toolrun().arg("replay").arg(fixture))
+    }
+
+    /// How many times the probe was started.
+    fn started(&self) -> usize {
+        pid_lines(&self.logs).len()
+    }
+
+    /// `toolrun run` of a tool that waits, spawned and returned once the call is in flight
+    /// (the tool says it waits).
+    fn waiting(&self, args: &[&std::ffi::OsStr]) -> std::process::Child {
+        let mut child = self
+            .toolrun("run")
+            .args(["--query", "wait", "--allow-exec"])
+            .arg(python::python())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let waiting = self.logs.join("waiting");
+        for _ in 0..3000 {
+            if waiting.exists() || child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(waiting.exists(), "the tool never started");
+        child
+    }
+}
+
+/// Asserts that nothing of these processes is left running: gone, or at most a zombie waiting
+/// for the system's reaper.
+fn assert_ended(pids: &[Value]) {
+    for (i, entry) in pids.iter().enumerate() {
+        for role in ["leader", "helper"] {
+            let s = state(&entry[role]);
+            assert!(
+                s == "gone" || s == "Z",
+                "{role} {} of probe {i} is {s}",
+                entry[role]
+            );
+        }
+    }
 }
 
 fn events_named(events: &Path, name: &str) -> Vec<Value> {
@@ -89,33 +230,22 @@ fn proc_state(pid: &Value) -> String {
 
 #[test]
 fn a_stdio_server_gets_only_its_environment_keeps_its_stderr_and_replays_without_starting() {
-    let dir = support::temp_dir("mcp-stdio-run");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: environment, arguments: {} }]
           - tool_calls: [{ name: shout, arguments: { size: 70000 } }]
           - answer: "{{ results[0].result.env.GREETING }} from {{ results[0].result.cwd }}""#;
-    let spec_path = write(
-        &dir,
-        "probe.yaml",
-        &probe_spec(&logs, "environment, shout", turns),
-    );
-    let fixture = dir.join("probe.json");
-    let events = dir.join("events.jsonl");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
+    let probe = Probe::new("mcp-stdio-run", "environment, shout", turns);
+    let events = probe.dir.join("events.jsonl");
+    let out = run(probe
+        .run("where are you?")
         .env("TOOLRUN_NOT_FOR_SERVERS", "1")
         .env("LOGNAME", "probe-user")
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "where are you?", "--json", "--allow-exec"])
-        .arg(python::python())
         .arg("--record")
-        .arg(&fixture)
+        .arg(&probe.fixture)
         .arg("--events")
         .arg(&events));
     out.assert_success();
     let trace = out.json();
-    let root = dir.canonicalize().unwrap();
+    let root = probe.dir.canonicalize().unwrap();
     // The project root is its working directory; `env:` values were rendered.
     assert_eq!(
         trace["final_output"],
@@ -148,7 +278,7 @@ fn a_stdio_server_gets_only_its_environment_keeps_its_stderr_and_replays_without
     assert!(env.contains_key("PATH"));
     // The secret reached the server, and nothing toolrun wrote.
     assert_eq!(env["PROBE_TOKEN"], "***");
-    let fixture_text = std::fs::read_to_string(&fixture).unwrap();
+    let fixture_text = std::fs::read_to_string(&probe.fixture).unwrap();
     let events_text = std::fs::read_to_string(&events).unwrap();
     for (what, text) in [
         ("stdout", &out.stdout),
@@ -191,37 +321,31 @@ fn a_stdio_server_gets_only_its_environment_keeps_its_stderr_and_replays_without
             "tools/call"
         ]
     );
-    assert_eq!(pid_lines(&logs).len(), 1);
+    assert_eq!(probe.started(), 1);
 
     // A replay answers from the fixture and starts nothing, without `--allow-exec`.
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    let replayed = Probe::replay(&probe.fixture);
     replayed.assert_success();
     assert!(
         replayed.stdout.contains("1 passed, 0 failed"),
         "{replayed:?}"
     );
-    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+    assert_eq!(probe.started(), 1, "the replay started the server");
 }
 
 #[test]
 fn nothing_starts_unless_the_command_line_allows_the_program() {
-    let dir = support::temp_dir("mcp-stdio-allow");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: echo, arguments: { text: hi } }]
           - answer: "{{ last.result }}""#;
-    let spec = probe_spec(&logs, "echo", turns)
-        + "tests:\n  - name: offline\n    query: hi\n    expect: { status: ok }\n";
-    let spec_path = write(&dir, "probe.yaml", &spec);
+    let probe = Probe::edited("mcp-stdio-allow", "echo", turns, |spec| {
+        spec + "tests:\n  - name: offline\n    query: hi\n    expect: { status: ok }\n"
+    });
     let python = python::python();
     // `check` never starts the server; a run without the flag refuses, naming it and the line.
-    run(toolrun().arg("check").arg(&spec_path)).assert_success();
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "hi"]));
+    run(&mut probe.toolrun("check")).assert_success();
+    let out = run(probe.toolrun("run").args(["--query", "hi"]));
     out.assert_code(1);
-    let line = format!("{}:8:14", spec_path.display());
+    let line = format!("{}:8:14", probe.spec.display());
     assert!(
         out.stderr
             .contains(&format!("--allow-exec {}", python.display()))
@@ -230,22 +354,24 @@ fn nothing_starts_unless_the_command_line_allows_the_program() {
         "{out:?}"
     );
     // Another program allowed is not this one.
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .args(["call"])
-        .arg(&spec_path)
-        .args(["echo", "--args", r#"{"text": "hi"}"#, "--allow-exec", "sh"]));
+    let out = run(probe.toolrun("call").args([
+        "echo",
+        "--args",
+        r#"{"text": "hi"}"#,
+        "--allow-exec",
+        "sh",
+    ]));
     out.assert_code(1);
     assert!(out.stderr.contains("--allow-exec"), "{out:?}");
-    assert!(pid_lines(&logs).is_empty(), "a refused server started");
+    assert_eq!(probe.started(), 0, "a refused server started");
     // Offline tests refuse it like the network, and start nothing.
     let tested = run(toolrun()
         .arg("test")
-        .arg(&spec_path)
+        .arg(&probe.spec)
         .arg("--allow-exec")
         .arg(&python));
     assert!(
-        pid_lines(&logs).is_empty(),
+        probe.started() == 0,
         "an offline test started the server: {tested:?}"
     );
     assert!(
@@ -260,43 +386,35 @@ fn nothing_starts_unless_the_command_line_allows_the_program() {
     );
 
     // Allowed by a path to the same file (here through a symlink): `call` runs it.
-    let link = dir.join("py");
+    let link = probe.dir.join("py");
     std::os::unix::fs::symlink(&python, &link).unwrap();
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("call")
-        .arg(&spec_path)
+    let out = run(probe
+        .toolrun("call")
         .args(["echo", "--args", r#"{"text": "hi there"}"#, "--allow-exec"])
         .arg(&link));
     out.assert_success();
     assert_eq!(out.json(), json!({ "result": "hi there" }));
-    assert_eq!(pid_lines(&logs).len(), 1);
+    assert_eq!(probe.started(), 1);
 }
 
 #[test]
 fn the_process_group_ends_with_each_run_leaving_nothing_running_and_no_zombie() {
-    let dir = support::temp_dir("mcp-stdio-group");
-    let logs = dir.join("logs");
-    let spec = probe_spec(
-        &logs,
-        "echo",
-        r#"          - tool_calls: [{ name: echo, arguments: { text: one } }]
-          - answer: done"#,
-    );
+    let turns = r#"          - tool_calls: [{ name: echo, arguments: { text: one } }]
+          - answer: done"#;
     // Two cases, one after the other, in one toolrun process: the second server looks at what
     // the first left behind while toolrun still runs (its leader must be reaped, not a zombie).
-    let spec = format!(
-        "{spec}tests:\n  - name: first\n    query: one\n    expect: {{ status: ok }}\n  - name: second\n    query: two\n    expect: {{ status: ok }}\n"
-    );
-    let spec_path = write(&dir, "probe.yaml", &spec);
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("test")
-        .arg(&spec_path)
+    let probe = Probe::edited("mcp-stdio-group", "echo", turns, |spec| {
+        format!(
+            "{spec}tests:\n  - name: first\n    query: one\n    expect: {{ status: ok }}\n  - name: second\n    query: two\n    expect: {{ status: ok }}\n"
+        )
+    });
+    let logs = &probe.logs;
+    let out = run(probe
+        .toolrun("test")
         .args(["--allow-network", "-j", "1", "--allow-exec"])
         .arg(python::python()));
     out.assert_success();
-    let pids = pid_lines(&logs);
+    let pids = pid_lines(logs);
     assert_eq!(pids.len(), 2, "{pids:?}");
     let second = &pids[1]["leader"];
     let seen: Value = serde_json::from_str(
@@ -314,28 +432,16 @@ fn the_process_group_ends_with_each_run_leaving_nothing_running_and_no_zombie() 
         .as_str()
         .unwrap();
     assert!(helper == "gone" || helper == "Z", "{seen}");
-    for entry in &pids {
-        for role in ["leader", "helper"] {
-            let s = state(&entry[role]);
-            assert!(s == "gone" || s == "Z", "{role} {} is {s}", entry[role]);
-        }
-    }
+    assert_ended(&pids);
 }
 
 #[test]
 fn a_message_past_the_cap_fails_the_call_and_the_server_keeps_answering() {
-    let dir = support::temp_dir("mcp-stdio-cap");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: big, arguments: { size: 5000000 } }]
           - tool_calls: [{ name: big, arguments: { size: 10 } }]
           - answer: "{{ results[1].result.result }}""#;
-    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "big", turns));
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "big", "--json", "--allow-exec"])
-        .arg(python::python()));
+    let probe = Probe::new("mcp-stdio-cap", "big", turns);
+    let out = run(&mut probe.run("big"));
     out.assert_success();
     let trace = out.json();
     // Cut at 4 MiB as an HTTP reply would be; the next message is read as usual.
@@ -349,19 +455,8 @@ fn a_message_past_the_cap_fails_the_call_and_the_server_keeps_answering() {
 
 #[test]
 fn requests_from_the_server_during_a_call_are_answered_at_once() {
-    let dir = support::temp_dir("mcp-stdio-ask");
-    let logs = dir.join("logs");
-    let spec_path = write(
-        &dir,
-        "probe.yaml",
-        &probe_spec(&logs, "ask_back", "          - answer: no"),
-    );
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("call")
-        .arg(&spec_path)
-        .args(["ask_back", "--allow-exec"])
-        .arg(python::python()));
+    let probe = Probe::new("mcp-stdio-ask", "ask_back", "          - answer: no");
+    let out = probe.call("ask_back", &[]);
     out.assert_success();
     // `ping` gets its result, `roots/list` "method not found": the call completes, well before
     // the tool's timeout.
@@ -371,19 +466,8 @@ fn requests_from_the_server_during_a_call_are_answered_at_once() {
 
 #[test]
 fn a_crashed_server_names_itself_its_exit_and_its_stderr() {
-    let dir = support::temp_dir("mcp-stdio-crash");
-    let logs = dir.join("logs");
-    let spec_path = write(
-        &dir,
-        "probe.yaml",
-        &probe_spec(&logs, "crash", "          - answer: no"),
-    );
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("call")
-        .arg(&spec_path)
-        .args(["crash", "--json", "--allow-exec"])
-        .arg(python::python()));
+    let probe = Probe::new("mcp-stdio-crash", "crash", "          - answer: no");
+    let out = probe.call("crash", &["--json"]);
     out.assert_code(1);
     let record = out.json();
     let message = record["error"]["message"].as_str().unwrap();
@@ -685,33 +769,11 @@ tests:
 
 #[test]
 fn an_interrupted_run_ends_the_server_and_what_it_started() {
-    let dir = support::temp_dir("mcp-stdio-interrupt");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: wait, arguments: {} }]
           - answer: never"#;
-    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "wait", turns));
-    let trace = dir.join("trace.json");
-    let mut child = toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "wait", "--allow-exec"])
-        .arg(python::python())
-        .arg("--trace")
-        .arg(&trace)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // The call is in flight once the tool says it waits.
-    let waiting = logs.join("waiting");
-    for _ in 0..3000 {
-        if waiting.exists() || child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(waiting.exists(), "the tool never started");
+    let probe = Probe::new("mcp-stdio-interrupt", "wait", turns);
+    let trace = probe.dir.join("trace.json");
+    let mut child = probe.waiting(&["--trace".as_ref(), trace.as_ref()]);
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -722,12 +784,7 @@ fn an_interrupted_run_ends_the_server_and_what_it_started() {
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     assert_eq!(written["stop_reason"], "interrupted");
     // toolrun has exited: the server and its helper were ended with it, not left running.
-    for entry in pid_lines(&logs) {
-        for role in ["leader", "helper"] {
-            let s = state(&entry[role]);
-            assert!(s == "gone" || s == "Z", "{role} {} is {s}", entry[role]);
-        }
-    }
+    assert_ended(&pid_lines(&probe.logs));
 }
 
 #[test]
@@ -785,12 +842,7 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
     // helpers went with it.
     let pids = pid_lines(&logs);
     assert_eq!(pids.len(), 2, "{pids:?}");
-    for (i, p) in pids.iter().enumerate() {
-        for role in ["leader", "helper"] {
-            let s = state(&p[role]);
-            assert!(s == "gone" || s == "Z", "{role} of probe {i} is {s}");
-        }
-    }
+    assert_ended(&pids);
 }
 
 /// Settles to `gone` once the process has ended and been reaped, or says what it still is.
@@ -871,21 +923,14 @@ fn a_gateway_over_http_ends_each_client_sessions_stdio_server_with_the_session()
 /// again without starting anything.
 #[test]
 fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
-    let dir = support::temp_dir("mcp-stdio-notes");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: ask_back, arguments: {} }]
           - answer: "{{ results[0].result.result }}""#;
-    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "ask_back", turns));
-    let fixture = dir.join("probe.json");
-    let events = dir.join("events.jsonl");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "ask back", "--json", "--allow-exec"])
-        .arg(python::python())
+    let probe = Probe::new("mcp-stdio-notes", "ask_back", turns);
+    let events = probe.dir.join("events.jsonl");
+    let out = run(probe
+        .run("ask back")
         .arg("--record")
-        .arg(&fixture)
+        .arg(&probe.fixture)
         .arg("--events")
         .arg(&events));
     out.assert_success();
@@ -912,8 +957,7 @@ fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
     assert_eq!(asked[1]["answer"]["code"], -32601);
     assert!(asked.iter().all(|e| e["tool"] == "ask_back"));
     // The call's recorded answer carries the requests before the response.
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let recorded = probe.recorded();
     let call = recorded["exchanges"]
         .as_array()
         .unwrap()
@@ -928,13 +972,13 @@ fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
         .filter_map(|m| m["method"].as_str())
         .collect();
     assert_eq!(kept, ["ping", "roots/list"], "{body:#}");
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    let replayed = Probe::replay(&probe.fixture);
     replayed.assert_success();
     assert!(
         replayed.stdout.contains("1 passed, 0 failed"),
         "{replayed:?}"
     );
-    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+    assert_eq!(probe.started(), 1, "the replay started the server");
 }
 
 /// toolrun killed outright (SIGKILL: no chance to end its servers) still takes its stdio server
@@ -944,33 +988,14 @@ fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_toolrun_takes_its_stdio_server_with_it() {
-    let dir = support::temp_dir("mcp-stdio-killed");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: wait, arguments: {} }]
           - answer: never"#;
-    let spec_path = write(&dir, "probe.yaml", &probe_spec(&logs, "wait", turns));
-    let mut child = toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "wait", "--allow-exec"])
-        .arg(python::python())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let probe = Probe::new("mcp-stdio-killed", "wait", turns);
     // The call is in flight (the server busy in it, not reading stdin) once the tool says so.
-    let waiting = logs.join("waiting");
-    for _ in 0..3000 {
-        if waiting.exists() || child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(waiting.exists(), "the tool never started");
+    let mut child = probe.waiting(&[]);
     child.kill().unwrap();
     child.wait().unwrap();
-    let pids = pid_lines(&logs);
+    let pids = pid_lines(&probe.logs);
     assert_eq!(pids.len(), 1, "{pids:?}");
     let leader = state(&pids[0]["leader"]);
     let helper = &pids[0]["helper"];
@@ -1000,28 +1025,10 @@ fn a_killed_toolrun_takes_its_stdio_server_with_it() {
 /// same spec replays, a spec whose `elicitation:` changed since fails, naming the request.
 #[test]
 fn a_replay_recomputes_the_answers_written_to_a_stdio_server_and_fails_when_they_differ() {
-    let dir = support::temp_dir("mcp-stdio-answers");
-    let logs = dir.join("logs");
-    let turns = r#"          - tool_calls: [{ name: ask_name, arguments: {} }]
-          - answer: "{{ results[0].result.result }}""#;
-    let text = probe_spec(&logs, "ask_name", turns).replace(
-        "    timeout: 30s\n",
-        "    timeout: 30s\n    elicitation: defaults\n",
-    );
-    let spec_path = write(&dir, "probe.yaml", &text);
-    let fixture = dir.join("probe.json");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "ask", "--json", "--allow-exec"])
-        .arg(python::python())
-        .arg("--record")
-        .arg(&fixture));
-    out.assert_success();
+    let probe = Probe::asking("mcp-stdio-answers", "ask_name", ASK_NAME, "30s");
+    let out = probe.record("ask");
     assert_eq!(out.json()["final_output"], "accept: Ada", "{out:?}");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let recorded = probe.recorded();
     let answers: Vec<&Value> = recorded["exchanges"]
         .as_array()
         .unwrap()
@@ -1034,15 +1041,10 @@ fn a_replay_recomputes_the_answers_written_to_a_stdio_server_and_fails_when_they
         answers[0]["result"],
         json!({ "action": "accept", "content": { "name": "Ada" } })
     );
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
-    replayed.assert_success();
+    Probe::replay(&probe.fixture).assert_success();
     // The spec now declines: the replay's answer is not the recorded one.
-    write(
-        &dir,
-        "probe.yaml",
-        &text.replace("elicitation: defaults", "elicitation: decline"),
-    );
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    probe.rewrite(&probe.declining());
+    let replayed = Probe::replay(&probe.fixture);
     replayed.assert_code(1);
     assert!(
         replayed.stdout.contains("MCP server `probe`")
@@ -1056,7 +1058,7 @@ fn a_replay_recomputes_the_answers_written_to_a_stdio_server_and_fails_when_they
                 .contains(r#"/body/result/action: expected "accept", got "decline""#),
         "{replayed:?}"
     );
-    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+    assert_eq!(probe.started(), 1, "the replay started the server");
 }
 
 /// Two calls at once to one stdio server (the reference server-everything): each call's
@@ -1247,27 +1249,16 @@ fn a_remote_calls_progress_moves_the_test_progress_bar_on_a_terminal() {
 /// them again from the recording and passes.
 #[test]
 fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
-    let dir = support::temp_dir("mcp-stdio-concurrent-ask");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls:
               - { name: ask_name, arguments: {} }
               - { name: ask_name, arguments: {} }
           - answer: "{{ results[0].result.result }}|{{ results[1].result.result }}""#;
-    let text = probe_spec(&logs, "ask_name", turns).replace(
-        "    timeout: 30s\n",
-        "    timeout: 30s\n    elicitation: defaults\n",
-    );
-    let spec_path = write(&dir, "probe.yaml", &text);
-    let fixture = dir.join("probe.json");
-    let events = dir.join("events.jsonl");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "ask twice", "--json", "--allow-exec"])
-        .arg(python::python())
+    let probe = Probe::asking("mcp-stdio-concurrent-ask", "ask_name", turns, "30s");
+    let events = probe.dir.join("events.jsonl");
+    let out = run(probe
+        .run("ask twice")
         .arg("--record")
-        .arg(&fixture)
+        .arg(&probe.fixture)
         .arg("--events")
         .arg(&events));
     out.assert_success();
@@ -1282,8 +1273,7 @@ fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
             .all(|e| calls.contains(&e["id"].as_str().unwrap_or(""))),
         "{asked:#?}"
     );
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let recorded = probe.recorded();
     let bodies: Vec<&Value> = recorded["exchanges"]
         .as_array()
         .unwrap()
@@ -1295,9 +1285,8 @@ fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
         2,
         "{recorded:#}"
     );
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
-    replayed.assert_success();
-    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+    Probe::replay(&probe.fixture).assert_success();
+    assert_eq!(probe.started(), 1, "the replay started the server");
 }
 
 /// A call given up on (its timeout) after the server asked something: the request and its
@@ -1305,31 +1294,15 @@ fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
 /// (no recorded answer is left unrequested).
 #[test]
 fn a_request_about_a_call_given_up_on_is_replayed_with_the_next_reply() {
-    let dir = support::temp_dir("mcp-stdio-given-up");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: ask_then_wait, arguments: {} }]
           - tool_calls: [{ name: echo, arguments: { text: after } }]
           - answer: "{{ results[1].result.result }}""#;
-    let text = probe_spec(&logs, "ask_then_wait, echo", turns).replace(
-        "    timeout: 30s\n",
-        "    timeout: 3s\n    elicitation: defaults\n",
-    );
-    let spec_path = write(&dir, "probe.yaml", &text);
-    let fixture = dir.join("probe.json");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "ask then wait", "--json", "--allow-exec"])
-        .arg(python::python())
-        .arg("--record")
-        .arg(&fixture));
-    out.assert_success();
+    let probe = Probe::asking("mcp-stdio-given-up", "ask_then_wait, echo", turns, "3s");
+    let out = probe.record("ask then wait");
     let trace = out.json();
     assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
     assert_eq!(trace["final_output"], "after", "{out:?}");
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
-    replayed.assert_success();
+    Probe::replay(&probe.fixture).assert_success();
 }
 
 /// A server that asks something and then crashes: the call fails naming the crash, and the
@@ -1337,32 +1310,16 @@ fn a_request_about_a_call_given_up_on_is_replayed_with_the_next_reply() {
 /// so none is recorded to be left unrequested.
 #[test]
 fn a_server_that_asks_then_crashes_records_and_replays() {
-    let dir = support::temp_dir("mcp-stdio-ask-crash");
-    let logs = dir.join("logs");
     let turns = r#"          - tool_calls: [{ name: ask_then_crash, arguments: {} }]
           - answer: "{{ results[0].status }}""#;
-    let text = probe_spec(&logs, "ask_then_crash", turns).replace(
-        "    timeout: 30s\n",
-        "    timeout: 30s\n    elicitation: defaults\n",
-    );
-    let spec_path = write(&dir, "probe.yaml", &text);
-    let fixture = dir.join("probe.json");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "ask then crash", "--json", "--allow-exec"])
-        .arg(python::python())
-        .arg("--record")
-        .arg(&fixture));
-    out.assert_success();
+    let probe = Probe::asking("mcp-stdio-ask-crash", "ask_then_crash", turns, "30s");
+    let out = probe.record("ask then crash");
     let trace = out.json();
     let error = trace["tool_errors"][0]["message"]
         .as_str()
         .unwrap_or_default();
     assert!(error.contains("crashed after asking"), "{out:?}");
-    let replayed = run(toolrun().arg("replay").arg(&fixture));
-    replayed.assert_success();
+    Probe::replay(&probe.fixture).assert_success();
 }
 
 /// A fixture recorded before the answers written to a stdio server were recorded (its
@@ -1371,29 +1328,11 @@ fn a_server_that_asks_then_crashes_records_and_replays() {
 /// has them.
 #[test]
 fn a_fixture_recorded_before_answers_were_recorded_still_replays() {
-    let dir = support::temp_dir("mcp-stdio-old-answers");
-    let logs = dir.join("logs");
-    let turns = r#"          - tool_calls: [{ name: ask_name, arguments: {} }]
-          - answer: "{{ results[0].result.result }}""#;
-    let text = probe_spec(&logs, "ask_name", turns).replace(
-        "    timeout: 30s\n",
-        "    timeout: 30s\n    elicitation: defaults\n",
-    );
-    let spec_path = write(&dir, "probe.yaml", &text);
-    let fixture = dir.join("probe.json");
-    let out = run(toolrun()
-        .env("PROBE_TOKEN", SECRET)
-        .arg("run")
-        .arg(&spec_path)
-        .args(["--query", "ask", "--json", "--allow-exec"])
-        .arg(python::python())
-        .arg("--record")
-        .arg(&fixture));
-    out.assert_success();
+    let probe = Probe::asking("mcp-stdio-old-answers", "ask_name", ASK_NAME, "30s");
+    let out = probe.record("ask");
     assert_eq!(out.json()["final_output"], "accept: Ada", "{out:?}");
     // The older shape: the same recording without the answer exchanges.
-    let mut recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let mut recorded = probe.recorded();
     let exchanges = recorded["exchanges"].as_array_mut().unwrap();
     let before = exchanges.len();
     exchanges.retain(|e| {
@@ -1401,16 +1340,11 @@ fn a_fixture_recorded_before_answers_were_recorded_still_replays() {
         body.get("method").is_some() || body.get("result").is_none() && body.get("error").is_none()
     });
     assert_eq!(exchanges.len(), before - 1, "{recorded:#}");
-    let old = dir.join("old.json");
+    let old = probe.dir.join("old.json");
     std::fs::write(&old, serde_json::to_string_pretty(&recorded).unwrap()).unwrap();
-    let replayed = run(toolrun().arg("replay").arg(&old));
-    replayed.assert_success();
+    Probe::replay(&old).assert_success();
     // Even with a spec that now answers otherwise: the old recording has nothing to compare.
-    write(
-        &dir,
-        "probe.yaml",
-        &text.replace("elicitation: defaults", "elicitation: decline"),
-    );
-    run(toolrun().arg("replay").arg(&old)).assert_success();
-    assert_eq!(pid_lines(&logs).len(), 1, "the replay started the server");
+    probe.rewrite(&probe.declining());
+    Probe::replay(&old).assert_success();
+    assert_eq!(probe.started(), 1, "the replay started the server");
 }
