@@ -550,6 +550,7 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
     let plan = json!([
         { "name": "lookup_order", "arguments": { "order_id": 42 } },
         { "name": "lookup_order", "arguments": { "order_id": 7 } },
+        { "name": "no_such_tool", "arguments": {} },
     ]);
     let out = support::run_with_stdin(&mut client, &plan.to_string());
     assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
@@ -560,7 +561,10 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
     let mut rest = String::new();
     let _ = stderr.read_to_string(&mut rest);
     assert_eq!(status.code(), Some(0), "{rest}");
-    let spans = tap.wait(|s| named(s, "tools/call lookup_order").len() >= 2);
+    let spans = tap.wait(|s| {
+        named(s, "tools/call lookup_order").len() >= 2
+            && !named(s, "tools/call no_such_tool").is_empty()
+    });
     for name in ["initialize", "tools/list"] {
         let s = named(&spans, name);
         assert!(!s.is_empty(), "no `{name}` span in:\n{spans:#?}");
@@ -587,6 +591,11 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
         .filter(|c| attr(c, "error.type") == "not_found")
         .collect();
     assert_eq!(failed.len(), 1, "order 7 is not found:\n{calls:#?}");
+    // A JSON-RPC error, as the MCP conventions record it: its code, as a string, in both.
+    let unknown = one(&spans, "tools/call no_such_tool");
+    assert_eq!(attr(unknown, "error.type"), "-32602", "{unknown:#}");
+    assert_eq!(attr(unknown, "rpc.response.status_code"), "-32602");
+    assert_eq!(unknown["status"]["code"], 2, "ERROR");
 }
 
 #[test]

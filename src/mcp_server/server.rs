@@ -488,7 +488,7 @@ impl ServerHandler for ServedSession {
             req.protocol_version = Some(request.protocol_version.to_string());
             let answer = match &result {
                 Ok(_) => telemetry::Answer::Result(None),
-                Err(e) => telemetry::Answer::Error(&e.message),
+                Err(e) => telemetry::Answer::Error(e.code.0, &e.message),
             };
             telemetry::served(&req, None, answer, &self.served.setup.redactor);
         }
@@ -549,7 +549,7 @@ impl ServerHandler for ServedSession {
             );
             if let Some(start) = start {
                 let req = served_request(&context, "tools/call", Some(&request.name), start, None);
-                let answer = telemetry::Answer::Error(&error.message);
+                let answer = telemetry::Answer::Error(error.code.0, &error.message);
                 telemetry::served(&req, None, answer, &self.served.setup.redactor);
             }
             return Err(error);

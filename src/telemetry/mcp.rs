@@ -22,10 +22,10 @@ pub(crate) struct Request<'a> {
     pub(crate) start_ns: u64,
 }
 
-/// What the request got back: the `tools/call` result, or a protocol error.
+/// What the request got back: the `tools/call` result, or a JSON-RPC error (code, message).
 pub(crate) enum Answer<'a> {
     Result(Option<&'a Value>),
-    Error(&'a str),
+    Error(i32, &'a str),
 }
 
 pub(crate) fn served(
@@ -77,8 +77,11 @@ pub(crate) fn served(
             }
         }
         Answer::Result(None) => {}
-        Answer::Error(message) => {
-            span.set("error.type", "jsonrpc_error");
+        // The MCP conventions: a JSON-RPC error is `error.type` and `rpc.response.status_code`,
+        // both the error's code as a string.
+        Answer::Error(code, message) => {
+            span.set("error.type", code.to_string())
+                .set("rpc.response.status_code", code.to_string());
             span.error = Some(redactor.str(message));
         }
     }
