@@ -756,11 +756,16 @@ fn json_protocol_headers_and_resource_reach_the_collector_and_disabled_means_not
     assert_eq!(collector.requests().len(), 2, "nothing sent when disabled");
 }
 
-/// What one `toolrun call` under `env` sent to an http/json collector: the resource's
-/// attributes (as plain JSON), the spans, and the command's stderr.
-fn resource_and_spans(
-    env: &[(&str, &str)],
-) -> (serde_json::Map<String, Value>, Vec<Value>, String) {
+/// What one `toolrun call` under `env` sent to an http/json collector.
+struct Sent {
+    /// The resource's attributes, as plain JSON.
+    resource: serde_json::Map<String, Value>,
+    spans: Vec<Value>,
+    request: support::Request,
+    stderr: String,
+}
+
+fn sent_by_a_call(env: &[(&str, &str)]) -> Sent {
     let collector = TestServer::start(|_| Response::json(200, json!({})));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cmd = support::toolrun();
@@ -774,9 +779,10 @@ fn resource_and_spans(
     let out = support::run(&mut cmd);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stdout.trim(), "178.15", "{out:?}");
-    let got = collector.requests();
+    let mut got = collector.requests();
     assert_eq!(got.len(), 1, "one batch: {out:?}");
-    let body: Value = serde_json::from_slice(&got[0].body).expect("OTLP/JSON");
+    let request = got.remove(0);
+    let body: Value = serde_json::from_slice(&request.body).expect("OTLP/JSON");
     let resource = body["resourceSpans"][0]["resource"]["attributes"]
         .as_array()
         .expect("resource attributes")
@@ -787,13 +793,23 @@ fn resource_and_spans(
         .as_array()
         .expect("spans")
         .clone();
-    (resource, spans, out.stderr)
+    Sent {
+        resource,
+        spans,
+        request,
+        stderr: out.stderr,
+    }
 }
 
 #[test]
 fn resource_attributes_and_traceparent_are_read_as_the_specifications_say() {
     // Keys and values percent-decoded (`,` and `=` must be encoded in both).
-    let (resource, spans, stderr) = resource_and_spans(&[(
+    let Sent {
+        resource,
+        spans,
+        stderr,
+        ..
+    } = sent_by_a_call(&[(
         "OTEL_RESOURCE_ATTRIBUTES",
         "deployment.environment=ci%2Cprod, team%3Dname = a%3Db%20c ,",
     )]);
@@ -805,7 +821,12 @@ fn resource_attributes_and_traceparent_are_read_as_the_specifications_say() {
 
     // A malformed list is discarded whole, with one warning; the spans still go out.
     for bad in ["team=a,broken", "team=a,k=%E2%9", "team=a,=x"] {
-        let (resource, spans, stderr) = resource_and_spans(&[("OTEL_RESOURCE_ATTRIBUTES", bad)]);
+        let Sent {
+            resource,
+            spans,
+            stderr,
+            ..
+        } = sent_by_a_call(&[("OTEL_RESOURCE_ATTRIBUTES", bad)]);
         assert_eq!(stderr.matches("warning").count(), 1, "{bad}: {stderr}");
         assert!(
             stderr.contains("OTEL_RESOURCE_ATTRIBUTES is ignored"),
@@ -828,7 +849,7 @@ fn resource_attributes_and_traceparent_are_read_as_the_specifications_say() {
         (format!("00-{id}-{span}-01-extra"), false),
         (format!("00-{id}-{span}-01{}[31m", '\u{1b}'), false),
     ] {
-        let (_, spans, stderr) = resource_and_spans(&[("TRACEPARENT", &traceparent)]);
+        let Sent { spans, stderr, .. } = sent_by_a_call(&[("TRACEPARENT", &traceparent)]);
         assert_eq!(stderr, "", "{traceparent:?}");
         let call = one(&spans, "execute_tool get_stock_price");
         assert_eq!(
@@ -843,6 +864,32 @@ fn resource_attributes_and_traceparent_are_read_as_the_specifications_say() {
             "{traceparent:?}"
         );
     }
+}
+
+#[test]
+fn traces_headers_take_the_place_of_the_general_ones() {
+    let general = "authorization=Bearer%20general-secret,x-team=agents";
+    let sent = sent_by_a_call(&[("OTEL_EXPORTER_OTLP_HEADERS", general)]);
+    assert_eq!(
+        sent.request.header_all("authorization"),
+        ["Bearer general-secret"]
+    );
+    assert_eq!(sent.request.header("x-team"), Some("agents"));
+    // The signal's own variable wins whole, as the SDKs read it: nothing of the general one
+    // (a key for another backend) goes along.
+    let sent = sent_by_a_call(&[
+        ("OTEL_EXPORTER_OTLP_HEADERS", general),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "authorization=Bearer%20traces-secret",
+        ),
+    ]);
+    assert_eq!(
+        sent.request.header_all("authorization"),
+        ["Bearer traces-secret"]
+    );
+    assert_eq!(sent.request.header("x-team"), None);
+    assert!(!sent.stderr.contains("secret"), "{}", sent.stderr);
 }
 
 #[test]

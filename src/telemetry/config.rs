@@ -80,10 +80,13 @@ pub(crate) fn from_env(
             ))
         }
     };
-    let mut headers = key_value_list(get("OTEL_EXPORTER_OTLP_HEADERS").as_deref());
-    headers.extend(key_value_list(
-        get("OTEL_EXPORTER_OTLP_TRACES_HEADERS").as_deref(),
-    ));
+    // The signal's own variable takes the general one's place whole, as the SDKs read them
+    // (the general one may hold another backend's key).
+    let headers = key_value_list(
+        get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+            .or_else(|| get("OTEL_EXPORTER_OTLP_HEADERS"))
+            .as_deref(),
+    );
     let content = flags.content
         || get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
