@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use support::specs::notes_spec as spec;
 use support::{run, toolrun, write};
 
 const SECRET: &str = "notes-key-5b0d1e9a7c";
@@ -85,32 +86,6 @@ impl Drop for NotesServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A spec using the server's tools: `tools` is the YAML of the `tools:` list, `turns` the
-/// scripted model's turns.
-fn spec(url: &str, tools: &str, turns: &str) -> String {
-    format!(
-        r#"version: 1
-name: notes
-secrets: [NOTES_KEY]
-tools:
-  notes:
-    kind: mcp
-    description: The team's notes server.
-    url: {url}
-    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
-    timeout: 20s
-    tools:
-{tools}
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-{turns}
-"#
-    )
 }
 
 const TOOLS: &str = r#"      - search_notes

@@ -8,6 +8,7 @@ mod python;
 mod support;
 
 use serde_json::{json, Value};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -241,6 +242,85 @@ fn toolrun(tap: &Tap) -> Command {
     cmd
 }
 
+/// `toolrun` exporting to `tap` in the caller's trace `trace` (under its span `CALLER_SPAN`),
+/// with one secret in its environment.
+fn under_trace(tap: &Tap, trace: &str, (secret, value): (&str, &str)) -> Command {
+    let mut cmd = toolrun(tap);
+    cmd.env("TRACEPARENT", format!("00-{trace}-{CALLER_SPAN}-01"))
+        .env(secret, value);
+    cmd
+}
+
+/// `count` trace ids of the tests' own, `base + 1` on, as OTLP writes them (32 hex digits).
+fn trace_ids(base: u64, count: u64) -> Vec<String> {
+    (1..=count).map(|i| format!("{:032x}", base + i)).collect()
+}
+
+/// `toolrun run SPEC --query QUERY ARGS... --record FIXTURE`, which must succeed.
+#[track_caller]
+fn record(cmd: &mut Command, (spec, query): (&Path, &str), args: &[&OsStr], fixture: &Path) {
+    let out = support::run(
+        cmd.arg("run")
+            .arg(spec)
+            .args(["--query", query])
+            .args(args)
+            .arg("--record")
+            .arg(fixture),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// `toolrun export otel FILE --otlp TAP`: the collector named by the flag alone.
+fn export_otel(cmd: &mut Command, tap: &Tap, file: &Path) -> support::Output {
+    support::run(
+        cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .args(["export", "otel"])
+            .arg(file)
+            .args(["--otlp", &tap.url()]),
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The notes server (the official MCP Python SDK over streamable HTTP, tests/mcp) on a port of
+/// its own, logging the headers it gets to `dir/headers.jsonl`.
+fn notes_server(dir: &Path) -> (Child, u16) {
+    let mut server = Command::new(python::python())
+        .arg(python::script("notes_server.py"))
+        .arg(dir.join("headers.jsonl"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the notes server");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("port");
+    (
+        server,
+        line.trim().parse().expect("the notes server's port"),
+    )
+}
+
+/// The notes server's spec (see `support::specs::notes_spec`) with one tool, `tools`, which
+/// the scripted model calls once (as `called`) with `{ query: milk }` before it answers `found`.
+fn notes_spec(port: u16, tools: &str, called: &str) -> String {
+    support::specs::notes_spec(
+        &format!("http://127.0.0.1:{port}/mcp"),
+        tools,
+        &format!(
+            "          - tool_calls: [{{ name: {called}, arguments: {{ query: milk }} }}]\n          - answer: found"
+        ),
+    )
+}
+
+#[track_caller]
+fn nanos(span: &Value, key: &str) -> u64 {
+    span[key].as_str().unwrap().parse().unwrap()
+}
+
 #[test]
 fn a_run_is_an_agent_span_over_chat_tool_and_http_spans_masked_and_in_the_callers_trace() {
     let tap = Tap::start();
@@ -315,21 +395,8 @@ fn a_run_is_an_agent_span_over_chat_tool_and_http_spans_masked_and_in_the_caller
     // Content went out (opted in), and not one byte of it holds the secret.
     assert!(attr(chats[0], "gen_ai.input.messages").is_string());
     assert_clean("the exported spans", &tap.raw());
-    let start = |s: &Value| {
-        s["startTimeUnixNano"]
-            .as_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    };
-    let end = |s: &Value| {
-        s["endTimeUnixNano"]
-            .as_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    };
-    assert!(start(tool) >= start(run) && end(tool) >= start(tool));
+    let start = |s: &Value| nanos(s, "startTimeUnixNano");
+    assert!(start(tool) >= start(run) && nanos(tool, "endTimeUnixNano") >= start(tool));
 }
 
 #[test]
@@ -460,15 +527,8 @@ fn export_otel_sends_recorded_files_at_their_recorded_times() {
     let tap = Tap::start();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fixture = root.join("fixtures/local_stack_inventory.json");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
-    let out = support::run(
-        toolrun(&tap)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .args(["export", "otel"])
-            .arg(&fixture)
-            .args(["--otlp", &tap.url()]),
-    );
+    let recorded = read_json(&fixture);
+    let out = export_otel(&mut toolrun(&tap), &tap, &fixture);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stderr.contains("exported 1 run(s) from 1 file(s)"),
@@ -602,44 +662,11 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
 fn a_remote_mcp_call_is_an_mcp_client_span_under_its_tool_span() {
     let tap = Tap::start();
     let dir = support::temp_dir("otel-mcp-client");
-    let log = dir.join("headers.jsonl");
-    let mut server = Command::new(python::python())
-        .arg(python::script("notes_server.py"))
-        .arg(&log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the notes server");
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("port");
-    let port: u16 = line.trim().parse().expect("the notes server's port");
+    let (mut server, port) = notes_server(&dir);
     let spec = support::write(
         &dir,
         "notes.yaml",
-        &format!(
-            r#"version: 1
-name: notes
-secrets: [NOTES_KEY]
-tools:
-  notes:
-    kind: mcp
-    description: The team's notes server.
-    url: http://127.0.0.1:{port}/mcp
-    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
-    timeout: 20s
-    tools:
-      - search_notes
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - tool_calls: [{{ name: search_notes, arguments: {{ query: milk }} }}]
-          - answer: found
-"#
-        ),
+        &notes_spec(port, "      - search_notes", "search_notes"),
     );
     let out = support::run(
         toolrun(&tap)
@@ -720,20 +747,10 @@ fn json_protocol_headers_and_resource_reach_the_collector_and_disabled_means_not
     assert_eq!(req.header("authorization"), Some("Bearer hdr-secret-value"));
     assert_eq!(req.header("x-team"), Some("agents"));
     let body: Value = serde_json::from_slice(&req.body).expect("OTLP/JSON");
-    let resource = &body["resourceSpans"][0]["resource"];
-    let resource_attr = |key: &str| {
-        resource["attributes"]
-            .as_array()
-            .and_then(|a| a.iter().find(|kv| kv["key"] == key))
-            .map(|kv| plain(&kv["value"]))
-            .unwrap_or(Value::Null)
-    };
-    assert_eq!(resource_attr("service.name"), "stock-agent");
-    assert_eq!(resource_attr("deployment.environment"), "ci");
-    let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
-        .as_array()
-        .expect("spans")
-        .clone();
+    let resource = resource_of(&body);
+    assert_eq!(resource["service.name"], "stock-agent");
+    assert_eq!(resource["deployment.environment"], "ci");
+    let spans = spans_of(&body);
     let chat = &named(&spans, "chat m")[0];
     assert_eq!(attr(chat, "gen_ai.provider.name"), "scripted");
     assert_eq!(
@@ -754,6 +771,24 @@ fn json_protocol_headers_and_resource_reach_the_collector_and_disabled_means_not
     let out = run(&[("OTEL_SDK_DISABLED", "true".into())]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(collector.requests().len(), 2, "nothing sent when disabled");
+}
+
+/// The resource attributes of an OTLP/JSON request (one resource), as plain JSON.
+fn resource_of(body: &Value) -> serde_json::Map<String, Value> {
+    body["resourceSpans"][0]["resource"]["attributes"]
+        .as_array()
+        .expect("resource attributes")
+        .iter()
+        .map(|kv| (kv["key"].as_str().unwrap().to_string(), plain(&kv["value"])))
+        .collect()
+}
+
+/// The spans of an OTLP/JSON request (one resource, one scope).
+fn spans_of(body: &Value) -> Vec<Value> {
+    body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .expect("spans")
+        .clone()
 }
 
 /// What one `toolrun call` under `env` sent to an http/json collector.
@@ -783,19 +818,9 @@ fn sent_by_a_call(env: &[(&str, &str)]) -> Sent {
     assert_eq!(got.len(), 1, "one batch: {out:?}");
     let request = got.remove(0);
     let body: Value = serde_json::from_slice(&request.body).expect("OTLP/JSON");
-    let resource = body["resourceSpans"][0]["resource"]["attributes"]
-        .as_array()
-        .expect("resource attributes")
-        .iter()
-        .map(|kv| (kv["key"].as_str().unwrap().to_string(), plain(&kv["value"])))
-        .collect();
-    let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
-        .as_array()
-        .expect("spans")
-        .clone();
     Sent {
-        resource,
-        spans,
+        resource: resource_of(&body),
+        spans: spans_of(&body),
         request,
         stderr: out.stderr,
     }
@@ -921,6 +946,13 @@ fn call_and_replay_export_their_spans() {
     assert_child(one(&spans, "invoke_agent local_stack"), replay);
 }
 
+/// Whether each of `traces` holds a span `name`.
+fn in_every_trace(spans: &[Value], traces: &[String], name: &str) -> bool {
+    traces
+        .iter()
+        .all(|t| !named(&in_trace(spans, t), name).is_empty())
+}
+
 /// Spans of one trace (one command run under its own `TRACEPARENT`).
 fn in_trace(spans: &[Value], trace: &str) -> Vec<Value> {
     spans
@@ -1008,23 +1040,14 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
             &providers::live_spec(kind, &fake.base_url(), stream, ""),
         );
         let fixture = dir.join(format!("{kind}-{n}.json"));
-        let traces: Vec<String> = (0..3)
-            .map(|i| format!("{:032x}", 0xabc0_0000 + n * 16 + i + 1))
-            .collect();
-        let with_parent = |i: usize| {
-            let mut cmd = toolrun(&tap);
-            cmd.env("TEST_KEY", KEY)
-                .env("TRACEPARENT", format!("00-{}-{CALLER_SPAN}-01", traces[i]));
-            cmd
-        };
-        let out = support::run(
-            with_parent(0)
-                .arg("run")
-                .arg(&spec)
-                .args(["--query", "What is AAPL at?", "--record"])
-                .arg(&fixture),
+        let traces = trace_ids(0xabc0_0000 + n as u64 * 16, 3);
+        let with_parent = |i: usize| under_trace(&tap, &traces[i], ("TEST_KEY", KEY));
+        record(
+            &mut with_parent(0),
+            (&spec, "What is AAPL at?"),
+            &[],
+            &fixture,
         );
-        assert_eq!(out.code, 0, "{kind}: {out:?}");
         let recorded = std::fs::read_to_string(&fixture).unwrap();
         assert!(!recorded.contains(KEY), "{recorded}");
         let doc: Value = serde_json::from_str(&recorded).unwrap();
@@ -1036,26 +1059,14 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
 
         let out = support::run(with_parent(1).arg("replay").arg(&fixture));
         assert_eq!(out.code, 0, "{kind}: {out:?}");
-        let out = support::run(
-            with_parent(2)
-                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .args(["export", "otel"])
-                .arg(&fixture)
-                .args(["--otlp", &tap.url()]),
-        );
+        let out = export_otel(&mut with_parent(2), &tap, &fixture);
         assert_eq!(out.code, 0, "{kind}: {out:?}");
         // Live, replayed and exported: the same two chat spans.
         for trace in &traces {
             let spans = tap.wait(|s| in_trace(s, trace).len() >= 4);
             let spans = in_trace(&spans, trace);
             let mut chats = named(&spans, "chat test-model");
-            chats.sort_by_key(|c| {
-                c["startTimeUnixNano"]
-                    .as_str()
-                    .unwrap()
-                    .parse::<u64>()
-                    .unwrap()
-            });
+            chats.sort_by_key(|c| nanos(c, "startTimeUnixNano"));
             assert_eq!(chats.len(), 2, "{kind} {trace}:\n{spans:#?}");
             for (chat, (model, reason)) in chats
                 .iter()
@@ -1101,9 +1112,10 @@ fn comparable(spans: &[Value]) -> Vec<Value> {
                 .flatten()
                 .map(|e| json!({ "name": e["name"], "attributes": attrs(e) }))
                 .collect();
-            let start: u64 = s["startTimeUnixNano"].as_str().unwrap().parse().unwrap();
-            let end: u64 = s["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
-            assert!(end >= start, "{s:#}");
+            assert!(
+                nanos(s, "endTimeUnixNano") >= nanos(s, "startTimeUnixNano"),
+                "{s:#}"
+            );
             json!({
                 "name": s["name"],
                 "kind": s["kind"],
@@ -1169,88 +1181,35 @@ fn http_json_exports_decode_with_the_official_types_and_carry_the_same_spans_as_
     );
 }
 
-/// The notes server (the official MCP Python SDK over streamable HTTP) on a port of its own.
-fn notes_server(dir: &Path) -> (Child, u16) {
-    let mut server = Command::new(python::python())
-        .arg(python::script("notes_server.py"))
-        .arg(dir.join("headers.jsonl"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the notes server");
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("port");
-    (
-        server,
-        line.trim().parse().expect("the notes server's port"),
-    )
-}
-
-#[track_caller]
-fn nanos(span: &Value, key: &str) -> u64 {
-    span[key].as_str().unwrap().parse().unwrap()
-}
-
 #[test]
 fn mcp_client_spans_are_the_same_live_in_test_attempts_calls_replayed_and_exported() {
     let tap = Tap::start();
     let dir = support::temp_dir("otel-mcp-paths");
     let (mut server, port) = notes_server(&dir);
-    let spec = support::write(
-        &dir,
-        "notes.yaml",
-        &format!(
-            r#"version: 1
-name: notes
-secrets: [NOTES_KEY]
-tools:
-  notes:
-    kind: mcp
-    description: The team's notes server.
-    url: http://127.0.0.1:{port}/mcp
-    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
-    timeout: 20s
-    tools:
-      - name: search_notes
-        as: find_notes
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - tool_calls: [{{ name: find_notes, arguments: {{ query: milk }} }}]
-          - answer: found
-tests:
+    let tests = r#"tests:
   - name: replayed
     query: what do I need to buy?
     fixture: notes.json
-    expect: {{ output_contains: found }}
+    expect: { output_contains: found }
   - name: live
     query: what do I need to buy?
-    expect: {{ output_contains: found }}
-"#
-        ),
+    expect: { output_contains: found }
+"#;
+    let notes = notes_spec(
+        port,
+        "      - name: search_notes\n        as: find_notes",
+        "find_notes",
     );
+    let spec = support::write(&dir, "notes.yaml", &(notes + tests));
     let fixture = dir.join("notes.json");
-    let traces: Vec<String> = (1..=5)
-        .map(|i| format!("{:032x}", 0xdec0_0000u64 + i))
-        .collect();
-    let under = |i: usize| {
-        let mut cmd = toolrun(&tap);
-        cmd.env("NOTES_KEY", SECRET)
-            .env("TRACEPARENT", format!("00-{}-{CALLER_SPAN}-01", traces[i]));
-        cmd
-    };
-    let out = support::run(
-        under(0)
-            .arg("run")
-            .arg(&spec)
-            .args(["--query", "what do I need to buy?", "--record"])
-            .arg(&fixture),
+    let traces = trace_ids(0xdec0_0000, 5);
+    let under = |i: usize| under_trace(&tap, &traces[i], ("NOTES_KEY", SECRET));
+    record(
+        &mut under(0),
+        (&spec, "what do I need to buy?"),
+        &[],
+        &fixture,
     );
-    assert_eq!(out.code, 0, "{out:?}");
     // Both tests: the fixture's replayed, the other live against the server.
     let out = support::run(under(1).arg("test").arg(&spec).arg("--allow-network"));
     assert_eq!(out.code, 0, "{out:?}");
@@ -1266,17 +1225,10 @@ tests:
     // The server is gone: replay and export work from the recording alone.
     let out = support::run(under(2).arg("replay").arg(&fixture));
     assert_eq!(out.code, 0, "{out:?}");
-    let out = support::run(
-        under(3)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .args(["export", "otel"])
-            .arg(&fixture)
-            .args(["--otlp", &tap.url()]),
-    );
+    let out = export_otel(&mut under(3), &tap, &fixture);
     assert_eq!(out.code, 0, "{out:?}");
 
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let recorded = read_json(&fixture);
     let tool_started = unix_nanos(
         recorded["trace"]["tool_results"][0]["started_at"]
             .as_str()
@@ -1290,9 +1242,7 @@ tests:
         .expect("the recorded session")
         .to_string();
     let all = tap.wait(|s| {
-        traces
-            .iter()
-            .all(|t| !named(&in_trace(s, t), "tools/call search_notes").is_empty())
+        in_every_trace(s, &traces, "tools/call search_notes")
             && named(&in_trace(s, &traces[1]), "tools/call search_notes").len() == 2
             && named(s, "toolrun test").len() == 1
     });
@@ -1449,67 +1399,34 @@ fn a_stdio_mcp_call_is_a_pipe_client_span_live_and_exported() {
     let spec = support::write(
         &dir,
         "probe.yaml",
-        &format!(
-            r#"version: 1
-name: probe
-secrets: [PROBE_TOKEN]
-tools:
-  probe:
-    kind: mcp
-    description: A probe server.
-    command: ["{python}", "{script}", "{logs}"]
-    env: {{ PROBE_TOKEN: "{{{{ secrets.PROBE_TOKEN }}}}" }}
-    timeout: 30s
-    tools: [echo]
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - tool_calls: [{{ name: echo, arguments: {{ text: "{SECRET}" }} }}]
-          - answer: echoed
-"#,
-            python = python::python().display(),
-            script = python::script("stdio_server.py").display(),
-            logs = logs.display(),
+        &support::specs::stdio_probe_spec(
+            (&python::python(), &python::script("stdio_server.py"), &logs),
+            "echo",
+            &format!(
+                r#"          - tool_calls: [{{ name: echo, arguments: {{ text: "{SECRET}" }} }}]
+          - answer: echoed"#
+            ),
         ),
     );
     let fixture = dir.join("probe.json");
-    let traces = [
-        "0000000000000000000000000000e001",
-        "0000000000000000000000000000e002",
-    ];
-    let under = |i: usize| {
-        let mut cmd = toolrun(&tap);
-        cmd.env("PROBE_TOKEN", SECRET)
-            .env("TRACEPARENT", format!("00-{}-{CALLER_SPAN}-01", traces[i]));
-        cmd
-    };
-    let out = support::run(
-        under(0)
-            .arg("run")
-            .arg(&spec)
-            .args(["--query", "echo", "--otlp-content", "--allow-exec"])
-            .arg(python::python())
-            .arg("--record")
-            .arg(&fixture),
+    let traces = trace_ids(0xe000, 2);
+    let under = |i: usize| under_trace(&tap, &traces[i], ("PROBE_TOKEN", SECRET));
+    let python = python::python();
+    record(
+        &mut under(0),
+        (&spec, "echo"),
+        &[
+            "--otlp-content".as_ref(),
+            "--allow-exec".as_ref(),
+            python.as_ref(),
+        ],
+        &fixture,
     );
+    let out = export_otel(&mut under(1), &tap, &fixture);
     assert_eq!(out.code, 0, "{out:?}");
-    let out = support::run(
-        under(1)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .args(["export", "otel"])
-            .arg(&fixture)
-            .args(["--otlp", &tap.url()]),
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    let all = tap.wait(|s| {
-        traces
-            .iter()
-            .all(|t| !named(&in_trace(s, t), "tools/call echo").is_empty())
-    });
+    let all = tap.wait(|s| in_every_trace(s, &traces, "tools/call echo"));
     let mut ids = Vec::new();
-    for trace in traces {
+    for trace in &traces {
         let spans = in_trace(&all, trace);
         let call = one(&spans, "tools/call echo");
         assert_child(call, one(&spans, "execute_tool echo"));

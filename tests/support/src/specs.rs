@@ -1,5 +1,7 @@
 //! Spec texts more than one test file needs.
 
+use std::path::Path;
+
 /// A spec named `clock` whose one tool, `clock`, is the `datetime` builtin, and whose scripted
 /// model calls it once with `arguments` (a YAML flow mapping) and then answers `answer` (a
 /// template over `last`). `tests` is the YAML list of `tests:`, items indented two spaces.
@@ -22,4 +24,62 @@ models:
 tests:
 {tests}"#
     )
+}
+
+/// A spec named `notes` whose one `kind: mcp` tool entry, `notes`, is the notes server at `url`
+/// (tests/mcp/notes_server.py), sent the `NOTES_KEY` secret as `X-Api-Key`; `tools` is the YAML
+/// of its `tools:` list (items indented six spaces), `turns` the scripted model's turns
+/// (indented ten).
+pub fn notes_spec(url: &str, tools: &str, turns: &str) -> String {
+    format!(
+        r#"version: 1
+name: notes
+secrets: [NOTES_KEY]
+tools:
+  notes:
+    kind: mcp
+    description: The team's notes server.
+    url: {url}
+    headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
+    timeout: 20s
+    tools:
+{tools}
+{models}"#,
+        models = scripted_model(turns),
+    )
+}
+
+/// A spec named `probe` whose one `kind: mcp` tool entry, `probe`, starts the stdio probe
+/// server (`python script logs`, tests/mcp/stdio_server.py) with the `PROBE_TOKEN` secret and
+/// `GREETING=hello` in its environment; `tools` is its flow list of tools (`echo, fail`),
+/// `turns` the scripted model's turns (indented ten).
+pub fn stdio_probe_spec(
+    (python, script, logs): (&Path, &Path, &Path),
+    tools: &str,
+    turns: &str,
+) -> String {
+    format!(
+        r#"version: 1
+name: probe
+secrets: [PROBE_TOKEN]
+tools:
+  probe:
+    kind: mcp
+    description: A probe server.
+    command: ["{python}", "{script}", "{logs}"]
+    env: {{ PROBE_TOKEN: "{{{{ secrets.PROBE_TOKEN }}}}", GREETING: hello }}
+    timeout: 30s
+    tools: [{tools}]
+{models}"#,
+        models = scripted_model(turns),
+        python = python.display(),
+        script = script.display(),
+        logs = logs.display(),
+    )
+}
+
+/// A `models:` section of one scripted model, `scripted`, with one script of `turns` (indented
+/// ten).
+fn scripted_model(turns: &str) -> String {
+    format!("models:\n  scripted:\n    kind: scripted\n    scripts:\n      - turns:\n{turns}\n")
 }
