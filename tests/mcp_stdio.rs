@@ -1348,3 +1348,28 @@ fn a_fixture_recorded_before_answers_were_recorded_still_replays() {
     Probe::replay(&old).assert_success();
     assert_eq!(probe.started(), 1, "the replay started the server");
 }
+
+/// A stdio server's stderr is kept to its last 64 KiB, masked: where that cut falls inside a
+/// secret the server wrote, no part of the secret shows (its end used to open the kept text).
+#[test]
+fn a_secret_cut_by_the_stderr_cap_shows_none_of_it() {
+    // The token line, then enough that the last 64 KiB begin with the secret's last 6 bytes.
+    let after = (64 << 10) - 8;
+    let turns = format!(
+        "          - tool_calls: [{{ name: shout, arguments: {{ size: 10, after: {after} }} }}]\n          - answer: done"
+    );
+    let probe = Probe::new("mcp-stdio-stderr-cut", "shout", &turns);
+    let events = probe.dir.join("events.jsonl");
+    let out = run(probe.run("shout").arg("--events").arg(&events));
+    out.assert_success();
+    let ended = events_named(&events, "mcp_server_ended");
+    let stderr = ended[0]["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("earlier bytes not kept]"),
+        "{}",
+        &stderr[..80]
+    );
+    assert!(stderr.trim_end().ends_with("yyy"), "{stderr:?}");
+    let tail = &SECRET[SECRET.len() - 6..];
+    assert!(!stderr.contains(tail), "{}", &stderr[..80]);
+}

@@ -49,10 +49,13 @@ def environment() -> dict:
 
 
 @server.tool()
-def shout(size: int) -> str:
-    """Writes `size` bytes to stderr (then the secret it was given), and answers."""
+def shout(size: int, after: int = 0) -> str:
+    """Writes `size` bytes to stderr, then the secret it was given, then `after` bytes, and
+    answers."""
     sys.stderr.write("x" * size + "\n")
     sys.stderr.write("token " + os.environ.get("PROBE_TOKEN", "") + "\n")
+    if after:
+        sys.stderr.write("y" * after + "\n")
     sys.stderr.flush()
     return "shouted"
 

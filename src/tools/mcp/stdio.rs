@@ -14,6 +14,7 @@
 #![cfg_attr(not(unix), allow(dead_code))]
 
 use crate::net::{HttpResponse, NetError};
+use crate::redact::Redactor;
 use crate::registry::{Elicitation, StdioCommand};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -91,29 +92,51 @@ pub(crate) struct Process {
     ended: Mutex<bool>,
 }
 
-/// The last `STDERR_KEPT` bytes of the server's stderr.
+/// The last `STDERR_KEPT` bytes of the server's stderr, masked.
 #[derive(Default)]
 pub(crate) struct Tail {
     bytes: std::collections::VecDeque<u8>,
     dropped: u64,
     done: bool,
+    redactor: Redactor,
 }
 
 impl Tail {
+    fn new(redactor: Redactor) -> Tail {
+        Tail {
+            redactor,
+            ..Tail::default()
+        }
+    }
+
+    /// Keeps the redactor's slack more than is shown: a secret cut where older bytes were
+    /// dropped would otherwise show its end unmasked at the start of the text.
     fn push(&mut self, chunk: &[u8]) {
         self.bytes.extend(chunk);
-        let over = self.bytes.len().saturating_sub(STDERR_KEPT);
+        let keep = STDERR_KEPT + self.redactor.slack();
+        let over = self.bytes.len().saturating_sub(keep);
         self.bytes.drain(..over);
         self.dropped += over as u64;
     }
 
+    /// The kept bytes, masked, and cut to the last `STDERR_KEPT` bytes once more came (never
+    /// within the slack that may hold the end of a secret cut in half).
     fn text(&self) -> String {
         let (a, b) = self.bytes.as_slices();
-        let text = String::from_utf8_lossy(&[a, b].concat()).into_owned();
-        if self.dropped > 0 {
-            format!("[{} earlier bytes not kept]\n{text}", self.dropped)
-        } else {
-            text
+        let raw = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+        let masked = self.redactor.str(&raw);
+        let mut start = match self.dropped {
+            0 => 0,
+            _ => self.redactor.slack().min(masked.len()),
+        };
+        start = start.max(masked.len().saturating_sub(STDERR_KEPT));
+        while !masked.is_char_boundary(start) {
+            start += 1;
+        }
+        let not_kept = self.dropped + (raw.len() - (masked.len() - start)) as u64;
+        match not_kept {
+            0 => masked,
+            n => format!("[{n} earlier bytes not kept]\n{}", &masked[start..]),
         }
     }
 }
@@ -191,10 +214,19 @@ pub(crate) fn spawn(
     line_cap: usize,
     elicitation: Elicitation,
     on_answer: Option<OnAnswer>,
+    redactor: Redactor,
 ) -> std::io::Result<Process> {
     #[cfg(not(unix))]
     {
-        let _ = (cmd, program, env, line_cap, elicitation, on_answer);
+        let _ = (
+            cmd,
+            program,
+            env,
+            line_cap,
+            elicitation,
+            on_answer,
+            redactor,
+        );
         Err(std::io::Error::other(
             "stdio MCP servers are not supported on this platform (they need process groups and signals); use a streamable-HTTP server (`url:`)",
         ))
@@ -223,7 +255,7 @@ pub(crate) fn spawn(
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
         let pending = Arc::new(Mutex::new(Pending::default()));
-        let stderr = Arc::new(Mutex::new(Tail::default()));
+        let stderr = Arc::new(Mutex::new(Tail::new(redactor)));
         let child_out = child.stdout.take();
         let child_err = child.stderr.take();
         let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
@@ -741,6 +773,24 @@ async fn wait_group(pgid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_cut_within_a_secret_shows_none_of_it() {
+        let secret = "zq-secret-9f8e7d6c5b";
+        let mut t = Tail::new(Redactor::named([("T".to_string(), secret.to_string())]));
+        let end = format!(" and token {secret}");
+        t.push(b"early ");
+        t.push(secret.as_bytes());
+        // What is kept begins with the secret's last four bytes.
+        let more = STDERR_KEPT + t.redactor.slack() - 4 - end.len();
+        t.push(&vec![b'b'; more]);
+        t.push(end.as_bytes());
+        assert!(t.bytes.iter().take(4).eq(b"6c5b".iter()));
+        let text = t.text();
+        assert!(!text.contains("6c5b"), "{}", &text[..60]);
+        assert!(text.ends_with("bbb and token ***"), "{text}");
+        assert!(text.len() <= STDERR_KEPT + 40);
+    }
 
     #[test]
     fn stderr_keeps_its_last_bytes() {

@@ -154,6 +154,7 @@ impl Rpc<'_, '_> {
             LINE_CAP,
             self.server.elicitation,
             self.answer_recorder(),
+            self.env.secrets.redactor(),
         )
         .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
         let started = Arc::new(started);
