@@ -12,6 +12,7 @@ mod exchange;
 mod listing;
 mod rpc;
 mod sse;
+mod stderr;
 pub(crate) mod stdio;
 mod stdio_rpc;
 
