@@ -918,6 +918,42 @@ fn traces_headers_take_the_place_of_the_general_ones() {
 }
 
 #[test]
+fn an_endpoint_that_is_not_an_http_url_is_one_warning_that_does_not_show_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (flag, env) in [
+        (Some("user:s3cret@127.0.0.1:4318"), None),
+        (
+            None,
+            Some(("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:s3cret@h:4318")),
+        ),
+        (
+            None,
+            Some(("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://u:s3cret@/v1")),
+        ),
+    ] {
+        let mut cmd = support::toolrun();
+        cmd.arg("call")
+            .arg(root.join("specs/stock_assistant.yaml"))
+            .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#]);
+        if let Some(url) = flag {
+            cmd.args(["--otlp", url]);
+        }
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = support::run(&mut cmd);
+        assert_eq!((out.code, out.stdout.trim()), (0, "178.15"), "{out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+        let source = flag.map_or_else(|| env.unwrap().0, |_| "--otlp");
+        assert!(
+            out.stderr.contains("is not an http(s) URL") && out.stderr.contains(source),
+            "{out:?}"
+        );
+        assert!(!out.stderr.contains("s3cret"), "{out:?}");
+    }
+}
+
+#[test]
 fn call_and_replay_export_their_spans() {
     let tap = Tap::start();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

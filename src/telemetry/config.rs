@@ -50,8 +50,8 @@ pub(crate) fn from_env(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<Config>, Warning> {
     let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-    let endpoint = if let Some(url) = &flags.otlp {
-        traces_url(url)
+    let (endpoint, source) = if let Some(url) = &flags.otlp {
+        (traces_url(url), "--otlp")
     } else {
         if get("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
             return Ok(None);
@@ -60,12 +60,12 @@ pub(crate) fn from_env(
             get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         ) {
-            (Some(url), _) => url.trim().to_string(),
-            (None, Some(base)) => traces_url(&base),
+            (Some(url), _) => (url.trim().to_string(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            (None, Some(base)) => (traces_url(&base), "OTEL_EXPORTER_OTLP_ENDPOINT"),
             (None, None) => return Ok(None),
         }
     };
-    check_url(&endpoint)?;
+    check_url(&endpoint, source)?;
     let protocol = match get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
         .or_else(|| get("OTEL_EXPORTER_OTLP_PROTOCOL"))
         .as_deref()
@@ -123,12 +123,13 @@ fn traces_url(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))
 }
 
-fn check_url(url: &str) -> Result<(), Warning> {
+/// The value is not shown: without an http(s) scheme nothing tells its host from a password
+/// (`user:secret@host:4318` reads as scheme `user`).
+fn check_url(url: &str, source: &str) -> Result<(), Warning> {
     match url::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
         _ => Err(format!(
-            "the OTLP endpoint `{}` is not an http(s) URL; traces are not exported",
-            crate::term::visible(&shown_url(url))
+            "the OTLP endpoint of {source} is not an http(s) URL with a host; write it as http://HOST:PORT (e.g. http://127.0.0.1:4318); traces are not exported"
         )),
     }
 }
@@ -136,6 +137,7 @@ fn check_url(url: &str) -> Result<(), Warning> {
 /// A URL as warnings show it: no user, password, query or fragment (they can hold keys).
 pub(crate) fn shown_url(url: &str) -> String {
     match url::Url::parse(url) {
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => "(not an http(s) URL)".to_string(),
         Ok(u) => {
             let host = u.host_str().unwrap_or("");
             match u.port() {
@@ -355,5 +357,6 @@ mod tests {
             shown_url("http://u:p@h:1/v1/traces?key=s#f"),
             "http://h:1/v1/traces"
         );
+        assert_eq!(shown_url("user:pw@h:4318"), "(not an http(s) URL)");
     }
 }
