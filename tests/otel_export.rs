@@ -1480,3 +1480,51 @@ fn a_stdio_mcp_call_is_a_pipe_client_span_live_and_exported() {
     assert!(ids[0].is_string() && ids[0] == ids[1], "{ids:?}");
     assert_clean("the exported spans", &tap.raw());
 }
+
+#[test]
+fn a_remote_mcp_calls_error_type_says_whether_the_tool_failed_or_no_answer_came() {
+    let tap = Tap::start();
+    let dir = support::temp_dir("otel-mcp-errors");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let python = python::python();
+    let text = support::specs::stdio_probe_spec(
+        (&python, &python::script("stdio_server.py"), &logs),
+        "wait, fail",
+        "          - tool_calls: [{ name: wait, arguments: {} }]\n          - tool_calls: [{ name: fail, arguments: {} }]\n          - answer: done",
+    )
+    .replace("timeout: 30s", "timeout: 1s");
+    let spec = support::write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let traces = trace_ids(0xe220, 2);
+    let under = |i: usize| under_trace(&tap, &traces[i], ("PROBE_TOKEN", SECRET));
+    record(
+        &mut under(0),
+        (&spec, "go"),
+        &["--allow-exec".as_ref(), python.as_ref()],
+        &fixture,
+    );
+    let out = export_otel(&mut under(1), &tap, &fixture);
+    assert_eq!(out.code, 0, "{out:?}");
+    let all = tap.wait(|s| {
+        in_every_trace(s, &traces, "tools/call wait")
+            && in_every_trace(s, &traces, "tools/call fail")
+    });
+    // Live and exported alike: the tool's own failure (a result with isError) is `tool_error`,
+    // as the MCP conventions say; a call no answer came to keeps toolrun's kind.
+    for trace in &traces {
+        let spans = in_trace(&all, trace);
+        for (tool, client, kind) in [
+            ("wait", "timeout", "timeout"),
+            ("fail", "tool_error", "execution_error"),
+        ] {
+            let call = one(&spans, &format!("tools/call {tool}"));
+            let executed = one(&spans, &format!("execute_tool {tool}"));
+            assert_child(call, executed);
+            assert_eq!(attr(executed, "error.type"), kind, "{executed:#}");
+            assert_eq!(attr(call, "error.type"), client, "{trace}: {call:#}");
+            assert_eq!(attr(call, "rpc.response.status_code"), Value::Null);
+            assert_eq!(call["status"]["code"], 2, "ERROR");
+        }
+    }
+}

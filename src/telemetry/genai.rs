@@ -447,6 +447,8 @@ mod tests {
             transport: "tcp",
             address: None,
             port: None,
+            rpc_error: None,
+            is_error: false,
         }
     }
 

@@ -108,6 +108,10 @@ pub(crate) struct ClientCall {
     pub(crate) transport: &'static str,
     pub(crate) address: Option<String>,
     pub(crate) port: Option<i64>,
+    /// The reply's JSON-RPC error code, when the server answered with one.
+    pub(crate) rpc_error: Option<i64>,
+    /// The reply was a result with `isError`: the tool itself failed.
+    pub(crate) is_error: bool,
 }
 
 /// Whether a run of `registry` keeps its exchanges for its MCP CLIENT spans: export is on and
@@ -154,6 +158,11 @@ pub(crate) fn client_calls(exchanges: &[crate::fixture::Exchange]) -> Vec<Client
                     Value::Number(n) => Some(n.to_string()),
                     _ => None,
                 };
+                let reply = e
+                    .response
+                    .as_ref()
+                    .and_then(|r| reply_to(&r.body, &body["id"]));
+                let reply = reply.as_ref();
                 let protocol = header("mcp-protocol-version").or_else(|| {
                     protocols
                         .iter()
@@ -173,6 +182,8 @@ pub(crate) fn client_calls(exchanges: &[crate::fixture::Exchange]) -> Vec<Client
                         .as_ref()
                         .and_then(url::Url::port_or_known_default)
                         .map(i64::from),
+                    rpc_error: reply.and_then(|r| r["error"]["code"].as_i64()),
+                    is_error: reply.is_some_and(|r| r["result"]["isError"] == true),
                 });
             }
             _ => {}
@@ -226,7 +237,24 @@ pub(crate) fn client_span(tool: &Span, call: &ClientCall, redactor: &Redactor) -
         }
     }
     if let Some(e) = &tool.error {
-        span.set("error.type", "tool_error");
+        // The MCP conventions: a JSON-RPC error is its code, a result with `isError` is
+        // `tool_error`; a call that got neither (a timeout, a lost server) keeps toolrun's kind.
+        let kind = match (call.rpc_error, call.is_error) {
+            (Some(code), _) => {
+                span.set("rpc.response.status_code", code.to_string());
+                code.to_string()
+            }
+            (None, true) => "tool_error".to_string(),
+            (None, false) => tool
+                .attributes
+                .iter()
+                .find_map(|(k, v)| match v {
+                    super::span::Value::Str(s) if k == "error.type" => Some(s.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "tool_error".to_string()),
+        };
+        span.set("error.type", kind);
         span.error = Some(e.clone());
     }
     span
@@ -296,5 +324,47 @@ mod tests {
         // The request's own header wins over what `initialize` answered.
         assert_eq!(c.protocol.as_deref(), Some("2025-11-25"));
         assert_eq!((c.address.as_deref(), c.port), (Some("127.0.0.1"), Some(9)));
+        assert_eq!((c.rpc_error, c.is_error), (None, false));
+    }
+
+    #[test]
+    fn a_calls_reply_says_whether_the_server_or_the_tool_failed() {
+        let call = |id: u64| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "echo", "arguments": {} } });
+        let refused = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":\"unknown tool\"}}\n";
+        let failed =
+            json!({ "jsonrpc": "2.0", "id": 2, "result": { "isError": true, "content": [] } });
+        let calls = client_calls(&[
+            exchange("POST", "http://h/mcp", json!({}), call(1), json!(refused)),
+            exchange("POST", "http://h/mcp", json!({}), call(2), failed),
+        ]);
+        assert_eq!(
+            (calls[0].rpc_error, calls[0].is_error),
+            (Some(-32602), false)
+        );
+        assert_eq!((calls[1].rpc_error, calls[1].is_error), (None, true));
+        let mut tool = Span::new(Parent::root(), "execute_tool echo", Kind::Internal);
+        tool.set("error.type", "timeout");
+        tool.error = Some("failed".into());
+        let attr = |s: &Span, key: &str| {
+            s.attributes
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let redactor = Redactor::default();
+        let refused = client_span(&tool, &calls[0], &redactor);
+        assert_eq!(attr(&refused, "error.type"), Some("-32602".into()));
+        assert_eq!(
+            attr(&refused, "rpc.response.status_code"),
+            Some("-32602".into())
+        );
+        let failed = client_span(&tool, &calls[1], &redactor);
+        assert_eq!(attr(&failed, "error.type"), Some("tool_error".into()));
+        let unanswered = ClientCall {
+            is_error: false,
+            ..calls[1].clone()
+        };
+        let timed_out = client_span(&tool, &unanswered, &redactor);
+        assert_eq!(attr(&timed_out, "error.type"), Some("timeout".into()));
     }
 }
