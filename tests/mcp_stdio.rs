@@ -830,7 +830,9 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
             "environment",
             "fail",
             "shout",
-            "wait"
+            "wait",
+            "wait_to_be_cancelled",
+            "was_cancelled"
         ]
     );
     assert_eq!(
@@ -1372,4 +1374,28 @@ fn a_secret_cut_by_the_stderr_cap_shows_none_of_it() {
     assert!(stderr.trim_end().ends_with("yyy"), "{stderr:?}");
     let tail = &SECRET[SECRET.len() - 6..];
     assert!(!stderr.contains(tail), "{}", &stderr[..80]);
+}
+
+/// A call past its timeout is cancelled over stdio as over HTTP: the server gets
+/// `notifications/cancelled` for it (its handler stops), and an `mcp_cancelled` event says so.
+#[test]
+fn a_call_past_its_timeout_is_cancelled_on_the_server() {
+    let turns = r#"          - tool_calls: [{ name: wait_to_be_cancelled, arguments: {} }]
+          - tool_calls: [{ name: was_cancelled, arguments: {} }]
+          - answer: "{{ results[1].result.result }}""#;
+    let probe = Probe::edited(
+        "mcp-stdio-cancel",
+        "wait_to_be_cancelled, was_cancelled",
+        turns,
+        |text| text.replace("    timeout: 30s\n", "    timeout: 3s\n"),
+    );
+    let events = probe.dir.join("events.jsonl");
+    let out = run(probe.run("wait").arg("--events").arg(&events));
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
+    assert_eq!(trace["final_output"], "cancelled", "{out:?}");
+    let cancelled = events_named(&events, "mcp_cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:#?}");
+    assert_eq!(cancelled[0]["server"], "probe");
 }

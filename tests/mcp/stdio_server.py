@@ -127,6 +127,30 @@ async def ask_then_crash(ctx: Context) -> str:
     os._exit(3)
 
 
+# Whether a call of `wait_to_be_cancelled` was cancelled (`notifications/cancelled`).
+CANCELLED = []
+
+
+@server.tool()
+async def wait_to_be_cancelled() -> str:
+    """Waits a minute, unless the client cancels the call."""
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        CANCELLED.append(True)
+        raise
+    return "waited"
+
+
+@server.tool()
+async def was_cancelled() -> str:
+    """Whether a call of `wait_to_be_cancelled` was cancelled (waiting a little for it)."""
+    with anyio.move_on_after(2):
+        while not CANCELLED:
+            await anyio.sleep(0.05)
+    return "cancelled" if CANCELLED else "not cancelled"
+
+
 @server.tool()
 def fail() -> str:
     """A tool error."""

@@ -501,11 +501,12 @@ impl Rpc<'_, '_> {
     /// Tells the server a request will not be waited for (`notifications/cancelled`). Best
     /// effort and never recorded: a replay has no server to tell.
     pub(super) async fn cancel(&self, id: u64, reason: &str) {
-        if self.server.stdio.is_some() {
-            return;
-        }
         let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": reason } });
-        if self.send_quietly(&body).await {
+        let told = match self.server.stdio {
+            Some(_) => self.tell_stdio(&body).await,
+            None => self.send_quietly(&body).await,
+        };
+        if told {
             self.env.events.emit_with(
                 "mcp_cancelled",
                 || json!({ "server": self.server.name, "request_id": id, "reason": reason }),

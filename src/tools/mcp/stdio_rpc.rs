@@ -95,6 +95,21 @@ impl Rpc<'_, '_> {
             .await)
     }
 
+    /// Writes a notification to the server's process, if this run started one (a replay
+    /// starts none), without recording it. Whether it was written.
+    pub(super) async fn tell_stdio(&self, body: &Value) -> bool {
+        let session = self
+            .env
+            .transport
+            .session::<ClientSession>(&self.server.name);
+        let process = session.stdio.lock().await.clone();
+        let Some(process) = process else {
+            return false;
+        };
+        let bytes = body.to_string().into_bytes();
+        process.send(&bytes, None, self.timeout, None).await.is_ok()
+    }
+
     pub(super) fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
         let program = &cmd.argv[0];
         let (name, at) = (&self.server.name, &cmd.at);
