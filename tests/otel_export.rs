@@ -892,6 +892,48 @@ fn resource_attributes_and_traceparent_are_read_as_the_specifications_say() {
 }
 
 #[test]
+fn settings_that_cannot_be_read_are_warnings_and_treated_as_unset() {
+    let sent = sent_by_a_call(&[
+        ("OTEL_BSP_EXPORT_TIMEOUT", "2s"),
+        ("OTEL_SDK_DISABLED", "yes"),
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "1"),
+    ]);
+    let warnings: Vec<&str> = sent.stderr.lines().collect();
+    assert_eq!(warnings.len(), 3, "{}", sent.stderr);
+    for name in [
+        "OTEL_BSP_EXPORT_TIMEOUT",
+        "OTEL_SDK_DISABLED",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("toolrun: warning: ") && w.contains(name)),
+            "{name}: {}",
+            sent.stderr
+        );
+    }
+    // Not disabled, no content: as if unset.
+    let call = one(&sent.spans, "execute_tool get_stock_price");
+    assert_eq!(
+        attr(call, "gen_ai.tool.call.result"),
+        Value::Null,
+        "{call:#}"
+    );
+    // Values the specification defines are read without a word.
+    let sent = sent_by_a_call(&[
+        ("OTEL_SDK_DISABLED", "FALSE"),
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "True"),
+    ]);
+    assert_eq!(sent.stderr, "");
+    let call = one(&sent.spans, "execute_tool get_stock_price");
+    assert!(
+        attr(call, "gen_ai.tool.call.result").is_string(),
+        "{call:#}"
+    );
+}
+
+#[test]
 fn traces_headers_take_the_place_of_the_general_ones() {
     let general = "authorization=Bearer%20general-secret,x-team=agents";
     let sent = sent_by_a_call(&[("OTEL_EXPORTER_OTLP_HEADERS", general)]);

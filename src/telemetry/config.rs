@@ -50,10 +50,12 @@ pub(crate) fn from_env(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<Config>, Warning> {
     let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let mut warnings = Vec::new();
+    let disabled = boolean(&get, "OTEL_SDK_DISABLED", &mut warnings);
     let (endpoint, source) = if let Some(url) = &flags.otlp {
         (traces_url(url), "--otlp")
     } else {
-        if get("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        if disabled {
             return Ok(None);
         }
         match (
@@ -87,18 +89,23 @@ pub(crate) fn from_env(
             .or_else(|| get("OTEL_EXPORTER_OTLP_HEADERS"))
             .as_deref(),
     );
-    let content = flags.content
-        || get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-    let exit_timeout = get("OTEL_BSP_EXPORT_TIMEOUT")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(Duration::from_secs(1), Duration::from_millis)
-        .min(MAX_EXIT_TIMEOUT);
+    let content = boolean(
+        &get,
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        &mut warnings,
+    ) || flags.content;
+    let exit_timeout = match get("OTEL_BSP_EXPORT_TIMEOUT").map(|v| v.trim().parse::<u64>()) {
+        None => Duration::from_secs(1),
+        Some(Ok(ms)) => Duration::from_millis(ms).min(MAX_EXIT_TIMEOUT),
+        Some(Err(_)) => {
+            warnings.push("OTEL_BSP_EXPORT_TIMEOUT is not a whole number of milliseconds; toolrun waits its default 1000 ms at exit".into());
+            Duration::from_secs(1)
+        }
+    };
     let latest_only = get("OTEL_SEMCONV_STABILITY_OPT_IN").is_some_and(|v| {
         v.split(',')
             .any(|s| s.trim() == "gen_ai_latest_experimental")
     });
-    let mut warnings = Vec::new();
     let resource = resource(&get, &mut warnings);
     Ok(Some(Config {
         endpoint,
@@ -111,6 +118,22 @@ pub(crate) fn from_env(
         latest_only,
         warnings,
     }))
+}
+
+/// A boolean variable as the configuration specification reads it: only `true` (any case) is
+/// true; a value other than `true`, `false` or empty is also a warning.
+fn boolean(get: &impl Fn(&str) -> Option<String>, name: &str, warnings: &mut Vec<Warning>) -> bool {
+    let Some(v) = get(name) else {
+        return false;
+    };
+    let v = v.trim();
+    if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
+        warnings.push(format!(
+            "{name} is `{}`, read as false; it takes true or false",
+            crate::term::visible(v)
+        ));
+    }
+    v.eq_ignore_ascii_case("true")
 }
 
 /// The base endpoint gets the signal's path, as the exporter specification says; a URL that
