@@ -1570,3 +1570,46 @@ fn a_remote_mcp_calls_error_type_says_whether_the_tool_failed_or_no_answer_came(
         }
     }
 }
+
+#[test]
+fn a_collector_that_hangs_holds_a_bounded_queue_and_the_server_answers_everything() {
+    // Takes every connection and never answers: the export thread waits on its first batch.
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hung.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = hung.incoming().map_while(Result::ok).collect();
+        drop(held);
+    });
+    // Far more requests than the queue holds (2048) come in while the first batch hangs.
+    let mut lines = vec![
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    ];
+    let requests = 6000;
+    lines.extend(
+        (1..=requests).map(|id| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" })),
+    );
+    let stdin: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
+    let out = support::run_with_stdin(
+        support::toolrun()
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "100")
+            .arg("serve")
+            .arg(&spec)
+            .args(["--otlp", &format!("http://127.0.0.1:{port}")]),
+        &stdin,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout.lines().count(),
+        requests + 1,
+        "every request answered"
+    );
+    let warnings: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].contains("is not keeping up") && warnings[0].contains("2048"),
+        "{}",
+        out.stderr
+    );
+}

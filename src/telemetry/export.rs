@@ -5,7 +5,7 @@
 use super::config::{shown_url, Config, Protocol};
 use super::otlp::{encode_json, encode_proto, Resource};
 use super::span::Span;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 const SCHEDULE_DELAY: Duration = Duration::from_millis(500);
 /// The batch processor's default `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`.
 const MAX_BATCH: usize = 512;
+/// The batch processor's default `OTEL_BSP_MAX_QUEUE_SIZE`, counted in runs and requests: while
+/// a collector hangs, what comes beyond it is dropped instead of held (a `serve` left running
+/// would otherwise grow without end).
+const MAX_QUEUE: usize = 2048;
 /// One request may not take longer than this, whatever the exit timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -28,6 +32,8 @@ pub(crate) struct Exporter {
     /// Set when a batch was refused, failed or not sent in time: `export otel`, whose whole
     /// job the sending is, fails then.
     lost: Arc<AtomicBool>,
+    /// Jobs sent and not yet taken by the export thread.
+    queued: Arc<AtomicUsize>,
 }
 
 impl Exporter {
@@ -37,10 +43,12 @@ impl Exporter {
         let (done_tx, done_rx) = mpsc::channel();
         let warned = Arc::new(AtomicBool::new(false));
         let lost = Arc::new(AtomicBool::new(false));
+        let queued = Arc::new(AtomicUsize::new(0));
         let worker = Worker {
             config: config.clone(),
             warned: warned.clone(),
             lost: lost.clone(),
+            queued: queued.clone(),
             client: None,
             runtime: None,
         };
@@ -63,6 +71,7 @@ impl Exporter {
             drained: Mutex::new(Some(done_rx)),
             warned,
             lost,
+            queued,
         }
     }
 
@@ -80,6 +89,18 @@ impl Exporter {
     }
 
     pub(crate) fn send_with(&self, job: Job) {
+        if self.queued.fetch_add(1, Ordering::SeqCst) >= MAX_QUEUE {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            self.lost.store(true, Ordering::SeqCst);
+            warn_once(
+                &self.warned,
+                &format!(
+                    "the collector at {} is not keeping up: more than {MAX_QUEUE} runs and requests wait to be sent, so the newest are dropped",
+                    shown_url(&self.config.endpoint)
+                ),
+            );
+            return;
+        }
         if let Ok(queue) = self.queue.lock() {
             if let Some(tx) = queue.as_ref() {
                 let _ = tx.send(job);
@@ -120,6 +141,7 @@ struct Worker {
     config: Config,
     warned: Arc<AtomicBool>,
     lost: Arc<AtomicBool>,
+    queued: Arc<AtomicUsize>,
     client: Option<reqwest::Client>,
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -134,6 +156,7 @@ impl Worker {
             });
             match rx.recv_timeout(wait) {
                 Ok(job) => {
+                    self.queued.fetch_sub(1, Ordering::SeqCst);
                     batch.extend(job());
                     due.get_or_insert_with(|| Instant::now() + SCHEDULE_DELAY);
                     if batch.len() >= MAX_BATCH {
