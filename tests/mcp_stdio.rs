@@ -1399,3 +1399,46 @@ fn a_call_past_its_timeout_is_cancelled_on_the_server() {
     assert_eq!(cancelled.len(), 1, "{cancelled:#?}");
     assert_eq!(cancelled[0]["server"], "probe");
 }
+
+/// `--record-mode new` adds a live call to a recording whose session (the handshake, the
+/// listing) replays: the server toolrun starts for that call gets its own `initialize` first
+/// (the official SDK refuses a call before it), unrecorded, and the grown fixture replays.
+#[test]
+fn a_call_added_to_a_recording_goes_to_an_initialized_server() {
+    let one = r#"          - tool_calls: [{ name: echo, arguments: { text: one } }]
+          - answer: "{{ last.result.result }}""#;
+    let probe = Probe::new("mcp-stdio-record-new", "echo", one);
+    assert_eq!(probe.record("echo").json()["final_output"], "one");
+    let two = r#"          - tool_calls: [{ name: echo, arguments: { text: one } }]
+          - tool_calls: [{ name: echo, arguments: { text: two } }]
+          - answer: "{{ last.result.result }}""#;
+    probe.rewrite(&probe.text.replace(one, two));
+    let out = run(probe
+        .run("echo")
+        .arg("--record")
+        .arg(&probe.fixture)
+        .args(["--record-mode", "new"]));
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["final_output"], "two", "{out:?}");
+    assert_eq!(trace["tool_errors"], json!([]), "{out:?}");
+    let methods: Vec<Value> = probe.recorded()["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["request"]["body"]["method"].clone())
+        .collect();
+    // One handshake, the one recorded first.
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    Probe::replay(&probe.fixture).assert_success();
+    assert_eq!(probe.started(), 2);
+}

@@ -375,11 +375,7 @@ async fn handshake(
         conn: None,
         timeout: server.timeout,
     };
-    let params = json!({
-        "protocolVersion": PROTOCOL,
-        "capabilities": rpc::capabilities(),
-        "clientInfo": { "name": "toolrun", "version": env!("CARGO_PKG_VERSION") },
-    });
+    let params = initialize_params(PROTOCOL);
     let (result, headers) = rpc.exchange(session, "initialize", params).await?;
     let protocol = result
         .get("protocolVersion")
@@ -406,6 +402,15 @@ async fn handshake(
     rpc.notify("notifications/initialized").await?;
     Ok(made)
 }
+/// What toolrun says of itself in `initialize`, asking for the `protocol` revision.
+fn initialize_params(protocol: &str) -> Value {
+    json!({
+        "protocolVersion": protocol,
+        "capabilities": rpc::capabilities(),
+        "clientInfo": { "name": "toolrun", "version": env!("CARGO_PKG_VERSION") },
+    })
+}
+
 fn server_error(server: &McpServer, what: String) -> ToolError {
     ToolError::new(
         ErrorKind::ExecutionError,

@@ -173,6 +173,9 @@ impl Rpc<'_, '_> {
         )
         .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
         let started = Arc::new(started);
+        if let Some(conn) = self.conn {
+            introduce(&started, &conn.protocol, self.timeout).await?;
+        }
         self.env.events.emit_with(
             "mcp_server_started",
             || json!({ "server": self.server.name, "program": program.display().to_string() }),
@@ -213,6 +216,33 @@ impl Rpc<'_, '_> {
             tape.record(Purpose::Mcp(&name), &req, &sent);
         }))
     }
+}
+
+/// The handshake for a process started after the session was made from a recording (a
+/// `--record-mode new` run whose first live message is a call): the recording has the
+/// session's handshake, so this one is not recorded, but a server answers nothing before it.
+async fn introduce(
+    process: &Process,
+    protocol: &str,
+    timeout: std::time::Duration,
+) -> Result<(), NetError> {
+    let id = json!("toolrun-initialize");
+    let init = json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": super::initialize_params(protocol) });
+    let reply = process
+        .send(init.to_string().as_bytes(), Some(&id), timeout, None)
+        .await?;
+    let answer: Value = serde_json::from_slice(&reply.body).unwrap_or_default();
+    if answer.get("result").is_none() {
+        return Err(NetError::Io(format!(
+            "it refused `initialize` (needed before the first call this run makes to it live): {}",
+            answer.get("error").unwrap_or(&answer)
+        )));
+    }
+    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    process
+        .send(done.to_string().as_bytes(), None, timeout, None)
+        .await
+        .map(|_| ())
 }
 
 /// The ids (as JSON text) of the server's requests a reply carries.
