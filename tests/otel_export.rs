@@ -1613,3 +1613,72 @@ fn a_collector_that_hangs_holds_a_bounded_queue_and_the_server_answers_everythin
         out.stderr
     );
 }
+
+#[test]
+fn a_caller_trace_that_is_not_sampled_gets_no_spans_and_a_served_request_decides_by_its_own() {
+    let collector = TestServer::start(|_| Response::json(200, json!({})));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let unsampled = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-00");
+    let toolrun = || {
+        let mut cmd = support::toolrun();
+        cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://{}", collector.addr()),
+            )
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+            .env("TRACEPARENT", &unsampled);
+        cmd
+    };
+    // The default parent-based sampler: the caller did not sample its trace, so neither does
+    // the command.
+    let out = support::run(
+        toolrun()
+            .arg("call")
+            .arg(root.join("specs/stock_assistant.yaml"))
+            .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#]),
+    );
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{out:?}");
+    let out = support::run(
+        toolrun()
+            .args(["export", "otel"])
+            .arg(root.join("fixtures/local_stack_inventory.json")),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("not sampled"), "{out:?}");
+    assert_eq!(collector.requests().len(), 0, "nothing sent");
+
+    // A served request with a sampled traceparent of its own is recorded; one without, or
+    // with an unsampled one, is not.
+    let sampled_trace = "0000000000000000000000000000a5a5";
+    let call = |id: u64, meta: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "lookup_order", "arguments": { "order_id": 42 }, "_meta": meta } });
+    let lines = [
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        call(
+            1,
+            json!({ "traceparent": format!("00-{sampled_trace}-{CALLER_SPAN}-01") }),
+        ),
+        call(
+            2,
+            json!({ "traceparent": format!("00-{sampled_trace}-{CALLER_SPAN}-00") }),
+        ),
+        call(3, json!({})),
+    ];
+    let stdin: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let out = support::run_with_stdin(
+        toolrun()
+            .arg("serve")
+            .arg(root.join("specs/mcp_served.yaml")),
+        &stdin,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 4, "{out:?}");
+    let got = collector.requests();
+    assert_eq!(got.len(), 1, "{out:?}");
+    let spans = spans_of(&serde_json::from_slice(&got[0].body).unwrap());
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(spans[0]["name"], "tools/call lookup_order");
+    assert_eq!(spans[0]["traceId"], sampled_trace);
+    assert_eq!(attr(&spans[0], "jsonrpc.request.id"), "1");
+}

@@ -16,6 +16,10 @@ pub(crate) fn run(args: ExportOtelArgs) -> i32 {
         eprintln!("error: no OpenTelemetry collector to send to: pass --otlp URL (e.g. http://127.0.0.1:4318) or set OTEL_EXPORTER_OTLP_ENDPOINT");
         return exit::USAGE;
     }
+    if telemetry::sampled_out() {
+        eprintln!("toolrun: nothing exported: TRACEPARENT names a trace that is not sampled (its flags are 00), so its children are not recorded; unset it or use flags 01");
+        return exit::SUCCESS;
+    }
     // What was written is already masked; nothing here knows the secrets of the run.
     let redactor = Redactor::default();
     let mut code = exit::SUCCESS;

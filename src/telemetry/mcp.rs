@@ -41,6 +41,9 @@ pub(crate) fn served(
         .traceparent
         .and_then(Parent::from_traceparent)
         .unwrap_or_else(super::command_parent);
+    if !parent.sampled {
+        return;
+    }
     let name = match req.tool {
         Some(t) => format!("{} {}", req.method, redactor.str(t)),
         None => req.method.to_string(),

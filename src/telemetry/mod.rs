@@ -67,8 +67,20 @@ pub(crate) fn command_parent() -> Parent {
         .unwrap_or_else(Parent::root)
 }
 
+/// The exporter, unless the command runs in a caller's trace that is not sampled (the flags of
+/// its `TRACEPARENT`): then, as the default parent-based sampler decides, the command's own
+/// spans are not recorded. A served request decides by its own `traceparent`.
+fn recording() -> Option<&'static Exporter> {
+    active().filter(|e| e.config.parent.is_none_or(|p| p.sampled))
+}
+
+/// Export is on, but `TRACEPARENT` names a trace that is not sampled.
+pub(crate) fn sampled_out() -> bool {
+    active().is_some() && recording().is_none()
+}
+
 pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping, &'static Exporter)> {
-    let e = active()?;
+    let e = recording()?;
     Some((
         genai::Mapping {
             content: e.config.content,
@@ -194,7 +206,7 @@ pub(crate) fn export_results(results: &serde_json::Value, redactor: &Redactor) {
 /// The span ids of a `toolrun test` of `cases` tests, when export is on: its attempts are sent
 /// as they finish ([`export_attempt`]), the rest at the end ([`export_test_tree`]).
 pub(crate) fn test_tree(cases: usize) -> Option<results::Tree> {
-    active().map(|_| results::Tree::new(command_parent(), cases))
+    recording().map(|_| results::Tree::new(command_parent(), cases))
 }
 
 /// One finished attempt of a test (`test`: its name, spec and query; `attempt`: its record as

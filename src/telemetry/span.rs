@@ -73,6 +73,8 @@ pub(crate) struct Span {
 pub(crate) struct Parent {
     pub(crate) trace_id: [u8; 16],
     pub(crate) span_id: Option<[u8; 8]>,
+    /// The W3C `sampled` flag: a caller's trace that is not sampled records no children.
+    pub(crate) sampled: bool,
 }
 
 impl Parent {
@@ -84,6 +86,7 @@ impl Parent {
         Parent {
             trace_id,
             span_id: None,
+            sampled: true,
         }
     }
 
@@ -98,7 +101,7 @@ impl Parent {
             _ => return None,
         };
         let version: [u8; 1] = unhex(version)?.try_into().ok()?;
-        let _flags: [u8; 1] = unhex(flags)?.try_into().ok()?;
+        let [flags]: [u8; 1] = unhex(flags)?.try_into().ok()?;
         if version == [0xff] {
             return None;
         }
@@ -110,6 +113,7 @@ impl Parent {
         Some(Parent {
             trace_id,
             span_id: Some(span_id),
+            sampled: flags & 1 == 1,
         })
     }
 }
@@ -166,6 +170,7 @@ impl Span {
         Parent {
             trace_id: self.trace_id,
             span_id: Some(self.span_id),
+            sampled: true,
         }
     }
 
@@ -191,6 +196,9 @@ mod tests {
             .unwrap();
         assert_eq!(p.trace_id[0], 0x4b);
         assert_eq!(p.span_id.unwrap()[7], 0xb7);
+        assert!(p.sampled);
+        let unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02";
+        assert!(!Parent::from_traceparent(unsampled).unwrap().sampled);
         let later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes";
         assert_eq!(Parent::from_traceparent(later), Some(p));
         for bad in [
