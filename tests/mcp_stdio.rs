@@ -1349,6 +1349,30 @@ fn a_fixture_recorded_before_answers_were_recorded_still_replays() {
     probe.rewrite(&probe.declining());
     Probe::replay(&old).assert_success();
     assert_eq!(probe.started(), 1, "the replay started the server");
+
+    // Added to (`--record-mode new`, one more call that asks, live): the grown recording has an
+    // answer to every request, the old one's as given now, and replays.
+    let twice = ASK_NAME.replace(
+        "          - answer:",
+        "          - tool_calls: [{ name: ask_name, arguments: {} }]\n          - answer:",
+    );
+    probe.rewrite(&probe.text.replace(ASK_NAME, &twice));
+    let out = run(probe
+        .run("ask")
+        .arg("--record")
+        .arg(&old)
+        .args(["--record-mode", "new"]));
+    out.assert_success();
+    assert_eq!(out.json()["tool_errors"], json!([]), "{out:?}");
+    let grown: Value = serde_json::from_str(&std::fs::read_to_string(&old).unwrap()).unwrap();
+    let answers = grown["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["request"]["body"].get("result").is_some())
+        .count();
+    assert_eq!(answers, 2, "{grown:#}");
+    Probe::replay(&old).assert_success();
 }
 
 /// A stdio server's stderr is kept to its last 64 KiB, masked: where that cut falls inside a

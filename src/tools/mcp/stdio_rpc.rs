@@ -202,7 +202,7 @@ impl Rpc<'_, '_> {
     /// Records each answer the server's reader writes (a request `STDIN` to `stdio: COMMAND
     /// LINE`, as any message sent), so a replay, which answers the recorded requests itself,
     /// finds its answers recorded or reports how they differ.
-    fn answer_recorder(&self) -> Option<stdio::OnAnswer> {
+    pub(super) fn answer_recorder(&self) -> Option<stdio::OnAnswer> {
         let tape = self.env.transport.recorder()?;
         let (name, url) = (self.server.name.clone(), self.server.url.clone());
         Some(Box::new(move |answer: &[u8]| {
