@@ -646,11 +646,14 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
         assert!(attr(call, "jsonrpc.request.id").is_string(), "{call:#}");
         assert_eq!(attr(call, "network.transport"), "tcp");
     }
+    // A result with isError is `tool_error`, as the MCP conventions say; toolrun's kind beside.
     let failed: Vec<&&Value> = calls
         .iter()
-        .filter(|c| attr(c, "error.type") == "not_found")
+        .filter(|c| attr(c, "error.type") == "tool_error")
         .collect();
     assert_eq!(failed.len(), 1, "order 7 is not found:\n{calls:#?}");
+    assert_eq!(attr(failed[0], "toolrun.error.kind"), "not_found");
+    assert_eq!(failed[0]["status"]["code"], 2, "ERROR");
     // A JSON-RPC error, as the MCP conventions record it: its code, as a string, in both.
     let unknown = one(&spans, "tools/call no_such_tool");
     assert_eq!(attr(unknown, "error.type"), "-32602", "{unknown:#}");

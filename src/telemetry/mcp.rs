@@ -70,7 +70,10 @@ pub(crate) fn served(
             if result["isError"] == true {
                 let error = &result["structuredContent"]["error"];
                 let kind = error["kind"].as_str().unwrap_or("tool_error");
-                span.set("error.type", kind.to_string());
+                // The MCP conventions name a result with `isError` `tool_error`; which error
+                // it was stays beside it.
+                span.set("error.type", "tool_error")
+                    .set("toolrun.error.kind", kind.to_string());
                 span.error = Some(redactor.str(error["message"].as_str().unwrap_or(kind)));
             }
             if content {
