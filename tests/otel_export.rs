@@ -19,6 +19,8 @@ use support::{Response, TestServer};
 const SECRET: &str = "Zq+8/a=b c&d?e-f.g_h~i";
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
+/// A trace a request names in its `params._meta`, beside `CALLER_TRACE` in its HTTP header.
+const META_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 
 /// `oteltap` listening on a port of its own; every span it prints, as JSON.
 struct Tap {
@@ -611,6 +613,9 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
         { "name": "lookup_order", "arguments": { "order_id": 42 } },
         { "name": "lookup_order", "arguments": { "order_id": 7 } },
         { "name": "no_such_tool", "arguments": {} },
+        // The MCP conventions: the request's own `params._meta` context is the parent, before
+        // the HTTP request's.
+        { "name": "lookup_order", "arguments": { "order_id": 42 }, "meta": { "traceparent": format!("00-{META_TRACE}-{CALLER_SPAN}-01") } },
     ]);
     let out = support::run_with_stdin(&mut client, &plan.to_string());
     assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
@@ -622,7 +627,7 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
     let _ = stderr.read_to_string(&mut rest);
     assert_eq!(status.code(), Some(0), "{rest}");
     let spans = tap.wait(|s| {
-        named(s, "tools/call lookup_order").len() >= 2
+        named(s, "tools/call lookup_order").len() >= 3
             && !named(s, "tools/call no_such_tool").is_empty()
     });
     for name in ["initialize", "tools/list"] {
@@ -632,11 +637,13 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
         assert_eq!(attr(s[0], "mcp.method.name"), name);
     }
     let calls = named(&spans, "tools/call lookup_order");
+    let in_meta_trace = calls.iter().filter(|c| c["traceId"] == META_TRACE).count();
+    assert_eq!(in_meta_trace, 1, "{calls:#?}");
     for call in &calls {
         assert_eq!(call["kind"], 2, "SERVER");
-        assert_eq!(
-            call["traceId"], CALLER_TRACE,
-            "the client's trace continues"
+        assert!(
+            call["traceId"] == CALLER_TRACE || call["traceId"] == META_TRACE,
+            "the client's trace continues: {call:#}"
         );
         assert_eq!(call["parentSpanId"], CALLER_SPAN);
         assert_eq!(attr(call, "mcp.method.name"), "tools/call");

@@ -444,7 +444,12 @@ fn served_request<'a>(
     telemetry::Request {
         method,
         tool,
-        traceparent: header("traceparent").or_else(|| context.meta.get_traceparent()),
+        // The MCP conventions: the request's own context (`params._meta`) is the parent; the
+        // HTTP request's only stands in when it has none.
+        traceparent: context
+            .meta
+            .get_traceparent()
+            .or_else(|| header("traceparent")),
         session_id: header("mcp-session-id").or(session),
         protocol_version: context.protocol_version().map(|v| v.to_string()),
         request_id,

@@ -12,7 +12,7 @@ pub(crate) struct Request<'a> {
     pub(crate) method: &'a str,
     /// The tool of a `tools/call`.
     pub(crate) tool: Option<&'a str>,
-    /// `traceparent` from the HTTP request, else from `params._meta`.
+    /// `traceparent` from `params._meta`, else from the HTTP request.
     pub(crate) traceparent: Option<&'a str>,
     pub(crate) session_id: Option<&'a str>,
     pub(crate) protocol_version: Option<String>,

@@ -9,6 +9,8 @@ call the server refused with a JSON-RPC error is {"error": {"code": ..., "messag
 --elicit declares the elicitation capability: a call's "confirm" key is what its user answers
 when the server asks (`accept`, `accept_unticked`, `decline`, `cancel`; none: `decline`), and
 the output gains "elicitations", every request the server sent, in order.
+
+A call's "meta" key, if any, goes as its request's params._meta (e.g. a W3C traceparent).
 """
 
 import json
@@ -60,7 +62,8 @@ async def main():
 
     async def call(client, c):
         try:
-            return dump(await client.call_tool(c["name"], c.get("arguments", {})))
+            meta = {"meta": c["meta"]} if "meta" in c else {}
+            return dump(await client.call_tool(c["name"], c.get("arguments", {}), **meta))
         except MCPError as e:
             return {"error": {"code": e.code, "message": e.message}}
 
