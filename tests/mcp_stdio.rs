@@ -1466,3 +1466,30 @@ fn a_call_added_to_a_recording_goes_to_an_initialized_server() {
     Probe::replay(&probe.fixture).assert_success();
     assert_eq!(probe.started(), 2);
 }
+
+/// `call` of a tool of a `tools: "*"` stdio server, without `--allow-exec`: the error says the
+/// server's program needs the flag (the tool is known only once the server lists it), not that
+/// there is no such tool; nothing starts.
+#[test]
+fn calling_a_star_tool_without_allow_exec_names_the_flag_not_an_unknown_tool() {
+    let probe = Probe::edited(
+        "mcp-stdio-star-call",
+        "",
+        "          - answer: no",
+        |text| text.replace("tools: []", "tools: \"*\""),
+    );
+    let out = run(probe
+        .toolrun("call")
+        .args(["echo", "--args", r#"{"text": "hi"}"#]));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("MCP server `probe`")
+            && out.stderr.contains(&format!(
+                "add `--allow-exec {}`",
+                python::python().display()
+            ))
+            && !out.stderr.contains("there is no tool named"),
+        "{out:?}"
+    );
+    assert_eq!(probe.started(), 0, "a refused server started");
+}

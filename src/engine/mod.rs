@@ -288,9 +288,28 @@ impl<'a> Engine<'a> {
         opts: &CallOptions,
     ) -> CallOutcome {
         // Arguments are checked against the schema the server lists, so it is listed first; a
-        // failure to connect is reported by the call itself.
+        // failure to connect is reported by the call itself, unless the tool is one of a
+        // `tools: "*"` server known only from that listing: then why it could not be listed
+        // (a program `--allow-exec` did not allow, a server down) is the call's error, not
+        // "there is no tool named ...".
         let run = opts.as_run();
-        let _ = tools::mcp::connect_tool(&self.tool_env(&run, ""), name).await;
+        let connected = tools::mcp::connect_tool(&self.tool_env(&run, ""), name).await;
+        if let Err(e) = connected {
+            if self.registry.tool(name).is_none() {
+                tools::mcp::end_all(&self.tool_env(&run, "")).await;
+                return CallOutcome {
+                    result: None,
+                    error: Some(ToolErrorEntry {
+                        id: "call_1".into(),
+                        name: name.to_string(),
+                        kind: e.kind,
+                        message: self.redactor.str(&e.message),
+                        details: e.details,
+                    }),
+                    pending: None,
+                };
+            }
+        }
         let outcome = self
             .call_in_session(&CallSession::default(), name, arguments, opts)
             .await;
