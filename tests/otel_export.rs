@@ -1581,6 +1581,18 @@ fn a_remote_mcp_calls_error_type_says_whether_the_tool_failed_or_no_answer_came(
     }
 }
 
+/// What an MCP client writes to `toolrun serve` over stdio: `initialize`, `initialized`, then
+/// `requests`, a line each.
+fn stdio_session(requests: impl IntoIterator<Item = Value>) -> String {
+    let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    [initialize, initialized]
+        .into_iter()
+        .chain(requests)
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 #[test]
 fn a_collector_that_hangs_holds_a_bounded_queue_and_the_server_answers_everything() {
     // Takes every connection and never answers: the export thread waits on its first batch.
@@ -1591,15 +1603,10 @@ fn a_collector_that_hangs_holds_a_bounded_queue_and_the_server_answers_everythin
         drop(held);
     });
     // Far more requests than the queue holds (2048) come in while the first batch hangs.
-    let mut lines = vec![
-        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }),
-        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
-    ];
     let requests = 6000;
-    lines.extend(
+    let stdin = stdio_session(
         (1..=requests).map(|id| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" })),
     );
-    let stdin: String = lines.iter().map(|l| format!("{l}\n")).collect();
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
     let out = support::run_with_stdin(
         support::toolrun()
@@ -1662,9 +1669,7 @@ fn a_caller_trace_that_is_not_sampled_gets_no_spans_and_a_served_request_decides
     // with an unsampled one, is not.
     let sampled_trace = "0000000000000000000000000000a5a5";
     let call = |id: u64, meta: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "lookup_order", "arguments": { "order_id": 42 }, "_meta": meta } });
-    let lines = [
-        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }),
-        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    let stdin = stdio_session([
         call(
             1,
             json!({ "traceparent": format!("00-{sampled_trace}-{CALLER_SPAN}-01") }),
@@ -1674,8 +1679,7 @@ fn a_caller_trace_that_is_not_sampled_gets_no_spans_and_a_served_request_decides
             json!({ "traceparent": format!("00-{sampled_trace}-{CALLER_SPAN}-00") }),
         ),
         call(3, json!({})),
-    ];
-    let stdin: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    ]);
     let out = support::run_with_stdin(
         toolrun()
             .arg("serve")
