@@ -930,17 +930,34 @@ fn settings_that_cannot_be_read_are_warnings_and_treated_as_unset() {
         Value::Null,
         "{call:#}"
     );
-    // Values the specification defines are read without a word.
-    let sent = sent_by_a_call(&[
-        ("OTEL_SDK_DISABLED", "FALSE"),
-        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "True"),
-    ]);
-    assert_eq!(sent.stderr, "");
+    // Values the specification defines are read without a word, and so are the content modes
+    // of the GenAI instrumentations (content goes on spans).
+    for (capture, on) in [
+        ("True", true),
+        ("span_only", true),
+        ("SPAN_AND_EVENT", true),
+        ("NO_CONTENT", false),
+        ("false", false),
+    ] {
+        let sent = sent_by_a_call(&[
+            ("OTEL_SDK_DISABLED", "FALSE"),
+            (
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                capture,
+            ),
+        ]);
+        assert_eq!(sent.stderr, "", "{capture}");
+        let call = one(&sent.spans, "execute_tool get_stock_price");
+        let result = attr(call, "gen_ai.tool.call.result");
+        assert_eq!(result.is_string(), on, "{capture}: {call:#}");
+    }
+    let sent = sent_by_a_call(&[(
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        "EVENT_ONLY",
+    )]);
+    assert!(sent.stderr.contains("spans only"), "{}", sent.stderr);
     let call = one(&sent.spans, "execute_tool get_stock_price");
-    assert!(
-        attr(call, "gen_ai.tool.call.result").is_string(),
-        "{call:#}"
-    );
+    assert_eq!(attr(call, "gen_ai.tool.call.result"), Value::Null);
 }
 
 #[test]

@@ -89,11 +89,7 @@ pub(crate) fn from_env(
             .or_else(|| get("OTEL_EXPORTER_OTLP_HEADERS"))
             .as_deref(),
     );
-    let content = boolean(
-        &get,
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
-        &mut warnings,
-    ) || flags.content;
+    let content = capture_content(&get, &mut warnings) || flags.content;
     let exit_timeout = match get("OTEL_BSP_EXPORT_TIMEOUT").map(|v| v.trim().parse::<u64>()) {
         None => Duration::from_secs(1),
         Some(Ok(ms)) => Duration::from_millis(ms).min(MAX_EXIT_TIMEOUT),
@@ -134,6 +130,25 @@ fn boolean(get: &impl Fn(&str) -> Option<String>, name: &str, warnings: &mut Vec
         ));
     }
     v.eq_ignore_ascii_case("true")
+}
+
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`: `true`/`false`, or the modes the
+/// OpenTelemetry GenAI instrumentations take with the latest conventions (`SPAN_ONLY`,
+/// `SPAN_AND_EVENT`, `EVENT_ONLY`, `NO_CONTENT`); toolrun puts content on spans only.
+fn capture_content(get: &impl Fn(&str) -> Option<String>, warnings: &mut Vec<Warning>) -> bool {
+    const NAME: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+    let Some(v) = get(NAME) else {
+        return false;
+    };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "span_only" | "span_and_event" => true,
+        "false" | "no_content" => false,
+        "event_only" => {
+            warnings.push(format!("{NAME}=EVENT_ONLY: toolrun records content on spans only (SPAN_ONLY), so none is sent"));
+            false
+        }
+        _ => boolean(get, NAME, warnings),
+    }
 }
 
 /// The base endpoint gets the signal's path, as the exporter specification says; a URL that
