@@ -1493,3 +1493,34 @@ fn calling_a_star_tool_without_allow_exec_names_the_flag_not_an_unknown_tool() {
     );
     assert_eq!(probe.started(), 0, "a refused server started");
 }
+
+/// A stdio server that answers a call under an id no request has fails that call at once,
+/// saying so, as over HTTP: not a wait until the tool's timeout blamed on the server's speed.
+#[test]
+fn an_answer_under_an_id_never_sent_fails_the_call() {
+    let dir = support::temp_dir("mcp-stdio-wrong-id");
+    let spec = write(
+        &dir,
+        "wrong.yaml",
+        &format!(
+            "version: 1\nname: wrong\ntools:\n  wrong:\n    kind: mcp\n    description: Answers under the wrong id.\n    command: [\"{}\", \"{}\"]\n    timeout: 5s\n    tools: [echo]\n",
+            python::python().display(),
+            python::script("wrong_id_server.py").display()
+        ),
+    );
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec)
+        .args(["echo", "--json", "--allow-exec"])
+        .arg(python::python()));
+    out.assert_code(1);
+    let error = &out.json()["error"];
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("MCP server `wrong`")
+            && message.contains("a response for id 999")
+            && message.contains("its own id"),
+        "{out:?}"
+    );
+    assert_ne!(error["kind"], "timeout", "{out:?}");
+}

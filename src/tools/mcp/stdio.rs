@@ -50,7 +50,13 @@ struct Pending {
     /// The server's requests about no request waiting (it sent them between calls, or about a
     /// call given up on): they go with the next answer, so a replay answers them there.
     unclaimed: Vec<Asked>,
+    /// The latest requests given up on (their timeout), by id: a late answer to one is not a
+    /// server's mistake, an answer to a request never sent is.
+    given_up: std::collections::VecDeque<String>,
 }
+
+/// Requests given up on whose ids are remembered, at most.
+const GIVEN_UP_KEPT: usize = 256;
 
 /// A request from the server and the answer written to it (`None`: it could not be written).
 /// The answer is recorded once the request goes with a reply, so every answer recorded is one
@@ -68,6 +74,33 @@ struct Waiter {
 }
 
 impl Pending {
+    /// An answer no request waits for: a late one to a request given up on is dropped; one
+    /// under an id toolrun never sent fails the request it is most likely for (as [`about`]
+    /// places what names no request), at once, rather than leaving it to wait out its timeout
+    /// and blame the server's speed.
+    ///
+    /// [`about`]: Pending::about
+    fn unrequested(&mut self, id: &Value) {
+        let key = id.to_string();
+        if let Some(at) = self.given_up.iter().position(|k| *k == key) {
+            self.given_up.remove(at);
+            return;
+        }
+        let Some(earliest) = self
+            .waiting
+            .iter()
+            .min_by_key(|(_, w)| w.sent)
+            .map(|(k, _)| k.clone())
+        else {
+            return;
+        };
+        if let Some(w) = self.waiting.remove(&earliest) {
+            let _ = w.tx.send(Err(NetError::Io(format!(
+                "it sent a response for id {key}, which no request toolrun sent has (this one is {earliest}): a server must answer each request under its own id"
+            ))));
+        }
+    }
+
     /// The request a message from the server is about. stdio carries one stream, so only
     /// progress names its request (`progressToken`, which toolrun sets to the request's id);
     /// a log line or a request from the server (elicitation, ping, roots, sampling) carries no
@@ -380,7 +413,10 @@ impl Reader {
                     // An answer no call waits for (one given up on) takes nothing along.
                     Ok(mut p) => match p.waiting.remove(&id.to_string()) {
                         Some(w) => (Some(w), std::mem::take(&mut p.unclaimed)),
-                        None => (None, Vec::new()),
+                        None => {
+                            p.unrequested(&id);
+                            (None, Vec::new())
+                        }
                     },
                     Err(_) => (None, Vec::new()),
                 };
@@ -581,11 +617,15 @@ impl Process {
             if let Some(w) = p.waiting.remove(&id.to_string()) {
                 let room = MAX_KEPT_REQUESTS.saturating_sub(p.unclaimed.len());
                 p.unclaimed.extend(w.kept.into_iter().take(room));
+                if p.given_up.len() == GIVEN_UP_KEPT {
+                    p.given_up.pop_front();
+                }
+                p.given_up.push_back(id.to_string());
             }
         }
     }
 
-    /// The kept end of its stderr, unmasked: the caller masks it.
+    /// The kept end of its stderr, masked.
     pub(crate) fn stderr_text(&self) -> String {
         self.stderr.lock().map(|t| t.text()).unwrap_or_default()
     }
