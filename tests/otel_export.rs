@@ -777,10 +777,25 @@ fn json_protocol_headers_and_resource_reach_the_collector_and_disabled_means_not
     assert!(out.stderr.contains("HTTP 500"), "{out:?}");
     assert!(!out.stderr.contains("hdr-secret-value"), "{out:?}");
 
-    // Disabled: nothing is sent.
+    // Disabled, or no traces exporter: nothing is sent.
     let out = run(&[("OTEL_SDK_DISABLED", "true".into())]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(collector.requests().len(), 2, "nothing sent when disabled");
+    let out = run(&[("OTEL_TRACES_EXPORTER", "none".into())]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{out:?}");
+    assert_eq!(
+        collector.requests().len(),
+        2,
+        "nothing sent without an exporter"
+    );
+    // An exporter toolrun does not have is a warning; OTLP goes out all the same.
+    let out = run(&[("OTEL_TRACES_EXPORTER", "zipkin".into())]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("OTEL_TRACES_EXPORTER is `zipkin`"),
+        "{out:?}"
+    );
+    assert_eq!(collector.requests().len(), 3);
 }
 
 /// The resource attributes of an OTLP/JSON request (one resource), as plain JSON.

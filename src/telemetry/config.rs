@@ -55,7 +55,7 @@ pub(crate) fn from_env(
     let (endpoint, source) = if let Some(url) = &flags.otlp {
         (traces_url(url), "--otlp")
     } else {
-        if disabled {
+        if disabled || traces_exporter_off(&get, &mut warnings) {
             return Ok(None);
         }
         match (
@@ -130,6 +130,28 @@ fn boolean(get: &impl Fn(&str) -> Option<String>, name: &str, warnings: &mut Vec
         ));
     }
     v.eq_ignore_ascii_case("true")
+}
+
+/// `OTEL_TRACES_EXPORTER=none` turns the environment's traces off (a shared
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` may be meant for other signals); toolrun has only `otlp`.
+fn traces_exporter_off(get: &impl Fn(&str) -> Option<String>, warnings: &mut Vec<Warning>) -> bool {
+    let Some(v) = get("OTEL_TRACES_EXPORTER") else {
+        return false;
+    };
+    let names: Vec<String> = v
+        .split(',')
+        .map(|s| s.trim().to_ascii_lowercase())
+        .collect();
+    if names.iter().any(|n| n == "none") {
+        return true;
+    }
+    if !names.iter().any(|n| n == "otlp") {
+        warnings.push(format!(
+            "OTEL_TRACES_EXPORTER is `{}`: toolrun exports OTLP only, and does",
+            crate::term::visible(v.trim())
+        ));
+    }
+    false
 }
 
 /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`: `true`/`false`, or the modes the
