@@ -55,17 +55,22 @@ pub(crate) fn from_env(
     let (endpoint, source) = if let Some(url) = &flags.otlp {
         (traces_url(url), "--otlp")
     } else {
-        if disabled || traces_exporter_off(&get, &mut warnings) {
+        if disabled {
             return Ok(None);
         }
-        match (
+        let found = match (
             get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         ) {
             (Some(url), _) => (url.trim().to_string(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             (None, Some(base)) => (traces_url(&base), "OTEL_EXPORTER_OTLP_ENDPOINT"),
             (None, None) => return Ok(None),
+        };
+        // Read only once an endpoint is set: unconfigured, toolrun reads three variables.
+        if traces_exporter_off(&get, &mut warnings) {
+            return Ok(None);
         }
+        found
     };
     check_url(&endpoint, source)?;
     let protocol = match get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
