@@ -18,29 +18,8 @@ use support::{run, toolrun, write, Output};
 const SECRET: &str = "probe-token-8c1f2e7d4b";
 
 fn probe_spec(log_dir: &Path, tools: &str, turns: &str) -> String {
-    format!(
-        r#"version: 1
-name: probe
-secrets: [PROBE_TOKEN]
-tools:
-  probe:
-    kind: mcp
-    description: A probe server.
-    command: ["{python}", "{script}", "{logs}"]
-    env: {{ PROBE_TOKEN: "{{{{ secrets.PROBE_TOKEN }}}}", GREETING: hello }}
-    timeout: 30s
-    tools: [{tools}]
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-{turns}
-"#,
-        python = python::python().display(),
-        script = python::script("stdio_server.py").display(),
-        logs = log_dir.display(),
-    )
+    let (python, script) = (python::python(), python::script("stdio_server.py"));
+    support::specs::stdio_probe_spec((&python, &script, log_dir), tools, turns)
 }
 
 /// One call of `ask_name` (which elicits a name), its result the answer.
