@@ -429,18 +429,22 @@ fn content_stays_home_unless_asked_and_a_dead_collector_is_one_warning() {
 
     // Nobody listens on the refused port: same answer, same exit code, one warning.
     let refused = support::refused_port();
-    let trace = dir.join("trace.json");
+    let (trace, events) = (dir.join("trace.json"), dir.join("events.jsonl"));
+    // A header value no spec declares: only toolrun's own rule keeps it out of every output.
+    let header_only = "otlp-header-only-5e2a";
     let out = support::run(
         support::toolrun()
             .env("TOKEN", SECRET)
             .env(
                 "OTEL_EXPORTER_OTLP_HEADERS",
-                format!("authorization=Bearer {SECRET}"),
+                format!("authorization=Bearer {SECRET},x-key={header_only}"),
             )
             .arg("run")
             .arg(&spec)
             .args(["--query", "echo please", "--trace"])
             .arg(&trace)
+            .arg("--events")
+            .arg(&events)
             .args(["--otlp", &format!("http://127.0.0.1:{refused}")]),
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -457,7 +461,15 @@ fn content_stays_home_unless_asked_and_a_dead_collector_is_one_warning() {
         out.stderr
     );
     assert_clean("stderr", &out.stderr);
-    assert!(trace.is_file());
+    for (what, text) in [
+        ("stdout", out.stdout.clone()),
+        ("stderr", out.stderr.clone()),
+        ("the trace", std::fs::read_to_string(&trace).unwrap()),
+        ("the events", std::fs::read_to_string(&events).unwrap()),
+    ] {
+        assert!(!text.contains(header_only), "{what}:\n{text}");
+        assert_clean(what, &text);
+    }
 }
 
 #[test]
