@@ -44,9 +44,11 @@ pub(crate) fn served(
     if !parent.sampled {
         return;
     }
-    let name = match req.tool {
-        Some(t) => format!("{} {}", req.method, redactor.str(t)),
-        None => req.method.to_string(),
+    // A refused call names a tool nobody serves: whatever a client sends would become a span
+    // name, and backends index span names. Only a served tool is the name's target.
+    let name = match (req.tool, &answer) {
+        (Some(t), Answer::Result(_)) => format!("{} {}", req.method, redactor.str(t)),
+        _ => req.method.to_string(),
     };
     let mut span = Span::new(parent, name, Kind::Server);
     span.start_ns = req.start_ns;
