@@ -778,11 +778,14 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
     // The official Python client drives `toolrun serve` over stdio, which drives the probe.
     let plan = json!([{ "name": "echo", "arguments": { "text": "through the gateway" } }]);
     let mut cmd = std::process::Command::new(python::python());
+    let fixture = dir.join("served.json");
     cmd.arg(python::script("client.py"))
         .args(["stdio", env!("CARGO_BIN_EXE_toolrun"), "serve"])
         .arg(&spec_path)
         .arg("--allow-exec")
         .arg(python::python())
+        .arg("--record")
+        .arg(&fixture)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("PROBE_TOKEN", SECRET);
@@ -824,6 +827,11 @@ fn serve_is_a_gateway_to_every_tool_of_a_stdio_server_and_ends_it_with_the_sessi
     let pids = pid_lines(&logs);
     assert_eq!(pids.len(), 2, "{pids:?}");
     assert_ended(&pids);
+    // The recorded session replays, its tools listed from the recording as `serve` listed them
+    // when it started; nothing starts.
+    let replayed = Probe::replay(&fixture);
+    replayed.assert_success();
+    assert_eq!(pid_lines(&logs).len(), 2, "the replay started the server");
 }
 
 /// Settles to `gone` once the process has ended and been reaped, or says what it still is.
