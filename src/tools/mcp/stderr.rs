@@ -83,7 +83,7 @@ pub(super) fn with_stderr(why: &str, stderr: &str) -> String {
     if stderr.is_empty() {
         return format!("{why}; it wrote nothing on stderr");
     }
-    // The end is where a crash says why; the whole tail is in the `mcp_server_stderr` event.
+    // The end is where a crash says why; the whole tail is in the `mcp_server_ended` event.
     let mut start = stderr.len().saturating_sub(2000);
     while !stderr.is_char_boundary(start) {
         start += 1;

@@ -6,7 +6,7 @@
 //! The program runs in its own process group, so everything it starts ends with it: at the end
 //! of the run its stdin is closed, then the group gets SIGTERM, then SIGKILL after a grace
 //! period (the order the specification asks of a client), and the leader is reaped. Its stderr
-//! is kept (the last 64 KiB) for errors and the `mcp_server_stderr` event. Should toolrun itself
+//! is kept (the last 64 KiB) for errors and the `mcp_server_ended` event. Should toolrun itself
 //! be killed, on Linux the server gets SIGTERM from the kernel (see `end_with_toolrun`).
 //!
 //! Elsewhere than Unix (no process groups or signals) `spawn` refuses with "not supported on
