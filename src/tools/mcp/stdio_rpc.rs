@@ -5,7 +5,7 @@
 use super::exchange::Rpc;
 use super::rpc::{is_request, Incoming};
 use super::stdio::{self, Process, Refusal};
-use super::{ClientSession, LINE_CAP, MAX_BYTES};
+use super::{ClientSession, END_TIMEOUT, LINE_CAP, MAX_BYTES};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::registry::StdioCommand;
 use crate::templates;
@@ -107,7 +107,9 @@ impl Rpc<'_, '_> {
             return false;
         };
         let bytes = body.to_string().into_bytes();
-        process.send(&bytes, None, self.timeout, None).await.is_ok()
+        // Bounded: a server that reads nothing more (its stdin full) is not waited for.
+        let told = process.send(&bytes, None, self.timeout, None);
+        matches!(tokio::time::timeout(END_TIMEOUT, told).await, Ok(Ok(_)))
     }
 
     pub(super) fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
