@@ -518,3 +518,93 @@ models:
     let answer = out.json()["final_output"].as_str().unwrap().to_string();
     assert!(answer.contains("declined"), "{out:?}");
 }
+
+/// `--record-mode new` adds live calls to a recording whose session (the handshake, the
+/// listing) replays: the recorded `Mcp-Session-Id` is one the live server does not know (it
+/// ended with the recording run), so the added calls, and the answer to the server's request
+/// during one, go with a session the run opens itself (its own `initialize`, unrecorded),
+/// which it ends. The grown fixture keeps one handshake and replays offline.
+#[test]
+fn calls_added_to_a_recording_go_live_with_a_session_the_server_knows() {
+    let dir = support::temp_dir("mcp-everything-record-new");
+    let server = Everything::start();
+    let tools = "[echo, trigger-elicitation-request]";
+    let one = r#"          - tool_calls: [{ name: echo, arguments: { message: one } }]
+          - answer: "{{ last.result }}""#;
+    let spec_path = write(
+        &dir,
+        "s.yaml",
+        &spec(&server.url(), tools, "    side_effects: false", one),
+    );
+    let fixture = dir.join("grown.fixture.json");
+    let record = |extra: &[&str]| {
+        let mut args = vec!["--record", fixture.to_str().unwrap()];
+        args.extend(extra);
+        run_spec(&spec_path, &args)
+    };
+    let out = record(&[]);
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "Echo: one", "{out:?}");
+    let three = r#"          - tool_calls: [{ name: echo, arguments: { message: one } }]
+          - tool_calls: [{ name: echo, arguments: { message: two } }]
+          - tool_calls: [{ name: trigger-elicitation-request, arguments: {} }]
+          - answer: "{{ results[1].result }}""#;
+    write(
+        &dir,
+        "s.yaml",
+        &spec(&server.url(), tools, "    side_effects: false", three),
+    );
+    let events = dir.join("events.jsonl");
+    let out = record(&["--record-mode", "new", "--events", events.to_str().unwrap()]);
+    out.assert_success();
+    let trace = out.json();
+    assert_eq!(trace["tool_errors"], json!([]), "{out:?}");
+    assert_eq!(trace["final_output"], "Echo: two", "{out:?}");
+    let declined = trace["tool_results"][2]["result"].as_str().unwrap();
+    assert!(declined.contains("declined"), "{declined}");
+    let events: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ended: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "mcp_session_ended")
+        .collect();
+    assert_eq!(ended.len(), 1, "{events:#?}");
+    assert_eq!(ended[0]["status"], 200, "the server knew the session ended");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let exchanges = recorded["exchanges"].as_array().unwrap();
+    let bodies: Vec<&Value> = exchanges.iter().map(|e| &e["request"]["body"]).collect();
+    let methods: Vec<&str> = bodies
+        .iter()
+        .map(|b| b["method"].as_str().unwrap_or("(an answer)"))
+        .collect();
+    // One handshake, the one recorded first; the elicitation's answer is recorded too.
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tools/call",
+            "(an answer)",
+            "tools/call"
+        ],
+        "{recorded:#}"
+    );
+    assert_eq!(bodies[5]["result"]["action"], "decline");
+    // Every request carries the recorded session, so a replay matches them.
+    let session = &exchanges[1]["request"]["headers"]["mcp-session-id"];
+    assert!(session.is_string(), "{recorded:#}");
+    assert!(
+        exchanges[1..]
+            .iter()
+            .all(|e| &e["request"]["headers"]["mcp-session-id"] == session),
+        "{recorded:#}"
+    );
+    drop(server);
+    run(toolrun().arg("replay").arg(&fixture)).assert_success();
+}

@@ -344,7 +344,9 @@ impl Transport {
             .map_err(|e| NetError::Io(format!("HTTP client: {e}")))
     }
 
-    async fn send_live(
+    /// The request as it goes out, with no recording, replay or masking (a caller doing its
+    /// own through [`Transport::send_via`]).
+    pub(crate) async fn send_live(
         &self,
         _purpose: Purpose<'_>,
         req: &HttpRequest,

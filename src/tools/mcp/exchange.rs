@@ -396,10 +396,7 @@ impl Rpc<'_, '_> {
             on_chunk: Some(&on_chunk),
             reshape: Some(sse::to_json),
         };
-        let send = self
-            .env
-            .transport
-            .send(Purpose::Mcp(&self.server.name), &req, opts);
+        let send = self.send_http(&req, opts);
         tokio::pin!(send);
         let mut answered = Vec::new();
         let sent = loop {
@@ -456,6 +453,11 @@ impl Rpc<'_, '_> {
         let Ok(req) = self.stream_request(None).await else {
             return;
         };
+        // A recorded session is opened live by a call, not by its stream: until a call goes
+        // live, the server knows no session to stream.
+        let Ok(Some(req)) = self.live_request(&req, false).await else {
+            return;
+        };
         let opts = SendOptions {
             timeout,
             max_bytes: MAX_BYTES,
@@ -487,6 +489,9 @@ impl Rpc<'_, '_> {
     /// cancellation): sent live, never recorded, not sent in a replay. Best effort.
     async fn send_quietly(&self, body: &Value) -> bool {
         let Ok(req) = self.build("POST", Some(body)).await else {
+            return false;
+        };
+        let Ok(Some(req)) = self.live_request(&req, false).await else {
             return false;
         };
         let opts = SendOptions {
@@ -536,10 +541,7 @@ impl Rpc<'_, '_> {
             Some(cmd) => self.send_stdio(cmd, body, opts, None).await?,
             None => {
                 let req = self.build("POST", Some(body)).await?;
-                self.env
-                    .transport
-                    .send(Purpose::Mcp(&self.server.name), &req, opts)
-                    .await
+                self.send_http(&req, opts).await
             }
         };
         let resp = sent.map_err(|e| self.net_error(method, e))?;

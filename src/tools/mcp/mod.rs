@@ -10,6 +10,7 @@
 pub(crate) mod content;
 mod exchange;
 mod listing;
+mod live_session;
 mod rpc;
 mod sse;
 mod stderr;
@@ -69,6 +70,11 @@ pub(crate) struct ClientSession {
     /// Calls in flight over HTTP, by request id, and where messages about each go (see
     /// `exchange::Inbox`).
     inboxes: std::sync::Mutex<Vec<(u64, tokio::sync::mpsc::Sender<Value>)>>,
+    /// Session ids a live server gave this run (see `live_session`).
+    live_ids: std::sync::Mutex<Vec<String>>,
+    /// The session this run opened for live requests carrying a recorded session id: (the
+    /// recorded id, the live one).
+    own: tokio::sync::Mutex<Option<(String, Option<String>)>>,
 }
 
 impl ClientSession {
@@ -248,6 +254,8 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
             continue; // a stateless server: there is nothing to end
         }
         end_session(server, &conn, env).await;
+        // Ended: a later session (a served one's) opens its own again if it needs one.
+        session.own.lock().await.take();
     }
 }
 
@@ -272,7 +280,11 @@ async fn end_session(server: &McpServer, conn: &Connected, env: &ToolEnv<'_>) {
         timeout: server.timeout.min(END_TIMEOUT),
     };
     let req = match rpc.build("DELETE", None).await {
-        Ok(r) => r,
+        Ok(r) => match rpc.live_request(&r, false).await {
+            Ok(Some(r)) => r,
+            // Made from a recording, and never opened live: no server knows it.
+            _ => return,
+        },
         Err(e) => {
             env.events.emit_with(
                 "mcp_session_ended",
