@@ -1405,6 +1405,14 @@ fn a_call_past_its_timeout_is_cancelled_on_the_server() {
     out.assert_success();
     let trace = out.json();
     assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
+    // The tool's own `timeout:`, not what was left of it when the request went out.
+    assert!(
+        trace["tool_errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("within the tool's `timeout:` of 3s"),
+        "{out:?}"
+    );
     assert_eq!(trace["final_output"], "cancelled", "{out:?}");
     let cancelled = events_named(&events, "mcp_cancelled");
     assert_eq!(cancelled.len(), 1, "{cancelled:#?}");

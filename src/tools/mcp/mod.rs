@@ -138,6 +138,20 @@ async fn call(
     if session.list_changed.swap(false, Ordering::SeqCst) {
         relist(server, &session, &conn, env).await;
     }
+    // The request's own deadline is what was left of the tool's: the error names the
+    // `timeout:` the user wrote, not that remainder.
+    let result = result.map_err(|e| match e.kind {
+        ErrorKind::Timeout => ToolError {
+            message: format!(
+                "MCP server `{}` did not answer `tools/call` of `{}` within the tool's `timeout:` of {:?} (the request was cancelled); raise `timeout:` if it needs longer",
+                server.name,
+                mcp.remote_name,
+                tool.timeout,
+            ),
+            ..e
+        },
+        _ => e,
+    });
     let content = content::take(
         &server.name,
         &mcp.remote_name,
