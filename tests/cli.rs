@@ -318,6 +318,34 @@ fn tools_anthropic() {
     }
 }
 
+/// Offline, a remote tool's description and schema are what the spec pins, else placeholders:
+/// `tools` says which ones a run takes from the server instead.
+#[test]
+fn tools_notes_what_a_remote_mcp_server_supplies() {
+    let out = toolrun(&["tools", "specs/mcp_notes.yaml"]);
+    out.assert_success();
+    let names: Vec<Value> = out
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|t| t["function"]["name"].clone())
+        .collect();
+    assert_eq!(names, ["search_notes", "remember", "delete_note"]);
+    let notes: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        notes,
+        [
+            "note: `search_notes` is a tool of MCP server `notes`: a run gives the model the description and schema the server lists, not what is shown here (pin them with `description:` and `input:`)",
+            "note: `remember` is a tool of MCP server `notes`: a run gives the model the schema the server lists, not what is shown here (pin it with `input:`)",
+            "note: `delete_note` is a tool of MCP server `notes`: a run gives the model the description the server lists, not what is shown here (pin it with `description:`)",
+        ],
+        "{out:?}"
+    );
+    // Nothing of the kind for a spec without remote tools.
+    assert_eq!(toolrun(&["tools", "specs/stock_assistant.yaml"]).stderr, "");
+}
+
 #[test]
 fn tools_mcp_with_annotations() {
     let list = tools("mcp");
