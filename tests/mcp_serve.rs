@@ -1462,3 +1462,81 @@ fn sessions_reuse_connections_to_a_tools_host() {
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
 }
+
+/// A session's calls that run at once may end in another order than they began: the recording
+/// keeps them in the order the session admitted them, which is the order a replay runs them in
+/// one by one, so call ids, limits and loop counts come out as they did and the session replays.
+#[test]
+fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
+    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let gate = released.clone();
+    let server = TestServer::start(move |_| {
+        let (open, cv) = &*gate;
+        let open = open.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = cv
+            .wait_timeout_while(open, Duration::from_secs(30), |open| !*open)
+            .unwrap_or_else(|e| e.into_inner());
+        Response::json(200, json!({ "waited": true }))
+    });
+    let port = server.addr().port();
+    let dir = support::temp_dir("mcp-serve-record-order");
+    let spec = dir.join("order.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "version: 1\nname: order\ntools:\n  wait:\n    description: Answers once the test lets it.\n    kind: http\n    input: {{ type: object }}\n    request: {{ url: \"{}/wait\" }}\n  quick:\n    description: Answers at once.\n    kind: mock\n    input: {{ type: object }}\n    responses:\n      - result: done\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\nserve: {{ max_tool_calls: 2 }}\n",
+            server.base_url()
+        ),
+    )
+    .expect("spec");
+    let fixture = dir.join("session.json");
+    let serve = HttpServe::start(&spec, &["--record", fixture.to_str().expect("utf-8")], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let call = |id: u32, name: &str| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": name, "arguments": {} } })
+        .to_string()
+    };
+    // `wait` is admitted first (its request reached the service) and ends last.
+    let waiting = {
+        let (serve, headers, body) = (&serve, &headers, call(1, "wait"));
+        std::thread::scope(|s| {
+            let waiting = s.spawn(move || serve.exchange("POST", "/mcp", headers, &body));
+            assert_eq!(
+                server.wait_for_requests(1, Duration::from_secs(30)).len(),
+                1
+            );
+            let quick = serve.exchange("POST", "/mcp", headers, &call(2, "quick"));
+            assert!(quick.contains("done"), "{quick}");
+            // The budget of two is spent: the third is refused while `wait` still runs.
+            let third = serve.exchange("POST", "/mcp", headers, &call(3, "quick"));
+            assert!(third.contains("limit_exceeded"), "{third}");
+            let (open, cv) = &*released;
+            *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+            waiting.join().expect("the waiting call")
+        })
+    };
+    assert!(waiting.contains("waited"), "{waiting}");
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let names: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .filter(|e| e["kind"] == "served")
+        .map(|e| &e["request"]["body"]["name"])
+        .collect();
+    assert_eq!(names, [&json!("wait"), &json!("quick"), &json!("quick")]);
+    let ids: Vec<&Value> = recorded["trace"]["tool_results"]
+        .as_array()
+        .expect("tool results")
+        .iter()
+        .map(|r| &r["id"])
+        .collect();
+    assert_eq!(ids, [&json!("call_1"), &json!("call_2")], "{recorded:#}");
+    replay(&fixture, &spec).assert_success();
+}

@@ -150,6 +150,9 @@ pub(crate) struct CallOutcome {
     pub(crate) result: Option<ToolResultEntry>,
     pub(crate) error: Option<ToolErrorEntry>,
     pub(crate) pending: Option<PendingCall>,
+    /// Which call of its session this was, counted when it was admitted (0 outside a session):
+    /// a session's calls may end in another order than they began.
+    pub(crate) seq: u32,
 }
 
 /// Why a call may not run, and whether that also ends the run.
@@ -307,6 +310,7 @@ impl<'a> Engine<'a> {
                         details: e.details,
                     }),
                     pending: None,
+                    seq: 0,
                 };
             }
         }

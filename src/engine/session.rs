@@ -23,10 +23,11 @@ impl<'a> Engine<'a> {
             name: name.to_string(),
             arguments: Ok(arguments),
         };
-        let (tool, args, fault) = {
+        let (tool, args, fault, seq) = {
             let mut st = session.lock();
             st.next_call += 1;
-            call.id = format!("call_{}", st.next_call);
+            let seq = st.next_call;
+            call.id = format!("call_{seq}");
             let plans = match self.plan_turn(&mut st, std::slice::from_ref(&call), opts) {
                 Ok(turn) => turn.plans,
                 // Needs confirmation: the outcome says so (`pending`).
@@ -37,22 +38,22 @@ impl<'a> Engine<'a> {
                     // Counted before it runs, so calls at once cannot overrun the budget.
                     st.in_flight += 1;
                     let fault = self.draw_fault(&mut st, tool, opts);
-                    (tool, args, fault)
+                    (tool, args, fault, seq)
                 }
                 // Refused: its error was recorded by admission.
-                _ => return self.outcome(&mut st),
+                _ => return self.outcome(&mut st, seq),
             }
         };
         let (result, timing) = self.execute_one(&call, tool, &args, fault, opts).await;
         let mut st = session.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
         let _ = self.observe(&mut st, &call, tool, args, result, timing);
-        self.outcome(&mut st)
+        self.outcome(&mut st, seq)
     }
 
     /// The call just admitted or observed, taken out of the session's state, which keeps only
     /// the counters admission reads: a session can be long.
-    fn outcome(&self, st: &mut State) -> CallOutcome {
+    fn outcome(&self, st: &mut State, seq: u32) -> CallOutcome {
         let error = st.tool_errors.pop().map(|mut e| {
             e.message = self.redactor.str(&e.message);
             e
@@ -61,6 +62,7 @@ impl<'a> Engine<'a> {
             result: st.tool_results.pop(),
             error,
             pending: st.pending.take(),
+            seq,
         };
         st.messages.clear();
         st.results.clear();

@@ -1,6 +1,7 @@
 //! A served session in the fixture format (`serve --record`), and back: every `tools/call` is a
 //! `served` exchange holding what the client sent (and the clock and confirmation it ran with)
-//! and the result sent back, in the order the results were sent; the HTTP exchanges the tools
+//! and the result sent back, each session's calls in the order it admitted them (calls at once
+//! may end in another order); the HTTP exchanges the tools
 //! made follow; the trace lists the session's tool results and errors.
 
 use super::server::LoggedCall;
@@ -36,7 +37,7 @@ pub(crate) fn session_fixture(
     )
 }
 
-/// The session as a trace: what ran and what failed, in the order results were sent.
+/// The session as a trace: what ran and what failed, in the order the calls were logged.
 pub(crate) fn session_trace(registry: &Registry, calls: &[LoggedCall]) -> Value {
     let tool_results: Vec<Value> = calls
         .iter()
@@ -129,6 +130,7 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
                 .ok_or_else(|| bad("has no recorded response"))?,
             result: None,
             error: None,
+            seq: 0,
         });
     }
     Ok(calls)

@@ -51,6 +51,8 @@ pub(crate) struct LoggedCall {
     pub(crate) response: Value,
     pub(crate) result: Option<ToolResultEntry>,
     pub(crate) error: Option<ToolErrorEntry>,
+    /// Its place in its session's admission order (the first try's, when it was confirmed).
+    pub(crate) seq: u32,
 }
 
 impl Served {
@@ -243,6 +245,7 @@ impl ServedSession {
             let mut outcome = self
                 .attempt(name, arguments_ref, now_unix_ms, false, &notify)
                 .await;
+            let seq = outcome.seq;
             let mut confirmation = None;
             if let Some(pending) = &outcome.pending {
                 confirmation = self.confirmation(pending, origin).await;
@@ -254,9 +257,9 @@ impl ServedSession {
             }
             // The forwarding ends once it has sent what the call reported.
             drop(notify);
-            (outcome, confirmation)
+            (outcome, confirmation, seq)
         };
-        let ((outcome, confirmation), ()) = tokio::join!(work, async {
+        let ((outcome, confirmation, seq), ()) = tokio::join!(work, async {
             if let Some(f) = forwarding {
                 f.await;
             }
@@ -282,16 +285,28 @@ impl ServedSession {
         });
         if let Some(log) = &served.log {
             if let Ok(mut log) = log.lock() {
-                log.push(LoggedCall {
-                    session: self.id().to_string(),
-                    name: name.to_string(),
-                    arguments,
-                    now_unix_ms,
-                    confirmation,
-                    response: response.clone(),
-                    result: outcome.result.clone(),
-                    error: outcome.error.clone(),
-                });
+                let session = self.id().to_string();
+                // A session's calls run at once and may end in any order; its calls are kept
+                // in the order it admitted them, the order a replay runs them in one by one
+                // (call ids, limits, loops and faults are counted in that order).
+                let at = log
+                    .iter()
+                    .position(|c| c.session == session && c.seq > seq)
+                    .unwrap_or(log.len());
+                log.insert(
+                    at,
+                    LoggedCall {
+                        session,
+                        name: name.to_string(),
+                        arguments,
+                        now_unix_ms,
+                        confirmation,
+                        response: response.clone(),
+                        result: outcome.result.clone(),
+                        error: outcome.error.clone(),
+                        seq,
+                    },
+                );
             }
         }
         response
