@@ -376,7 +376,8 @@ fn a_run_is_an_agent_span_over_chat_tool_and_http_spans_masked_and_in_the_caller
     let tool = one(&spans, "execute_tool echo");
     assert_child(tool, run);
     assert_eq!(attr(tool, "gen_ai.tool.name"), "echo");
-    assert_eq!(attr(tool, "gen_ai.tool.type"), "function");
+    // An HTTP tool calls an external API from the agent's side: an `extension`.
+    assert_eq!(attr(tool, "gen_ai.tool.type"), "extension");
     assert!(attr(tool, "gen_ai.tool.call.id").is_string());
     assert!(
         attr(tool, "gen_ai.tool.call.result")
@@ -560,7 +561,9 @@ fn export_otel_sends_recorded_files_at_their_recorded_times() {
     );
     let http = one(&spans, "GET");
     assert_eq!(attr(http, "http.response.status_code"), 200);
-    assert_child(http, one(&spans, "execute_tool inventory"));
+    let inventory = one(&spans, "execute_tool inventory");
+    assert_child(http, inventory);
+    assert_eq!(attr(inventory, "gen_ai.tool.type"), "extension");
     assert_eq!(named(&spans, "chat llama3.1").len(), 3);
 
     let none = support::run(
@@ -707,6 +710,7 @@ fn a_remote_mcp_call_is_an_mcp_client_span_under_its_tool_span() {
     let call = one(&spans, "tools/call search_notes");
     assert_eq!(call["kind"], 3, "CLIENT");
     assert_child(call, tool);
+    assert_eq!(attr(tool, "gen_ai.tool.type"), "extension");
     assert_eq!(attr(call, "mcp.method.name"), "tools/call");
     assert_eq!(attr(call, "gen_ai.tool.name"), "search_notes");
     assert_eq!(attr(call, "server.port"), i64::from(port));
@@ -1072,6 +1076,8 @@ fn call_and_replay_export_their_spans() {
     let call = one(&spans, "execute_tool get_stock_price");
     assert_eq!(call["parentSpanId"], "", "a root span");
     assert_eq!(attr(call, "gen_ai.tool.name"), "get_stock_price");
+    // A mock runs in-process on the model's arguments: a `function`.
+    assert_eq!(attr(call, "gen_ai.tool.type"), "function");
     let replay = spans
         .iter()
         .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with("replay ")))

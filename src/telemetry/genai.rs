@@ -24,6 +24,8 @@ pub(crate) struct Mapping {
     /// The spec's `kind: mcp` tools as (toolrun's name, its server, the server's name for it),
     /// when the spec is at hand; without it a call is matched by its name and arguments alone.
     pub(crate) mcp_names: Vec<(String, String, String)>,
+    /// The spec's tools as (name, `gen_ai.tool.type`), when the spec is at hand.
+    pub(crate) tool_types: Vec<(String, &'static str)>,
 }
 
 /// Nanoseconds since the epoch of an RFC 3339 time.
@@ -49,6 +51,7 @@ impl Mapping {
     ) -> Mapping {
         self.mcp_calls = std::sync::Mutex::new(super::mcp::client_calls(exchanges));
         for t in registry.into_iter().flat_map(|r| &r.tools) {
+            self.tool_types.push((t.name.clone(), tool_type(&t.kind)));
             if let crate::registry::ToolKind::Mcp(m) = &t.kind {
                 let entry = (t.name.clone(), m.server.name.clone(), m.remote_name.clone());
                 self.mcp_names.push(entry);
@@ -315,6 +318,7 @@ impl Mapping {
             out.push(self.http_span(&span, http));
         }
         if let Some(call) = self.mcp_call_of(r) {
+            span.set("gen_ai.tool.type", "extension");
             out.push(super::mcp::client_span(&span, &call, &self.redactor));
         }
         out.push(span);
@@ -326,7 +330,7 @@ impl Mapping {
         let mut span = Span::new(parent, format!("execute_tool {name}"), Kind::Internal);
         span.set("gen_ai.operation.name", "execute_tool")
             .set("gen_ai.tool.name", self.text(name))
-            .set("gen_ai.tool.type", "function");
+            .set("gen_ai.tool.type", self.tool_type_of(name, call));
         if let Some(id) = call["id"].as_str().filter(|id| !id.is_empty()) {
             span.set("gen_ai.tool.call.id", self.text(id));
         }
@@ -339,6 +343,16 @@ impl Mapping {
             }
         }
         span
+    }
+
+    /// The spec's word when at hand; a recording without it shows an HTTP tool by its request
+    /// (an MCP tool by its `tools/call`, in `executed`).
+    fn tool_type_of(&self, name: &str, call: &Json) -> &'static str {
+        match self.tool_types.iter().find(|(n, _)| n == name) {
+            Some((_, t)) => t,
+            None if call.get("http").is_some_and(Json::is_object) => "extension",
+            None => "function",
+        }
     }
 
     fn http_span(&self, tool: &Span, http: &Json) -> Span {
@@ -369,6 +383,18 @@ impl Mapping {
             span.set("http.request.resend_count", n - 1);
         }
         span
+    }
+}
+
+/// The conventions' `gen_ai.tool.type` for a kind of tool: an HTTP or MCP tool is run by the
+/// agent (toolrun) "to directly call external APIs" (`extension`); a built-in, mock or table
+/// tool is a predefined function toolrun runs in-process on the model's arguments
+/// (`function`). None is `datastore`: toolrun cannot tell which calls retrieve data.
+fn tool_type(kind: &crate::registry::ToolKind) -> &'static str {
+    use crate::registry::ToolKind;
+    match kind {
+        ToolKind::Http(_) | ToolKind::Mcp(_) => "extension",
+        ToolKind::Mock(_) | ToolKind::Table(_) | ToolKind::Builtin(_) => "function",
     }
 }
 
@@ -467,6 +493,7 @@ mod tests {
                 ("a_search".into(), "a".into(), "search".into()),
                 ("b_search".into(), "b".into(), "search".into()),
             ],
+            tool_types: Vec::new(),
         };
         let result = |name: &str, q: i64| json!({ "name": name, "arguments": { "q": q } });
         let took = |name: &str, q: i64| mapping.mcp_call_of(&result(name, q));

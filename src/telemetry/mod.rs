@@ -88,6 +88,7 @@ pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping, &'static E
             redactor: redactor.clone(),
             mcp_calls: Default::default(),
             mcp_names: Vec::new(),
+            tool_types: Vec::new(),
         },
         e,
     ))
