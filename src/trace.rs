@@ -56,6 +56,12 @@ pub(crate) struct ModelCall {
     pub(crate) provider: String,
     /// The model the request asked for (a scripted model's name).
     pub(crate) model: String,
+    /// The host and port of a live model's `base_url` (absent for scripted models and older
+    /// recordings): the GenAI conventions' `server.address` / `server.port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) server_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) server_port: Option<u16>,
     pub(crate) started_at: String,
     pub(crate) duration_ms: f64,
     /// `stop`, `tool_calls`, `length` (cut off) or `malformed`; absent when the call failed.
@@ -81,6 +87,8 @@ impl ModelCall {
             step,
             provider: provider.to_string(),
             model: model.to_string(),
+            server_address: None,
+            server_port: None,
             started_at,
             duration_ms: 0.0,
             finish_reason: None,

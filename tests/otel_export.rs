@@ -360,6 +360,11 @@ fn a_run_is_an_agent_span_over_chat_tool_and_http_spans_masked_and_in_the_caller
         assert_child(chat, run);
         assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
         assert_eq!(attr(chat, "gen_ai.provider.name"), "scripted");
+        assert_eq!(
+            attr(chat, "server.address"),
+            Value::Null,
+            "no server: {chat:#}"
+        );
         assert_eq!(attr(chat, "gen_ai.request.model"), "m");
         assert_eq!(
             attr(chat, "gen_ai.response.model"),
@@ -564,7 +569,13 @@ fn export_otel_sends_recorded_files_at_their_recorded_times() {
     let inventory = one(&spans, "execute_tool inventory");
     assert_child(http, inventory);
     assert_eq!(attr(inventory, "gen_ai.tool.type"), "extension");
-    assert_eq!(named(&spans, "chat llama3.1").len(), 3);
+    let chats = named(&spans, "chat llama3.1");
+    assert_eq!(chats.len(), 3);
+    for chat in chats {
+        // Recorded before model calls noted their server: read from the recorded request.
+        assert_eq!(attr(chat, "server.address"), "127.0.0.1", "{chat:#}");
+        assert_eq!(attr(chat, "server.port"), 18434, "{chat:#}");
+    }
 
     let none = support::run(
         support::toolrun()
@@ -1180,6 +1191,13 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
             &providers::live_spec(kind, &fake.base_url(), stream, ""),
         );
         let fixture = dir.join(format!("{kind}-{n}.json"));
+        let base = fake.base_url();
+        let port: u16 = base
+            .trim_start_matches("http://127.0.0.1:")
+            .split('/')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a local port");
         let traces = trace_ids(0xabc0_0000 + n as u64 * 16, 3);
         let with_parent = |i: usize| under_trace(&tap, &traces[i], ("TEST_KEY", KEY));
         record(
@@ -1196,6 +1214,8 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
         assert_eq!(calls[0]["finish_reasons"], json!(reasons[0]), "{calls:#}");
         assert_eq!(calls[1]["response_model"], *last_model, "{calls:#}");
         assert_eq!(calls[1]["finish_reasons"], json!(reasons[1]), "{calls:#}");
+        assert_eq!(calls[0]["server_address"], "127.0.0.1", "{calls:#}");
+        assert_eq!(calls[0]["server_port"], port, "{calls:#}");
 
         let out = support::run(with_parent(1).arg("replay").arg(&fixture));
         assert_eq!(out.code, 0, "{kind}: {out:?}");
@@ -1216,6 +1236,9 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
                 assert_eq!(attr(chat, "gen_ai.request.model"), "test-model");
                 assert_eq!(attr(chat, "gen_ai.response.model"), model, "{chat:#}");
                 assert_eq!(attr(chat, "gen_ai.response.finish_reasons"), json!(reason));
+                // The model's base URL: where its requests went.
+                assert_eq!(attr(chat, "server.address"), "127.0.0.1", "{chat:#}");
+                assert_eq!(attr(chat, "server.port"), i64::from(port), "{chat:#}");
             }
         }
     }

@@ -46,6 +46,10 @@ impl<'a> Engine<'a> {
             };
             let (provider, model_id) = model.describe();
             let mut timing = ModelCall::new(st.steps, provider, model_id, now_rfc3339());
+            if let Some((host, port)) = model.server() {
+                timing.server_address = Some(host);
+                timing.server_port = Some(port);
+            }
             let asked = Instant::now();
             let decided = model.decide(input, self.transport, self.events).await;
             timing.duration_ms = millis(asked.elapsed());

@@ -175,6 +175,15 @@ impl ModelClient {
         }
     }
 
+    /// Where a live model's requests go (its `base_url`'s host and port); none for scripted.
+    pub(crate) fn server(&self) -> Option<(String, u16)> {
+        let ModelClient::Live(m) = self else {
+            return None;
+        };
+        let url = url::Url::parse(&m.settings.base_url).ok()?;
+        Some((url.host_str()?.to_string(), url.port_or_known_default()?))
+    }
+
     pub(crate) async fn decide(
         &mut self,
         input: DecideInput<'_>,

@@ -26,6 +26,9 @@ pub(crate) struct Mapping {
     pub(crate) mcp_names: Vec<(String, String, String)>,
     /// The spec's tools as (name, `gen_ai.tool.type`), when the spec is at hand.
     pub(crate) tool_types: Vec<(String, &'static str)>,
+    /// Where each model's recorded requests went, as (model, host, port): the server of a
+    /// recording made before model calls noted theirs.
+    pub(crate) model_servers: Vec<(String, String, u16)>,
 }
 
 /// Nanoseconds since the epoch of an RFC 3339 time.
@@ -50,6 +53,17 @@ impl Mapping {
         registry: Option<&crate::registry::Registry>,
     ) -> Mapping {
         self.mcp_calls = std::sync::Mutex::new(super::mcp::client_calls(exchanges));
+        for e in exchanges.iter().filter(|e| e.kind == "model") {
+            let Ok(url) = url::Url::parse(&e.request.url) else {
+                continue;
+            };
+            if let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) {
+                if !self.model_servers.iter().any(|(m, _, _)| *m == e.source) {
+                    let server = (e.source.clone(), host.to_string(), port);
+                    self.model_servers.push(server);
+                }
+            }
+        }
         for t in registry.into_iter().flat_map(|r| &r.tools) {
             self.tool_types.push((t.name.clone(), tool_type(&t.kind)));
             if let crate::registry::ToolKind::Mcp(m) = &t.kind {
@@ -190,6 +204,7 @@ impl Mapping {
                 .set("gen_ai.request.model", self.text(model))
                 .set("gen_ai.response.model", self.text(answered));
             self.provider(&mut span, call["provider"].as_str().unwrap_or("scripted"));
+            self.model_server(&mut span, trace, call);
             let reasons: Vec<String> = match call["finish_reasons"].as_array() {
                 Some(given) => given
                     .iter()
@@ -218,6 +233,32 @@ impl Mapping {
             out.push(span);
         }
         ends
+    }
+
+    /// `server.address` / `server.port` of a live model's call: as the call noted them, or from
+    /// the recording's requests to that model; none for a scripted model.
+    fn model_server(&self, span: &mut Span, trace: &Json, call: &Json) {
+        let noted = call["server_address"].as_str().map(|h| {
+            let port = call["server_port"]
+                .as_u64()
+                .and_then(|p| u16::try_from(p).ok());
+            (h, port)
+        });
+        let recorded = || {
+            let model = trace["model"].as_str()?;
+            let (_, host, port) = self.model_servers.iter().find(|(m, _, _)| m == model)?;
+            Some((host.as_str(), Some(*port)))
+        };
+        if call["provider"] == "scripted" {
+            return;
+        }
+        if let Some((host, port)) = noted.or_else(recorded) {
+            // A host holds no secret, but every exported string passes the masker.
+            span.set("server.address", self.text(host));
+            if let Some(port) = port {
+                span.set("server.port", i64::from(port));
+            }
+        }
     }
 
     /// The messages the model was sent at `step` and the one it answered.
@@ -494,6 +535,7 @@ mod tests {
                 ("b_search".into(), "b".into(), "search".into()),
             ],
             tool_types: Vec::new(),
+            model_servers: Vec::new(),
         };
         let result = |name: &str, q: i64| json!({ "name": name, "arguments": { "q": q } });
         let took = |name: &str, q: i64| mapping.mcp_call_of(&result(name, q));

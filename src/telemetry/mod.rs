@@ -89,6 +89,7 @@ pub(crate) fn mapping(redactor: &Redactor) -> Option<(genai::Mapping, &'static E
             mcp_calls: Default::default(),
             mcp_names: Vec::new(),
             tool_types: Vec::new(),
+            model_servers: Vec::new(),
         },
         e,
     ))
