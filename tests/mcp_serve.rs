@@ -1540,3 +1540,69 @@ fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
     assert_eq!(ids, [&json!("call_1"), &json!("call_2")], "{recorded:#}");
     replay(&fixture, &spec).assert_success();
 }
+
+/// SIGTERM while a call is running lets it end (for up to a few seconds): its client gets the
+/// result and the recording has it (the sessions used to end at once, the client got a bare
+/// event stream, and the call was missing from `--record`).
+#[test]
+fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
+    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let gate = released.clone();
+    let server = TestServer::start(move |_| {
+        let (open, cv) = &*gate;
+        let open = open.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = cv
+            .wait_timeout_while(open, Duration::from_secs(30), |open| !*open)
+            .unwrap_or_else(|e| e.into_inner());
+        Response::json(200, json!({ "waited": true }))
+    });
+    let port = server.addr().port();
+    let dir = support::temp_dir("mcp-serve-stop-in-flight");
+    let spec = dir.join("stop.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "version: 1\nname: stop\ntools:\n  wait:\n    description: Answers once the test lets it.\n    kind: http\n    input: {{ type: object }}\n    request: {{ url: \"{}/wait\" }}\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
+            server.base_url()
+        ),
+    )
+    .expect("spec");
+    let fixture = dir.join("session.json");
+    let serve = HttpServe::start(&spec, &["--record", fixture.to_str().expect("utf-8")], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "wait", "arguments": {} } })
+    .to_string();
+    let answer = std::thread::scope(|s| {
+        let (serve, headers, body) = (&serve, &headers, &body);
+        let answer = s.spawn(move || serve.exchange("POST", "/mcp", headers, body));
+        assert_eq!(
+            server.wait_for_requests(1, Duration::from_secs(30)).len(),
+            1
+        );
+        let _ = Command::new("kill")
+            .args(["-TERM", &serve.child.id().to_string()])
+            .status();
+        // The call ends after the signal has arrived, well within the time it is given.
+        std::thread::sleep(Duration::from_millis(500));
+        let (open, cv) = &*released;
+        *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+        answer.join().expect("the call")
+    });
+    assert!(answer.contains(r#"\"waited\":true"#), "{answer}");
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let served: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .filter(|e| e["kind"] == "served")
+        .collect();
+    assert_eq!(served.len(), 1, "{recorded:#}");
+    assert_eq!(served[0]["request"]["body"]["name"], "wait");
+    replay(&fixture, &spec).assert_success();
+}

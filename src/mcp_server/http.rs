@@ -190,6 +190,13 @@ pub(crate) async fn serve(
     }
     drop(listener);
     expiry.abort();
+    // The calls in flight end first, so that their clients get their results and a recording
+    // has them (ending the sessions ends their answers' streams, and the runtime then drops the
+    // calls); answers being made count too, as do calls whose client has gone.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while (served.calls_running() > 0 || answering(&guard)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     sessions_done.cancel();
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(3), async {
@@ -197,6 +204,14 @@ pub(crate) async fn serve(
     })
     .await;
     connections.abort_all();
+}
+
+/// Whether a request of a session is still being answered.
+fn answering(guard: &Guard) -> bool {
+    guard
+        .activity
+        .lock()
+        .is_ok_and(|all| all.values().any(|a| a.in_flight > 0))
 }
 
 /// A connection over the cap: told so, briefly, and closed.

@@ -32,6 +32,9 @@ pub(crate) struct Served {
     /// Every call, kept only when the session is recorded (`--record`).
     log: Option<Mutex<Vec<LoggedCall>>>,
     sessions: AtomicU64,
+    /// Calls running now, whether or not their client is still there: `serve` lets them end
+    /// (and be recorded) before it ends the sessions.
+    calls: AtomicUsize,
     /// The transports of the client sessions still open: their own sessions with remote MCP
     /// servers. Each ends with its client session; those still open end when `serve` ends.
     pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
@@ -70,6 +73,7 @@ impl Served {
             tools,
             log: record.then(|| Mutex::new(Vec::new())),
             sessions: AtomicU64::new(0),
+            calls: AtomicUsize::new(0),
             upstream: Mutex::new(Vec::new()),
         })
     }
@@ -89,6 +93,11 @@ impl Served {
             call_id: "",
             notify: None,
         }
+    }
+
+    /// How many calls are running now.
+    pub(crate) fn calls_running(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
     }
 
     pub(crate) fn logged_calls(&self) -> Vec<LoggedCall> {
@@ -219,6 +228,7 @@ impl ServedSession {
     /// they decide), and runs once if they approve; admission is checked again then.
     pub(crate) async fn call(&self, name: &str, arguments: Value, origin: Origin<'_>) -> Value {
         let served = &*self.served;
+        let _running = Running::new(&served.calls);
         let started = Instant::now();
         let now_unix_ms = match &origin {
             Origin::Recording { now_unix_ms, .. } => *now_unix_ms,
@@ -310,6 +320,22 @@ impl ServedSession {
             }
         }
         response
+    }
+}
+
+/// A call counted in [`Served::calls`] until it has been answered and logged.
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn new(calls: &'a AtomicUsize) -> Running<'a> {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Running(calls)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
