@@ -1199,7 +1199,11 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
             .and_then(|p| p.parse().ok())
             .expect("a local port");
         let traces = trace_ids(0xabc0_0000 + n as u64 * 16, 3);
-        let with_parent = |i: usize| under_trace(&tap, &traces[i], ("TEST_KEY", KEY));
+        let with_parent = |i: usize| {
+            let mut cmd = under_trace(&tap, &traces[i], ("TEST_KEY", KEY));
+            cmd.env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true");
+            cmd
+        };
         record(
             &mut with_parent(0),
             (&spec, "What is AAPL at?"),
@@ -1239,12 +1243,62 @@ fn chat_spans_carry_the_providers_model_and_finish_reasons_live_replayed_and_exp
                 // The model's base URL: where its requests went.
                 assert_eq!(attr(chat, "server.address"), "127.0.0.1", "{chat:#}");
                 assert_eq!(attr(chat, "server.port"), i64::from(port), "{chat:#}");
+                system_prompt_where_the_api_takes_it(kind, chat);
             }
         }
     }
+    // A system prompt holding the key: masked in the system instructions that go out.
+    let fake = Fake::anthropic(vec![providers::anthropic_answer("AAPL is 178.15.")]);
+    let keyed = providers::live_spec("anthropic", &fake.base_url(), "", "").replace(
+        "never guess a price.",
+        &format!("never guess a price. Ref {KEY}."),
+    );
+    let spec = support::write(&dir, "anthropic-keyed.yaml", &keyed);
+    let trace = &trace_ids(0xabd0_0000, 1)[0];
+    let out = support::run(
+        under_trace(&tap, trace, ("TEST_KEY", KEY))
+            .args(["run", "--otlp-content", "--query", "What is AAPL at?"])
+            .arg(&spec),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let spans = tap.wait(|s| in_trace(s, trace).len() >= 2);
+    let spans = in_trace(&spans, trace);
+    let system = attr(one(&spans, "chat test-model"), "gen_ai.system_instructions");
+    assert!(
+        system.as_str().is_some_and(|s| s.contains("Ref ***.")),
+        "{system}"
+    );
     let raw = tap.raw();
     for d in toolrun::fuzzing::decodings(&raw) {
         assert!(!d.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{raw}");
+    }
+}
+
+/// Anthropic takes the system prompt apart from the messages (`system`): it is
+/// `gen_ai.system_instructions`; OpenAI takes it as a message: it stays in the input messages.
+fn system_prompt_where_the_api_takes_it(kind: &str, chat: &Value) {
+    let parse = |key: &str| -> Value {
+        serde_json::from_str(attr(chat, key).as_str().expect(key)).expect("JSON")
+    };
+    let input = parse("gen_ai.input.messages");
+    let roles: Vec<&Value> = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["role"])
+        .collect();
+    let prompt = "You answer stock questions. Use the tools; never guess a price.";
+    if kind == "anthropic" {
+        assert_eq!(
+            parse("gen_ai.system_instructions"),
+            json!([{ "type": "text", "content": prompt }]),
+            "{chat:#}"
+        );
+        assert!(!roles.contains(&&json!("system")), "{input:#}");
+    } else {
+        assert_eq!(attr(chat, "gen_ai.system_instructions"), Value::Null);
+        assert_eq!(input[0]["role"], "system", "{input:#}");
+        assert_eq!(input[0]["parts"][0]["content"], prompt, "{input:#}");
     }
 }
 

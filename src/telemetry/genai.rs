@@ -227,7 +227,8 @@ impl Mapping {
             }
             let step = call["step"].as_u64().unwrap_or(0);
             if self.content {
-                self.chat_content(&mut span, trace, &assistants, step);
+                let separate = call["provider"] == "anthropic";
+                self.chat_content(&mut span, trace, (&assistants, step), separate);
             }
             ends.insert(step, span.end_ns);
             out.push(span);
@@ -262,7 +263,16 @@ impl Mapping {
     }
 
     /// The messages the model was sent at `step` and the one it answered.
-    fn chat_content(&self, span: &mut Span, trace: &Json, assistants: &[usize], step: u64) {
+    /// `separate_system`: the provider's API takes the system prompt apart from the messages
+    /// (Anthropic's `system`), so it is `gen_ai.system_instructions`, as the conventions ask;
+    /// where it is a message (OpenAI's `role: system`), it stays in `gen_ai.input.messages`.
+    fn chat_content(
+        &self,
+        span: &mut Span,
+        trace: &Json,
+        (assistants, step): (&[usize], u64),
+        separate_system: bool,
+    ) {
         let messages = trace["messages"]
             .as_array()
             .map(Vec::as_slice)
@@ -278,7 +288,25 @@ impl Mapping {
             })
             .unwrap_or(0);
         let upto = assistants.get(answered).copied().unwrap_or(messages.len());
-        let input: Vec<Json> = messages[..upto].iter().map(semconv_message).collect();
+        let is_system = |m: &&Json| separate_system && m["role"] == "system";
+        let system: Vec<&str> = messages[..upto]
+            .iter()
+            .filter(is_system)
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        if !system.is_empty() {
+            // As the API was sent it: one text, the system messages joined.
+            let parts = json!([{ "type": "text", "content": system.join("\n\n") }]);
+            span.set(
+                "gen_ai.system_instructions",
+                self.json_text(&Json::String(parts.to_string())),
+            );
+        }
+        let input: Vec<Json> = messages[..upto]
+            .iter()
+            .filter(|m| !is_system(m))
+            .map(semconv_message)
+            .collect();
         span.set(
             "gen_ai.input.messages",
             self.json_text(&Json::String(Json::Array(input).to_string())),
