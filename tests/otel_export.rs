@@ -530,6 +530,20 @@ fn test_attempts_carry_their_verdicts_as_evaluation_events() {
 }
 
 /// `2026-01-15T10:00:00.123Z` as nanoseconds since the epoch (days from the civil date).
+/// `v` without the model calls' `server_address` / `server_port`, as recorded before calls
+/// noted them.
+fn forget_servers(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("server_address");
+            o.remove("server_port");
+            o.values_mut().for_each(forget_servers);
+        }
+        Value::Array(a) => a.iter_mut().for_each(forget_servers),
+        _ => {}
+    }
+}
+
 fn unix_nanos(t: &str) -> u64 {
     let n = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
     let (y, m, d) = (n(0..4), n(5..7), n(8..10));
@@ -571,10 +585,28 @@ fn export_otel_sends_recorded_files_at_their_recorded_times() {
     assert_eq!(attr(inventory, "gen_ai.tool.type"), "extension");
     let chats = named(&spans, "chat llama3.1");
     assert_eq!(chats.len(), 3);
-    for chat in chats {
-        // Recorded before model calls noted their server: read from the recorded request.
-        assert_eq!(attr(chat, "server.address"), "127.0.0.1", "{chat:#}");
-        assert_eq!(attr(chat, "server.port"), 18434, "{chat:#}");
+    // A fixture recorded before model calls noted their server: it is read from the recorded
+    // requests.
+    let mut older = recorded.clone();
+    forget_servers(&mut older);
+    let older_dir = support::temp_dir("otel-older");
+    let older_file = support::write(&older_dir, "older.json", &older.to_string());
+    let trace = &trace_ids(0xabe0_0000, 1)[0];
+    let out = export_otel(
+        &mut under_trace(&tap, trace, ("UNUSED", "x")),
+        &tap,
+        &older_file,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let later = tap.wait(|s| named(&in_trace(s, trace), "chat llama3.1").len() >= 3);
+    for (chat, noted) in named(&in_trace(&later, trace), "chat llama3.1")
+        .into_iter()
+        .zip(chats)
+    {
+        for c in [chat, noted] {
+            assert_eq!(attr(c, "server.address"), "127.0.0.1", "{c:#}");
+            assert_eq!(attr(c, "server.port"), 18434, "{c:#}");
+        }
     }
 
     let none = support::run(
