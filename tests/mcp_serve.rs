@@ -1606,3 +1606,99 @@ fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
     assert_eq!(served[0]["request"]["body"]["name"], "wait");
     replay(&fixture, &spec).assert_success();
 }
+
+/// Over stdio too, SIGTERM lets a call still running end and be answered and recorded, and the
+/// server exits although its client keeps stdin open (it waited for stdin to close, and the
+/// call was missing from `--record`).
+#[test]
+fn stdio_sigterm_answers_the_call_in_flight_and_exits_with_stdin_open() {
+    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let gate = released.clone();
+    let server = TestServer::start(move |_| {
+        let (open, cv) = &*gate;
+        let open = open.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = cv
+            .wait_timeout_while(open, Duration::from_secs(30), |open| !*open)
+            .unwrap_or_else(|e| e.into_inner());
+        Response::json(200, json!({ "waited": true }))
+    });
+    let port = server.addr().port();
+    let dir = support::temp_dir("mcp-serve-stdio-stop");
+    let spec = dir.join("stop.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "version: 1\nname: stop\ntools:\n  wait:\n    description: Answers once the test lets it.\n    kind: http\n    input: {{ type: object }}\n    request: {{ url: \"{}/wait\" }}\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
+            server.base_url()
+        ),
+    )
+    .expect("spec");
+    let fixture = dir.join("session.json");
+    let mut child = support::toolrun()
+        .arg("serve")
+        .arg(&spec)
+        .arg("--record")
+        .arg(&fixture)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start toolrun serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    for m in [
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "raw", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "wait", "arguments": {} } }),
+    ] {
+        writeln!(stdin, "{m}").expect("send");
+    }
+    stdin.flush().expect("flush");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    assert_eq!(
+        server.wait_for_requests(1, Duration::from_secs(30)).len(),
+        1
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    // The call ends after the signal has arrived, well within the time it is given.
+    std::thread::sleep(Duration::from_millis(500));
+    let (open, cv) = &*released;
+    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    cv.notify_all();
+    // stdin stays open meanwhile: the server must exit on the signal alone.
+    let out = rx.recv_timeout(Duration::from_secs(60));
+    let _ = child.kill();
+    let status = child.wait().expect("wait");
+    drop(stdin);
+    let out = out.expect("toolrun serve exits on SIGTERM although stdin is open");
+    assert_eq!(status.code(), Some(0));
+    let answer = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("no answer to the call in {out}"));
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({ "waited": true })
+    );
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let served = recorded["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .filter(|e| e["kind"] == "served")
+        .count();
+    assert_eq!(served, 1, "{recorded:#}");
+    replay(&fixture, &spec).assert_success();
+}

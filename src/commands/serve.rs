@@ -104,9 +104,15 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     .await
                     .map_err(|e| format!("the MCP client did not initialize the session: {e}"))?;
                 let cancel = running.cancellation_token();
-                tokio::select! {
-                    _ = running.waiting() => {}
-                    _ = crate::setup::shutdown() => cancel.cancel(),
+                let stopped = tokio::select! {
+                    _ = running.waiting() => false,
+                    _ = crate::setup::shutdown() => true,
+                };
+                // Calls still running end first (for a few seconds at most), so that their
+                // answers go out and a recording has them.
+                served.calls_end(std::time::Duration::from_secs(3)).await;
+                if stopped {
+                    cancel.cancel();
                 }
                 Ok(())
             }
@@ -129,6 +135,9 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     if let (Some(path), Some(tape)) = (&args.record, &tape) {
         write_session_fixture(path, &args.spec, &served, tape)?;
     }
+    // Over stdio, stdin is read by a blocking thread that a dropped runtime waits for until the
+    // client closes stdin: a SIGTERM'd server would hang there.
+    rt.shutdown_background();
     result?;
     Ok(exit::SUCCESS)
 }

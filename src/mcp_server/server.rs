@@ -100,6 +100,20 @@ impl Served {
         self.calls.load(Ordering::SeqCst)
     }
 
+    /// Waits, for `within` at most, until no call is running; then a moment more when some were,
+    /// for their answers to be written.
+    pub(crate) async fn calls_end(&self, within: std::time::Duration) {
+        let deadline = Instant::now() + within;
+        let step = std::time::Duration::from_millis(10);
+        if self.calls_running() == 0 {
+            return;
+        }
+        while self.calls_running() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(step).await;
+        }
+        tokio::time::sleep(step).await;
+    }
+
     pub(crate) fn logged_calls(&self) -> Vec<LoggedCall> {
         self.log
             .as_ref()
