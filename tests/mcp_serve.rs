@@ -1541,11 +1541,17 @@ fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
     replay(&fixture, &spec).assert_success();
 }
 
-/// SIGTERM while a call is running lets it end (for up to a few seconds): its client gets the
-/// result and the recording has it (the sessions used to end at once, the client got a bare
-/// event stream, and the call was missing from `--record`).
-#[test]
-fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
+/// A spec whose one tool, `wait`, calls a local server that answers only once the test opens
+/// the gate (or after 30 s): a call the test can hold in flight.
+#[allow(clippy::type_complexity)]
+fn held_call_spec(
+    name: &str,
+) -> (
+    TestServer,
+    std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    support::TempDir,
+    PathBuf,
+) {
     let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let gate = released.clone();
     let server = TestServer::start(move |_| {
@@ -1557,7 +1563,7 @@ fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
         Response::json(200, json!({ "waited": true }))
     });
     let port = server.addr().port();
-    let dir = support::temp_dir("mcp-serve-stop-in-flight");
+    let dir = support::temp_dir(name);
     let spec = dir.join("stop.yaml");
     std::fs::write(
         &spec,
@@ -1567,6 +1573,15 @@ fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
         ),
     )
     .expect("spec");
+    (server, released, dir, spec)
+}
+
+/// SIGTERM while a call is running lets it end (for up to a few seconds): its client gets the
+/// result and the recording has it (the sessions used to end at once, the client got a bare
+/// event stream, and the call was missing from `--record`).
+#[test]
+fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
+    let (server, released, dir, spec) = held_call_spec("mcp-serve-stop-in-flight");
     let fixture = dir.join("session.json");
     let serve = HttpServe::start(&spec, &["--record", fixture.to_str().expect("utf-8")], &[]);
     let session = serve.session("2025-11-25");
@@ -1612,27 +1627,7 @@ fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
 /// call was missing from `--record`).
 #[test]
 fn stdio_sigterm_answers_the_call_in_flight_and_exits_with_stdin_open() {
-    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-    let gate = released.clone();
-    let server = TestServer::start(move |_| {
-        let (open, cv) = &*gate;
-        let open = open.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = cv
-            .wait_timeout_while(open, Duration::from_secs(30), |open| !*open)
-            .unwrap_or_else(|e| e.into_inner());
-        Response::json(200, json!({ "waited": true }))
-    });
-    let port = server.addr().port();
-    let dir = support::temp_dir("mcp-serve-stdio-stop");
-    let spec = dir.join("stop.yaml");
-    std::fs::write(
-        &spec,
-        format!(
-            "version: 1\nname: stop\ntools:\n  wait:\n    description: Answers once the test lets it.\n    kind: http\n    input: {{ type: object }}\n    request: {{ url: \"{}/wait\" }}\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
-            server.base_url()
-        ),
-    )
-    .expect("spec");
+    let (server, released, dir, spec) = held_call_spec("mcp-serve-stdio-stop");
     let fixture = dir.join("session.json");
     let mut child = support::toolrun()
         .arg("serve")

@@ -20,28 +20,6 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
     }
 }
 
-async fn connect_remote(registry: &crate::registry::Registry, setup: &Setup) -> Result<(), String> {
-    setup.transport.mask_with(&setup.redactor);
-    crate::tools::mcp::connect_all(&remote_env(registry, setup)).await
-}
-
-/// What talking to remote MCP servers outside any call needs (connecting, ending sessions).
-fn remote_env<'a>(
-    registry: &'a crate::registry::Registry,
-    setup: &'a Setup,
-) -> crate::tools::ToolEnv<'a> {
-    crate::tools::ToolEnv {
-        registry,
-        secrets: &setup.secrets,
-        transport: &setup.transport,
-        events: &setup.events,
-        query: "",
-        now_unix_ms: 0,
-        call_id: "",
-        notify: None,
-    }
-}
-
 fn serve(args: ServeArgs) -> Result<i32, String> {
     let registry = match super::load_registry(&args.spec) {
         Ok(r) => r,
@@ -75,7 +53,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     let rt = crate::setup::runtime();
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
     // carries their servers' descriptions and schemas; a missing tool is an error here.
-    if let Err(why) = rt.block_on(connect_remote(&registry, &setup)) {
+    if let Err(why) = rt.block_on(crate::mcp_server::connect_remote(&registry, &setup)) {
         eprintln!("error: {why}");
         return Ok(exit::FAILED);
     }

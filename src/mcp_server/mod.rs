@@ -15,3 +15,24 @@ pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod resume;
 pub(crate) mod server;
+
+/// Connects to the remote MCP servers of a served registry (and lists their tools) before the
+/// first client does, as `serve` does when it starts and its replay does from the recording:
+/// a `tools: "*"` server's tools are then known before the first call.
+pub(crate) async fn connect_remote(
+    registry: &crate::registry::Registry,
+    setup: &crate::setup::Setup,
+) -> Result<(), String> {
+    setup.transport.mask_with(&setup.redactor);
+    crate::tools::mcp::connect_all(&crate::tools::ToolEnv {
+        registry,
+        secrets: &setup.secrets,
+        transport: &setup.transport,
+        events: &setup.events,
+        query: "",
+        now_unix_ms: 0,
+        call_id: "",
+        notify: None,
+    })
+    .await
+}

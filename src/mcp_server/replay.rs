@@ -16,24 +16,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-/// As `serve` does when it starts: remote MCP servers' tools are listed (here from the
-/// recording, whose first exchanges that listing is), so a `tools: "*"` server's are known
-/// before the first call, and the recorded listing is requested, not left over.
-async fn list_remote(registry: &Registry, setup: &Setup) -> Result<(), String> {
-    setup.transport.mask_with(&setup.redactor);
-    crate::tools::mcp::connect_all(&crate::tools::ToolEnv {
-        registry,
-        secrets: &setup.secrets,
-        transport: &setup.transport,
-        events: &setup.events,
-        query: "",
-        now_unix_ms: 0,
-        call_id: "",
-        notify: None,
-    })
-    .await
-}
-
 fn failed(failures: Vec<String>) -> ReplayReport {
     ReplayReport {
         failures,
@@ -69,7 +51,7 @@ pub(crate) async fn replay_session(
     let Some(tape) = tape else {
         return failed(vec!["the replay has no recording to answer from".into()]);
     };
-    if let Err(why) = list_remote(&registry, &setup).await {
+    if let Err(why) = super::connect_remote(&registry, &setup).await {
         return failed(vec![why]);
     }
     let served = match Served::new(registry, setup, true) {
