@@ -460,18 +460,8 @@ fn serve_offers_remote_tools_with_their_servers_definitions() {
 /// What every session starts with.
 const HANDSHAKE: [&str; 3] = ["initialize", "notifications/initialized", "tools/list"];
 
-/// The events of an `--events` file called `name`.
-fn events_named(events: &Path, name: &str) -> Vec<Value> {
-    std::fs::read_to_string(events)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == name)
-        .collect()
-}
-
 fn session_ends(events: &Path) -> Vec<Value> {
-    events_named(events, "mcp_session_ended")
+    support::events_named(events, "mcp_session_ended")
 }
 
 #[test]
@@ -710,7 +700,7 @@ fn a_changed_tool_list_is_listed_again_and_a_changed_tool_stops_the_run() {
             &spec_path,
             &["--json", &record, &format!("--events={}", events.display())],
         );
-        let changed = events_named(&events, "mcp_tools_changed");
+        let changed = support::events_named(&events, "mcp_tools_changed");
         let recorded: Value =
             serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
         let methods: Vec<String> = recorded["exchanges"]

@@ -163,15 +163,6 @@ fn assert_ended(pids: &[Value]) {
     }
 }
 
-fn events_named(events: &Path, name: &str) -> Vec<Value> {
-    std::fs::read_to_string(events)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("event line"))
-        .filter(|e| e["event"] == name)
-        .collect()
-}
-
 fn pid_lines(log_dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(log_dir.join("pids.jsonl"))
         .unwrap_or_default()
@@ -268,7 +259,7 @@ fn a_stdio_server_gets_only_its_environment_keeps_its_stderr_and_replays_without
         assert!(!text.contains(SECRET), "the secret leaked into {what}");
     }
     // Its stderr: the last 64 KiB, masked, in the event of its end.
-    let ended = events_named(&events, "mcp_server_ended");
+    let ended = support::events_named(&events, "mcp_server_ended");
     assert_eq!(ended.len(), 1, "{ended:#?}");
     let stderr = ended[0]["stderr"].as_str().unwrap();
     assert!(
@@ -687,7 +678,7 @@ tests:
     let trace = out.json();
     assert_eq!(trace["final_output"], "Echo: hi / The sum of 2 and 3 is 5.");
     // The listing found at run start is in the recording (and in the connection event).
-    let connected = events_named(&events, "mcp_connected");
+    let connected = support::events_named(&events, "mcp_connected");
     let listed = connected[0]["tools"].as_array().unwrap();
     assert!(
         listed.len() > 5 && listed.contains(&json!("get-sum")),
@@ -925,18 +916,18 @@ fn a_stdio_servers_progress_logs_and_requests_are_events_and_recorded() {
     out.assert_success();
     let answer = out.json()["final_output"].as_str().unwrap().to_string();
     assert!(answer.starts_with("pong; roots refused:"), "{answer}");
-    let progress = events_named(&events, "tool_progress");
+    let progress = support::events_named(&events, "tool_progress");
     assert_eq!(progress.len(), 1, "{progress:#?}");
     assert_eq!(progress[0]["server"], "probe");
     assert_eq!(progress[0]["tool"], "ask_back");
     assert_eq!(progress[0]["progress"], 1.0);
     assert_eq!(progress[0]["total"], 2.0);
     assert_eq!(progress[0]["message"], "asking back");
-    let logged = events_named(&events, "mcp_log");
+    let logged = support::events_named(&events, "mcp_log");
     assert_eq!(logged.len(), 1, "{logged:#?}");
     assert_eq!(logged[0]["level"], "info");
     assert_eq!(logged[0]["data"], "the probe asks back");
-    let asked = events_named(&events, "mcp_server_request");
+    let asked = support::events_named(&events, "mcp_server_request");
     let methods: Vec<&str> = asked
         .iter()
         .map(|e| e["method"].as_str().unwrap())
@@ -1085,7 +1076,7 @@ fn concurrent_calls_to_one_stdio_server_each_get_their_own_progress() {
             .unwrap_or_else(|| panic!("no call {id}"));
         call["arguments"]["steps"].as_u64().unwrap()
     };
-    let progress = events_named(&events, "tool_progress");
+    let progress = support::events_named(&events, "tool_progress");
     let mut seen: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
     for p in &progress {
         let steps = steps_of(&p["id"]);
@@ -1217,7 +1208,7 @@ fn a_remote_calls_progress_moves_the_test_progress_bar_on_a_terminal() {
     }
     // The counts move as tests end (the pass was once counted only after every test ran).
     assert!(drawn.contains("1/1 tests  1 passed"), "{drawn}");
-    assert_eq!(events_named(&events, "tool_progress").len(), 3);
+    assert_eq!(support::events_named(&events, "tool_progress").len(), 3);
     // No terminal: no bar, and the same events.
     let piped = dir.join("piped.jsonl");
     let out = run(&mut test(&piped));
@@ -1230,7 +1221,7 @@ fn a_remote_calls_progress_moves_the_test_progress_bar_on_a_terminal() {
         !out.stderr.contains('\u{1b}') && !out.stderr.contains('\r'),
         "{out:?}"
     );
-    assert_eq!(events_named(&piped, "tool_progress").len(), 3);
+    assert_eq!(support::events_named(&piped, "tool_progress").len(), 3);
 }
 
 /// Two calls at once that each ask the client something (elicitation) over one stdio server:
@@ -1252,7 +1243,7 @@ fn concurrent_calls_asking_back_over_stdio_record_and_replay() {
         .arg(&events));
     out.assert_success();
     assert_eq!(out.json()["final_output"], "accept: Ada|accept: Ada");
-    let asked = events_named(&events, "mcp_server_request");
+    let asked = support::events_named(&events, "mcp_server_request");
     assert_eq!(asked.len(), 2, "{asked:#?}");
     // Each names the call it went with.
     let calls = ["call_1", "call_2"];
@@ -1375,7 +1366,7 @@ fn a_secret_cut_by_the_stderr_cap_shows_none_of_it() {
     let events = probe.dir.join("events.jsonl");
     let out = run(probe.run("shout").arg("--events").arg(&events));
     out.assert_success();
-    let ended = events_named(&events, "mcp_server_ended");
+    let ended = support::events_named(&events, "mcp_server_ended");
     let stderr = ended[0]["stderr"].as_str().unwrap();
     assert!(
         stderr.contains("earlier bytes not kept]"),
@@ -1414,7 +1405,7 @@ fn a_call_past_its_timeout_is_cancelled_on_the_server() {
         "{out:?}"
     );
     assert_eq!(trace["final_output"], "cancelled", "{out:?}");
-    let cancelled = events_named(&events, "mcp_cancelled");
+    let cancelled = support::events_named(&events, "mcp_cancelled");
     assert_eq!(cancelled.len(), 1, "{cancelled:#?}");
     assert_eq!(cancelled[0]["server"], "probe");
 }

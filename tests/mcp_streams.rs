@@ -102,15 +102,6 @@ fn run_spec(spec: &Path, extra: &[&str]) -> support::Output {
         .args(extra))
 }
 
-fn events(path: &Path, name: &str) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == name)
-        .collect()
-}
-
 #[test]
 fn requests_on_a_calls_stream_are_answered_at_once_recorded_and_replayed() {
     let dir = support::temp_dir("mcp-streams-requests");
@@ -153,16 +144,16 @@ fn requests_on_a_calls_stream_are_answered_at_once_recorded_and_replayed() {
         call["body"]["id"]
     );
     // Progress and log messages are events; so is each request and its answer.
-    let progress = events(&events_path, "tool_progress");
+    let progress = support::events_named(&events_path, "tool_progress");
     assert_eq!(progress.len(), 1, "{progress:?}");
     assert_eq!(progress[0]["progress"], 1);
     assert_eq!(progress[0]["total"], 2);
     assert_eq!(progress[0]["message"], "halfway");
     assert_eq!(progress[0]["tool"], "work");
-    let logs = events(&events_path, "mcp_log");
+    let logs = support::events_named(&events_path, "mcp_log");
     assert_eq!(logs[0]["data"], "working on it");
     assert_eq!(logs[0]["level"], "info");
-    let asked = events(&events_path, "mcp_server_request");
+    let asked = support::events_named(&events_path, "mcp_server_request");
     assert_eq!(asked.len(), 4, "{asked:?}");
     assert!(asked
         .iter()
@@ -340,7 +331,7 @@ fn concurrent_calls_in_one_session_each_get_their_own_progress() {
             .unwrap_or_else(|| panic!("no call {id}"))["arguments"]["n"]
             .clone()
     };
-    let progress = events(&events_path, "tool_progress");
+    let progress = support::events_named(&events_path, "tool_progress");
     assert_eq!(progress.len(), 2, "{progress:#?}");
     for p in &progress {
         assert_eq!(
