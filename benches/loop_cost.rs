@@ -82,6 +82,7 @@ fn time_runs(calls: usize, iterations: usize) -> f64 {
             faults: Vec::new(),
             interrupted: None,
             notify: None,
+            session: None,
         };
         let trace = rt.block_on(engine.run(&mut model, opts));
         assert_eq!(trace.tool_call_count as usize, calls);

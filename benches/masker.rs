@@ -154,6 +154,7 @@ models:
             faults: Vec::new(),
             interrupted: None,
             notify: None,
+            session: None,
         };
         let trace = rt.block_on(engine.run(&mut model, opts));
         assert_eq!(trace.tool_errors.len(), 0, "{:?}", trace.tool_errors);

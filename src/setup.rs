@@ -332,6 +332,7 @@ impl Setup {
             faults: Vec::new(),
             interrupted: self.interrupt.clone(),
             notify: None,
+            session: None,
         }
     }
 
@@ -341,6 +342,7 @@ impl Setup {
             approvals: self.approvals.clone(),
             now_unix_ms: self.clock.now_unix_ms(),
             notify: None,
+            session: None,
         }
     }
 }

@@ -232,6 +232,22 @@ fn trace_and_events_files_are_written() {
             && kinds.contains(&"tool_finished")
             && kinds.contains(&"model_request")
     );
+    // A run's tool events are its own: no served session to name (as `serve`'s do).
+    let keys = |e: &Value| {
+        let mut k: Vec<String> = e.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k.join(",")
+    };
+    let started = events
+        .iter()
+        .find(|e| e["event"] == "tool_started")
+        .unwrap();
+    assert_eq!(keys(started), "arguments,event,id,name");
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "tool_finished")
+        .unwrap();
+    assert_eq!(keys(finished), "duration_ms,event,id,name,status,truncated");
 }
 
 #[test]

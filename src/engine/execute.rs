@@ -21,10 +21,12 @@ impl<'a> Engine<'a> {
         fault: Option<Fault>,
         opts: &RunOptions<'_>,
     ) -> (Result<Output, ToolError>, Timing) {
-        self.events.emit_with(
-            "tool_started",
-            || json!({ "id": call.id, "name": tool.name, "arguments": args }),
-        );
+        self.events.emit_with("tool_started", || {
+            served(
+                json!({ "id": call.id, "name": tool.name, "arguments": args }),
+                opts.session,
+            )
+        });
         let started_at = now_rfc3339();
         let started = Instant::now();
         let env = self.tool_env(opts, &call.id);
@@ -126,7 +128,7 @@ impl<'a> Engine<'a> {
             if let Some(h) = &http {
                 event["http"] = json!(h);
             }
-            event
+            served(event, st.served_as.as_deref())
         });
         if st.templates_read_results {
             // Converted for templates once, with the result borrowed: no JSON copy of it.
@@ -174,7 +176,12 @@ impl<'a> Engine<'a> {
         if let Some(d) = &mut err.details {
             self.redactor.value(d);
         }
-        self.events.emit_with("tool_finished", || json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }));
+        self.events.emit_with("tool_finished", || {
+            served(
+                json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }),
+                st.served_as.as_deref(),
+            )
+        });
         let key = format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
         let repeats = st.error_repeats.entry(key).or_default();
         *repeats += 1;
@@ -232,6 +239,15 @@ impl<'a> Engine<'a> {
             other => Some(other.clone()),
         })
     }
+}
+
+/// A tool event of a served call names its session: each session counts its own call ids, so
+/// `call_1` alone is ambiguous once two clients are served. A run's events stay as they are.
+fn served(mut event: Value, session: Option<&str>) -> Value {
+    if let Some(session) = session {
+        event["session"] = json!(session);
+    }
+    event
 }
 
 pub(super) async fn apply_fault(fault: &Fault, tool: &Tool) -> Result<Output, ToolError> {

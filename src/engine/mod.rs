@@ -46,6 +46,9 @@ pub struct RunOptions<'a> {
     pub interrupted: Option<Arc<AtomicBool>>,
     /// Where tools' notifications go besides `--events` (a served call's client).
     pub notify: Option<&'a crate::tools::notify::Notifier>,
+    /// The served session a call belongs to (`serve`): its tool events name it, since each
+    /// session counts its own call ids.
+    pub session: Option<&'a str>,
 }
 
 /// One tool call outside a model loop (`toolrun call`, an MCP client's `tools/call`): no query,
@@ -56,6 +59,8 @@ pub(crate) struct CallOptions {
     pub(crate) now_unix_ms: i64,
     /// Where the call's notifications go besides `--events` (a served call's client).
     pub(crate) notify: Option<Arc<crate::tools::notify::Notifier>>,
+    /// The served session the call belongs to (`session_1`, ...), named in its tool events.
+    pub(crate) session: Option<Arc<str>>,
 }
 
 impl CallOptions {
@@ -70,6 +75,7 @@ impl CallOptions {
             faults: Vec::new(),
             interrupted: None,
             notify: self.notify.as_deref(),
+            session: self.session.as_deref(),
         }
     }
 }
@@ -116,6 +122,8 @@ struct State {
     error_repeats: HashMap<String, u32>,
     malformed_in_a_row: u32,
     fault_counts: HashMap<String, u32>,
+    /// The served session these calls belong to, for their `tool_finished` events.
+    served_as: Option<Arc<str>>,
 }
 
 enum Plan<'t> {

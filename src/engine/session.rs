@@ -16,6 +16,7 @@ impl<'a> Engine<'a> {
         arguments: Value,
         opts: &CallOptions,
     ) -> CallOutcome {
+        let served_as = opts.session.as_ref();
         let opts = &opts.as_run();
         self.transport.mask_with(&self.redactor);
         let mut call = ProposedCall {
@@ -25,6 +26,10 @@ impl<'a> Engine<'a> {
         };
         let (tool, args, fault, seq) = {
             let mut st = session.lock();
+            // Calls of one session share its name; observation reads it from here.
+            if st.served_as.is_none() {
+                st.served_as = served_as.cloned();
+            }
             st.next_call += 1;
             let seq = st.next_call;
             call.id = format!("call_{seq}");

@@ -63,7 +63,7 @@ pub(crate) async fn replay_session(
     for (i, call) in calls.iter().enumerate() {
         let session = sessions
             .entry(&call.session)
-            .or_insert_with(|| ServedSession::new(&served));
+            .or_insert_with(|| ServedSession::named(&served, &call.session));
         let origin = Origin::Recording {
             now_unix_ms: call.now_unix_ms,
             confirmation: call.confirmation.clone(),

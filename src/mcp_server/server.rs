@@ -127,7 +127,7 @@ impl Served {
 pub(crate) struct ServedSession {
     served: Arc<Served>,
     /// Numbered at the first call: clients probe with throwaway sessions that never call.
-    id: Arc<std::sync::OnceLock<String>>,
+    id: Arc<std::sync::OnceLock<Arc<str>>>,
     state: Arc<CallSession>,
     /// The least severe log level the client wants (`logging/setLevel`; 0, debug, until then).
     log_level: Arc<AtomicUsize>,
@@ -181,10 +181,18 @@ impl ServedSession {
         }
     }
 
-    fn id(&self) -> &str {
+    /// A replayed session, under the name it was recorded with (a live session is numbered
+    /// when it first calls, which a replay running calls one by one need not repeat).
+    pub(crate) fn named(served: &Arc<Served>, id: &str) -> ServedSession {
+        let session = ServedSession::new(served);
+        let _ = session.id.set(id.into());
+        session
+    }
+
+    fn id(&self) -> &Arc<str> {
         self.id.get_or_init(|| {
             let n = self.served.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-            format!("session_{n}")
+            format!("session_{n}").into()
         })
     }
 
@@ -207,6 +215,7 @@ impl ServedSession {
             opts.approvals.insert(name.to_string());
         }
         opts.notify = Some(notify.clone());
+        opts.session = Some(self.id().clone());
         engine
             .call_in_session(&self.state, name, arguments.clone(), &opts)
             .await
@@ -298,7 +307,7 @@ impl ServedSession {
         served.setup.redactor.value(&mut response);
         served.setup.events.emit_with("mcp_call", || {
             json!({
-                "session": self.id(),
+                "session": &**self.id(),
                 "name": name,
                 "arguments": arguments,
                 "is_error": response["isError"],
