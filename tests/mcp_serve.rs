@@ -6,7 +6,7 @@ mod python;
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -324,10 +324,35 @@ impl HttpServe {
         response
     }
 
+    /// A raw request whose answer is read as it comes: the reader past the request.
+    fn open(&self, headers: &[(&str, &str)], body: &str) -> BufReader<std::net::TcpStream> {
+        let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.authority(),
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        stream.write_all(req.as_bytes()).expect("send");
+        BufReader::new(stream)
+    }
+
     /// `initialize` and `notifications/initialized` at `version`; the session's id.
     fn session(&self, version: &str) -> String {
+        self.session_with(version, json!({}))
+    }
+
+    /// A session whose client declares these capabilities.
+    fn session_with(&self, version: &str, capabilities: Value) -> String {
         let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {},
+            "protocolVersion": version, "capabilities": capabilities,
             "clientInfo": { "name": "raw", "version": "1" } } });
         let response = self.exchange("POST", "/mcp", &[], &init.to_string());
         let id = response
@@ -1591,6 +1616,75 @@ fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
         .collect();
     assert_eq!(ids, [&json!("call_1"), &json!("call_2")], "{recorded:#}");
     replay(&fixture, &spec).assert_success();
+}
+
+/// A call that needs confirmation is admitted again when its client's user approves it, and
+/// another call of the session may be admitted while they think: the recording keeps the calls
+/// in the order they were admitted to run, with the call ids that order gives, and the replay,
+/// which runs them one by one with the recorded answer, comes out the same.
+#[test]
+fn a_call_confirmed_while_another_runs_records_and_replays_in_admission_order() {
+    let dir = support::temp_dir("mcp-serve-confirm-overlap");
+    let fixture = dir.join("session.json");
+    let serve = HttpServe::start(
+        &example(),
+        &["--record", fixture.to_str().expect("utf-8")],
+        &[],
+    );
+    let session = serve.session_with("2025-11-25", json!({ "elicitation": { "form": {} } }));
+    let headers = in_session(&session, "2025-11-25");
+    let call = |id: u32, name: &str| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": name, "arguments": { "order_id": 42 } } })
+        .to_string()
+    };
+    // The refund's question arrives on its stream; its user has not answered yet.
+    let mut refund = serve.open(&headers, &call(1, "refund_order"));
+    let question = std::iter::from_fn(|| {
+        let mut line = String::new();
+        (refund.read_line(&mut line).unwrap_or(0) > 0).then_some(line)
+    })
+    .filter_map(|l| serde_json::from_str::<Value>(l.strip_prefix("data:")?.trim()).ok())
+    .find(|m| m["method"] == "elicitation/create")
+    .expect("the server asks the client's user");
+    // Meanwhile the session looks an order up.
+    let lookup = serve.exchange("POST", "/mcp", &headers, &call(2, "lookup_order"));
+    assert!(lookup.contains("shipped"), "{lookup}");
+    let answer = json!({ "jsonrpc": "2.0", "id": question["id"],
+        "result": { "action": "accept", "content": { "approve": true } } });
+    let ack = serve.exchange("POST", "/mcp", &headers, &answer.to_string());
+    assert!(ack.starts_with("HTTP/1.1 202"), "{ack}");
+    let mut rest = String::new();
+    let _ = refund.read_to_string(&mut rest);
+    assert!(rest.contains(r#"\"refunded\":true"#), "{rest}");
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    replay(&fixture, &example()).assert_success();
+
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let names: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .filter(|e| e["kind"] == "served")
+        .map(|e| &e["request"]["body"]["name"])
+        .collect();
+    assert_eq!(names, [&json!("lookup_order"), &json!("refund_order")]);
+    let ran: Vec<(&Value, &Value)> = recorded["trace"]["tool_results"]
+        .as_array()
+        .expect("tool results")
+        .iter()
+        .map(|r| (&r["name"], &r["id"]))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            (&json!("lookup_order"), &json!("call_1")),
+            (&json!("refund_order"), &json!("call_2"))
+        ],
+        "a call waiting for its user takes its number when it is admitted to run"
+    );
 }
 
 /// A spec whose one tool, `wait`, calls a local server that answers only once the test opens

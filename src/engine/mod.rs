@@ -106,7 +106,10 @@ struct State {
     templates_read_results: bool,
     tool_call_count: u32,
     steps: u32,
+    /// The number of the last call given an id (`call_N`).
     next_call: u32,
+    /// A session's tries at admission, held ones included: the order it admitted its calls.
+    tries: u32,
     final_output: Option<String>,
     pending: Option<PendingCall>,
     usage: UsageTotals,
@@ -158,8 +161,8 @@ pub(crate) struct CallOutcome {
     pub(crate) result: Option<ToolResultEntry>,
     pub(crate) error: Option<ToolErrorEntry>,
     pub(crate) pending: Option<PendingCall>,
-    /// Which call of its session this was, counted when it was admitted (0 outside a session):
-    /// a session's calls may end in another order than they began.
+    /// Which try at admission of its session this was (0 outside a session): a session's calls
+    /// may end in another order than they were admitted.
     pub(crate) seq: u32,
 }
 

@@ -30,12 +30,18 @@ impl<'a> Engine<'a> {
             if st.served_as.is_none() {
                 st.served_as = served_as.cloned();
             }
-            st.next_call += 1;
-            let seq = st.next_call;
-            call.id = format!("call_{seq}");
+            st.tries += 1;
+            let seq = st.tries;
+            call.id = format!("call_{}", st.next_call + 1);
             let plans = match self.plan_turn(&mut st, std::slice::from_ref(&call), opts) {
-                Ok(turn) => turn.plans,
-                // Needs confirmation: the outcome says so (`pending`).
+                Ok(turn) => {
+                    st.next_call += 1;
+                    turn.plans
+                }
+                // Needs confirmation: the outcome says so (`pending`). Held for a person, it
+                // changed nothing and takes its number only when it is tried again approved:
+                // calls admitted meanwhile (while the person thinks) are numbered before it, as
+                // a replay, which runs the calls one by one, numbers them.
                 Err(_) => Vec::new(),
             };
             match plans.into_iter().next() {

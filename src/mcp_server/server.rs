@@ -54,7 +54,7 @@ pub(crate) struct LoggedCall {
     pub(crate) response: Value,
     pub(crate) result: Option<ToolResultEntry>,
     pub(crate) error: Option<ToolErrorEntry>,
-    /// Its place in its session's admission order (the first try's, when it was confirmed).
+    /// Its place in its session's admission order (the approved try's, when it was confirmed).
     pub(crate) seq: u32,
 }
 
@@ -278,7 +278,6 @@ impl ServedSession {
             let mut outcome = self
                 .attempt(name, arguments_ref, now_unix_ms, false, &notify)
                 .await;
-            let seq = outcome.seq;
             let mut confirmation = None;
             if let Some(pending) = &outcome.pending {
                 confirmation = self.confirmation(pending, origin).await;
@@ -288,6 +287,9 @@ impl ServedSession {
                         .await;
                 }
             }
+            // A confirmed call is admitted when approved: the session's other calls admitted
+            // while its user thought come first, in the recording as in its replay.
+            let seq = outcome.seq;
             // The forwarding ends once it has sent what the call reported.
             drop(notify);
             (outcome, confirmation, seq)
