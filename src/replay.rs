@@ -91,11 +91,36 @@ pub(crate) async fn replay_fixture(
             ));
         }
     }
+    failures.extend(unset_secret_hint(registry, &failures));
     ReplayReport {
         failures,
         updated,
         trace: Some(trace),
     }
+}
+
+/// A recorded `***` where the replay sends text is a secret's value that the spec's own text
+/// holds (a system prompt it was pasted into), masked when it was recorded: the replay masks it
+/// alike only when the secret is set, so a replay without it says which to set.
+fn unset_secret_hint(registry: &Registry, failures: &[String]) -> Option<String> {
+    let mask = crate::redact::MASK;
+    let masked_there = failures.iter().flat_map(|f| f.lines()).any(|line| {
+        line.split_once(": expected ")
+            .and_then(|(_, rest)| rest.rsplit_once(", got "))
+            .is_some_and(|(was, now)| was.contains(mask) && !now.contains(mask))
+    });
+    let unset: Vec<&str> = registry
+        .secrets
+        .iter()
+        .filter(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()))
+        .map(String::as_str)
+        .collect();
+    (masked_there && !unset.is_empty()).then(|| {
+        format!(
+            "the recording has `{mask}` (a masked secret) where this replay sends text: if the spec's own text holds a secret's value, the replay masks it as the recording did only when the secret is set; set {} for the replay, or keep the value out of the spec's text",
+            unset.join(", ")
+        )
+    })
 }
 
 /// Fields the trace gained after fixtures were already being recorded (`tool_results[].http`):

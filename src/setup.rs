@@ -252,6 +252,8 @@ impl Setup {
             None => None,
         };
         let mut secrets = secrets(registry, inputs.secrets, model_name.as_deref())?;
+        let set = (inputs.secrets == SecretSource::Placeholders)
+            .then(|| set_secrets(registry, model_name.as_deref()));
         let model = match (&inputs.model, model_name) {
             (Some(choice), Some(name)) => {
                 let def = registry
@@ -263,7 +265,10 @@ impl Setup {
             _ => None,
         };
         warn_short_secrets(&secrets);
-        let redactor = secrets.redactor();
+        let mut redactor = secrets.redactor();
+        if let Some(set) = &set {
+            redactor.merge(set);
+        }
         let events = match inputs.events {
             EventsTo::Nowhere => Arc::new(Events::none()),
             EventsTo::File(path) => Arc::new(open_events(path, &redactor)?),
@@ -414,6 +419,19 @@ pub(crate) fn secrets(
             Ok(secrets)
         }
     }
+}
+
+/// A replay sends stand-ins for secrets, but a spec's own text may hold a secret's value (a
+/// system prompt it was pasted into): the recording masked it there, so a replay masks it alike,
+/// in what it compares and writes, when the secret is set. Only for masking: nothing sends it.
+fn set_secrets(registry: &Registry, model: Option<&str>) -> Redactor {
+    let mut names = registry.secrets.clone();
+    if let Some(def) = model.and_then(|m| registry.model(m)) {
+        if let ModelKind::OpenAi(live) | ModelKind::Anthropic(live) = &def.kind {
+            names.extend(live.api_key_env.clone());
+        }
+    }
+    Secrets::from_env(&names).0.redactor()
 }
 
 /// The one wording of a missing secret, whichever command found it.

@@ -524,3 +524,75 @@ fn the_http_summary_is_recorded_and_compared_but_old_fixtures_without_it_replay(
     });
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// A spec whose system prompt holds a secret's value (here pasted in, as people do) records with
+/// it masked, as every fixture is; the replay masks the request it sends the same way before it
+/// compares, so the run replays, with the secret set or not.
+#[test]
+fn a_system_prompt_holding_a_secrets_value_replays() {
+    const CODE: &str = "swordfish-4421-desk";
+    let fake =
+        support::providers::Fake::openai_keyless(vec![support::providers::openai_answer("done")]);
+    let dir = support::temp_dir("replay-secret-system");
+    let spec =
+        support::providers::live_spec("openai", &fake.base_url(), "", "secrets: [DESK_CODE]")
+            .replace(
+                "system: You answer stock questions.",
+                &format!("system: You answer stock questions. The desk code is {CODE}."),
+            );
+    let spec = write(&dir, "desk.yaml", &spec);
+    let out = run(toolrun()
+        .env("TEST_KEY", "k")
+        .env("DESK_CODE", CODE)
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "q", "--record"])
+        .arg(dir.join("f.json")));
+    out.assert_success();
+    let sent = fake.bodies()[0]["messages"][0]["content"].to_string();
+    assert!(
+        sent.contains(CODE),
+        "the model got the prompt as written: {sent}"
+    );
+    let fixture = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    assert!(!fixture.contains(CODE), "{fixture}");
+    assert!(fixture.contains("The desk code is ***."), "{fixture}");
+
+    let replay = |with: Option<&str>| {
+        let mut cmd = toolrun();
+        cmd.arg("replay").arg(dir.join("f.json"));
+        if let Some(s) = with {
+            cmd.env("DESK_CODE", s);
+        }
+        run(&mut cmd)
+    };
+    let out = replay(Some(CODE));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        !out.stdout.contains(CODE) && !out.stderr.contains(CODE),
+        "{out:?}"
+    );
+    // `--update` masks it alike in what it writes (here, a renamed spec's new trace).
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text.replace("name: live_openai", "name: desk")).unwrap();
+    replay(Some(CODE)).assert_code(1);
+    let mut cmd = toolrun();
+    cmd.env("DESK_CODE", CODE)
+        .arg("replay")
+        .arg(dir.join("f.json"))
+        .arg("--update");
+    run(&mut cmd).assert_success();
+    let fixture = std::fs::read_to_string(dir.join("f.json")).unwrap();
+    assert!(fixture.contains("\"desk\""), "{fixture}");
+    assert!(!fixture.contains(CODE), "{fixture}");
+    assert!(fixture.contains("The desk code is ***."), "{fixture}");
+
+    // Without the secret the replay cannot tell it from the rest of the prompt: it fails, and
+    // says which secret to set.
+    let out = replay(None);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("masked secret") && out.stdout.contains("set DESK_CODE for the replay"),
+        "{out:?}"
+    );
+}
