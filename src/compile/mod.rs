@@ -335,6 +335,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         replay_ignore,
         fixtures_dir,
         wildcards: std::mem::take(&mut ctx.wildcards),
+        allowed_hosts: Default::default(),
     })
 }
 

@@ -268,6 +268,21 @@ impl Transport {
         .await
     }
 
+    /// [`Transport::send`] for a request whose URL the caller has parsed already (`url` is
+    /// `req.url`, parsed): it goes out without being parsed again.
+    pub(crate) async fn send_to(
+        &self,
+        purpose: Purpose<'_>,
+        req: &HttpRequest,
+        url: &url::Url,
+        opts: SendOptions<'_>,
+    ) -> Result<HttpResponse, NetError> {
+        self.send_via(purpose, req, opts, |opts| {
+            self.send_live_to(req, Some(url), opts)
+        })
+        .await
+    }
+
     /// Like [`Transport::send`], with `live` doing what goes out of the process (a message to a
     /// stdio server): recording, replay, masking and the size cap are the same for it, and in a
     /// replay `live` is never called.
@@ -352,6 +367,16 @@ impl Transport {
         req: &HttpRequest,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
+        self.send_live_to(req, None, opts).await
+    }
+
+    /// [`Transport::send_live`]; `url`, when given, is `req.url` parsed.
+    async fn send_live_to(
+        &self,
+        req: &HttpRequest,
+        url: Option<&url::Url>,
+        opts: SendOptions<'_>,
+    ) -> Result<HttpResponse, NetError> {
         // The timeout counts from here: building the client on first use (TLS set-up) is part
         // of the time the caller gave this request.
         let now = tokio::time::Instant::now();
@@ -361,7 +386,10 @@ impl Transport {
         let client = self.client()?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|e| NetError::Io(e.to_string()))?;
-        let mut builder = client.request(method, &req.url);
+        let mut builder = match url {
+            Some(url) => client.request(method, url.clone()),
+            None => client.request(method, &req.url),
+        };
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }

@@ -34,6 +34,8 @@ pub struct Registry {
     pub(crate) fixtures_dir: Option<PathBuf>,
     /// `kind: mcp` entries with `tools: "*"`: their tools are known once a run lists them.
     pub(crate) wildcards: Vec<Wildcard>,
+    /// The hosts HTTP tools may reach, worked out on the first call (`tools::http::allowed_hosts`).
+    pub(crate) allowed_hosts: std::sync::OnceLock<Vec<HostRule>>,
 }
 
 impl Registry {

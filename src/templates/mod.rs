@@ -327,6 +327,15 @@ impl Templates {
         if self.plain.contains(name) {
             return Ok(template.source().to_string());
         }
+        if let Some(arg) = self.passed_through(name, ctx) {
+            let expr = name.starts_with(EXPR_PREFIX);
+            return Ok(match arg {
+                None if expr => "null".to_string(),
+                None => String::new(),
+                Some(s) if expr => Value::String(s.to_string()).to_string(),
+                Some(s) => s.to_string(),
+            });
+        }
         let ctx = ctx.value();
         if let Some(arg) = self.passthrough.get(name) {
             let absent = ctx
@@ -356,6 +365,29 @@ impl Templates {
         })
     }
 
+    /// The argument a `{{ args.NAME }}` template prints, read straight from the JSON context
+    /// when it is a string (`Some(Some(text))`) or left out (`Some(None)`), without converting
+    /// the context for minijinja: most HTTP tools' query parameters and headers are such
+    /// templates. Other values, and URL contexts (which encode every string), are minijinja's
+    /// to print (`None`).
+    fn passed_through<'c>(&self, name: &str, ctx: &Ctx<'c>) -> Option<Option<&'c str>> {
+        let arg = self.passthrough.get(name)?;
+        let (Data::Json(data), None) = (&ctx.data, ctx.raw_secrets) else {
+            return None;
+        };
+        let Some(Value::Object(args)) = data.get("args") else {
+            return None;
+        };
+        match args.get(arg.as_str()) {
+            None => Some(None),
+            // Within the output cap however it is escaped (six bytes a character at most).
+            Some(Value::String(s)) if s.len() <= (MAX_RENDERED_BYTES - 2) / 6 => {
+                Some(Some(s.as_str()))
+            }
+            Some(_) => None,
+        }
+    }
+
     /// Renders a template value. Templates that need a child process render first, all in one.
     pub(crate) async fn render(&self, tv: &TValue, ctx: &Ctx<'_>) -> Result<Value, RenderError> {
         let mut ids = Vec::new();
@@ -379,6 +411,13 @@ impl Templates {
         ctx: &Ctx<'_>,
         done: &mut HashMap<String, Result<String, RenderError>>,
     ) -> Result<Value, RenderError> {
+        if let TValue::Expr(id) = tv {
+            // The argument itself: no JSON text printed to be parsed back.
+            if let (false, Some(arg)) = (done.contains_key(&id.0), self.passed_through(&id.0, ctx))
+            {
+                return Ok(arg.map_or(Value::Null, |s| Value::String(s.to_string())));
+            }
+        }
         let mut text = |id: &TemplateId| match done.remove(&id.0) {
             Some(result) => result,
             None => self.render_here(&id.0, ctx),

@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use request::invalid;
 pub(crate) use request::prepare;
+use request::prepare_parsed;
 
 /// `tool_progress` events at most once per this many bytes, so a fast download does not flood.
 const PROGRESS_EVERY: u64 = 64 * 1024;
@@ -33,8 +33,8 @@ pub(crate) async fn execute(
     let redactor = env.secrets.redactor();
     env.transport.mask_with(&redactor);
     let started = Instant::now();
-    let result = match prepare(http, args, env).await {
-        Ok(req) => {
+    let result = match prepare_parsed(http, args, env).await {
+        Ok((req, url)) => {
             Call {
                 tool,
                 http,
@@ -45,7 +45,7 @@ pub(crate) async fn execute(
                 deadline: started + tool.timeout.min(Duration::from_secs(86_400))
                     - deadline_margin(tool.timeout),
             }
-            .run(req)
+            .run(req, url)
             .await
         }
         Err(e) => Err(e),
@@ -81,35 +81,38 @@ fn deadline_margin(timeout: Duration) -> Duration {
 // Sending: allow-list, redirects, retries
 
 /// The hosts this spec may reach: `policy.network.allow_hosts`, or else the hosts written
-/// literally in its HTTP tools' URLs (the same rule `toolrun check` applies).
-pub(crate) fn allowed_hosts(registry: &Registry) -> Vec<HostRule> {
-    if !registry.policy.allow_hosts.is_empty() {
-        return registry.policy.allow_hosts.clone();
-    }
-    registry
-        .tools
-        .iter()
-        .filter_map(|t| match &t.kind {
-            ToolKind::Http(h) => match &h.origin {
-                UrlOrigin::Literal(Some(rule)) => Some(rule.clone()),
+/// literally in its HTTP tools' URLs (the same rule `toolrun check` applies). Worked out once per
+/// registry: every call and every redirect reads it.
+pub(crate) fn allowed_hosts(registry: &Registry) -> &[HostRule] {
+    registry.allowed_hosts.get_or_init(|| {
+        if !registry.policy.allow_hosts.is_empty() {
+            return registry.policy.allow_hosts.clone();
+        }
+        registry
+            .tools
+            .iter()
+            .filter_map(|t| match &t.kind {
+                ToolKind::Http(h) => match &h.origin {
+                    UrlOrigin::Literal(Some(rule)) => Some(rule.clone()),
+                    _ => None,
+                },
+                ToolKind::Mcp(m) => m.server.host.clone(),
                 _ => None,
-            },
-            ToolKind::Mcp(m) => m.server.host.clone(),
-            _ => None,
-        })
-        // A `tools: "*"` server's URL is written as literally as a declared tool's.
-        .chain(
-            registry
-                .wildcards
-                .iter()
-                .filter_map(|w| w.server.host.clone()),
-        )
-        .collect()
+            })
+            // A `tools: "*"` server's URL is written as literally as a declared tool's.
+            .chain(
+                registry
+                    .wildcards
+                    .iter()
+                    .filter_map(|w| w.server.host.clone()),
+            )
+            .collect()
+    })
 }
 
-fn host_port(url: &url::Url) -> (String, u16) {
+fn host_port(url: &url::Url) -> (&str, u16) {
     (
-        url.host_str().unwrap_or("").to_string(),
+        url.host_str().unwrap_or(""),
         url.port_or_known_default().unwrap_or(0),
     )
 }
@@ -118,7 +121,7 @@ fn display_host(url: &url::Url) -> String {
     let (host, port) = host_port(url);
     match url.port() {
         Some(_) => format!("{host}:{port}"),
-        None => host,
+        None => host.to_string(),
     }
 }
 
@@ -126,7 +129,7 @@ pub(crate) fn check_host(url: &url::Url, allow: &[HostRule]) -> bool {
     let (host, port) = host_port(url);
     matches!(url.scheme(), "http" | "https")
         && !host.is_empty()
-        && allow.iter().any(|r| r.matches(&host, port))
+        && allow.iter().any(|r| r.matches(host, port))
 }
 
 struct Call<'a, 'e> {
@@ -167,11 +170,10 @@ impl Call<'_, '_> {
         self.started.elapsed().as_millis() as u64
     }
 
-    async fn run(&self, req: HttpRequest) -> Result<Output, ToolError> {
+    /// Sends `req`, whose URL `first` is, parsed.
+    async fn run(&self, req: HttpRequest, first: url::Url) -> Result<Output, ToolError> {
         let allow = allowed_hosts(self.env.registry);
-        let first =
-            url::Url::parse(&req.url).map_err(|e| invalid(format!("the URL is not valid: {e}")))?;
-        if !check_host(&first, &allow) {
+        if !check_host(&first, allow) {
             return Err(self.denied(&first, None));
         }
         // A POST (or anything not idempotent) is sent once: replaying it could send two emails.
@@ -184,7 +186,7 @@ impl Call<'_, '_> {
         let mut waited_note = None;
         let outcome = loop {
             attempts += 1;
-            let outcome = self.attempt(&req, &first, &allow).await;
+            let outcome = self.attempt(&req, &first, allow).await;
             let (retryable, retry_after) = match &outcome {
                 Outcome::Response {
                     resp,
@@ -230,7 +232,8 @@ impl Call<'_, '_> {
 
     /// One request, following redirects; each hop is checked against the allow-list.
     async fn attempt(&self, req: &HttpRequest, first: &url::Url, allow: &[HostRule]) -> Outcome {
-        let mut req = req.clone();
+        // Copied only when a redirect changes it.
+        let mut req = std::borrow::Cow::Borrowed(req);
         let mut url = first.clone();
         let mut redirects = 0;
         loop {
@@ -238,16 +241,16 @@ impl Call<'_, '_> {
             if remaining.is_zero() {
                 return Outcome::Net {
                     error: NetError::Timeout,
-                    method: req.method,
+                    method: req.method.clone(),
                     url,
                 };
             }
-            let resp = match self.send(&req, remaining).await {
+            let resp = match self.send(&req, &url, remaining).await {
                 Ok(r) => r,
                 Err(error) => {
                     return Outcome::Net {
                         error,
-                        method: req.method,
+                        method: req.method.clone(),
                         url,
                     }
                 }
@@ -258,7 +261,7 @@ impl Call<'_, '_> {
             else {
                 return Outcome::Response {
                     resp,
-                    method: req.method,
+                    method: req.method.clone(),
                     url,
                     redirects,
                     too_many_redirects: false,
@@ -268,7 +271,7 @@ impl Call<'_, '_> {
                 let too_many = self.http.max_redirects > 0;
                 return Outcome::Response {
                     resp,
-                    method: req.method,
+                    method: req.method.clone(),
                     url,
                     redirects,
                     too_many_redirects: too_many,
@@ -277,7 +280,7 @@ impl Call<'_, '_> {
             let Ok(next) = url.join(&location) else {
                 return Outcome::Response {
                     resp,
-                    method: req.method,
+                    method: req.method.clone(),
                     url,
                     redirects,
                     too_many_redirects: false,
@@ -291,6 +294,7 @@ impl Call<'_, '_> {
             }
             // 303 always, and 301/302 after a POST (as browsers and curl do), become a GET
             // without a body; 307 and 308 repeat the request as it was.
+            let req = req.to_mut();
             if resp.status == 303 || (matches!(resp.status, 301 | 302) && req.method == "POST") {
                 if req.method != "HEAD" {
                     req.method = "GET".into();
@@ -317,7 +321,12 @@ impl Call<'_, '_> {
         }
     }
 
-    async fn send(&self, req: &HttpRequest, timeout: Duration) -> Result<HttpResponse, NetError> {
+    async fn send(
+        &self,
+        req: &HttpRequest,
+        url: &url::Url,
+        timeout: Duration,
+    ) -> Result<HttpResponse, NetError> {
         let env = self.env;
         let next_report = AtomicU64::new(PROGRESS_EVERY);
         let progress = |bytes: u64| {
@@ -349,7 +358,7 @@ impl Call<'_, '_> {
             reshape: None,
         };
         env.transport
-            .send(Purpose::Tool(&self.tool.name), req, opts)
+            .send_to(Purpose::Tool(&self.tool.name), req, url, opts)
             .await
     }
 
@@ -452,26 +461,32 @@ impl Call<'_, '_> {
                 too_many_redirects,
             } => {
                 let method = method.as_str();
-                let mut d = self.details(method, &url, attempts);
-                d.insert("status".into(), json!(resp.status));
-                if redirects > 0 {
-                    d.insert("redirects".into(), json!(redirects));
-                }
-                if (200..300).contains(&resp.status) {
+                let status = resp.status;
+                // Built only for a message that needs them: a success has none.
+                let details = || {
+                    let mut d = self.details(method, &url, attempts);
+                    d.insert("status".into(), json!(status));
+                    if redirects > 0 {
+                        d.insert("redirects".into(), json!(redirects));
+                    }
+                    d
+                };
+                if (200..300).contains(&status) {
                     let http = HttpCall {
                         method: method.to_string(),
-                        url: url.to_string(),
-                        status: resp.status,
+                        url: url.as_str().to_string(),
+                        status,
                         attempts: (attempts > 1).then_some(attempts),
                         redirects: (redirects > 0).then_some(redirects),
                     };
-                    let value = self.observation(resp, with_note(d))?;
+                    let value = self.observation(resp, || with_note(details()))?;
                     return Ok(Output {
                         value,
                         http: Some(http),
                         ..Output::default()
                     });
                 }
+                let mut d = details();
                 let excerpt = excerpt(&resp.body, self.redactor);
                 if !excerpt.is_empty() {
                     d.insert("body_excerpt".into(), json!(excerpt));
@@ -528,7 +543,11 @@ impl Call<'_, '_> {
         }
     }
 
-    fn observation(&self, resp: HttpResponse, details: Value) -> Result<Value, ToolError> {
+    fn observation(
+        &self,
+        resp: HttpResponse,
+        details: impl FnOnce() -> Value,
+    ) -> Result<Value, ToolError> {
         let content_type = resp
             .header("content-type")
             .unwrap_or("")
@@ -558,7 +577,7 @@ impl Call<'_, '_> {
                     ErrorKind::NotFound,
                     format!("the response was empty, so it has nothing at `{p}`"),
                 )
-                .with_details(details)),
+                .with_details(details())),
                 _ => Ok(Value::Null),
             };
         }
@@ -574,7 +593,7 @@ impl Call<'_, '_> {
             (Some(v), Some(p)) => match v.pointer(p) {
                 Some(found) => Ok(found.clone()),
                 None => Err(ToolError::new(ErrorKind::NotFound, missing_pointer(&v, p))
-                    .with_details(details)),
+                    .with_details(details())),
             },
             (None, None) => Ok(Value::String(
                 String::from_utf8_lossy(&resp.body).into_owned(),
@@ -591,7 +610,7 @@ impl Call<'_, '_> {
                     excerpt(&resp.body, self.redactor)
                 ),
             )
-            .with_details(details)),
+            .with_details(details())),
         }
     }
 }

@@ -19,6 +19,16 @@ pub(crate) async fn prepare(
     args: &Value,
     env: &ToolEnv<'_>,
 ) -> Result<HttpRequest, ToolError> {
+    prepare_parsed(http, args, env).await.map(|(req, _)| req)
+}
+
+/// [`prepare`], with the URL parsed: the call checks its host and sends it without parsing the
+/// text again.
+pub(super) async fn prepare_parsed(
+    http: &HttpTool,
+    args: &Value,
+    env: &ToolEnv<'_>,
+) -> Result<(HttpRequest, url::Url), ToolError> {
     let templates = &env.registry.templates;
     let data = json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query });
     let plain = templates::Ctx::new(&data);
@@ -110,12 +120,13 @@ pub(crate) async fn prepare(
     if !has(&headers, "user-agent") {
         headers.push(("User-Agent".into(), USER_AGENT.into()));
     }
-    Ok(HttpRequest {
+    let req = HttpRequest {
         method: http.method.clone(),
-        url: url.to_string(),
+        url: url.as_str().to_string(),
         headers,
         body,
-    })
+    };
+    Ok((req, url))
 }
 
 fn render_error(what: &str, e: templates::RenderError) -> ToolError {
@@ -167,6 +178,10 @@ async fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<S
 }
 
 fn is_dot_segment(segment: &str) -> bool {
+    // `%2e%2e` is the longest spelling of one.
+    if segment.len() > 6 {
+        return false;
+    }
     let s = segment.to_ascii_lowercase().replace("%2e", ".");
     s == "." || s == ".."
 }

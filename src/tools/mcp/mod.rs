@@ -377,7 +377,7 @@ async fn connected(
 fn check_server_host(server: &McpServer, env: &ToolEnv<'_>) -> Result<(), ToolError> {
     let url = url::Url::parse(&server.url)
         .map_err(|e| ToolError::new(ErrorKind::ExecutionError, e.to_string()))?;
-    if check_host(&url, &allowed_hosts(env.registry)) {
+    if check_host(&url, allowed_hosts(env.registry)) {
         return Ok(());
     }
     Err(ToolError::new(
