@@ -9,24 +9,23 @@ use crate::trace::StopReason;
 use serde_json::Value;
 
 pub(super) fn canonical(v: &Value) -> String {
-    // serde_json with preserve_order keeps insertion order; sort keys so {a,b} == {b,a}.
-    pub(super) fn sort(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut entries: Vec<_> = m.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(k, v)| (k.clone(), sort(v)))
-                        .collect(),
-                )
+    // serde_json with preserve_order keeps insertion order; keys are written sorted so
+    // {a,b} == {b,a}. Serialised as it is read: no sorted copy of the value is made.
+    struct Sorted<'a>(&'a Value);
+    impl serde::Serialize for Sorted<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self.0 {
+                Value::Object(m) => {
+                    let mut entries: Vec<_> = m.iter().collect();
+                    entries.sort_by(|a, b| a.0.cmp(b.0));
+                    s.collect_map(entries.into_iter().map(|(k, v)| (k, Sorted(v))))
+                }
+                Value::Array(items) => s.collect_seq(items.iter().map(Sorted)),
+                other => other.serialize(s),
             }
-            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
-            other => other.clone(),
         }
     }
-    sort(v).to_string()
+    serde_json::to_string(&Sorted(v)).unwrap_or_default()
 }
 
 /// `/ticker: 5 is not of type "string"`, with a did-you-mean for unexpected properties.
@@ -40,6 +39,10 @@ pub(crate) fn validation_errors(tool: &Tool, args: &Value) -> Vec<String> {
             )]
         }
     };
+    // The common case, without building the errors' iterator.
+    if validator.is_valid(args) {
+        return Vec::new();
+    }
     validator
         .iter_errors(args)
         .map(|err| {

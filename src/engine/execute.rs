@@ -115,7 +115,7 @@ impl<'a> Engine<'a> {
         };
         let (observation, truncated) = truncate_observation(
             &self.redactor,
-            &text,
+            text,
             self.registry.limits.max_tool_output_chars,
         );
         let recorded = if truncated {

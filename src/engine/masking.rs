@@ -7,12 +7,17 @@ use crate::redact::Redactor;
 use crate::trace::Trace;
 
 /// Cuts masked text: a secret that begins just before the limit is masked, not left half there.
+/// Text within the limit comes back as it is, not copied.
 pub(super) fn truncate_observation(
     redactor: &Redactor,
-    text: &str,
+    text: String,
     max_chars: usize,
 ) -> (String, bool) {
-    match redactor.cut_masked(text, max_chars) {
+    // No more bytes than the limit is no more characters either.
+    if text.len() <= max_chars || text.char_indices().nth(max_chars).is_none() {
+        return (text, false);
+    }
+    match redactor.cut_masked(&text, max_chars) {
         (kept, 0) => (kept, false),
         (kept, more) => (format!("{kept}…[truncated: {more} more characters]"), true),
     }
