@@ -170,6 +170,7 @@ pub fn templates(args: &Value, query: &str) -> Vec<Value> {
         now_unix_ms: 0,
         call_id: "call_1",
         notify: None,
+        session: None,
     };
     let mut results = Vec::new();
     for tool in &registry.tools {

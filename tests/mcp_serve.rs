@@ -475,28 +475,30 @@ fn http_serves_sequential_and_concurrent_calls_records_and_stops_cleanly() {
 /// `toolrun replay FIXTURE --spec SPEC`: a fixture under /tmp recorded from the repository's
 /// spec points outside its project root, which replay refuses to follow on its own.
 /// Each session counts its own call ids, so with two clients `call_1` is ambiguous: the
-/// engine's `tool_started` / `tool_finished` lines of a served call name its session, the same
-/// id its `mcp_call` line carries.
+/// `tool_started` / `tool_finished` lines of a served call, and what its tool reports while it
+/// runs (`tool_notify`), name its session, the same id its `mcp_call` line carries.
 #[test]
 fn tool_events_of_served_calls_name_their_session() {
     let dir = support::temp_dir("mcp-serve-event-sessions");
+    let spec = dir.join("s.yaml");
+    let text = std::fs::read_to_string(example()).expect("the example spec");
+    let noisy = "  noisy:\n    description: Logs while it works.\n    kind: mock\n    input: { type: object }\n    responses:\n      - notify: [{ log: { level: info, data: working } }]\n        result: ok\n\nlimits:";
+    std::fs::write(&spec, text.replacen("\nlimits:", &format!("\n{noisy}"), 1)).expect("spec");
     let events = dir.join("events.jsonl");
-    let serve = HttpServe::start(
-        &example(),
-        &["--events", events.to_str().expect("utf-8")],
-        &[],
-    );
+    let serve = HttpServe::start(&spec, &["--events", events.to_str().expect("utf-8")], &[]);
     let (first, second) = (serve.session("2025-11-25"), serve.session("2025-11-25"));
-    let call = |session: &str, id: u32, order_id: u32| {
+    let call = |session: &str, id: u32, name: &str, order_id: u32| {
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": { "name": "lookup_order", "arguments": { "order_id": order_id } } });
+            "params": { "name": name, "arguments": { "order_id": order_id } } });
         let headers = in_session(session, "2025-11-25");
         serve.exchange("POST", "/mcp", &headers, &body.to_string())
     };
-    assert!(call(&first, 1, 42).contains("shipped"));
+    assert!(call(&first, 1, "lookup_order", 42).contains("shipped"));
     // An error is observed on its own path; its line names the session too.
-    assert!(call(&second, 1, 7).contains("not_found"));
-    assert!(call(&first, 2, 42).contains("shipped"));
+    assert!(call(&second, 1, "lookup_order", 7).contains("not_found"));
+    assert!(call(&first, 2, "lookup_order", 42).contains("shipped"));
+    let noisy = call(&second, 2, "noisy", 1);
+    assert!(noisy.contains(r#""text":"ok""#), "{noisy}");
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
 
@@ -506,23 +508,33 @@ fn tool_events_of_served_calls_name_their_session() {
             .map(|e| (e["session"].to_string(), e["id"].to_string()))
             .collect()
     };
-    let expected: Vec<(String, String)> = [
+    let named = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(s, c)| (json!(s).to_string(), json!(c).to_string()))
+            .collect()
+    };
+    let expected = named(&[
         ("session_1", "call_1"),
         ("session_2", "call_1"),
         ("session_1", "call_2"),
-    ]
-    .iter()
-    .map(|(s, c)| (json!(s).to_string(), json!(c).to_string()))
-    .collect();
+        ("session_2", "call_2"),
+    ]);
     assert_eq!(pairs("tool_started"), expected);
     assert_eq!(pairs("tool_finished"), expected);
+    assert_eq!(pairs("tool_notify"), named(&[("session_2", "call_2")]));
     let served: Vec<Value> = support::events_named(&events, "mcp_call")
         .iter()
         .map(|e| e["session"].clone())
         .collect();
     assert_eq!(
         served,
-        [json!("session_1"), json!("session_2"), json!("session_1")]
+        [
+            json!("session_1"),
+            json!("session_2"),
+            json!("session_1"),
+            json!("session_2")
+        ]
     );
 }
 

@@ -415,6 +415,7 @@ impl<'a> Engine<'a> {
             now_unix_ms: opts.now_unix_ms,
             call_id,
             notify: opts.notify,
+            session: opts.session,
         }
     }
 

@@ -33,6 +33,7 @@ pub(crate) async fn connect_remote(
         now_unix_ms: 0,
         call_id: "",
         notify: None,
+        session: None,
     })
     .await
 }

@@ -92,6 +92,7 @@ impl Served {
             now_unix_ms: 0,
             call_id: "",
             notify: None,
+            session: None,
         }
     }
 

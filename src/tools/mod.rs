@@ -88,6 +88,19 @@ pub(crate) struct ToolEnv<'a> {
     pub(crate) call_id: &'a str,
     /// Where the call's notifications go besides `--events` (`toolrun serve`: its client).
     pub(crate) notify: Option<&'a notify::Notifier>,
+    /// The served session the call belongs to (`toolrun serve`): each session counts its own
+    /// call ids, so the call's events name it too.
+    pub(crate) session: Option<&'a str>,
+}
+
+impl ToolEnv<'_> {
+    /// An `--events` line about the call: with its session when it is a served one.
+    pub(crate) fn call_event(&self, mut event: serde_json::Value) -> serde_json::Value {
+        if let Some(session) = self.session {
+            event["session"] = serde_json::json!(session);
+        }
+        event
+    }
 }
 
 /// A template that failed while a tool ran: a bound it hit is `limit_exceeded`, anything else

@@ -98,7 +98,7 @@ pub(crate) fn send(env: &ToolEnv<'_>, notice: Notice) {
     env.events.emit_with("tool_notify", || {
         let mut line = notice.to_json();
         line["id"] = json!(env.call_id);
-        line
+        env.call_event(line)
     });
     if let Some(notify) = env.notify {
         notify(notice);

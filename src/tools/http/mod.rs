@@ -334,7 +334,9 @@ impl Call<'_, '_> {
                 next_report.store(bytes + PROGRESS_EVERY, Ordering::Relaxed);
                 env.events.emit(
                     "tool_progress",
-                    json!({ "id": env.call_id, "tool": self.tool.name, "bytes": bytes }),
+                    env.call_event(
+                        json!({ "id": env.call_id, "tool": self.tool.name, "bytes": bytes }),
+                    ),
                 );
                 // A long download is progress to a client watching the call (a served one).
                 if let Some(notify) = env.notify {

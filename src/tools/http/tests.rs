@@ -72,6 +72,7 @@ fn call_with(reg: &Registry, args: Value, events: &Events) -> Result<Value, Tool
         now_unix_ms: 0,
         call_id: "call_1",
         notify: None,
+        session: None,
     };
     runtime()
         .block_on(execute(tool, http, &args, &env))
@@ -434,6 +435,7 @@ fn parallel_calls_are_in_flight_together() {
             now_unix_ms: 0,
             call_id: id,
             notify: None,
+            session: None,
         })
         .collect();
     let args = json!({});

@@ -85,13 +85,13 @@ impl Incoming<'_, '_> {
     pub(crate) fn request(&self, request: &Value) -> Value {
         let reply = answer(request, self.server.elicitation);
         self.env.events.emit_with("mcp_server_request", || {
-            json!({
+            self.env.call_event(json!({
                 "id": self.env.call_id,
                 "server": self.server.name,
                 "tool": self.tool,
                 "method": request.get("method"),
                 "answer": reply.get("result").or_else(|| reply.get("error")),
-            })
+            }))
         });
         reply
     }
@@ -102,24 +102,24 @@ impl Incoming<'_, '_> {
         let params = note.get("params").cloned().unwrap_or(Value::Null);
         match note.get("method").and_then(Value::as_str) {
             Some("notifications/progress") => self.env.events.emit_with("tool_progress", || {
-                json!({
+                self.env.call_event(json!({
                     "id": self.env.call_id,
                     "tool": self.tool,
                     "server": self.server.name,
                     "progress": params.get("progress"),
                     "total": params.get("total"),
                     "message": params.get("message"),
-                })
+                }))
             }),
             Some("notifications/message") => self.env.events.emit_with("mcp_log", || {
-                json!({
+                self.env.call_event(json!({
                     "id": self.env.call_id,
                     "server": self.server.name,
                     "tool": self.tool,
                     "level": params.get("level"),
                     "logger": params.get("logger"),
                     "data": params.get("data"),
-                })
+                }))
             }),
             _ => {}
         }
