@@ -190,7 +190,12 @@ impl ServedSession {
         session
     }
 
-    fn id(&self) -> &Arc<str> {
+    fn id(&self) -> &str {
+        self.numbered()
+    }
+
+    /// The session's id, shared with the engine for its calls' events.
+    fn numbered(&self) -> &Arc<str> {
         self.id.get_or_init(|| {
             let n = self.served.sessions.fetch_add(1, Ordering::Relaxed) + 1;
             format!("session_{n}").into()
@@ -216,7 +221,7 @@ impl ServedSession {
             opts.approvals.insert(name.to_string());
         }
         opts.notify = Some(notify.clone());
-        opts.session = Some(self.id().clone());
+        opts.session = Some(self.numbered().clone());
         engine
             .call_in_session(&self.state, name, arguments.clone(), &opts)
             .await
@@ -310,7 +315,7 @@ impl ServedSession {
         served.setup.redactor.value(&mut response);
         served.setup.events.emit_with("mcp_call", || {
             json!({
-                "session": &**self.id(),
+                "session": self.id(),
                 "name": name,
                 "arguments": arguments,
                 "is_error": response["isError"],
