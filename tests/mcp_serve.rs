@@ -1855,3 +1855,207 @@ fn stdio_sigterm_answers_the_call_in_flight_and_exits_with_stdin_open() {
     assert_eq!(served, 1, "{recorded:#}");
     replay(&fixture, &spec).assert_success();
 }
+
+/// Calls that need nothing of the call's own stream are answered by toolrun without rmcp's
+/// session machinery; a progress token sends the same call through rmcp. Both must answer
+/// alike, whatever the tool gives: structured results, text, truncation, content items, tool
+/// errors, refused arguments, calls that need a confirmation nobody can give, HTTP tools.
+#[test]
+fn calls_answered_without_rmcp_answer_as_rmcp_does() {
+    let server = TestServer::start(|req| {
+        Response::json(
+            200,
+            json!({ "q": req.query_param("q").unwrap_or_default() }),
+        )
+    });
+    let port = server.addr().port();
+    let spec = support::temp_file(
+        "mcp-serve-direct",
+        "direct.yaml",
+        &format!(
+            r#"version: 1
+name: direct
+tools:
+  lookup:
+    description: Looks an order up.
+    kind: mock
+    input: {{ type: object, properties: {{ id: {{ type: integer }} }}, required: [id] }}
+    responses:
+      - when: {{ id: 1 }}
+        result: {{ id: 1, status: shipped }}
+      - when: {{ id: 2 }}
+        result: plain text
+      - when: {{ id: 3 }}
+        result: [1, 2, 3]
+      - when: {{ id: 4 }}
+        result: "{{% for i in range(50) %}}line {{{{ i }}}}; {{% endfor %}}"
+      - error: {{ kind: not_found, message: "no order {{{{ args.id }}}}" }}
+  picture:
+    description: A picture and a caption.
+    kind: mock
+    input: {{ type: object, properties: {{}} }}
+    responses:
+      - content:
+          - {{ type: text, text: "a dot" }}
+          - {{ type: image, data: "iVBORw0KGgo=", mimeType: image/png }}
+  refund:
+    description: Moves money.
+    kind: mock
+    side_effects: true
+    input: {{ type: object, properties: {{ id: {{ type: integer }} }} }}
+    responses:
+      - result: {{ refunded: true }}
+  echo:
+    description: Echoes its query.
+    kind: http
+    input: {{ type: object, properties: {{ q: {{ type: string }} }}, required: [q] }}
+    request:
+      url: "{base}/echo"
+      query: {{ q: "{{{{ args.q }}}}" }}
+  calc:
+    description: Arithmetic.
+    kind: builtin
+    builtin: calculator
+policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}"] }} }}
+limits: {{ max_tool_output_chars: 120 }}
+"#,
+            base = server.base_url()
+        ),
+    );
+    let serve = HttpServe::start(spec.path(), &[], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let calls = [
+        ("lookup", json!({ "id": 1 })),
+        ("lookup", json!({ "id": 2 })),
+        ("lookup", json!({ "id": 3 })),
+        ("lookup", json!({ "id": 4 })),
+        ("lookup", json!({ "id": 5 })),
+        ("lookup", json!({ "id": "not a number" })),
+        ("picture", json!({})),
+        ("refund", json!({ "id": 1 })),
+        ("echo", json!({ "q": "hello" })),
+        ("calc", json!({ "expression": "6 * 7" })),
+        ("no_such_tool", json!({})),
+    ];
+    for (n, (name, arguments)) in calls.iter().enumerate() {
+        let request = |id: usize, meta: Value| {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": name, "arguments": arguments, "_meta": meta } })
+            .to_string()
+        };
+        let direct = serve.exchange("POST", "/mcp", &headers, &request(2 * n, json!({})));
+        let through_rmcp = serve.exchange(
+            "POST",
+            "/mcp",
+            &headers,
+            &request(2 * n + 1, json!({ "progressToken": n })),
+        );
+        let (a, b) = (messages(&direct), messages(&through_rmcp));
+        assert_eq!(a.len(), 1, "{direct}");
+        let b = b.last().unwrap_or_else(|| panic!("{through_rmcp}"));
+        assert_eq!(a[0]["id"], 2 * n);
+        assert_eq!(b["id"], 2 * n + 1);
+        for part in ["result", "error"] {
+            assert_eq!(
+                a[0][part], b[part],
+                "{name} {arguments}: {part}\n{direct}\n{through_rmcp}"
+            );
+        }
+        if *name != "no_such_tool" {
+            assert!(a[0]["result"]["content"].is_array(), "{direct}");
+        }
+    }
+    // What the results say, so that the two agreeing on nothing would fail.
+    let text = |r: &str| messages(r)[0]["result"]["content"][0]["text"].clone();
+    let ask = |name: &str, arguments: Value| {
+        let body = json!({ "jsonrpc": "2.0", "id": 99, "method": "tools/call",
+            "params": { "name": name, "arguments": arguments } });
+        serve.exchange("POST", "/mcp", &headers, &body.to_string())
+    };
+    assert_eq!(text(&ask("calc", json!({ "expression": "6 * 7" }))), "42");
+    let echoed = ask("echo", json!({ "q": "direct" }));
+    assert_eq!(text(&echoed), r#"{"q":"direct"}"#, "{echoed}");
+    let refused = ask("refund", json!({ "id": 2 }));
+    assert!(
+        text(&refused).to_string().contains("needs_confirmation"),
+        "{refused}"
+    );
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// A call answered without rmcp that runs past a second becomes an event stream with an id to
+/// come back with; the client hanging up does not cancel it: it ends, its result waits for the
+/// client's `GET` with `Last-Event-ID`, and the recording has it.
+#[test]
+fn a_long_call_answered_without_rmcp_outlives_its_client() {
+    let (server, released, dir, spec) = held_call_spec("mcp-serve-direct-long");
+    let fixture = dir.join("session.json");
+    let serve = HttpServe::start(&spec, &["--record", fixture.to_str().expect("utf-8")], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let body = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": { "name": "wait", "arguments": {} } })
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        serve.authority(),
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    stream.write_all(req.as_bytes()).expect("send");
+    // Read until the priming event has come, then hang up with the call still held.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("retry:") {
+        let n = stream.read(&mut buf).expect("the priming event");
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let away = String::from_utf8_lossy(&seen).to_string();
+    assert!(
+        away.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{away}"
+    );
+    drop(stream);
+    let last = first_event_id(&away);
+    let (open, cv) = &*released;
+    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    cv.notify_all();
+    let back = serve.exchange("GET", "/mcp", &resuming(&session, &last), "");
+    let got = messages(&back);
+    let result = got
+        .iter()
+        .find(|m| m["id"] == 5)
+        .unwrap_or_else(|| panic!("{back}"));
+    assert!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("waited"),
+        "{back}"
+    );
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let served = recorded["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .filter(|e| e["kind"] == "served")
+        .count();
+    assert_eq!(served, 1, "{recorded:#}");
+    replay(&fixture, &spec).assert_success();
+    drop(server);
+}

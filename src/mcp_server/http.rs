@@ -4,7 +4,7 @@
 //! checks `Host` against loopback names unless a token makes that moot.
 
 use super::server::{Served, ServedSession};
-use super::{answer, resume};
+use super::{answer, direct, resume};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -33,6 +33,8 @@ struct Guard {
     activity: Arc<Mutex<HashMap<String, Activity>>>,
     /// Each session's call streams, for clients that come back with `Last-Event-ID`.
     store: Arc<resume::Store>,
+    /// Each session's handler, for the calls answered without rmcp (`direct`).
+    direct: direct::Sessions,
 }
 
 struct Activity {
@@ -128,7 +130,11 @@ pub(crate) async fn serve(
     manager.session_config.completed_cache_ttl = Duration::ZERO;
     let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
-        move || Ok(ServedSession::new(&factory_served)),
+        move || {
+            let session = ServedSession::new(&factory_served);
+            direct::created(&session);
+            Ok(session)
+        },
         sessions.clone(),
         config,
     );
@@ -139,6 +145,7 @@ pub(crate) async fn serve(
         max_sessions: bounds.max_sessions,
         activity: Arc::new(Mutex::new(HashMap::new())),
         store: Arc::new(resume::Store::default()),
+        direct: direct::Sessions::default(),
     });
     let expiry = tokio::spawn(expire_idle(guard.clone(), bounds.session_idle));
     let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
@@ -198,6 +205,7 @@ pub(crate) async fn serve(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     sessions_done.cancel();
+    guard.direct.clear();
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(3), async {
         while connections.join_next().await.is_some() {}
@@ -239,6 +247,7 @@ async fn make_room(guard: &Guard) {
     let open = open_sessions(guard).await;
     let ids: HashSet<&str> = open.iter().map(|o| o.as_ref()).collect();
     guard.store.retain(|id| ids.contains(id));
+    guard.direct.retain(|id| ids.contains(id));
     let oldest = {
         let Ok(mut seen) = guard.activity.lock() else {
             return;
@@ -247,11 +256,11 @@ async fn make_room(guard: &Guard) {
         if open.len() < guard.max_sessions {
             return;
         }
-        // A session never seen counts as the oldest.
+        // A session not seen yet is one whose `initialize` is being answered: the newest.
         open.iter()
-            .min_by_key(|id| {
-                seen.get(id.as_ref())
-                    .map(|a| (a.in_flight > 0, Some(a.last)))
+            .min_by_key(|id| match seen.get(id.as_ref()) {
+                Some(a) => (false, a.in_flight > 0, Some(a.last)),
+                None => (true, true, None),
             })
             .cloned()
     };
@@ -263,6 +272,7 @@ async fn make_room(guard: &Guard) {
 async fn end_session(guard: &Guard, id: &SessionId) {
     let _ = guard.sessions.close_session(id).await;
     guard.store.forget(id.as_ref());
+    guard.direct.remove(id.as_ref());
     if let Ok(mut seen) = guard.activity.lock() {
         seen.remove(id.as_ref());
     }
@@ -308,23 +318,28 @@ fn saw_session(guard: &Guard, id: &str) {
 }
 
 async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
-    let resp = guarded(guard, req).await;
+    let (resp, made) = direct::creating(guarded(guard, req)).await;
     // A new session's id comes with the answer to its `initialize`.
     let new = resp
         .headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok());
-    if let (Some(id), Ok(mut seen)) = (new, guard.activity.lock()) {
-        let a = seen.entry(id.to_string()).or_insert(Activity {
-            last: Instant::now(),
-            in_flight: 0,
-        });
-        a.last = Instant::now();
+    if let Some(id) = new {
+        if let Ok(mut seen) = guard.activity.lock() {
+            let a = seen.entry(id.to_string()).or_insert(Activity {
+                last: Instant::now(),
+                in_flight: 0,
+            });
+            a.last = Instant::now();
+        }
+        if let Some(session) = made {
+            guard.direct.insert(id, session);
+        }
     }
     resp
 }
 
-async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
+async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != ENDPOINT {
         return plain(
             StatusCode::NOT_FOUND,
@@ -372,17 +387,7 @@ async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
         None => {}
     }
     match *req.method() {
-        hyper::Method::POST if is_json(req.headers()) => {
-            let hangup = resume::Hangup::new();
-            req.extensions_mut().insert(hangup.clone());
-            let busy = session.as_deref().and_then(|s| Busy::new(guard, s));
-            let resp = super::jsonrpc::post(&guard.service, req).await;
-            if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) {
-                answer::answer(&guard.store, session.as_deref(), &hangup, resp, busy).await
-            } else {
-                resp
-            }
-        }
+        hyper::Method::POST if is_json(req.headers()) => post(guard, req, session.as_deref()).await,
         hyper::Method::GET => {
             let last = req
                 .headers()
@@ -408,6 +413,7 @@ async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
         hyper::Method::DELETE => {
             if let Some(s) = &session {
                 guard.store.forget(s);
+                guard.direct.remove(s);
             }
             let mut resp = guard.service.handle(req).await;
             // rmcp answers 202; the specification's clients expect 200 or 204 for a session
@@ -418,6 +424,32 @@ async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
             resp
         }
         _ => guard.service.handle(req).await,
+    }
+}
+
+/// A JSON POST: a `tools/call` that needs nothing of rmcp's is answered here (`direct`);
+/// anything else goes to rmcp, and its single-message answers are made JSON (`answer`).
+async fn post(guard: &Guard, mut req: Request<Incoming>, session: Option<&str>) -> Response<Body> {
+    let hangup = resume::Hangup::new();
+    req.extensions_mut().insert(hangup.clone());
+    let busy = session.and_then(|s| Busy::new(guard, s));
+    let (parts, body) = match super::jsonrpc::read(req).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    if let (Some(s), Some(_)) = (session, &busy) {
+        let token = guard.token.is_some();
+        if let Some(call) = direct::call(&guard.direct, s, &parts.headers, &body, token) {
+            if is_open(guard, s).await {
+                return direct::answer(call, &parts.headers, &guard.store, s, busy).await;
+            }
+        }
+    }
+    let resp = super::jsonrpc::post(&guard.service, parts, body).await;
+    if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) {
+        answer::answer(&guard.store, session, &hangup, resp, busy).await
+    } else {
+        resp
     }
 }
 

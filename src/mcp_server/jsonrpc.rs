@@ -24,7 +24,10 @@ pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// for 4 MiB from anywhere.
 pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(crate) async fn post(service: &Service, req: Request<Incoming>) -> Response<Body> {
+/// The request's body, read whole (bounded in size and time), or the answer refusing it.
+pub(crate) async fn read(
+    req: Request<Incoming>,
+) -> Result<(hyper::http::request::Parts, Bytes), Response<Body>> {
     let (parts, body) = req.into_parts();
     let bytes = match tokio::time::timeout(
         BODY_TIMEOUT,
@@ -33,25 +36,34 @@ pub(crate) async fn post(service: &Service, req: Request<Incoming>) -> Response<
     .await
     {
         Err(_) => {
-            return plain(
+            return Err(plain(
                 StatusCode::REQUEST_TIMEOUT,
                 "the request body did not arrive in time\n",
-            )
+            ))
         }
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return plain(
+            return Err(plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "the request body is larger than 4 MiB\n",
-            )
+            ))
         }
         Ok(Err(_)) => {
-            return plain(
+            return Err(plain(
                 StatusCode::BAD_REQUEST,
                 "the request body could not be read\n",
-            )
+            ))
         }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
+    Ok((parts, bytes))
+}
+
+/// A message read by [`read`], answered by rmcp's service (a batch, message by message).
+pub(crate) async fn post(
+    service: &Service,
+    parts: hyper::http::request::Parts,
+    bytes: Bytes,
+) -> Response<Body> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return batch(service, &parts, &bytes).await;
     }

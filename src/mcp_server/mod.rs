@@ -5,10 +5,12 @@
 //! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
 //! token, `Origin` and `Host` checks); `resume` keeps each session's call streams so that a
 //! client that went away gets the rest when it comes back with `Last-Event-ID`; `answer` sends a
-//! single-message answer as one JSON body. The core never imports this module.
+//! single-message answer as one JSON body; `direct` answers the common `tools/call` without
+//! rmcp's session machinery. The core never imports this module.
 
 pub(crate) mod answer;
 pub(crate) mod confirm;
+pub(crate) mod direct;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod record;

@@ -140,6 +140,11 @@ pub(crate) fn parse_id(id: &str) -> Option<(u64, u64)> {
 /// A body fed by a task.
 struct ChannelBody(mpsc::Receiver<Bytes>);
 
+/// A response body made of what is sent on `rx`, until its sender is dropped.
+pub(crate) fn channel_body(rx: mpsc::Receiver<Bytes>) -> Body {
+    ChannelBody(rx).boxed()
+}
+
 impl hyper::body::Body for ChannelBody {
     type Data = Bytes;
     type Error = Infallible;

@@ -136,6 +136,17 @@ pub(crate) struct ServedSession {
     transport: Arc<Transport>,
     /// Ends those sessions when the client session ends (see [`Upstream`]).
     _upstream: Arc<Upstream>,
+    /// The client, once it has initialised: what calls answered without rmcp (`direct`)
+    /// notify and ask through.
+    peer: Arc<std::sync::OnceLock<Peer<RoleServer>>>,
+}
+
+/// What the span of a call answered without rmcp says of its request.
+pub(crate) struct Span {
+    pub(crate) session_id: String,
+    /// From `params._meta`, else the HTTP request's.
+    pub(crate) traceparent: Option<String>,
+    pub(crate) request_id: String,
 }
 
 /// Dropped with the last clone of a client session's handler, which rmcp drops when the session
@@ -179,6 +190,7 @@ impl ServedSession {
             id: Arc::new(std::sync::OnceLock::new()),
             state: Arc::new(CallSession::served(served.registry.serve)),
             log_level: Arc::new(AtomicUsize::new(0)),
+            peer: Arc::new(std::sync::OnceLock::new()),
         }
     }
 
@@ -188,6 +200,55 @@ impl ServedSession {
         let session = ServedSession::new(served);
         let _ = session.id.set(id.into());
         session
+    }
+
+    /// Whether a call of `name` can be answered without rmcp (`direct`): the session has
+    /// initialised, the tool is known, and the call cannot need the call's own event stream —
+    /// a mock's `notify:` (a `reconnect` closes it), or a confirmation this client would be
+    /// asked for on it.
+    pub(crate) fn answers_alone(&self, name: &str) -> bool {
+        let Some(peer) = self.peer.get() else {
+            return false;
+        };
+        let Some(tool) = self.served.registry.tool(name) else {
+            return false;
+        };
+        if let crate::registry::ToolKind::Mock(responses) = &tool.kind {
+            if responses.iter().any(|r| r.notify.is_some()) {
+                return false;
+            }
+        }
+        let confirms = (tool.confirm || tool.confirm_hint().is_some())
+            && !self.served.setup.approvals.contains(name);
+        !(confirms && confirm::client_can_confirm(peer))
+    }
+
+    /// A `tools/call` answered without rmcp (`direct`): the same call, and the same span, as
+    /// [`ServerHandler::call_tool`]'s.
+    pub(crate) async fn call_alone(&self, name: &str, arguments: Value, span: Span) -> Value {
+        let Some(peer) = self.peer.get() else {
+            return error_result("execution_error", "the session has not been initialised");
+        };
+        let start = crate::telemetry::clock();
+        let traced = start.map(|_| arguments.clone());
+        let response = self
+            .call(name, arguments, Origin::Client(peer, None, None))
+            .await;
+        if let Some(start) = start {
+            let req = telemetry::Request {
+                method: "tools/call",
+                tool: Some(name),
+                traceparent: span.traceparent.as_deref(),
+                session_id: Some(&span.session_id),
+                protocol_version: peer.peer_info().map(|i| i.protocol_version.to_string()),
+                request_id: span.request_id,
+                transport: "tcp",
+                start_ns: start,
+            };
+            let answer = telemetry::Answer::Result(Some(&response));
+            telemetry::served(&req, traced.as_ref(), answer, &self.served.setup.redactor);
+        }
+        response
     }
 
     fn id(&self) -> &str {
@@ -559,6 +620,7 @@ impl ServerHandler for ServedSession {
     ) -> Result<InitializeResult, ErrorData> {
         let start = crate::telemetry::clock();
         context.peer.set_peer_info(request.clone());
+        let _ = self.peer.set(context.peer.clone());
         let result = self.negotiate_initialize(&request);
         if let Some(start) = start {
             let mut req = served_request(&context, "initialize", None, start, None);

@@ -1,0 +1,406 @@
+//! `tools/call` answered without rmcp's session machinery. rmcp hands every request of a
+//! session to a worker task over channels, parses it into typed messages, runs the handler in a
+//! task of its own and frames the answer as an event stream, which `answer` then reads back into
+//! one JSON body: most of a served call's CPU went there (issue 21's profile). A call that needs
+//! none of that — no progress token, no confirmation to ask for, no notification that must ride
+//! the call's own stream — is run here on the connection's task, through the same
+//! [`ServedSession::call`], and answered as one JSON body. Everything else (initialize, lists,
+//! calls that report progress or ask the user, anything this reader does not recognise exactly)
+//! goes to rmcp as before, so what a client can observe is rmcp's behaviour.
+//!
+//! A call still running after [`LONG_CALL`] is answered as an event stream kept for
+//! resumption, as rmcp's answers are (`answer`, `resume`); a client that hangs up does not
+//! cancel its call: it runs to its end, and is answered (for a later `GET`) and recorded.
+
+use super::answer::LONG_CALL;
+use super::resume::{self, Hangup};
+use super::server::ServedSession;
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use rmcp::model::ProtocolVersion;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// rmcp's event streams tell a client to come back after this long (`retry:`).
+const RETRY: Duration = Duration::from_secs(3);
+/// A comment on a long call's stream this often keeps proxies from closing it.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+tokio::task_local! {
+    /// The session rmcp's factory made while this task handed it an `initialize`.
+    static CREATED: RefCell<Option<ServedSession>>;
+}
+
+/// Called by the session factory: the session being made, for [`creating`] to pick up.
+pub(crate) fn created(session: &ServedSession) {
+    let _ = CREATED.try_with(|c| *c.borrow_mut() = Some(session.clone()));
+}
+
+/// Runs `work` (a POST without a session id, which may start one) and returns with it the
+/// session it made, if any.
+pub(crate) async fn creating<F: Future>(work: F) -> (F::Output, Option<ServedSession>) {
+    CREATED
+        .scope(RefCell::new(None), async move {
+            let out = work.await;
+            (out, CREATED.with(|c| c.borrow_mut().take()))
+        })
+        .await
+}
+
+/// The handlers of the open sessions, by session id (rmcp keeps its own behind its worker).
+#[derive(Default)]
+pub(crate) struct Sessions(Mutex<HashMap<String, ServedSession>>);
+
+impl Sessions {
+    pub(crate) fn insert(&self, id: &str, session: ServedSession) {
+        if let Ok(mut all) = self.0.lock() {
+            all.insert(id.to_string(), session);
+        }
+    }
+
+    pub(crate) fn remove(&self, id: &str) {
+        // Dropped outside the lock: the last handle of a session ends its upstream sessions.
+        let gone = self.0.lock().ok().and_then(|mut all| all.remove(id));
+        drop(gone);
+    }
+
+    pub(crate) fn retain(&self, open: impl Fn(&str) -> bool) {
+        let gone: Vec<ServedSession> = match self.0.lock() {
+            Ok(mut all) => {
+                let ids: Vec<String> = all.keys().filter(|id| !open(id)).cloned().collect();
+                ids.iter().filter_map(|id| all.remove(id)).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        drop(gone);
+    }
+
+    pub(crate) fn clear(&self) {
+        let gone = self.0.lock().map(|mut all| std::mem::take(&mut *all));
+        drop(gone);
+    }
+
+    fn get(&self, id: &str) -> Option<ServedSession> {
+        self.0.lock().ok()?.get(id).cloned()
+    }
+}
+
+/// A `tools/call` this module answers.
+pub(crate) struct Call {
+    session: ServedSession,
+    id: Value,
+    name: String,
+    arguments: Value,
+    traceparent: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Message {
+    jsonrpc: String,
+    id: Value,
+    method: String,
+    params: Params,
+}
+
+/// A `tools/call`'s params with nothing rmcp would treat specially (a `task`, say): other
+/// members make the request rmcp's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Map<String, Value>>,
+}
+
+/// The call in a POST of session `session`, when it is one this module answers: a single
+/// `tools/call` of a known tool, by a client that accepts what rmcp would send and whose
+/// headers rmcp would not refuse, that needs neither progress nor a confirmation from the
+/// client. `None`: rmcp's.
+pub(crate) fn call(
+    sessions: &Sessions,
+    session: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    token: bool,
+) -> Option<Call> {
+    if !accepts_both(headers) || !version_is_served(headers) || !(token || loopback_host(headers)) {
+        return None;
+    }
+    let message: Message = serde_json::from_slice(body).ok()?;
+    if message.jsonrpc != "2.0" || message.method != "tools/call" {
+        return None;
+    }
+    // rmcp's request ids are strings and integers.
+    if !(message.id.is_string() || message.id.is_i64()) {
+        return None;
+    }
+    let meta = message.params.meta.unwrap_or_default();
+    if meta.contains_key("progressToken") || meta.contains_key("protocolVersion") {
+        return None;
+    }
+    let served = sessions.get(session)?;
+    if !served.answers_alone(&message.params.name) {
+        return None;
+    }
+    Some(Call {
+        session: served,
+        id: message.id,
+        name: message.params.name,
+        arguments: Value::Object(message.params.arguments.unwrap_or_default()),
+        traceparent: meta
+            .get("traceparent")
+            .and_then(Value::as_str)
+            .map(String::from),
+    })
+}
+
+/// The client takes both a JSON body and an event stream (else rmcp answers 406).
+fn accepts_both(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(hyper::header::ACCEPT) {
+        let Ok(value) = value.to_str() else {
+            return false;
+        };
+        for entry in value.split(',') {
+            let mut parts = entry.split(';');
+            let essence = parts.next().unwrap_or_default().trim();
+            // A weight of zero refuses the type; rmcp reads weights, and so is left such a client.
+            if parts.any(|p| p.trim().to_ascii_lowercase().starts_with("q=")) {
+                return false;
+            }
+            json |= essence.eq_ignore_ascii_case("application/json");
+            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    json && sse
+}
+
+/// No `MCP-Protocol-Version`, or one of the revisions served (later ones have per-request
+/// metadata and header rules that rmcp checks).
+fn version_is_served(headers: &HeaderMap) -> bool {
+    match headers.get("mcp-protocol-version") {
+        None => true,
+        Some(v) => ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
+            .iter()
+            .any(|known| known.as_str().as_bytes() == v.as_bytes()),
+    }
+}
+
+/// A `Host` that rmcp's DNS-rebinding check accepts without a token: a loopback name.
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers
+        .get(hyper::header::HOST)
+        .and_then(|h| h.to_str().ok())
+    else {
+        return false;
+    };
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.eq_ignore_ascii_case("localhost")
+}
+
+/// Runs the call and answers it: one JSON body, or, when it runs past [`LONG_CALL`], an event
+/// stream kept for resumption. `busy` is held until the call has ended and been answered.
+pub(crate) async fn answer(
+    call: Call,
+    headers: &HeaderMap,
+    store: &Arc<resume::Store>,
+    session: &str,
+    busy: impl Send + 'static,
+) -> Response<Body> {
+    let id = call.id.clone();
+    let span = super::server::Span {
+        session_id: session.to_string(),
+        traceparent: call
+            .traceparent
+            .or_else(|| header(headers, "traceparent").map(String::from)),
+        request_id: match &id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        },
+    };
+    let work = Box::pin(async move {
+        let result = call
+            .session
+            .call_alone(&call.name, call.arguments, span)
+            .await;
+        drop(busy);
+        result
+    });
+    let mut running = Detached(Some(work));
+    let long_call = tokio::time::sleep(LONG_CALL);
+    tokio::select! {
+        biased;
+        result = &mut running => json_answer(&id, &result),
+        _ = long_call => match running.0.take() {
+            Some(work) => event_stream(store, session, id, work),
+            None => json_answer(&id, &Value::Null),
+        },
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A JSON-RPC response of `result`, as one JSON body.
+fn json_answer(id: &Value, result: &Value) -> Response<Body> {
+    let mut body = Vec::with_capacity(256);
+    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Writing JSON values into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut body, id);
+    body.extend_from_slice(b",\"result\":");
+    let _ = serde_json::to_writer(&mut body, result);
+    body.push(b'}');
+    let mut resp = Response::new(Full::new(Bytes::from(body)).boxed());
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+type Work = Pin<Box<dyn Future<Output = Value> + Send>>;
+
+/// A call's event stream: its priming event (an id to come back with) now, its result when the
+/// call ends; the call runs in a task of its own from here, whether or not the client stays.
+fn event_stream(
+    store: &Arc<resume::Store>,
+    session: &str,
+    id: Value,
+    work: Work,
+) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let priming = format!("id: 0\nretry: {}\ndata:\n\n", RETRY.as_millis());
+    let _ = tx.try_send(Bytes::from(priming));
+    tokio::spawn(async move {
+        tokio::pin!(work);
+        let mut keep_alive =
+            tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+        let result = loop {
+            tokio::select! {
+                result = &mut work => break result,
+                _ = keep_alive.tick() => {
+                    // A client gone away is no reason to stop: the call's result is still kept.
+                    let _ = tx.send(Bytes::from_static(b": keep-alive\n\n")).await;
+                }
+            }
+        };
+        let mut event = Vec::from(&b"data: "[..]);
+        let _ = serde_json::to_writer(
+            &mut event,
+            &serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        );
+        event.extend_from_slice(b"\n\n");
+        let _ = tx.send(Bytes::from(event)).await;
+    });
+    let mut resp = Response::new(resume::channel_body(rx));
+    *resp.status_mut() = StatusCode::OK;
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resume::keep_stream(store, session, &Hangup::new(), resp, Bytes::new(), ())
+}
+
+/// A call that outlives its request: dropped before it has ended (the client hung up), it is
+/// spawned to run to its end, so that it is answered for later and recorded.
+struct Detached(Option<Work>);
+
+impl Future for Detached {
+    type Output = Value;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Value> {
+        let Some(work) = self.0.as_mut() else {
+            return Poll::Pending;
+        };
+        let out = work.as_mut().poll(cx);
+        if out.is_ready() {
+            self.0 = None;
+        }
+        out
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let (Some(work), Ok(rt)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            rt.spawn(work);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn only_requests_rmcp_would_answer_alike_are_taken() {
+        let both = [
+            ("accept", "application/json, text/event-stream"),
+            ("host", "127.0.0.1:8765"),
+        ];
+        assert!(accepts_both(&headers(&both)));
+        assert!(!accepts_both(&headers(&[("accept", "application/json")])));
+        assert!(!accepts_both(&headers(&[(
+            "accept",
+            "application/json, text/event-stream;q=0"
+        )])));
+        assert!(version_is_served(&headers(&[])));
+        assert!(version_is_served(&headers(&[(
+            "mcp-protocol-version",
+            "2025-06-18"
+        )])));
+        assert!(!version_is_served(&headers(&[(
+            "mcp-protocol-version",
+            "2026-07-28"
+        )])));
+        assert!(loopback_host(&headers(&both)));
+        assert!(loopback_host(&headers(&[("host", "localhost")])));
+        assert!(loopback_host(&headers(&[("host", "[::1]:9")])));
+        assert!(!loopback_host(&headers(&[("host", "evil.example:8765")])));
+        assert!(!loopback_host(&headers(&[])));
+    }
+
+    #[test]
+    fn a_call_with_members_rmcp_reads_is_left_to_it() {
+        let parse = |body: &str| serde_json::from_str::<Message>(body).ok();
+        assert!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#).is_some());
+        assert!(parse(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{}}}"#
+        )
+        .is_none());
+        assert!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":[1]}}"#).is_none());
+        assert!(
+            parse(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#).is_none()
+        );
+    }
+
+    #[test]
+    fn the_answer_is_one_json_rpc_response() {
+        let resp = json_answer(&Value::from(7), &serde_json::json!({ "isError": false }));
+        assert_eq!(resp.headers()[CONTENT_TYPE], "application/json");
+    }
+}
