@@ -27,9 +27,11 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Notify};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -94,6 +96,58 @@ impl Sessions {
 
     fn get(&self, id: &str) -> Option<ServedSession> {
         self.0.lock().ok()?.get(id).cloned()
+    }
+}
+
+/// One clock for every call's [`LONG_CALL`]: a timer per call cost an entry in the runtime's
+/// timer wheel and, being its earliest deadline, a wake-up of its driver (a system call and
+/// a turn of the event loop a call). This one ticks only while calls are running.
+#[derive(Default)]
+pub(crate) struct Ticker {
+    tick: watch::Sender<()>,
+    running: AtomicUsize,
+    started: Notify,
+}
+
+/// How often the ticker looks for calls that have become long.
+const TICK: Duration = Duration::from_millis(200);
+
+impl Ticker {
+    /// Ticks every [`TICK`] while a call is running; runs until the server ends.
+    pub(crate) async fn run(self: Arc<Self>) {
+        loop {
+            if self.running.load(Ordering::Acquire) == 0 {
+                let started = self.started.notified();
+                if self.running.load(Ordering::Acquire) == 0 {
+                    started.await;
+                }
+            }
+            tokio::time::sleep(TICK).await;
+            self.tick.send_replace(());
+        }
+    }
+
+    /// Resolves once `since` is [`LONG_CALL`] ago (to within a tick); counts a call running
+    /// while it waits.
+    async fn long_after(&self, since: Instant) {
+        let mut ticks = self.tick.subscribe();
+        if self.running.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.started.notify_one();
+        }
+        let _counted = Counted(&self.running);
+        while since.elapsed() < LONG_CALL {
+            if ticks.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -221,10 +275,11 @@ fn loopback_host(headers: &HeaderMap) -> bool {
 pub(crate) async fn answer(
     call: Call,
     headers: &HeaderMap,
-    store: &Arc<resume::Store>,
+    (store, ticker): (&Arc<resume::Store>, &Ticker),
     session: &str,
     busy: impl Send + 'static,
 ) -> Response<Body> {
+    let started = Instant::now();
     let id = call.id.clone();
     let span = super::server::Span {
         session_id: session.to_string(),
@@ -245,7 +300,7 @@ pub(crate) async fn answer(
         result
     });
     let mut running = Detached(Some(work));
-    let long_call = tokio::time::sleep(LONG_CALL);
+    let long_call = ticker.long_after(started);
     tokio::select! {
         biased;
         result = &mut running => json_answer(&id, &result),

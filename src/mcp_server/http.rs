@@ -35,6 +35,8 @@ struct Guard {
     store: Arc<resume::Store>,
     /// Each session's handler, for the calls answered without rmcp (`direct`).
     direct: direct::Sessions,
+    /// Tells those calls when they have run long.
+    ticker: Arc<direct::Ticker>,
 }
 
 struct Activity {
@@ -146,8 +148,10 @@ pub(crate) async fn serve(
         activity: Arc::new(Mutex::new(HashMap::new())),
         store: Arc::new(resume::Store::default()),
         direct: direct::Sessions::default(),
+        ticker: Arc::new(direct::Ticker::default()),
     });
     let expiry = tokio::spawn(expire_idle(guard.clone(), bounds.session_idle));
+    let ticker = tokio::spawn(guard.ticker.clone().run());
     let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -197,6 +201,7 @@ pub(crate) async fn serve(
     }
     drop(listener);
     expiry.abort();
+    ticker.abort();
     // The calls in flight end first, so that their clients get their results and a recording
     // has them (ending the sessions ends their answers' streams, and the runtime then drops the
     // calls); answers being made count too, as do calls whose client has gone.
@@ -441,7 +446,8 @@ async fn post(guard: &Guard, mut req: Request<Incoming>, session: Option<&str>) 
         let token = guard.token.is_some();
         if let Some(call) = direct::call(&guard.direct, s, &parts.headers, &body, token) {
             if is_open(guard, s).await {
-                return direct::answer(call, &parts.headers, &guard.store, s, busy).await;
+                let (store, ticker) = (&guard.store, &*guard.ticker);
+                return direct::answer(call, &parts.headers, (store, ticker), s, busy).await;
             }
         }
     }
