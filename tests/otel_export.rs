@@ -903,12 +903,27 @@ fn sent_by_a_call(env: &[(&str, &str)]) -> Sent {
     let mut got = collector.requests();
     assert_eq!(got.len(), 1, "one batch: {out:?}");
     let request = got.remove(0);
-    let body: Value = serde_json::from_slice(&request.body).expect("OTLP/JSON");
+    let body: Value = serde_json::from_slice(&gunzipped(&request)).expect("OTLP/JSON");
     Sent {
         resource: resource_of(&body),
         spans: spans_of(&body),
         request,
         stderr: out.stderr,
+    }
+}
+
+/// A request's body as sent before its `Content-Encoding` (gzip or none).
+fn gunzipped(request: &support::Request) -> Vec<u8> {
+    match request.header("content-encoding") {
+        None => request.body.clone(),
+        Some("gzip") => {
+            let mut plain = Vec::new();
+            flate2::read::GzDecoder::new(&request.body[..])
+                .read_to_end(&mut plain)
+                .expect("a gzip body");
+            plain
+        }
+        Some(other) => panic!("unexpected content-encoding {other}"),
     }
 }
 
@@ -1856,4 +1871,207 @@ fn a_caller_trace_that_is_not_sampled_gets_no_spans_and_a_served_request_decides
     assert_eq!(spans[0]["name"], "tools/call lookup_order");
     assert_eq!(spans[0]["traceId"], sampled_trace);
     assert_eq!(attr(&spans[0], "jsonrpc.request.id"), "1");
+}
+
+/// What the official receiver said about each request it took: `content_type`,
+/// `content_encoding` and the trace ids of its spans.
+fn requests_seen(tap: &Tap) -> Vec<Value> {
+    tap.raw()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v.get("request").cloned())
+        .collect()
+}
+
+#[test]
+fn gzip_exports_carry_the_same_spans_to_receivers_that_decode_them() {
+    let oteltap = Tap::start();
+    let official = Tap::start_json();
+    let server = echo_server();
+    let dir = support::temp_dir("otel-gzip");
+    let spec = leaky_spec(&dir, &server);
+    // Receiver, protocol, OTEL_EXPORTER_OTLP_COMPRESSION, its TRACES_ twin, and whether the
+    // request must arrive compressed (the twin, when set, wins). oteltap (1.0.0) answers a gzip
+    // body with 400, so it gets the uncompressed reference, and the receiver built on the
+    // official message types decodes the compressed ones, in both protocols.
+    let runs = [
+        (&oteltap, "http/protobuf", Some("gzip"), Some("none"), false),
+        (&official, "http/json", None, None, false),
+        (&official, "http/json", Some("none"), Some("gzip"), true),
+        (&official, "http/protobuf", Some("GZIP"), None, true),
+    ];
+    let traces = trace_ids(0x6a1b_0000, runs.len() as u64);
+    let mut got = Vec::new();
+    for ((tap, protocol, general, signal, _), trace) in runs.iter().zip(&traces) {
+        let mut cmd = under_trace(tap, trace, ("TOKEN", SECRET));
+        cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol);
+        for (k, v) in [
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", general),
+            ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", signal),
+        ] {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        let out = support::run(cmd.arg("run").arg(&spec).args([
+            "--query",
+            "echo please",
+            "--otlp-content",
+        ]));
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (0, ""),
+            "{protocol} {general:?} {signal:?}: {out:?}"
+        );
+        let spans = tap.wait(|s| in_trace(s, trace).len() >= 5);
+        got.push(comparable(&in_trace(&spans, trace)));
+    }
+    for (run, spans) in got.iter().enumerate() {
+        assert_eq!(spans.len(), 5, "{spans:#?}");
+        assert_eq!(
+            spans, &got[0],
+            "run {run} differs from the uncompressed protobuf one"
+        );
+    }
+    assert_clean("oteltap", &oteltap.raw());
+    assert_clean("the official receiver", &official.raw());
+    // The official receiver saw how each of its requests came.
+    let seen = requests_seen(&official);
+    assert!(!official.raw().contains("\"error\""), "{}", official.raw());
+    for ((tap, protocol, _, _, compressed), trace) in runs.iter().zip(&traces) {
+        if !std::ptr::eq(*tap, &official) {
+            continue;
+        }
+        let request = seen
+            .iter()
+            .find(|r| {
+                r["traces"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&json!(trace)))
+            })
+            .unwrap_or_else(|| panic!("no request for {trace}: {seen:#?}"));
+        let content_type = match *protocol {
+            "http/json" => "application/json",
+            _ => "application/x-protobuf",
+        };
+        assert_eq!(request["content_type"], content_type, "{request:#}");
+        let encoding = if *compressed {
+            json!("gzip")
+        } else {
+            Value::Null
+        };
+        assert_eq!(request["content_encoding"], encoding, "{request:#}");
+    }
+}
+
+#[test]
+fn gzip_is_sent_with_its_content_encoding_and_a_compression_toolrun_lacks_is_one_warning() {
+    let sent = sent_by_a_call(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")]);
+    assert_eq!(sent.stderr, "");
+    assert_eq!(sent.request.header("content-encoding"), Some("gzip"));
+    assert_eq!(sent.request.body[..2], [0x1f, 0x8b], "a gzip member");
+    assert_eq!(
+        sent.request.header("content-type"),
+        Some("application/json")
+    );
+    one(&sent.spans, "execute_tool get_stock_price");
+    // Not one toolrun has: one warning naming the variable and what it takes, sent plain.
+    let sent = sent_by_a_call(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd")]);
+    assert_eq!(sent.stderr.lines().count(), 1, "{}", sent.stderr);
+    assert!(
+        sent.stderr
+            .contains("OTEL_EXPORTER_OTLP_COMPRESSION is `zstd`")
+            && sent.stderr.contains("gzip or none"),
+        "{}",
+        sent.stderr
+    );
+    assert_eq!(sent.request.header("content-encoding"), None);
+    one(&sent.spans, "execute_tool get_stock_price");
+    // An unreadable signal-specific value is passed over, as if unset: the general one holds.
+    let sent = sent_by_a_call(&[
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+        ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "deflate"),
+    ]);
+    assert_eq!(sent.stderr.lines().count(), 1, "{}", sent.stderr);
+    assert!(
+        sent.stderr
+            .contains("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION is `deflate`"),
+        "{}",
+        sent.stderr
+    );
+    assert_eq!(sent.request.header("content-encoding"), Some("gzip"));
+}
+
+/// `toolrun call` exporting to a collector that takes every connection and never answers.
+fn call_with_a_hung_collector(env: &[(&str, &str)]) -> support::Output {
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hung.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = hung.incoming().map_while(Result::ok).collect();
+        drop(held);
+    });
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = support::run(
+        support::toolrun()
+            .envs(env.iter().copied())
+            .arg("call")
+            .arg(root.join("specs/stock_assistant.yaml"))
+            .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#])
+            .args(["--otlp", &format!("http://127.0.0.1:{port}")]),
+    );
+    assert_eq!((out.code, out.stdout.trim()), (0, "178.15"), "{out:?}");
+    out
+}
+
+#[test]
+fn the_otlp_timeout_bounds_each_request_and_the_bsp_timeout_the_wait_at_exit() {
+    // The request's own limit ends it long before the exit wait would (10 s): the signal's
+    // variable wins over the general one (which would leave only the exit wait).
+    let out = call_with_a_hung_collector(&[
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "600000"),
+        ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "300"),
+        ("OTEL_BSP_EXPORT_TIMEOUT", "10000"),
+    ]);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("cannot export traces")
+            && lines[0].contains("no answer within 300 ms (OTEL_EXPORTER_OTLP_TIMEOUT"),
+        "{}",
+        out.stderr
+    );
+    // 0 is no limit on the request, as the specification reads a zero timeout: only the wait at
+    // exit ends it.
+    let out = call_with_a_hung_collector(&[
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "0"),
+        ("OTEL_BSP_EXPORT_TIMEOUT", "300"),
+    ]);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("within 300ms (OTEL_BSP_EXPORT_TIMEOUT)"),
+        "{}",
+        out.stderr
+    );
+    // Unreadable: one warning naming it and what it takes; the default (10 s) stays, so again
+    // the wait at exit ends first.
+    for bad in ["5s", "-1", "1.5"] {
+        let out = call_with_a_hung_collector(&[
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", bad),
+            ("OTEL_BSP_EXPORT_TIMEOUT", "300"),
+        ]);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{}", out.stderr);
+        assert!(
+            lines[0].contains(&format!("OTEL_EXPORTER_OTLP_TIMEOUT is `{bad}`"))
+                && lines[0].contains("whole number of milliseconds"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            lines[1].contains("(OTEL_BSP_EXPORT_TIMEOUT)"),
+            "{}",
+            out.stderr
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! connects: it only decides whether and where traces go.
 
 use super::span::{Parent, Value};
+use super::transport::Transport;
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +18,8 @@ pub(crate) struct Config {
     pub(crate) protocol: Protocol,
     /// Sent with every export; values are secrets (never printed, never exported).
     pub(crate) headers: Vec<(String, String)>,
+    /// Each request's timeout, compression and TLS.
+    pub(crate) transport: Transport,
     pub(crate) resource: Vec<(String, Value)>,
     /// How long toolrun waits at exit for spans still queued.
     pub(crate) exit_timeout: Duration,
@@ -108,10 +111,12 @@ pub(crate) fn from_env(
             .any(|s| s.trim() == "gen_ai_latest_experimental")
     });
     let resource = resource(&get, &mut warnings);
+    let transport = super::transport::from_env(&get, &mut warnings);
     Ok(Some(Config {
         endpoint,
         protocol,
         headers,
+        transport,
         resource,
         exit_timeout,
         content,

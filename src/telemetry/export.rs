@@ -18,8 +18,6 @@ const MAX_BATCH: usize = 512;
 /// a collector hangs, what comes beyond it is dropped instead of held (a `serve` left running
 /// would otherwise grow without end).
 const MAX_QUEUE: usize = 2048;
-/// One request may not take longer than this, whatever the exit timeout.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Spans, or how to make them: a run's spans are made on the export thread, off the run's.
 pub(crate) type Job = Box<dyn FnOnce() -> Vec<Span> + Send>;
@@ -210,22 +208,19 @@ impl Worker {
             self.runtime = Some(rt);
         }
         if self.client.is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let client = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .timeout(REQUEST_TIMEOUT)
-                .build()
-                .map_err(|e| e.without_url().to_string())?;
-            self.client = Some(client);
+            self.client = Some(self.config.transport.client()?);
         }
         let (Some(rt), Some(client)) = (&self.runtime, &self.client) else {
             return Err("no HTTP client".into());
         };
+        let (body, encoding) = self.config.transport.body(body);
         let mut req = client
             .post(&self.config.endpoint)
-            .header("content-type", content_type)
-            .body(body);
+            .header("content-type", content_type);
+        if let Some(encoding) = encoding {
+            req = req.header("content-encoding", encoding);
+        }
+        let mut req = req.body(body);
         for (k, v) in &self.config.headers {
             req = req.header(k.as_str(), v.as_str());
         }
@@ -233,7 +228,7 @@ impl Worker {
         let status = rt
             .block_on(async move { req.send().await })
             // Without the URL: it may hold a key, and the warning names the endpoint itself.
-            .map_err(|e| describe(&e.without_url()))?
+            .map_err(|e| self.describe(&e.without_url()))?
             .status();
         if status.is_success() {
             Ok(())
@@ -243,12 +238,20 @@ impl Worker {
     }
 }
 
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text = format!("{text}: {s}");
-        source = s.source();
+impl Worker {
+    fn describe(&self, e: &reqwest::Error) -> String {
+        if let (true, Some(limit)) = (e.is_timeout(), self.config.transport.timeout) {
+            return format!(
+                "no answer within {} ms (OTEL_EXPORTER_OTLP_TIMEOUT, the limit of each export request)",
+                limit.as_millis()
+            );
+        }
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        text
     }
-    text
 }

@@ -13,6 +13,7 @@ pub(crate) mod mcp;
 mod otlp;
 pub(crate) mod results;
 pub(crate) mod span;
+mod transport;
 
 pub use config::Flags;
 pub(crate) use span::{Parent, Span};

@@ -8,10 +8,16 @@ traceId, spanId and parentSpanId (and a link's ids) are hex strings, not base64.
 converted exactly as the specification says (a hex string of 16 or 8 bytes; an empty parent
 means none) before json_format reads the message; anything else is refused with 400.
 
+Requests may be gzip-compressed (`Content-Encoding: gzip`, as OTLP/HTTP allows); any other
+encoding is refused with 415. `application/x-protobuf` bodies are read with the same message
+type, so a compressed protobuf export can be checked here too. Before a request's spans, one
+line says how it came: {"request": {"content_type", "content_encoding", "traces": [hex ids]}}.
+
 Usage: json_receiver.py PORT  (prints "Listening on PORT" first).
 """
 
 import base64
+import gzip
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,26 +72,47 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         raw = self.rfile.read(length)
+        encoding = self.headers.get("content-encoding")
+        content_type = self.headers.get("content-type", "").split(";")[0].strip()
         try:
             if self.path != "/v1/traces":
                 raise ValueError(f"unexpected path {self.path}")
-            if self.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            if encoding not in (None, "gzip"):
+                print(json.dumps({"error": f"content-encoding {encoding!r}"}), flush=True)
+                self.send_response(415)
+                self.end_headers()
+                return
+            if encoding == "gzip":
+                raw = gzip.decompress(raw)
+            if content_type == "application/json":
+                body = json.loads(raw)
+                convert_ids(body)
+                request = json_format.ParseDict(body, ExportTraceServiceRequest())
+            elif content_type == "application/x-protobuf":
+                request = ExportTraceServiceRequest.FromString(raw)
+            else:
                 raise ValueError(f"content-type {self.headers.get('content-type')!r}")
-            body = json.loads(raw)
-            convert_ids(body)
-            request = json_format.ParseDict(body, ExportTraceServiceRequest())
         except Exception as e:  # noqa: BLE001 - every failure is the sender's, and is shown
             print(json.dumps({"error": f"{type(e).__name__}: {e}"}), flush=True)
             self.send_response(400)
             self.end_headers()
             return
+        traces = sorted(
+            {span.trace_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans}
+        )
+        line = {"content_type": content_type, "content_encoding": encoding, "traces": traces}
+        print(json.dumps({"request": line}), flush=True)
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
                     print(json.dumps(printed(span, rs.resource)), flush=True)
-        answer = json_format.MessageToJson(ExportTraceServiceResponse()).encode()
+        # Answered in the request's own content type, as OTLP/HTTP asks.
+        if content_type == "application/json":
+            answer = json_format.MessageToJson(ExportTraceServiceResponse()).encode()
+        else:
+            answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(answer)))
         self.end_headers()
         self.wfile.write(answer)
