@@ -2,9 +2,11 @@
 //! (`OTEL_EXPORTER_OTLP_TIMEOUT`) and gzip (`OTEL_EXPORTER_OTLP_COMPRESSION`). Each has a
 //! `OTEL_EXPORTER_OTLP_TRACES_*` twin that, when set and readable, is used instead.
 
-use super::config::Warning;
 use std::io::Write as _;
 use std::time::Duration;
+
+/// A setting that could not be used, said once at start (as `config::Warning`).
+type Warning = String;
 
 /// The exporter specification's default for `OTEL_EXPORTER_OTLP_TIMEOUT`.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
