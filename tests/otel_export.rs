@@ -52,6 +52,25 @@ impl Tap {
         })
     }
 
+    /// The official receiver over HTTPS, with a CA, server and client certificates it makes in
+    /// `dir` (`ca.pem`, `client.pem`, `client-key.pem`); `client_certs` asks clients for one.
+    fn start_tls(dir: &Path, client_certs: bool) -> Tap {
+        let python = python::venv("otel-venv", "tests/otel/requirements.txt");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otel/json_receiver.py");
+        Tap::listening(|port| {
+            let mut receiver = Command::new(python);
+            receiver
+                .arg(script)
+                .arg(port.to_string())
+                .arg("--tls")
+                .arg(dir);
+            if client_certs {
+                receiver.arg("--client-certs");
+            }
+            receiver
+        })
+    }
+
     fn listening(command: impl FnOnce(u16) -> Command) -> Tap {
         // A port nobody holds right now (the receiver binds it next).
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -2073,5 +2092,159 @@ fn the_otlp_timeout_bounds_each_request_and_the_bsp_timeout_the_wait_at_exit() {
             "{}",
             out.stderr
         );
+    }
+}
+
+/// `toolrun call` exporting to `url` (under its own trace `trace`) with `env`: its stderr.
+fn call_exporting_to(url: &str, trace: &str, env: &[(&str, &Path)]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = support::run(
+        support::toolrun()
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+            .env("TRACEPARENT", format!("00-{trace}-{CALLER_SPAN}-01"))
+            .envs(env.iter().copied())
+            .arg("call")
+            .arg(root.join("specs/stock_assistant.yaml"))
+            .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#])
+            .args(["--otlp", url]),
+    );
+    assert_eq!((out.code, out.stdout.trim()), (0, "178.15"), "{out:?}");
+    out.stderr
+}
+
+#[test]
+fn an_https_collector_is_trusted_through_the_otlp_certificate_and_gets_a_client_certificate() {
+    let dir = support::temp_dir("otel-tls");
+    let tap = Tap::start_tls(&dir, false);
+    let url = format!("https://127.0.0.1:{}", tap.port);
+    let (ca, client) = (dir.join("ca.pem"), dir.join("client.pem"));
+    let missing = dir.join("missing.pem");
+    let traces = trace_ids(0x7153_0000, 6);
+    // Without the collector's CA toolrun does not trust it: one warning, nothing sent.
+    let stderr = call_exporting_to(&url, &traces[0], &[]);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot export traces"), "{stderr}");
+    // With it, the spans arrive; the signal's own variable wins over the general one, and one
+    // that cannot be read is one warning and leaves the general one in force.
+    for (trace, env, warning) in [
+        (
+            &traces[1],
+            vec![("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca)],
+            None,
+        ),
+        (
+            &traces[2],
+            vec![
+                ("OTEL_EXPORTER_OTLP_CERTIFICATE", &client),
+                ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", &ca),
+            ],
+            None,
+        ),
+        (
+            &traces[3],
+            vec![
+                ("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca),
+                ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", &missing),
+            ],
+            Some("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: cannot read"),
+        ),
+    ] {
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        let stderr = call_exporting_to(&url, trace, &env);
+        match warning {
+            None => assert_eq!(stderr, "", "{trace}"),
+            Some(w) => {
+                assert_eq!(stderr.lines().count(), 1, "{stderr}");
+                assert!(stderr.contains(w), "{stderr}");
+            }
+        }
+        let spans = tap.wait(|s| !in_trace(s, trace).is_empty());
+        one(&in_trace(&spans, trace), "execute_tool get_stock_price");
+    }
+
+    // A collector that asks for a client certificate gets the one named (mTLS).
+    let mtls_dir = support::temp_dir("otel-mtls");
+    let mtls = Tap::start_tls(&mtls_dir, true);
+    let url = format!("https://127.0.0.1:{}", mtls.port);
+    let (ca, client, key) = (
+        mtls_dir.join("ca.pem"),
+        mtls_dir.join("client.pem"),
+        mtls_dir.join("client-key.pem"),
+    );
+    let stderr = call_exporting_to(
+        &url,
+        &traces[4],
+        &[
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca),
+            ("OTEL_EXPORTER_OTLP_CLIENT_KEY", &key),
+            ("OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", &client),
+        ],
+    );
+    assert_eq!(stderr, "");
+    let spans = mtls.wait(|s| !in_trace(s, &traces[4]).is_empty());
+    one(
+        &in_trace(&spans, &traces[4]),
+        "execute_tool get_stock_price",
+    );
+    let seen = requests_seen(&mtls);
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    assert_eq!(seen[0]["client"], "toolrun-test-client", "{seen:#?}");
+    // Without one the collector refuses the connection; a key without its certificate is one
+    // warning (and no client certificate), not a second failure of its own.
+    let stderr = call_exporting_to(
+        &url,
+        &traces[5],
+        &[
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca),
+            ("OTEL_EXPORTER_OTLP_CLIENT_KEY", &key),
+        ],
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].contains(
+            "OTEL_EXPORTER_OTLP_CLIENT_KEY is set without OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"
+        ),
+        "{stderr}"
+    );
+    assert!(lines[1].contains("cannot export traces"), "{stderr}");
+    assert_eq!(requests_seen(&mtls).len(), 1, "nothing more arrived");
+    assert!(in_trace(&mtls.spans.lock().unwrap(), &traces[5]).is_empty());
+}
+
+#[test]
+fn certificate_settings_that_cannot_be_used_are_one_warning_each_and_the_export_goes_on() {
+    let dir = support::temp_dir("otel-bad-certs");
+    let not_pem = support::write(&dir, "not.pem", "just text\n");
+    let not_pem = not_pem.to_str().unwrap();
+    for (env, says) in [
+        (
+            vec![(
+                "OTEL_EXPORTER_OTLP_CERTIFICATE",
+                "/nonexistent/toolrun/ca.pem",
+            )],
+            "OTEL_EXPORTER_OTLP_CERTIFICATE: cannot read `/nonexistent/toolrun/ca.pem`",
+        ),
+        (
+            vec![("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", not_pem)],
+            "holds no PEM certificate",
+        ),
+        (
+            vec![
+                ("OTEL_EXPORTER_OTLP_CLIENT_KEY", not_pem),
+                ("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", not_pem),
+            ],
+            "are not a PEM private key",
+        ),
+        (
+            vec![("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", not_pem)],
+            "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE is set without OTEL_EXPORTER_OTLP_CLIENT_KEY",
+        ),
+    ] {
+        let sent = sent_by_a_call(&env);
+        assert_eq!(sent.stderr.lines().count(), 1, "{env:?}: {}", sent.stderr);
+        assert!(sent.stderr.contains(says), "{env:?}: {}", sent.stderr);
+        assert!(!sent.stderr.contains("just text"), "{}", sent.stderr);
+        one(&sent.spans, "execute_tool get_stock_price");
     }
 }

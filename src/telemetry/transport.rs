@@ -1,5 +1,6 @@
 //! How each export request travels, from the OTLP exporter's standard settings: its timeout
-//! (`OTEL_EXPORTER_OTLP_TIMEOUT`) and gzip (`OTEL_EXPORTER_OTLP_COMPRESSION`). Each has a
+//! (`OTEL_EXPORTER_OTLP_TIMEOUT`), gzip (`OTEL_EXPORTER_OTLP_COMPRESSION`) and TLS
+//! (`OTEL_EXPORTER_OTLP_CERTIFICATE`, `_CLIENT_KEY`, `_CLIENT_CERTIFICATE`). Each has a
 //! `OTEL_EXPORTER_OTLP_TRACES_*` twin that, when set and readable, is used instead.
 
 use std::io::Write as _;
@@ -17,6 +18,10 @@ pub(crate) struct Transport {
     /// as no limit (the wait at exit is still bounded by `OTEL_BSP_EXPORT_TIMEOUT`).
     pub(crate) timeout: Option<Duration>,
     pub(crate) gzip: bool,
+    /// PEM certificates that replace the system's roots for an `https` collector.
+    pub(crate) roots: Option<Vec<u8>>,
+    /// The client key and certificate chain (PEM, together) for a collector that asks for one.
+    pub(crate) identity: Option<Vec<u8>>,
 }
 
 /// The signal's own variable, then the general one: the first that is set and readable wins;
@@ -67,11 +72,88 @@ pub(crate) fn from_env(
         }
     })
     .unwrap_or(false);
-    Transport { timeout, gzip }
+    let roots = setting(get, "CERTIFICATE", warnings, |name, path| {
+        let pem = read_pem(name, path, "trusted certificates")?;
+        match reqwest::Certificate::from_pem_bundle(&pem) {
+            Ok(certs) if !certs.is_empty() => Ok(pem),
+            _ => Err(format!(
+                "{name}: {} holds no PEM certificate (`-----BEGIN CERTIFICATE-----`); it is ignored and the system's roots are used",
+                shown_path(path)
+            )),
+        }
+    });
+    let identity = identity(get, warnings);
+    Transport {
+        timeout,
+        gzip,
+        roots,
+        identity,
+    }
+}
+
+/// The mTLS client key and its certificate: both or neither (one alone is a warning).
+fn identity(get: &impl Fn(&str) -> Option<String>, warnings: &mut Vec<Warning>) -> Option<Vec<u8>> {
+    let key = setting(get, "CLIENT_KEY", warnings, |name, path| {
+        read_pem(name, path, "a private key").map(|pem| (name.to_string(), pem))
+    });
+    let cert = setting(get, "CLIENT_CERTIFICATE", warnings, |name, path| {
+        read_pem(name, path, "a certificate").map(|pem| (name.to_string(), pem))
+    });
+    let set = |what: &str| {
+        get(&format!("OTEL_EXPORTER_OTLP_TRACES_{what}")).is_some()
+            || get(&format!("OTEL_EXPORTER_OTLP_{what}")).is_some()
+    };
+    match (key, cert) {
+        (None, None) => None,
+        // The other one was set but could not be read: that was its warning.
+        (Some(_), None) if set("CLIENT_CERTIFICATE") => None,
+        (None, Some(_)) if set("CLIENT_KEY") => None,
+        (Some((name, _)), None) => {
+            warnings.push(format!(
+                "{name} is set without OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, the certificate of that key; no client certificate is sent"
+            ));
+            None
+        }
+        (None, Some((name, _))) => {
+            warnings.push(format!(
+                "{name} is set without OTEL_EXPORTER_OTLP_CLIENT_KEY, the certificate's private key; no client certificate is sent"
+            ));
+            None
+        }
+        (Some((key_name, key)), Some((cert_name, cert))) => {
+            let mut pem = key;
+            pem.push(b'\n');
+            pem.extend_from_slice(&cert);
+            match reqwest::Identity::from_pem(&pem) {
+                Ok(_) => Some(pem),
+                Err(_) => {
+                    warnings.push(format!(
+                        "{key_name} and {cert_name} are not a PEM private key (PKCS#8, RSA or EC) and a PEM certificate; no client certificate is sent"
+                    ));
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// A file's bytes. The path is shown (paths are not secrets), the contents never are.
+fn read_pem(name: &str, path: &str, what: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| {
+        format!(
+            "{name}: cannot read {}: {}; it should name a PEM file holding {what}; it is ignored",
+            shown_path(path),
+            crate::term::visible(&e.to_string())
+        )
+    })
+}
+
+fn shown_path(path: &str) -> String {
+    format!("`{}`", crate::term::visible(path))
 }
 
 impl Transport {
-    /// The HTTP client these settings describe; `None` for no request timeout.
+    /// The HTTP client these settings describe.
     pub(crate) fn client(&self) -> Result<reqwest::Client, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
@@ -79,6 +161,15 @@ impl Transport {
             .no_proxy();
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
+        }
+        // Read and checked when the settings were; a failure here would be reqwest's own.
+        if let Some(pem) = &self.roots {
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string())?;
+            builder = builder.tls_certs_only(certs);
+        }
+        if let Some(pem) = &self.identity {
+            builder =
+                builder.identity(reqwest::Identity::from_pem(pem).map_err(|e| e.to_string())?);
         }
         builder.build().map_err(|e| e.without_url().to_string())
     }
@@ -153,5 +244,21 @@ mod tests {
             .read_to_end(&mut back)
             .unwrap();
         assert_eq!(back, plain);
+    }
+
+    #[test]
+    fn certificate_files_that_cannot_be_used_are_warnings() {
+        let (t, w) = transport(&[(
+            "OTEL_EXPORTER_OTLP_CERTIFICATE",
+            "/nonexistent/toolrun/ca.pem",
+        )]);
+        assert!(t.roots.is_none());
+        assert!(
+            w[0].contains("cannot read `/nonexistent/toolrun/ca.pem`"),
+            "{w:?}"
+        );
+        let (t, w) = transport(&[("OTEL_EXPORTER_OTLP_CLIENT_KEY", "/nonexistent/k.pem")]);
+        assert!(t.identity.is_none());
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 }

@@ -13,12 +13,21 @@ encoding is refused with 415. `application/x-protobuf` bodies are read with the 
 type, so a compressed protobuf export can be checked here too. Before a request's spans, one
 line says how it came: {"request": {"content_type", "content_encoding", "traces": [hex ids]}}.
 
-Usage: json_receiver.py PORT  (prints "Listening on PORT" first).
+With `--tls DIR` it serves HTTPS on 127.0.0.1: it makes a CA of its own, a server certificate
+for 127.0.0.1 and a client certificate (EC P-256, with `cryptography`), and writes DIR/ca.pem,
+DIR/client.pem and DIR/client-key.pem; `--client-certs` also asks for a client certificate
+signed by that CA and refuses a connection without one (the request line then names the
+client's common name).
+
+Usage: json_receiver.py PORT [--tls DIR [--client-certs]]  (prints "Listening on PORT" first).
 """
 
 import base64
+import datetime
 import gzip
 import json
+import os
+import ssl
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -101,6 +110,9 @@ class Handler(BaseHTTPRequestHandler):
             {span.trace_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans}
         )
         line = {"content_type": content_type, "content_encoding": encoding, "traces": traces}
+        peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+        if peer:
+            line["client"] = dict(x[0] for x in peer["subject"]).get("commonName")
         print(json.dumps({"request": line}), flush=True)
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
@@ -121,9 +133,80 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+def certificates(folder):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, all made here."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    import ipaddress
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def name(cn):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def issue(subject, key, issuer, issuer_key, ca, extensions):
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(subject))
+            .issuer_name(name(issuer))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        for ext in extensions:
+            builder = builder.add_extension(ext, critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    def pem(cert):
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    def key_pem(key):
+        return key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = issue("toolrun test CA", ca_key, "toolrun test CA", ca_key, True, [
+        x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+    ])
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server = issue("127.0.0.1", server_key, "toolrun test CA", ca_key, False, [
+        x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+        x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+    ])
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client = issue("toolrun-test-client", client_key, "toolrun test CA", ca_key, False, [
+        x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]),
+    ])
+    files = {
+        "ca.pem": pem(ca),
+        "server.pem": pem(server) + key_pem(server_key),
+        "client.pem": pem(client),
+        "client-key.pem": key_pem(client_key),
+    }
+    for file, data in files.items():
+        with open(os.path.join(folder, file), "wb") as f:
+            f.write(data)
+
+
 def main():
     port = int(sys.argv[1])
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    if "--tls" in sys.argv:
+        folder = sys.argv[sys.argv.index("--tls") + 1]
+        certificates(folder)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.path.join(folder, "server.pem"))
+        if "--client-certs" in sys.argv:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(os.path.join(folder, "ca.pem"))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"Listening on {port}", flush=True)
     server.serve_forever()
 
