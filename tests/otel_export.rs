@@ -1740,7 +1740,9 @@ fn a_remote_mcp_calls_error_type_says_whether_the_tool_failed_or_no_answer_came(
         "wait, fail",
         "          - tool_calls: [{ name: wait, arguments: {} }]\n          - tool_calls: [{ name: fail, arguments: {} }]\n          - answer: done",
     )
-    .replace("timeout: 30s", "timeout: 1s");
+    // Long enough for the Python server to start on a loaded machine (the limit covers its
+    // `initialize` too), far shorter than the minute `wait` takes.
+    .replace("timeout: 30s", "timeout: 5s");
     let spec = support::write(&dir, "probe.yaml", &text);
     let fixture = dir.join("probe.json");
     let traces = trace_ids(0xe220, 2);
