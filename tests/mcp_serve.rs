@@ -1404,7 +1404,8 @@ fn single_answers_are_json_and_calls_that_notify_stream() {
             "name": "slow_lookup", "arguments": { "n": id }, "_meta": meta } })
         .to_string()
     };
-    // Progress for a progress token comes on the call's own stream: an event stream.
+    // Progress for a progress token, and the call's logs, come on the call's own stream (a
+    // client that never opens the session's GET stream gets them too), before the result.
     let streamed = serve.exchange(
         "POST",
         "/mcp",
@@ -1413,12 +1414,26 @@ fn single_answers_are_json_and_calls_that_notify_stream() {
     );
     assert_eq!(content_type(&streamed), "text/event-stream", "{streamed}");
     let got = messages(&streamed);
-    assert_eq!(got[0]["method"], "notifications/progress", "{streamed}");
+    let methods: Vec<Value> = got.iter().map(|m| m["method"].clone()).collect();
     assert_eq!(
-        got.last().expect("the result")["result"]["content"][0]["text"],
-        "found"
+        methods,
+        [
+            json!("notifications/message"),
+            json!("notifications/progress"),
+            json!("notifications/message"),
+            Value::Null
+        ],
+        "{streamed}"
     );
-    // Without a progress token nothing is sent on the call's way: JSON.
+    assert_eq!(got[0]["params"]["data"], "looking up 2");
+    assert_eq!(got[1]["params"]["progressToken"], "t");
+    assert_eq!(got[3]["result"]["content"][0]["text"], "found");
+    // Logs below the level the client set, and progress nobody asked for, are not sent: with
+    // nothing before the result, the answer is one JSON body.
+    let level = json!({ "jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+        "params": { "level": "error" } });
+    let set = serve.exchange("POST", "/mcp", &headers, &level.to_string());
+    assert!(set.starts_with("HTTP/1.1 200"), "{set}");
     let plain = serve.exchange("POST", "/mcp", &headers, &call(4, json!({})));
     assert_eq!(content_type(&plain), "application/json", "{plain}");
     assert_eq!(messages(&plain)[0]["result"]["content"][0]["text"], "found");

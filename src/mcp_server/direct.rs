@@ -1,25 +1,29 @@
 //! `tools/call` answered without rmcp's session machinery. rmcp hands every request of a
 //! session to a worker task over channels, parses it into typed messages, runs the handler in a
 //! task of its own and frames the answer as an event stream, which `answer` then reads back into
-//! one JSON body: most of a served call's CPU went there (issue 21's profile). A call that needs
-//! none of that — no progress token, no confirmation to ask for, no notification that must ride
-//! the call's own stream — is run here on the connection's task, through the same
-//! [`ServedSession::call`], and answered as one JSON body. Everything else (initialize, lists,
-//! calls that report progress or ask the user, anything this reader does not recognise exactly)
-//! goes to rmcp as before, so what a client can observe is rmcp's behaviour.
+//! one JSON body: most of a served call's CPU went there (issue 21's profile). A call is run
+//! here instead, on the connection's task, through the same [`ServedSession::call`]: one JSON
+//! body when nothing comes before its result, else an event stream toolrun writes itself — a
+//! priming event with an id to come back with, the call's notifications (its progress, when the
+//! request had a progress token; its logs, at the session's level) and its result — kept for
+//! resumption (`resume`), as is the stream of a call that runs past [`LONG_CALL`] or asks its
+//! client to come back later (`reconnect`). A client that hangs up does not cancel its call: it
+//! runs to its end, and is answered (for a later `GET`) and recorded.
 //!
-//! A call still running after [`LONG_CALL`] is answered as an event stream kept for
-//! resumption, as rmcp's answers are (`answer`, `resume`); a client that hangs up does not
-//! cancel its call: it runs to its end, and is answered (for a later `GET`) and recorded.
+//! What is left to rmcp: everything but `tools/call`, a call that needs a confirmation this
+//! client would be asked for (an elicitation request rides the call's stream through rmcp's
+//! session), and anything this reader does not recognise exactly — so what a client can
+//! observe there is rmcp's behaviour.
 
 use super::answer::LONG_CALL;
 use super::resume::{self, Hangup};
-use super::server::ServedSession;
+use super::server::{Origin, ServedSession, Stream};
+use crate::telemetry::mcp as telemetry;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
-use rmcp::model::ProtocolVersion;
+use rmcp::model::{ProgressToken, ProtocolVersion};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -158,6 +162,7 @@ pub(crate) struct Call {
     name: String,
     arguments: Value,
     traceparent: Option<String>,
+    progress: Option<ProgressToken>,
 }
 
 #[derive(Deserialize)]
@@ -183,8 +188,7 @@ struct Params {
 
 /// The call in a POST of session `session`, when it is one this module answers: a single
 /// `tools/call` of a known tool, by a client that accepts what rmcp would send and whose
-/// headers rmcp would not refuse, that needs neither progress nor a confirmation from the
-/// client. `None`: rmcp's.
+/// headers rmcp would not refuse, that needs no confirmation from the client. `None`: rmcp's.
 pub(crate) fn call(
     sessions: &Sessions,
     session: &str,
@@ -204,11 +208,15 @@ pub(crate) fn call(
         return None;
     }
     let meta = message.params.meta.unwrap_or_default();
-    if meta.contains_key("progressToken") || meta.contains_key("protocolVersion") {
+    if meta.contains_key("protocolVersion") {
         return None;
     }
+    let progress = match meta.get("progressToken") {
+        None => None,
+        Some(token) => Some(serde_json::from_value::<ProgressToken>(token.clone()).ok()?),
+    };
     let served = sessions.get(session)?;
-    if !served.answers_alone(&message.params.name) {
+    if !answers_alone(&served, &message.params.name) {
         return None;
     }
     Some(Call {
@@ -220,7 +228,64 @@ pub(crate) fn call(
             .get("traceparent")
             .and_then(Value::as_str)
             .map(String::from),
+        progress,
     })
+}
+
+/// Whether a call of `name` is answered here: the session has initialised, the tool is known,
+/// and the call cannot need a confirmation that this client would be asked for.
+fn answers_alone(session: &ServedSession, name: &str) -> bool {
+    let Some(peer) = session.peer() else {
+        return false;
+    };
+    let served = session.served();
+    let Some(tool) = served.registry.tool(name) else {
+        return false;
+    };
+    let confirms =
+        (tool.confirm || tool.confirm_hint().is_some()) && !served.setup.approvals.contains(name);
+    !(confirms && super::confirm::client_can_confirm(peer))
+}
+
+/// What the span of a call answered here says of its request.
+struct Span {
+    session_id: String,
+    /// From `params._meta`, else the HTTP request's.
+    traceparent: Option<String>,
+    request_id: String,
+}
+
+/// The call through [`ServedSession::call`], with the same span as rmcp's handler gives it;
+/// its notifications go to `stream`, a `reconnect` hangs up `hangup`.
+async fn call_alone(call: Call, span: Span, stream: &Stream, hangup: &Hangup) -> Value {
+    let session = &call.session;
+    let Some(peer) = session.peer() else {
+        return super::server::error_result("execution_error", "the session has not initialised");
+    };
+    let start = crate::telemetry::clock();
+    let traced = start.map(|_| call.arguments.clone());
+    let origin = Origin::Client(peer, call.progress.clone(), Some(hangup), Some(stream));
+    let response = session.call(&call.name, call.arguments, origin).await;
+    if let Some(start) = start {
+        let req = telemetry::Request {
+            method: "tools/call",
+            tool: Some(&call.name),
+            traceparent: span.traceparent.as_deref(),
+            session_id: Some(&span.session_id),
+            protocol_version: peer.peer_info().map(|i| i.protocol_version.to_string()),
+            request_id: span.request_id,
+            transport: "tcp",
+            start_ns: start,
+        };
+        let answer = telemetry::Answer::Result(Some(&response));
+        telemetry::served(
+            &req,
+            traced.as_ref(),
+            answer,
+            &session.served().setup.redactor,
+        );
+    }
+    response
 }
 
 /// The client takes both a JSON body and an event stream (else rmcp answers 406).
@@ -270,8 +335,9 @@ fn loopback_host(headers: &HeaderMap) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.eq_ignore_ascii_case("localhost")
 }
 
-/// Runs the call and answers it: one JSON body, or, when it runs past [`LONG_CALL`], an event
-/// stream kept for resumption. `busy` is held until the call has ended and been answered.
+/// Runs the call and answers it: one JSON body, or an event stream kept for resumption when
+/// a notification comes first, the call asks its client to come back later, or it runs past
+/// [`LONG_CALL`]. `busy` is held until the call has ended and been answered.
 pub(crate) async fn answer(
     call: Call,
     headers: &HeaderMap,
@@ -281,34 +347,56 @@ pub(crate) async fn answer(
 ) -> Response<Body> {
     let started = Instant::now();
     let id = call.id.clone();
-    let span = super::server::Span {
+    let span = Span {
         session_id: session.to_string(),
         traceparent: call
             .traceparent
+            .clone()
             .or_else(|| header(headers, "traceparent").map(String::from)),
         request_id: match &id {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         },
     };
-    let work = Box::pin(async move {
-        let result = call
-            .session
-            .call_alone(&call.name, call.arguments, span)
-            .await;
-        drop(busy);
-        result
-    });
+    let (stream, mut notices) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let hangup = Hangup::new();
+    let mut hung_up = hangup.subscribe();
+    let work = {
+        let hangup = hangup.clone();
+        Box::pin(async move {
+            let result = call_alone(call, span, &stream, &hangup).await;
+            drop(busy);
+            result
+        })
+    };
     let mut running = Detached(Some(work));
     let long_call = ticker.long_after(started);
+    let mut early = Vec::new();
+    let mut result = None;
     tokio::select! {
         biased;
-        result = &mut running => json_answer(&id, &result),
-        _ = long_call => match running.0.take() {
-            Some(work) => event_stream(store, session, id, work),
-            None => json_answer(&id, &Value::Null),
+        done = &mut running => match notices.try_recv() {
+            // What the call sent before its result is in the channel by the time it returns;
+            // a call that asked its client to come back later answers it there.
+            Err(_) if !*hung_up.borrow() => return json_answer(&id, &done),
+            Err(_) => result = Some(done),
+            Ok(first) => {
+                early.push(first);
+                result = Some(done);
+            }
         },
+        Some(first) = notices.recv() => early.push(first),
+        _ = hung_up.changed() => {}
+        _ = long_call => {}
     }
+    let streamed = Streamed {
+        id,
+        work: running.0.take(),
+        result,
+        early,
+        notices,
+    };
+    event_stream(store, session, &hangup, streamed)
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -332,44 +420,70 @@ fn json_answer(id: &Value, result: &Value) -> Response<Body> {
 
 type Work = Pin<Box<dyn Future<Output = Value> + Send>>;
 
-/// A call's event stream: its priming event (an id to come back with) now, its result when the
-/// call ends; the call runs in a task of its own from here, whether or not the client stays.
+/// A call answered as an event stream: what it has sent so far, and what is still to come.
+struct Streamed {
+    id: Value,
+    /// The call, unless it has ended (then `result` is its result).
+    work: Option<Work>,
+    result: Option<Value>,
+    early: Vec<Value>,
+    notices: tokio::sync::mpsc::UnboundedReceiver<Value>,
+}
+
+/// One event of a call's stream.
+fn event(message: &Value) -> Bytes {
+    let mut event = Vec::from(&b"data: "[..]);
+    let _ = serde_json::to_writer(&mut event, message);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
+}
+
+/// A call's event stream: its priming event (an id to come back with, which reaches the client
+/// even if the call has asked it to come back later), its notifications as they come, then its
+/// result; the call runs in a task of its own from here, whether or not the client stays.
 fn event_stream(
     store: &Arc<resume::Store>,
     session: &str,
-    id: Value,
-    work: Work,
+    hangup: &Hangup,
+    mut call: Streamed,
 ) -> Response<Body> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
-    let priming = format!("id: 0\nretry: {}\ndata:\n\n", RETRY.as_millis());
-    let _ = tx.try_send(Bytes::from(priming));
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+    let priming = Bytes::from(format!("id: 0\nretry: {}\ndata:\n\n", RETRY.as_millis()));
     tokio::spawn(async move {
-        tokio::pin!(work);
+        for message in std::mem::take(&mut call.early) {
+            let _ = tx.send(event(&message)).await;
+        }
         let mut keep_alive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-        let result = loop {
-            tokio::select! {
-                result = &mut work => break result,
-                _ = keep_alive.tick() => {
-                    // A client gone away is no reason to stop: the call's result is still kept.
-                    let _ = tx.send(Bytes::from_static(b": keep-alive\n\n")).await;
+        let result = match (call.result.take(), call.work.take()) {
+            (Some(result), _) => result,
+            (None, None) => Value::Null,
+            (None, Some(mut work)) => loop {
+                // A client gone away is no reason to stop: the events are still kept.
+                tokio::select! {
+                    biased;
+                    Some(message) = call.notices.recv() => {
+                        let _ = tx.send(event(&message)).await;
+                    }
+                    result = &mut work => break result,
+                    _ = keep_alive.tick() => {
+                        let _ = tx.send(Bytes::from_static(b": keep-alive\n\n")).await;
+                    }
                 }
-            }
+            },
         };
-        let mut event = Vec::from(&b"data: "[..]);
-        let _ = serde_json::to_writer(
-            &mut event,
-            &serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        );
-        event.extend_from_slice(b"\n\n");
-        let _ = tx.send(Bytes::from(event)).await;
+        while let Ok(message) = call.notices.try_recv() {
+            let _ = tx.send(event(&message)).await;
+        }
+        let response = serde_json::json!({ "jsonrpc": "2.0", "id": call.id, "result": result });
+        let _ = tx.send(event(&response)).await;
     });
     let mut resp = Response::new(resume::channel_body(rx));
     *resp.status_mut() = StatusCode::OK;
     let headers = resp.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resume::keep_stream(store, session, &Hangup::new(), resp, Bytes::new(), ())
+    resume::keep_stream(store, session, hangup, resp, priming, ())
 }
 
 /// A call that outlives its request: dropped before it has ended (the client hung up), it is

@@ -141,14 +141,6 @@ pub(crate) struct ServedSession {
     peer: Arc<std::sync::OnceLock<Peer<RoleServer>>>,
 }
 
-/// What the span of a call answered without rmcp says of its request.
-pub(crate) struct Span {
-    pub(crate) session_id: String,
-    /// From `params._meta`, else the HTTP request's.
-    pub(crate) traceparent: Option<String>,
-    pub(crate) request_id: String,
-}
-
 /// Dropped with the last clone of a client session's handler, which rmcp drops when the session
 /// ends (the client's DELETE, `--session-idle`, eviction by `--max-sessions`): its sessions with
 /// remote MCP servers end then (a DELETE upstream, a stdio server's process group ended), and
@@ -202,53 +194,13 @@ impl ServedSession {
         session
     }
 
-    /// Whether a call of `name` can be answered without rmcp (`direct`): the session has
-    /// initialised, the tool is known, and the call cannot need the call's own event stream —
-    /// a mock's `notify:` (a `reconnect` closes it), or a confirmation this client would be
-    /// asked for on it.
-    pub(crate) fn answers_alone(&self, name: &str) -> bool {
-        let Some(peer) = self.peer.get() else {
-            return false;
-        };
-        let Some(tool) = self.served.registry.tool(name) else {
-            return false;
-        };
-        if let crate::registry::ToolKind::Mock(responses) = &tool.kind {
-            if responses.iter().any(|r| r.notify.is_some()) {
-                return false;
-            }
-        }
-        let confirms = (tool.confirm || tool.confirm_hint().is_some())
-            && !self.served.setup.approvals.contains(name);
-        !(confirms && confirm::client_can_confirm(peer))
+    /// The client, once it has initialised.
+    pub(crate) fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.get()
     }
 
-    /// A `tools/call` answered without rmcp (`direct`): the same call, and the same span, as
-    /// [`ServerHandler::call_tool`]'s.
-    pub(crate) async fn call_alone(&self, name: &str, arguments: Value, span: Span) -> Value {
-        let Some(peer) = self.peer.get() else {
-            return error_result("execution_error", "the session has not been initialised");
-        };
-        let start = crate::telemetry::clock();
-        let traced = start.map(|_| arguments.clone());
-        let response = self
-            .call(name, arguments, Origin::Client(peer, None, None))
-            .await;
-        if let Some(start) = start {
-            let req = telemetry::Request {
-                method: "tools/call",
-                tool: Some(name),
-                traceparent: span.traceparent.as_deref(),
-                session_id: Some(&span.session_id),
-                protocol_version: peer.peer_info().map(|i| i.protocol_version.to_string()),
-                request_id: span.request_id,
-                transport: "tcp",
-                start_ns: start,
-            };
-            let answer = telemetry::Answer::Result(Some(&response));
-            telemetry::served(&req, traced.as_ref(), answer, &self.served.setup.redactor);
-        }
-        response
+    pub(crate) fn served(&self) -> &Served {
+        &self.served
     }
 
     fn id(&self) -> &str {
@@ -328,10 +280,10 @@ impl ServedSession {
         // runs beside the call (in the same task: a task spawned per call costs more).
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
         let forwarding = match &origin {
-            Origin::Client(peer, token, hangup) => Some(forward(
+            Origin::Client(peer, token, hangup, stream) => Some(forward(
                 (*peer).clone(),
                 token.clone(),
-                (*hangup).cloned(),
+                ((*hangup).cloned(), (*stream).cloned()),
                 self.log_level.clone(),
                 rx,
             )),
@@ -431,16 +383,22 @@ impl Drop for Running<'_> {
     }
 }
 
+/// A call's own event stream, as JSON-RPC notifications to write on it.
+pub(crate) type Stream = tokio::sync::mpsc::UnboundedSender<Value>;
+
 /// Where a served call comes from, which decides its clock and who confirms it.
 pub(crate) enum Origin<'a> {
     /// A connected client: the server's clock; the client's user confirms through MCP
     /// elicitation when the client declared that capability. Notifications go to it, progress
     /// only when the request carried this progress token.
     /// The hang-up is the call's own event stream's, when it came over streamable HTTP.
+    /// The stream is the call's own event stream when toolrun writes it (`direct`): its
+    /// notifications go there, else through rmcp (which sends logs on the session's stream).
     Client(
         &'a Peer<RoleServer>,
         Option<ProgressToken>,
         Option<&'a super::resume::Hangup>,
+        Option<&'a Stream>,
     ),
     /// A recorded call being replayed: its clock, and its recorded answer (`None`: nobody was
     /// asked).
@@ -456,7 +414,7 @@ pub(crate) enum Origin<'a> {
 async fn forward(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    hangup: Option<super::resume::Hangup>,
+    (hangup, stream): (Option<super::resume::Hangup>, Option<Stream>),
     level: Arc<AtomicUsize>,
     mut notices: tokio::sync::mpsc::UnboundedReceiver<Notice>,
 ) {
@@ -476,7 +434,12 @@ async fn forward(
                 };
                 let mut param = LoggingMessageNotificationParam::new(severity, data);
                 param.logger = logger;
-                let _ = peer.notify_logging_message(param).await;
+                match &stream {
+                    Some(s) => notice_on(s, "notifications/message", &param),
+                    None => {
+                        let _ = peer.notify_logging_message(param).await;
+                    }
+                }
             }
             Notice::Progress {
                 progress,
@@ -487,7 +450,12 @@ async fn forward(
                 let mut param = ProgressNotificationParam::new(token.clone(), progress);
                 param.total = total;
                 param.message = message;
-                let _ = peer.notify_progress(param).await;
+                match &stream {
+                    Some(s) => notice_on(s, "notifications/progress", &param),
+                    None => {
+                        let _ = peer.notify_progress(param).await;
+                    }
+                }
             }
             // Over stdio there is no stream to close: the result simply follows.
             Notice::Reconnect => {
@@ -499,7 +467,15 @@ async fn forward(
     }
 }
 
-fn error_result(kind: &str, message: &str) -> Value {
+/// A notification written on the call's own stream; one that cannot be written (the stream's
+/// reader has gone) is dropped, as one a client never reads would be.
+fn notice_on(stream: &Stream, method: &str, params: &impl serde::Serialize) {
+    if let Ok(params) = serde_json::to_value(params) {
+        let _ = stream.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+}
+
+pub(crate) fn error_result(kind: &str, message: &str) -> Value {
     json!({
         "content": [{ "type": "text", "text": format!("{kind}: {message}") }],
         "structuredContent": { "error": { "kind": kind, "message": message } },
@@ -703,7 +679,7 @@ impl ServerHandler for ServedSession {
             .call(
                 &request.name,
                 arguments.clone(),
-                Origin::Client(&context.peer, token, hangup),
+                Origin::Client(&context.peer, token, hangup, None),
             )
             .await;
         if let Some(start) = start {
