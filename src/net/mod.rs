@@ -3,6 +3,7 @@
 
 use crate::redact::Redactor;
 pub(crate) mod decode;
+mod plain;
 pub(crate) mod retry;
 
 use std::any::Any;
@@ -131,6 +132,8 @@ pub struct Transport {
     /// Shared with the transports `scoped` makes: one connection pool to each host for all of a
     /// gateway's clients, and the TLS roots loaded once, not per client session.
     client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    /// HTTP tools' plain-HTTP requests' client, shared the same way (see [`plain`]).
+    plain: Arc<OnceLock<plain::PlainClient>>,
     /// Recording or replaying; `None` is plain live traffic.
     tape: Option<std::sync::Arc<dyn Recorder>>,
     /// Masks every secret in what comes back, before anything reads or cuts it (`mask_with`).
@@ -152,6 +155,7 @@ impl Transport {
     pub fn live() -> Transport {
         Transport {
             client: Default::default(),
+            plain: Default::default(),
             tape: None,
             redactor: Default::default(),
             sessions: Default::default(),
@@ -176,6 +180,7 @@ impl Transport {
     pub(crate) fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
         Transport {
             client: Default::default(),
+            plain: Default::default(),
             tape: Some(tape),
             redactor: Default::default(),
             sessions: Default::default(),
@@ -190,6 +195,7 @@ impl Transport {
     pub(crate) fn scoped(&self) -> Transport {
         Transport {
             client: self.client.clone(),
+            plain: self.plain.clone(),
             tape: self.tape.clone(),
             redactor: std::sync::Mutex::new(self.redactor()),
             sessions: Default::default(),
@@ -370,7 +376,8 @@ impl Transport {
         self.send_live_to(req, None, opts).await
     }
 
-    /// [`Transport::send_live`]; `url`, when given, is `req.url` parsed.
+    /// [`Transport::send_live`]; `url`, when given, is `req.url` parsed: a plain-HTTP one goes
+    /// out through hyper's client directly (see [`plain`]).
     async fn send_live_to(
         &self,
         req: &HttpRequest,
@@ -383,6 +390,28 @@ impl Transport {
         let deadline = now
             .checked_add(opts.timeout)
             .unwrap_or(now + Duration::from_secs(86_400));
+        let work = async {
+            if let Some(url) = url.filter(|u| u.scheme() == "http") {
+                let client = self.plain.get_or_init(plain::client);
+                let (head, body) = plain::send(client, req, url).await?.into_parts();
+                return read_body(&head, body, &opts, plain::body_error).await;
+            }
+            let resp: hyper::Response<reqwest::Body> = self.send_reqwest(req, url).await?.into();
+            let (head, body) = resp.into_parts();
+            read_body(&head, body, &opts, classify).await
+        };
+        match tokio::time::timeout_at(deadline, work).await {
+            Ok(r) => r,
+            Err(_) => Err(NetError::Timeout),
+        }
+    }
+
+    /// Sends through reqwest; the response's body is still to be read.
+    async fn send_reqwest(
+        &self,
+        req: &HttpRequest,
+        url: Option<&url::Url>,
+    ) -> Result<reqwest::Response, NetError> {
         let client = self.client()?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|e| NetError::Io(e.to_string()))?;
@@ -403,59 +432,72 @@ impl Transport {
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
         }
-        let work = async {
-            let mut resp = builder.send().await.map_err(classify)?;
-            let status = resp.status().as_u16();
-            let headers = resp
-                .headers()
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect();
-            let mut body = Vec::new();
-            let mut truncated = false;
-            let on_chunk = opts.on_chunk.filter(|_| {
-                (200..300).contains(&status) && resp.headers().get("content-encoding").is_none()
-            });
-            // An empty piece first: the body begins (a stream's reader knows it is open).
-            if let Some(f) = on_chunk {
-                f(&[]);
-            }
-            while let Some(chunk) = resp.chunk().await.map_err(classify)? {
-                let more = on_chunk.is_none_or(|f| f(&chunk));
-                let room = (opts.max_bytes as usize).saturating_sub(body.len());
-                if chunk.len() > room {
-                    body.extend_from_slice(&chunk[..room]);
-                    truncated = true;
-                    break;
-                }
-                body.extend_from_slice(&chunk);
-                if let Some(p) = opts.progress {
-                    p(body.len() as u64);
-                }
-                if !more {
-                    break;
-                }
-            }
-            decoded(
-                HttpResponse {
-                    status,
-                    headers,
-                    body,
-                    truncated,
-                },
-                opts.max_bytes,
+        builder.send().await.map_err(classify)
+    }
+}
+
+/// Reads a response's body as it arrives, within `max_bytes`, reporting progress and handing
+/// each piece to `on_chunk`; `error` says what a body that broke off is.
+async fn read_body<B>(
+    head: &hyper::http::response::Parts,
+    body: B,
+    opts: &SendOptions<'_>,
+    error: fn(B::Error) -> NetError,
+) -> Result<HttpResponse, NetError>
+where
+    B: hyper::body::Body<Data = bytes::Bytes>,
+{
+    use http_body_util::BodyExt;
+    let status = head.status.as_u16();
+    let headers = head
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
             )
+        })
+        .collect();
+    let mut body_bytes = Vec::new();
+    let mut truncated = false;
+    let on_chunk = opts
+        .on_chunk
+        .filter(|_| (200..300).contains(&status) && head.headers.get("content-encoding").is_none());
+    // An empty piece first: the body begins (a stream's reader knows it is open).
+    if let Some(f) = on_chunk {
+        f(&[]);
+    }
+    let mut body = std::pin::pin!(body);
+    while let Some(frame) = body.as_mut().frame().await {
+        // Trailers and frames of other kinds carry no body.
+        let Ok(chunk) = frame.map_err(error)?.into_data() else {
+            continue;
         };
-        match tokio::time::timeout_at(deadline, work).await {
-            Ok(r) => r,
-            Err(_) => Err(NetError::Timeout),
+        let more = on_chunk.is_none_or(|f| f(&chunk));
+        let room = (opts.max_bytes as usize).saturating_sub(body_bytes.len());
+        if chunk.len() > room {
+            body_bytes.extend_from_slice(&chunk[..room]);
+            truncated = true;
+            break;
+        }
+        body_bytes.extend_from_slice(&chunk);
+        if let Some(p) = opts.progress {
+            p(body_bytes.len() as u64);
+        }
+        if !more {
+            break;
         }
     }
+    decoded(
+        HttpResponse {
+            status,
+            headers,
+            body: body_bytes,
+            truncated,
+        },
+        opts.max_bytes,
+    )
 }
 
 fn reshaped(r: HttpResponse, reshape: Option<fn(HttpResponse) -> HttpResponse>) -> HttpResponse {
