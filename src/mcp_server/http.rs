@@ -289,6 +289,11 @@ async fn expire_idle(guard: Arc<Guard>, idle: Duration) {
     loop {
         tokio::time::sleep(tick).await;
         let open = open_sessions(&guard).await;
+        // A session rmcp ended by itself lets go of its handler here (and of its upstream
+        // sessions, which end with the handler).
+        guard
+            .direct
+            .retain(|id| open.iter().any(|o| o.as_ref() == id));
         let expired: Vec<SessionId> = {
             let Ok(mut seen) = guard.activity.lock() else {
                 return;
