@@ -212,6 +212,8 @@ pub(crate) struct HttpTool {
     pub(crate) max_bytes: u64,
     pub(crate) retries: u32,
     pub(crate) max_redirects: u32,
+    /// The URL parsed, when it is written without templates: the same on every call.
+    pub(crate) literal_url: std::sync::OnceLock<url::Url>,
 }
 
 /// A tool of a remote MCP server (streamable HTTP). Its description and input schema are the

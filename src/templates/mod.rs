@@ -372,10 +372,12 @@ impl Templates {
     /// to print (`None`).
     fn passed_through<'c>(&self, name: &str, ctx: &Ctx<'c>) -> Option<Option<&'c str>> {
         let arg = self.passthrough.get(name)?;
-        let (Data::Json(data), None) = (&ctx.data, ctx.raw_secrets) else {
-            return None;
+        let args = match (&ctx.data, ctx.raw_secrets) {
+            (Data::Json(data), None) => data.get("args"),
+            (Data::Call { args, .. }, None) => Some(*args),
+            _ => None,
         };
-        let Some(Value::Object(args)) = data.get("args") else {
+        let Some(Value::Object(args)) = args else {
             return None;
         };
         match args.get(arg.as_str()) {
@@ -495,6 +497,12 @@ pub(crate) struct Ctx<'a> {
 
 enum Data<'a> {
     Json(&'a Value),
+    /// A tool call's context: its arguments, and the whole context made (once, by the caller)
+    /// only when a template reads more than an argument passed through.
+    Call {
+        args: &'a Value,
+        whole: &'a (dyn Fn() -> &'a Value + Sync),
+    },
     /// Top-level values converted already (see [`Shared`]).
     Shared(Vec<(&'static str, Shared)>),
 }
@@ -516,6 +524,38 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A tool call's context (`{"args": .., "secrets": .., "query": ..}`), which `whole` makes
+    /// when a template needs it: `{{ args.NAME }}` templates read the arguments alone.
+    pub(crate) fn call(args: &'a Value, whole: &'a (dyn Fn() -> &'a Value + Sync)) -> Ctx<'a> {
+        Ctx {
+            data: Data::Call { args, whole },
+            raw_secrets: None,
+            value: OnceLock::new(),
+        }
+    }
+
+    /// [`Ctx::call`] for a URL template (see [`Ctx::url`]).
+    pub(crate) fn url_call(
+        args: &'a Value,
+        whole: &'a (dyn Fn() -> &'a Value + Sync),
+        raw_secrets: &'a [String],
+    ) -> Ctx<'a> {
+        Ctx {
+            data: Data::Call { args, whole },
+            raw_secrets: Some(raw_secrets),
+            value: OnceLock::new(),
+        }
+    }
+
+    /// The context as one JSON value, unless it is made of converted values.
+    fn whole(&self) -> Option<&Value> {
+        match &self.data {
+            Data::Json(data) => Some(data),
+            Data::Call { whole, .. } => Some(whole()),
+            Data::Shared(_) => None,
+        }
+    }
+
     /// A context of values converted once and shared, in this order (the same context as the
     /// JSON object of these entries).
     pub(crate) fn shared(roots: Vec<(&'static str, Shared)>) -> Ctx<'static> {
@@ -528,10 +568,14 @@ impl<'a> Ctx<'a> {
 
     fn value(&self) -> &minijinja::Value {
         self.value
-            .get_or_init(|| match (&self.data, self.raw_secrets) {
-                (Data::Json(data), Some(raw)) => url_context(data, raw),
-                (Data::Json(data), None) => context(data),
-                (Data::Shared(roots), _) => {
+            .get_or_init(|| match (&self.data, self.whole(), self.raw_secrets) {
+                (Data::Json(_) | Data::Call { .. }, data, Some(raw)) => {
+                    url_context(data.unwrap_or(&Value::Null), raw)
+                }
+                (Data::Json(_) | Data::Call { .. }, data, None) => {
+                    context(data.unwrap_or(&Value::Null))
+                }
+                (Data::Shared(roots), _, _) => {
                     // Serialised as a map of values minijinja holds already: it keeps them by handle
                     // (shared, not copied), and the map is the kind a JSON object converts to.
                     struct Roots<'r>(&'r [(&'static str, Shared)]);
@@ -547,9 +591,9 @@ impl<'a> Ctx<'a> {
 
     /// The context as JSON, for a child process to render over.
     fn json(&self) -> Value {
-        match &self.data {
-            Data::Json(data) => (*data).clone(),
-            Data::Shared(_) => serde_json::to_value(self.value()).unwrap_or_default(),
+        match self.whole() {
+            Some(data) => data.clone(),
+            None => serde_json::to_value(self.value()).unwrap_or_default(),
         }
     }
 
@@ -557,6 +601,8 @@ impl<'a> Ctx<'a> {
     fn root_size(&self, root: &str) -> f64 {
         let size = match &self.data {
             Data::Json(data) => data.get(root).map_or(0.0, cost::json_size),
+            Data::Call { args, .. } if root == "args" => cost::json_size(args),
+            Data::Call { whole, .. } => whole().get(root).map_or(0.0, cost::json_size),
             Data::Shared(roots) => roots
                 .iter()
                 .find(|(name, _)| *name == root)

@@ -62,6 +62,7 @@ pub(super) fn compile_http(
             max_bytes,
             retries,
             max_redirects,
+            literal_url: Default::default(),
         },
         idempotent,
     ))

@@ -30,16 +30,32 @@ pub(super) async fn prepare_parsed(
     env: &ToolEnv<'_>,
 ) -> Result<(HttpRequest, url::Url), ToolError> {
     let templates = &env.registry.templates;
-    let data = json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query });
-    let plain = templates::Ctx::new(&data);
+    // Made only for a template that reads more than an argument passed through.
+    let data = std::sync::OnceLock::new();
+    let whole = || {
+        data.get_or_init(
+            || json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query }),
+        )
+    };
+    let plain = templates::Ctx::call(args, &whole);
 
-    let url = build_url(http, &data, env).await?;
-    let mut url = url::Url::parse(url.trim()).map_err(|e| {
-        invalid(format!(
-            "the URL `{}` is not valid ({e}); check the arguments that go into it",
-            short(&url, &env.secrets.redactor())
-        ))
-    })?;
+    let mut url = match http.literal_url.get() {
+        Some(url) => url.clone(),
+        None => {
+            let text = build_url(http, args, &whole, env).await?;
+            let url = url::Url::parse(text.trim()).map_err(|e| {
+                invalid(format!(
+                    "the URL `{}` is not valid ({e}); check the arguments that go into it",
+                    short(&text, &env.secrets.redactor())
+                ))
+            })?;
+            // A URL written without templates is the same on every call: parsed once.
+            if templates.is_plain(&http.url) && matches!(url.scheme(), "http" | "https") {
+                let _ = http.literal_url.set(url.clone());
+            }
+            url
+        }
+    };
     if !matches!(url.scheme(), "http" | "https") {
         return Err(ToolError::new(
             ErrorKind::Denied,
@@ -149,12 +165,17 @@ fn render_error(what: &str, e: templates::RenderError) -> ToolError {
 /// A URL that is one argument as a whole (`url: "{{ args.url }}"`, allowed only with an
 /// explicit `allow_hosts`) is taken as it is: the allow-list check on the parsed result, on every
 /// call and every redirect, is what keeps it in bounds.
-async fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<String, ToolError> {
+async fn build_url<'a>(
+    http: &'a HttpTool,
+    args: &'a Value,
+    whole: &'a (dyn Fn() -> &'a Value + Sync),
+    env: &ToolEnv<'_>,
+) -> Result<String, ToolError> {
     let templates = &env.registry.templates;
     let raw_secrets: &[String] = match &http.origin {
         UrlOrigin::WholeArgument => {
             return templates
-                .render_text(&http.url, &templates::Ctx::new(data))
+                .render_text(&http.url, &templates::Ctx::call(args, whole))
                 .await
                 .map_err(|e| render_error("the URL", e));
         }
@@ -162,7 +183,10 @@ async fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<S
         UrlOrigin::Literal(_) => &[],
     };
     let url = templates
-        .render_text(&http.url, &templates::Ctx::url(data, raw_secrets))
+        .render_text(
+            &http.url,
+            &templates::Ctx::url_call(args, whole, raw_secrets),
+        )
         .await
         .map_err(|e| render_error("the URL", e))?;
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
@@ -177,13 +201,11 @@ async fn build_url(http: &HttpTool, data: &Value, env: &ToolEnv<'_>) -> Result<S
     Ok(url)
 }
 
+/// `.` or `..`, each dot written as it is or as `%2e` in either case.
 fn is_dot_segment(segment: &str) -> bool {
-    // `%2e%2e` is the longest spelling of one.
-    if segment.len() > 6 {
-        return false;
-    }
-    let s = segment.to_ascii_lowercase().replace("%2e", ".");
-    s == "." || s == ".."
+    let s = segment.as_bytes();
+    let dot = |b: &[u8]| b == b"." || b.eq_ignore_ascii_case(b"%2e");
+    dot(s) || (1..s.len()).any(|i| dot(&s[..i]) && dot(&s[i..]))
 }
 
 /// `query:` values: null leaves the parameter out, a list repeats it, objects go as JSON text.
@@ -193,5 +215,30 @@ fn query_values(v: &Value, push: &mut dyn FnMut(String)) {
         Value::String(s) => push(s.clone()),
         Value::Array(items) => items.iter().for_each(|i| query_values(i, push)),
         other => push(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dot_segments_are_found_in_every_spelling_and_nothing_else() {
+        // What the check was before it stopped allocating: lower-case, decode `%2e`, compare.
+        let reference = |s: &str| {
+            let s = s.to_ascii_lowercase().replace("%2e", ".");
+            s == "." || s == ".."
+        };
+        let pieces = [".", "%2e", "%2E", "%", "2e", "e", "a", "..", "%2f", ""];
+        for a in pieces {
+            for b in pieces {
+                for c in ["", "."] {
+                    let segment = format!("{a}{b}{c}");
+                    assert_eq!(
+                        super::is_dot_segment(&segment),
+                        reference(&segment),
+                        "{segment:?}"
+                    );
+                }
+            }
+        }
     }
 }
