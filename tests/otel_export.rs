@@ -2250,3 +2250,181 @@ fn certificate_settings_that_cannot_be_used_are_one_warning_each_and_the_export_
         one(&sent.spans, "execute_tool get_stock_price");
     }
 }
+
+/// A collector that answers with `script`, one answer a request, then 200 for good.
+fn scripted_collector(script: Vec<Response>) -> TestServer {
+    let next = Mutex::new(script.into_iter());
+    TestServer::start(move |_| {
+        let answer = next.lock().unwrap().next();
+        answer.unwrap_or_else(|| Response::json(200, json!({})))
+    })
+}
+
+/// `toolrun call` exporting (`http/json`) to `collector` with `env`; whatever the collector
+/// answers, the call's own output and exit code stay the same.
+fn call_into(collector: &TestServer, env: &[(&str, &str)]) -> support::Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = support::run(
+        support::toolrun()
+            .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+            .envs(env.iter().copied())
+            .arg("call")
+            .arg(root.join("specs/stock_assistant.yaml"))
+            .args(["get_stock_price", "--args", r#"{"ticker": "AAPL"}"#])
+            .args(["--otlp", &format!("http://{}", collector.addr())]),
+    );
+    assert_eq!((out.code, out.stdout.trim()), (0, "178.15"), "{out:?}");
+    out
+}
+
+/// Every request carried the same batch (the call's one span).
+fn same_batch_each_time(collector: &TestServer) -> usize {
+    let requests = collector.requests();
+    let first = &requests[0].body;
+    for r in &requests {
+        assert_eq!(&r.body, first, "a retry sends the same request");
+    }
+    let body: Value = serde_json::from_slice(first).expect("OTLP/JSON");
+    assert_eq!(spans_of(&body).len(), 1);
+    requests.len()
+}
+
+#[test]
+fn answers_the_otlp_specification_calls_retryable_are_tried_again_until_taken() {
+    let gone = Response::close_without_response;
+    let with_after = |status, after: &str| Response::status(status).header("Retry-After", after);
+    for (script, why) in [
+        (vec![Response::status(503)], "503, backoff"),
+        (vec![with_after(429, "1")], "429, Retry-After in seconds"),
+        // An HTTP date that has passed: try again at once.
+        (
+            vec![with_after(503, "Sun, 06 Nov 1994 08:49:37 GMT")],
+            "503, Retry-After as a date",
+        ),
+        (
+            vec![Response::status(502), Response::status(504), gone()],
+            "502, 504, a dropped connection",
+        ),
+    ] {
+        let tries = script.len() + 1;
+        let collector = scripted_collector(script);
+        let out = call_into(&collector, &[]);
+        assert_eq!(out.stderr, "", "{why}: taken in the end, nothing to say");
+        assert_eq!(same_batch_each_time(&collector), tries, "{why}");
+    }
+}
+
+#[test]
+fn answers_the_otlp_specification_says_not_to_retry_are_one_try_and_one_warning() {
+    // 400 (bad data), another 4xx and a 5xx the table does not list: the Status message says why.
+    for status in [400, 413, 500] {
+        let collector = scripted_collector(vec![Response::json(
+            status,
+            json!({ "code": 3, "message": "span\u{1b}[31m too old" }),
+        )]);
+        let out = call_into(&collector, &[]);
+        assert_eq!(collector.requests().len(), 1, "{status}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+        assert!(
+            out.stderr.contains(&format!(
+                "the collector answered HTTP {status} (span\\u{{1b}}[31m too old); the run is not affected"
+            )),
+            "{out:?}"
+        );
+    }
+}
+
+#[test]
+fn a_collector_that_keeps_answering_503_is_given_up_within_the_bounds() {
+    let always = || TestServer::start(|_| Response::status(503));
+    // Time enough at exit: every try the policy allows (5), then one warning.
+    let collector = always();
+    let out = call_into(&collector, &[]);
+    assert_eq!(same_batch_each_time(&collector), 5, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("the collector answered HTTP 503; tried 5 times; the run is not affected"),
+        "{out:?}"
+    );
+    // The default wait at exit (1 s) is shorter than five tries' backoff: toolrun stops trying
+    // when the next try would come after it, and says so.
+    let collector = always();
+    let out = call_into(&collector, &[("OTEL_BSP_EXPORT_TIMEOUT", "1000")]);
+    let tries = same_batch_each_time(&collector);
+    assert!((1..5).contains(&tries), "{tries}: {out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    // (On a machine slow enough that a try itself outlasts the wait, the wait's own warning.)
+    assert!(
+        out.stderr.contains(&format!("tried {tries} times, and the next try would come after the wait at exit (1s, OTEL_BSP_EXPORT_TIMEOUT) ends"))
+            || out.stderr.contains("within 1s (OTEL_BSP_EXPORT_TIMEOUT)"),
+        "{out:?}"
+    );
+    // A Retry-After longer than toolrun waits: given up at once rather than retried early.
+    let collector = TestServer::start(|_| Response::status(503).header("Retry-After", "3600"));
+    let out = call_into(&collector, &[]);
+    assert_eq!(collector.requests().len(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "HTTP 503, asking to be tried again in 3600 s, longer than toolrun waits (30 s)"
+        ),
+        "{out:?}"
+    );
+    // `export otel`, whose job the sending is, fails (1) as for any batch not taken.
+    let collector = always();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/local_stack_inventory.json");
+    let out = support::run(
+        support::toolrun()
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "10000")
+            .args(["export", "otel"])
+            .arg(&fixture)
+            .args(["--otlp", &format!("http://{}", collector.addr())]),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stderr.matches("toolrun: warning").count(), 1, "{out:?}");
+    assert_eq!(collector.requests().len(), 5, "{out:?}");
+}
+
+/// An `ExportTraceServiceResponse` with `partial_success` { rejected_spans, error_message }.
+fn partial_success_proto(rejected: u8, message: &str) -> Vec<u8> {
+    let mut partial = vec![0x08, rejected, 0x12, message.len() as u8];
+    partial.extend_from_slice(message.as_bytes());
+    let mut body = vec![0x0a, partial.len() as u8];
+    body.extend(partial);
+    body
+}
+
+#[test]
+fn a_partial_success_is_not_retried_and_is_one_warning() {
+    let collector = scripted_collector(vec![Response::json(
+        200,
+        json!({ "partialSuccess": { "rejectedSpans": "1", "errorMessage": "span too old" } }),
+    )]);
+    let out = call_into(&collector, &[]);
+    assert_eq!(collector.requests().len(), 1, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("rejected 1 of 1 spans: span too old; the run is not affected"),
+        "{out:?}"
+    );
+    // In protobuf, and with nothing rejected: the collector's warning, passed on.
+    let collector = scripted_collector(vec![Response::status(200)
+        .header("Content-Type", "application/x-protobuf")
+        .body(partial_success_proto(0, "use gzip"))]);
+    let out = call_into(
+        &collector,
+        &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")],
+    );
+    assert_eq!(collector.requests().len(), 1, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr.contains("took every span and says: use gzip"),
+        "{out:?}"
+    );
+    // A collector that sends an empty `partial_success` has nothing to say.
+    let collector = scripted_collector(vec![Response::json(200, json!({ "partialSuccess": {} }))]);
+    let out = call_into(&collector, &[]);
+    assert_eq!(out.stderr, "", "{out:?}");
+}

@@ -1,13 +1,15 @@
 //! The background exporter: spans are queued by the command and sent in batches from a thread
 //! of their own, so a slow or absent collector never slows a run; at exit toolrun waits for
-//! the queue at most `OTEL_BSP_EXPORT_TIMEOUT`.
+//! the queue at most `OTEL_BSP_EXPORT_TIMEOUT`. A batch the collector could not take yet is
+//! tried again (`delivery` says when), but never past that wait.
 
 use super::config::{shown_url, Config, Protocol};
+use super::delivery::{self, Answer, Outcome, Partial};
 use super::otlp::{encode_json, encode_proto, Resource};
 use super::span::Span;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Spans wait this long for company before they are sent (a served session sends as it goes).
@@ -32,6 +34,43 @@ pub(crate) struct Exporter {
     lost: Arc<AtomicBool>,
     /// Jobs sent and not yet taken by the export thread.
     queued: Arc<AtomicUsize>,
+    closing: Arc<Closing>,
+}
+
+/// When the wait at exit ends, once the command is done: a retry that would start after it is
+/// not waited for, so a collector that keeps answering 503 costs the exit wait at most.
+#[derive(Default)]
+struct Closing {
+    deadline: Mutex<Option<Instant>>,
+    set: Condvar,
+}
+
+impl Closing {
+    fn start(&self, within: Duration) {
+        let mut deadline = self.deadline.lock().unwrap_or_else(PoisonError::into_inner);
+        *deadline = Some(Instant::now() + within);
+        self.set.notify_all();
+    }
+
+    /// Waits `wait`; false, at once, when the wait at exit ends (or turns out to end) first.
+    fn sleep(&self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        let mut deadline = self.deadline.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if deadline.is_some_and(|d| until > d) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            deadline = self
+                .set
+                .wait_timeout(deadline, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
 }
 
 impl Exporter {
@@ -42,11 +81,13 @@ impl Exporter {
         let warned = Arc::new(AtomicBool::new(false));
         let lost = Arc::new(AtomicBool::new(false));
         let queued = Arc::new(AtomicUsize::new(0));
+        let closing = Arc::new(Closing::default());
         let worker = Worker {
             config: config.clone(),
             warned: warned.clone(),
             lost: lost.clone(),
             queued: queued.clone(),
+            closing: closing.clone(),
             client: None,
             runtime: None,
         };
@@ -70,6 +111,7 @@ impl Exporter {
             warned,
             lost,
             queued,
+            closing,
         }
     }
 
@@ -108,6 +150,7 @@ impl Exporter {
 
     /// Closes the queue and waits for the last batch, at most the configured time.
     pub(crate) fn finish(&self) {
+        self.closing.start(self.config.exit_timeout);
         if let Ok(mut queue) = self.queue.lock() {
             queue.take();
         }
@@ -140,6 +183,7 @@ struct Worker {
     warned: Arc<AtomicBool>,
     lost: Arc<AtomicBool>,
     queued: Arc<AtomicUsize>,
+    closing: Arc<Closing>,
     client: Option<reqwest::Client>,
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -178,20 +222,48 @@ impl Worker {
         while !batch.is_empty() {
             let rest = batch.split_off(batch.len().min(MAX_BATCH));
             let spans = std::mem::replace(batch, rest);
-            if let Err(e) = self.post(&spans) {
-                self.lost.store(true, Ordering::SeqCst);
-                warn_once(
-                    &self.warned,
-                    &format!(
-                        "cannot export traces to {}: {e}; the run is not affected",
-                        shown_url(&self.config.endpoint)
-                    ),
-                );
+            match self.post(&spans) {
+                Ok(None) => {}
+                Ok(Some(partial)) => self.partly_taken(&partial, spans.len()),
+                Err(e) => {
+                    self.lost.store(true, Ordering::SeqCst);
+                    warn_once(
+                        &self.warned,
+                        &format!(
+                            "cannot export traces to {}: {e}; the run is not affected",
+                            shown_url(&self.config.endpoint)
+                        ),
+                    );
+                }
             }
         }
     }
 
-    fn post(&mut self, spans: &[Span]) -> Result<(), String> {
+    /// A partial success: the specification's "MUST NOT retry"; said once, as a failure is.
+    fn partly_taken(&self, partial: &Partial, sent: usize) {
+        let url = shown_url(&self.config.endpoint);
+        let message = if partial.rejected != 0 {
+            self.lost.store(true, Ordering::SeqCst);
+            let why = match partial.message.as_str() {
+                "" => String::new(),
+                m => format!(": {m}"),
+            };
+            format!(
+                "the collector at {url} rejected {} of {sent} spans{why}; the run is not affected",
+                partial.rejected
+            )
+        } else {
+            format!(
+                "the collector at {url} took every span and says: {}",
+                partial.message
+            )
+        };
+        warn_once(&self.warned, &message);
+    }
+
+    /// Sends one batch, trying again while the collector's answer is one to retry, at most
+    /// `MAX_ATTEMPTS` times and never past the wait at exit.
+    fn post(&mut self, spans: &[Span]) -> Result<Option<Partial>, String> {
         let resource = Resource {
             attributes: &self.config.resource,
             scope_version: env!("CARGO_PKG_VERSION"),
@@ -210,30 +282,94 @@ impl Worker {
         if self.client.is_none() {
             self.client = Some(self.config.transport.client()?);
         }
-        let (Some(rt), Some(client)) = (&self.runtime, &self.client) else {
-            return Err("no HTTP client".into());
-        };
         let (body, encoding) = self.config.transport.body(body);
+        let body = bytes::Bytes::from(body);
+        let mut tries = 1;
+        loop {
+            let (why, asked) = match self.attempt(&body, content_type, encoding) {
+                Outcome::Accepted(partial) => return Ok(partial),
+                Outcome::Failed(why) => return Err(why),
+                Outcome::Retry { why, after } => (why, after),
+            };
+            if tries == delivery::MAX_ATTEMPTS {
+                return Err(format!("{why}; tried {tries} times"));
+            }
+            let wait = match asked {
+                Some(asked) if asked > delivery::MAX_RETRY_AFTER => {
+                    return Err(format!(
+                        "{why}, asking to be tried again in {} s, longer than toolrun waits ({} s)",
+                        asked.as_secs(),
+                        delivery::MAX_RETRY_AFTER.as_secs()
+                    ));
+                }
+                Some(asked) => asked,
+                // The body seeds the jitter: each batch's random span ids spread the waits.
+                None => delivery::BACKOFF.delay(tries, &body),
+            };
+            if !self.closing.sleep(wait) {
+                return Err(format!(
+                    "{why}; tried {tries} times, and the next try would come after the wait at exit ({:?}, OTEL_BSP_EXPORT_TIMEOUT) ends",
+                    self.config.exit_timeout
+                ));
+            }
+            tries += 1;
+        }
+    }
+
+    /// One request and what its answer means.
+    fn attempt(&self, body: &bytes::Bytes, content_type: &str, encoding: Option<&str>) -> Outcome {
+        let (Some(rt), Some(client)) = (&self.runtime, &self.client) else {
+            return Outcome::Failed("no HTTP client".into());
+        };
         let mut req = client
             .post(&self.config.endpoint)
             .header("content-type", content_type);
         if let Some(encoding) = encoding {
             req = req.header("content-encoding", encoding);
         }
-        let mut req = req.body(body);
+        let mut req = req.body(body.clone());
         for (k, v) in &self.config.headers {
             req = req.header(k.as_str(), v.as_str());
         }
+        let sent_json = self.config.protocol == Protocol::Json;
         // Sent inside the runtime: the request's timer needs its reactor.
-        let status = rt
-            .block_on(async move { req.send().await })
+        let answered = rt.block_on(async move {
+            let mut resp = req.send().await?;
+            let header = |name: &str| {
+                let value = resp.headers().get(name)?;
+                value.to_str().ok().map(str::to_string)
+            };
+            let retry_after = header("retry-after");
+            // The answer is meant to come as the request went; a body of another type is not read.
+            let json = match header("content-type") {
+                None => Some(sent_json),
+                Some(t) if t.contains("json") => Some(true),
+                Some(t) if t.contains("protobuf") => Some(false),
+                Some(_) => None,
+            };
+            let mut body = Vec::new();
+            // The status is the answer; a body cut short is read as far as it came.
+            while body.len() < delivery::MAX_BODY && json.is_some() {
+                match resp.chunk().await {
+                    Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                    _ => break,
+                }
+            }
+            Ok::<_, reqwest::Error>((resp.status().as_u16(), retry_after, json, body))
+        });
+        match answered {
+            Ok((status, retry_after, json, body)) => delivery::outcome(&Answer {
+                status,
+                retry_after: retry_after.as_deref(),
+                json: json.unwrap_or(sent_json),
+                body: if json.is_some() { &body } else { &[] },
+            }),
             // Without the URL: it may hold a key, and the warning names the endpoint itself.
-            .map_err(|e| self.describe(&e.without_url()))?
-            .status();
-        if status.is_success() {
-            Ok(())
-        } else {
-            Err(format!("the collector answered HTTP {}", status.as_u16()))
+            Err(e) if delivery::transient(&e) => Outcome::Retry {
+                why: self.describe(&e.without_url()),
+                after: None,
+            },
+            Err(e) => Outcome::Failed(self.describe(&e.without_url())),
         }
     }
 }

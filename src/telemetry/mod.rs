@@ -7,6 +7,7 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
 
 mod config;
+mod delivery;
 mod export;
 pub(crate) mod genai;
 pub(crate) mod mcp;

@@ -132,6 +132,84 @@ pub(crate) fn encode_proto(resource: &Resource<'_>, spans: &[Span]) -> Vec<u8> {
     out
 }
 
+// ---- answers ----
+
+/// A protobuf message's fields as (number, value), in order; `None` when it is malformed.
+/// Only what toolrun reads is kept: varints and length-delimited fields.
+fn fields(mut buf: &[u8]) -> Option<Vec<(u64, Field<'_>)>> {
+    fn read_varint(buf: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = buf.split_first()?;
+            *buf = rest;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let key = read_varint(&mut buf)?;
+        let field = match key & 7 {
+            0 => Field::Varint(read_varint(&mut buf)?),
+            1 | 5 => {
+                let n = if key & 7 == 1 { 8 } else { 4 };
+                buf = buf.get(n..)?;
+                Field::Other
+            }
+            2 => {
+                let len = usize::try_from(read_varint(&mut buf)?).ok()?;
+                let bytes = buf.get(..len)?;
+                buf = &buf[len..];
+                Field::Bytes(bytes)
+            }
+            _ => return None,
+        };
+        out.push((key >> 3, field));
+    }
+    Some(out)
+}
+
+enum Field<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+    Other,
+}
+
+/// The last occurrence of a string field, as protobuf reads a repeated singular field.
+fn string_field(fields: &[(u64, Field<'_>)], number: u64) -> Option<String> {
+    fields.iter().rev().find_map(|(n, f)| match f {
+        Field::Bytes(b) if *n == number => Some(String::from_utf8_lossy(b).into_owned()),
+        _ => None,
+    })
+}
+
+/// `ExportTraceServiceResponse.partial_success` (field 1): `rejected_spans` (1, int64) and
+/// `error_message` (2).
+pub(crate) fn decode_partial_success(body: &[u8]) -> Option<(i64, String)> {
+    let response = fields(body)?;
+    let partial = response.iter().rev().find_map(|(n, f)| match f {
+        Field::Bytes(b) if *n == 1 => Some(*b),
+        _ => None,
+    })?;
+    let partial = fields(partial)?;
+    let rejected = partial.iter().rev().find_map(|(n, f)| match f {
+        Field::Varint(v) if *n == 1 => Some(*v as i64),
+        _ => None,
+    });
+    Some((
+        rejected.unwrap_or(0),
+        string_field(&partial, 2).unwrap_or_default(),
+    ))
+}
+
+/// `google.rpc.Status.message` (field 2), which a failure's body carries.
+pub(crate) fn decode_status_message(body: &[u8]) -> Option<String> {
+    string_field(&fields(body)?, 2)
+}
+
 // ---- OTLP/JSON ----
 
 fn hex(bytes: &[u8]) -> String {
@@ -262,6 +340,23 @@ mod tests {
         );
         assert_eq!(s["status"]["code"], 2);
         assert_eq!(rs["scopeSpans"][0]["scope"]["name"], "toolrun");
+    }
+
+    #[test]
+    fn answers_decode_from_what_the_encoder_writes() {
+        let mut partial = Vec::new();
+        tag(&mut partial, 1, 0);
+        varint(&mut partial, 7);
+        bytes_field(&mut partial, 2, b"dropped");
+        let mut body = Vec::new();
+        bytes_field(&mut body, 1, &partial);
+        assert_eq!(decode_partial_success(&body), Some((7, "dropped".into())));
+        assert_eq!(decode_partial_success(&[]), None);
+        assert_eq!(decode_partial_success(&body[..body.len() - 1]), None);
+        let mut status = Vec::new();
+        fixed64(&mut status, 9, 0);
+        bytes_field(&mut status, 2, b"no");
+        assert_eq!(decode_status_message(&status), Some("no".into()));
     }
 
     #[test]
