@@ -2074,3 +2074,71 @@ fn a_long_call_answered_without_rmcp_outlives_its_client() {
     replay(&fixture, &spec).assert_success();
     drop(server);
 }
+
+/// A client that hangs up on a call within its first second (the answer would have been one
+/// JSON body) does not cancel it: it runs to its end and is recorded, and its `mcp_call` line
+/// is written.
+#[test]
+fn a_call_whose_client_hangs_up_early_still_runs_to_its_end() {
+    let (server, released, dir, spec) = held_call_spec("mcp-serve-hang-up-early");
+    let fixture = dir.join("session.json");
+    let events = dir.join("events.jsonl");
+    let serve = HttpServe::start(
+        &spec,
+        &[
+            "--record",
+            fixture.to_str().expect("utf-8"),
+            "--events",
+            events.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    let session = serve.session("2025-11-25");
+    let body = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": { "name": "wait", "arguments": {} } })
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        serve.authority(),
+        body.len()
+    );
+    for (k, v) in in_session(&session, "2025-11-25") {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    stream.write_all(req.as_bytes()).expect("send");
+    // The call has reached its tool: hang up, then let the tool answer.
+    assert_eq!(
+        server.wait_for_requests(1, Duration::from_secs(30)).len(),
+        1
+    );
+    drop(stream);
+    std::thread::sleep(Duration::from_millis(100));
+    let (open, cv) = &*released;
+    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    cv.notify_all();
+    let mut calls = Vec::new();
+    for _ in 0..200 {
+        calls = support::events_named(&events, "mcp_call");
+        if !calls.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(calls.len(), 1, "the call ended and was logged");
+    assert_eq!(calls[0]["is_error"], false, "{:?}", calls[0]);
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let served = recorded["exchanges"]
+        .as_array()
+        .expect("exchanges")
+        .iter()
+        .filter(|e| e["kind"] == "served")
+        .count();
+    assert_eq!(served, 1, "{recorded:#}");
+    replay(&fixture, &spec).assert_success();
+}
