@@ -48,6 +48,9 @@ const SIMD_MIN_LEN: usize = 40;
 #[derive(Default, Clone, Debug)]
 pub struct Secrets {
     values: BTreeMap<String, String>,
+    /// Made on first use and shared: every HTTP tool call masks with it, and building one (its
+    /// needles, tables and SIMD finder) cost more than the rest of a served call's masking.
+    redactor: std::sync::OnceLock<Redactor>,
 }
 
 impl Secrets {
@@ -63,11 +66,18 @@ impl Secrets {
                 _ => missing.push(name.clone()),
             }
         }
-        (Secrets { values }, missing)
+        (
+            Secrets {
+                values,
+                redactor: Default::default(),
+            },
+            missing,
+        )
     }
 
     pub(crate) fn insert(&mut self, name: &str, value: String) {
         self.values.insert(name.to_string(), value);
+        self.redactor = Default::default();
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
@@ -85,7 +95,11 @@ impl Secrets {
 
     /// Masks every secret (and every API key registered here) in all its forms.
     pub fn redactor(&self) -> Redactor {
-        Redactor::named(self.values.iter().map(|(k, v)| (k.clone(), v.clone())))
+        self.redactor
+            .get_or_init(|| {
+                Redactor::named(self.values.iter().map(|(k, v)| (k.clone(), v.clone())))
+            })
+            .clone()
     }
 
     /// The warnings for secrets too short to mask safely, one line each (names, never values).
