@@ -494,16 +494,7 @@ impl Rpc<'_, '_> {
         let Ok(Some(req)) = self.live_request(&req, false).await else {
             return false;
         };
-        let opts = SendOptions {
-            timeout: END_TIMEOUT,
-            max_bytes: 64 << 10,
-            progress: None,
-            on_chunk: None,
-            reshape: None,
-        };
-        self.env
-            .transport
-            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
+        self.send_unrecorded(&req, END_TIMEOUT, 64 << 10)
             .await
             .is_some()
     }

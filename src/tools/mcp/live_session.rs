@@ -9,6 +9,7 @@ use super::exchange::Rpc;
 use super::{initialize_params, sse, ClientSession, Connected, MAX_BYTES};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use serde_json::{json, Value};
+use std::time::Duration;
 
 const SESSION_HEADER: &str = "Mcp-Session-Id";
 
@@ -33,6 +34,27 @@ impl Rpc<'_, '_> {
                 }
                 sent
             })
+            .await
+    }
+
+    /// Sends `req` live as it is, read whole and never recorded: a request that changes nothing
+    /// a run observes (see `Transport::send_unrecorded`); `None` in a replay.
+    pub(super) async fn send_unrecorded(
+        &self,
+        req: &HttpRequest,
+        timeout: Duration,
+        max_bytes: u64,
+    ) -> Option<Result<HttpResponse, NetError>> {
+        let opts = SendOptions {
+            timeout,
+            max_bytes,
+            progress: None,
+            on_chunk: None,
+            reshape: None,
+        };
+        self.env
+            .transport
+            .send_unrecorded(Purpose::Mcp(&self.server.name), req, opts)
             .await
     }
 
@@ -139,16 +161,7 @@ impl Rpc<'_, '_> {
             .build("POST", Some(body))
             .await
             .map_err(|e| NetError::Io(e.message))?;
-        let opts = SendOptions {
-            timeout: self.timeout,
-            max_bytes: MAX_BYTES,
-            progress: None,
-            on_chunk: None,
-            reshape: None,
-        };
-        self.env
-            .transport
-            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
+        self.send_unrecorded(&req, self.timeout, MAX_BYTES)
             .await
             .unwrap_or_else(|| Err(NetError::Io("a replay sends nothing".into())))
     }

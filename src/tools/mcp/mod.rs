@@ -20,7 +20,6 @@ mod stdio_rpc;
 use exchange::{cancel_abandoned, excerpt, Rpc};
 use listing::{check_listed, list_tools};
 
-use crate::net::{Purpose, SendOptions};
 use crate::registry::{McpServer, McpTool, Tool, ToolKind};
 use crate::tools::http::{allowed_hosts, check_host};
 use crate::tools::{ErrorKind, ToolEnv, ToolError};
@@ -307,18 +306,7 @@ async fn end_session(server: &McpServer, conn: &Connected, env: &ToolEnv<'_>) {
             return;
         }
     };
-    let opts = SendOptions {
-        timeout: rpc.timeout,
-        max_bytes: 64 << 10,
-        progress: None,
-        on_chunk: None,
-        reshape: None,
-    };
-    let Some(sent) = env
-        .transport
-        .send_unrecorded(Purpose::Mcp(&server.name), &req, opts)
-        .await
-    else {
+    let Some(sent) = rpc.send_unrecorded(&req, rpc.timeout, 64 << 10).await else {
         return;
     };
     let outcome = match sent {
