@@ -539,6 +539,27 @@ impl Rpc<'_, '_> {
         self.checked(method, resp)
     }
 
+    /// Renders `list` (a server's headers or environment) over the run's secrets, in order,
+    /// stopping at the first that fails: its error is the last item, so a caller reports
+    /// problems in the order it meets them.
+    pub(super) async fn render_with_secrets<'l>(
+        &self,
+        list: &'l [(String, templates::TemplateId)],
+    ) -> Vec<(&'l String, Result<String, templates::RenderError>)> {
+        let data = json!({ "secrets": self.env.secrets.as_json() });
+        let ctx = templates::Ctx::new(&data);
+        let mut rendered = Vec::with_capacity(list.len());
+        for (name, id) in list {
+            let value = self.env.registry.templates.render_text(id, &ctx).await;
+            let failed = value.is_err();
+            rendered.push((name, value));
+            if failed {
+                break;
+            }
+        }
+        rendered
+    }
+
     /// A reply past the size cap or with an HTTP error status is an error naming the server.
     pub(super) fn checked(
         &self,
@@ -593,24 +614,16 @@ impl Rpc<'_, '_> {
                 headers.push(("Mcp-Session-Id".into(), id.clone()));
             }
         }
-        let data = json!({ "secrets": self.env.secrets.as_json() });
-        let ctx = templates::Ctx::new(&data);
-        for (name, id) in &self.server.headers {
-            let value = self
-                .env
-                .registry
-                .templates
-                .render_text(id, &ctx)
-                .await
-                .map_err(|e| {
-                    crate::tools::render_error(
-                        &format!(
-                            "could not build header `{name}` of MCP server `{}`",
-                            self.server.name
-                        ),
-                        e,
-                    )
-                })?;
+        for (name, value) in self.render_with_secrets(&self.server.headers).await {
+            let value = value.map_err(|e| {
+                crate::tools::render_error(
+                    &format!(
+                        "could not build header `{name}` of MCP server `{}`",
+                        self.server.name
+                    ),
+                    e,
+                )
+            })?;
             if value.trim().is_empty() {
                 continue;
             }

@@ -8,7 +8,6 @@ use super::stdio::{self, Process, Refusal};
 use super::{ClientSession, END_TIMEOUT, LINE_CAP, MAX_BYTES};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::registry::StdioCommand;
-use crate::templates;
 use crate::tools::{ErrorKind, ToolError};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,24 +145,18 @@ impl Rpc<'_, '_> {
         if let Some(p) = slot.as_ref() {
             return Ok(p.clone());
         }
-        let data = json!({ "secrets": self.env.secrets.as_json() });
-        let ctx = templates::Ctx::new(&data);
-        let mut vars = Vec::new();
-        for (name, id) in &cmd.env {
-            let value = self
-                .env
-                .registry
-                .templates
-                .render_text(id, &ctx)
-                .await
-                .map_err(|e| {
-                    NetError::Io(format!(
-                        "could not build its environment variable `{name}`: {}",
-                        e.message
-                    ))
-                })?;
-            vars.push((name.clone(), value));
-        }
+        let vars = self
+            .render_with_secrets(&cmd.env)
+            .await
+            .into_iter()
+            .map(|(name, value)| match value {
+                Ok(v) => Ok((name.clone(), v)),
+                Err(e) => Err(NetError::Io(format!(
+                    "could not build its environment variable `{name}`: {}",
+                    e.message
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let started = stdio::spawn(
             cmd,
             program,
