@@ -13,15 +13,14 @@
 
 use super::resume::{self, Hangup};
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use futures_util::{stream, StreamExt};
+use http_body_util::{combinators::BoxBody, BodyExt, BodyStream, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::Response;
 use serde::de::IgnoredAny;
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -101,18 +100,10 @@ pub(crate) async fn answer(
     }
     let mut rest = Bytes::from(read);
     let Some(session) = session else {
-        let head = Some(rest);
-        return Response::from_parts(parts, Prefixed { head, rest: body }.boxed());
+        return Response::from_parts(parts, prefixed(rest, body));
     };
     let delivered = rest.split_to(cut);
-    let resp = Response::from_parts(
-        parts,
-        Prefixed {
-            head: Some(rest),
-            rest: body,
-        }
-        .boxed(),
-    );
+    let resp = Response::from_parts(parts, prefixed(rest, body));
     resume::keep_stream(store, session, hangup, resp, delivered, busy)
 }
 
@@ -165,24 +156,11 @@ fn classify(event: &[u8]) -> Event<'_> {
 }
 
 /// The bytes already read, then the rest of the stream.
-struct Prefixed {
-    head: Option<Bytes>,
-    rest: Body,
-}
-
-impl hyper::body::Body for Prefixed {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if let Some(head) = self.head.take().filter(|h| !h.is_empty()) {
-            return Poll::Ready(Some(Ok(Frame::data(head))));
-        }
-        Pin::new(&mut self.rest).poll_frame(cx)
-    }
+fn prefixed(head: Bytes, rest: Body) -> Body {
+    let head = (!head.is_empty()).then(|| Ok(Frame::data(head)));
+    BodyExt::boxed(StreamBody::new(
+        stream::iter(head).chain(BodyStream::new(rest)),
+    ))
 }
 
 #[cfg(test)]

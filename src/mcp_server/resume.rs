@@ -7,14 +7,13 @@
 //! and [`MAX_BYTES`] bytes (the oldest go first), and sessions are bounded by `--max-sessions`.
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt};
+use futures_util::{stream, StreamExt};
+use http_body_util::{combinators::BoxBody, BodyExt, StreamBody};
 use hyper::body::{Body as _, Frame};
 use hyper::{Response, StatusCode};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use tokio::sync::{mpsc, watch};
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -137,24 +136,10 @@ pub(crate) fn parse_id(id: &str) -> Option<(u64, u64)> {
     Some((stream.parse().ok()?, index.parse().ok()?))
 }
 
-/// A body fed by a task.
-struct ChannelBody(mpsc::Receiver<Bytes>);
-
-/// A response body made of what is sent on `rx`, until its sender is dropped.
-pub(crate) fn channel_body(rx: mpsc::Receiver<Bytes>) -> Body {
-    ChannelBody(rx).boxed()
-}
-
-impl hyper::body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
-    }
+/// A response body made of what is sent on `rx` (by a task), until its sender is dropped.
+pub(crate) fn channel_body(mut rx: mpsc::Receiver<Bytes>) -> Body {
+    let frames = stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|b| Ok(Frame::data(b)));
+    BodyExt::boxed(StreamBody::new(frames))
 }
 
 /// Takes over a call's event-stream response: its events are renumbered and kept while a task
@@ -184,7 +169,7 @@ pub(crate) fn keep_stream(
         pump(&mut reader, delivered, body, hung_up, tx).await;
         drop(busy);
     });
-    Response::from_parts(parts, ChannelBody(rx).boxed())
+    Response::from_parts(parts, channel_body(rx))
 }
 
 /// Splits a call's stream into events, renumbered and kept.
@@ -315,7 +300,7 @@ pub(crate) fn resume(
             }
         }
     });
-    let mut resp = Response::new(ChannelBody(rx).boxed());
+    let mut resp = Response::new(channel_body(rx));
     *resp.status_mut() = StatusCode::OK;
     let headers = resp.headers_mut();
     headers.insert(
