@@ -636,11 +636,8 @@ fn a_streamed_loop_gives_the_same_trace_emits_deltas_and_replays_offline() {
         Some("text/event-stream")
     );
 
-    let deltas: String = std::fs::read_to_string(&events)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["event"] == "model_text_delta")
+    let deltas: String = support::events_named(&events, "model_text_delta")
+        .iter()
         .map(|e| e["text"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(deltas, answer);

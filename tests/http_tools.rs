@@ -516,11 +516,7 @@ fn a_long_download_reports_progress_events() {
             .arg(&events_path),
     );
     assert_eq!(out.code, 0, "{out:?}");
-    let events: Vec<Value> = std::fs::read_to_string(&events_path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = support::events_in(&events_path);
     let progress: Vec<u64> = events
         .iter()
         .filter(|e| e["event"] == "tool_progress")

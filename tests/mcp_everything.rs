@@ -378,11 +378,7 @@ fn progress_becomes_events_and_an_elicitation_is_answered_recorded_and_replayed(
     // The server asked for input during the call: declined (the default), and the call ended.
     let declined = trace["tool_results"][1]["result"].as_str().unwrap();
     assert!(declined.contains("declined"), "{declined}");
-    let events: Vec<Value> = std::fs::read_to_string(&events)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = support::events_in(&events);
     let progress: Vec<&Value> = events
         .iter()
         .filter(|e| e["event"] == "tool_progress")
@@ -562,11 +558,7 @@ fn calls_added_to_a_recording_go_live_with_a_session_the_server_knows() {
     assert_eq!(trace["final_output"], "Echo: two", "{out:?}");
     let declined = trace["tool_results"][2]["result"].as_str().unwrap();
     assert!(declined.contains("declined"), "{declined}");
-    let events: Vec<Value> = std::fs::read_to_string(&events)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = support::events_in(&events);
     let ended: Vec<&Value> = events
         .iter()
         .filter(|e| e["event"] == "mcp_session_ended")

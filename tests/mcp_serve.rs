@@ -431,11 +431,7 @@ fn http_serves_sequential_and_concurrent_calls_records_and_stops_cleanly() {
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "SIGTERM is a clean stop\n{stderr}");
 
-    let lines: Vec<Value> = std::fs::read_to_string(&events)
-        .expect("events")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    let lines = support::events_in(&events);
     let served: Vec<&Value> = lines.iter().filter(|e| e["event"] == "mcp_call").collect();
     assert_eq!(served.len(), 5, "{lines:#?}");
     assert!(
@@ -905,12 +901,7 @@ fn notify_items_are_events_lines_in_runs_and_checked_by_check() {
         .args(["--query", "find 3", "--events"])
         .arg(&events);
     support::run(&mut cmd).assert_success();
-    let lines: Vec<Value> = std::fs::read_to_string(&events)
-        .expect("events")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .filter(|e: &Value| e["event"] == "tool_notify")
-        .collect();
+    let lines = support::events_named(&events, "tool_notify");
     assert_eq!(lines.len(), 3, "{lines:#?}");
     assert_eq!(
         lines[0]["log"],

@@ -216,11 +216,7 @@ fn trace_and_events_files_are_written() {
     out.assert_success();
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
     assert_eq!(t["status"], "ok");
-    let events: Vec<Value> = std::fs::read_to_string(&events_path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = support::events_in(&events_path);
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| e["event"].as_str().unwrap())

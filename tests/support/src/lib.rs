@@ -569,13 +569,19 @@ pub fn line_diff(expected: &str, actual: &str) -> String {
     out
 }
 
-/// The events called `name` in an `--events` file a finished command wrote (none when it wrote
-/// no file); every line must be a JSON event.
-pub fn events_named(events: &Path, name: &str) -> Vec<serde_json::Value> {
+/// The events in an `--events` file a finished command wrote, in order (none when it wrote no
+/// file); every line must be a JSON event.
+pub fn events_in(events: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(events)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("event line"))
-        .filter(|e| e["event"] == name)
         .collect()
+}
+
+/// The events called `name` in an `--events` file (see [`events_in`]).
+pub fn events_named(events: &Path, name: &str) -> Vec<serde_json::Value> {
+    let mut all = events_in(events);
+    all.retain(|e| e["event"] == name);
+    all
 }
