@@ -304,10 +304,29 @@ impl HttpServe {
 
     /// A raw request with this body; returns the whole response (status line, headers, body).
     fn exchange(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
+        let mut stream = self.send(method, path, headers, body, Duration::from_secs(10));
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+    }
+
+    /// A raw request whose answer is read as it comes: the reader past the request.
+    fn open(&self, headers: &[(&str, &str)], body: &str) -> BufReader<std::net::TcpStream> {
+        BufReader::new(self.send("POST", "/mcp", headers, body, Duration::from_secs(30)))
+    }
+
+    /// Sends a raw request on a connection of its own; the connection, to read the answer from
+    /// (each read waiting at most `wait`).
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        wait: Duration,
+    ) -> std::net::TcpStream {
         let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
+        stream.set_read_timeout(Some(wait)).expect("timeout");
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
             self.authority(),
@@ -319,29 +338,7 @@ impl HttpServe {
         req.push_str("\r\n");
         req.push_str(body);
         stream.write_all(req.as_bytes()).expect("send");
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        response
-    }
-
-    /// A raw request whose answer is read as it comes: the reader past the request.
-    fn open(&self, headers: &[(&str, &str)], body: &str) -> BufReader<std::net::TcpStream> {
-        let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
         stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.authority(),
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream.write_all(req.as_bytes()).expect("send");
-        BufReader::new(stream)
     }
 
     /// `initialize` and `notifications/initialized` at `version`; the session's id.
