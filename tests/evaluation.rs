@@ -4,30 +4,8 @@
 
 mod support;
 
+use support::specs::scripted_note_spec as spec;
 use support::{run, toolrun, write};
-
-/// A spec with a scripted model answering `answer` and the given `tests:` block.
-fn spec(name: &str, answer: &str, tests: &str) -> String {
-    format!(
-        r#"version: 1
-name: {name}
-tools:
-  note:
-    description: Writes a note down for later.
-    kind: mock
-    input: {{ type: object, properties: {{ text: {{ type: string }} }}, required: [text] }}
-    responses:
-      - result: noted
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - answer: "{answer}"
-tests:
-{tests}"#
-    )
-}
 
 #[test]
 fn test_dir_runs_the_tests_of_every_spec_below_it() {

@@ -8,25 +8,7 @@ use support::providers::{openai_answer, Fake, KEY};
 use support::{run, toolrun, write, Response, TestServer};
 
 fn note_spec(answer: &str, tests: &str) -> String {
-    format!(
-        r#"version: 1
-name: notes
-tools:
-  note:
-    description: Writes a note down for later.
-    kind: mock
-    input: {{ type: object, properties: {{ text: {{ type: string }} }}, required: [text] }}
-    responses:
-      - result: noted
-models:
-  scripted:
-    kind: scripted
-    scripts:
-      - turns:
-          - answer: "{answer}"
-tests:
-{tests}"#
-    )
+    support::specs::scripted_note_spec("notes", answer, tests)
 }
 
 /// Splits a command line printed by toolrun (plain words and single-quoted ones) into words.

@@ -78,6 +78,26 @@ tools:
     )
 }
 
+/// A spec named `name` whose one tool, `note`, is a mock that answers `noted`, and whose
+/// scripted model answers `answer` at once; `tests` is the YAML list of `tests:`, items indented
+/// two spaces.
+pub fn scripted_note_spec(name: &str, answer: &str, tests: &str) -> String {
+    format!(
+        r#"version: 1
+name: {name}
+tools:
+  note:
+    description: Writes a note down for later.
+    kind: mock
+    input: {{ type: object, properties: {{ text: {{ type: string }} }}, required: [text] }}
+    responses:
+      - result: noted
+{models}tests:
+{tests}"#,
+        models = scripted_model(&format!("          - answer: \"{answer}\""))
+    )
+}
+
 /// A `models:` section of one scripted model, `scripted`, with one script of `turns` (indented
 /// ten).
 fn scripted_model(turns: &str) -> String {
