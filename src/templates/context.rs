@@ -21,6 +21,8 @@ pub(super) enum Data<'a> {
     /// only when a template reads more than an argument passed through.
     Call {
         args: &'a Value,
+        /// A secret's value by name.
+        secret: &'a (dyn Fn(&str) -> Option<&'a str> + Sync),
         whole: &'a (dyn Fn() -> &'a Value + Sync),
     },
     /// Top-level values converted already (see [`Shared`]).
@@ -46,24 +48,35 @@ impl<'a> Ctx<'a> {
 
     /// A tool call's context (`{"args": .., "secrets": .., "query": ..}`), which `whole` makes
     /// when a template needs it: `{{ args.NAME }}` templates read the arguments alone.
-    pub(crate) fn call(args: &'a Value, whole: &'a (dyn Fn() -> &'a Value + Sync)) -> Ctx<'a> {
+    pub(crate) fn call(parts: CallParts<'a>) -> Ctx<'a> {
         Ctx {
-            data: Data::Call { args, whole },
+            data: parts.data(),
             raw_secrets: None,
             value: OnceLock::new(),
         }
     }
 
     /// [`Ctx::call`] for a URL template (see [`Ctx::url`]).
-    pub(crate) fn url_call(
-        args: &'a Value,
-        whole: &'a (dyn Fn() -> &'a Value + Sync),
-        raw_secrets: &'a [String],
-    ) -> Ctx<'a> {
+    pub(crate) fn url_call(parts: CallParts<'a>, raw_secrets: &'a [String]) -> Ctx<'a> {
         Ctx {
-            data: Data::Call { args, whole },
+            data: parts.data(),
             raw_secrets: Some(raw_secrets),
             value: OnceLock::new(),
+        }
+    }
+
+    /// The string at `args.NAME` or `secrets.NAME`, read without converting the context; not
+    /// in a URL context (which encodes every string).
+    pub(super) fn string(&self, root: super::Root, name: &str) -> Option<&str> {
+        if self.raw_secrets.is_some() {
+            return None;
+        }
+        match (&self.data, root) {
+            (Data::Json(data), super::Root::Args) => data.get("args")?.get(name)?.as_str(),
+            (Data::Json(data), super::Root::Secrets) => data.get("secrets")?.get(name)?.as_str(),
+            (Data::Call { args, .. }, super::Root::Args) => args.get(name)?.as_str(),
+            (Data::Call { secret, .. }, super::Root::Secrets) => secret(name),
+            (Data::Shared(_), _) => None,
         }
     }
 
@@ -132,6 +145,26 @@ impl<'a> Ctx<'a> {
             size * 3.0
         } else {
             size
+        }
+    }
+}
+
+/// What a tool call's context is made of (see [`Ctx::call`]).
+#[derive(Clone, Copy)]
+pub(crate) struct CallParts<'a> {
+    pub(crate) args: &'a Value,
+    /// A secret's value by name.
+    pub(crate) secret: &'a (dyn Fn(&str) -> Option<&'a str> + Sync),
+    /// The whole context as JSON, made once when a template needs it.
+    pub(crate) whole: &'a (dyn Fn() -> &'a Value + Sync),
+}
+
+impl<'a> CallParts<'a> {
+    fn data(self) -> Data<'a> {
+        Data::Call {
+            args: self.args,
+            secret: self.secret,
+            whole: self.whole,
         }
     }
 }

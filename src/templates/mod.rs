@@ -10,10 +10,12 @@ mod context;
 mod cost;
 pub mod isolated;
 mod output;
+mod simple;
 
 use context::Data;
-pub(crate) use context::{Ctx, Shared};
+pub(crate) use context::{CallParts, Ctx, Shared};
 use output::{json_formatter, urlencode};
+pub(crate) use simple::Root;
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -58,6 +60,8 @@ pub(crate) struct Templates {
     /// one the call left out renders as null (an HTTP query parameter or header is then left
     /// out) instead of failing like every other undefined value.
     passthrough: std::collections::HashMap<String, String>,
+    /// Text templates that put one argument or secret into fixed text, by id (see `simple`).
+    simple: HashMap<String, simple::Simple>,
     count: usize,
 }
 
@@ -104,6 +108,7 @@ impl Templates {
             costs: Default::default(),
             plain: Default::default(),
             passthrough: Default::default(),
+            simple: Default::default(),
             count: 0,
         }
     }
@@ -144,6 +149,13 @@ impl Templates {
             })?;
         if !is_template(source) {
             self.plain.insert(id.0.clone());
+        }
+        // Expression leaves print JSON, not text.
+        if let Some(simple) = Some(prefix)
+            .filter(|p| *p != EXPR_PREFIX)
+            .and_then(|_| simple::Simple::parse(source))
+        {
+            self.simple.insert(id.0.clone(), simple);
         }
         if let Some(name) = single_expression(source)
             .and_then(|e| e.strip_prefix("args."))
@@ -312,6 +324,9 @@ impl Templates {
         id: &TemplateId,
         ctx: &Ctx<'_>,
     ) -> Result<String, RenderError> {
+        if let Some(text) = self.simple_text(&id.0, ctx) {
+            return Ok(text);
+        }
         if !self.needs_isolation(&id.0, ctx) {
             return self.render_here(&id.0, ctx);
         }
@@ -328,6 +343,9 @@ impl Templates {
             .map_err(|e| RenderError::other(e.to_string()))?;
         if self.plain.contains(name) {
             return Ok(template.source().to_string());
+        }
+        if let Some(text) = self.simple_text(name, ctx) {
+            return Ok(text);
         }
         if let Some(arg) = self.passed_through(name, ctx) {
             let expr = name.starts_with(EXPR_PREFIX);
@@ -367,6 +385,13 @@ impl Templates {
         })
     }
 
+    /// What a template that puts one argument or secret into fixed text renders, when that
+    /// value is a string at hand (see `simple`).
+    fn simple_text(&self, name: &str, ctx: &Ctx<'_>) -> Option<String> {
+        let simple = self.simple.get(name)?;
+        simple.render(ctx.string(simple.root, &simple.name)?)
+    }
+
     /// The argument a `{{ args.NAME }}` template prints, read straight from the JSON context
     /// when it is a string (`Some(Some(text))`) or left out (`Some(None)`), without converting
     /// the context for minijinja: most HTTP tools' query parameters and headers are such
@@ -399,7 +424,7 @@ impl Templates {
         let isolate: Vec<&str> = ids
             .iter()
             .map(|id| id.0.as_str())
-            .filter(|name| self.needs_isolation(name, ctx))
+            .filter(|name| self.simple_text(name, ctx).is_none() && self.needs_isolation(name, ctx))
             .collect();
         let mut done = if isolate.is_empty() {
             HashMap::new()
@@ -638,6 +663,24 @@ mod tests {
         );
         let id = t.add("{{ args.q }}").unwrap();
         assert_eq!(text(&t, &id, &json!({"args": {}})).unwrap(), "");
+    }
+
+    #[test]
+    fn one_value_in_fixed_text_renders_as_the_engine_renders_it() {
+        let mut t = Templates::new();
+        let bearer = t.add("Bearer {{ secrets.KEY }}").unwrap();
+        let id = t.add("id-{{ args.n }}.").unwrap();
+        let data = json!({"args": {"n": "a&b<c>"}, "secrets": {"KEY": "k \"1\""}});
+        assert_eq!(text(&t, &bearer, &data).unwrap(), "Bearer k \"1\"");
+        assert_eq!(text(&t, &id, &data).unwrap(), "id-a&b<c>.");
+        // Not a string, or not there: the engine's output and errors.
+        let data = json!({"args": {"n": 5}, "secrets": {}});
+        assert_eq!(text(&t, &id, &data).unwrap(), "id-5.");
+        assert!(text(&t, &bearer, &data).unwrap_err().contains("undefined"));
+        let data = json!({"args": {}});
+        assert!(text(&t, &id, &data)
+            .unwrap_err()
+            .contains("`args.n` is undefined"));
     }
 
     #[test]

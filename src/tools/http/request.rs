@@ -37,34 +37,15 @@ pub(super) async fn prepare_parsed(
             || json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query }),
         )
     };
-    let plain = templates::Ctx::call(args, &whole);
-
-    let mut url = match http.literal_url.get() {
-        Some(url) => url.clone(),
-        None => {
-            let text = build_url(http, args, &whole, env).await?;
-            let url = url::Url::parse(text.trim()).map_err(|e| {
-                invalid(format!(
-                    "the URL `{}` is not valid ({e}); check the arguments that go into it",
-                    short(&text, &env.secrets.redactor())
-                ))
-            })?;
-            // A URL written without templates is the same on every call: parsed once.
-            if templates.is_plain(&http.url) && matches!(url.scheme(), "http" | "https") {
-                let _ = http.literal_url.set(url.clone());
-            }
-            url
-        }
+    let secret = |name: &str| env.secrets.get(name);
+    let parts = templates::CallParts {
+        args,
+        secret: &secret,
+        whole: &whole,
     };
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(ToolError::new(
-            ErrorKind::Denied,
-            format!(
-                "only http and https URLs may be called, not `{}:`",
-                url.scheme()
-            ),
-        ));
-    }
+    let plain = templates::Ctx::call(parts);
+
+    let mut url = parsed_url(http, parts, env).await?;
     if !http.query.is_empty() {
         let mut pairs = Vec::new();
         for (key, tv) in &http.query {
@@ -145,6 +126,43 @@ pub(super) async fn prepare_parsed(
     Ok((req, url))
 }
 
+/// The URL the call goes to, rendered and parsed, http or https.
+async fn parsed_url<'a>(
+    http: &'a HttpTool,
+    parts: templates::CallParts<'a>,
+    env: &ToolEnv<'_>,
+) -> Result<url::Url, ToolError> {
+    let url = match http.literal_url.get() {
+        Some(url) => url.clone(),
+        None => {
+            let text = build_url(http, parts, env).await?;
+            let url = url::Url::parse(text.trim()).map_err(|e| {
+                invalid(format!(
+                    "the URL `{}` is not valid ({e}); check the arguments that go into it",
+                    short(&text, &env.secrets.redactor())
+                ))
+            })?;
+            // A URL written without templates is the same on every call: parsed once.
+            if env.registry.templates.is_plain(&http.url)
+                && matches!(url.scheme(), "http" | "https")
+            {
+                let _ = http.literal_url.set(url.clone());
+            }
+            url
+        }
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::new(
+            ErrorKind::Denied,
+            format!(
+                "only http and https URLs may be called, not `{}:`",
+                url.scheme()
+            ),
+        ));
+    }
+    Ok(url)
+}
+
 fn render_error(what: &str, e: templates::RenderError) -> ToolError {
     crate::tools::render_error(&format!("could not build {what}"), e)
 }
@@ -167,15 +185,14 @@ fn render_error(what: &str, e: templates::RenderError) -> ToolError {
 /// call and every redirect, is what keeps it in bounds.
 async fn build_url<'a>(
     http: &'a HttpTool,
-    args: &'a Value,
-    whole: &'a (dyn Fn() -> &'a Value + Sync),
+    parts: templates::CallParts<'a>,
     env: &ToolEnv<'_>,
 ) -> Result<String, ToolError> {
     let templates = &env.registry.templates;
     let raw_secrets: &[String] = match &http.origin {
         UrlOrigin::WholeArgument => {
             return templates
-                .render_text(&http.url, &templates::Ctx::call(args, whole))
+                .render_text(&http.url, &templates::Ctx::call(parts))
                 .await
                 .map_err(|e| render_error("the URL", e));
         }
@@ -183,10 +200,7 @@ async fn build_url<'a>(
         UrlOrigin::Literal(_) => &[],
     };
     let url = templates
-        .render_text(
-            &http.url,
-            &templates::Ctx::url_call(args, whole, raw_secrets),
-        )
+        .render_text(&http.url, &templates::Ctx::url_call(parts, raw_secrets))
         .await
         .map_err(|e| render_error("the URL", e))?;
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
