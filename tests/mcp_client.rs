@@ -832,17 +832,13 @@ fn a_gateway_opens_one_upstream_session_per_client_session() {
             "          - answer: unused",
         ),
     );
-    let mut serve = toolrun()
-        .env("NOTES_KEY", SECRET)
-        .arg("serve")
-        .arg(&spec_path)
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolrun serve");
-    let (url, _stderr) = support::served_url(&mut serve);
+    let (mut serve, url, _stderr) = support::spawn_served(
+        toolrun()
+            .env("NOTES_KEY", SECRET)
+            .arg("serve")
+            .arg(&spec_path)
+            .args(["--http", "127.0.0.1:0"]),
+    );
     let plan = json!([{ "name": "search_notes", "arguments": { "query": "milk" } }]);
     for _ in 0..2 {
         let mut cmd = Command::new(python::python());

@@ -9,22 +9,17 @@ mod npm;
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 #[test]
 fn the_official_conformance_suite_passes_every_scenario_a_tool_server_offers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut serve = support::toolrun();
-    let mut serve = serve
-        .arg("serve")
-        .arg(root.join("specs/mcp_conformance_server.yaml"))
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolrun serve");
-    let (url, _stderr) = support::served_url(&mut serve);
+    let (mut serve, url, _stderr) = support::spawn_served(
+        support::toolrun()
+            .arg("serve")
+            .arg(root.join("specs/mcp_conformance_server.yaml"))
+            .args(["--http", "127.0.0.1:0"]),
+    );
 
     let results = support::temp_dir("mcp-conformance");
     let mut suite = Command::new(npm::node());

@@ -10,7 +10,7 @@ mod support;
 
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Secrets the example specs declare: any value will do, nothing is sent anywhere.
 const SECRETS: &[&str] = &["NOTES_KEY", "JOBS_API_KEY", "WEATHER_KEY"];
@@ -71,17 +71,11 @@ impl Drop for Http {
 
 fn serve_http(spec: &Path) -> Http {
     let mut cmd = support::toolrun();
-    cmd.arg("serve")
-        .arg(spec)
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    cmd.arg("serve").arg(spec).args(["--http", "127.0.0.1:0"]);
     for s in SECRETS {
         cmd.env(s, "example-secret-0123456789");
     }
-    let mut child = cmd.spawn().expect("start toolrun serve");
-    let (url, _stderr) = support::served_url(&mut child);
+    let (child, url, _stderr) = support::spawn_served(&mut cmd);
     Http { child, url }
 }
 

@@ -277,15 +277,11 @@ impl HttpServe {
         cmd.arg("serve")
             .arg(spec)
             .args(["--http", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .args(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("start toolrun serve");
-        let (url, stderr) = support::served_url(&mut child);
+        let (child, url, stderr) = support::spawn_served(&mut cmd);
         HttpServe { child, url, stderr }
     }
 

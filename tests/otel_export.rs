@@ -672,12 +672,8 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
     serve
         .arg("serve")
         .arg(&spec)
-        .args(["--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = serve.spawn().expect("start toolrun serve");
-    let (url, mut stderr) = support::served_url(&mut child);
+        .args(["--http", "127.0.0.1:0"]);
+    let (mut child, url, mut stderr) = support::spawn_served(&mut serve);
     let headers = json!({ "traceparent": format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01") });
     let mut client = Command::new(python::python());
     client

@@ -110,6 +110,25 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
     run_with_timeout(cmd, Some(stdin), DEFAULT_RUN_TIMEOUT)
 }
 
+/// Starts `cmd` (`toolrun serve … --http ADDR`) with stdin and stdout closed, and reads the URL
+/// it announces (see [`served_url`]).
+pub fn spawn_served(
+    cmd: &mut Command,
+) -> (
+    std::process::Child,
+    String,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start toolrun serve");
+    let (url, stderr) = served_url(&mut child);
+    (child, url, stderr)
+}
+
 /// The URL `toolrun serve --http ADDR` announces on the first line of its stderr (spawned with
 /// stderr piped), and the rest of that stderr: keep the reader alive while the server runs, or
 /// its later writes meet a closed pipe.
