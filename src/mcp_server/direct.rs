@@ -257,16 +257,21 @@ struct Span {
 
 /// The call through [`ServedSession::call`], with the same span as rmcp's handler gives it;
 /// its notifications go to `stream`, a `reconnect` hangs up `hangup`.
-async fn call_alone(call: Call, span: Span, stream: &Stream, hangup: &Hangup) -> Value {
+async fn call_alone(
+    call: Call,
+    span: Option<Span>,
+    stream: Option<&Stream>,
+    hangup: Option<&Hangup>,
+) -> Value {
     let session = &call.session;
     let Some(peer) = session.peer() else {
         return super::server::error_result("execution_error", "the session has not initialised");
     };
-    let start = crate::telemetry::clock();
+    let start = span.as_ref().and_then(|_| crate::telemetry::clock());
     let traced = start.map(|_| call.arguments.clone());
-    let origin = Origin::Client(peer, call.progress.clone(), Some(hangup), Some(stream));
+    let origin = Origin::Client(peer, call.progress.clone(), hangup, stream);
     let response = session.call(&call.name, call.arguments, origin).await;
-    if let Some(start) = start {
+    if let (Some(start), Some(span)) = (start, span) {
         let req = telemetry::Request {
             method: "tools/call",
             tool: Some(&call.name),
@@ -347,7 +352,8 @@ pub(crate) async fn answer(
 ) -> Response<Body> {
     let started = Instant::now();
     let id = call.id.clone();
-    let span = Span {
+    // What only a span reads is made only when spans are exported.
+    let span = crate::telemetry::clock().map(|_| Span {
         session_id: session.to_string(),
         traceparent: call
             .traceparent
@@ -357,14 +363,21 @@ pub(crate) async fn answer(
             Value::String(s) => s.clone(),
             other => other.to_string(),
         },
-    };
-    let (stream, mut notices) = tokio::sync::mpsc::unbounded_channel::<Value>();
-    let hangup = Hangup::new();
-    let mut hung_up = hangup.subscribe();
+    });
+    // A call that can send nothing before its result (most) needs no channel for that (a
+    // channel's first block is over a kilobyte) and nothing to hang up.
+    let (stream, mut notices, hangup) =
+        if call.session.may_notify(&call.name, call.progress.is_some()) {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+            (Some(tx), Some(rx), Some(Hangup::new()))
+        } else {
+            (None, None, None)
+        };
+    let mut hung_up = hangup.as_ref().map(Hangup::subscribe);
     let work = {
         let hangup = hangup.clone();
         Box::pin(async move {
-            let result = call_alone(call, span, &stream, &hangup).await;
+            let result = call_alone(call, span, stream.as_ref(), hangup.as_ref()).await;
             drop(busy);
             result
         })
@@ -375,18 +388,20 @@ pub(crate) async fn answer(
     let mut result = None;
     tokio::select! {
         biased;
-        done = &mut running => match notices.try_recv() {
+        done = &mut running => match notices.as_mut().and_then(|n| n.try_recv().ok()) {
             // What the call sent before its result is in the channel by the time it returns;
             // a call that asked its client to come back later answers it there.
-            Err(_) if !*hung_up.borrow() => return json_answer(&id, &done),
-            Err(_) => result = Some(done),
-            Ok(first) => {
+            None if !hangup.as_ref().is_some_and(Hangup::is_hung_up) => {
+                return json_answer(&id, &done)
+            }
+            None => result = Some(done),
+            Some(first) => {
                 early.push(first);
                 result = Some(done);
             }
         },
-        Some(first) = notices.recv() => early.push(first),
-        _ = hung_up.changed() => {}
+        Some(first) = next(&mut notices) => early.push(first),
+        _ = changed(&mut hung_up) => {}
         _ = long_call => {}
     }
     let streamed = Streamed {
@@ -396,7 +411,30 @@ pub(crate) async fn answer(
         early,
         notices,
     };
-    event_stream(store, session, &hangup, streamed)
+    event_stream(
+        store,
+        session,
+        &hangup.unwrap_or_else(Hangup::new),
+        streamed,
+    )
+}
+
+/// The next notification, if the call has a channel for them.
+async fn next(notices: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Value>>) -> Option<Value> {
+    match notices {
+        Some(n) => n.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the call hangs up its client (a `reconnect`), if it can.
+async fn changed(hung_up: &mut Option<watch::Receiver<bool>>) {
+    if let Some(h) = hung_up {
+        if h.changed().await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -427,7 +465,7 @@ struct Streamed {
     work: Option<Work>,
     result: Option<Value>,
     early: Vec<Value>,
-    notices: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    notices: Option<tokio::sync::mpsc::UnboundedReceiver<Value>>,
 }
 
 /// One event of a call's stream.
@@ -462,7 +500,7 @@ fn event_stream(
                 // A client gone away is no reason to stop: the events are still kept.
                 tokio::select! {
                     biased;
-                    Some(message) = call.notices.recv() => {
+                    Some(message) = next(&mut call.notices) => {
                         let _ = tx.send(event(&message)).await;
                     }
                     result = &mut work => break result,
@@ -472,7 +510,7 @@ fn event_stream(
                 }
             },
         };
-        while let Ok(message) = call.notices.try_recv() {
+        while let Some(message) = call.notices.as_mut().and_then(|n| n.try_recv().ok()) {
             let _ = tx.send(event(&message)).await;
         }
         let response = serde_json::json!({ "jsonrpc": "2.0", "id": call.id, "result": result });

@@ -439,11 +439,9 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
 
 /// A JSON POST: a `tools/call` that needs nothing of rmcp's is answered here (`direct`);
 /// anything else goes to rmcp, and its single-message answers are made JSON (`answer`).
-async fn post(guard: &Guard, mut req: Request<Incoming>, session: Option<&str>) -> Response<Body> {
-    let hangup = resume::Hangup::new();
-    req.extensions_mut().insert(hangup.clone());
+async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> Response<Body> {
     let busy = session.and_then(|s| Busy::new(guard, s));
-    let (parts, body) = match super::jsonrpc::read(req).await {
+    let (mut parts, body) = match super::jsonrpc::read(req).await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
@@ -456,6 +454,9 @@ async fn post(guard: &Guard, mut req: Request<Incoming>, session: Option<&str>) 
             }
         }
     }
+    // The call's hang-up reaches rmcp's handler with the request (see `resume`).
+    let hangup = resume::Hangup::new();
+    parts.extensions.insert(hangup.clone());
     let resp = super::jsonrpc::post(&guard.service, parts, body).await;
     if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) {
         answer::answer(&guard.store, session, &hangup, resp, busy).await

@@ -39,6 +39,10 @@ impl Hangup {
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
         self.0.subscribe()
     }
+
+    pub(crate) fn is_hung_up(&self) -> bool {
+        *self.0.borrow()
+    }
 }
 
 #[derive(Default)]

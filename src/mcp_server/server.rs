@@ -223,7 +223,7 @@ impl ServedSession {
         arguments: &Value,
         now_unix_ms: i64,
         approved_once: bool,
-        notify: &Arc<Notifier>,
+        notify: Option<&Arc<Notifier>>,
     ) -> CallOutcome {
         let served = &*self.served;
         let mut engine = served.setup.engine(&served.registry);
@@ -233,11 +233,24 @@ impl ServedSession {
         if approved_once {
             opts.approvals.insert(name.to_string());
         }
-        opts.notify = Some(notify.clone());
+        opts.notify = notify.cloned();
         opts.session = Some(self.numbered().clone());
         engine
             .call_in_session(&self.state, name, arguments.clone(), &opts)
             .await
+    }
+
+    /// Whether a call of `name` can send its client anything before its result: a mock's
+    /// `notify:` items, an HTTP tool's retries and downloads when the client asked for progress
+    /// (`progress`), a remote MCP tool's. Nothing is set up to forward for the others.
+    pub(crate) fn may_notify(&self, name: &str, progress: bool) -> bool {
+        use crate::registry::ToolKind;
+        match self.served.registry.tool(name).map(|t| &t.kind) {
+            Some(ToolKind::Mock(responses)) => responses.iter().any(|r| r.notify.is_some()),
+            Some(ToolKind::Http(_)) => progress,
+            Some(ToolKind::Mcp(_)) => true,
+            _ => false,
+        }
     }
 
     /// Asks whoever can confirm a call that is waiting for a person; `None` when nobody can.
@@ -278,31 +291,36 @@ impl ServedSession {
         };
         // Notices go out in order, each before the result, sent as they come by a future that
         // runs beside the call (in the same task: a task spawned per call costs more).
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
-        let forwarding = match &origin {
-            Origin::Client(peer, token, hangup, stream) => Some(forward(
-                (*peer).clone(),
-                token.clone(),
-                ((*hangup).cloned(), (*stream).cloned()),
-                self.log_level.clone(),
-                rx,
-            )),
-            Origin::Recording { .. } => None,
+        let (notify, forwarding) = match &origin {
+            Origin::Client(peer, token, hangup, stream)
+                if self.may_notify(name, token.is_some()) =>
+            {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Notice>();
+                let notify: Arc<Notifier> = Arc::new(move |n: Notice| {
+                    let _ = tx.send(n);
+                });
+                let forwarding = forward(
+                    (*peer).clone(),
+                    token.clone(),
+                    ((*hangup).cloned(), (*stream).cloned()),
+                    self.log_level.clone(),
+                    rx,
+                );
+                (Some(notify), Some(forwarding))
+            }
+            _ => (None, None),
         };
-        let notify: Arc<Notifier> = Arc::new(move |n: Notice| {
-            let _ = tx.send(n);
-        });
         let arguments_ref = &arguments;
         let work = async move {
             let mut outcome = self
-                .attempt(name, arguments_ref, now_unix_ms, false, &notify)
+                .attempt(name, arguments_ref, now_unix_ms, false, notify.as_ref())
                 .await;
             let mut confirmation = None;
             if let Some(pending) = &outcome.pending {
                 confirmation = self.confirmation(pending, origin).await;
                 if confirmation.as_ref().is_some_and(Confirmation::granted) {
                     outcome = self
-                        .attempt(name, arguments_ref, now_unix_ms, true, &notify)
+                        .attempt(name, arguments_ref, now_unix_ms, true, notify.as_ref())
                         .await;
                 }
             }
