@@ -96,6 +96,13 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
             }
         }
     });
+    // Whatever ended the session, what was recorded is written, before the remote servers are
+    // ended: a stdio client that closed stdin gives its server 2 s before SIGTERM and SIGKILL
+    // (the official SDKs), and a stdio server's helpers that ignore SIGTERM take that long to
+    // end. Ending them records nothing.
+    if let (Some(path), Some(tape)) = (&args.record, &tape) {
+        write_session_fixture(path, &args.spec, &served, tape)?;
+    }
     // The sessions this one opened with remote MCP servers end with it: its own, and each
     // client session's.
     // All at once: a client that closed stdio gives its server little time to exit.
@@ -109,10 +116,6 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     rt.block_on(futures_util::future::join_all(
         envs.iter().map(crate::tools::mcp::end_all),
     ));
-    // Whatever ended the session, what was recorded is written.
-    if let (Some(path), Some(tape)) = (&args.record, &tape) {
-        write_session_fixture(path, &args.spec, &served, tape)?;
-    }
     // Over stdio, stdin is read by a blocking thread that a dropped runtime waits for until the
     // client closes stdin: a SIGTERM'd server would hang there.
     rt.shutdown_background();
