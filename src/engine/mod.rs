@@ -164,6 +164,9 @@ pub(crate) struct CallOutcome {
     /// Which try at admission of its session this was (0 outside a session): a session's calls
     /// may end in another order than they were admitted.
     pub(crate) seq: u32,
+    /// The text a model reads of a successful call (masked and cut to the limit), which is an
+    /// MCP result's text too: made once, not again from the result.
+    pub(crate) observation: Option<String>,
 }
 
 /// Why a call may not run, and whether that also ends the run.
@@ -322,6 +325,7 @@ impl<'a> Engine<'a> {
                     }),
                     pending: None,
                     seq: 0,
+                    observation: None,
                 };
             }
         }

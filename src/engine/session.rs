@@ -58,8 +58,17 @@ impl<'a> Engine<'a> {
         let (result, timing) = self.execute_one(&call, tool, &args, fault, opts).await;
         let mut st = session.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
-        let _ = self.observe(&mut st, &call, tool, args, result, timing);
-        self.outcome(&mut st, seq)
+        let (message, _) = self.observe(&mut st, &call, tool, args, result, timing);
+        let mut outcome = self.outcome(&mut st, seq);
+        if let crate::models::Message::Tool {
+            content,
+            is_error: false,
+            ..
+        } = message
+        {
+            outcome.observation = Some(content);
+        }
+        outcome
     }
 
     /// The call just admitted or observed, taken out of the session's state, which keeps only
@@ -74,6 +83,7 @@ impl<'a> Engine<'a> {
             error,
             pending: st.pending.take(),
             seq,
+            observation: None,
         };
         st.messages.clear();
         st.results.clear();

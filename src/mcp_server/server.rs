@@ -331,7 +331,7 @@ impl ServedSession {
             drop(notify);
             (outcome, confirmation, seq)
         };
-        let ((outcome, confirmation, seq), ()) = tokio::join!(work, async {
+        let ((mut outcome, confirmation, seq), ()) = tokio::join!(work, async {
             if let Some(f) = forwarding {
                 f.await;
             }
@@ -341,7 +341,7 @@ impl ServedSession {
                 let (kind, message) = answer.refusal(&p.name);
                 error_result(kind, &message)
             }
-            _ => to_mcp_result(&outcome),
+            _ => to_mcp_result(&mut outcome, served.log.is_some()),
         };
         served.setup.redactor.value(&mut response);
         served.setup.events.emit_with("mcp_call", || {
@@ -504,7 +504,9 @@ pub(crate) fn error_result(kind: &str, message: &str) -> Value {
 /// The engine's outcome as an MCP `CallToolResult`: the tool's own content items when it gave
 /// more than text, else text content (what a model reads) and `structuredContent` when the
 /// result is JSON; `isError` with the error kind and message.
-pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
+/// The result's text is the call's observation, which the engine made; the result itself is
+/// moved into it unless the outcome is `kept` whole (for a recording).
+pub(crate) fn to_mcp_result(outcome: &mut CallOutcome, kept: bool) -> Value {
     if let Some(p) = &outcome.pending {
         return error_result(
             "needs_confirmation",
@@ -517,23 +519,28 @@ pub(crate) fn to_mcp_result(outcome: &CallOutcome) -> Value {
     if let Some(e) = &outcome.error {
         return error_result(e.kind.as_str(), &e.message);
     }
-    let Some(entry) = &outcome.result else {
+    let text = outcome.observation.take();
+    let Some(entry) = &mut outcome.result else {
         return error_result("execution_error", "the tool produced no result");
     };
     // Content items beyond text (a mock's `content:`, a remote MCP tool's images, audio and
     // resources) are served as the tool gave them, with its `structuredContent`.
-    if let Some(kept) = entry.mcp.as_ref().filter(|k| k["content"].is_array()) {
-        let mut result = json!({ "content": kept["content"], "isError": false });
-        if let Some(s) = kept.get("structuredContent").filter(|s| s.is_object()) {
+    if let Some(items) = entry.mcp.as_ref().filter(|k| k["content"].is_array()) {
+        let mut result = json!({ "content": items["content"], "isError": false });
+        if let Some(s) = items.get("structuredContent").filter(|s| s.is_object()) {
             result["structuredContent"] = s.clone();
         }
         return result;
     }
-    let value = entry.result.clone().unwrap_or(Value::Null);
-    let text = match &value {
+    let value = match kept {
+        true => entry.result.clone(),
+        false => entry.result.take(),
+    }
+    .unwrap_or(Value::Null);
+    let text = text.unwrap_or_else(|| match &value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
-    };
+    });
     let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": false });
     // `structuredContent` is an object; other JSON is wrapped so clients still get it typed.
     // A truncated result is text with a marker, not JSON any more.
