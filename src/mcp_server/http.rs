@@ -393,7 +393,7 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
         .map(String::from);
     match &session {
         Some(id) => saw_session(guard, id),
-        None if req.method() == hyper::Method::POST => make_room(guard).await,
+        None if req.method() == hyper::Method::POST => Box::pin(make_room(guard)).await,
         None => {}
     }
     match *req.method() {
@@ -417,7 +417,7 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
             };
             match resumed {
                 Some(resp) => resp,
-                None => guard.service.handle(req).await,
+                None => Box::pin(guard.service.handle(req)).await,
             }
         }
         hyper::Method::DELETE => {
@@ -425,7 +425,7 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
                 guard.store.forget(s);
                 guard.direct.remove(s);
             }
-            let mut resp = guard.service.handle(req).await;
+            let mut resp = Box::pin(guard.service.handle(req)).await;
             // rmcp answers 202; the specification's clients expect 200 or 204 for a session
             // that ended (the Python SDK logs "Session termination failed: 202" otherwise).
             if resp.status() == StatusCode::ACCEPTED {
@@ -433,7 +433,9 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
             }
             resp
         }
-        _ => guard.service.handle(req).await,
+        // rmcp's futures are large: boxed, they do not make every request's future as large,
+        // which is moved (copied) several times on its way to hyper.
+        _ => Box::pin(guard.service.handle(req)).await,
     }
 }
 
@@ -457,9 +459,9 @@ async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> R
     // The call's hang-up reaches rmcp's handler with the request (see `resume`).
     let hangup = resume::Hangup::new();
     parts.extensions.insert(hangup.clone());
-    let resp = super::jsonrpc::post(&guard.service, parts, body).await;
+    let resp = Box::pin(super::jsonrpc::post(&guard.service, parts, body)).await;
     if resp.status() == StatusCode::OK && is_event_stream(resp.headers()) {
-        answer::answer(&guard.store, session, &hangup, resp, busy).await
+        Box::pin(answer::answer(&guard.store, session, &hangup, resp, busy)).await
     } else {
         resp
     }
