@@ -1766,15 +1766,8 @@ fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
     assert!(answer.contains(r#"\"waited\":true"#), "{answer}");
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
-    let served: Vec<&Value> = recorded["exchanges"]
-        .as_array()
-        .expect("exchanges")
-        .iter()
-        .filter(|e| e["kind"] == "served")
-        .collect();
-    assert_eq!(served.len(), 1, "{recorded:#}");
+    let served = served_calls(&fixture);
+    assert_eq!(served.len(), 1, "{served:#?}");
     assert_eq!(served[0]["request"]["body"]["name"], "wait");
     replay(&fixture, &spec).assert_success();
 }
@@ -1843,15 +1836,7 @@ fn stdio_sigterm_answers_the_call_in_flight_and_exits_with_stdin_open() {
         answer["result"]["structuredContent"],
         json!({ "waited": true })
     );
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
-    let served = recorded["exchanges"]
-        .as_array()
-        .expect("exchanges")
-        .iter()
-        .filter(|e| e["kind"] == "served")
-        .count();
-    assert_eq!(served, 1, "{recorded:#}");
+    assert_eq!(served_calls(&fixture).len(), 1);
     replay(&fixture, &spec).assert_success();
 }
 
@@ -1997,21 +1982,7 @@ fn a_long_call_answered_without_rmcp_outlives_its_client() {
     let body = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call",
         "params": { "name": "wait", "arguments": {} } })
     .to_string();
-    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        serve.authority(),
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    stream.write_all(req.as_bytes()).expect("send");
+    let mut stream = serve.send("POST", "/mcp", &headers, &body, Duration::from_secs(10));
     // Read until the priming event has come, then hang up with the call still held.
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
@@ -2046,17 +2017,22 @@ fn a_long_call_answered_without_rmcp_outlives_its_client() {
     );
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
+    assert_eq!(served_calls(&fixture).len(), 1);
+    replay(&fixture, &spec).assert_success();
+    drop(server);
+}
+
+/// The `served` exchanges of a `serve --record` fixture: the calls it recorded.
+fn served_calls(fixture: &Path) -> Vec<Value> {
     let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
-    let served = recorded["exchanges"]
+        serde_json::from_str(&std::fs::read_to_string(fixture).expect("fixture")).expect("JSON");
+    recorded["exchanges"]
         .as_array()
         .expect("exchanges")
         .iter()
         .filter(|e| e["kind"] == "served")
-        .count();
-    assert_eq!(served, 1, "{recorded:#}");
-    replay(&fixture, &spec).assert_success();
-    drop(server);
+        .cloned()
+        .collect()
 }
 
 /// A client that hangs up on a call within its first second (the answer would have been one
@@ -2081,18 +2057,8 @@ fn a_call_whose_client_hangs_up_early_still_runs_to_its_end() {
     let body = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call",
         "params": { "name": "wait", "arguments": {} } })
     .to_string();
-    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        serve.authority(),
-        body.len()
-    );
-    for (k, v) in in_session(&session, "2025-11-25") {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    stream.write_all(req.as_bytes()).expect("send");
+    let headers = in_session(&session, "2025-11-25");
+    let stream = serve.send("POST", "/mcp", &headers, &body, Duration::from_secs(10));
     // The call has reached its tool: hang up, then let the tool answer.
     assert_eq!(
         server.wait_for_requests(1, Duration::from_secs(30)).len(),
@@ -2115,14 +2081,6 @@ fn a_call_whose_client_hangs_up_early_still_runs_to_its_end() {
     assert_eq!(calls[0]["is_error"], false, "{:?}", calls[0]);
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
-    let served = recorded["exchanges"]
-        .as_array()
-        .expect("exchanges")
-        .iter()
-        .filter(|e| e["kind"] == "served")
-        .count();
-    assert_eq!(served, 1, "{recorded:#}");
+    assert_eq!(served_calls(&fixture).len(), 1);
     replay(&fixture, &spec).assert_success();
 }
