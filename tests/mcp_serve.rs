@@ -1556,16 +1556,7 @@ fn sessions_reuse_connections_to_a_tools_host() {
 /// one by one, so call ids, limits and loop counts come out as they did and the session replays.
 #[test]
 fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
-    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-    let gate = released.clone();
-    let server = TestServer::start(move |_| {
-        let (open, cv) = &*gate;
-        let open = open.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = cv
-            .wait_timeout_while(open, Duration::from_secs(30), |open| !*open)
-            .unwrap_or_else(|e| e.into_inner());
-        Response::json(200, json!({ "waited": true }))
-    });
+    let (server, released) = gated_server();
     let port = server.addr().port();
     let dir = support::temp_dir("mcp-serve-record-order");
     let spec = dir.join("order.yaml");
@@ -1600,9 +1591,7 @@ fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
             // The budget of two is spent: the third is refused while `wait` still runs.
             let third = serve.exchange("POST", "/mcp", headers, &call(3, "quick"));
             assert!(third.contains("limit_exceeded"), "{third}");
-            let (open, cv) = &*released;
-            *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            cv.notify_all();
+            open_gate(&released);
             waiting.join().expect("the waiting call")
         })
     };
@@ -1698,18 +1687,14 @@ fn a_call_confirmed_while_another_runs_records_and_replays_in_admission_order() 
     );
 }
 
-/// A spec whose one tool, `wait`, calls a local server that answers only once the test opens
-/// the gate (or after 30 s): a call the test can hold in flight.
-#[allow(clippy::type_complexity)]
-fn held_call_spec(
-    name: &str,
-) -> (
-    TestServer,
-    std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-    support::TempDir,
-    PathBuf,
-) {
-    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+/// Opened by the test to let a [`gated_server`]'s answers go.
+type Gate = std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>;
+
+/// A local server that answers every request `{"waited": true}` only once the test opens the
+/// gate (or after 30 s).
+fn gated_server() -> (TestServer, Gate) {
+    let released: Gate =
+        std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let gate = released.clone();
     let server = TestServer::start(move |_| {
         let (open, cv) = &*gate;
@@ -1719,6 +1704,18 @@ fn held_call_spec(
             .unwrap_or_else(|e| e.into_inner());
         Response::json(200, json!({ "waited": true }))
     });
+    (server, released)
+}
+
+fn open_gate(gate: &Gate) {
+    let (open, cv) = &**gate;
+    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    cv.notify_all();
+}
+
+/// A spec whose one tool, `wait`, calls a [`gated_server`]: a call the test can hold in flight.
+fn held_call_spec(name: &str) -> (TestServer, Gate, support::TempDir, PathBuf) {
+    let (server, released) = gated_server();
     let port = server.addr().port();
     let dir = support::temp_dir(name);
     let spec = dir.join("stop.yaml");
@@ -1758,9 +1755,7 @@ fn a_call_in_flight_at_sigterm_is_answered_and_recorded() {
             .status();
         // The call ends after the signal has arrived, well within the time it is given.
         std::thread::sleep(Duration::from_millis(500));
-        let (open, cv) = &*released;
-        *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
+        open_gate(&released);
         answer.join().expect("the call")
     });
     assert!(answer.contains(r#"\"waited\":true"#), "{answer}");
@@ -1817,9 +1812,7 @@ fn stdio_sigterm_answers_the_call_in_flight_and_exits_with_stdin_open() {
         .status();
     // The call ends after the signal has arrived, well within the time it is given.
     std::thread::sleep(Duration::from_millis(500));
-    let (open, cv) = &*released;
-    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
-    cv.notify_all();
+    open_gate(&released);
     // stdin stays open meanwhile: the server must exit on the signal alone.
     let out = rx.recv_timeout(Duration::from_secs(60));
     let _ = child.kill();
@@ -1999,9 +1992,7 @@ fn a_long_call_answered_without_rmcp_outlives_its_client() {
     );
     drop(stream);
     let last = first_event_id(&away);
-    let (open, cv) = &*released;
-    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
-    cv.notify_all();
+    open_gate(&released);
     let back = serve.exchange("GET", "/mcp", &resuming(&session, &last), "");
     let got = messages(&back);
     let result = got
@@ -2066,9 +2057,7 @@ fn a_call_whose_client_hangs_up_early_still_runs_to_its_end() {
     );
     drop(stream);
     std::thread::sleep(Duration::from_millis(100));
-    let (open, cv) = &*released;
-    *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
-    cv.notify_all();
+    open_gate(&released);
     let mut calls = Vec::new();
     for _ in 0..200 {
         calls = support::events_named(&events, "mcp_call");
