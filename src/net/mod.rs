@@ -549,6 +549,18 @@ fn decoded(mut resp: HttpResponse, max_bytes: u64) -> Result<HttpResponse, NetEr
     Ok(resp)
 }
 
+/// What happened, as the innermost cause of an error says it ("Connection refused (os error
+/// 111)"): the outer ones add only what the caller already knows.
+fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message = s.to_string();
+        source = s.source();
+    }
+    message
+}
+
 fn classify(e: reqwest::Error) -> NetError {
     if e.is_timeout() {
         return NetError::Timeout;
@@ -556,12 +568,7 @@ fn classify(e: reqwest::Error) -> NetError {
     // reqwest's own text names the URL, which may hold a secret and says nothing the caller does
     // not know; the innermost cause ("Connection refused (os error 111)") is what happened.
     let e = e.without_url();
-    let mut msg = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        msg = s.to_string();
-        source = s.source();
-    }
+    let msg = innermost(&e);
     if e.is_connect() {
         NetError::Connect(msg)
     } else {

@@ -7,7 +7,7 @@
 //! */*`, is never missing from an HTTP tool's request), `Host` and `Content-Length` by hyper, and
 //! the connection set up and pooled as reqwest sets up its own.
 
-use super::{HttpRequest, NetError};
+use super::{innermost, HttpRequest, NetError};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -71,16 +71,4 @@ pub(super) async fn send(
 /// A body that broke off while it was read.
 pub(super) fn body_error(e: hyper::Error) -> NetError {
     NetError::Io(innermost(&e))
-}
-
-/// What happened, as reqwest's errors are reported (`super::classify`): the innermost cause
-/// ("Connection refused (os error 111)").
-fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message = s.to_string();
-        source = s.source();
-    }
-    message
 }
