@@ -17,7 +17,7 @@
 
 use super::answer::LONG_CALL;
 use super::resume::{self, Hangup};
-use super::server::{Origin, ServedSession, Stream};
+use super::server::{Origin, Running, ServedSession, Stream};
 use crate::telemetry::mcp as telemetry;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -135,23 +135,14 @@ impl Ticker {
     /// while it waits.
     async fn long_after(&self, since: Instant) {
         let mut ticks = self.tick.subscribe();
-        if self.running.fetch_add(1, Ordering::AcqRel) == 0 {
-            self.started.notify_one();
-        }
-        let _counted = Counted(&self.running);
+        let _running = Running::new(&self.running);
+        // A wake-up the ticker does not need (it was ticking) costs it one tick at most.
+        self.started.notify_one();
         while since.elapsed() < LONG_CALL {
             if ticks.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
         }
-    }
-}
-
-struct Counted<'a>(&'a AtomicUsize);
-
-impl Drop for Counted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -333,11 +324,8 @@ fn loopback_host(headers: &HeaderMap) -> bool {
     else {
         return false;
     };
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name.eq_ignore_ascii_case("localhost")
+    let name = super::http::host_name(host);
+    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
 }
 
 /// Runs the call and answers it: one JSON body, or an event stream kept for resumption when
@@ -443,14 +431,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// A JSON-RPC response of `result`, as one JSON body.
 fn json_answer(id: &Value, result: &Value) -> Response<Body> {
-    let mut body = Vec::with_capacity(256);
-    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // Writing JSON values into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut body, id);
-    body.extend_from_slice(b",\"result\":");
-    let _ = serde_json::to_writer(&mut body, result);
-    body.push(b'}');
-    let mut resp = Response::new(Full::new(Bytes::from(body)).boxed());
+    let mut resp = Response::new(Full::new(Bytes::from(response(id, result))).boxed());
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
@@ -468,12 +449,26 @@ struct Streamed {
     notices: Option<tokio::sync::mpsc::UnboundedReceiver<Value>>,
 }
 
-/// One event of a call's stream.
-fn event(message: &Value) -> Bytes {
-    let mut event = Vec::from(&b"data: "[..]);
-    let _ = serde_json::to_writer(&mut event, message);
-    event.extend_from_slice(b"\n\n");
-    Bytes::from(event)
+/// The JSON-RPC response of `result`, written out as it goes (no JSON tree made for it).
+fn response(id: &Value, result: &Value) -> Vec<u8> {
+    let mut body = Vec::with_capacity(256);
+    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Writing JSON values into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut body, id);
+    body.extend_from_slice(b",\"result\":");
+    let _ = serde_json::to_writer(&mut body, result);
+    body.push(b'}');
+    body
+}
+
+/// One event of a call's stream, holding the message `json`.
+fn event(json: &[u8]) -> Bytes {
+    [&b"data: "[..], json, b"\n\n"].concat().into()
+}
+
+/// A notification of a call's stream.
+fn notification(message: &Value) -> Bytes {
+    event(&serde_json::to_vec(message).unwrap_or_default())
 }
 
 /// A call's event stream: its priming event (an id to come back with, which reaches the client
@@ -489,7 +484,7 @@ fn event_stream(
     let priming = Bytes::from(format!("id: 0\nretry: {}\ndata:\n\n", RETRY.as_millis()));
     tokio::spawn(async move {
         for message in std::mem::take(&mut call.early) {
-            let _ = tx.send(event(&message)).await;
+            let _ = tx.send(notification(&message)).await;
         }
         let mut keep_alive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
@@ -501,7 +496,7 @@ fn event_stream(
                 tokio::select! {
                     biased;
                     Some(message) = next(&mut call.notices) => {
-                        let _ = tx.send(event(&message)).await;
+                        let _ = tx.send(notification(&message)).await;
                     }
                     result = &mut work => break result,
                     _ = keep_alive.tick() => {
@@ -511,10 +506,9 @@ fn event_stream(
             },
         };
         while let Some(message) = call.notices.as_mut().and_then(|n| n.try_recv().ok()) {
-            let _ = tx.send(event(&message)).await;
+            let _ = tx.send(notification(&message)).await;
         }
-        let response = serde_json::json!({ "jsonrpc": "2.0", "id": call.id, "result": result });
-        let _ = tx.send(event(&response)).await;
+        let _ = tx.send(event(&response(&call.id, &result))).await;
     });
     let mut resp = Response::new(resume::channel_body(rx));
     *resp.status_mut() = StatusCode::OK;

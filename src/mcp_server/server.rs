@@ -385,11 +385,11 @@ impl ServedSession {
     }
 }
 
-/// A call counted in [`Served::calls`] until it has been answered and logged.
-struct Running<'a>(&'a AtomicUsize);
+/// A call counted (in [`Served::calls`], say) until it has been answered and logged.
+pub(crate) struct Running<'a>(&'a AtomicUsize);
 
 impl<'a> Running<'a> {
-    fn new(calls: &'a AtomicUsize) -> Running<'a> {
+    pub(crate) fn new(calls: &'a AtomicUsize) -> Running<'a> {
         calls.fetch_add(1, Ordering::SeqCst);
         Running(calls)
     }
