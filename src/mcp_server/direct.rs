@@ -324,7 +324,7 @@ fn loopback_host(headers: &HeaderMap) -> bool {
     else {
         return false;
     };
-    let name = super::http::host_name(host);
+    let name = super::host_name(host);
     name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
 }
 

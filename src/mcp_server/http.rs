@@ -543,17 +543,7 @@ pub(crate) fn origin_allowed(origin: &str, host_header: Option<&str>) -> bool {
     let Some(host) = host_header else {
         return false;
     };
-    host_name(host).eq_ignore_ascii_case(origin_host)
-}
-
-/// A `Host` header's name, without its port and an IPv6 address's brackets (`[::1]:8080`,
-/// `example.com:8080`).
-pub(crate) fn host_name(host: &str) -> &str {
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
-    };
-    name.trim_start_matches('[').trim_end_matches(']')
+    super::host_name(host).eq_ignore_ascii_case(origin_host)
 }
 
 #[cfg(test)]

@@ -39,3 +39,13 @@ pub(crate) async fn connect_remote(
     })
     .await
 }
+
+/// A `Host` header's name, without its port and an IPv6 address's brackets (`[::1]:8080`,
+/// `example.com:8080`).
+pub(crate) fn host_name(host: &str) -> &str {
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    name.trim_start_matches('[').trim_end_matches(']')
+}
