@@ -16,6 +16,7 @@
 //! observe there is rmcp's behaviour.
 
 use super::answer::LONG_CALL;
+use super::result::{error_result, CallResult};
 use super::resume::{self, Hangup};
 use super::server::{Origin, Running, ServedSession, Stream};
 use crate::telemetry::mcp as telemetry;
@@ -26,6 +27,7 @@ use hyper::{Response, StatusCode};
 use rmcp::model::{ProgressToken, ProtocolVersion};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -156,12 +158,16 @@ pub(crate) struct Call {
     progress: Option<ProgressToken>,
 }
 
+/// Read from the body as text checked once (`from_str` checks no string again), borrowing
+/// what is only compared.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Message {
-    jsonrpc: String,
+struct Message<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
     id: Value,
-    method: String,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
     params: Params,
 }
 
@@ -190,7 +196,8 @@ pub(crate) fn call(
     if !accepts_both(headers) || !version_is_served(headers) || !(token || loopback_host(headers)) {
         return None;
     }
-    let message: Message = serde_json::from_slice(body).ok()?;
+    let text = std::str::from_utf8(body).ok()?;
+    let message: Message = serde_json::from_str(text).ok()?;
     if message.jsonrpc != "2.0" || message.method != "tools/call" {
         return None;
     }
@@ -253,15 +260,20 @@ async fn call_alone(
     span: Option<Span>,
     stream: Option<&Stream>,
     hangup: Option<&Hangup>,
-) -> Value {
+) -> CallResult {
     let session = &call.session;
     let Some(peer) = session.peer() else {
-        return super::server::error_result("execution_error", "the session has not initialised");
+        let message = "the session has not initialised";
+        return CallResult::Json(error_result("execution_error", message));
     };
     let start = span.as_ref().and_then(|_| crate::telemetry::clock());
     let traced = start.map(|_| call.arguments.clone());
     let origin = Origin::Client(peer, call.progress.clone(), hangup, stream);
-    let response = session.call(&call.name, call.arguments, origin).await;
+    // A span reads the result as JSON.
+    let as_text = span.is_none();
+    let response = session
+        .answer(&call.name, call.arguments, origin, as_text)
+        .await;
     if let (Some(start), Some(span)) = (start, span) {
         let req = telemetry::Request {
             method: "tools/call",
@@ -273,7 +285,8 @@ async fn call_alone(
             transport: "tcp",
             start_ns: start,
         };
-        let answer = telemetry::Answer::Result(Some(&response));
+        let value = response.to_value();
+        let answer = telemetry::Answer::Result(Some(&value));
         telemetry::served(
             &req,
             traced.as_ref(),
@@ -430,33 +443,33 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// A JSON-RPC response of `result`, as one JSON body.
-fn json_answer(id: &Value, result: &Value) -> Response<Body> {
+fn json_answer(id: &Value, result: &CallResult) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(response(id, result))).boxed());
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
 }
 
-type Work = Pin<Box<dyn Future<Output = Value> + Send>>;
+type Work = Pin<Box<dyn Future<Output = CallResult> + Send>>;
 
 /// A call answered as an event stream: what it has sent so far, and what is still to come.
 struct Streamed {
     id: Value,
     /// The call, unless it has ended (then `result` is its result).
     work: Option<Work>,
-    result: Option<Value>,
+    result: Option<CallResult>,
     early: Vec<Value>,
     notices: Option<tokio::sync::mpsc::UnboundedReceiver<Value>>,
 }
 
 /// The JSON-RPC response of `result`, written out as it goes (no JSON tree made for it).
-fn response(id: &Value, result: &Value) -> Vec<u8> {
+fn response(id: &Value, result: &CallResult) -> Vec<u8> {
     let mut body = Vec::with_capacity(256);
     body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     // Writing JSON values into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut body, id);
     body.extend_from_slice(b",\"result\":");
-    let _ = serde_json::to_writer(&mut body, result);
+    result.write(&mut body);
     body.push(b'}');
     body
 }
@@ -490,7 +503,7 @@ fn event_stream(
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
         let result = match (call.result.take(), call.work.take()) {
             (Some(result), _) => result,
-            (None, None) => Value::Null,
+            (None, None) => CallResult::Json(Value::Null),
             (None, Some(mut work)) => loop {
                 // A client gone away is no reason to stop: the events are still kept.
                 tokio::select! {
@@ -523,9 +536,9 @@ fn event_stream(
 struct Detached(Option<Work>);
 
 impl Future for Detached {
-    type Output = Value;
+    type Output = CallResult;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Value> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallResult> {
         let Some(work) = self.0.as_mut() else {
             return Poll::Pending;
         };
@@ -587,7 +600,9 @@ mod tests {
 
     #[test]
     fn a_call_with_members_rmcp_reads_is_left_to_it() {
-        let parse = |body: &str| serde_json::from_str::<Message>(body).ok();
+        fn parse(body: &str) -> Option<Message<'_>> {
+            serde_json::from_str(body).ok()
+        }
         assert!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#).is_some());
         assert!(parse(
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{}}}"#
@@ -601,7 +616,31 @@ mod tests {
 
     #[test]
     fn the_answer_is_one_json_rpc_response() {
-        let resp = json_answer(&Value::from(7), &serde_json::json!({ "isError": false }));
+        let result = CallResult::Json(serde_json::json!({ "isError": false }));
+        let resp = json_answer(&Value::from(7), &result);
         assert_eq!(resp.headers()[CONTENT_TYPE], "application/json");
+    }
+
+    #[test]
+    fn a_text_result_is_written_as_its_json_would_be() {
+        let object = serde_json::json!({ "a": "x\"y\n", "b": [1, 2.5, null], "c": { "d": true } });
+        let results = [
+            (object.to_string(), true),
+            ("plain \"text\"\n\u{1}é".to_string(), false),
+        ];
+        for (text, structured) in results {
+            let result = CallResult::Text { text, structured };
+            let written = response(&Value::from("r-1"), &result);
+            let expected = serde_json::json!({
+                "jsonrpc": "2.0", "id": "r-1", "result": result.to_value()
+            });
+            assert_eq!(String::from_utf8(written).unwrap(), expected.to_string());
+        }
+        let value = CallResult::Text {
+            text: object.to_string(),
+            structured: true,
+        }
+        .into_value();
+        assert_eq!(value["structuredContent"], object);
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod record;
 pub(crate) mod replay;
+pub(crate) mod result;
 pub(crate) mod resume;
 pub(crate) mod server;
 

@@ -4,6 +4,7 @@
 //! (each client connection) gets its own limits and loop counters, as a run does.
 
 use super::confirm::{self, Confirmation};
+use super::result::{error_result, to_mcp_result, CallResult};
 use crate::engine::{CallOutcome, CallSession};
 use crate::net::Transport;
 use crate::registry::Registry;
@@ -282,6 +283,19 @@ impl ServedSession {
     /// the client's user when the client can be asked (the session's lock is released while
     /// they decide), and runs once if they approve; admission is checked again then.
     pub(crate) async fn call(&self, name: &str, arguments: Value, origin: Origin<'_>) -> Value {
+        self.answer(name, arguments, origin, false)
+            .await
+            .into_value()
+    }
+
+    /// [`ServedSession::call`], whose result may be [`CallResult::Text`] when `as_text`.
+    pub(crate) async fn answer(
+        &self,
+        name: &str,
+        arguments: Value,
+        origin: Origin<'_>,
+        as_text: bool,
+    ) -> CallResult {
         let served = &*self.served;
         let _running = Running::new(&served.calls);
         let started = Instant::now();
@@ -339,17 +353,17 @@ impl ServedSession {
         let mut response = match (&outcome.pending, &confirmation) {
             (Some(p), Some(answer)) => {
                 let (kind, message) = answer.refusal(&p.name);
-                error_result(kind, &message)
+                CallResult::Json(error_result(kind, &message))
             }
-            _ => to_mcp_result(&mut outcome, served.log.is_some()),
+            _ => to_mcp_result(&mut outcome, served.log.is_some(), as_text),
         };
-        served.setup.redactor.value(&mut response);
+        response.mask(&served.setup.redactor);
         served.setup.events.emit_with("mcp_call", || {
             json!({
                 "session": self.id(),
                 "name": name,
                 "arguments": arguments,
-                "is_error": response["isError"],
+                "is_error": response.is_error(),
                 "kind": outcome.error.as_ref().map(|e| e.kind),
                 "confirmation": confirmation.as_ref().map(|c| &c.action),
                 "duration_ms": crate::trace::millis(started.elapsed()),
@@ -373,7 +387,7 @@ impl ServedSession {
                         arguments,
                         now_unix_ms,
                         confirmation,
-                        response: response.clone(),
+                        response: response.to_value(),
                         result: outcome.result.clone(),
                         error: outcome.error.clone(),
                         seq,
@@ -491,69 +505,6 @@ fn notice_on(stream: &Stream, method: &str, params: &impl serde::Serialize) {
     if let Ok(params) = serde_json::to_value(params) {
         let _ = stream.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
     }
-}
-
-pub(crate) fn error_result(kind: &str, message: &str) -> Value {
-    json!({
-        "content": [{ "type": "text", "text": format!("{kind}: {message}") }],
-        "structuredContent": { "error": { "kind": kind, "message": message } },
-        "isError": true,
-    })
-}
-
-/// The engine's outcome as an MCP `CallToolResult`: the tool's own content items when it gave
-/// more than text, else text content (what a model reads) and `structuredContent` when the
-/// result is JSON; `isError` with the error kind and message.
-/// The result's text is the call's observation, which the engine made; the result itself is
-/// moved into it unless the outcome is `kept` whole (for a recording).
-pub(crate) fn to_mcp_result(outcome: &mut CallOutcome, kept: bool) -> Value {
-    if let Some(p) = &outcome.pending {
-        return error_result(
-            "needs_confirmation",
-            &format!(
-                "`{0}` needs confirmation before it runs; start `toolrun serve` with --approve {0} to allow it (a client that supports MCP elicitation is asked instead)",
-                p.name
-            ),
-        );
-    }
-    if let Some(e) = &outcome.error {
-        return error_result(e.kind.as_str(), &e.message);
-    }
-    let text = outcome.observation.take();
-    let Some(entry) = &mut outcome.result else {
-        return error_result("execution_error", "the tool produced no result");
-    };
-    // Content items beyond text (a mock's `content:`, a remote MCP tool's images, audio and
-    // resources) are served as the tool gave them, with its `structuredContent`.
-    if let Some(items) = entry.mcp.as_ref().filter(|k| k["content"].is_array()) {
-        let mut result = json!({ "content": items["content"], "isError": false });
-        if let Some(s) = items.get("structuredContent").filter(|s| s.is_object()) {
-            result["structuredContent"] = s.clone();
-        }
-        return result;
-    }
-    let value = match kept {
-        true => entry.result.clone(),
-        false => entry.result.take(),
-    }
-    .unwrap_or(Value::Null);
-    let text = text.unwrap_or_else(|| match &value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    });
-    let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": false });
-    // `structuredContent` is an object; other JSON is wrapped so clients still get it typed.
-    // A truncated result is text with a marker, not JSON any more.
-    let structured = match value {
-        Value::Object(_) => Some(value),
-        Value::String(_) | Value::Null => None,
-        other if !entry.truncated => Some(json!({ "result": other })),
-        _ => None,
-    };
-    if let Some(s) = structured {
-        result["structuredContent"] = s;
-    }
-    result
 }
 
 /// A request as its span describes it: the HTTP request's headers when it came over HTTP.
