@@ -99,17 +99,33 @@ pub(crate) enum EventsTo<'a> {
 /// The built-ins' clock.
 #[derive(Clone, Debug)]
 pub(crate) enum Clock {
-    /// `--now` as given (or `TOOLRUN_NOW`, or the system clock), checked once and read at each
-    /// use: a server's calls each see their own time.
+    /// `--now` as given, else `TOOLRUN_NOW` (looked up once, in [`Clock::given`]), else `None`:
+    /// the system clock. Checked once and read at each use: a server's calls each see their
+    /// own time.
     Given(Option<String>),
     /// A recorded or declared instant (a fixture's, a test's `now:`).
     At(i64),
 }
 
 impl Clock {
+    /// `--now` (or `TOOLRUN_NOW`), not checked yet: [`Setup::open`] checks it.
+    pub(crate) fn given(now: Option<&str>) -> Clock {
+        Clock::Given(crate::builtins::datetime::fixed_clock(now))
+    }
+
     pub(crate) fn parse(now: Option<&str>) -> Result<Clock, String> {
-        crate::builtins::datetime::now_unix_ms(now)?;
-        Ok(Clock::Given(now.map(str::to_string)))
+        let clock = Clock::given(now);
+        clock.check()?;
+        Ok(clock)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match self {
+            Clock::At(_) => Ok(()),
+            Clock::Given(text) => {
+                crate::builtins::datetime::now_unix_ms_given(text.as_deref()).map(|_| ())
+            }
+        }
     }
 
     pub(crate) fn now_unix_ms(&self) -> i64 {
@@ -117,7 +133,7 @@ impl Clock {
             Clock::At(ms) => *ms,
             // Checked when parsed: only the system clock can change.
             Clock::Given(text) => {
-                crate::builtins::datetime::now_unix_ms(text.as_deref()).unwrap_or_default()
+                crate::builtins::datetime::now_unix_ms_given(text.as_deref()).unwrap_or_default()
             }
         }
     }
@@ -179,7 +195,7 @@ impl<'a> Inputs<'a> {
         Inputs {
             approve: &flags.approve,
             approve_typed: true,
-            clock: Clock::Given(flags.now.clone()),
+            clock: Clock::given(flags.now.as_deref()),
             events: match &flags.events {
                 Some(path) => EventsTo::File(path),
                 None => EventsTo::Nowhere,
@@ -239,9 +255,7 @@ impl Setup {
         for o in &inputs.outputs {
             crate::files::check_destination(o.path, o.flag, o.creates_folders)?;
         }
-        if let Clock::Given(text) = &inputs.clock {
-            crate::builtins::datetime::now_unix_ms(text.as_deref())?;
-        }
+        inputs.clock.check()?;
         let approvals = if inputs.approve_typed {
             approvals(&[registry], inputs.approve)?
         } else {

@@ -191,16 +191,26 @@ fn now(ctx: &BuiltinContext) -> Result<i64, BuiltinError> {
 
 /// `--now` / `TOOLRUN_NOW` (RFC 3339) fix the built-ins' clock; otherwise the system clock.
 pub(crate) fn now_unix_ms(fixed: Option<&str>) -> Result<i64, String> {
+    now_unix_ms_given(fixed_clock(fixed).as_deref())
+}
+
+/// The text that fixes the clock: `--now`, else a non-empty `TOOLRUN_NOW`, else none. Read once
+/// by whoever reads the clock often (a server, every call): the environment lookup costs more
+/// than the clock.
+pub(crate) fn fixed_clock(now: Option<&str>) -> Option<String> {
+    now.map(str::to_string)
+        .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()))
+}
+
+/// The clock `fixed` (from [`fixed_clock`]) gives now; the system clock without it.
+pub(crate) fn now_unix_ms_given(fixed: Option<&str>) -> Result<i64, String> {
     let system = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0);
-    let text = fixed
-        .map(str::to_string)
-        .or_else(|| std::env::var("TOOLRUN_NOW").ok().filter(|s| !s.is_empty()));
-    match text {
+    match fixed {
         None => Ok(system),
-        Some(t) => parse_clock(&t, system),
+        Some(t) => parse_clock(t, system),
     }
 }
 
