@@ -8,7 +8,17 @@ use crate::tools::{ErrorKind, ToolError};
 use crate::trace::StopReason;
 use serde_json::Value;
 
-pub(super) fn canonical(v: &Value) -> String {
+/// `name canonical-arguments`: what loop detection compares. Written into one buffer: no
+/// `format!` of a second string.
+fn signature(name: &str, v: &Value) -> String {
+    let mut out = Vec::with_capacity(name.len() + 64);
+    out.extend_from_slice(name.as_bytes());
+    out.push(b' ');
+    write_canonical(&mut out, v);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn write_canonical(out: &mut Vec<u8>, v: &Value) {
     // serde_json with preserve_order keeps insertion order; keys are written sorted so
     // {a,b} == {b,a}. Serialised as it is read: no sorted copy of the value is made.
     struct Sorted<'a>(&'a Value);
@@ -25,7 +35,8 @@ pub(super) fn canonical(v: &Value) -> String {
             }
         }
     }
-    serde_json::to_string(&Sorted(v)).unwrap_or_default()
+    // Writing JSON values into memory cannot fail (keys are strings).
+    let _ = serde_json::to_writer(out, &Sorted(v));
 }
 
 /// `/ticker: 5 is not of type "string"`, with a did-you-mean for unexpected properties.
@@ -87,20 +98,31 @@ impl<'a> Engine<'a> {
         planned_runs: u32,
     ) -> Admission<'a> {
         let name = call.name.as_str();
-        let args = match &call.arguments {
-            Ok(v) => v.clone(),
+        match &call.arguments {
+            Ok(v) => self.admit_args(st, name, v.clone(), planned_runs),
             Err(raw) => {
                 let (shown, _) = self.redactor.shorten(raw, 200);
-                return Admission::Reject {
+                Admission::Reject {
                     args: Value::String(raw.clone()),
                     error: ToolError::new(
                         ErrorKind::MalformedDecision,
                         format!("the arguments of `{name}` are not a JSON object: {shown}"),
                     ),
                     ends_run: None,
-                };
+                }
             }
-        };
+        }
+    }
+
+    /// [`Engine::admit`] for arguments that are JSON, taken by value: a caller that owns them
+    /// (a served session) hands them over rather than having them copied.
+    pub(super) fn admit_args(
+        &self,
+        st: &State,
+        name: &str,
+        args: Value,
+        planned_runs: u32,
+    ) -> Admission<'a> {
         let checked = self.runnable_tool(name).and_then(|tool| {
             let problems = validation_errors(tool, &args);
             if !problems.is_empty() {
@@ -110,7 +132,7 @@ impl<'a> Engine<'a> {
                 ));
             }
             self.within_budget(st, tool, planned_runs)?;
-            let signature = format!("{name} {}", canonical(&args));
+            let signature = signature(name, &args);
             self.not_a_loop(st, name, &signature)?;
             Ok((tool, signature))
         });

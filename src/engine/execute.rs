@@ -107,11 +107,12 @@ impl<'a> Engine<'a> {
             self.redactor.value(m);
         }
         if let Some(h) = &mut http {
-            h.url = self.redactor.str(&h.url);
+            self.redactor.mask_in_place(&mut h.url);
         }
+        // Compact JSON as `to_string` writes it, straight into bytes (not through `fmt`).
         let text = match &value {
             Value::String(s) => s.clone(),
-            other => other.to_string(),
+            other => serde_json::to_string(other).unwrap_or_default(),
         };
         let (observation, truncated) = truncate_observation(
             &self.redactor,

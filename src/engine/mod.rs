@@ -141,6 +141,25 @@ struct Turn<'t> {
     any_malformed: bool,
 }
 
+impl Turn<'_> {
+    fn with_capacity(calls: usize) -> Self {
+        Turn {
+            plans: Vec::with_capacity(calls),
+            stop: None,
+            any_malformed: false,
+        }
+    }
+
+    /// The calls planned to run so far: they count against the budget of the ones after them.
+    fn runs(&self) -> u32 {
+        let runs = self
+            .plans
+            .iter()
+            .filter(|(_, p)| matches!(p, Plan::Run { .. }));
+        runs.count() as u32
+    }
+}
+
 enum Admission<'t> {
     Run {
         tool: &'t Tool,
@@ -334,5 +353,46 @@ impl<'a> Engine<'a> {
             .await;
         tools::mcp::end_all(&self.tool_env(&run, "")).await;
         outcome
+    }
+}
+
+/// `call_N`, the id a call without one gets: written out, not formatted (a server numbers
+/// every call).
+fn call_id(n: u32) -> String {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut v = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut id = String::with_capacity(5 + digits.len() - at);
+    id.push_str("call_");
+    id.extend(digits[at..].iter().map(|&d| char::from(d)));
+    id
+}
+
+#[cfg(test)]
+mod call_id_tests {
+    #[test]
+    fn call_ids_are_the_formatted_numbers() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            999_999_999,
+            1_000_000_000,
+            u32::MAX,
+        ] {
+            assert_eq!(super::call_id(n), format!("call_{n}"));
+        }
     }
 }

@@ -259,7 +259,7 @@ impl<'a> Engine<'a> {
             .map(|mut c| {
                 st.next_call += 1;
                 if c.id.is_empty() {
-                    c.id = format!("call_{}", st.next_call);
+                    c.id = super::call_id(st.next_call);
                 }
                 c
             })
@@ -289,44 +289,58 @@ impl<'a> Engine<'a> {
         calls: &'c [ProposedCall],
         opts: &RunOptions<'_>,
     ) -> Result<Turn<'a>, Stop> {
-        let mut turn = Turn {
-            plans: Vec::new(),
-            stop: None,
-            any_malformed: false,
-        };
-        let mut planned_runs = 0u32;
+        let mut turn = Turn::with_capacity(calls.len());
         for (i, call) in calls.iter().enumerate() {
-            match self.admit(st, call, planned_runs) {
-                Admission::Run {
-                    tool,
-                    args,
-                    signature,
-                } => {
-                    let hint = tool.confirm_hint();
-                    if (tool.confirm || hint.is_some()) && !opts.approvals.contains(&call.name) {
-                        self.confirm(st, call, &args, opts, hint)?;
-                    }
-                    *st.identical.entry(signature.clone()).or_default() += 1;
-                    *st.per_tool.entry(call.name.clone()).or_default() += 1;
-                    st.executed_signatures.push(signature);
-                    planned_runs += 1;
-                    turn.plans.push((i, Plan::Run { tool, args }));
-                }
-                Admission::Reject {
-                    args,
-                    error,
-                    ends_run,
-                } => {
-                    turn.any_malformed |= error.kind == ErrorKind::MalformedDecision;
-                    if let Some(s) = ends_run {
-                        turn.stop.get_or_insert(s);
-                    }
-                    let msg = self.reject(st, &call.id, &call.name, &args, error);
-                    turn.plans.push((i, Plan::Rejected(msg)));
-                }
-            }
+            let planned_runs = turn.runs();
+            let admission = self.admit(st, call, planned_runs);
+            self.plan(st, &mut turn, (i, call), admission, opts)?;
         }
         Ok(turn)
+    }
+
+    /// Adds one admitted (or refused) call to the turn: counted for loop detection and budgets
+    /// when it will run, recorded as an observation when it was refused.
+    pub(super) fn plan(
+        &self,
+        st: &mut State,
+        turn: &mut Turn<'a>,
+        (i, call): (usize, &ProposedCall),
+        admission: Admission<'a>,
+        opts: &RunOptions<'_>,
+    ) -> Result<(), Stop> {
+        match admission {
+            Admission::Run {
+                tool,
+                args,
+                signature,
+            } => {
+                let hint = tool.confirm_hint();
+                if (tool.confirm || hint.is_some()) && !opts.approvals.contains(&call.name) {
+                    self.confirm(st, call, &args, opts, hint)?;
+                }
+                // A session's loop rule reads only `executed_signatures`; counted without
+                // copying a key that is already there.
+                if st.session.is_none() {
+                    bump(&mut st.identical, &signature);
+                }
+                bump(&mut st.per_tool, &call.name);
+                st.executed_signatures.push(signature);
+                turn.plans.push((i, Plan::Run { tool, args }));
+            }
+            Admission::Reject {
+                args,
+                error,
+                ends_run,
+            } => {
+                turn.any_malformed |= error.kind == ErrorKind::MalformedDecision;
+                if let Some(s) = ends_run {
+                    turn.stop.get_or_insert(s);
+                }
+                let msg = self.reject(st, &call.id, &call.name, &args, error);
+                turn.plans.push((i, Plan::Rejected(msg)));
+            }
+        }
+        Ok(())
     }
 
     /// Asks the confirmer, if there is one; without a yes the run stops with the call pending.
@@ -433,5 +447,15 @@ impl<'a> Engine<'a> {
                     .to_string(),
             )
         })
+    }
+}
+
+/// `*counts.entry(key.to_string()).or_default() += 1`, copying the key only when it is new.
+fn bump(counts: &mut std::collections::HashMap<String, u32>, key: &str) {
+    match counts.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
     }
 }

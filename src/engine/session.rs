@@ -2,7 +2,7 @@
 //! several at once in one session: admission and observation are the loop's own, under the
 //! session's lock; the tool runs without it, so a session's slow call does not hold up the next.
 
-use super::{CallOptions, CallOutcome, CallSession, Engine, Plan, State};
+use super::{CallOptions, CallOutcome, CallSession, Engine, Plan, State, Turn};
 use crate::models::ProposedCall;
 use serde_json::Value;
 
@@ -19,10 +19,12 @@ impl<'a> Engine<'a> {
         let served_as = opts.session.as_ref();
         let opts = &opts.as_run();
         self.transport.mask_with(&self.redactor);
+        // The arguments travel beside the call (`args`), handed over rather than copied:
+        // nothing after admission reads them from the call.
         let mut call = ProposedCall {
             id: String::new(),
             name: name.to_string(),
-            arguments: Ok(arguments),
+            arguments: Ok(Value::Null),
         };
         let (tool, args, fault, seq) = {
             let mut st = session.lock();
@@ -32,9 +34,11 @@ impl<'a> Engine<'a> {
             }
             st.tries += 1;
             let seq = st.tries;
-            call.id = format!("call_{}", st.next_call + 1);
-            let plans = match self.plan_turn(&mut st, std::slice::from_ref(&call), opts) {
-                Ok(turn) => {
+            call.id = super::call_id(st.next_call + 1);
+            let admission = self.admit_args(&st, name, arguments, 0);
+            let mut turn = Turn::with_capacity(1);
+            let plans = match self.plan(&mut st, &mut turn, (0, &call), admission, opts) {
+                Ok(()) => {
                     st.next_call += 1;
                     turn.plans
                 }

@@ -214,6 +214,13 @@ impl Redactor {
         self.mask(s).into_owned()
     }
 
+    /// Masks `s` where it is: a string without secrets is left as it is, not copied.
+    pub(crate) fn mask_in_place(&self, s: &mut String) {
+        if let Cow::Owned(m) = self.mask(s) {
+            *s = m;
+        }
+    }
+
     pub(crate) fn mask<'a>(&self, s: &'a str) -> Cow<'a, str> {
         match self.bytes(s.as_bytes()) {
             Cow::Borrowed(_) => Cow::Borrowed(s),
