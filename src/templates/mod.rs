@@ -297,11 +297,15 @@ impl Templates {
 
     /// Every template inside a template value, for checks on the variables they read.
     pub(crate) fn ids_of<'a>(&self, tv: &'a TValue, out: &mut Vec<&'a TemplateId>) {
+        self.each_id(tv, &mut |id| out.push(id));
+    }
+
+    fn each_id<'a>(&self, tv: &'a TValue, f: &mut dyn FnMut(&'a TemplateId)) {
         match tv {
             TValue::Literal(_) => {}
-            TValue::Text(id) | TValue::Expr(id) => out.push(id),
-            TValue::Array(items) => items.iter().for_each(|i| self.ids_of(i, out)),
-            TValue::Object(entries) => entries.iter().for_each(|(_, v)| self.ids_of(v, out)),
+            TValue::Text(id) | TValue::Expr(id) => f(id),
+            TValue::Array(items) => items.iter().for_each(|i| self.each_id(i, f)),
+            TValue::Object(entries) => entries.iter().for_each(|(_, v)| self.each_id(v, f)),
         }
     }
 
@@ -337,15 +341,17 @@ impl Templates {
 
     /// Renders in this process; only for templates whose bound allows it, or in the child.
     fn render_here(&self, name: &str, ctx: &Ctx<'_>) -> Result<String, RenderError> {
+        // A simple template has a `{{`, so it is not plain: looked up first, it spares the
+        // others their lookups.
+        if let Some(text) = self.simple_text(name, ctx) {
+            return Ok(text);
+        }
         let template = self
             .env
             .get_template(name)
             .map_err(|e| RenderError::other(e.to_string()))?;
         if self.plain.contains(name) {
             return Ok(template.source().to_string());
-        }
-        if let Some(text) = self.simple_text(name, ctx) {
-            return Ok(text);
         }
         if let Some(arg) = self.passed_through(name, ctx) {
             let expr = name.starts_with(EXPR_PREFIX);
@@ -392,6 +398,14 @@ impl Templates {
         simple.render(ctx.string(simple.root, &simple.name)?)
     }
 
+    /// `simple_text(name, ctx).is_some()`, without rendering it.
+    fn is_simple(&self, name: &str, ctx: &Ctx<'_>) -> bool {
+        self.simple.get(name).is_some_and(|simple| {
+            ctx.string(simple.root, &simple.name)
+                .is_some_and(|value| simple.fits(value))
+        })
+    }
+
     /// The argument a `{{ args.NAME }}` template prints, read straight from the JSON context
     /// when it is a string (`Some(Some(text))`) or left out (`Some(None)`), without converting
     /// the context for minijinja: most HTTP tools' query parameters and headers are such
@@ -419,13 +433,15 @@ impl Templates {
 
     /// Renders a template value. Templates that need a child process render first, all in one.
     pub(crate) async fn render(&self, tv: &TValue, ctx: &Ctx<'_>) -> Result<Value, RenderError> {
-        let mut ids = Vec::new();
-        self.ids_of(tv, &mut ids);
-        let isolate: Vec<&str> = ids
-            .iter()
-            .map(|id| id.0.as_str())
-            .filter(|name| self.simple_text(name, ctx).is_none() && self.needs_isolation(name, ctx))
-            .collect();
+        // Most values (a query parameter, a header) have no template to isolate: nothing is
+        // collected or allocated for them.
+        let mut isolate: Vec<&str> = Vec::new();
+        self.each_id(tv, &mut |id| {
+            let name = id.0.as_str();
+            if !self.is_simple(name, ctx) && self.needs_isolation(name, ctx) {
+                isolate.push(name);
+            }
+        });
         let mut done = if isolate.is_empty() {
             HashMap::new()
         } else {
@@ -442,14 +458,17 @@ impl Templates {
     ) -> Result<Value, RenderError> {
         if let TValue::Expr(id) = tv {
             // The argument itself: no JSON text printed to be parsed back.
-            if let (false, Some(arg)) = (done.contains_key(&id.0), self.passed_through(&id.0, ctx))
-            {
+            let isolated = !done.is_empty() && done.contains_key(&id.0);
+            if let (false, Some(arg)) = (isolated, self.passed_through(&id.0, ctx)) {
                 return Ok(arg.map_or(Value::Null, |s| Value::String(s.to_string())));
             }
         }
-        let mut text = |id: &TemplateId| match done.remove(&id.0) {
-            Some(result) => result,
-            None => self.render_here(&id.0, ctx),
+        let mut text = |id: &TemplateId| {
+            match done.is_empty() {
+                false => done.remove(&id.0),
+                true => None,
+            }
+            .unwrap_or_else(|| self.render_here(&id.0, ctx))
         };
         Ok(match tv {
             TValue::Literal(v) => v.clone(),

@@ -49,8 +49,13 @@ impl Simple {
 
     /// The text with `value` in its place, within the output cap.
     pub(super) fn render(&self, value: &str) -> Option<String> {
-        let len = self.prefix.len() + value.len() + self.suffix.len();
-        (len <= super::MAX_RENDERED_BYTES).then(|| [&self.prefix, value, &self.suffix].concat())
+        self.fits(value)
+            .then(|| [&self.prefix, value, &self.suffix].concat())
+    }
+
+    /// Whether the text with `value` in its place is within the output cap.
+    pub(super) fn fits(&self, value: &str) -> bool {
+        self.prefix.len() + value.len() + self.suffix.len() <= super::MAX_RENDERED_BYTES
     }
 }
 

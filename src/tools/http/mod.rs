@@ -56,7 +56,7 @@ pub(crate) async fn execute(
     match result {
         Ok(mut out) => {
             if let Some(h) = &mut out.http {
-                h.url = redactor.str(&h.url);
+                redactor.mask_in_place(&mut h.url);
             }
             Ok(out)
         }
@@ -550,10 +550,7 @@ impl Call<'_, '_> {
         resp: HttpResponse,
         details: impl FnOnce() -> Value,
     ) -> Result<Value, ToolError> {
-        let content_type = resp
-            .header("content-type")
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let content_type = resp.header("content-type").unwrap_or("");
         if resp.truncated {
             let total = resp
                 .header("content-length")
@@ -584,9 +581,16 @@ impl Call<'_, '_> {
             };
         }
         // A declared non-JSON type (HTML, plain text) stays text even if it happens to parse.
-        let json_allowed = content_type.is_empty() || content_type.contains("json");
+        let json_allowed = content_type.is_empty()
+            || (content_type.as_bytes())
+                .windows(4)
+                .any(|w| w.eq_ignore_ascii_case(b"json"));
+        // Checked as UTF-8 once, not string by string: the same values, and the same failures
+        // (bytes that are not UTF-8 are not JSON anywhere in it).
         let parsed = if json_allowed {
-            serde_json::from_slice::<Value>(&resp.body).ok()
+            std::str::from_utf8(&resp.body)
+                .ok()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
         } else {
             None
         };
@@ -605,9 +609,9 @@ impl Call<'_, '_> {
                 format!(
                     "the response is not JSON ({}), so `{p}` cannot be read from it: {}",
                     if content_type.is_empty() {
-                        "no content type"
+                        "no content type".to_string()
                     } else {
-                        content_type.as_str()
+                        content_type.to_ascii_lowercase()
                     },
                     excerpt(&resp.body, self.redactor)
                 ),

@@ -47,13 +47,13 @@ pub(super) async fn prepare_parsed(
 
     let mut url = parsed_url(http, parts, env).await?;
     if !http.query.is_empty() {
-        let mut pairs = Vec::new();
+        let mut pairs: Vec<(&str, String)> = Vec::with_capacity(http.query.len());
         for (key, tv) in &http.query {
             let v = templates
                 .render(tv, &plain)
                 .await
                 .map_err(|e| render_error(&format!("query parameter `{key}`"), e))?;
-            query_values(&v, &mut |s| pairs.push((key.clone(), s)));
+            query_values(v, &mut |s| pairs.push((key, s)));
         }
         if !pairs.is_empty() {
             // The serializer form-encodes each key and value: a value cannot start a new pair.
@@ -61,7 +61,8 @@ pub(super) async fn prepare_parsed(
         }
     }
 
-    let mut headers: Vec<(String, String)> = Vec::new();
+    // Room for the ones added below (content type, accept, user agent): no regrowing.
+    let mut headers: Vec<(String, String)> = Vec::with_capacity(http.headers.len() + 3);
     for (name, id) in &http.headers {
         let value = templates
             .render_text(id, &plain)
@@ -223,11 +224,11 @@ fn is_dot_segment(segment: &str) -> bool {
 }
 
 /// `query:` values: null leaves the parameter out, a list repeats it, objects go as JSON text.
-fn query_values(v: &Value, push: &mut dyn FnMut(String)) {
+fn query_values(v: Value, push: &mut dyn FnMut(String)) {
     match v {
         Value::Null => {}
-        Value::String(s) => push(s.clone()),
-        Value::Array(items) => items.iter().for_each(|i| query_values(i, push)),
+        Value::String(s) => push(s),
+        Value::Array(items) => items.into_iter().for_each(|i| query_values(i, push)),
         other => push(other.to_string()),
     }
 }
