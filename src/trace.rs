@@ -236,22 +236,23 @@ pub(crate) fn rfc3339_ms(unix_ms: i64) -> String {
     let year = yoe + era * 400 + i64::from(month <= 2);
     let secs = ms_of_day / 1000;
     let mut out = *b"0000-00-00T00:00:00.000Z";
-    for (at, width, value) in [
-        (0, 4, year),
-        (5, 2, month),
-        (8, 2, day),
-        (11, 2, secs / 3600),
-        (14, 2, secs / 60 % 60),
-        (17, 2, secs % 60),
-        (20, 3, ms_of_day % 1000),
-    ] {
-        let mut v = value.rem_euclid(10i64.pow(width as u32));
+    // Every field but the year is within its width already; a year is cut to four digits.
+    let put = |out: &mut [u8; 24], at: usize, width: usize, value: i64| {
+        let mut v = value as u32;
         for i in (at..at + width).rev() {
             out[i] = b'0' + (v % 10) as u8;
             v /= 10;
         }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    };
+    put(&mut out, 0, 4, year.rem_euclid(10_000));
+    put(&mut out, 5, 2, month);
+    put(&mut out, 8, 2, day);
+    put(&mut out, 11, 2, secs / 3600);
+    put(&mut out, 14, 2, secs / 60 % 60);
+    put(&mut out, 17, 2, secs % 60);
+    put(&mut out, 20, 3, ms_of_day % 1000);
+    // Digits and ASCII punctuation only: the check is the cheap all-ASCII one.
+    String::from_utf8(out.to_vec()).unwrap_or_default()
 }
 
 pub(crate) fn millis(d: std::time::Duration) -> f64 {
@@ -268,6 +269,9 @@ mod stamp_tests {
             (1_768_471_200_000, "2026-01-15T10:00:00.000Z"),
             (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
             (-1, "1969-12-31T23:59:59.999Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+            (253_402_300_800_000, "0000-01-01T00:00:00.000Z"),
+            (-62_167_219_200_001, "9999-12-31T23:59:59.999Z"),
         ] {
             assert_eq!(super::rfc3339_ms(ms), text);
         }
