@@ -21,6 +21,8 @@ struct Spec<'a> {
     tool: &'a str,
     /// The scripted model's first turn: the calls, as a YAML flow list's items.
     calls: &'a str,
+    /// A second turn's calls, made once the first turn's are answered (none when empty).
+    then: &'a str,
 }
 
 impl Spec<'_> {
@@ -54,12 +56,17 @@ impl Spec<'_> {
         props.sort();
         props.dedup();
         let props: Vec<String> = props.iter().map(|p| format!("{p}: {{}}")).collect();
+        let then = if self.then.is_empty() {
+            String::new()
+        } else {
+            format!("          - tool_calls: [{}]\n", self.then)
+        };
         format!(
             "version: 1\nname: http_tools\n{secrets}{policy}\
              limits: {{ max_parallel_tools: 8, max_tool_calls: 8, max_steps: 4, run_timeout: 60s }}\n\
              tools:\n  t:\n    description: The HTTP tool under test.\n    kind: http\n    input: {{ type: object, properties: {{ {} }} }}\n{tool}\
              models:\n  scripted:\n    kind: scripted\n    scripts:\n      - turns:\n\
-             \x20         - tool_calls: [{}]\n\
+             \x20         - tool_calls: [{}]\n{then}\
              \x20         - answer: \"{{% if last.status == 'ok' %}}{{{{ last.result }}}}{{% else %}}{{{{ last.error.kind }}}}{{% endif %}}\"\n",
             props.join(", "),
             self.calls
@@ -106,6 +113,7 @@ fn one(tool: &str) -> Spec<'_> {
         allow: Vec::new(),
         tool,
         calls: "{ name: t, arguments: {} }",
+        then: "",
     }
 }
 
@@ -468,7 +476,8 @@ fn with_allow_hosts_listed_an_unlisted_port_is_denied() {
             &Spec {
                 allow: allow.clone(),
                 tool,
-                calls: &calls
+                calls: &calls,
+                then: "",
             }
             .run()
         ),
@@ -483,7 +492,8 @@ fn with_allow_hosts_listed_an_unlisted_port_is_denied() {
             &Spec {
                 allow,
                 tool,
-                calls: &calls
+                calls: &calls,
+                then: "",
             }
             .run()
         )["kind"],
@@ -552,6 +562,7 @@ fn an_unset_optional_argument_leaves_its_header_out_as_it_does_a_query_parameter
         allow: vec![],
         tool: &tool,
         calls,
+        then: "",
     };
     let trace = spec("{ name: t, arguments: {} }").run();
     assert_eq!(trace["status"], "ok", "{trace:#}");
@@ -736,4 +747,169 @@ fn the_trace_shows_the_method_sent_after_a_redirect() {
     let e = error(&one(&tool).run()).clone();
     assert_eq!(e["details"]["method"], "GET", "{e}");
     assert!(e["message"].as_str().unwrap().starts_with("GET "), "{e}");
+}
+
+/// A std-only upstream on 127.0.0.1 that keeps every request's bytes as they came and counts
+/// connections: each request is answered `200` with `{"n": CONNECTION}`, and, with
+/// `close_after_each`, its connection then closed without a `Connection: close` said (a server
+/// whose keep-alive timeout is shorter than the client's).
+struct RawUpstream {
+    port: u16,
+    requests: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    accepted: Arc<AtomicUsize>,
+}
+
+fn raw_upstream(close_after_each: bool) -> RawUpstream {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let port = listener.local_addr().expect("addr").port();
+    let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let (log, count) = (Arc::clone(&requests), Arc::clone(&accepted));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                loop {
+                    let mut raw = Vec::new();
+                    let mut length = 0;
+                    loop {
+                        let start = raw.len();
+                        if reader.read_until(b'\n', &mut raw).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let line = String::from_utf8_lossy(&raw[start..]).to_ascii_lowercase();
+                        if let Some(v) = line.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    raw.extend_from_slice(&body);
+                    log.lock().unwrap().push(raw);
+                    let body = format!("{{\"n\":{n}}}");
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(answer.as_bytes()).is_err() || close_after_each {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    RawUpstream {
+        port,
+        requests,
+        accepted,
+    }
+}
+
+/// The bytes of a plain-HTTP tool's request, exactly: the request's own headers in order, then
+/// the ones toolrun adds (`accept-encoding`, `host` with the port, `content-length`), and the
+/// path and query as the target. A host name (`localhost`) is resolved and connected to.
+#[test]
+fn the_request_goes_out_byte_for_byte() {
+    let up = raw_upstream(false);
+    let tool = format!(
+        "request:\n  method: POST\n  url: \"http://localhost:{}/v1/items\"\n  query: {{ q: \"a b\", n: \"{{{{ args.n }}}}\" }}\n  headers: {{ X-Trace: abc, Authorization: \"Bearer {{{{ secrets.API_KEY }}}}\" }}\n  body: {{ n: \"{{{{ args.n }}}}\" }}",
+        up.port
+    );
+    let spec = Spec {
+        calls: "{ name: t, arguments: { n: 7 } }",
+        ..one(&tool)
+    };
+    assert_eq!(result(&spec.run()), &json!({"n": 1}));
+    let sent = up.requests.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    let expected = format!(
+        "POST /v1/items?q=a+b&n=7 HTTP/1.1\r\n\
+         x-trace: abc\r\n\
+         authorization: Bearer {SECRET}\r\n\
+         content-type: application/json\r\n\
+         accept: application/json, text/*;q=0.9, */*;q=0.5\r\n\
+         user-agent: toolrun/{}\r\n\
+         accept-encoding: gzip, br, zstd, deflate\r\n\
+         host: localhost:{}\r\n\
+         content-length: 7\r\n\
+         \r\n\
+         {{\"n\":7}}",
+        env!("CARGO_PKG_VERSION"),
+        up.port
+    );
+    assert_eq!(String::from_utf8_lossy(&sent[0]), expected);
+}
+
+/// Calls one after the other share one kept-alive connection.
+#[test]
+fn calls_one_after_another_reuse_one_connection() {
+    let server = TestServer::start(|req| Response::json(200, json!(req.connection)));
+    let tool = format!("request: {{ url: \"{}/x\" }}", server.base_url());
+    let trace = Spec {
+        then: "{ name: t, arguments: {} }",
+        ..one(&tool)
+    }
+    .run();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{trace:#}");
+    assert!(results.iter().all(|r| r["status"] == "ok"), "{trace:#}");
+    assert_eq!(server.hits("/x"), 2);
+    assert_eq!(server.connections(), 1);
+}
+
+/// A server that closes each connection after its answer, without saying so: the next call
+/// does not fail on the closed connection, it goes out on a new one.
+#[test]
+fn a_connection_the_server_closed_while_idle_is_not_a_failed_call() {
+    let up = raw_upstream(true);
+    let tool = format!("request: {{ url: \"http://127.0.0.1:{}/x\" }}", up.port);
+    let trace = Spec {
+        then: "{ name: t, arguments: {} }",
+        ..one(&tool)
+    }
+    .run();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{trace:#}");
+    assert_eq!(results[0]["result"], json!({"n": 1}), "{trace:#}");
+    assert_eq!(results[1]["result"], json!({"n": 2}), "{trace:#}");
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(up.requests.lock().unwrap().len(), 2);
+}
+
+/// Two calls at once get a connection each: the server answers neither until both are in, so
+/// one waiting behind the other on a shared connection would time out.
+#[test]
+fn calls_at_once_get_a_connection_each() {
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&arrived);
+    let server = TestServer::start(move |req| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        let start = Instant::now();
+        while seen.load(Ordering::SeqCst) < 2 && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Response::json(200, json!(req.connection))
+    });
+    let tool = format!(
+        "request: {{ url: \"{}/x\" }}\ntimeout: 10s",
+        server.base_url()
+    );
+    let trace = Spec {
+        calls: "{ name: t, arguments: {} }, { name: t, arguments: {} }",
+        ..one(&tool)
+    }
+    .run();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{trace:#}");
+    assert!(results.iter().all(|r| r["status"] == "ok"), "{trace:#}");
+    assert_eq!(server.connections(), 2);
 }

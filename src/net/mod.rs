@@ -133,7 +133,7 @@ pub struct Transport {
     /// gateway's clients, and the TLS roots loaded once, not per client session.
     client: Arc<OnceLock<Result<reqwest::Client, String>>>,
     /// HTTP tools' plain-HTTP requests' client, shared the same way (see [`plain`]).
-    plain: Arc<OnceLock<plain::PlainClient>>,
+    plain: Arc<plain::Pool>,
     /// Recording or replaying; `None` is plain live traffic.
     tape: Option<std::sync::Arc<dyn Recorder>>,
     /// Masks every secret in what comes back, before anything reads or cuts it (`mask_with`).
@@ -377,7 +377,7 @@ impl Transport {
     }
 
     /// [`Transport::send_live`]; `url`, when given, is `req.url` parsed: a plain-HTTP one goes
-    /// out through hyper's client directly (see [`plain`]).
+    /// out over hyper's connections directly (see [`plain`]).
     async fn send_live_to(
         &self,
         req: &HttpRequest,
@@ -392,8 +392,9 @@ impl Transport {
             .unwrap_or(now + Duration::from_secs(86_400));
         let work = async {
             if let Some(url) = url.filter(|u| u.scheme() == "http") {
-                let client = self.plain.get_or_init(plain::client);
-                let (head, body) = plain::send(client, req, url).await?.into_parts();
+                // The connection goes back to the pool once the body is read (`_lease` drops).
+                let (response, _lease) = plain::send(&self.plain, req, url).await?;
+                let (head, body) = response.into_parts();
                 return read_body(&head, body, &opts, plain::body_error).await;
             }
             let resp: hyper::Response<reqwest::Body> = self.send_reqwest(req, url).await?.into();
@@ -453,10 +454,12 @@ where
         .headers
         .iter()
         .map(|(k, v)| {
-            (
-                k.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
+            // Almost every value is visible ASCII: copied as it is, without the UTF-8 check.
+            let v = match v.to_str() {
+                Ok(text) => text.to_string(),
+                Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            };
+            (k.as_str().to_string(), v)
         })
         .collect();
     let mut body_bytes = Vec::new();

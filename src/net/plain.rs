@@ -1,51 +1,230 @@
-//! HTTP tools' plain-HTTP requests, sent with hyper's pooled client directly (the client reqwest
-//! itself sends with). reqwest, which sends everything else and all HTTPS, passes a request
-//! through layers this transport has no use for (redirects, timeouts, proxies and decompression
-//! are off or done here), and its redirect policy and URL conversions parse the URL twice more
-//! and copy the headers twice: about 30,000 instructions of a served call's 283,000. What goes
-//! on the wire is the same: the request's headers as given (reqwest's one default, `Accept:
-//! */*`, is never missing from an HTTP tool's request), `Host` and `Content-Length` by hyper, and
-//! the connection set up and pooled as reqwest sets up its own.
+//! HTTP tools' plain-HTTP requests, sent over hyper's HTTP/1 connections directly, pooled here.
+//! reqwest, which sends everything else and all HTTPS, passes a request through layers this
+//! transport has no use for (redirects, timeouts, proxies and decompression are off or done
+//! here), and the pooled client under it (hyper-util's) hashes its pool key twice a request,
+//! works the `Host` header out from a parsed URI again and wraps each connection's task: a tenth
+//! of the instructions a served call cost. What goes on the wire is what that client sent:
+//! the request's headers as given (reqwest's one default, `Accept: */*`, is never missing from an
+//! HTTP tool's request), then `Host` (with the port when it is not 80) unless the request has
+//! its own, `Content-Length` by hyper, the path and query as the request target. Connections are
+//! set up as reqwest sets up its own (no Nagle delay, keep-alive probes), kept alive between
+//! requests, at most 32 idle per host, and dropped after 90 s idle.
 
 use super::{innermost, HttpRequest, NetError};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderName, HeaderValue};
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpSocket, TcpStream};
 
-pub(super) type PlainClient = Client<HttpConnector, Full<Bytes>>;
+type Sender = SendRequest<Full<Bytes>>;
 
-/// reqwest's settings for its own connections: no Nagle delay, keep-alive probes after 15 s,
-/// idle connections kept 90 s.
-pub(super) fn client() -> PlainClient {
-    let mut http = HttpConnector::new();
-    http.set_nodelay(true);
-    http.set_keepalive(Some(Duration::from_secs(15)));
-    http.set_keepalive_interval(Some(Duration::from_secs(15)));
-    http.set_keepalive_retries(Some(3));
-    Client::builder(TokioExecutor::new())
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build(http)
+/// How long an idle connection is kept (hyper-util's pool default, which reqwest keeps).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Idle connections kept per host: enough for a gateway's bursts of parallel calls, and a bound
+/// on what a burst leaves behind.
+const MAX_IDLE_PER_HOST: usize = 32;
+
+/// Idle connections by `host:port`. Expiry is checked when a connection is taken or given back
+/// (no timer per connection); the hosts are few, so a list is searched, not a hashed map.
+pub(super) struct Pool {
+    idle: Mutex<Idle>,
+    idle_timeout: Duration,
+    max_idle_per_host: usize,
+    /// Requests a closed idle connection gave back, sent again on another.
+    #[cfg(test)]
+    retried: std::sync::atomic::AtomicUsize,
 }
 
-/// Sends `req`, whose URL `url` is (parsed, `http:`); the response's body is still to be read.
-pub(super) async fn send(
-    client: &PlainClient,
+#[derive(Default)]
+struct Idle {
+    hosts: Vec<(String, Vec<(Sender, Instant)>)>,
+    /// When the oldest idle connection expires: nothing to sweep before then.
+    next_expiry: Option<Instant>,
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool::new(IDLE_TIMEOUT, MAX_IDLE_PER_HOST)
+    }
+}
+
+impl Pool {
+    fn new(idle_timeout: Duration, max_idle_per_host: usize) -> Pool {
+        Pool {
+            idle: Mutex::default(),
+            idle_timeout,
+            max_idle_per_host,
+            #[cfg(test)]
+            retried: Default::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The most recently used idle connection to `key` that can take a request now; the closed
+    /// and the expired are dropped on the way.
+    fn checkout(&self, key: &str) -> Option<Sender> {
+        let mut idle = self.lock();
+        if idle.hosts.is_empty() {
+            return None;
+        }
+        let now = Instant::now();
+        idle.sweep(now, self.idle_timeout);
+        let at = idle.hosts.iter().position(|(k, _)| k == key)?;
+        // A host's entry stays when its last connection is taken: the connection usually comes
+        // back within the request.
+        let conns = &mut idle.hosts[at].1;
+        let found = std::iter::from_fn(|| conns.pop()).find(|(s, _)| s.is_ready());
+        found.map(|(s, _)| s)
+    }
+
+    /// Keeps `sender` for the next request to `key`, once its connection can take one: at once
+    /// when the response was read to its end (the connection is ready by then), or when it
+    /// becomes ready; a connection that closes instead is dropped.
+    fn give_back(self: &Arc<Self>, key: &str, mut sender: Sender) {
+        if sender.is_ready() {
+            return self.insert(key, sender);
+        }
+        if sender.is_closed() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (pool, key) = (Arc::clone(self), key.to_string());
+        runtime.spawn(async move {
+            if sender.ready().await.is_ok() {
+                pool.insert(&key, sender);
+            }
+        });
+    }
+
+    fn insert(&self, key: &str, sender: Sender) {
+        let mut idle = self.lock();
+        let now = Instant::now();
+        idle.sweep(now, self.idle_timeout);
+        let at = match idle.hosts.iter().position(|(k, _)| k == key) {
+            Some(at) => at,
+            None => {
+                // Hosts without idle connections leave when another host comes.
+                idle.hosts.retain(|(_, conns)| !conns.is_empty());
+                idle.hosts.push((key.to_string(), Vec::new()));
+                idle.hosts.len() - 1
+            }
+        };
+        let conns = &mut idle.hosts[at].1;
+        if conns.len() >= self.max_idle_per_host {
+            return;
+        }
+        conns.push((sender, now));
+        let expiry = now + self.idle_timeout;
+        idle.next_expiry = Some(idle.next_expiry.map_or(expiry, |e| e.min(expiry)));
+    }
+
+    #[cfg(test)]
+    fn idle_count(&self, key: &str) -> usize {
+        let idle = self.lock();
+        let conns = idle.hosts.iter().find(|(k, _)| k == key);
+        conns.map_or(0, |(_, c)| c.len())
+    }
+}
+
+impl Idle {
+    /// Drops every connection idle for `timeout` or more, if any is due.
+    fn sweep(&mut self, now: Instant, timeout: Duration) {
+        if self.next_expiry.is_none_or(|e| e > now) {
+            return;
+        }
+        let mut next = None::<Instant>;
+        for (_, conns) in &mut self.hosts {
+            conns.retain(|(_, since)| now.duration_since(*since) < timeout);
+            for (_, since) in conns.iter() {
+                let expiry = *since + timeout;
+                next = Some(next.map_or(expiry, |e| e.min(expiry)));
+            }
+        }
+        self.hosts.retain(|(_, conns)| !conns.is_empty());
+        self.next_expiry = next;
+    }
+}
+
+/// A connection lent to one request: given back to the pool when dropped, which is once the
+/// response's body has been read (or given up on, which closes the connection).
+pub(super) struct Lease<'a> {
+    pool: &'a Arc<Pool>,
+    key: &'a str,
+    sender: Option<Sender>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(sender) = self.sender.take() {
+            self.pool.give_back(self.key, sender);
+        }
+    }
+}
+
+/// Sends `req`, whose URL `url` is (parsed, `http:`); the response's body is still to be read,
+/// and the lease kept until it is.
+pub(super) async fn send<'a>(
+    pool: &'a Arc<Pool>,
     req: &HttpRequest,
-    url: &url::Url,
-) -> Result<hyper::Response<Incoming>, NetError> {
+    url: &'a url::Url,
+) -> Result<(hyper::Response<Incoming>, Lease<'a>), NetError> {
+    let mut request = request(req, url)?;
+    let key = &url[url::Position::BeforeHost..url::Position::AfterPort];
+    loop {
+        let (mut sender, reused) = match pool.checkout(key) {
+            Some(sender) => (sender, true),
+            None => (connect(url).await?, false),
+        };
+        match sender.try_send_request(request).await {
+            Ok(response) => {
+                let lease = Lease {
+                    pool,
+                    key,
+                    sender: Some(sender),
+                };
+                return Ok((response, lease));
+            }
+            Err(mut e) => match e.take_message() {
+                // An idle connection the server had closed as the request went out (it was
+                // never sent): another connection takes it, as hyper-util's client did.
+                Some(unsent) if reused => {
+                    #[cfg(test)]
+                    pool.retried
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    request = unsent;
+                }
+                _ => return Err(NetError::Io(innermost(e.error()))),
+            },
+        }
+    }
+}
+
+/// The request as hyper's connection writes it: origin-form target (the authority for
+/// `CONNECT`), `Host` added after the request's own headers unless one is among them.
+fn request(req: &HttpRequest, url: &url::Url) -> Result<hyper::Request<Full<Bytes>>, NetError> {
+    use url::Position;
     let invalid = |e: &dyn std::fmt::Display| NetError::Io(e.to_string());
     let mut request = hyper::Request::new(Full::new(
         req.body.clone().map(Bytes::from).unwrap_or_default(),
     ));
-    *request.method_mut() =
-        hyper::Method::from_bytes(req.method.as_bytes()).map_err(|e| invalid(&e))?;
-    *request.uri_mut() = hyper::Uri::try_from(url.as_str()).map_err(|e| invalid(&e))?;
+    let method = hyper::Method::from_bytes(req.method.as_bytes()).map_err(|e| invalid(&e))?;
+    let target = if method == hyper::Method::CONNECT {
+        &url[Position::BeforeUsername..Position::AfterPort]
+    } else {
+        &url[Position::BeforePath..Position::AfterQuery]
+    };
+    *request.uri_mut() = hyper::Uri::try_from(target).map_err(|e| invalid(&e))?;
+    *request.method_mut() = method;
     let headers = request.headers_mut();
     for (k, v) in &req.headers {
         let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| invalid(&e))?;
@@ -58,17 +237,110 @@ pub(super) async fn send(
             HeaderValue::from_static(super::decode::ACCEPTED),
         );
     }
-    client.request(request).await.map_err(|e| {
-        let message = innermost(&e);
-        if e.is_connect() {
-            NetError::Connect(message)
-        } else {
-            NetError::Io(message)
+    if let hyper::header::Entry::Vacant(host) = headers.entry(hyper::header::HOST) {
+        let authority = &url[Position::BeforeHost..Position::AfterPort];
+        host.insert(HeaderValue::from_str(authority).map_err(|e| invalid(&e))?);
+    }
+    Ok(request)
+}
+
+/// A new connection to `url`'s host, its `Connection` driven by a task of its own.
+async fn connect(url: &url::Url) -> Result<Sender, NetError> {
+    let stream = tcp(url)
+        .await
+        .map_err(|e| NetError::Connect(innermost(&e)))?;
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let (sender, connection) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| NetError::Io(innermost(&e)))?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+/// Connects to the host's addresses as hyper-util's connector does: those of the first
+/// address's family one after another, and, when the host has addresses of the other family
+/// too, those from 300 ms on or once the first family's have all failed; the first connection
+/// made wins. A failure is the first error of the family tried last.
+async fn tcp(url: &url::Url) -> std::io::Result<TcpStream> {
+    let port = url.port_or_known_default().unwrap_or(80);
+    let addrs: Vec<SocketAddr> = match url.host() {
+        Some(url::Host::Ipv4(ip)) => vec![SocketAddr::from((ip, port))],
+        Some(url::Host::Ipv6(ip)) => vec![SocketAddr::from((ip, port))],
+        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port)).await?.collect(),
+        None => Vec::new(),
+    };
+    let first_v4 = addrs.first().is_some_and(SocketAddr::is_ipv4);
+    let (preferred, fallback): (Vec<SocketAddr>, Vec<SocketAddr>) =
+        addrs.into_iter().partition(|a| a.is_ipv4() == first_v4);
+    if fallback.is_empty() {
+        return each(&preferred).await;
+    }
+    let mut preferred = std::pin::pin!(each(&preferred));
+    let mut fallback = std::pin::pin!(each(&fallback));
+    tokio::select! {
+        biased;
+        first = &mut preferred => return match first {
+            Ok(stream) => Ok(stream),
+            Err(_) => fallback.await,
+        },
+        () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    tokio::select! {
+        biased;
+        first = &mut preferred => match first {
+            Ok(stream) => Ok(stream),
+            Err(_) => fallback.await,
+        },
+        first = &mut fallback => match first {
+            Ok(stream) => Ok(stream),
+            Err(_) => preferred.await,
+        },
+    }
+}
+
+/// The first connection made to one of `addrs`, tried in turn; or the first error.
+async fn each(addrs: &[SocketAddr]) -> std::io::Result<TcpStream> {
+    let mut first = None;
+    for addr in addrs {
+        match one(*addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => {
+                first.get_or_insert(e);
+            }
         }
-    })
+    }
+    Err(first.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotConnected, "Network unreachable")
+    }))
+}
+
+async fn one(addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As hyper-util's connector: a socket that cannot take these still connects.
+    let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&keepalive());
+    let stream = socket.connect(addr).await?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// reqwest's keep-alive probes: after 15 s idle, every 15 s, 3 unanswered ones end it.
+fn keepalive() -> socket2::TcpKeepalive {
+    let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(15));
+    #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
+    let keepalive = keepalive
+        .with_interval(Duration::from_secs(15))
+        .with_retries(3);
+    keepalive
 }
 
 /// A body that broke off while it was read.
 pub(super) fn body_error(e: hyper::Error) -> NetError {
     NetError::Io(innermost(&e))
 }
+
+#[cfg(test)]
+mod tests;
