@@ -12,6 +12,7 @@ use crate::net::{retry, HttpRequest, HttpResponse, NetError, Purpose, SendOption
 use crate::redact::Redactor;
 use crate::registry::{HostRule, HttpTool, Registry, Tool, ToolKind, UrlOrigin};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -142,14 +143,15 @@ struct Call<'a, 'e> {
     deadline: Instant,
 }
 
-/// How one attempt (with its redirects) ended.
-enum Outcome {
+/// How one attempt (with its redirects) ended. The URL is the first one, borrowed, until a
+/// redirect leads elsewhere.
+enum Outcome<'u> {
     Response {
         resp: HttpResponse,
         /// The method of the request that got `resp`: a 303 (and a 301 or 302 after a POST)
         /// turns the declared method into GET.
         method: String,
-        url: url::Url,
+        url: Cow<'u, url::Url>,
         redirects: u32,
         too_many_redirects: bool,
     },
@@ -157,7 +159,7 @@ enum Outcome {
         error: NetError,
         /// The method of the request that failed.
         method: String,
-        url: url::Url,
+        url: Cow<'u, url::Url>,
     },
     Denied {
         url: url::Url,
@@ -231,10 +233,15 @@ impl Call<'_, '_> {
     }
 
     /// One request, following redirects; each hop is checked against the allow-list.
-    async fn attempt(&self, req: &HttpRequest, first: &url::Url, allow: &[HostRule]) -> Outcome {
-        // Copied only when a redirect changes it.
-        let mut req = std::borrow::Cow::Borrowed(req);
-        let mut url = first.clone();
+    async fn attempt<'u>(
+        &self,
+        req: &HttpRequest,
+        first: &'u url::Url,
+        allow: &[HostRule],
+    ) -> Outcome<'u> {
+        // Copied only when a redirect changes them.
+        let mut req = Cow::Borrowed(req);
+        let mut url = Cow::Borrowed(first);
         let mut redirects = 0;
         loop {
             let remaining = self.deadline.saturating_duration_since(Instant::now());
@@ -289,7 +296,7 @@ impl Call<'_, '_> {
             if !check_host(&next, allow) {
                 return Outcome::Denied {
                     url: next,
-                    from: url,
+                    from: url.into_owned(),
                 };
             }
             // 303 always, and 301/302 after a POST (as browsers and curl do), become a GET
@@ -316,7 +323,7 @@ impl Call<'_, '_> {
                 });
             }
             req.url = next.to_string();
-            url = next;
+            url = Cow::Owned(next);
             redirects += 1;
         }
     }
@@ -404,7 +411,7 @@ impl Call<'_, '_> {
 
     fn finish(
         &self,
-        outcome: Outcome,
+        outcome: Outcome<'_>,
         attempts: u32,
         max_attempts: u32,
         note: Option<String>,
@@ -457,12 +464,12 @@ impl Call<'_, '_> {
             }
             Outcome::Response {
                 resp,
-                method,
+                method: owned_method,
                 url,
                 redirects,
                 too_many_redirects,
             } => {
-                let method = method.as_str();
+                let method = owned_method.as_str();
                 let status = resp.status;
                 // Built only for a message that needs them: a success has none.
                 let details = || {
@@ -474,14 +481,16 @@ impl Call<'_, '_> {
                     d
                 };
                 if (200..300).contains(&status) {
+                    let value = self.observation(resp, || with_note(details()))?;
+                    // The method and the URL move into the record (the URL copied only when
+                    // it is the first one, still borrowed).
                     let http = HttpCall {
-                        method: method.to_string(),
-                        url: url.as_str().to_string(),
+                        method: owned_method,
+                        url: String::from(url.into_owned()),
                         status,
                         attempts: (attempts > 1).then_some(attempts),
                         redirects: (redirects > 0).then_some(redirects),
                     };
-                    let value = self.observation(resp, || with_note(details()))?;
                     return Ok(Output {
                         value,
                         http: Some(http),
