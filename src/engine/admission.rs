@@ -25,6 +25,10 @@ fn write_canonical(out: &mut Vec<u8>, v: &Value) {
     impl serde::Serialize for Sorted<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             match self.0 {
+                // One key (the common lookup) is in order already: no list to sort.
+                Value::Object(m) if m.len() < 2 => {
+                    s.collect_map(m.iter().map(|(k, v)| (k, Sorted(v))))
+                }
                 Value::Object(m) => {
                     let mut entries: Vec<_> = m.iter().collect();
                     entries.sort_by(|a, b| a.0.cmp(b.0));
