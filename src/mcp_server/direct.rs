@@ -29,7 +29,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -69,7 +68,7 @@ pub(crate) async fn creating<F: Future>(work: F) -> (F::Output, Option<ServedSes
 
 /// The handlers of the open sessions, by session id (rmcp keeps its own behind its worker).
 #[derive(Default)]
-pub(crate) struct Sessions(Mutex<HashMap<String, ServedSession>>);
+pub(crate) struct Sessions(Mutex<super::SessionMap<ServedSession>>);
 
 impl Sessions {
     pub(crate) fn insert(&self, id: &str, session: ServedSession) {

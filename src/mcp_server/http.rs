@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -30,7 +30,7 @@ struct Guard {
     max_sessions: usize,
     /// When each session was last active, and its requests in flight: the oldest idle one
     /// makes room for a new one, and one idle past `--session-idle` ends.
-    activity: Arc<Mutex<HashMap<String, Activity>>>,
+    activity: Arc<Mutex<super::SessionMap<Activity>>>,
     /// Each session's call streams, for clients that come back with `Last-Event-ID`.
     store: Arc<resume::Store>,
     /// Each session's handler, for the calls answered without rmcp (`direct`).
@@ -48,7 +48,7 @@ struct Activity {
 /// however long the call takes without a message (rmcp's own keep-alive counts that as idle
 /// time, so it is off and sessions are expired here).
 struct Busy {
-    activity: Arc<Mutex<HashMap<String, Activity>>>,
+    activity: Arc<Mutex<super::SessionMap<Activity>>>,
     session: String,
 }
 
@@ -145,7 +145,7 @@ pub(crate) async fn serve(
         token,
         sessions,
         max_sessions: bounds.max_sessions,
-        activity: Arc::new(Mutex::new(HashMap::new())),
+        activity: Arc::default(),
         store: Arc::new(resume::Store::default()),
         direct: direct::Sessions::default(),
         ticker: Arc::new(direct::Ticker::default()),
@@ -391,13 +391,16 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    let posted = req.method() == hyper::Method::POST && is_json(req.headers());
     match &session {
+        // A JSON POST marks its session active as it starts and as it ends (`Busy`).
+        Some(_) if posted => {}
         Some(id) => saw_session(guard, id),
         None if req.method() == hyper::Method::POST => Box::pin(make_room(guard)).await,
         None => {}
     }
     match *req.method() {
-        hyper::Method::POST if is_json(req.headers()) => post(guard, req, session.as_deref()).await,
+        hyper::Method::POST if posted => post(guard, req, session.as_deref()).await,
         hyper::Method::GET => {
             let last = req
                 .headers()
