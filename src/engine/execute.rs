@@ -3,7 +3,11 @@
 
 use super::masking::truncate_observation;
 use super::{Engine, RunOptions, State, Stop, Timing};
-use crate::models::{Message, ProposedCall};
+use crate::models::{Image, Message, ProposedCall};
+
+/// What the model is told of an executed call: a success's text and images, or the message
+/// that reports its failure.
+pub(super) type Observed = Result<(String, Vec<Image>), Message>;
 use crate::registry::{Fault, Tool};
 use crate::templates::Shared;
 use crate::tools::{self, ErrorKind, Output, ToolError};
@@ -70,19 +74,47 @@ impl<'a> Engine<'a> {
         result: Result<Output, ToolError>,
         timing: Timing,
     ) -> (Message, Option<Stop>) {
+        let (observed, stop) = self.record(st, call, tool, args, result, timing);
+        let message = match observed {
+            Ok((content, images)) => Message::Tool {
+                tool_call_id: call.id.clone(),
+                name: tool.name.clone(),
+                content,
+                is_error: false,
+                images,
+            },
+            Err(message) => message,
+        };
+        (message, stop)
+    }
+
+    /// [`Engine::observe`] without the success's message: a served call's client reads only
+    /// its text.
+    pub(super) fn record(
+        &self,
+        st: &mut State,
+        call: &ProposedCall,
+        tool: &Tool,
+        args: Value,
+        result: Result<Output, ToolError>,
+        timing: Timing,
+    ) -> (Observed, Option<Stop>) {
         st.tool_call_count += 1;
         let duration_ms = millis(timing.elapsed);
-        let (message, stop) = match result {
+        let (observed, stop) = match result {
             Ok(output) => (
-                self.observe_success(st, call, tool, args, output, duration_ms),
+                Ok(self.observe_success(st, call, tool, args, output, duration_ms)),
                 None,
             ),
-            Err(err) => self.observe_failure(st, call, tool, args, err, duration_ms),
+            Err(err) => {
+                let (message, stop) = self.observe_failure(st, call, tool, args, err, duration_ms);
+                (Err(message), stop)
+            }
         };
         if let Some(entry) = st.tool_results.last_mut() {
             entry.started_at = Some(timing.started_at);
         }
-        (message, stop)
+        (observed, stop)
     }
 
     pub(super) fn observe_success(
@@ -93,7 +125,7 @@ impl<'a> Engine<'a> {
         args: Value,
         output: Output,
         duration_ms: f64,
-    ) -> Message {
+    ) -> (String, Vec<Image>) {
         // Masked once, as a value; the model's text is made from the masked value, so it is
         // cut only after masking.
         let Output {
@@ -155,13 +187,7 @@ impl<'a> Engine<'a> {
             started_at: None,
             duration_ms,
         });
-        Message::Tool {
-            tool_call_id: call.id.clone(),
-            name: tool.name.clone(),
-            content: observation,
-            is_error: false,
-            images,
-        }
+        (observation, images)
     }
 
     pub(super) fn observe_failure(

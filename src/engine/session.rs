@@ -62,14 +62,9 @@ impl<'a> Engine<'a> {
         let (result, timing) = self.execute_one(&call, tool, &args, fault, opts).await;
         let mut st = session.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
-        let (message, _) = self.observe(&mut st, &call, tool, args, result, timing);
+        let (observed, _) = self.record(&mut st, &call, tool, args, result, timing);
         let mut outcome = self.outcome(&mut st, seq);
-        if let crate::models::Message::Tool {
-            content,
-            is_error: false,
-            ..
-        } = message
-        {
+        if let Ok((content, _)) = observed {
             outcome.observation = Some(content);
         }
         outcome
