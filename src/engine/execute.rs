@@ -31,7 +31,12 @@ impl<'a> Engine<'a> {
                 opts.session,
             )
         });
-        let started_at = now_rfc3339();
+        // A live served call's record is dropped once its client is answered: only a recorded
+        // (or replayed) session's is kept, so only such a call is stamped.
+        let kept = opts.session.is_none()
+            || self.transport.recorder().is_some()
+            || !self.transport.may_go_live();
+        let started_at = kept.then(now_rfc3339);
         let started = Instant::now();
         let env = self.tool_env(opts, &call.id);
         let delay = match &fault {
@@ -112,7 +117,7 @@ impl<'a> Engine<'a> {
             }
         };
         if let Some(entry) = st.tool_results.last_mut() {
-            entry.started_at = Some(timing.started_at);
+            entry.started_at = timing.started_at;
         }
         (observed, stop)
     }

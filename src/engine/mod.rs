@@ -25,9 +25,10 @@ mod masking;
 mod run_loop;
 mod session;
 
-/// When an executed call started (wall clock, for the trace) and how long it took.
+/// When an executed call started (wall clock, for the trace; `None` when no trace will show
+/// it) and how long it took.
 struct Timing {
-    started_at: String,
+    started_at: Option<String>,
     elapsed: Duration,
 }
 
