@@ -463,7 +463,7 @@ struct Streamed {
 
 /// The JSON-RPC response of `result`, written out as it goes (no JSON tree made for it).
 fn response(id: &Value, result: &CallResult) -> Vec<u8> {
-    let mut body = Vec::with_capacity(256);
+    let mut body = Vec::with_capacity(64 + result.size_hint());
     body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     // Writing JSON values into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut body, id);

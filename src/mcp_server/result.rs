@@ -74,6 +74,17 @@ impl CallResult {
         }
     }
 
+    /// About how many bytes [`CallResult::write`] writes, to allocate them at once.
+    pub(crate) fn size_hint(&self) -> usize {
+        match self {
+            // Escaping may lengthen the text; the rest is under 100 bytes.
+            CallResult::Text { text, structured } => {
+                text.len() + text.len() / 8 + 100 + if *structured { text.len() } else { 0 }
+            }
+            CallResult::Json(_) => 256,
+        }
+    }
+
     /// Appends the result's JSON to `out`, as `into_value` would have it written.
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
         // Writing JSON into a Vec cannot fail.
