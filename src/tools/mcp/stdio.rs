@@ -234,7 +234,10 @@ pub(crate) fn spawn(
             .kill_on_drop(true)
             .process_group(0);
         #[cfg(target_os = "linux")]
-        end_with_toolrun(&mut command);
+        {
+            end_with_toolrun(&mut command);
+            default_scheduling(&mut command);
+        }
         let mut child = command.spawn()?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
@@ -290,6 +293,21 @@ fn end_with_toolrun(command: &mut tokio::process::Command) {
             if libc::getppid() != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
+            Ok(())
+        });
+    }
+}
+
+/// The server runs under the system's default scheduling policy, whatever policy the thread
+/// that starts it has (`serve`'s is a batch thread, which a child would inherit).
+#[cfg(target_os = "linux")]
+fn default_scheduling(command: &mut tokio::process::Command) {
+    // SAFETY: in the child only sched_setscheduler, which is async-signal-safe; a policy it
+    // cannot change leaves the server as it was.
+    unsafe {
+        command.pre_exec(|| {
+            let param = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &param);
             Ok(())
         });
     }
