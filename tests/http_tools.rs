@@ -759,7 +759,19 @@ struct RawUpstream {
     accepted: Arc<AtomicUsize>,
 }
 
-fn raw_upstream(close_after_each: bool) -> RawUpstream {
+/// When `raw_upstream` closes a connection.
+#[derive(Clone, Copy, PartialEq)]
+enum Close {
+    /// Never: it keeps every connection alive.
+    Never,
+    /// After each answer, without saying so (no `Connection: close`).
+    AfterAnswer,
+    /// On its first connection, once the second request has arrived, without answering it (it
+    /// closed the idle connection as the request came).
+    SecondUnanswered,
+}
+
+fn raw_upstream(close: Close) -> RawUpstream {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let port = listener.local_addr().expect("addr").port();
@@ -773,7 +785,7 @@ fn raw_upstream(close_after_each: bool) -> RawUpstream {
             let log = Arc::clone(&log);
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                loop {
+                for i in 0.. {
                     let mut raw = Vec::new();
                     let mut length = 0;
                     loop {
@@ -795,12 +807,15 @@ fn raw_upstream(close_after_each: bool) -> RawUpstream {
                     }
                     raw.extend_from_slice(&body);
                     log.lock().unwrap().push(raw);
+                    if close == Close::SecondUnanswered && n == 1 && i == 1 {
+                        return;
+                    }
                     let body = format!("{{\"n\":{n}}}");
                     let answer = format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
                         body.len()
                     );
-                    if stream.write_all(answer.as_bytes()).is_err() || close_after_each {
+                    if stream.write_all(answer.as_bytes()).is_err() || close == Close::AfterAnswer {
                         return;
                     }
                 }
@@ -819,7 +834,7 @@ fn raw_upstream(close_after_each: bool) -> RawUpstream {
 /// path and query as the target. A host name (`localhost`) is resolved and connected to.
 #[test]
 fn the_request_goes_out_byte_for_byte() {
-    let up = raw_upstream(false);
+    let up = raw_upstream(Close::Never);
     let tool = format!(
         "request:\n  method: POST\n  url: \"http://localhost:{}/v1/items\"\n  query: {{ q: \"a b\", n: \"{{{{ args.n }}}}\" }}\n  headers: {{ X-Trace: abc, Authorization: \"Bearer {{{{ secrets.API_KEY }}}}\" }}\n  body: {{ n: \"{{{{ args.n }}}}\" }}",
         up.port
@@ -849,19 +864,23 @@ fn the_request_goes_out_byte_for_byte() {
     assert_eq!(String::from_utf8_lossy(&sent[0]), expected);
 }
 
+/// Runs `spec`, which makes two calls, and checks that both succeeded.
+fn two_calls_both_ok(spec: Spec<'_>) {
+    let trace = spec.run();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{trace:#}");
+    assert!(results.iter().all(|r| r["status"] == "ok"), "{trace:#}");
+}
+
 /// Calls one after the other share one kept-alive connection.
 #[test]
 fn calls_one_after_another_reuse_one_connection() {
     let server = TestServer::start(|req| Response::json(200, json!(req.connection)));
     let tool = format!("request: {{ url: \"{}/x\" }}", server.base_url());
-    let trace = Spec {
+    two_calls_both_ok(Spec {
         then: "{ name: t, arguments: {} }",
         ..one(&tool)
-    }
-    .run();
-    let results = trace["tool_results"].as_array().unwrap();
-    assert_eq!(results.len(), 2, "{trace:#}");
-    assert!(results.iter().all(|r| r["status"] == "ok"), "{trace:#}");
+    });
     assert_eq!(server.hits("/x"), 2);
     assert_eq!(server.connections(), 1);
 }
@@ -870,7 +889,7 @@ fn calls_one_after_another_reuse_one_connection() {
 /// does not fail on the closed connection, it goes out on a new one.
 #[test]
 fn a_connection_the_server_closed_while_idle_is_not_a_failed_call() {
-    let up = raw_upstream(true);
+    let up = raw_upstream(Close::AfterAnswer);
     let tool = format!("request: {{ url: \"http://127.0.0.1:{}/x\" }}", up.port);
     let trace = Spec {
         then: "{ name: t, arguments: {} }",
@@ -882,6 +901,36 @@ fn a_connection_the_server_closed_while_idle_is_not_a_failed_call() {
     assert_eq!(results[0]["result"], json!({"n": 1}), "{trace:#}");
     assert_eq!(results[1]["result"], json!({"n": 2}), "{trace:#}");
     assert_eq!(up.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(up.requests.lock().unwrap().len(), 2);
+}
+
+/// The same race lost later: the server closed the kept-alive connection after the request had
+/// reached it. A GET goes out again on a new connection; a POST, which the server may have acted
+/// on, fails rather than being sent twice.
+#[test]
+fn a_request_the_server_dropped_on_a_reused_connection_is_sent_again_only_if_idempotent() {
+    let up = raw_upstream(Close::SecondUnanswered);
+    let tool = format!("request: {{ url: \"http://127.0.0.1:{}/x\" }}", up.port);
+    two_calls_both_ok(Spec {
+        then: "{ name: t, arguments: {} }",
+        ..one(&tool)
+    });
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(up.requests.lock().unwrap().len(), 3);
+    let up = raw_upstream(Close::SecondUnanswered);
+    let tool = format!(
+        "request: {{ url: \"http://127.0.0.1:{}/x\", method: POST }}",
+        up.port
+    );
+    let trace = Spec {
+        then: "{ name: t, arguments: {} }",
+        ..one(&tool)
+    }
+    .run();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results[0]["status"], "ok", "{trace:#}");
+    assert_eq!(results[1]["status"], "error", "{trace:#}");
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
     assert_eq!(up.requests.lock().unwrap().len(), 2);
 }
 
@@ -903,13 +952,9 @@ fn calls_at_once_get_a_connection_each() {
         "request: {{ url: \"{}/x\" }}\ntimeout: 10s",
         server.base_url()
     );
-    let trace = Spec {
+    two_calls_both_ok(Spec {
         calls: "{ name: t, arguments: {} }, { name: t, arguments: {} }",
         ..one(&tool)
-    }
-    .run();
-    let results = trace["tool_results"].as_array().unwrap();
-    assert_eq!(results.len(), 2, "{trace:#}");
-    assert!(results.iter().all(|r| r["status"] == "ok"), "{trace:#}");
+    });
     assert_eq!(server.connections(), 2);
 }

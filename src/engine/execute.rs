@@ -68,19 +68,9 @@ impl<'a> Engine<'a> {
         (result, timing)
     }
 
-    /// Records an executed call's outcome; the message is what the model sees. An error repeated
-    /// too often ends the run.
-    pub(super) fn observe(
-        &self,
-        st: &mut State,
-        call: &ProposedCall,
-        tool: &Tool,
-        args: Value,
-        result: Result<Output, ToolError>,
-        timing: Timing,
-    ) -> (Message, Option<Stop>) {
-        let (observed, stop) = self.record(st, call, tool, args, result, timing);
-        let message = match observed {
+    /// The message the model sees of a call [`Engine::record`] recorded.
+    pub(super) fn message(call: &ProposedCall, tool: &Tool, observed: Observed) -> Message {
+        match observed {
             Ok((content, images)) => Message::Tool {
                 tool_call_id: call.id.clone(),
                 name: tool.name.clone(),
@@ -89,12 +79,12 @@ impl<'a> Engine<'a> {
                 images,
             },
             Err(message) => message,
-        };
-        (message, stop)
+        }
     }
 
-    /// [`Engine::observe`] without the success's message: a served call's client reads only
-    /// its text.
+    /// Records an executed call's outcome: a success's text and images (a served call's client
+    /// reads only the text; a run's model reads [`Engine::message`]), or a failure's message.
+    /// An error repeated too often ends the run.
     pub(super) fn record(
         &self,
         st: &mut State,

@@ -225,8 +225,8 @@ impl<'a> Engine<'a> {
                 (Plan::Rejected(msg), _) => tool_messages.push(msg),
                 (Plan::Run { tool, args }, Some((result, timing))) => {
                     let call = &calls[i];
-                    let (msg, stop) = self.observe(st, call, tool, args, result, timing);
-                    tool_messages.push(msg);
+                    let (observed, stop) = self.record(st, call, tool, args, result, timing);
+                    tool_messages.push(Self::message(call, tool, observed));
                     if turn.stop.is_none() {
                         turn.stop = stop;
                     }

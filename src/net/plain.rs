@@ -203,10 +203,36 @@ pub(super) async fn send<'a>(
                         .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     request = unsent;
                 }
+                // The same race, lost later: the close reached hyper only after the request
+                // was written. The server may have seen it, so only a request that may be
+                // repeated (RFC 9110, section 9.2.2) is sent again, as browsers and Go do.
+                None if reused && idempotent(&req.method) && closed_before_answer(e.error()) => {
+                    #[cfg(test)]
+                    pool.retried
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    request = self::request(req, url)?;
+                }
                 _ => return Err(NetError::Io(innermost(e.error()))),
             },
         }
     }
+}
+
+/// Methods whose request may be sent twice with the effect of once (RFC 9110, section 9.2.2).
+fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
+}
+
+/// The connection ended before an answer came: closed, reset or broken under the request.
+fn closed_before_answer(e: &hyper::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+    let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+    e.is_incomplete_message()
+        || io
+            .is_some_and(|io| matches!(io.kind(), ConnectionReset | BrokenPipe | ConnectionAborted))
 }
 
 /// The request as hyper's connection writes it: origin-form target (the authority for
