@@ -22,7 +22,7 @@ pub(crate) mod server;
 /// A map keyed by session id, looked up several times a request: foldhash, seeded per process,
 /// hashes a 36-character id for a fraction of SipHash's cost, and the keys are ids this server
 /// made (a client's id is only ever looked up), so there are no chosen collisions to fear.
-pub(crate) type SessionMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;
+pub(crate) type SessionMap<V> = foldhash::HashMap<String, V>;
 
 /// Connects to the remote MCP servers of a served registry (and lists their tools) before the
 /// first client does, as `serve` does when it starts and its replay does from the recording:

@@ -50,38 +50,17 @@ pub(crate) enum TValue {
     Object(Vec<(String, TValue)>),
 }
 
-/// Template ids are toolrun's own (`t12`, `e3`), never text from a spec or a caller: FNV-1a
-/// hashes them for their maps, which every rendered value looks up two or three times (the
-/// default SipHash was most of such a lookup's cost).
-#[derive(Clone, Copy)]
-struct IdHasher(u64);
-
-impl Default for IdHasher {
-    fn default() -> Self {
-        IdHasher(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-type ById<V> = HashMap<String, V, std::hash::BuildHasherDefault<IdHasher>>;
+/// Maps by template id, looked up two or three times for every rendered value: foldhash (the
+/// hasher `serve`'s session maps use too) for a fraction of SipHash's cost. The ids are toolrun's
+/// own (`t12`, `e3`), never text from a spec or a caller.
+type ById<V> = foldhash::HashMap<String, V>;
 
 pub(crate) struct Templates {
     env: minijinja::Environment<'static>,
     /// Each template's bound, by name.
     costs: ById<cost::Cost>,
     /// Templates without template syntax: rendered by returning their text, with no context.
-    plain: std::collections::HashSet<String, std::hash::BuildHasherDefault<IdHasher>>,
+    plain: foldhash::HashSet<String>,
     /// Templates that are exactly `{{ args.NAME }}`, by id: they pass an argument through, so
     /// one the call left out renders as null (an HTTP query parameter or header is then left
     /// out) instead of failing like every other undefined value.
