@@ -17,9 +17,55 @@ version="${INPUT_VERSION:-}"
 version="${version#v}"
 tmp="${RUNNER_TEMP:-${TMPDIR:-/tmp}}"
 
+# GitHub's runner takes a line of the log that starts with `::` (after blanks) or holds `##[`
+# anywhere as a workflow command. What this script prints holds paths, globs' matches and
+# inputs, so it goes through these: a zero-width space parts `##[`.
+zwsp=$'\xe2\x80\x8b'
+
+# One line of the log, starting with the script's own words: CR and LF shown as \r and \n (the
+# runner starts a line at either), `##[` parted.
+say() {
+  local text="$*"
+  text="${text//$'\r'/\\r}"
+  text="${text//$'\n'/\\n}"
+  printf '%s\n' "${text//'##['/#${zwsp}#[}"
+}
+
+# Each line of stdin through `say` (the messages of pip and `toolrun report`, which quote
+# inputs); to stderr, where they were going.
+say_lines() {
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    say "$line" >&2
+  done
+}
+
+# The message of a workflow command: `%`, CR and LF percent-escaped (GitHub's escaping for
+# command data), `##[` parted.
+command_data() {
+  local text="$*"
+  text="${text//'%'/%25}"
+  text="${text//$'\r'/%0D}"
+  text="${text//$'\n'/%0A}"
+  printf '%s' "${text//'##['/#${zwsp}#[}"
+}
+
 fail() {
-  echo "::error title=toolrun action::$*"
+  echo "::error title=toolrun action::$(command_data "$*")"
   exit 2
+}
+
+# Sets the step output NAME to VALUE in the `NAME<<DELIMITER` form: a newline in VALUE (a
+# path may hold one) cannot add outputs of its own, and the delimiter is random, so VALUE
+# cannot end it early.
+set_output() {
+  local name="$1" value="$2" delimiter
+  delimiter="toolrun_$(od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')"
+  [ "$delimiter" != "toolrun_" ] || delimiter="toolrun_$RANDOM$RANDOM$RANDOM$RANDOM$RANDOM"
+  while [[ "$value" == *"$delimiter"* ]]; do
+    delimiter="${delimiter}_$RANDOM"
+  done
+  printf '%s<<%s\n%s\n%s\n' "$name" "$delimiter" "$value" "$delimiter" >>"$GITHUB_OUTPUT"
 }
 
 # A toolrun of the wanted version already on PATH is used as it is; anything else installs the
@@ -33,7 +79,7 @@ find_toolrun() {
       toolrun="$(command -v toolrun)"
       return 0
     fi
-    echo "toolrun on PATH is \`$have\`, not $version: installing toolrun==$version"
+    say "toolrun on PATH is \`$have\`, not $version: installing toolrun==$version"
   fi
   local python venv requirement
   python="$(command -v python3 || command -v python)" || fail "installing toolrun needs python3 (actions/setup-python) or a toolrun on PATH"
@@ -42,8 +88,8 @@ find_toolrun() {
   "$python" -m venv "$venv" || fail "cannot create a Python venv in $venv"
   local bin="$venv/bin"
   [ -d "$bin" ] || bin="$venv/Scripts"
-  "$bin/python" -m pip install --quiet --disable-pip-version-check "$requirement" \
-    || fail "pip install $requirement failed"
+  "$bin/python" -m pip install --quiet --disable-pip-version-check "$requirement" 2>&1 \
+    | say_lines || fail "pip install $requirement failed"
   toolrun="$bin/toolrun"
   [ -x "$toolrun" ] || toolrun="$bin/toolrun.exe"
   [ -x "$toolrun" ] || fail "pip installed $requirement without a toolrun binary"
@@ -51,7 +97,7 @@ find_toolrun() {
 
 toolrun=""
 find_toolrun
-echo "Using $("$toolrun" --version) from $toolrun"
+say "Using $("$toolrun" --version) from $toolrun"
 
 # Word-split the lists as the documentation says; a word with glob characters is expanded, and
 # one that matches nothing is passed as it is (toolrun then names it).
@@ -82,20 +128,21 @@ if [ -n "${INPUT_BASELINE:-}" ]; then
 fi
 command+=("${extra[@]}")
 
-echo "+ ${command[*]}"
+say "+ ${command[*]}"
 "${command[@]}"
 status=$?
 
 if [ -f "$results" ]; then
   if [ -n "${GITHUB_OUTPUT:-}" ]; then
-    echo "results=$results" >>"$GITHUB_OUTPUT"
+    set_output results "$results"
   fi
   if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-    "$toolrun" report "$results" --format markdown >>"$GITHUB_STEP_SUMMARY" \
+    # stdout to the summary, stderr through `say_lines`.
+    "$toolrun" report "$results" --format markdown 2>&1 >>"$GITHUB_STEP_SUMMARY" | say_lines \
       || echo "::warning title=toolrun action::could not write the job summary"
   fi
 fi
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
-  echo "exit-code=$status" >>"$GITHUB_OUTPUT"
+  set_output exit-code "$status"
 fi
 exit "$status"

@@ -522,7 +522,7 @@ pub(crate) fn warn_short_secrets(secrets: &Secrets) {
     };
     for line in secrets.short_warnings() {
         if !warned.contains(&line) {
-            eprintln!("{line}");
+            eprintln!("{}", crate::term::visible(&line));
             warned.push(line);
         }
     }

@@ -169,6 +169,134 @@ fn format_github_annotates_a_spec_that_does_not_compile_on_its_file() {
     assert_eq!(out.stdout.lines().last(), Some("1 passed, 1 failed"));
 }
 
+/// Text a model or grader could answer to take over a GitHub runner: a mask that hides the log,
+/// a forged annotation, a stop that silences toolrun's own, and the legacy `##[` form, which
+/// the runner reads anywhere in a line (YAML double-quoted, `\n` a newline).
+const HOSTILE: &str =
+    r"fine\n::add-mask::x\n::error::forged\n  ::stop-commands::tok\nfoo ##[error]bar";
+
+/// Lines GitHub's runner would take as a workflow command that toolrun did not write: `::` at
+/// the start after blanks (it trims Unicode whitespace, as `trim_start` does) or `##[`
+/// anywhere. toolrun's own start its line with `::error file=` or `::warning file=`, the
+/// Action's with `::error title=toolrun action::`.
+fn forged_commands(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| {
+            let own = [
+                "::error file=",
+                "::warning file=",
+                "::error title=toolrun action::",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p));
+            l.contains("##[") || (l.trim_start().starts_with("::") && !own)
+        })
+        .collect()
+}
+
+#[test]
+fn format_github_prints_no_workflow_command_but_its_own_annotations() {
+    // Answers and grades reach the report raw and in several lines: the answer (quoted in a
+    // failure), a grader's reasoning, a grader's reply that is not a grade.
+    let spec = format!(
+        r#"version: 1
+name: hostile
+tools:
+  note:
+    description: Writes a note down.
+    kind: mock
+    responses:
+      - result: noted
+models:
+  assistant:
+    kind: scripted
+    scripts:
+      - turns:
+          - answer: "{HOSTILE}"
+  grader:
+    kind: scripted
+    scripts:
+      - when: "strict"
+        turns:
+          - tool_calls: [{{ name: grade, arguments: {{ score: 0.1, reasoning: "{HOSTILE}" }} }}]
+      - turns:
+          - answer: "{HOSTILE}"
+default_model: assistant
+tests:
+  - name: graded
+    query: q
+    expect: {{ judge: {{ model: grader, rubric: strict, pass: 0.5 }} }}
+  - name: unparsed
+    query: q
+    expect: {{ judge: {{ model: grader, rubric: lenient }} }}
+  - name: answer
+    query: q
+    expect: {{ status: failed, output_contains: goodbye }}
+"#
+    );
+    let dir = support::temp_dir("action-hostile");
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    write(dir.path(), "hostile.yaml", &spec);
+    let out = run(toolrun()
+        .current_dir(dir.path())
+        .env("TOOLRUN_CACHE_DIR", "off")
+        .args(["test", "hostile.yaml", "--format", "github"]));
+    out.assert_code(1);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(forged_commands(&all), Vec::<&str>::new(), "{all}");
+    let own: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("::")).collect();
+    assert_eq!(own.len(), 3, "one annotation per failing test:\n{all}");
+    // The text is all there, defused, not dropped: the grader's reasoning in the annotation and
+    // in the report, one line of the report each.
+    assert!(
+        own[0].contains("scored 0.1 (needs 0.5): fine%0A") && own[0].contains("add-mask"),
+        "{}",
+        own[0]
+    );
+    for word in [
+        "add-mask::x",
+        "error::forged",
+        "stop-commands::tok",
+        "foo #",
+    ] {
+        assert!(
+            out.stdout.lines().filter(|l| l.contains(word)).count() >= 2,
+            "`{word}` not in the report:\n{}",
+            out.stdout
+        );
+    }
+    assert_eq!(out.stdout.lines().last(), Some("0 passed, 3 failed"));
+
+    // Without github, the human report keeps the text exactly (only for a terminal).
+    let out = run(toolrun()
+        .current_dir(dir.path())
+        .env("TOOLRUN_CACHE_DIR", "off")
+        .args(["test", "hostile.yaml"]));
+    assert!(
+        out.stdout.contains("\n       ::add-mask::x\n"),
+        "{}",
+        out.stdout
+    );
+
+    // `check --format github`: a diagnostic quoting the spec's text is toolrun's annotation and
+    // nothing more.
+    write(
+        dir.path(),
+        "bad.yaml",
+        "version: 1\nname: bad\ntools: {}\npolicy: { allow: [\"foo ##[error]bar\", \"x\\n::add-mask::y\"] }\n",
+    );
+    let out = run(toolrun()
+        .current_dir(dir.path())
+        .args(["check", "bad.yaml", "--format", "github"]));
+    out.assert_code(1);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(forged_commands(&all), Vec::<&str>::new(), "{all}");
+    assert!(
+        all.contains("foo #") && all.contains("%0A::add-mask::y"),
+        "{all}"
+    );
+}
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -209,7 +337,41 @@ fn action_with(
     cmd.envs(env.iter().copied());
     let out = run(&mut cmd);
     let read = |p: &Path| std::fs::read_to_string(p).unwrap();
-    (out, read(&summary), read(&outputs))
+    (out, read(&summary), step_outputs(&read(&outputs)))
+}
+
+/// The step outputs in `GITHUB_OUTPUT` as `name=value` lines, in order. Each must be written in
+/// the `name<<DELIMITER` form with a delimiter of its own that its value does not hold: a
+/// `name=value` line would let a newline in the value set other outputs.
+fn step_outputs(file: &str) -> String {
+    let mut out = String::new();
+    let mut delimiters = Vec::new();
+    let mut lines = file.split_inclusive('\n');
+    while let Some(line) = lines.next() {
+        let (name, delimiter) = line
+            .trim_end_matches('\n')
+            .split_once("<<")
+            .unwrap_or_else(|| panic!("not the `name<<DELIMITER` form: {line:?} in {file:?}"));
+        assert!(delimiter.len() >= 24, "a guessable delimiter: {file:?}");
+        assert!(
+            !delimiters.contains(&delimiter),
+            "a delimiter used twice: {file:?}"
+        );
+        delimiters.push(delimiter);
+        let mut value = String::new();
+        loop {
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("unterminated: {file:?}"));
+            if line == format!("{delimiter}\n") {
+                break;
+            }
+            value.push_str(line);
+        }
+        let value = value.strip_suffix('\n').unwrap_or(&value);
+        out.push_str(&format!("{name}={value}\n"));
+    }
+    out
 }
 
 /// `PATH` with the toolrun under test first, then the system's.
@@ -261,6 +423,54 @@ fn the_action_runs_the_tests_annotates_and_fills_the_summary_and_outputs() {
         summary.contains("| greeter::wants\\_goodbye | ❌ 0/1 |"),
         "{summary}"
     );
+}
+
+#[test]
+fn the_action_prints_no_workflow_command_and_writes_outputs_newline_safe() {
+    // Paths come from the repository (a glob's matches) and the inputs: on Linux a file name can
+    // hold a newline, `::` and `##[`.
+    let dir = project(PASSING);
+    let hostile = "x\n::add-mask::y\n##[error]z";
+    std::fs::write(
+        dir.path().join(format!("specs/{hostile}.yaml")),
+        greeter(PASSING),
+    )
+    .unwrap();
+    let results = format!("r\nexit-code=0\n{hostile}.json");
+    let (out, summary, outputs) = action(
+        dir.path(),
+        &path_with_toolrun(),
+        &[("SPECS", "specs/*.yaml"), ("RESULTS", &results)],
+    );
+    out.assert_code(0);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(forged_commands(&all), Vec::<&str>::new(), "{all}");
+    assert!(all.contains("specs/x\\n::add-mask::y\\n#"), "{all}");
+    assert!(out.stdout.contains("\n2 passed, 0 failed\n"), "{all}");
+    // Exactly two outputs, the path whole.
+    assert_eq!(outputs, format!("results={results}\nexit-code=0\n"));
+    assert!(dir.path().join(&results).is_file());
+    assert!(summary.starts_with("### toolrun report"), "{summary}");
+
+    // The Action's own errors quote inputs as data of one command.
+    let (out, _, outputs) = action_with(
+        dir.path(),
+        &path_with_toolrun(),
+        &[
+            ("VERSION", "0.0.1\n::add-mask::x ##[error]y"),
+            ("SPECS", "specs"),
+        ],
+        &[("PIP_NO_INDEX", "1")],
+    );
+    out.assert_code(2);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(forged_commands(&all), Vec::<&str>::new(), "{all}");
+    assert!(
+        out.stdout
+            .contains("::error title=toolrun action::pip install toolrun==0.0.1%0A::add-mask::x #"),
+        "{all}"
+    );
+    assert_eq!(outputs, "");
 }
 
 #[test]

@@ -278,13 +278,22 @@ fn the_action_installs_the_wheel_with_pip_when_toolrun_is_not_on_path() {
         "{}",
         out.stdout
     );
+    // Each output in the `name<<DELIMITER` form (tests/action.rs checks it in detail).
     let outputs = std::fs::read_to_string(&outputs).unwrap();
+    let lines: Vec<&str> = outputs.lines().collect();
+    let pairs: Vec<(&str, &str)> = lines
+        .chunks(3)
+        .map(|entry| {
+            let (name, delimiter) = entry[0].split_once("<<").unwrap();
+            assert_eq!(entry.get(2), Some(&delimiter), "{outputs}");
+            (name, entry[1])
+        })
+        .collect();
+    let results = runner.join("toolrun-results.json").display().to_string();
     assert_eq!(
-        outputs,
-        format!(
-            "results={}\nexit-code=0\n",
-            runner.join("toolrun-results.json").display()
-        )
+        pairs,
+        [("results", results.as_str()), ("exit-code", "0")],
+        "{outputs}"
     );
     let summary = std::fs::read_to_string(&summary).unwrap();
     assert!(summary.starts_with("### toolrun report"), "{summary}");

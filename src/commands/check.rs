@@ -7,6 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub(crate) fn run(args: CheckArgs) -> i32 {
+    if args.format == CheckFormat::Github {
+        crate::term::github_mode();
+    }
     let mut all: Vec<Diagnostic> = Vec::new();
     let mut sources: HashMap<String, crate::specfile::Source> = HashMap::new();
     let mut unreadable = false;
@@ -68,7 +71,7 @@ pub(crate) fn run(args: CheckArgs) -> i32 {
         }
         CheckFormat::Github => {
             for d in &all {
-                println!("{}", crate::term::visible(&render_github(d)));
+                println!("{}", render_github(d));
             }
         }
     }

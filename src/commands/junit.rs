@@ -24,10 +24,11 @@ pub(crate) fn write_requested(path: Option<&std::path::Path>, results: &[CaseRes
     match crate::files::write_atomically(path, junit_xml(results).as_bytes()) {
         Ok(()) => crate::exit::SUCCESS,
         Err(e) => {
-            eprintln!(
+            let message = format!(
                 "error: cannot write the JUnit report to `{}`: {e}",
                 path.display()
             );
+            eprintln!("{}", crate::term::visible(&message));
             crate::exit::FAILED
         }
     }

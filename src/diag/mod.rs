@@ -268,7 +268,8 @@ pub(crate) fn to_json(diags: &[Diagnostic]) -> serde_json::Value {
     serde_json::to_value(list).unwrap_or_default()
 }
 
-/// GitHub workflow commands; `%`, CR and LF must be escaped or the annotation is cut.
+/// GitHub workflow commands; `%`, CR and LF must be escaped or the annotation is cut. Printed
+/// as they are: every field is already safe for a terminal ([`github_command`]).
 pub(crate) fn render_github(d: &Diagnostic) -> String {
     let kind = match d.severity {
         Severity::Error => "error",
@@ -282,7 +283,8 @@ pub(crate) fn render_github(d: &Diagnostic) -> String {
 }
 
 /// One workflow command (`::error file=F,line=L,col=C,...,title=T::message`), for diagnostics
-/// and for `toolrun test --format github`'s failing tests.
+/// and for `toolrun test --format github`'s failing tests. Its fields can start no command of
+/// their own (`crate::term::workflow_field`): a message quoting a model's answer stays data.
 pub(crate) fn github_command(
     kind: &str,
     file: Option<&str>,
@@ -290,11 +292,7 @@ pub(crate) fn github_command(
     title: &str,
     message: &str,
 ) -> String {
-    fn escape_data(s: &str) -> String {
-        s.replace('%', "%25")
-            .replace('\r', "%0D")
-            .replace('\n', "%0A")
-    }
+    use crate::term::workflow_field as escape_data;
     fn escape_prop(s: &str) -> String {
         escape_data(s).replace(':', "%3A").replace(',', "%2C")
     }

@@ -21,6 +21,10 @@ use std::sync::{Arc, Mutex};
 pub(crate) use select::parse_partition;
 
 pub(crate) fn run(args: TestArgs) -> i32 {
+    // Before anything is printed: every line but toolrun's own annotations is defused.
+    if args.format == TestFormat::Github {
+        crate::term::github_mode();
+    }
     match run_steps(&args) {
         Ok(code) | Err(code) => code,
     }
@@ -167,7 +171,7 @@ fn finish(
 ) -> Result<i32, i32> {
     if let Some(path) = &args.results {
         if let Err(e) = results.write(path, redactor) {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::term::visible(&e));
             return Err(exit::FAILED);
         }
     }
@@ -254,8 +258,10 @@ fn annotate(cases: &[Case], rows: &[CaseResult], fail_on: FailOn) {
             ),
         };
         let kind = if blocks { "error" } else { "warning" };
-        let line = crate::diag::github_command(kind, Some(&file), span, &title, &reasons);
-        println!("{}", crate::term::visible(&line));
+        println!(
+            "{}",
+            crate::diag::github_command(kind, Some(&file), span, &title, &reasons)
+        );
     }
 }
 
@@ -289,7 +295,7 @@ impl<'a> Env<'a> {
 }
 
 fn usage(e: String) -> i32 {
-    eprintln!("error: {e}");
+    eprintln!("error: {}", crate::term::visible(&e));
     exit::USAGE
 }
 
