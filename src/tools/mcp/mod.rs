@@ -14,6 +14,7 @@ mod live_session;
 mod rpc;
 mod sse;
 mod stderr;
+mod stdin;
 pub(crate) mod stdio;
 mod stdio_rpc;
 

@@ -21,11 +21,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use super::stderr::{keep_stderr, with_stderr, Tail};
+use super::stdin::{Stdin, WRITE_TIMEOUT};
 
 /// How long the server has to exit after its stdin closes, and again after SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
@@ -118,7 +119,7 @@ impl Pending {
 /// A running stdio server.
 pub(crate) struct Process {
     pgid: i32,
-    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    stdin: Arc<Stdin>,
     pending: Arc<Mutex<Pending>>,
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
@@ -240,7 +241,7 @@ pub(crate) fn spawn(
         }
         let mut child = command.spawn()?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
-        let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
+        let stdin = Arc::new(Stdin::new(child.stdin.take()));
         let pending = Arc::new(Mutex::new(Pending::default()));
         let stderr = Arc::new(Mutex::new(Tail::new(redactor)));
         let child_out = child.stdout.take();
@@ -332,7 +333,7 @@ struct Kept {
 /// `notifications/tools/list_changed` is kept beside the next answer, for the caller to list
 /// again.
 struct Reader {
-    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    stdin: Arc<Stdin>,
     pending: Arc<Mutex<Pending>>,
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
@@ -465,7 +466,11 @@ impl Reader {
     /// what toolrun did not declare; see `rpc::answer`).
     async fn answer_request(&self, request: &Value) -> Option<String> {
         let answer = super::rpc::answer(request, self.elicitation).to_string();
-        let written = write_line(&self.stdin, answer.as_bytes()).await;
+        // Bounded: a server that reads nothing more must not stop its stdout being read.
+        let written = self
+            .stdin
+            .write_line(answer.as_bytes(), WRITE_TIMEOUT)
+            .await;
         written.is_ok().then_some(answer)
     }
 
@@ -539,22 +544,6 @@ async fn read_line(
     }
 }
 
-async fn write_line(
-    stdin: &tokio::sync::Mutex<Option<ChildStdin>>,
-    message: &[u8],
-) -> std::io::Result<()> {
-    let mut guard = stdin.lock().await;
-    let Some(w) = guard.as_mut() else {
-        return Err(std::io::Error::other("its stdin is closed"));
-    };
-    // Messages have no embedded newlines (serde_json escapes them), so one line is one message.
-    let mut framed = Vec::with_capacity(message.len() + 1);
-    framed.extend_from_slice(message);
-    framed.push(b'\n');
-    w.write_all(&framed).await?;
-    w.flush().await
-}
-
 impl Process {
     /// Sends one message; a request (`id` given) waits for its answer, a notification (or an
     /// answer) not. What the server sends about the request meanwhile goes to `on_note` (as
@@ -589,11 +578,15 @@ impl Process {
             }
             None => None,
         };
-        if let Err(e) = write_line(&self.stdin, message).await {
+        // The write and the answer share the call's time: a server that stops reading its
+        // stdin fails the call when it would have timed out, never later.
+        let started = tokio::time::Instant::now();
+        if let Err(e) = self.stdin.write_line(message, timeout).await {
             self.forget(id);
             let why = format!("the server's process does not take input ({e})");
             return Err(NetError::Io(with_stderr(&why, &self.stderr_text())));
         }
+        let timeout = timeout.saturating_sub(started.elapsed());
         let Some((rx, mut notes_rx)) = waiting else {
             return Ok(response(Vec::new(), false));
         };
@@ -658,7 +651,7 @@ impl Process {
             }
             *e = true;
         }
-        drop(self.stdin.lock().await.take());
+        self.stdin.close().await;
         let mut child = self.child.lock().await;
         let Some(c) = child.as_mut() else {
             return "already ended".into();

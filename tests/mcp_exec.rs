@@ -1,0 +1,205 @@
+//! What a stdio MCP server toolrun starts may run, and how its processes are bounded, through the
+//! binary, with a small server in plain Python (`tests/mcp/raw_server.py`) that does what a
+//! well-behaved one never does: stop reading its stdin, crash, report its environment.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use support::{run_with_timeout, toolrun, write};
+
+/// Long enough for anything that does not hang; a hang fails the test instead of stalling it.
+const HANG: Duration = Duration::from_secs(90);
+
+/// The real interpreter (not a shim on PATH that finds it through its own environment).
+fn python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let out = Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output()
+                .expect("python3 on PATH");
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        })
+        .clone()
+}
+
+fn server_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_server.py")
+}
+
+/// A spec whose entry `raw` runs `command` (a YAML flow list) with `extra` keys (indented four),
+/// taking `tools`, and whose scripted model makes `turns`.
+fn spec(dir: &Path, command: &str, extra: &str, tools: &str, turns: &str) -> PathBuf {
+    let text = format!(
+        r#"version: 1
+name: exec
+tools:
+  raw:
+    kind: mcp
+    description: A raw server.
+    command: {command}
+{extra}    tools: [{tools}]
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+{turns}
+"#
+    );
+    write(dir, "exec.yaml", &text)
+}
+
+/// `[PYTHON, raw_server.py, ARGS...]`
+fn raw_command(args: &[&str]) -> String {
+    let mut parts = vec![
+        python().display().to_string(),
+        server_script().display().to_string(),
+    ];
+    parts.extend(args.iter().map(|a| a.to_string()));
+    serde_json::to_string(&parts).unwrap()
+}
+
+fn allow_python(cmd: &mut Command) -> &mut Command {
+    cmd.arg("--allow-exec").arg(python())
+}
+
+/// A server that stops reading its stdin and sends requests until its stdout is full: the call
+/// fails within its timeout, and the run ends (the server with it), where it hung for ever.
+#[test]
+fn a_server_that_stops_reading_fails_the_call_and_the_run_ends() {
+    let dir = support::temp_dir("exec-flood-run");
+    let spec = spec(
+        &dir,
+        &raw_command(&["flood"]),
+        "    timeout: 3s\n",
+        "echo",
+        r#"          - tool_calls: [{ name: echo, arguments: { text: hi } }]
+          - answer: "{{ last.status }}""#,
+    );
+    let out = run_with_timeout(
+        allow_python(
+            toolrun()
+                .arg("run")
+                .arg(&spec)
+                .args(["--query", "q", "--json"]),
+        ),
+        None,
+        HANG,
+    );
+    let trace = out.json();
+    assert_eq!(trace["final_output"], "error", "{out:?}");
+    let error = &trace["tool_errors"][0];
+    assert!(
+        ["timeout", "execution_error"].contains(&error["kind"].as_str().unwrap_or_default()),
+        "{out:?}"
+    );
+}
+
+/// The MCP client side of `toolrun serve` over stdio: one JSON-RPC message a line.
+struct StdioServe {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl StdioServe {
+    fn start(spec: &Path, args: &[&std::ffi::OsStr]) -> StdioServe {
+        let mut child = toolrun()
+            .arg("serve")
+            .arg(spec)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut serve = StdioServe {
+            child,
+            stdin,
+            stdout,
+        };
+        serve.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        );
+        serve.read();
+        serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        serve
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// SIGTERM, then how long it took to end (at most [`HANG`], else the test fails).
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let until = Instant::now() + HANG;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > until {
+                let _ = self.child.kill();
+                panic!("toolrun serve still running {HANG:?} after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Waits until `dir` holds `n` files (at most [`HANG`]).
+fn wait_for_files(dir: &Path, n: usize) {
+    let until = Instant::now() + HANG;
+    while std::fs::read_dir(dir).map_or(0, |d| d.count()) < n {
+        assert!(
+            Instant::now() < until,
+            "fewer than {n} files in {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM to `serve` whose upstream stopped reading, with a call of it in flight: `serve` ends
+/// promptly, where it waited for ever on a write to the full pipe.
+#[test]
+fn sigterm_ends_serve_whose_stdio_upstream_stopped_reading() {
+    let dir = support::temp_dir("exec-flood-serve");
+    let flooding = dir.join("flooding");
+    std::fs::create_dir_all(&flooding).unwrap();
+    let spec = spec(
+        &dir,
+        &raw_command(&["flood", &flooding.display().to_string()]),
+        "    timeout: 600s\n",
+        "echo",
+        "          - answer: unused",
+    );
+    let mut serve = StdioServe::start(&spec, &["--allow-exec".as_ref(), python().as_os_str()]);
+    serve.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}}));
+    // Serve's own process (listed at start) and the session's both flood.
+    wait_for_files(&flooding, 2);
+    let status = serve.terminate();
+    assert!(status.code().is_some(), "{status:?}");
+}
