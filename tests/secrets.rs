@@ -388,3 +388,60 @@ fn a_short_secret_is_reported_on_stderr_by_name_only() {
     );
     assert_eq!(out.stdout, "pin ***\n");
 }
+
+/// Issue 36 §1: a provider's error that echoes the key JSON-escaped the way Go's and PHP's
+/// encoders write it (`\/`, `\u0026`, `\u003c`) was masked in the trace's `error` but not in
+/// `model_calls[].error`, so the key reached the trace, the fixture and `--json`.
+#[test]
+fn a_key_echoed_json_escaped_in_a_provider_error_is_masked_in_every_field() {
+    let key = "sk-tr/Qw7+9x&y<z>k=long-enough";
+    let escaped = key
+        .replace('/', "\\/")
+        .replace('&', "\\u0026")
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e");
+    // The shape toolrun reads the message from, and two it quotes as they are (the escapes
+    // stay in the quote).
+    let bodies = [
+        format!(r#"{{"error":{{"message":"Incorrect API key provided: {escaped}."}}}}"#),
+        format!(r#"{{"errors":[{{"code":401,"msg":"Incorrect API key provided: {escaped}"}}]}}"#),
+        format!(r#"Incorrect API key provided: {escaped}"#),
+    ];
+    let dir = support::temp_dir("secrets-escaped-provider-error");
+    for (i, body) in bodies.iter().enumerate() {
+        let answer = Response::text(401, body.clone()).header("content-type", "application/json");
+        let fake = support::providers::Fake::openai_keyless(vec![answer; 3]);
+        let spec = support::write(
+            &dir,
+            &format!("live{i}.yaml"),
+            &support::providers::live_spec("openai", &fake.base_url(), "", ""),
+        );
+        let (trace, fixture) = (
+            dir.join(format!("trace{i}.json")),
+            dir.join(format!("fixture{i}.json")),
+        );
+        let out = run(toolrun()
+            .env("TEST_KEY", key)
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "q", "--json", "--trace"])
+            .arg(&trace)
+            .arg("--record")
+            .arg(&fixture));
+        assert_eq!(out.code, 1, "{out:?}");
+        let written = read(&trace);
+        assert!(written.contains("model_calls"), "{written}");
+        assert!(written.contains("Incorrect API key provided"), "{written}");
+        for (what, text) in [
+            ("stdout", out.stdout.clone()),
+            ("stderr", out.stderr.clone()),
+            ("trace", written),
+            ("fixture", read(&fixture)),
+        ] {
+            assert_clean(what, &text, key);
+            for piece in ["sk-tr", "Qw7+9x"] {
+                assert!(!text.contains(piece), "{piece} leaks from {what}\n{text}");
+            }
+        }
+    }
+}

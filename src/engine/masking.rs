@@ -49,6 +49,12 @@ impl<'a> Engine<'a> {
             text(&mut e.message);
             e.details.iter_mut().for_each(|d| r.value(d));
         }
+        // What a provider said about a call (its error quotes the reply) is text from outside.
+        for c in &mut t.model_calls {
+            c.error.iter_mut().for_each(text);
+            c.response_model.iter_mut().for_each(text);
+            c.finish_reasons.iter_mut().flatten().for_each(text);
+        }
         if let Some(p) = &mut t.pending_tool_call {
             r.value(&mut p.arguments);
         }

@@ -487,17 +487,23 @@ pub(crate) fn cut_off(text: String, with_calls: &[&Value], why: &str) -> super::
     }
 }
 
-/// Errors name the model and provider, and never carry the key, even when a server echoes it.
+/// Errors name the model and provider, and never carry the key, even when a server echoes it:
+/// masked with the masker every output goes through, so an echo that is JSON-escaped (`\/`,
+/// `\u0026`, as Go's and PHP's encoders write) or percent-encoded is masked too, not only the
+/// key as written (issue 36 §1).
 fn error(
     ep: &Endpoint<'_>,
     message: String,
     status: Option<u16>,
     raw: Option<String>,
 ) -> ModelError {
-    let mask = |s: String| match ep.api_key {
-        Some(k) if !k.is_empty() => s.replace(k, crate::redact::MASK),
-        _ => s,
+    let redactor = match ep.api_key {
+        Some(k) if !k.is_empty() => {
+            crate::redact::Redactor::named([("api_key".to_string(), k.to_string())])
+        }
+        _ => crate::redact::Redactor::default(),
     };
+    let mask = |s: String| redactor.str(&s);
     ModelError {
         message: mask(format!(
             "model `{}` ({}): {message}",

@@ -330,6 +330,20 @@ impl Redactor {
         !self.inner.scan(b, false, true, Strategy::Auto).is_empty()
     }
 
+    /// [`any`](Self::any) for serialised JSON: also where a string of the document spells a
+    /// secret with backslash escapes: serialising doubles each backslash (a provider's `\/` is
+    /// written `\\/`), and the text alone would hide the secret from the scan (issue 36 §1).
+    fn any_in_json(&self, text: &str) -> bool {
+        self.any(text.as_bytes())
+            || json_strings_unescaped(text).is_some_and(|t| self.any(t.as_bytes()))
+    }
+
+    /// [`first`](Self::first) for serialised JSON, as [`any_in_json`](Self::any_in_json).
+    fn first_in_json(&self, text: &str) -> Option<&str> {
+        self.first(text.as_bytes())
+            .or_else(|| json_strings_unescaped(text).and_then(|t| self.first(t.as_bytes())))
+    }
+
     fn first(&self, b: &[u8]) -> Option<&str> {
         let m = &self.inner;
         // A stand-in for a secret (a replay's, an offline run's) is the mask itself: its
@@ -350,7 +364,7 @@ impl Redactor {
     /// is not copied into a `Value` first); only a document the scan flags is converted.
     pub(crate) fn to_pretty_from<T: serde::Serialize>(&self, doc: &T) -> Result<String, Leak> {
         let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
-        if !self.any(text.as_bytes()) {
+        if !self.any_in_json(&text) {
             return Ok(text);
         }
         drop(text);
@@ -363,12 +377,12 @@ impl Redactor {
         // final bytes is then the whole cost. Only if it finds something is the document
         // masked and scanned again, and where a secret survives worked out.
         let text = pretty(&doc);
-        if !self.any(text.as_bytes()) {
+        if !self.any_in_json(&text) {
             return Ok(text);
         }
         self.value(&mut doc);
         let text = pretty(&doc);
-        if self.first(text.as_bytes()).is_some() {
+        if self.first_in_json(&text).is_some() {
             self.check(&doc, &text)?;
         }
         Ok(text)
@@ -383,7 +397,7 @@ impl Redactor {
         if let Some((secret, pointer)) = self.locate(doc, String::new()) {
             return Err(Leak { secret, pointer });
         }
-        if let Some(secret) = self.first(text.as_bytes()) {
+        if let Some(secret) = self.first_in_json(text) {
             // Only the serialisation spells it (across a key and its value, say): name the
             // smallest part of the document whose JSON still does.
             return Err(Leak {
@@ -437,6 +451,32 @@ impl Redactor {
             None => at,
         }
     }
+}
+
+/// The text of serialised JSON with its strings' own escapes undone (`\\` to `\`, `\"` to
+/// `"`), so the escapes a string holds are seen as the masker sees them in the string; `None`
+/// when there are none (the text reads the same).
+fn json_strings_unescaped(text: &str) -> Option<String> {
+    if !text.contains("\\\\") {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(e @ ('\\' | '"')) => out.push(e),
+            Some(other) => {
+                out.push(c);
+                out.push(other);
+            }
+            None => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -668,6 +708,33 @@ mod tests {
         let b = base64(format!("user:{S}").as_bytes(), false);
         let escaped = b.replace('/', "\\/").replace('+', "%2B");
         assert!(r.str(&escaped).contains(MASK), "{escaped}");
+    }
+
+    /// Issue 36 §1: a string that spells the secret JSON-escaped, as Go and PHP write it, is
+    /// serialised with its backslashes doubled; the scan of the written text must still see it.
+    #[test]
+    fn a_json_escaped_spelling_inside_a_string_is_masked_when_written() {
+        #[derive(serde::Serialize)]
+        struct Doc {
+            error: String,
+        }
+        let key = "sk-tr/Qw7+9x&y<z>\"q";
+        let r = Redactor::named([("KEY".to_string(), key.to_string())]);
+        let escaped = r#"sk-tr\/Qw7+9x\u0026y\u003cz\u003e\"q"#;
+        let doc = Doc {
+            error: format!("HTTP 401: {escaped}."),
+        };
+        for text in [
+            r.to_pretty_from(&doc),
+            r.to_pretty(json!({ "calls": [{ "error": doc.error }] })),
+        ] {
+            let text = text.unwrap();
+            assert!(text.contains("HTTP 401: ***."), "{text}");
+            assert!(!text.contains("sk-tr"), "{text}");
+        }
+        let doc = json!({ "error": doc.error });
+        let leak = r.check(&doc, &serde_json::to_string_pretty(&doc).unwrap());
+        assert_eq!(leak.unwrap_err().pointer, "/error");
     }
 
     #[test]
