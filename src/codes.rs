@@ -279,6 +279,10 @@ codes! {
         "A tool name (in a scripted call, a test, `policy` or `tool_choice`) is not declared, and the spec has a `kind: mcp` entry with `tools: \"*\"`, whose tools are known only when a run lists them.",
         "`check` never contacts a server, so it cannot tell a tool of that server from a typo; a run that names a tool no server lists fails then.",
         "tools:\n  files:\n    kind: mcp\n    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]\n    tools: \"*\"\n# a script calls read_text_file", "tools:\n  files:\n    kind: mcp\n    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]\n    tools: [read_text_file, list_directory]";
+    W114 Warning, "tools known only at run time",
+        "A `kind: mcp` entry imports every tool of its server (`tools: \"*\"`).",
+        "`check` never contacts a server, so it cannot know which tools the entry brings in, nor their input schemas: a tool name in `policy`, a test or a script that refers to one of them is not checked (a typo passes `check` and fails the run), and a new tool the server adds is offered to the model without review.",
+        "tools:\n  notes:\n    kind: mcp\n    url: https://mcp.example.com/mcp\n    tools: \"*\"", "tools:\n  notes:\n    kind: mcp\n    url: https://mcp.example.com/mcp\n    tools: [search_notes, read_note]";
 }
 
 pub(crate) fn find(code: &str) -> Option<&'static CodeInfo> {

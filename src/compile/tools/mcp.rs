@@ -48,6 +48,18 @@ pub(super) fn compile_group(
         return Vec::new();
     };
     let every = list.as_str() == Some("*");
+    if every {
+        // `check` never contacts a server: what the entry brings in is unknown until a run.
+        ctx.d.push(
+            Diagnostic::new(
+                Code::W114,
+                format!("the tools of MCP server `{group}` (`tools: \"*\"`) are known only when a run lists them: tool names in `policy`, tests and scripts that refer to them are not checked offline, nor are their input schemas"),
+            )
+            .at(list.span)
+            .label("unknown offline")
+            .help("list the tools the spec uses, e.g. `tools: [search_notes, read_note]`, to have them checked offline"),
+        );
+    }
     let entries = match every {
         true => Vec::new(),
         false => entries(list, &what, ctx),
