@@ -39,12 +39,54 @@ pub(crate) struct SetupArgs {
     /// Fix the clock for built-ins (RFC 3339), for reproducible runs; a test's own `now:` wins
     #[arg(long, value_name = "TIME")]
     pub(crate) now: Option<String>,
-    /// Let a stdio MCP server's program start (repeatable): the name written in the spec's
-    /// `command:`, or a path to the same file
-    #[arg(long = "allow-exec", value_name = "PROGRAM")]
-    pub(crate) allow_exec: Vec<String>,
+    #[command(flatten)]
+    pub(crate) exec: ExecArgs,
     #[command(flatten)]
     pub(crate) otlp: OtlpArgs,
+}
+
+/// What stdio MCP servers may start: nothing unless the command line says so.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct ExecArgs {
+    /// Let a stdio MCP server's program start, with any arguments (repeatable): a name looked
+    /// up on PATH or a path, matching the file the spec's `command:` runs. A launcher (npx,
+    /// uvx, node, python) allowed this way runs any code its arguments name
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub(crate) allow_exec: Vec<String>,
+    /// Let exactly this command line start (repeatable): the program as for --allow-exec, and
+    /// every argument as the spec's `command:` writes it, e.g. 'npx -y pkg@1.2.3 ./data'
+    #[arg(long = "allow-command", value_name = "LINE")]
+    pub(crate) allow_command: Vec<String>,
+    /// Let a stdio MCP server's `env:` set this variable although it chooses what code runs
+    /// (LD_PRELOAD, NODE_OPTIONS, PATH, PYTHONPATH, ...; repeatable)
+    #[arg(long = "allow-env", value_name = "NAME")]
+    pub(crate) allow_env: Vec<String>,
+}
+
+/// Nothing allowed: a replay's or an offline test's.
+static NO_EXEC: ExecArgs = ExecArgs {
+    allow_exec: Vec::new(),
+    allow_command: Vec::new(),
+    allow_env: Vec::new(),
+};
+
+impl ExecArgs {
+    /// The rules the transport applies; a command line that cannot be read is a usage error.
+    fn rules(&self) -> Result<crate::net::ExecRules, String> {
+        let commands = self
+            .allow_command
+            .iter()
+            .map(|line| {
+                crate::tools::mcp::allow::split_command_line(line)
+                    .map_err(|e| format!("--allow-command `{line}`: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(crate::net::ExecRules {
+            programs: self.allow_exec.clone(),
+            commands,
+            env: self.allow_env.clone(),
+        })
+    }
 }
 
 /// OpenTelemetry export, on every command that runs something.
@@ -185,8 +227,8 @@ pub(crate) struct Inputs<'a> {
     /// `None` for commands that call tools directly (`call`, `serve`).
     pub(crate) model: Option<ModelChoice<'a>>,
     pub(crate) interrupt: Option<Interrupt>,
-    /// `--allow-exec`: the programs stdio MCP servers may start.
-    pub(crate) allow_exec: &'a [String],
+    /// `--allow-exec`, `--allow-command`, `--allow-env`: what stdio MCP servers may start.
+    pub(crate) exec: &'a ExecArgs,
 }
 
 impl<'a> Inputs<'a> {
@@ -205,7 +247,7 @@ impl<'a> Inputs<'a> {
             network: Network::Live,
             model: None,
             interrupt: None,
-            allow_exec: &flags.allow_exec,
+            exec: &flags.exec,
         }
     }
 
@@ -221,7 +263,7 @@ impl<'a> Inputs<'a> {
             network: Network::Offline,
             model: None,
             interrupt: None,
-            allow_exec: &[],
+            exec: &NO_EXEC,
         }
     }
 }
@@ -256,6 +298,7 @@ impl Setup {
             crate::files::check_destination(o.path, o.flag, o.creates_folders)?;
         }
         inputs.clock.check()?;
+        let exec = inputs.exec.rules()?;
         let approvals = if inputs.approve_typed {
             approvals(&[registry], inputs.approve)?
         } else {
@@ -314,7 +357,7 @@ impl Setup {
             Some(t) => Transport::with_tape(t.clone()),
             None => Transport::live(),
         }
-        .allow_exec(inputs.allow_exec);
+        .allow_exec(exec);
         Ok(Setup {
             secrets,
             redactor,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use support::{run_with_timeout, toolrun, write};
+use support::{run, run_with_timeout, toolrun, write, Output};
 
 /// Long enough for anything that does not hang; a hang fails the test instead of stalling it.
 const HANG: Duration = Duration::from_secs(90);
@@ -202,4 +202,228 @@ fn sigterm_ends_serve_whose_stdio_upstream_stopped_reading() {
     wait_for_files(&flooding, 2);
     let status = serve.terminate();
     assert!(status.code().is_some(), "{status:?}");
+}
+
+/// `toolrun call SPEC TOOL --args ARGS EXTRA...` in `cwd` (with `PATH` as given, when given).
+fn call(spec: &Path, tool: &str, args: &str, extra: &[&std::ffi::OsStr]) -> Output {
+    run(toolrun()
+        .arg("call")
+        .arg(spec)
+        .arg(tool)
+        .args(["--args", args, "--json"])
+        .args(extra))
+}
+
+/// An executable script `name` in `dir` that runs the raw server with `args`.
+fn server_file(dir: &Path, name: &str, args: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let text = format!(
+        "#!{}\nimport os, sys\nos.execv(sys.executable, [sys.executable, {:?}] + {args} + sys.argv[1:])\n",
+        python().display(),
+        server_script().display().to_string(),
+    );
+    let path = write(dir, name, &text);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A spec's `env:` may not set what chooses the code the allowed program runs: `PYTHONPATH`
+/// pointing into the project would run the project's `sitecustomize.py` inside the allowed
+/// interpreter. Refused, naming the variable and `--allow-env`; allowed by name, it runs.
+#[test]
+fn env_that_chooses_code_is_refused_unless_allowed_by_name() {
+    let dir = support::temp_dir("exec-env");
+    let planted = dir.join("planted");
+    std::fs::create_dir_all(&planted).unwrap();
+    let ran = dir.join("ran");
+    write(
+        &planted,
+        "sitecustomize.py",
+        &format!("open({:?}, 'w').close()\n", ran.display().to_string()),
+    );
+    let spec = spec(
+        &dir,
+        &raw_command(&["serve"]),
+        &format!(
+            "    env: {{ PYTHONPATH: {:?}, LOG_LEVEL: warn }}\n",
+            planted.display().to_string()
+        ),
+        "echo",
+        "          - answer: unused",
+    );
+    let py = python();
+    let refused = call(
+        &spec,
+        "echo",
+        r#"{"text": "hi"}"#,
+        &["--allow-exec".as_ref(), py.as_os_str()],
+    );
+    assert_eq!(refused.code, 1, "{refused:?}");
+    support::assert_contains(&refused.stderr, &["`PYTHONPATH`", "--allow-env PYTHONPATH"]);
+    assert!(!ran.exists(), "the planted module ran: {refused:?}");
+    // The same for `run`: the run stops before the model is called, naming the flag.
+    let out = run(allow_python(
+        toolrun()
+            .arg("run")
+            .arg(&spec)
+            .args(["--query", "q", "--json"]),
+    ));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.json()["stop_reason"], "mcp_error", "{out:?}");
+    assert!(out.stdout.contains("--allow-env PYTHONPATH"), "{out:?}");
+    assert!(!ran.exists(), "the planted module ran: {out:?}");
+
+    let allowed = call(
+        &spec,
+        "echo",
+        r#"{"text": "hi"}"#,
+        &[
+            "--allow-exec".as_ref(),
+            py.as_os_str(),
+            "--allow-env".as_ref(),
+            "PYTHONPATH".as_ref(),
+        ],
+    );
+    allowed.assert_success();
+    assert!(ran.exists(), "{allowed:?}");
+}
+
+/// `--allow-command` allows one command line, the program and exactly its arguments: the same
+/// program with other arguments (a launcher told to run something else) does not start.
+#[test]
+fn allow_command_allows_exactly_one_command_line() {
+    let dir = support::temp_dir("exec-command-line");
+    let spec = spec(
+        &dir,
+        &raw_command(&["serve"]),
+        "",
+        "echo",
+        "          - answer: unused",
+    );
+    let line = |mode: &str| {
+        format!(
+            "{} '{}' {mode}",
+            python().display(),
+            server_script().display()
+        )
+    };
+    let ok = call(
+        &spec,
+        "echo",
+        r#"{"text": "hi"}"#,
+        &["--allow-command".as_ref(), line("serve").as_ref()],
+    );
+    ok.assert_success();
+    assert!(ok.stdout.contains("hi"), "{ok:?}");
+    let other = call(
+        &spec,
+        "echo",
+        r#"{"text": "hi"}"#,
+        &["--allow-command".as_ref(), line("flood").as_ref()],
+    );
+    assert_eq!(other.code, 1, "{other:?}");
+    support::assert_contains(&other.stderr, &["--allow-exec", "--allow-command"]);
+    let bad = call(
+        &spec,
+        "echo",
+        "{}",
+        &["--allow-command".as_ref(), "node 'server.js".as_ref()],
+    );
+    bad.assert_code(2);
+    assert!(bad.stderr.contains("--allow-command"), "{bad:?}");
+}
+
+/// `--allow-exec ./server` allows the file `./server` is where toolrun runs, not whatever the
+/// spec spells `./server` (which is in the project root).
+#[test]
+fn a_relative_allow_exec_matches_the_file_not_the_spelling() {
+    let project = support::temp_dir("exec-relative-project");
+    let elsewhere = support::temp_dir("exec-relative-elsewhere");
+    server_file(&project, "server", r#"["serve"]"#);
+    server_file(&elsewhere, "server", r#"["serve"]"#);
+    let spec = spec(
+        &project,
+        r#"["./server"]"#,
+        "",
+        "echo",
+        "          - answer: unused",
+    );
+    let allow = ["--allow-exec", "./server"];
+    let mut from_elsewhere = toolrun();
+    from_elsewhere.current_dir(&elsewhere);
+    let refused = run(from_elsewhere
+        .arg("call")
+        .arg(&spec)
+        .args(["echo", "--args", r#"{"text": "hi"}"#])
+        .args(allow));
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("--allow-exec ./server"),
+        "{refused:?}"
+    );
+    let mut from_project = toolrun();
+    from_project.current_dir(&project);
+    let ok = run(from_project
+        .arg("call")
+        .arg(&spec)
+        .args(["echo", "--args", r#"{"text": "hi"}"#])
+        .args(allow));
+    ok.assert_success();
+}
+
+/// A relative `PATH` entry is never searched, for the program or by it: `bin` on `PATH` would
+/// find the project's own `bin/server` for `command: [server]`; and the server's `PATH` keeps
+/// only the absolute entries.
+#[test]
+fn relative_path_entries_are_never_searched() {
+    let project = support::temp_dir("exec-relative-path");
+    let bin = project.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    server_file(&bin, "server", r#"["serve"]"#);
+    let path = format!("bin::.:{}", std::env::var("PATH").unwrap());
+    let bare = spec(
+        &project,
+        r#"["server"]"#,
+        "",
+        "echo",
+        "          - answer: unused",
+    );
+    let mut cmd = toolrun();
+    cmd.current_dir(&project).env("PATH", &path);
+    let out = run(cmd.arg("call").arg(&bare).args([
+        "echo",
+        "--args",
+        r#"{"text": "hi"}"#,
+        "--allow-exec",
+        "server",
+    ]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("cannot find the program `server`"),
+        "{out:?}"
+    );
+
+    let env_spec = spec(
+        &project,
+        &raw_command(&["serve"]),
+        "",
+        "env",
+        "          - answer: unused",
+    );
+    let mut cmd = toolrun();
+    cmd.current_dir(&project).env("PATH", &path);
+    let out = run(allow_python(cmd.arg("call").arg(&env_spec).args([
+        "env",
+        "--args",
+        r#"{"name": "PATH"}"#,
+        "--json",
+    ])));
+    out.assert_success();
+    // The tool's text is the JSON of what the server saw.
+    let expected = serde_json::to_string(&std::env::var("PATH").unwrap()).unwrap();
+    assert!(
+        out.stdout
+            .contains(&serde_json::to_string(&expected).unwrap()),
+        "{out:?}"
+    );
 }

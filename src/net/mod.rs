@@ -141,8 +141,19 @@ pub struct Transport {
     /// What a protocol keeps for as long as this transport lives (one run): an MCP session
     /// per server. Typed by its owner, so this layer knows nothing of MCP.
     sessions: std::sync::Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
-    /// `--allow-exec`: the programs a run may start (stdio MCP servers), as given.
-    exec_allowed: Vec<String>,
+    /// What the command line lets a run start (stdio MCP servers).
+    exec_allowed: Arc<ExecRules>,
+}
+
+/// What the command line lets a run start, as given: nothing a spec says widens it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ExecRules {
+    /// `--allow-exec`: programs allowed with any arguments.
+    pub(crate) programs: Vec<String>,
+    /// `--allow-command`: whole command lines, the program and exactly these arguments.
+    pub(crate) commands: Vec<Vec<String>>,
+    /// `--allow-env`: variables a spec's `env:` may set although they choose what code runs.
+    pub(crate) env: Vec<String>,
 }
 
 impl Default for Transport {
@@ -159,7 +170,7 @@ impl Transport {
             tape: None,
             redactor: Default::default(),
             sessions: Default::default(),
-            exec_allowed: Vec::new(),
+            exec_allowed: Default::default(),
         }
     }
 
@@ -184,7 +195,7 @@ impl Transport {
             tape: Some(tape),
             redactor: Default::default(),
             sessions: Default::default(),
-            exec_allowed: Vec::new(),
+            exec_allowed: Default::default(),
         }
     }
 
@@ -203,9 +214,9 @@ impl Transport {
         }
     }
 
-    /// Lets this run start these programs (`--allow-exec`); a replay starts none whatever it says.
-    pub(crate) fn allow_exec(mut self, programs: &[String]) -> Transport {
-        self.exec_allowed = programs.to_vec();
+    /// Lets this run start what `rules` allow; a replay starts nothing whatever they say.
+    pub(crate) fn allow_exec(mut self, rules: ExecRules) -> Transport {
+        self.exec_allowed = Arc::new(rules);
         self
     }
 
@@ -228,7 +239,7 @@ impl Transport {
             .is_some_and(|t| t.holds(purpose, method, body))
     }
 
-    pub(crate) fn exec_allowed(&self) -> &[String] {
+    pub(crate) fn exec_allowed(&self) -> &ExecRules {
         &self.exec_allowed
     }
 

@@ -284,7 +284,7 @@ impl<'a> Env<'a> {
             record: args.record,
             // Asking for a model or a recording is asking for live calls.
             allow_network: args.allow_network || model.is_some() || args.record.is_some(),
-            allow_exec: &args.setup.allow_exec,
+            exec: &args.setup.exec,
             now_unix_ms: self.now,
             stop: self.stop,
             approve: &args.setup.approve,

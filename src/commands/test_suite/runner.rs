@@ -24,8 +24,8 @@ pub(crate) struct RunContext<'a> {
     pub(crate) record: Option<RecordWhich>,
     /// `--allow-network` (also implied by `--model` and `--record`).
     pub(crate) allow_network: bool,
-    /// `--allow-exec`: programs a live case may start (stdio MCP servers).
-    pub(crate) allow_exec: &'a [String],
+    /// `--allow-exec`, `--allow-command`, `--allow-env`: what a live case may start.
+    pub(crate) exec: &'a crate::setup::ExecArgs,
     pub(crate) now_unix_ms: i64,
     pub(crate) stop: &'a Interrupt,
     /// `--approve`, checked against the specs: each case gets those of its own spec.
@@ -368,7 +368,7 @@ async fn execute(
         query: &case.query,
     });
     inputs.interrupt = Some(ctx.stop.clone());
-    inputs.allow_exec = ctx.allow_exec;
+    inputs.exec = ctx.exec;
     let mut setup = Setup::open(ctx.registry, inputs).map_err(Failure::error)?;
     let Some(mut prepared) = setup.model.take() else {
         return Err(Failure::error("the test has no model"));

@@ -7,6 +7,7 @@
 //! its HTTP connection (its own reqwest client and SSE reader), which would bypass the transport
 //! that records, replays and masks every other request toolrun makes.
 
+pub(crate) mod allow;
 pub(crate) mod content;
 mod exchange;
 mod listing;

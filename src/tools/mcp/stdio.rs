@@ -18,13 +18,14 @@ use crate::redact::Redactor;
 use crate::registry::{Elicitation, StdioCommand};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 use tokio::sync::oneshot;
 
+use super::allow::absolute_path;
 use super::stderr::{keep_stderr, with_stderr, Tail};
 use super::stdin::{Stdin, WRITE_TIMEOUT};
 
@@ -126,70 +127,6 @@ pub(crate) struct Process {
     ended: Mutex<bool>,
 }
 
-/// The program a `--allow-exec` entry or a spec's `command:` names: a path as it is (relative
-/// to `dir`), a bare name looked up on `PATH`, as `execvp` would. Not made canonical: a program
-/// may care how it was called (a venv's `python` is a symlink that finds its venv that way).
-pub(crate) fn resolve(
-    program: &str,
-    dir: &Path,
-    path_var: Option<&std::ffi::OsStr>,
-) -> Option<PathBuf> {
-    if program.is_empty() {
-        return None;
-    }
-    if program.contains('/') {
-        let p = dir.join(program);
-        return is_executable(&p).then_some(p);
-    }
-    std::env::split_paths(path_var?)
-        .map(|d| dir.join(d).join(program))
-        .find(|p| is_executable(p))
-}
-
-#[cfg(unix)]
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(p: &Path) -> bool {
-    p.is_file()
-}
-
-/// Whether `--allow-exec` lets `cmd` start, and the file it runs. An entry allows the program
-/// when it is written the same way (`npx` allows `command: [npx, ...]`), or when both name the
-/// same file once resolved: the spec's program against the project root and `PATH`, the
-/// entry against the current folder and `PATH` (`--allow-exec /usr/bin/npx` allows `npx` when
-/// that is what `PATH` finds).
-pub(crate) fn admitted(cmd: &StdioCommand, allowed: &[String]) -> Result<PathBuf, Refusal> {
-    let program = &cmd.argv[0];
-    let path_var = std::env::var_os("PATH");
-    let Some(file) = resolve(program, &cmd.dir, path_var.as_deref()) else {
-        return Err(Refusal::NotFound);
-    };
-    let here = std::env::current_dir().unwrap_or_default();
-    // Two spellings of one file compare equal.
-    let canonical = file.canonicalize().ok();
-    let allows = |entry: &String| {
-        entry == program
-            || resolve(entry, &here, path_var.as_deref())
-                .and_then(|p| p.canonicalize().ok())
-                .is_some_and(|p| Some(p) == canonical)
-    };
-    if allowed.iter().any(allows) {
-        Ok(file)
-    } else {
-        Err(Refusal::NotAllowed)
-    }
-}
-
-pub(crate) enum Refusal {
-    NotAllowed,
-    NotFound,
-}
-
 /// Starts the server: `program` with the spec's arguments, in the project root, with only the
 /// inherited variables and the spec's `env:` (already rendered), in a process group of its own.
 pub(crate) fn spawn(
@@ -222,11 +159,10 @@ pub(crate) fn spawn(
         command
             .args(&cmd.argv[1..])
             .env_clear()
-            .envs(
-                INHERITED
-                    .iter()
-                    .filter_map(|k| Some((*k, std::env::var_os(k)?))),
-            )
+            .envs(INHERITED.iter().filter_map(|k| {
+                let v = std::env::var_os(k)?;
+                Some((*k, if *k == "PATH" { absolute_path(&v) } else { v }))
+            }))
             .envs(env)
             .current_dir(&cmd.dir)
             .stdin(std::process::Stdio::piped())
@@ -774,22 +710,5 @@ mod tests {
                 Line::End
             ));
         });
-    }
-
-    #[test]
-    fn programs_resolve_on_path_and_against_the_folder() {
-        let dir = std::env::temp_dir();
-        let sh = resolve(
-            "sh",
-            &dir,
-            Some(std::ffi::OsStr::new("/nonexistent:/bin:/usr/bin")),
-        );
-        assert!(sh.is_some_and(|p| p.is_absolute()));
-        assert_eq!(
-            resolve("sh", &dir, Some(std::ffi::OsStr::new("/nonexistent"))),
-            None
-        );
-        assert_eq!(resolve("", &dir, None), None);
-        assert!(resolve("/bin/sh", &dir, None).is_some());
     }
 }

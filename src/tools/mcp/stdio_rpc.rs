@@ -2,9 +2,10 @@
 //! shell, only when `--allow-exec` allows it), recorded and replayed as any exchange, and what
 //! its reader answers on its own recorded beside it.
 
+use super::allow::{self, Refusal};
 use super::exchange::Rpc;
 use super::rpc::{is_request, Incoming};
-use super::stdio::{self, Process, Refusal};
+use super::stdio::{self, Process};
 use super::{ClientSession, END_TIMEOUT, LINE_CAP, MAX_BYTES};
 use crate::net::{HttpRequest, HttpResponse, NetError, Purpose, SendOptions};
 use crate::registry::StdioCommand;
@@ -114,18 +115,25 @@ impl Rpc<'_, '_> {
     pub(super) fn admitted(&self, cmd: &StdioCommand) -> Result<std::path::PathBuf, ToolError> {
         let program = &cmd.argv[0];
         let (name, at) = (&self.server.name, &cmd.at);
-        stdio::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
+        allow::admitted(cmd, self.env.transport.exec_allowed()).map_err(|r| match r {
             Refusal::NotAllowed => ToolError::new(
                 ErrorKind::Denied,
                 format!(
-                    "MCP server `{name}` ({at}) runs the program `{program}`, and toolrun starts a program only when the command line allows it: add `--allow-exec {program}` to the command (run, test, call or serve)"
+                    "MCP server `{name}` ({at}) runs the program `{program}`, and toolrun starts a program only when the command line allows it: add `--allow-exec {program}` (with any arguments) or `--allow-command {}` (exactly these) to the command (run, test, call or serve)",
+                    shell_words(&cmd.argv)
                 ),
             ),
             Refusal::NotFound => ToolError::new(
                 ErrorKind::ExecutionError,
                 format!(
-                    "MCP server `{name}` ({at}): cannot find the program `{program}` (a name is looked up on PATH, a path against the project root {}); install it or fix `command:`",
+                    "MCP server `{name}` ({at}): cannot find the program `{program}` (a name is looked up in PATH's absolute folders, a path against the project root {}); install it or fix `command:`",
                     cmd.dir.display()
+                ),
+            ),
+            Refusal::Env(var) => ToolError::new(
+                ErrorKind::Denied,
+                format!(
+                    "MCP server `{name}` ({at}) sets `{var}` in its `env:`, which chooses what code `{program}` runs (a loader, interpreter or search-path variable), so allowing the program does not allow it: add `--allow-env {var}` to the command if you trust the spec's value"
                 ),
             ),
         })
@@ -250,4 +258,10 @@ fn request_ids(body: &[u8]) -> Vec<String> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The command line `--allow-command` would take for `argv`, quoted for a shell.
+fn shell_words(argv: &[String]) -> String {
+    let line = allow::join_command_line(argv);
+    format!("'{}'", line.replace('\'', r"'\''"))
 }
