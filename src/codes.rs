@@ -239,6 +239,10 @@ codes! {
         "An `http` tool's or MCP server's `headers:` sets `Host`, `Content-Length`, `Transfer-Encoding`, `Connection` or another hop-by-hop header (`Keep-Alive`, `Proxy-*`, `TE`, `Trailer`, `Upgrade`), or a name that is not an HTTP token (a space, `:`, CR or LF).",
         "These decide where and how a request travels, not what it says: a `Host` the model fills in picks the virtual host behind an allowed name, and a broken name fails only when the call is made.",
         "headers:\n  Host: \"{{ args.h }}\"", "url: https://internal-admin.corp:8080/  # and list the host in policy.network.allow_hosts";
+    E046 Error, "template reads every secret",
+        "A template reads the `secrets` map as a whole: prints it (`{{ secrets }}`), loops over it (`{% for k, v in secrets | items %}`), passes it to a filter, or picks a secret by a computed name (`secrets[args.which]`).",
+        "The map holds every secret the spec declares, other tools' keys included: a request built from it sends them all to this tool's host. A template reaches only the secrets it names (`secrets.NAME`); at run time the others are not there, so such a template renders without them.",
+        "headers:\n  X-Keys: \"{{ secrets }}\"", "headers:\n  Authorization: \"Bearer {{ secrets.WEATHER_KEY }}\"";
     W101 Warning, "missing or short description",
         "A tool has no description, or one under 10 characters.",
         "Models pick tools by their descriptions; a vague one leads to wrong calls.",

@@ -445,3 +445,98 @@ fn a_key_echoed_json_escaped_in_a_provider_error_is_masked_in_every_field() {
         }
     }
 }
+
+/// Issue 36 §2: `{{ secrets }}` in one HTTP tool sent every declared secret, another tool's
+/// payments key included, to that tool's host, and `check` was silent. `check` now refuses a
+/// template that reads the whole map (E046, at its line and column), and a run gives a tool's
+/// templates only the secrets they name.
+#[test]
+fn a_template_reaches_only_the_secrets_it_names() {
+    let dir = support::temp_dir("secrets-whole-map");
+    let server =
+        TestServer::start(|req| Response::json(200, serde_json::json!({ "ok": req.raw_target })));
+    let spec = |weather_key: &str| {
+        format!(
+            r#"version: 1
+name: two_hosts
+secrets: [WEATHER_KEY, PAYMENTS_KEY]
+tools:
+  weather:
+    description: Current weather for a city from the weather service.
+    kind: http
+    input: {{ type: object, properties: {{ city: {{ type: string }} }}, required: [city] }}
+    request:
+      url: "{base}/weather"
+      query:
+        city: "{{{{ args.city }}}}"
+        key: "{weather_key}"
+  pay:
+    description: Pays an invoice by its id.
+    kind: http
+    side_effects: true
+    input: {{ type: object, properties: {{ id: {{ type: string }} }}, required: [id] }}
+    request:
+      method: POST
+      url: "{base}/pay"
+      headers: {{ Authorization: "Bearer {{{{ secrets.PAYMENTS_KEY }}}}" }}
+policy:
+  network: {{ allow_hosts: ["{host}"] }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: weather, arguments: {{ city: Oslo }} }}]
+          - answer: done
+"#,
+            base = server.base_url(),
+            host = server.addr(),
+        )
+    };
+    let whole = support::write(&dir, "whole.yaml", &spec("{{ secrets }}"));
+    let out = run(toolrun().args(["check", "--format", "json"]).arg(&whole));
+    assert_eq!(out.code, 1, "{out:?}");
+    let found: Vec<Value> = out.json().as_array().unwrap().clone();
+    let e046: Vec<&Value> = found.iter().filter(|d| d["code"] == "E046").collect();
+    assert_eq!(e046.len(), 1, "{found:?}");
+    assert_eq!(
+        (&e046[0]["severity"], &e046[0]["line"], &e046[0]["column"]),
+        (&Value::from("error"), &Value::from(13), &Value::from(18)),
+        "{found:?}"
+    );
+    let human = run(toolrun().arg("check").arg(&whole));
+    assert!(human.stderr.contains("error[E046]"), "{human:?}");
+    assert!(human.stderr.contains("whole.yaml:13:18"), "{human:?}");
+    for looped in [
+        "{{ secrets | items }}",
+        "{% for k in secrets %}{{ secrets[k] }}{% endfor %}",
+        "{{ secrets[args.city] }}",
+    ] {
+        let path = support::write(&dir, "looped.yaml", &spec(looped));
+        let out = run(toolrun().arg("check").arg(&path));
+        assert!(out.stderr.contains("error[E046]"), "{looped}: {out:?}");
+    }
+
+    // A constant subscript names its secret too.
+    let subscript = support::write(
+        &dir,
+        "subscript.yaml",
+        &spec("{{ secrets['WEATHER_KEY'] }}"),
+    );
+    run(toolrun().arg("check").arg(&subscript)).assert_success();
+
+    // A spec that names its secret runs, and the other tool's key never reaches this host.
+    let named = support::write(&dir, "named.yaml", &spec("{{ secrets.WEATHER_KEY }}"));
+    let out = run(toolrun()
+        .env("WEATHER_KEY", "wk-weather-0123456789")
+        .env("PAYMENTS_KEY", "pk-payments-9876543210")
+        .arg("run")
+        .arg(&named)
+        .args(["--query", "weather in Oslo"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let everything = format!("{:?}", sent[0]);
+    assert!(everything.contains("wk-weather-0123456789"), "{everything}");
+    assert!(!everything.contains("pk-payments"), "{everything}");
+}

@@ -185,6 +185,9 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
         // variables parses it once more.
         return;
     }
+    if roots.names.contains(&"secrets") {
+        check_secrets(id, node, ctx);
+    }
     for var in ctx.templates.variables(id) {
         let mut parts = var.splitn(3, '.');
         let root = parts.next().unwrap_or("");
@@ -227,26 +230,8 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
                     }
                 }
             }
-            ("secrets", Some(s)) => {
-                if ctx.secrets.contains_key(s) {
-                    ctx.used_secrets.insert(s.to_string());
-                } else {
-                    let declared: Vec<String> = ctx.secrets.keys().cloned().collect();
-                    let hint = did_you_mean(s, declared.iter().map(String::as_str))
-                        .unwrap_or_else(|| format!("declare it: `secrets: [{s}]`"));
-                    let at = narrow(node, &format!("secrets.{s}"), ctx);
-                    ctx.d.push(
-                        Diagnostic::new(
-                            Code::E018,
-                            format!(
-                                "template reads `secrets.{s}`, which is not declared in `secrets`"
-                            ),
-                        )
-                        .at(at)
-                        .help(hint),
-                    );
-                }
-            }
+            // Read below as the template spells them (`secrets["NAME"]` is a name too).
+            ("secrets", _) => {}
             ("last", Some(f)) => {
                 let sub = parts
                     .next()
@@ -273,6 +258,52 @@ fn check_variables(id: &TemplateId, node: &Node, roots: &Roots, ctx: &mut Ctx) {
             }
             _ => {}
         }
+    }
+}
+
+/// The secrets a template reads must be declared, and named one by one: the whole map
+/// (`{{ secrets }}`, `secrets | items`, a loop, `secrets[name]`) would send every declared
+/// secret, another tool's included, where this template goes (E046); a run gives a template
+/// only the secrets it names.
+fn check_secrets(id: &TemplateId, node: &Node, ctx: &mut Ctx) {
+    let (names, whole) = ctx.templates.secret_reads(id);
+    if whole {
+        let at = narrow(node, "secrets", ctx);
+        let declared: Vec<String> = ctx.secrets.keys().cloned().collect();
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E046,
+                "template reads the whole `secrets` map, not one secret by name",
+            )
+            .at(at)
+            .label("every declared secret")
+            .help(format!(
+                "name each secret the template needs, as `{{{{ secrets.NAME }}}}` (declared: {})",
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
+            )),
+        );
+    }
+    for s in names {
+        if ctx.secrets.contains_key(&s) {
+            ctx.used_secrets.insert(s);
+            continue;
+        }
+        let declared: Vec<String> = ctx.secrets.keys().cloned().collect();
+        let hint = did_you_mean(&s, declared.iter().map(String::as_str))
+            .unwrap_or_else(|| format!("declare it: `secrets: [{s}]`"));
+        let at = narrow(node, &format!("secrets.{s}"), ctx);
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E018,
+                format!("template reads `secrets.{s}`, which is not declared in `secrets`"),
+            )
+            .at(at)
+            .help(hint),
+        );
     }
 }
 

@@ -84,10 +84,12 @@ impl Secrets {
         self.values.get(name).map(String::as_str)
     }
 
-    pub(crate) fn as_json(&self) -> Value {
+    /// The secrets whose names `keep` accepts, as a JSON object: what a template may see of them.
+    pub(crate) fn as_json_of(&self, keep: &dyn Fn(&str) -> bool) -> Value {
         Value::Object(
             self.values
                 .iter()
+                .filter(|(k, _)| keep(k))
                 .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                 .collect(),
         )

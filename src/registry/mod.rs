@@ -212,6 +212,9 @@ pub(crate) struct HttpTool {
     pub(crate) max_bytes: u64,
     pub(crate) retries: u32,
     pub(crate) max_redirects: u32,
+    /// The secrets the tool's templates name (`secrets.NAME`): the only ones its calls' template
+    /// context holds, so no template of this tool can send another tool's secret to its host.
+    pub(crate) secrets: Vec<String>,
     /// The URL parsed, when it is written without templates: the same on every call.
     pub(crate) literal_url: std::sync::OnceLock<url::Url>,
 }

@@ -215,6 +215,51 @@ impl Templates {
             .map_err(|e| describe_error(e).message)
     }
 
+    /// The secrets the templates `ids` name, sorted, each once. A call's context holds only
+    /// these: a template that reads the whole map (`{{ secrets }}`, a loop over it,
+    /// `secrets[args.which]`) finds no other secret there, even where `check` was not run (it
+    /// reports E046).
+    pub(crate) fn secrets_named<'i>(
+        &self,
+        ids: impl IntoIterator<Item = &'i TemplateId>,
+    ) -> Vec<String> {
+        let mut names = std::collections::BTreeSet::new();
+        for id in ids {
+            names.extend(self.secret_reads(id).0);
+        }
+        names.into_iter().collect()
+    }
+
+    /// What a template reads of `secrets`: the names it spells (`secrets.NAME`, or a constant
+    /// `secrets["NAME"]`), and whether it reads the map itself (anything else).
+    pub(crate) fn secret_reads(&self, id: &TemplateId) -> (Vec<String>, bool) {
+        // Only a template that spells `secrets` can read one: no other is parsed again.
+        let Some(source) = self.source_of(&id.0).filter(|s| s.contains("secrets")) else {
+            return (Vec::new(), false);
+        };
+        let spelled = simple::constant_subscripts_as_fields(&source);
+        let vars = match self.env.template_from_str(&spelled) {
+            Ok(t) => t.undeclared_variables(true).into_iter().collect(),
+            Err(_) => self.variables(id),
+        };
+        let mut names = Vec::new();
+        let mut whole = false;
+        for var in vars {
+            match var.strip_prefix("secrets") {
+                Some("") => whole = true,
+                Some(field) => {
+                    if let Some(name) = field.strip_prefix('.') {
+                        names.push(name.split('.').next().unwrap_or(name).to_string());
+                    }
+                }
+                None => {}
+            }
+        }
+        names.sort();
+        names.dedup();
+        (names, whole)
+    }
+
     /// Variables a template reads, dotted (`args.city`, `secrets.KEY`, `last`).
     pub(crate) fn variables(&self, id: &TemplateId) -> Vec<String> {
         let mut vars: Vec<String> = match self.env.get_template(&id.0) {
@@ -610,6 +655,36 @@ mod tests {
             .unwrap();
         let out = render(&t, &tv, &json!({"args": {"n": 5}})).unwrap();
         assert_eq!(out, json!({"n": 5, "s": "id-5", "k": 3}));
+    }
+
+    /// Issue 36 §2: what a template reads of `secrets`, as `check` and a call's context see it.
+    #[test]
+    fn secret_reads_are_names_or_the_whole_map() {
+        let mut t = Templates::new();
+        let mut reads = |source: &str| {
+            let id = t.add(source).unwrap();
+            t.secret_reads(&id)
+        };
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            reads("Bearer {{ secrets.B }} {{ secrets.A }}"),
+            (names(&["A", "B"]), false)
+        );
+        assert_eq!(
+            reads("{{ secrets['A'] }}/{{ secrets [ \"B\" ] }}"),
+            (names(&["A", "B"]), false)
+        );
+        assert_eq!(reads("no secrets here: {{ args.x }}"), (names(&[]), false));
+        for whole in [
+            "{{ secrets }}",
+            "{{ secrets | items }}",
+            "{% for k in secrets %}{{ k }}{% endfor %}",
+            "{{ secrets[args.k] }}",
+            "{% set s = secrets %}{{ s.A }}",
+        ] {
+            assert!(reads(whole).1, "{whole}");
+        }
+        assert_eq!(reads("{{ secrets.A }}{{ secrets }}"), (names(&["A"]), true));
     }
 
     #[test]

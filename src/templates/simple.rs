@@ -59,6 +59,49 @@ impl Simple {
     }
 }
 
+/// `source` with each constant subscript of `secrets` (`secrets["NAME"]`, `secrets['NAME']`)
+/// spelled as a field (`secrets.NAME`): the same read, which minijinja lists by name only in
+/// the field form.
+pub(crate) fn constant_subscripts_as_fields(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(at) = rest.find("secrets") {
+        let (before, from) = rest.split_at(at + "secrets".len());
+        out.push_str(before);
+        rest = from;
+        let inner = from.trim_start();
+        let Some(quoted) = inner.strip_prefix('[').map(str::trim_start) else {
+            continue;
+        };
+        let Some(quote) = quoted.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            continue;
+        };
+        let name: &str = {
+            let body = &quoted[1..];
+            let len = body
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(body.len());
+            &body[..len]
+        };
+        let after = &quoted[1 + name.len()..];
+        let Some(tail) = after
+            .strip_prefix(quote)
+            .map(str::trim_start)
+            .and_then(|t| t.strip_prefix(']'))
+        else {
+            continue;
+        };
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        out.push('.');
+        out.push_str(name);
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Root, Simple};

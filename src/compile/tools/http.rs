@@ -49,6 +49,15 @@ pub(super) fn compile_http(
         "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS"
     );
     let (url, origin) = url?;
+    let secrets = {
+        let mut ids = vec![&url];
+        ids.extend(headers.iter().map(|(_, id)| id));
+        ids.extend(&body_text);
+        for tv in query.iter().map(|(_, tv)| tv).chain(&body) {
+            ctx.templates.ids_of(tv, &mut ids);
+        }
+        ctx.templates.secrets_named(ids)
+    };
     Some((
         HttpTool {
             method,
@@ -62,6 +71,7 @@ pub(super) fn compile_http(
             max_bytes,
             retries,
             max_redirects,
+            secrets,
             literal_url: Default::default(),
         },
         idempotent,

@@ -32,12 +32,15 @@ pub(super) async fn prepare_parsed(
     let templates = &env.registry.templates;
     // Made only for a template that reads more than an argument passed through.
     let data = std::sync::OnceLock::new();
+    // Only the secrets the tool's templates name: `{{ secrets }}` or a loop over the map must
+    // not send every declared secret (another tool's key) to this tool's host.
+    let named = |name: &str| http.secrets.iter().any(|s| s == name);
     let whole = || {
-        data.get_or_init(
-            || json!({ "args": args, "secrets": env.secrets.as_json(), "query": env.query }),
-        )
+        data.get_or_init(|| {
+            json!({ "args": args, "secrets": env.secrets.as_json_of(&named), "query": env.query })
+        })
     };
-    let secret = |name: &str| env.secrets.get(name);
+    let secret = |name: &str| env.secrets.get(name).filter(|_| named(name));
     let parts = templates::CallParts {
         args,
         secret: &secret,

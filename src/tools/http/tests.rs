@@ -457,3 +457,60 @@ fn urlencode_on_an_argument_encodes_once() {
         json!("/w?city=S%C3%A3o%20Paulo%26x%3D1&n=3")
     );
 }
+
+/// Issue 36 §2: a template that reads the whole `secrets` map (which `check` refuses, E046)
+/// still finds only the secrets its tool names when it runs: another tool's key never goes out.
+#[test]
+fn a_template_reading_the_whole_secrets_map_sees_only_the_secrets_its_tool_names() {
+    let server = TestServer::start(|req| Response::json(200, json!({ "q": req.query })));
+    let mut reg = spec(
+        &[],
+        &format!(
+            "input: {{ type: object, properties: {{}} }}\n\
+             request:\n  url: \"{}/w\"\n  headers: {{ Authorization: \"Bearer {{{{ secrets.KEY }}}}\" }}",
+            server.base_url()
+        ),
+    );
+    let every = reg.templates.add("{{ secrets | items }}").unwrap();
+    let whole = reg.templates.add("{{ secrets }}").unwrap();
+    let Some(ToolKind::Http(http)) = reg
+        .tools
+        .iter_mut()
+        .find(|t| t.name == "t")
+        .map(|t| &mut t.kind)
+    else {
+        panic!("no http tool t")
+    };
+    http.query
+        .push(("all".into(), crate::templates::TValue::Text(every)));
+    http.query
+        .push(("map".into(), crate::templates::TValue::Text(whole)));
+    let transport = Transport::live();
+    let mut secrets = secrets();
+    secrets.insert("PAYMENTS_KEY", "pk-live-payments-0123456789".into());
+    let tool = reg.tool("t").unwrap();
+    let ToolKind::Http(http) = &tool.kind else {
+        panic!("not http")
+    };
+    let env = ToolEnv {
+        registry: &reg,
+        secrets: &secrets,
+        transport: &transport,
+        events: &Events::none(),
+        query: "q",
+        now_unix_ms: 0,
+        call_id: "call_1",
+        notify: None,
+        session: None,
+    };
+    runtime()
+        .block_on(execute(tool, http, &json!({}), &env))
+        .unwrap();
+    let sent = server.requests();
+    let target = &sent[0].raw_target;
+    assert!(
+        !target.contains("pk-live") && !target.contains("PAYMENTS"),
+        "{target}"
+    );
+    assert!(target.contains("KEY"), "{target}");
+}

@@ -546,7 +546,10 @@ impl Rpc<'_, '_> {
         &self,
         list: &'l [(String, templates::TemplateId)],
     ) -> Vec<(&'l String, Result<String, templates::RenderError>)> {
-        let data = json!({ "secrets": self.env.secrets.as_json() });
+        // Only the secrets these templates name (issue 36 §2), never the whole map.
+        let named = (self.env.registry.templates).secrets_named(list.iter().map(|(_, id)| id));
+        let data =
+            json!({ "secrets": self.env.secrets.as_json_of(&|n| named.iter().any(|s| s == n)) });
         let ctx = templates::Ctx::new(&data);
         let mut rendered = Vec::with_capacity(list.len());
         for (name, id) in list {
