@@ -92,6 +92,12 @@ pub(crate) enum Command {
     /// Explain a diagnostic code: what it means, why, an example and the fix
     #[command(after_help = "Examples:\n  toolrun explain E012\n  toolrun explain --list")]
     Explain(ExplainArgs),
+    /// Speak the Language Server Protocol on stdin and stdout: `check`'s diagnostics as you
+    /// type, hover, completion, navigation and quick fixes for specs (see docs/editors.md)
+    #[command(
+        after_help = "Examples:\n  toolrun lsp\n  toolrun lsp --root .   # the project root, as for `check`"
+    )]
+    Lsp,
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  toolrun completions bash > /etc/bash_completion.d/toolrun\n  toolrun completions zsh > \"${fpath[1]}/_toolrun\""

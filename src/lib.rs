@@ -15,7 +15,8 @@
 //!    Anthropic), `engine` (the governed loop), `trace`, `fixture` (recorded runs on disk, the tape).
 //! 5. **Capabilities on the core**: `setup` (one run's set-up, shared by every command),
 //!    `replay`, `mcp_server` (`toolrun serve`), `openapi` (`toolrun import`), `results`, `report`,
-//!    `telemetry`, `compare`, `merge`, `diff`, `judge`.
+//!    `telemetry`, `compare`, `merge`, `diff`, `judge`, `lsp` (`toolrun lsp`, the spec compiler in
+//!    the editor).
 //! 6. **The command line**: `cli` (flags) and `commands` (one module per command, exit codes).
 
 // The library is public for the binary, benches, fuzz targets and tests only: everything else
@@ -42,6 +43,7 @@ pub(crate) mod fixture;
 pub mod fuzzing;
 pub(crate) mod judge;
 pub(crate) mod line_index;
+pub(crate) mod lsp;
 pub(crate) mod mcp_server;
 pub(crate) mod merge;
 pub mod models;

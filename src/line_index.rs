@@ -49,6 +49,12 @@ impl LineIndex {
         Some(line)
     }
 
+    /// The byte offset where line `n` (1-based) starts; `None` past the last line (a text ending
+    /// in a newline has an empty line after it here, where an editor's cursor can be).
+    pub fn start(&self, n: usize) -> Option<usize> {
+        self.starts.get(n.checked_sub(1)?).copied()
+    }
+
     /// The 1-based line and column (counted in characters) of byte `offset` in `text`. An offset
     /// past the end, or inside a character, counts as the nearest character boundary before it.
     pub fn position(&self, text: &str, offset: usize) -> (u32, u32) {

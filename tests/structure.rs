@@ -36,7 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "running",
         &["fixture", "models", "tools", "trace", "engine"],
     ),
-    ("capabilities", &[]),
+    ("capabilities", &["lsp"]),
     ("the command line", &["cli", "commands", "fuzzing", "main"]),
 ];
 const CAPABILITIES: usize = 4;

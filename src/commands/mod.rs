@@ -82,6 +82,7 @@ fn run_command(command: Command) -> i32 {
             exit::SUCCESS
         }
         Command::Explain(args) => explain::run(args),
+        Command::Lsp => crate::lsp::run(),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "toolrun", &mut std::io::stdout());

@@ -310,6 +310,14 @@ pub(crate) fn github_command(
     format!("::{kind} {}::{}", props.join(","), escape_data(message))
 }
 
+/// The page that explains a code (what `toolrun explain CODE` prints), for SARIF and editors.
+pub(crate) fn help_uri(code: &str) -> String {
+    format!(
+        "https://github.com/toolrun/toolrun/blob/main/docs/codes.md#{}",
+        code.to_lowercase()
+    )
+}
+
 pub(crate) fn to_sarif(
     diags: &[Diagnostic],
     rules: &[(&'static str, &'static str)],
@@ -323,7 +331,7 @@ pub(crate) fn to_sarif(
             json!({
                 "id": code,
                 "shortDescription": { "text": title },
-                "helpUri": format!("https://github.com/toolrun/toolrun/blob/main/docs/codes.md#{}", code.to_lowercase()),
+                "helpUri": help_uri(code),
             })
         })
         .collect();

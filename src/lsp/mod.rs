@@ -1,0 +1,245 @@
+//! `toolrun lsp`: the spec compiler in the editor, over the Language Server Protocol on stdio.
+//! Diagnostics are exactly `check`'s for the document (compiled on a thread of their own, after
+//! a short pause in typing); hover, completion, navigation and quick fixes read the document's
+//! YAML and the same key tables the schema and the compiler are made from.
+//!
+//! Nothing the editor sends ends the server but `exit` or the end of its input: a message that
+//! cannot be read is skipped, a request about a document that is not open gets an empty answer,
+//! and a request whose parameters do not fit gets an `InvalidParams` error. The server never
+//! writes a file: a quick fix is an edit the client applies.
+
+mod diagnostics;
+mod document;
+mod transport;
+
+use document::Document;
+use lsp_server::{ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_types::Uri;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use transport::Incoming;
+
+pub(crate) fn run() -> i32 {
+    let (in_tx, in_rx) = channel();
+    let (out_tx, out_rx) = channel::<Message>();
+    let (job_tx, job_rx) = channel();
+    let spawned = (|| -> std::io::Result<_> {
+        let named = |n: &str| std::thread::Builder::new().name(n.to_string());
+        named("lsp-reader").spawn(move || transport::read_loop(std::io::stdin().lock(), in_tx))?;
+        let writer = named("lsp-writer").spawn(move || transport::write_loop(out_rx))?;
+        let out = out_tx.clone();
+        let worker = named("lsp-check").spawn(move || diagnostics::worker(job_rx, out))?;
+        Ok((writer, worker))
+    })();
+    let (writer, worker) = match spawned {
+        Ok(threads) => threads,
+        Err(e) => {
+            eprintln!("error: cannot start the language server: {e}");
+            return crate::exit::FAILED;
+        }
+    };
+    let code = Server::new(out_tx, job_tx).serve(in_rx);
+    // The last answers (`shutdown`'s) are written before the process ends.
+    let _ = worker.join();
+    let _ = writer.join();
+    code
+}
+
+#[derive(PartialEq)]
+enum State {
+    Starting,
+    Running,
+    ShutDown,
+}
+
+struct Server {
+    out: Sender<Message>,
+    jobs: Sender<diagnostics::Job>,
+    docs: HashMap<Uri, Document>,
+    state: State,
+}
+
+impl Server {
+    fn new(out: Sender<Message>, jobs: Sender<diagnostics::Job>) -> Server {
+        Server {
+            out,
+            jobs,
+            docs: HashMap::new(),
+            state: State::Starting,
+        }
+    }
+
+    /// The exit code: 0 after `shutdown` then `exit`, 1 when the client went without them.
+    fn serve(mut self, input: Receiver<Incoming>) -> i32 {
+        for incoming in input {
+            match incoming {
+                Incoming::Malformed(id, why) => {
+                    eprintln!("toolrun lsp: skipped a message: {why}");
+                    if let Some(id) = id {
+                        self.error(id, ErrorCode::ParseError, why);
+                    }
+                }
+                Incoming::Message(Message::Request(req)) => self.request(req),
+                Incoming::Message(Message::Notification(n)) => {
+                    if n.method == "exit" {
+                        return self.exit_code();
+                    }
+                    self.notification(n);
+                }
+                // The server sends no requests, so a response answers nothing.
+                Incoming::Message(Message::Response(_)) => {}
+            }
+        }
+        self.exit_code()
+    }
+
+    fn exit_code(&self) -> i32 {
+        if self.state == State::ShutDown {
+            crate::exit::SUCCESS
+        } else {
+            crate::exit::FAILED
+        }
+    }
+
+    fn send(&self, message: impl Into<Message>) {
+        // The writer is gone only when stdout closed; the reader then ends the session.
+        let _ = self.out.send(message.into());
+    }
+
+    fn error(&self, id: RequestId, code: ErrorCode, message: impl Into<String>) {
+        self.send(Response::new_err(id, code as i32, message.into()));
+    }
+
+    fn request(&mut self, req: Request) {
+        match (&self.state, req.method.as_str()) {
+            (State::Starting, "initialize") => {
+                self.state = State::Running;
+                self.send(Response::new_ok(req.id, capabilities()));
+            }
+            (State::Starting, _) => {
+                self.error(req.id, ErrorCode::ServerNotInitialized, "initialize first")
+            }
+            (State::ShutDown, _) => {
+                self.error(req.id, ErrorCode::InvalidRequest, "the server is shut down")
+            }
+            (State::Running, "initialize") => {
+                self.error(req.id, ErrorCode::InvalidRequest, "already initialized")
+            }
+            (State::Running, "shutdown") => {
+                self.state = State::ShutDown;
+                self.send(Response::new_ok(req.id, serde_json::Value::Null));
+            }
+            (State::Running, _) => {
+                let id = req.id.clone();
+                match self.answer(req) {
+                    Ok(result) => self.send(Response::new_ok(id, result)),
+                    Err((code, message)) => self.error(id, code, message),
+                }
+            }
+        }
+    }
+
+    fn answer(&mut self, req: Request) -> Result<serde_json::Value, (ErrorCode, String)> {
+        Err((
+            ErrorCode::MethodNotFound,
+            format!("`{}` is not supported", req.method),
+        ))
+    }
+
+    fn notification(&mut self, n: Notification) {
+        if self.state != State::Running {
+            return;
+        }
+        let result = match n.method.as_str() {
+            "textDocument/didOpen" => params(n).map(|p| self.open(p)),
+            "textDocument/didChange" => params(n).map(|p| self.change(p)),
+            "textDocument/didClose" => params(n).map(|p| self.close(p)),
+            _ => Ok(()),
+        };
+        if let Err((_, why)) = result {
+            eprintln!("toolrun lsp: skipped a notification: {why}");
+        }
+    }
+
+    fn open(&mut self, p: lsp_types::DidOpenTextDocumentParams) {
+        let doc = Document::new(p.text_document.text, p.text_document.version);
+        self.check(&p.text_document.uri, &doc);
+        self.docs.insert(p.text_document.uri, doc);
+    }
+
+    fn change(&mut self, p: lsp_types::DidChangeTextDocumentParams) {
+        let uri = p.text_document.uri;
+        let Some(doc) = self.docs.get_mut(&uri) else {
+            eprintln!(
+                "toolrun lsp: a change to `{}`, which is not open",
+                uri.as_str()
+            );
+            return;
+        };
+        for change in p.content_changes {
+            doc.apply(change.range, &change.text);
+        }
+        doc.version = p.text_document.version;
+        if let Some(doc) = self.docs.get(&uri) {
+            self.check(&uri, doc);
+        }
+    }
+
+    fn close(&mut self, p: lsp_types::DidCloseTextDocumentParams) {
+        self.docs.remove(&p.text_document.uri);
+        let _ = self.jobs.send(diagnostics::Job::Clear(p.text_document.uri));
+    }
+
+    fn check(&self, uri: &Uri, doc: &Document) {
+        let _ = self.jobs.send(diagnostics::Job::Check {
+            uri: uri.clone(),
+            version: doc.version,
+            text: doc.text.clone(),
+            path: path_of(uri),
+        });
+    }
+}
+
+fn params<P: serde::de::DeserializeOwned>(n: Notification) -> Result<P, (ErrorCode, String)> {
+    serde_json::from_value(n.params)
+        .map_err(|e| (ErrorCode::InvalidParams, format!("`{}`: {e}", n.method)))
+}
+
+fn capabilities() -> serde_json::Value {
+    use lsp_types::*;
+    let caps = ServerCapabilities {
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                ..Default::default()
+            },
+        )),
+        ..Default::default()
+    };
+    serde_json::json!({
+        "capabilities": caps,
+        "serverInfo": { "name": "toolrun", "version": env!("CARGO_PKG_VERSION") },
+    })
+}
+
+/// The file a document is, for resolving what it names (fixtures, tables) as `check` does. A
+/// document that is no file (an unsaved buffer) resolves against the working folder.
+fn path_of(uri: &Uri) -> PathBuf {
+    let text = uri.as_str();
+    match text.strip_prefix("file://") {
+        Some(rest) => {
+            // `file:///C:/x` on Windows; `file://host/x` names a host, which is not this one.
+            let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+            let decoded = percent_encoding::percent_decode_str(rest).decode_utf8_lossy();
+            #[cfg(windows)]
+            let decoded = decoded.trim_start_matches('/').to_string();
+            PathBuf::from(decoded.to_string())
+        }
+        None => {
+            let name = text.rsplit(['/', ':']).next().unwrap_or("untitled.yaml");
+            PathBuf::from(".").join(name)
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! `toolrun lsp` through the binary, spoken to over stdio by a small client written here: the
+//! fast tests of the language server (the end-to-end suite with a real client library is
+//! `tests/lsp.rs`).
+
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// Generous: only catches a hang.
+const WAIT: Duration = Duration::from_secs(60);
+
+pub const SPEC: &str = r#"version: 1
+tools:
+  get_weather:
+    kind: mock
+    description: Weather of a city.
+    input: { type: object, properties: { city: { type: string } } }
+    responses:
+      - result: { temp: 20 }
+policy:
+  allow: [get_wether]
+models:
+  bot:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: get_weather, arguments: { city: Paris } }]
+          - answer: done
+tests:
+  - name: t
+    query: q
+    expect: { output_contains: "😀", status: complted }
+"#;
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: Receiver<Value>,
+    next_id: i64,
+    /// Notifications seen while waiting for something else.
+    seen: Vec<Value>,
+}
+
+impl Client {
+    fn start(dir: &Path) -> Client {
+        let mut child = support::toolrun()
+            .arg("lsp")
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn toolrun lsp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.strip_prefix("Content-Length: ") {
+                        length = v.parse().expect("length");
+                    }
+                }
+                let mut body = vec![0; length];
+                if r.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let v: Value = serde_json::from_slice(&body).expect("JSON from the server");
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut c = Client {
+            child,
+            stdin,
+            incoming: rx,
+            next_id: 0,
+            seen: Vec::new(),
+        };
+        let init = c.request(
+            "initialize",
+            json!({ "processId": null, "rootUri": null, "capabilities": {} }),
+        );
+        assert_eq!(
+            init["result"]["capabilities"]["textDocumentSync"]["change"], 2,
+            "{init}"
+        );
+        c.notify("initialized", json!({}));
+        c
+    }
+
+    fn raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to the server");
+        stdin.flush().expect("flush");
+    }
+
+    fn send(&mut self, v: Value) {
+        let body = v.to_string();
+        self.raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+
+    /// The whole response (`result` or `error`).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        self.wait(|m| m["id"] == id && m.get("method").is_none())
+    }
+
+    fn wait(&mut self, want: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.seen.iter().position(&want) {
+            return self.seen.remove(i);
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self
+                .incoming
+                .recv_timeout(left)
+                .expect("the server answers");
+            if want(&m) {
+                return m;
+            }
+            self.seen.push(m);
+        }
+    }
+
+    /// The next diagnostics published for `uri` at `version`.
+    fn diagnostics(&mut self, uri: &str, version: i64) -> Vec<Value> {
+        let m = self.wait(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
+                && m["params"]["version"] == version
+        });
+        m["params"]["diagnostics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn open(&mut self, uri: &str, text: &str) {
+        self.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": uri, "languageId": "yaml", "version": 1, "text": text } }),
+        );
+    }
+
+    fn change(&mut self, uri: &str, version: i64, changes: Value) {
+        self.notify(
+            "textDocument/didChange",
+            json!({ "textDocument": { "uri": uri, "version": version }, "contentChanges": changes }),
+        );
+    }
+
+    /// Shuts down, exits and gives the exit code.
+    fn finish(mut self) -> i32 {
+        let r = self.request("shutdown", Value::Null);
+        assert_eq!(r["result"], Value::Null, "{r}");
+        self.notify("exit", Value::Null);
+        self.exit_code()
+    }
+
+    fn exit_code(&mut self) -> i32 {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| {
+            let p = e.expect("entry").path();
+            (
+                p.display().to_string(),
+                std::fs::read(&p).unwrap_or_default(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn diagnostics_are_checks_own_with_utf16_ranges_and_follow_incremental_changes() {
+    let dir = support::temp_dir("lsp-diag");
+    let spec = support::write(dir.path(), "spec.yaml", SPEC);
+    let before = files(dir.path());
+    let check = support::run(
+        support::toolrun()
+            .args(["check", "--format", "json"])
+            .arg(&spec),
+    )
+    .json();
+    let mut c = Client::start(dir.path());
+    let u = uri(&spec);
+    c.open(&u, SPEC);
+    let got = c.diagnostics(&u, 1);
+    let codes: Vec<&str> = got
+        .iter()
+        .map(|d| d["code"].as_str().unwrap_or(""))
+        .collect();
+    let want: Vec<&str> = check
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|d| d["code"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(codes, want, "{got:#?}");
+    for (d, c) in got.iter().zip(check.as_array().expect("list")) {
+        assert!(
+            d["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with(c["message"].as_str().unwrap_or("-")),
+            "{d}"
+        );
+        let sev = if c["severity"] == "error" { 1 } else { 2 };
+        assert_eq!(d["severity"], sev);
+        assert_eq!(
+            d["range"]["start"]["line"],
+            c["line"].as_i64().unwrap_or(0) - 1
+        );
+        assert_eq!(d["source"], "toolrun");
+        let href = d["codeDescription"]["href"].as_str().unwrap_or("");
+        assert!(
+            href.ends_with(&format!(
+                "docs/codes.md#{}",
+                c["code"].as_str().unwrap_or("").to_lowercase()
+            )),
+            "{href}"
+        );
+    }
+    let e012 = got.iter().find(|d| d["code"] == "E012").expect("E012");
+    assert_eq!(
+        e012["range"],
+        json!({ "start": { "line": 9, "character": 10 }, "end": { "line": 9, "character": 20 } })
+    );
+    assert_eq!(e012["data"]["fix"], "get_weather");
+    // `😀` counts two UTF-16 units: check's character column 45 is LSP's 0-based 45.
+    let e033 = got.iter().find(|d| d["code"] == "E033").expect("E033");
+    assert_eq!(
+        e033["range"],
+        json!({ "start": { "line": 20, "character": 45 }, "end": { "line": 20, "character": 53 } })
+    );
+    // Incremental: `wether` -> `weather`, then `complted` -> `completed`... which is no status
+    // either: the E033 stays, E012 and W104 go.
+    c.change(&u, 2, json!([{ "range": { "start": { "line": 9, "character": 15 }, "end": { "line": 9, "character": 20 } }, "text": "eather" }]));
+    let got = c.diagnostics(&u, 2);
+    let codes: Vec<&str> = got
+        .iter()
+        .map(|d| d["code"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(codes, ["E033"], "{got:#?}");
+    // A full change.
+    c.change(
+        &u,
+        3,
+        json!([{ "text": SPEC.replace("complted", "ok").replace("get_wether", "get_weather") }]),
+    );
+    assert_eq!(c.diagnostics(&u, 3), Vec::<Value>::new());
+    // Closing withdraws them.
+    c.notify(
+        "textDocument/didClose",
+        json!({ "textDocument": { "uri": u } }),
+    );
+    let m = c.wait(|m| {
+        m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"].is_null()
+    });
+    assert_eq!(m["params"]["diagnostics"], json!([]));
+    assert_eq!(c.finish(), 0);
+    assert_eq!(
+        files(dir.path()),
+        before,
+        "the server wrote to the workspace"
+    );
+}
+
+#[test]
+fn bad_input_gets_an_error_or_an_empty_answer_never_a_crash() {
+    let dir = support::temp_dir("lsp-bad");
+    let mut c = Client::start(dir.path());
+    // Not YAML: check's parse error, as a diagnostic.
+    let u = uri(&dir.path().join("broken.yaml"));
+    c.open(&u, "version: 1\ntools: [\n  - : : {\n\u{0}");
+    let got = c.diagnostics(&u, 1);
+    assert!(
+        !got.is_empty() && got.iter().all(|d| d["severity"] == 1),
+        "{got:#?}"
+    );
+    // 10 MB of text: check's size limit.
+    let big_uri = uri(&dir.path().join("big.yaml"));
+    let big = format!("version: 1\ndescription: \"{}\"\n", "x".repeat(10 << 20));
+    c.open(&big_uri, &big);
+    let got = c.diagnostics(&big_uri, 1);
+    assert_eq!(got[0]["code"], "E004", "{got:#?}");
+    // A change whose range is past the end is clamped.
+    c.change(&u, 2, json!([{ "range": { "start": { "line": 999, "character": 5 }, "end": { "line": 1999, "character": 0 } }, "text": "x" }]));
+    c.diagnostics(&u, 2);
+    // A change to a document that is not open, and a notification with nonsense parameters.
+    c.change("file:///nowhere.yaml", 2, json!([{ "text": "x" }]));
+    c.notify("textDocument/didOpen", json!({ "textDocument": 5 }));
+    // Requests about unknown documents, unknown methods, bad parameters.
+    let r = c.request("textDocument/unknownThing", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    // Bytes that are not JSON, then a message too large to read: skipped.
+    c.raw(b"Content-Length: 5\r\n\r\n{{{{{");
+    c.raw(b"Content-Length: 99999999999\r\n\r\n");
+    // ... the server skips that many bytes, so this client cannot go on: a fresh one can.
+    drop(c);
+    let mut c = Client::start(dir.path());
+    c.raw(b"Content-Length: 5\r\n\r\n{{{{{");
+    let r = c.request("textDocument/unknownThing", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert_eq!(c.finish(), 0);
+}
+
+#[test]
+fn a_client_that_leaves_without_shutdown_ends_the_server() {
+    let dir = support::temp_dir("lsp-leave");
+    let mut c = Client::start(dir.path());
+    c.stdin = None;
+    assert_eq!(c.exit_code(), 1);
+    let mut c = Client::start(dir.path());
+    c.notify("exit", Value::Null);
+    assert_eq!(c.exit_code(), 1);
+    // After `shutdown`, requests are refused; `exit` then ends with 0.
+    let mut c = Client::start(dir.path());
+    let r = c.request("shutdown", Value::Null);
+    assert_eq!(r["result"], Value::Null);
+    let r = c.request("textDocument/hover", json!({}));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    c.notify("exit", Value::Null);
+    assert_eq!(c.exit_code(), 0);
+}
