@@ -175,9 +175,10 @@ fn change(before: &TestResult, after: &TestResult) -> Option<TestChange> {
     let p_value = (!(offline(before) && offline(after))).then(|| {
         stats::fisher_exact(
             u64::from(bp),
-            u64::from(bn - bp),
+            // Loaded documents have `passes <= runs` (`results::validate`); never wrap.
+            u64::from(bn.saturating_sub(bp)),
             u64::from(ap),
-            u64::from(an - ap),
+            u64::from(an.saturating_sub(ap)),
         )
     });
     let beyond_noise = p_value.is_none_or(|p| p < stats::ALPHA);

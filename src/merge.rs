@@ -4,7 +4,10 @@
 //! run with other settings or another version of a spec.
 
 use crate::results::Results;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// Missing shards named one by one; past this many they are counted.
+const MAX_NAMED_MISSING: u128 = 20;
 
 /// The merged document and what is wrong with the set of shards (empty when it is whole).
 pub(crate) struct Merged {
@@ -21,7 +24,11 @@ pub(crate) fn merge(shards: Vec<(String, Results)>) -> Merged {
     let mut shards: Vec<Shard> = shards
         .into_iter()
         .map(|(path, r)| {
-            let part = r.settings.partition.as_deref().and_then(partition);
+            let part = r
+                .settings
+                .partition
+                .as_deref()
+                .and_then(crate::results::partition);
             (path, r, part)
         })
         .collect();
@@ -95,12 +102,6 @@ pub(crate) fn merge(shards: Vec<(String, Results)>) -> Merged {
     }
 }
 
-/// `K/N` as `test --partition` wrote it.
-fn partition(text: &str) -> Option<(u64, u64)> {
-    let (k, n) = text.split_once('/')?;
-    Some((k.trim().parse().ok()?, n.trim().parse().ok()?))
-}
-
 /// Every shard of one `N`, each once.
 fn check_partitions(shards: &[Shard], problems: &mut Vec<String>) {
     let parts: Vec<(&str, u64, u64)> = shards
@@ -123,25 +124,44 @@ fn check_partitions(shards: &[Shard], problems: &mut Vec<String>) {
         ));
         return;
     }
-    for k in 1..=n {
-        let with_k: Vec<&str> = parts
-            .iter()
-            .filter(|(_, kk, _)| *kk == k)
-            .map(|(p, _, _)| *p)
-            .collect();
-        match with_k.len() {
-            0 => problems.push(format!(
+    // Work bounded by the files given, not by `N`: a shard may claim to be one of 2^64.
+    let mut by_k: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for (path, k, _) in &parts {
+        by_k.entry(*k).or_default().push(path);
+    }
+    let missing = u128::from(n) - by_k.len() as u128;
+    let mut named = 0u128;
+    let mut name_missing = |from: u128, to: u128, problems: &mut Vec<String>| {
+        let mut k = from;
+        while k <= to && named < MAX_NAMED_MISSING {
+            problems.push(format!(
                 "shard {k}/{n} is missing: its tests are not in the merged results"
-            )),
-            1 => {}
-            _ => problems.push(format!(
+            ));
+            k += 1;
+            named += 1;
+        }
+    };
+    let mut next = 1u128;
+    for (&k, paths) in &by_k {
+        name_missing(next, u128::from(k) - 1, problems);
+        if paths.len() > 1 {
+            problems.push(format!(
                 "shard {k}/{n} is given more than once: {}",
-                with_k
+                paths
                     .iter()
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            )),
+            ));
         }
+        next = u128::from(k) + 1;
+    }
+    name_missing(next, u128::from(n), problems);
+    if missing > named {
+        problems.push(format!(
+            "{} more shard(s) of {n} are missing ({} file(s) were given): their tests are not in the merged results",
+            missing - named,
+            shards.len()
+        ));
     }
 }

@@ -45,64 +45,78 @@ pub(crate) fn wilson(passes: u32, runs: u32) -> Option<Interval> {
     })
 }
 
-/// `ln(k!)` for k in 0..=n.
-fn ln_factorials(n: u64) -> Vec<f64> {
-    let mut out = Vec::with_capacity(n as usize + 1);
-    let mut acc = 0.0;
-    out.push(0.0);
-    for k in 1..=n {
-        acc += (k as f64).ln();
-        out.push(acc);
-    }
-    out
-}
-
 /// McNemar's exact test: of the tests both runs ran, `only_first` passed only in the first and
 /// `only_second` only in the second. Two-sided sign test on those discordant tests:
 /// `p = min(1, 2 · Σ_{i ≤ min(b,c)} C(b+c, i) / 2^(b+c))`; 1 when there are none.
+///
+/// Each term comes from the one before (`C(n, i+1) = C(n, i) · (n-i) / (i+1)`), in log space so
+/// no term overflows: constant memory, whatever the counts (issue 36 §8: a table of `ln k!` up
+/// to `n` let a results file ask for 34 GB).
 pub(crate) fn mcnemar_exact(only_first: u64, only_second: u64) -> f64 {
-    let n = only_first + only_second;
+    let n = only_first.saturating_add(only_second);
     if n == 0 {
         return 1.0;
     }
-    let lf = ln_factorials(n);
     let k = only_first.min(only_second);
-    let ln_half_n = n as f64 * 0.5f64.ln();
-    let tail: f64 = (0..=k)
-        .map(|i| (lf[n as usize] - lf[i as usize] - lf[(n - i) as usize] + ln_half_n).exp())
-        .sum();
+    let nf = n as f64;
+    // ln(C(n, 0) / 2^n)
+    let mut ln_term = nf * 0.5f64.ln();
+    let mut tail = ln_term.exp();
+    for i in 0..k {
+        let i = i as f64;
+        ln_term += (nf - i).ln() - (i + 1.0).ln();
+        tail += ln_term.exp();
+    }
     (2.0 * tail).min(1.0)
 }
 
 /// Fisher's exact test, two-sided, on `[[a, b], [c, d]]` (passes and failures of one test in
 /// two runs): the probability, with the margins fixed, of every table no more likely than the
 /// one observed (hypergeometric; ties within a relative 1e-7, as R and SciPy do).
+///
+/// The probabilities are walked by their ratio from one table to the next,
+/// `P(x+1) / P(x) = (row1-x)(col1-x) / ((x+1)(row2-col1+x+1))`, in log space and relative to the
+/// first table, then normalised by their sum: two passes, constant memory.
 pub(crate) fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
-    let (row1, row2, col1) = (a + b, c + d, a + c);
-    let n = row1 + row2;
-    if row1 == 0 || row2 == 0 || col1 == 0 || col1 == n {
+    let (row1, row2, col1) = (
+        a.saturating_add(b),
+        c.saturating_add(d),
+        a.saturating_add(c),
+    );
+    let n = row1.saturating_add(row2);
+    if row1 == 0 || row2 == 0 || col1 == 0 || col1 >= n {
         return 1.0;
     }
-    let lf = ln_factorials(n);
-    let f = |x: u64| lf[x as usize];
-    // P(X = x): x passes in the first row.
-    let prob = |x: u64| {
-        (f(row1) + f(row2) + f(col1) + f(n - col1)
-            - f(x)
-            - f(row1 - x)
-            - f(col1 - x)
-            - f(row2 + x - col1)
-            - f(n))
-        .exp()
-    };
     let low = col1.saturating_sub(row2);
     let high = row1.min(col1);
-    let observed = prob(a);
-    let p: f64 = (low..=high)
-        .map(prob)
-        .filter(|&q| q <= observed * (1.0 + 1e-7))
-        .sum();
-    p.min(1.0)
+    // ln P(x) - ln P(low), for x = low..=high, in order.
+    let weights = || {
+        let (r1, r2, c1) = (row1 as f64, row2 as f64, col1 as f64);
+        let mut w = 0.0;
+        (low..=high).map(move |x| {
+            let here = (x, w);
+            let xf = x as f64;
+            w += (r1 - xf).ln() + (c1 - xf).ln() - (xf + 1.0).ln() - (r2 - c1 + xf + 1.0).ln();
+            here
+        })
+    };
+    let (mut top, mut observed) = (f64::NEG_INFINITY, 0.0);
+    for (x, w) in weights() {
+        top = top.max(w);
+        if x == a {
+            observed = w;
+        }
+    }
+    let observed = (observed - top).exp();
+    let (mut all, mut extreme) = (0.0, 0.0);
+    for (_, w) in weights() {
+        let q = (w - top).exp();
+        all += q;
+        if q <= observed * (1.0 + 1e-7) {
+            extreme += q;
+        }
+    }
+    (extreme / all).min(1.0)
 }
 
 /// A p-value as people read it: "significant (p=0.012)" or "within noise (p=0.50)".
@@ -199,6 +213,19 @@ mod tests {
             let got = fisher_exact(t[0], t[1], t[2], t[3]);
             assert!(close(got, want), "{t:?}: {got} vs {want}");
         }
+    }
+
+    #[test]
+    fn counts_far_past_any_table_cost_no_memory() {
+        // Issue 36 §8: these once sized a table of ln k! by the counts.
+        let p = mcnemar_exact(u64::from(u32::MAX), 2);
+        assert!(p < 1e-300, "{p}");
+        assert_eq!(mcnemar_exact(u64::MAX, 0), 0.0);
+        let p = fisher_exact(2_000_000, 0, 1_000_000, 1_000_000);
+        assert!((0.0..1e-300).contains(&p), "{p}");
+        assert_eq!(fisher_exact(u64::MAX, 1, 0, 1), 1.0);
+        let even = fisher_exact(500_000, 500_000, 500_000, 500_000);
+        assert!((even - 1.0).abs() < 1e-9, "{even}");
     }
 
     #[test]

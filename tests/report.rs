@@ -676,3 +676,88 @@ fn the_report_draws_its_charts_inline_and_chromium_shows_them() {
         png.len()
     );
 }
+
+/// `from` in `dir`, changed by `edit`, written as `to`.
+fn edited(dir: &Path, from: &str, to: &str, edit: &dyn Fn(&mut serde_json::Value)) {
+    let text = std::fs::read_to_string(dir.join(from)).unwrap_or_else(|e| panic!("{e}"));
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    edit(&mut doc);
+    std::fs::write(dir.join(to), doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Issue 36 §8: `passes` past the attempts wrapped a counter and sized a table by it (34 GB,
+/// exit 134) in `report` and `test --baseline`; a shard of 2^64-1 made `results merge` grow
+/// without bound. Counts are checked where the file is read (exit 2, naming file and field), and
+/// a merge's work is bounded by the files given.
+#[test]
+fn hostile_counts_and_partitions_are_refused_or_bounded() {
+    let dir = two_runs();
+    let timeout = std::time::Duration::from_secs(120);
+    let within = |args: &[&str]| {
+        let mut cmd = support::toolrun();
+        cmd.current_dir(&dir).args(args);
+        support::run_with_timeout(&mut cmd, None, timeout)
+    };
+    edited(&dir, "before.json", "wrapped.json", &|doc| {
+        doc["tests"][0]["passes"] = 4_000_000_000u32.into();
+    });
+    for args in [
+        &[
+            "report",
+            "after.json",
+            "wrapped.json",
+            "--format",
+            "markdown",
+        ][..],
+        &["report", "wrapped.json", "after.json", "-o", "r.html"],
+        &["test", "spec.yaml", "--baseline", "wrapped.json"],
+    ] {
+        let out = within(args);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("`wrapped.json` is a damaged results file")
+                && out.stderr.contains("`tests[0].passes` (stocks::gain_on_aapl) is 4000000000 but the test has 1 attempt(s)"),
+            "{args:?}: {out:?}"
+        );
+    }
+    edited(&dir, "before.json", "totals.json", &|doc| {
+        doc["totals"]["attempts_passed"] = 7.into();
+    });
+    let out = within(&["report", "totals.json", "--format", "markdown"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("`totals.attempts_passed` is 7"),
+        "{out:?}"
+    );
+
+    for (file, partition) in [("zero.json", "0/3"), ("words.json", "one of three")] {
+        edited(&dir, "before.json", file, &|doc| {
+            doc["settings"]["partition"] = partition.into();
+        });
+        let out = within(&["results", "merge", file, "before.json", "-o", "m.json"]);
+        out.assert_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("`{file}` is a damaged results file"))
+                && out.stderr.contains("`settings.partition`"),
+            "{out:?}"
+        );
+    }
+
+    edited(&dir, "before.json", "huge.json", &|doc| {
+        doc["settings"]["partition"] = "1/18446744073709551615".into();
+    });
+    let out = within(&["results", "merge", "huge.json", "-o", "m.json"]);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("error: shard 2/18446744073709551615 is missing")
+            && out.stderr.contains(
+                "error: 18446744073709551594 more shard(s) of 18446744073709551615 are missing (1 file(s) were given)"
+            ),
+        "{out:?}"
+    );
+    assert!(out.stderr.lines().count() < 30, "{out:?}");
+    let out = within(&["report", "huge.json", "--merge", "--format", "markdown"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("more shard(s) of"), "{out:?}");
+}

@@ -7,6 +7,9 @@
 //! would break a reader bumps the version, and readers refuse versions they do not know.
 
 mod attempt;
+mod validate;
+
+pub(crate) use validate::partition;
 
 use crate::models::Usage;
 use crate::redact::Redactor;
@@ -551,17 +554,28 @@ impl Results {
                 path.display()
             ),
         })?;
-        let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            format!(
-                "`{}` is not a results file: it is not valid JSON ({e})",
-                path.display()
-            )
-        })?;
-        let kind = raw.get("kind").and_then(Value::as_str);
-        if kind != Some(KIND) {
-            let looks_like = if raw.get("exchanges").is_some() || raw.get("trace").is_some() {
+        Results::from_json(path, &bytes)
+    }
+
+    /// A results document from its bytes, checked as [`Results::load`] says. The bytes are
+    /// parsed twice, the second time straight into the document: no JSON tree of the whole file
+    /// is built (it cost several times the file).
+    pub(crate) fn from_json(path: &Path, bytes: &[u8]) -> Result<Results, String> {
+        let header = match serde_json::from_slice::<Header>(bytes) {
+            Ok(h) => h,
+            // Valid JSON of another shape (an array, a number): not a results document.
+            Err(e) if e.classify() == serde_json::error::Category::Data => Header::default(),
+            Err(e) => {
+                return Err(format!(
+                    "`{}` is not a results file: it is not valid JSON ({e})",
+                    path.display()
+                ))
+            }
+        };
+        if header.kind.as_ref().and_then(Value::as_str) != Some(KIND) {
+            let looks_like = if header.exchanges.is_some() || header.trace.is_some() {
                 " (it looks like a fixture)"
-            } else if raw.get("stop_reason").is_some() && raw.get("messages").is_some() {
+            } else if header.stop_reason.is_some() && header.messages.is_some() {
                 " (it looks like a run trace)"
             } else {
                 ""
@@ -573,9 +587,11 @@ impl Results {
                 path.display()
             ));
         }
-        let version = raw.get("format_version").and_then(Value::as_u64);
+        let version = header.format_version.as_ref().and_then(Value::as_u64);
         if version != Some(u64::from(FORMAT_VERSION)) {
-            let got = version.map_or_else(|| "none".to_string(), |v| v.to_string());
+            let got = header
+                .format_version
+                .map_or_else(|| "none".to_string(), |v| v.to_string());
             return Err(format!(
                 "`{}` has results format_version {got}; this toolrun ({}) reads version \
                  {FORMAT_VERSION}: regenerate it with this toolrun, or use the toolrun that wrote it",
@@ -583,13 +599,31 @@ impl Results {
                 env!("CARGO_PKG_VERSION")
             ));
         }
-        serde_json::from_value(raw).map_err(|e| {
+        let results: Results = serde_json::from_slice(bytes).map_err(|e| {
             format!(
                 "`{}` is a damaged results file: {e}; regenerate it with `toolrun test --results`",
                 path.display()
             )
-        })
+        })?;
+        validate::check(&results).map_err(|e| {
+            format!(
+                "`{}` is a damaged results file: {e}; regenerate it with `toolrun test --results`",
+                path.display()
+            )
+        })?;
+        Ok(results)
     }
+}
+
+/// The keys that tell a results file from a trace or a fixture; the rest is skipped unread.
+#[derive(Default, Deserialize)]
+struct Header {
+    kind: Option<Value>,
+    format_version: Option<Value>,
+    exchanges: Option<serde::de::IgnoredAny>,
+    trace: Option<serde::de::IgnoredAny>,
+    stop_reason: Option<serde::de::IgnoredAny>,
+    messages: Option<serde::de::IgnoredAny>,
 }
 
 #[cfg(test)]
