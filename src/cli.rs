@@ -138,6 +138,11 @@ pub(crate) struct CheckArgs {
     /// Fail (exit 1) on warnings too
     #[arg(long)]
     pub(crate) deny_warnings: bool,
+    /// Also list every environment variable the specs read (`secrets:`, `api_key_env`), where
+    /// each is declared, what uses it and the hosts a run may send it to: a table on stdout, or
+    /// with `--format json` an object `{"diagnostics": [...], "environment": [...]}`
+    #[arg(long)]
+    pub(crate) env_report: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,6 +10,13 @@ pub(crate) fn run(args: CheckArgs) -> i32 {
     if args.format == CheckFormat::Github {
         crate::term::github_mode();
     }
+    if args.env_report && !matches!(args.format, CheckFormat::Human | CheckFormat::Json) {
+        eprintln!("error: --env-report works with --format human or json");
+        return exit::USAGE;
+    }
+    let mut environment = Vec::new();
+    // Specs with errors never run: they read nothing, and their report would be a guess.
+    let mut not_reported: Vec<String> = Vec::new();
     let mut all: Vec<Diagnostic> = Vec::new();
     let mut sources: HashMap<String, crate::specfile::Source> = HashMap::new();
     let mut unreadable = false;
@@ -31,6 +38,13 @@ pub(crate) fn run(args: CheckArgs) -> i32 {
             Ok((source, compiled)) => {
                 // `check` exits right after: freeing a large registry (a compiled validator per
                 // tool) piece by piece would cost more than compiling it did.
+                match (args.env_report, &compiled.registry) {
+                    (true, Some(registry)) => {
+                        environment.extend(super::env_report::collect(registry, &source));
+                    }
+                    (true, None) => not_reported.push(source.display.clone()),
+                    _ => {}
+                }
                 std::mem::forget(compiled.registry);
                 all.extend(compiled.diagnostics);
                 sources.insert(source.display.clone(), source);
@@ -57,7 +71,23 @@ pub(crate) fn run(args: CheckArgs) -> i32 {
             } else {
                 eprintln!("checked {checked} {noun}: {errors} error(s), {warnings} warning(s)");
             }
+            if args.env_report {
+                print!(
+                    "{}",
+                    crate::term::visible(&super::env_report::human(&environment, &not_reported))
+                );
+            }
         }
+        // Without `--env-report` the document stays the array of diagnostics it always was.
+        CheckFormat::Json if args.env_report => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "diagnostics": to_json(&all),
+                "environment": environment.iter().map(super::env_report::EnvUse::to_json).collect::<Vec<_>>(),
+                "not_reported": not_reported,
+            }))
+            .unwrap_or_default()
+        ),
         CheckFormat::Json => println!(
             "{}",
             serde_json::to_string_pretty(&to_json(&all)).unwrap_or_default()

@@ -4,6 +4,7 @@ pub(crate) mod call;
 pub(crate) mod cases;
 pub(crate) mod check;
 pub(crate) mod diff;
+mod env_report;
 pub(crate) mod explain;
 pub(crate) mod export;
 pub(crate) mod import;
