@@ -198,11 +198,19 @@ impl<'a> Engine<'a> {
         if let Some(d) = &mut err.details {
             self.redactor.value(d);
         }
+        // An HTTP tool that got an error status still made its exchange: the trace (and the
+        // CLIENT span made from it) shows it as it shows a success's.
+        let http = err
+            .details
+            .as_ref()
+            .filter(|_| matches!(tool.kind, crate::registry::ToolKind::Http(_)))
+            .and_then(crate::tools::HttpCall::answered_with_error);
         self.events.emit_with("tool_finished", || {
-            served(
-                json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms }),
-                st.served_as.as_deref(),
-            )
+            let mut event = json!({ "id": call.id, "name": tool.name, "status": CallStatus::Error, "kind": err.kind, "duration_ms": duration_ms });
+            if let Some(h) = &http {
+                event["http"] = json!(h);
+            }
+            served(event, st.served_as.as_deref())
         });
         let key = format!("{} {} {}", tool.name, err.kind.as_str(), err.message);
         let repeats = st.error_repeats.entry(key).or_default();
@@ -227,7 +235,7 @@ impl<'a> Engine<'a> {
             }),
             status: CallStatus::Error,
             truncated: false,
-            http: None,
+            http,
             mcp: None,
             started_at: None,
             duration_ms,

@@ -199,7 +199,11 @@ impl Worker {
             match rx.recv_timeout(wait) {
                 Ok(job) => {
                     self.queued.fetch_sub(1, Ordering::SeqCst);
-                    batch.extend(job());
+                    let mut spans = job();
+                    if !self.config.content {
+                        spans.iter_mut().for_each(Span::withhold_content);
+                    }
+                    batch.extend(spans);
                     due.get_or_insert_with(|| Instant::now() + SCHEDULE_DELAY);
                     if batch.len() >= MAX_BATCH {
                         self.flush(&mut batch);

@@ -154,11 +154,8 @@ impl Mapping {
         usage(run, &trace["usage"]);
         if trace["status"] == "failed" {
             let why = trace["error"].as_str().unwrap_or("the run failed");
-            run.set(
-                "error.type",
-                trace["stop_reason"].as_str().unwrap_or("failed"),
-            );
-            run.error = Some(self.text(why));
+            let kind = trace["stop_reason"].as_str().unwrap_or("failed");
+            run.fail(kind, self.text(why));
         }
         if self.content {
             if let Some(q) = trace["query"].as_str() {
@@ -222,8 +219,7 @@ impl Mapping {
             }
             usage(&mut span, &call["usage"]);
             if let Some(e) = call["error"].as_str() {
-                span.set("error.type", "model_error");
-                span.error = Some(self.text(e));
+                span.fail("model_error", self.text(e));
             }
             let step = call["step"].as_u64().unwrap_or(0);
             if self.content {
@@ -332,6 +328,7 @@ impl Mapping {
         let mut cursor = run_start;
         for r in trace["tool_results"].as_array().into_iter().flatten() {
             let start = parse_time(r["started_at"].as_str()).unwrap_or(cursor);
+            let r = &with_failed_exchange(r, trace);
             let mut spans = self.executed(r, run.as_parent(), start);
             cursor = spans.last().map_or(cursor, |s| s.end_ns);
             out.append(&mut spans);
@@ -356,11 +353,10 @@ impl Mapping {
                 .unwrap_or(run_start);
             let mut span = self.tool_span(run.as_parent(), e);
             span.timed(at, 0.0);
-            span.set(
-                "error.type",
+            span.fail(
                 e["kind"].as_str().unwrap_or("execution_error"),
+                self.text(e["message"].as_str().unwrap_or("")),
             );
-            span.error = Some(self.text(e["message"].as_str().unwrap_or("")));
             out.push(span);
         }
     }
@@ -371,11 +367,10 @@ impl Mapping {
         let mut span = self.tool_span(parent, r);
         span.timed(start, ms(r.get("duration_ms")));
         if let Some(e) = r.get("error").filter(|e| e.is_object()) {
-            span.set(
-                "error.type",
+            span.fail(
                 e["kind"].as_str().unwrap_or("execution_error"),
+                self.text(e["message"].as_str().unwrap_or("")),
             );
-            span.error = Some(self.text(e["message"].as_str().unwrap_or("")));
         }
         if self.content {
             if let Some(result) = r.get("result") {
@@ -444,14 +439,35 @@ impl Mapping {
         if let Some(status) = http["status"].as_i64() {
             span.set("http.response.status_code", status);
             if status >= 400 {
-                span.set("error.type", status.to_string());
-                span.error = Some(format!("HTTP {status}"));
+                span.fail(status.to_string(), format!("HTTP {status}"));
             }
         }
         if let Some(n) = http["attempts"].as_i64() {
             span.set("http.request.resend_count", n - 1);
         }
         span
+    }
+}
+
+/// A call recorded before failed HTTP calls kept their exchange in `http`: the exchange from its
+/// error's details (method, URL, status), so its CLIENT span is there as a success's is.
+fn with_failed_exchange<'t>(r: &'t Json, trace: &Json) -> std::borrow::Cow<'t, Json> {
+    if r.get("http").is_some() || r["status"] != "error" {
+        return std::borrow::Cow::Borrowed(r);
+    }
+    let exchange = trace["tool_errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["id"] == r["id"])
+        .and_then(|e| crate::tools::HttpCall::answered_with_error(&e["details"]));
+    match exchange {
+        Some(http) => {
+            let mut r = r.clone();
+            r["http"] = json!(http);
+            std::borrow::Cow::Owned(r)
+        }
+        None => std::borrow::Cow::Borrowed(r),
     }
 }
 

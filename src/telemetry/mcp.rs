@@ -74,9 +74,9 @@ pub(crate) fn served(
                 let kind = error["kind"].as_str().unwrap_or("tool_error");
                 // The MCP conventions name a result with `isError` `tool_error`; which error
                 // it was stays beside it.
-                span.set("error.type", "tool_error")
+                let said = redactor.str(error["message"].as_str().unwrap_or(kind));
+                span.fail("tool_error", said)
                     .set("toolrun.error.kind", kind.to_string());
-                span.error = Some(redactor.str(error["message"].as_str().unwrap_or(kind)));
             }
             if content {
                 let mut shown = result.clone();
@@ -88,9 +88,8 @@ pub(crate) fn served(
         // The MCP conventions: a JSON-RPC error is `error.type` and `rpc.response.status_code`,
         // both the error's code as a string.
         Answer::Error(code, message) => {
-            span.set("error.type", code.to_string())
+            span.fail(code.to_string(), redactor.str(message))
                 .set("rpc.response.status_code", code.to_string());
-            span.error = Some(redactor.str(message));
         }
     }
     if let (true, Some(args)) = (content, arguments) {
@@ -253,17 +252,9 @@ pub(crate) fn client_span(tool: &Span, call: &ClientCall, redactor: &Redactor) -
                 code.to_string()
             }
             (None, true) => "tool_error".to_string(),
-            (None, false) => tool
-                .attributes
-                .iter()
-                .find_map(|(k, v)| match v {
-                    super::span::Value::Str(s) if k == "error.type" => Some(s.clone()),
-                    _ => None,
-                })
-                .unwrap_or_else(|| "tool_error".to_string()),
+            (None, false) => tool.error_type().unwrap_or("tool_error").to_string(),
         };
-        span.set("error.type", kind);
-        span.error = Some(e.clone());
+        span.fail(kind, e.clone());
     }
     span
 }

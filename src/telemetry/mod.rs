@@ -178,7 +178,7 @@ pub(crate) fn export_replay(
     replay.start_ns = run.map_or_else(span::now_ns, |r| r.start_ns);
     replay.end_ns = run.map_or(replay.start_ns, |r| r.end_ns);
     if !failures.is_empty() {
-        replay.error = Some(failures.join("; "));
+        replay.fail("replay_diverged", failures.join("; "));
     }
     spans.insert(0, replay);
     exporter.send(spans);

@@ -70,7 +70,7 @@ pub(crate) fn tree_spans(
         root.set(&format!("toolrun.tests.{key}"), n);
     }
     if counts[1] > 0 {
-        root.error = Some(format!("{} test(s) failed", counts[1]));
+        root.fail("test_failed", format!("{} test(s) failed", counts[1]));
     }
     spans.insert(0, root);
     spans
@@ -93,7 +93,7 @@ fn one_test(mapping: &Mapping, test: &Json, mut span: Span, with_attempts: bool)
     }
     if test["outcome"] == "failed" {
         let reason = test["reason"].as_str().unwrap_or("the test failed");
-        span.error = Some(mapping.redactor.str(reason));
+        span.fail("test_failed", mapping.redactor.str(reason));
     }
     let mut spans = Vec::new();
     let mut cursor = None::<u64>;
@@ -146,9 +146,14 @@ pub(crate) fn attempt_spans(
         .flatten()
         .map(|f| {
             let message = f["message"].as_str().unwrap_or("");
-            match f["assertion"].as_str() {
-                Some(key) => format!("{key}: {message}"),
-                None => message.to_string(),
+            let key = f["assertion"].as_str();
+            match (key, mapping.content) {
+                (Some(key), true) => format!("{key}: {message}"),
+                (None, true) => message.to_string(),
+                // A failure's words quote the answer, a request's URL or body: content, so
+                // without capture only which check failed (its `expect:` key, or its kind).
+                (Some(key), false) => key.to_string(),
+                (None, false) => f["kind"].as_str().unwrap_or("failed").to_string(),
             }
         })
         .collect();
@@ -166,7 +171,7 @@ pub(crate) fn attempt_spans(
     if !explanation.is_empty() {
         let text = mapping.redactor.str(&explanation.join("; "));
         attributes.push(("gen_ai.evaluation.explanation".into(), text.clone().into()));
-        span.error = Some(text);
+        span.fail("test_failed", text);
     }
     span.events.push(Event {
         name: "gen_ai.evaluation.result".into(),

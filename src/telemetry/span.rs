@@ -184,6 +184,76 @@ impl Span {
         self.end_ns = start_ns + (duration_ms.max(0.0) * 1_000_000.0) as u64;
         self
     }
+
+    /// Marks the span failed: `error.type` is `kind` (a word of toolrun's vocabularies or a
+    /// status code), `detail` the error's own words, which leave the process only with content
+    /// capture (see [`Span::withhold_content`]).
+    pub(crate) fn fail(&mut self, kind: impl Into<String>, detail: String) -> &mut Span {
+        self.set("error.type", kind.into());
+        self.error = Some(detail);
+        self
+    }
+
+    /// `error.type`, when the span has one.
+    pub(crate) fn error_type(&self) -> Option<&str> {
+        self.attributes.iter().find_map(|(k, v)| match v {
+            Value::Str(s) if k == "error.type" => Some(s.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Without content capture an error's own words stay home: they quote the arguments, the
+    /// URL and the service's reply (`.../patients?name=... returned HTTP 500: {...}`), which is
+    /// content as much as the arguments are. The status then says only what `error.type` says.
+    /// Done where every span leaves the process, so no mapping can forget it.
+    pub(crate) fn withhold_content(&mut self) {
+        if self.error.is_some() {
+            self.error = Some(describe(self.error_type().unwrap_or("")));
+        }
+        for event in &mut self.events {
+            if event.name == "exception" {
+                event
+                    .attributes
+                    .retain(|(k, _)| k == "exception.type" || k == "exception.escaped");
+            }
+        }
+    }
+}
+
+/// The fixed description of an error of kind `kind`: nothing in it comes from the error itself.
+pub(crate) fn describe(kind: &str) -> String {
+    use crate::vocab::{ErrorKind, StopReason};
+    if let Some(k) = ErrorKind::parse(kind) {
+        return match k {
+            ErrorKind::UnknownTool => "the model called a tool the spec does not have",
+            ErrorKind::InvalidArguments => "the arguments do not match the tool's input schema",
+            ErrorKind::Denied => "the policy refused the call",
+            ErrorKind::LoopDetected => "the same call was repeated too often",
+            ErrorKind::LimitExceeded => "a limit was reached",
+            ErrorKind::Timeout => "the call did not finish in time",
+            ErrorKind::HttpStatus => "the service answered with an error status",
+            ErrorKind::Network => "the service could not be reached",
+            ErrorKind::NotFound => "no response matches the arguments",
+            ErrorKind::ExecutionError => "the tool failed",
+            ErrorKind::MalformedDecision => "the model's reply could not be read",
+            ErrorKind::ModelError => "the model call failed",
+        }
+        .to_string();
+    }
+    if let Some(r) = StopReason::parse(kind) {
+        return format!("the run stopped: {}", r.as_str().replace('_', " "));
+    }
+    match kind.parse::<i64>() {
+        Ok(code @ 100..=599) => format!("HTTP {code}"),
+        Ok(code) => format!("JSON-RPC error {code}"),
+        Err(_) => match kind {
+            "tool_error" => "the tool reported an error",
+            "test_failed" => "the test failed",
+            "replay_diverged" => "the replay diverged from the recording",
+            _ => "failed",
+        }
+        .to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +286,39 @@ mod tests {
         ] {
             assert_eq!(Parent::from_traceparent(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn without_content_an_error_says_its_kind_in_fixed_words() {
+        let mut span = Span::new(Parent::root(), "execute_tool lookup", Kind::Internal);
+        let said = "GET http://h/patients?name=Jane+Roe returned HTTP 500: {\"error\": \"HIV\"}";
+        span.fail("http_status", said.to_string());
+        span.events.push(Event {
+            name: "exception".into(),
+            time_ns: 0,
+            attributes: vec![
+                ("exception.type".into(), "http_status".into()),
+                ("exception.message".into(), said.into()),
+            ],
+        });
+        span.withhold_content();
+        assert_eq!(
+            span.error.as_deref(),
+            Some("the service answered with an error status")
+        );
+        assert_eq!(span.events[0].attributes.len(), 1);
+        for (kind, description) in [
+            ("404", "HTTP 404"),
+            ("-32602", "JSON-RPC error -32602"),
+            ("run_timeout", "the run stopped: run timeout"),
+            ("tool_error", "the tool reported an error"),
+            ("whatever a recording says", "failed"),
+        ] {
+            assert_eq!(describe(kind), description);
+        }
+        let mut ok = Span::new(Parent::root(), "chat m", Kind::Client);
+        ok.withhold_content();
+        assert_eq!(ok.error, None);
     }
 
     #[test]

@@ -59,9 +59,9 @@ impl From<Value> for Output {
     }
 }
 
-/// What a successful HTTP tool call sent and got, for the trace (a failed one says it in
-/// `tool_errors[].details`). The URL is the one that answered, after redirects; the engine masks
-/// secrets in it before it is recorded.
+/// What an HTTP tool call sent and got, for the trace, when an answer came (a call that got
+/// none says what it tried in `tool_errors[].details`). The URL is the one that answered, after
+/// redirects; the engine masks secrets in it before it is recorded.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct HttpCall {
     pub(crate) method: String,
@@ -73,6 +73,27 @@ pub(crate) struct HttpCall {
     /// Present when redirects were followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) redirects: Option<u32>,
+}
+
+impl HttpCall {
+    /// The exchange of a call that got an error status, from its error's details (method, URL,
+    /// status, attempts, redirects); `None` when no answer came (or none was sent: an injected
+    /// fault has a status and no request).
+    pub(crate) fn answered_with_error(details: &Value) -> Option<HttpCall> {
+        let count = |key: &str| {
+            details[key]
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n > 0)
+        };
+        Some(HttpCall {
+            method: details["method"].as_str()?.to_string(),
+            url: details["url"].as_str()?.to_string(),
+            status: u16::try_from(details["status"].as_u64()?).ok()?,
+            attempts: count("attempts").filter(|n| *n > 1),
+            redirects: count("redirects"),
+        })
+    }
 }
 
 /// Everything a tool may touch while it runs. Nothing here reaches a shell.
