@@ -371,3 +371,307 @@ fn a_client_that_leaves_without_shutdown_ends_the_server() {
     c.notify("exit", Value::Null);
     assert_eq!(c.exit_code(), 0);
 }
+
+pub const FEATURES: &str = r#"version: 1
+secrets: [API_KEY]
+tools:
+  get_weather:
+    kind: mock
+    description: Weather of a city.
+    input: { type: object, properties: { city: { type: string } } }
+    responses:
+      - result: { temp: 20 }
+  calc:
+    kind: builtin
+    builtin: calculator
+  fetch:
+    kind: http
+    description: Fetch.
+    request:
+      url: "https://api.example.com/x?key={{ secrets.API_KEY }}"
+policy:
+  allow: [get_weather, calc, fetch]
+models:
+  bot:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{ name: get_weather, arguments: { city: Paris } }]
+          - answer: done
+default_model: bot
+tests:
+  - name: t
+    query: q
+    fixture: fx.json
+    expect: { tool_calls: [get_weather], status: ok }
+# E012
+"#;
+
+/// The position (0-based line, UTF-16 column) of the `n`-th occurrence of `needle` in the
+/// text, `plus` units into it.
+fn find(text: &str, needle: &str, n: usize, plus: u32) -> Value {
+    let at = text.match_indices(needle).nth(n).expect("needle").0;
+    let line = text[..at].matches('\n').count();
+    let col = text[..at]
+        .rsplit('\n')
+        .next()
+        .unwrap_or("")
+        .encode_utf16()
+        .count() as u32;
+    json!({ "line": line, "character": col + plus })
+}
+
+fn at(uri: &str, position: Value) -> Value {
+    json!({ "textDocument": { "uri": uri }, "position": position })
+}
+
+fn labels(result: &Value) -> Vec<String> {
+    let list = result.get("items").unwrap_or(result);
+    list.as_array().map_or_else(Vec::new, |items| {
+        items
+            .iter()
+            .map(|i| i["label"].as_str().unwrap_or("").to_string())
+            .collect()
+    })
+}
+
+#[test]
+fn hover_completion_definition_references_and_symbols() {
+    let dir = support::temp_dir("lsp-features");
+    let spec = support::write(dir.path(), "spec.yaml", FEATURES);
+    support::write(dir.path(), "fx.json", "{}");
+    let before = files(dir.path());
+    let mut c = Client::start(dir.path());
+    let u = uri(&spec);
+    c.open(&u, FEATURES);
+    c.diagnostics(&u, 1);
+    let t = FEATURES;
+
+    // Hover: a tool where it is used, a secret in a template, a key, a diagnostic code.
+    let h = c.request("textDocument/hover", at(&u, find(t, "get_weather", 1, 3)));
+    let text = h["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    support::assert_contains(
+        &text,
+        &[
+            "**tool** `get_weather`",
+            "kind `mock`",
+            "Weather of a city.",
+            "\"city\"",
+        ],
+    );
+    let h = c.request("textDocument/hover", at(&u, find(t, "API_KEY }}", 0, 2)));
+    assert!(
+        h["result"]["contents"]["value"]
+            .as_str()
+            .unwrap_or("")
+            .contains("**secret** `API_KEY`"),
+        "{h}"
+    );
+    let h = c.request(
+        "textDocument/hover",
+        at(&u, find(t, "description: Weather", 0, 2)),
+    );
+    assert!(
+        h["result"]["contents"]["value"]
+            .as_str()
+            .unwrap_or("")
+            .contains("models choose tools by it"),
+        "{h}"
+    );
+    let h = c.request("textDocument/hover", at(&u, find(t, "E012", 0, 1)));
+    assert!(
+        h["result"]["contents"]["value"]
+            .as_str()
+            .unwrap_or("")
+            .contains("E012"),
+        "{h}"
+    );
+    let h = c.request(
+        "textDocument/hover",
+        at(&u, json!({ "line": 99, "character": 0 })),
+    );
+    assert_eq!(h["result"], Value::Null, "{h}");
+
+    // Completion.
+    let names = |c: &mut Client, p: Value| {
+        labels(&c.request("textDocument/completion", at(&u, p))["result"])
+    };
+    let got = names(&mut c, find(t, "get_weather, calc", 0, 0));
+    assert!(
+        ["get_weather", "calc", "fetch"]
+            .iter()
+            .all(|n| got.contains(&n.to_string())),
+        "{got:?}"
+    );
+    let got = names(&mut c, find(t, "API_KEY }}", 0, 0));
+    assert_eq!(got, ["API_KEY"]);
+    let got = names(&mut c, find(t, "calculator", 0, 0));
+    assert!(got.contains(&"datetime".to_string()), "{got:?}");
+    let got = names(&mut c, find(t, "ok }", 0, 0));
+    assert!(got.contains(&"needs_review".to_string()), "{got:?}");
+    let got = names(&mut c, find(t, "bot\ntests", 0, 0));
+    assert_eq!(got, ["bot"]);
+    let got = names(&mut c, find(t, "get_weather, arguments", 0, 0));
+    assert!(got.contains(&"fetch".to_string()), "{got:?}");
+    let got = names(&mut c, find(t, "mock", 0, 0));
+    assert!(
+        got.contains(&"http".to_string()) && !got.contains(&"scripted".to_string()),
+        "{got:?}"
+    );
+    let got = names(&mut c, find(t, "request:", 0, 0));
+    assert!(
+        got.contains(&"retries".to_string()) && !got.contains(&"responses".to_string()),
+        "{got:?}"
+    );
+    let got = names(&mut c, find(t, "query: q", 0, 0));
+    assert!(got.contains(&"approve".to_string()), "{got:?}");
+
+    // Definition: tool, model, secret, fixture file.
+    let d = c.request(
+        "textDocument/definition",
+        at(&u, find(t, "get_weather", 1, 1)),
+    );
+    assert_eq!(
+        d["result"]["range"]["start"],
+        find(t, "get_weather", 0, 0),
+        "{d}"
+    );
+    let d = c.request(
+        "textDocument/definition",
+        at(&u, find(t, "bot\ntests", 0, 1)),
+    );
+    assert_eq!(d["result"]["range"]["start"], find(t, "bot", 0, 0), "{d}");
+    let d = c.request(
+        "textDocument/definition",
+        at(&u, find(t, "API_KEY }}", 0, 1)),
+    );
+    assert_eq!(
+        d["result"]["range"]["start"],
+        find(t, "API_KEY", 0, 0),
+        "{d}"
+    );
+    let d = c.request("textDocument/definition", at(&u, find(t, "fx.json", 0, 1)));
+    assert!(
+        d["result"]["uri"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("/fx.json"),
+        "{d}"
+    );
+
+    // References of a tool, from its declaration.
+    let mut p = at(&u, find(t, "get_weather", 0, 1));
+    p["context"] = json!({ "includeDeclaration": true });
+    let r = c.request("textDocument/references", p);
+    assert_eq!(r["result"].as_array().map(Vec::len), Some(4), "{r}");
+
+    // The outline.
+    let s = c.request(
+        "textDocument/documentSymbol",
+        json!({ "textDocument": { "uri": u } }),
+    );
+    let outline: Vec<(String, Vec<String>)> = s["result"]
+        .as_array()
+        .expect("symbols")
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap_or("").to_string(),
+                labels_of(&g["children"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outline,
+        [
+            (
+                "tools".to_string(),
+                vec!["get_weather".to_string(), "calc".into(), "fetch".into()]
+            ),
+            ("models".to_string(), vec!["bot".to_string()]),
+            ("secrets".to_string(), vec!["API_KEY".to_string()]),
+            ("tests".to_string(), vec!["t".to_string()]),
+        ]
+    );
+
+    // Requests about a document that is not open: empty.
+    let h = c.request(
+        "textDocument/hover",
+        at("file:///nowhere.yaml", json!({ "line": 0, "character": 0 })),
+    );
+    assert_eq!(h["result"], Value::Null, "{h}");
+    let h = c.request("textDocument/hover", json!({ "nonsense": true }));
+    assert_eq!(h["error"]["code"], -32602, "{h}");
+    assert_eq!(c.finish(), 0);
+    assert_eq!(
+        files(dir.path()),
+        before,
+        "the server wrote to the workspace"
+    );
+}
+
+fn labels_of(v: &Value) -> Vec<String> {
+    v.as_array().map_or_else(Vec::new, |a| {
+        a.iter()
+            .map(|s| s["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    })
+}
+
+#[test]
+fn a_did_you_mean_is_a_quick_fix() {
+    let dir = support::temp_dir("lsp-fix");
+    let spec = support::write(dir.path(), "spec.yaml", SPEC);
+    let mut c = Client::start(dir.path());
+    let u = uri(&spec);
+    c.open(&u, SPEC);
+    let diags = c.diagnostics(&u, 1);
+    let e012 = diags
+        .iter()
+        .find(|d| d["code"] == "E012")
+        .expect("E012")
+        .clone();
+    let r = c.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": { "uri": u },
+            "range": e012["range"],
+            "context": { "diagnostics": [e012] },
+        }),
+    );
+    let actions = r["result"].as_array().expect("actions").clone();
+    assert_eq!(actions.len(), 1, "{r}");
+    assert_eq!(actions[0]["kind"], "quickfix");
+    assert_eq!(actions[0]["title"], "Change to `get_weather`");
+    let edits = &actions[0]["edit"]["changes"][&u];
+    assert_eq!(
+        edits,
+        &json!([{ "range": e012["range"], "newText": "get_weather" }])
+    );
+    // The client applies it: E012 and W104 are gone.
+    c.change(
+        &u,
+        2,
+        json!([{ "range": edits[0]["range"], "text": "get_weather" }]),
+    );
+    let codes: Vec<Value> = c
+        .diagnostics(&u, 2)
+        .iter()
+        .map(|d| d["code"].clone())
+        .collect();
+    assert_eq!(codes, [json!("E033")]);
+    // A diagnostic without a suggestion has no fix.
+    let e033 = diags
+        .iter()
+        .find(|d| d["code"] == "E033")
+        .expect("E033")
+        .clone();
+    let r = c.request("textDocument/codeAction", json!({
+        "textDocument": { "uri": u }, "range": e033["range"], "context": { "diagnostics": [e033] },
+    }));
+    assert_eq!(r["result"], json!([]));
+    assert_eq!(c.finish(), 0);
+}

@@ -4,12 +4,17 @@
 
 use crate::diag::Span;
 use crate::line_index::LineIndex;
+use crate::specfile::yaml::Node;
 use lsp_types::{Position, Range};
 
 pub(super) struct Document {
     pub(super) text: String,
     pub(super) version: i32,
     lines: LineIndex,
+    /// The YAML tree of the last text that parsed: while a edit leaves the text broken, names
+    /// and keys are still found in the tree before it (its positions may be off by the edit).
+    tree: Option<Node>,
+    parsed: bool,
 }
 
 impl Document {
@@ -18,7 +23,26 @@ impl Document {
             lines: LineIndex::new(&text),
             text,
             version,
+            tree: None,
+            parsed: false,
         }
+    }
+
+    pub(super) fn tree(&mut self) -> Option<&Node> {
+        if !self.parsed {
+            self.parsed = true;
+            if self.text.len() as u64 <= crate::specfile::MAX_SPEC_BYTES {
+                if let Ok(tree) = crate::specfile::yaml::parse(&self.text) {
+                    self.tree = Some(tree);
+                }
+            }
+        }
+        self.tree.as_ref()
+    }
+
+    /// The 1-based line and character column of a position, as spans count.
+    pub(super) fn line_col(&self, p: Position) -> (u32, u32) {
+        self.lines.position(&self.text, self.offset(p))
     }
 
     /// Applies one change. A range past the end of the text is clamped to it (the text the
@@ -34,6 +58,7 @@ impl Document {
             }
         }
         self.lines = LineIndex::new(&self.text);
+        self.parsed = false;
     }
 
     /// Line `n` (0-based) with its ending, or "" past the end.
@@ -41,6 +66,18 @@ impl Document {
         let start = self.line_start(n);
         let end = self.line_start(n + 1);
         self.text.get(start..end).unwrap_or("")
+    }
+
+    /// The line (0-based) without its ending.
+    pub(super) fn line(&self, n: u32) -> &str {
+        self.lines.line(&self.text, n as usize + 1).unwrap_or("")
+    }
+
+    /// The text of a line before the cursor.
+    pub(super) fn before(&self, p: Position) -> &str {
+        let start = self.line_start(p.line);
+        let at = self.offset(p).max(start);
+        self.text.get(start..at).unwrap_or("")
     }
 
     /// The byte offset where 0-based line `n` starts; the end of the text past the last line.

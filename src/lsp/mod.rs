@@ -8,8 +8,14 @@
 //! and a request whose parameters do not fit gets an `InvalidParams` error. The server never
 //! writes a file: a quick fix is an edit the client applies.
 
+mod actions;
+mod complete;
 mod diagnostics;
 mod document;
+mod hover;
+mod index;
+mod navigate;
+mod places;
 mod transport;
 
 use document::Document;
@@ -140,11 +146,69 @@ impl Server {
         }
     }
 
+    /// A request about a document that is not open gets an empty answer (`null`).
     fn answer(&mut self, req: Request) -> Result<serde_json::Value, (ErrorCode, String)> {
-        Err((
-            ErrorCode::MethodNotFound,
-            format!("`{}` is not supported", req.method),
-        ))
+        use lsp_types::*;
+        let method = req.method.clone();
+        let json = |v: Result<serde_json::Value, serde_json::Error>| {
+            v.map_err(|e| (ErrorCode::InternalError, e.to_string()))
+        };
+        match method.as_str() {
+            "textDocument/hover" => {
+                let p: HoverParams = extract(req)?;
+                let at = p.text_document_position_params;
+                let found = self
+                    .doc(&at.text_document.uri)
+                    .and_then(|d| hover::hover(d, at.position));
+                json(serde_json::to_value(found))
+            }
+            "textDocument/completion" => {
+                let p: CompletionParams = extract(req)?;
+                let at = p.text_document_position;
+                let found = self
+                    .doc(&at.text_document.uri)
+                    .map(|d| complete::complete(d, at.position));
+                json(serde_json::to_value(found))
+            }
+            "textDocument/definition" => {
+                let p: GotoDefinitionParams = extract(req)?;
+                let at = p.text_document_position_params;
+                let uri = at.text_document.uri;
+                let found = self
+                    .doc(&uri)
+                    .and_then(|d| navigate::definition(d, &uri, at.position));
+                json(serde_json::to_value(found))
+            }
+            "textDocument/references" => {
+                let p: ReferenceParams = extract(req)?;
+                let at = p.text_document_position;
+                let uri = at.text_document.uri;
+                let with = p.context.include_declaration;
+                let found = self
+                    .doc(&uri)
+                    .map(|d| navigate::references(d, &uri, at.position, with));
+                json(serde_json::to_value(found))
+            }
+            "textDocument/documentSymbol" => {
+                let p: DocumentSymbolParams = extract(req)?;
+                let found = self.doc(&p.text_document.uri).map(navigate::symbols);
+                json(serde_json::to_value(found))
+            }
+            "textDocument/codeAction" => {
+                let p: CodeActionParams = extract(req)?;
+                let uri = p.text_document.uri.clone();
+                let found = self.doc(&uri).map(|d| actions::code_actions(d, p));
+                json(serde_json::to_value(found))
+            }
+            _ => Err((
+                ErrorCode::MethodNotFound,
+                format!("`{method}` is not supported"),
+            )),
+        }
+    }
+
+    fn doc(&mut self, uri: &Uri) -> Option<&mut Document> {
+        self.docs.get_mut(uri)
     }
 
     fn notification(&mut self, n: Notification) {
@@ -201,6 +265,11 @@ impl Server {
     }
 }
 
+fn extract<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, (ErrorCode, String)> {
+    serde_json::from_value(req.params)
+        .map_err(|e| (ErrorCode::InvalidParams, format!("`{}`: {e}", req.method)))
+}
+
 fn params<P: serde::de::DeserializeOwned>(n: Notification) -> Result<P, (ErrorCode, String)> {
     serde_json::from_value(n.params)
         .map_err(|e| (ErrorCode::InvalidParams, format!("`{}`: {e}", n.method)))
@@ -216,6 +285,18 @@ fn capabilities() -> serde_json::Value {
                 ..Default::default()
             },
         )),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some([".", ":", " ", "[", ","].map(String::from).to_vec()),
+            ..Default::default()
+        }),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
+            ..Default::default()
+        })),
         ..Default::default()
     };
     serde_json::json!({
@@ -226,7 +307,7 @@ fn capabilities() -> serde_json::Value {
 
 /// The file a document is, for resolving what it names (fixtures, tables) as `check` does. A
 /// document that is no file (an unsaved buffer) resolves against the working folder.
-fn path_of(uri: &Uri) -> PathBuf {
+pub(super) fn path_of(uri: &Uri) -> PathBuf {
     let text = uri.as_str();
     match text.strip_prefix("file://") {
         Some(rest) => {
