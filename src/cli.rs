@@ -383,6 +383,10 @@ pub(crate) struct ServeArgs {
     /// HTTP: a session without a request or a call running for this long ends (e.g. 30m, 2h)
     #[arg(long, value_name = "DURATION", default_value = "30m")]
     pub(crate) session_idle: String,
+    /// Most stdio MCP server processes at once, across sessions: past it, the one idle the
+    /// longest ends, and its session starts it again on its next call
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub(crate) max_processes: usize,
     /// HTTP: most connections at once; more are answered 503 and closed
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub(crate) max_connections: usize,

@@ -427,3 +427,219 @@ fn relative_path_entries_are_never_searched() {
         "{out:?}"
     );
 }
+
+/// `toolrun serve --http` for the raw client below.
+struct Gateway {
+    child: std::process::Child,
+    authority: String,
+    _stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl Gateway {
+    fn start(spec: &Path, args: &[&std::ffi::OsStr]) -> Gateway {
+        let mut cmd = toolrun();
+        cmd.arg("serve")
+            .arg(spec)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args);
+        let (child, url, stderr) = support::spawn_served(&mut cmd);
+        let authority = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        Gateway {
+            child,
+            authority,
+            _stderr: stderr,
+        }
+    }
+
+    /// POSTs one message; the response's head and the JSON-RPC messages of its body.
+    fn post(&self, session: Option<&str>, body: &Value) -> (String, Vec<Value>) {
+        use std::io::Read;
+        let mut stream = std::net::TcpStream::connect(&self.authority).unwrap();
+        stream.set_read_timeout(Some(HANG)).unwrap();
+        let body = body.to_string();
+        let session = session.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.authority,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let rest = match head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            true => dechunk(rest),
+            false => rest.to_string(),
+        };
+        let messages = match serde_json::from_str::<Value>(&rest) {
+            Ok(Value::Array(items)) => items,
+            Ok(one) => vec![one],
+            Err(_) => rest
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect(),
+        };
+        (head.to_string(), messages)
+    }
+
+    /// A new MCP session: its id.
+    fn session(&self) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}});
+        let (head, _) = self.post(None, &init);
+        let id = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no session id in {head}"));
+        self.post(
+            Some(&id),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        id
+    }
+
+    /// `tools/call` of `tool` in `session`: its JSON-RPC answer.
+    fn call(&self, session: &str, tool: &str) -> Value {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}});
+        let (head, messages) = self.post(Some(session), &call);
+        messages
+            .into_iter()
+            .find(|m| m.get("id") == Some(&json!(1)))
+            .unwrap_or_else(|| panic!("no answer to the call: {head}"))
+    }
+
+    /// The process id a `pid` call in `session` reports.
+    fn pid(&self, session: &str) -> u64 {
+        let answer = self.call(session, "pid");
+        let text = answer["result"]["content"][0]["text"].as_str();
+        text.and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {answer}"))
+    }
+
+    /// The processes `serve` started that are still running (not zombies).
+    fn children(&self) -> Vec<u64> {
+        let me = self.child.id().to_string();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...: comm may hold anything, so read after its last `)`.
+            let Some((_, after)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            if fields.get(1) == Some(&me.as_str()) && fields.first() != Some(&"Z") {
+                found.extend(
+                    entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|p| p.parse::<u64>().ok()),
+                );
+            }
+        }
+        found
+    }
+
+    /// Waits until `serve` runs at most `n` processes (at most [`HANG`]); fails if it never does.
+    fn wait_for_at_most(&self, n: usize) {
+        let until = Instant::now() + HANG;
+        loop {
+            let now = self.children();
+            if now.len() <= n {
+                return;
+            }
+            assert!(Instant::now() < until, "serve runs {now:?}, more than {n}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A gateway of a stdio server runs at most `--max-processes` of them across its sessions: an
+/// abandoned session's idle process makes room for a new session's, and the session whose
+/// process was ended gets a new one on its next call, as does one whose server crashed.
+#[test]
+fn a_gateway_bounds_its_stdio_processes_and_starts_a_crashed_one_again() {
+    let dir = support::temp_dir("exec-gateway");
+    let spec = spec(
+        &dir,
+        &raw_command(&["serve"]),
+        "",
+        "pid, crash",
+        "          - answer: unused",
+    );
+    let py = python();
+    let gateway = Gateway::start(
+        &spec,
+        &[
+            "--allow-exec".as_ref(),
+            py.as_os_str(),
+            "--max-processes".as_ref(),
+            "2".as_ref(),
+        ],
+    );
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let session = gateway.session();
+        let pid = gateway.pid(&session);
+        gateway.wait_for_at_most(2);
+        sessions.push((session, pid));
+    }
+    // Every session was served, each by a process of its own.
+    let mut pids: Vec<u64> = sessions.iter().map(|(_, p)| *p).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 4, "{sessions:?}");
+    // The first session's process made room for a later one: its next call starts another.
+    let (first, first_pid) = &sessions[0];
+    let again = gateway.pid(first);
+    assert_ne!(again, *first_pid);
+    gateway.wait_for_at_most(2);
+    // A crash fails that call; the session's next call starts the server again.
+    let (last, last_pid) = &sessions[3];
+    let crashed = gateway.call(last, "crash");
+    assert_eq!(crashed["result"]["isError"], true, "{crashed}");
+    let text = crashed["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("crashing on purpose"), "{crashed}");
+    let restarted = gateway.pid(last);
+    assert_ne!(restarted, *last_pid);
+    assert!(gateway.children().contains(&restarted));
+    gateway.wait_for_at_most(2);
+}

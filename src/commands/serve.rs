@@ -49,7 +49,11 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
             .push(Output::in_new_folders(path, "--record"));
         inputs.network = Network::Record { previous: None };
     }
+    if args.max_processes == 0 {
+        return Err("--max-processes must be at least 1".into());
+    }
     let setup = Setup::open(&registry, inputs)?;
+    crate::tools::mcp::limit_processes(&setup.transport, args.max_processes);
     schedule(args.scheduling);
     let rt = crate::setup::runtime();
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then

@@ -140,9 +140,31 @@ pub struct Transport {
     redactor: std::sync::Mutex<Redactor>,
     /// What a protocol keeps for as long as this transport lives (one run): an MCP session
     /// per server. Typed by its owner, so this layer knows nothing of MCP.
-    sessions: std::sync::Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
+    sessions: Kept,
     /// What the command line lets a run start (stdio MCP servers).
     exec_allowed: Arc<ExecRules>,
+    /// What a protocol keeps across a gateway's client sessions (see [`Transport::shared`]).
+    shared: Arc<Kept>,
+}
+
+type Kept = std::sync::Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>;
+
+/// The state under `key` in `all`, typed by its owner, made on first use.
+fn kept<T: Default + Send + Sync + 'static>(all: &Kept, key: &str) -> Arc<T> {
+    let mut all = match all.lock() {
+        Ok(s) => s,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(found) = all
+        .iter()
+        .filter(|(k, _)| k == key)
+        .find_map(|(_, v)| v.clone().downcast::<T>().ok())
+    {
+        return found;
+    }
+    let made = Arc::new(T::default());
+    all.push((key.to_string(), made.clone()));
+    made
 }
 
 /// What the command line lets a run start, as given: nothing a spec says widens it.
@@ -171,6 +193,7 @@ impl Transport {
             redactor: Default::default(),
             sessions: Default::default(),
             exec_allowed: Default::default(),
+            shared: Default::default(),
         }
     }
 
@@ -196,6 +219,7 @@ impl Transport {
             redactor: Default::default(),
             sessions: Default::default(),
             exec_allowed: Default::default(),
+            shared: Default::default(),
         }
     }
 
@@ -211,6 +235,7 @@ impl Transport {
             redactor: std::sync::Mutex::new(self.redactor()),
             sessions: Default::default(),
             exec_allowed: self.exec_allowed.clone(),
+            shared: self.shared.clone(),
         }
     }
 
@@ -245,20 +270,13 @@ impl Transport {
 
     /// The state kept under `key` for this transport's lifetime, made on first use.
     pub(crate) fn session<T: Default + Send + Sync + 'static>(&self, key: &str) -> Arc<T> {
-        let mut sessions = match self.sessions.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(found) = sessions
-            .iter()
-            .filter(|(k, _)| k == key)
-            .find_map(|(_, v)| v.clone().downcast::<T>().ok())
-        {
-            return found;
-        }
-        let made = Arc::new(T::default());
-        sessions.push((key.to_string(), made.clone()));
-        made
+        kept(&self.sessions, key)
+    }
+
+    /// The state kept under `key` for this transport and every one [`Transport::scoped`] makes
+    /// from it (all of a gateway's client sessions), made on first use.
+    pub(crate) fn shared<T: Default + Send + Sync + 'static>(&self, key: &str) -> Arc<T> {
+        kept(&self.shared, key)
     }
 
     /// From now on, responses are masked with these secrets too. A server that echoes a secret

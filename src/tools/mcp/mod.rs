@@ -12,6 +12,7 @@ pub(crate) mod content;
 mod exchange;
 mod listing;
 mod live_session;
+mod pool;
 mod rpc;
 mod sse;
 mod stderr;
@@ -197,6 +198,12 @@ pub(crate) fn changed_tools(env: &ToolEnv<'_>) -> Option<String> {
         .mcp_servers()
         .into_iter()
         .find_map(|server| env.transport.session::<ClientSession>(&server.name).stale())
+}
+
+/// Bounds the stdio servers this transport, and every one scoped from it (a gateway's client
+/// sessions), runs at once (`serve --max-processes`; see `pool`).
+pub(crate) fn limit_processes(transport: &crate::net::Transport, max: usize) {
+    transport.shared::<pool::Pool>(pool::KEY).limit(max);
 }
 
 /// Connects to every server whose tools the policy lets a model call, lists its tools and

@@ -29,6 +29,8 @@ use super::allow::absolute_path;
 use super::stderr::{keep_stderr, with_stderr, Tail};
 use super::stdin::{Stdin, WRITE_TIMEOUT};
 
+/// What [`Process::end`] says of a process already ended.
+pub(crate) const ALREADY_ENDED: &str = "already ended";
 /// How long the server has to exit after its stdin closes, and again after SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
 /// What an official SDK passes on of the client's environment by default; nothing else is.
@@ -125,6 +127,10 @@ pub(crate) struct Process {
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
     ended: Mutex<bool>,
+    /// Ended to make room for another (see `pool`): its session starts a new one.
+    retired: std::sync::atomic::AtomicBool,
+    /// When a message was last sent to it: the process idle the longest makes room first.
+    last_used: Mutex<std::time::Instant>,
 }
 
 /// Starts the server: `program` with the spec's arguments, in the project root, with only the
@@ -206,6 +212,8 @@ pub(crate) fn spawn(
             stderr,
             child,
             ended: Mutex::new(false),
+            retired: Default::default(),
+            last_used: Mutex::new(std::time::Instant::now()),
         })
     }
 }
@@ -514,6 +522,9 @@ impl Process {
             }
             None => None,
         };
+        if let Ok(mut t) = self.last_used.lock() {
+            *t = std::time::Instant::now();
+        }
         // The write and the answer share the call's time: a server that stops reading its
         // stdin fails the call when it would have timed out, never later.
         let started = tokio::time::Instant::now();
@@ -559,6 +570,31 @@ impl Process {
         }
     }
 
+    /// Whether it can answer nothing more: it exited (or crashed), or is being ended.
+    pub(crate) fn is_over(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.retired.load(Ordering::SeqCst)
+            || self.ended.lock().map_or(true, |e| *e)
+            || self.pending.lock().map_or(true, |p| p.closed.is_some())
+    }
+
+    /// Marks it as ended to make room: its session's next call starts another.
+    pub(crate) fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a request to it waits for its answer.
+    pub(crate) fn busy(&self) -> bool {
+        self.pending.lock().is_ok_and(|p| !p.waiting.is_empty())
+    }
+
+    pub(crate) fn last_used(&self) -> std::time::Instant {
+        self.last_used
+            .lock()
+            .map_or_else(|_| std::time::Instant::now(), |t| *t)
+    }
+
     fn forget(&self, id: Option<&Value>) {
         if let (Some(id), Ok(mut p)) = (id, self.pending.lock()) {
             if let Some(w) = p.waiting.remove(&id.to_string()) {
@@ -583,14 +619,14 @@ impl Process {
     pub(crate) async fn end(&self) -> String {
         if let Ok(mut e) = self.ended.lock() {
             if *e {
-                return "already ended".into();
+                return ALREADY_ENDED.into();
             }
             *e = true;
         }
         self.stdin.close().await;
         let mut child = self.child.lock().await;
         let Some(c) = child.as_mut() else {
-            return "already ended".into();
+            return ALREADY_ENDED.into();
         };
         let mut how = "exited when its stdin closed";
         let mut status = tokio::time::timeout(GRACE, c.wait()).await.ok();

@@ -4,6 +4,7 @@
 
 use super::allow::{self, Refusal};
 use super::exchange::Rpc;
+use super::pool::{self, Pool};
 use super::rpc::{is_request, Incoming};
 use super::stdio::{self, Process};
 use super::{ClientSession, END_TIMEOUT, LINE_CAP, MAX_BYTES};
@@ -139,7 +140,9 @@ impl Rpc<'_, '_> {
         })
     }
 
-    /// The server's process for this run, started on first use with its `env:` rendered.
+    /// The server's process for this run (or served session), started on first use with its
+    /// `env:` rendered, and again on the next use after it crashed or was ended to make room for
+    /// another session's (`--max-processes`): a session's server is never broken for good.
     pub(super) async fn process(
         &self,
         cmd: &StdioCommand,
@@ -150,8 +153,13 @@ impl Rpc<'_, '_> {
             .transport
             .session::<ClientSession>(&self.server.name);
         let mut slot = session.stdio.lock().await;
-        if let Some(p) = slot.as_ref() {
-            return Ok(p.clone());
+        match slot.take() {
+            Some(p) if !p.is_over() => {
+                *slot = Some(p.clone());
+                return Ok(p);
+            }
+            Some(over) => self.ended(&over).await,
+            None => {}
         }
         let vars = self
             .render_with_secrets(&cmd.env)
@@ -165,17 +173,28 @@ impl Rpc<'_, '_> {
                 ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let started = stdio::spawn(
-            cmd,
-            program,
-            vars,
-            LINE_CAP,
-            self.server.elicitation,
-            self.answer_recorder(),
-            self.env.secrets.redactor(),
-        )
-        .map_err(|e| NetError::Connect(format!("cannot start `{}`: {e}", program.display())))?;
-        let started = Arc::new(started);
+        let pool = self.env.transport.shared::<Pool>(pool::KEY);
+        let start = || {
+            stdio::spawn(
+                cmd,
+                program,
+                vars,
+                LINE_CAP,
+                self.server.elicitation,
+                self.answer_recorder(),
+                self.env.secrets.redactor(),
+            )
+        };
+        let (started, evicted) = pool.admit(&self.server.name, start).map_err(|e| match e {
+            Some(e) => NetError::Connect(format!("cannot start `{}`: {e}", program.display())),
+            None => NetError::Connect(format!(
+                "it is not started: `serve` runs at most {} stdio server processes at once (--max-processes), and each has a call in flight; call again when one has answered, or raise --max-processes",
+                pool.max()
+            )),
+        })?;
+        if let Some(evicted) = evicted {
+            self.make_room(evicted, pool.max());
+        }
         if let Some(conn) = self.conn {
             introduce(&started, &conn.protocol, self.timeout).await?;
         }
@@ -185,6 +204,33 @@ impl Rpc<'_, '_> {
         );
         *slot = Some(started.clone());
         Ok(started)
+    }
+
+    /// A process that crashed (or was ended to make room) is reaped before the next one starts;
+    /// how it ended is an `mcp_server_ended` event, unless that was said when it was ended.
+    async fn ended(&self, process: &Process) {
+        let how = process.end().await;
+        if how == stdio::ALREADY_ENDED {
+            return;
+        }
+        let stderr = self.env.secrets.redactor().str(&process.stderr_text());
+        self.env.events.emit_with(
+            "mcp_server_ended",
+            || json!({ "server": self.server.name, "ended": how, "stderr": stderr }),
+        );
+    }
+
+    /// Ends another session's idle process, which made room for this one, in the background
+    /// (its grace periods are not this call's to wait).
+    fn make_room(&self, evicted: pool::Evicted, max: usize) {
+        let process = evicted.process;
+        let ending = async move {
+            process.end().await;
+        };
+        tokio::spawn(ending);
+        self.env.events.emit_with("mcp_server_ended", || {
+            json!({ "server": evicted.server, "ended": format!("ended to make room for another session's (--max-processes {max}); its session starts it again on its next call") })
+        });
     }
 
     /// A stdio server whose recorded replies this run reuses, in a fixture recorded before
