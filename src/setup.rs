@@ -27,7 +27,8 @@ use std::sync::Arc;
 /// still written.
 pub(crate) type Interrupt = Arc<AtomicBool>;
 
-/// The flags every command that runs tools takes (`run`, `call`, `serve`, `test`).
+// The flags every command that runs tools takes (`run`, `call`, `serve`, `test`). Not a doc
+// comment: clap would take it for the help's opening line of every command that flattens it.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct SetupArgs {
     /// Approve a tool that needs confirmation (repeatable)
@@ -45,7 +46,8 @@ pub(crate) struct SetupArgs {
     pub(crate) otlp: OtlpArgs,
 }
 
-/// What stdio MCP servers may start: nothing unless the command line says so.
+// What stdio MCP servers may start: nothing unless the command line says so (not a doc
+// comment: clap would open the help of every command that flattens it with it).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct ExecArgs {
     /// Let a stdio MCP server's program start, with any arguments (repeatable): a name looked
@@ -89,7 +91,7 @@ impl ExecArgs {
     }
 }
 
-/// OpenTelemetry export, on every command that runs something.
+// OpenTelemetry export, on every command that runs something (not a doc comment, as above).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct OtlpArgs {
     /// Send OpenTelemetry traces (OTLP over HTTP) to this collector, e.g.

@@ -555,3 +555,50 @@ models:
     // Line 17 points at the stray `)` itself (column 28).
     assert_eq!(positions, vec![(10, 36), (12, 35), (16, 26), (17, 28)]);
 }
+
+/// The `Commands:` section of a help text: each command with its one-line description.
+fn listed_commands(help: &str) -> Vec<(String, String)> {
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let (name, about) = l.trim().split_once(' ')?;
+            Some((name.to_string(), about.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Issue 36 §19: `run --help` (and `test`, `call`, `serve`, `replay`) opened with the doc of the
+/// flags they share ("The flags every command that runs tools takes") instead of their own.
+/// Every command's help, long and short, opens with the line `--help` lists it with.
+#[test]
+fn every_commands_help_opens_with_its_own_description() {
+    let mut queue: Vec<Vec<String>> = vec![vec![]];
+    let mut checked = 0;
+    while let Some(path) = queue.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let out = toolrun(&args);
+        out.assert_success();
+        for (name, about) in listed_commands(&out.stdout) {
+            let mut sub = path.clone();
+            sub.push(name);
+            for flag in ["--help", "-h"] {
+                let mut args: Vec<&str> = sub.iter().map(String::as_str).collect();
+                args.push(flag);
+                let help = toolrun(&args);
+                help.assert_success();
+                assert_eq!(
+                    help.stdout.lines().next().unwrap_or(""),
+                    about,
+                    "`toolrun {}` opens with another description",
+                    args.join(" ")
+                );
+            }
+            checked += 1;
+            queue.push(sub);
+        }
+    }
+    assert!(checked > 15, "only {checked} commands were listed");
+}

@@ -194,7 +194,7 @@ fn a_fractional_format_version_is_reported_as_written() {
     doc["format_version"] = serde_json::json!(1.5);
     let tampered = write(&root.join("fixtures"), "v.json", &doc.to_string());
     let out = run(toolrun().arg("replay").arg(&tampered));
-    out.assert_code(1);
+    out.assert_code(2);
     let both = format!("{}{}", out.stdout, out.stderr);
     assert!(both.contains("format_version 1.5"), "{both}");
     assert!(!both.contains("format_version 0"), "{both}");

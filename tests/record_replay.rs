@@ -150,7 +150,13 @@ fn malformed_fixtures_are_clear_failures() {
         .arg("replay")
         .arg(dir.join("broken.json"))
         .arg(dir.join("future.json")));
-    assert_eq!(out.code, 1);
+    // Issue 36 §19: unreadable input exits 2, as for every other command (it was 1); each
+    // fixture is still reported.
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("error: 2 fixture(s) could not be read"),
+        "{out:?}"
+    );
     assert!(out.stdout.contains("is not valid JSON"), "{}", out.stdout);
     assert!(out.stdout.contains("format_version 99"), "{}", out.stdout);
     let out = run(toolrun().arg("replay").arg(dir.join("missing.json")));

@@ -1,4 +1,5 @@
-//! `toolrun replay`: many fixtures, concurrently, offline; exit 1 on any divergence.
+//! `toolrun replay`: many fixtures, concurrently, offline; exit 1 on any divergence, 2 when a
+//! fixture cannot be read.
 
 use super::cases::{progress_bar, report, CaseResult, Outcome};
 use crate::cli::ReplayArgs;
@@ -20,6 +21,9 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
     let mut specs: HashMap<PathBuf, Result<Registry, String>> = HashMap::new();
     type Job = (PathBuf, Result<(crate::fixture::Fixture, PathBuf), String>);
     let mut jobs: Vec<Job> = Vec::new();
+    // Fixtures that are not JSON, or not a fixture this toolrun reads: reported with the rest,
+    // but unreadable input exits 2, as it does for every command.
+    let mut unreadable = 0usize;
     for path in &args.fixtures {
         if let Err(e) = crate::files::regular_file(path) {
             eprintln!(
@@ -29,7 +33,9 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
             );
             return exit::USAGE;
         }
-        let job = crate::fixture::load_fixture(path).and_then(|fx| {
+        let loaded = crate::fixture::load_fixture(path);
+        unreadable += usize::from(loaded.is_err());
+        let job = loaded.and_then(|fx| {
             let spec = match &args.spec {
                 Some(s) => s.clone(),
                 None => crate::fixture::spec_path_for(path, &fx)?,
@@ -117,6 +123,12 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
         args.junit.as_deref(),
         &ordered,
     ));
+    let code = if unreadable > 0 {
+        eprintln!("error: {unreadable} fixture(s) could not be read");
+        exit::USAGE
+    } else {
+        code
+    };
     signals.interrupted_exit().unwrap_or(code)
 }
 
