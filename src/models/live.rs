@@ -674,6 +674,37 @@ pub(crate) mod testing {
 mod tests {
     use super::*;
 
+    /// Issue 36 §1: a server that echoes the key JSON-escaped, as Go's and PHP's encoders write
+    /// it, does not get it into the error's message or raw body.
+    #[test]
+    fn an_error_masks_the_key_in_every_spelling() {
+        let settings = testing::settings_at(
+            "version: 1\nname: t\nmodels:\n  g: { kind: openai, model: m, base_url: 'http://127.0.0.1:1' }\n",
+            "http://127.0.0.1:1/v1".into(),
+        );
+        let key = "sk-tr/Qw7+9x&y<z>k=long-enough";
+        let ep = Endpoint {
+            model_name: "g",
+            provider: "openai",
+            settings: &settings,
+            api_key: Some(key),
+            url: String::new(),
+            headers: Vec::new(),
+        };
+        let escaped = r"sk-tr\/Qw7+9x\u0026y\u003cz\u003ek=long-enough";
+        let e = error(
+            &ep,
+            format!("HTTP 401: Incorrect API key provided: {escaped}"),
+            Some(401),
+            Some(format!("{{\"errors\":[\"{escaped}\", \"{key}\"]}}")),
+        );
+        assert_eq!(
+            e.message,
+            "model `g` (openai): HTTP 401: Incorrect API key provided: ***"
+        );
+        assert!(!e.raw.unwrap_or_default().contains("sk-tr"));
+    }
+
     #[test]
     fn retry_after_is_honoured_and_capped() {
         assert_eq!(
