@@ -123,13 +123,18 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
         args.junit.as_deref(),
         &ordered,
     ));
-    let code = if unreadable > 0 {
-        eprintln!("error: {unreadable} fixture(s) could not be read");
-        exit::USAGE
-    } else {
-        code
-    };
-    signals.interrupted_exit().unwrap_or(code)
+    signals
+        .interrupted_exit()
+        .unwrap_or_else(|| with_unreadable(code, unreadable))
+}
+
+/// Unreadable input exits 2 whatever became of the other fixtures.
+fn with_unreadable(code: i32, unreadable: usize) -> i32 {
+    if unreadable == 0 {
+        return code;
+    }
+    eprintln!("error: {unreadable} fixture(s) could not be read");
+    exit::USAGE
 }
 
 fn outcome(report: &crate::replay::ReplayReport) -> Outcome {
