@@ -44,10 +44,29 @@ fn the_json_document_adds_the_environment_beside_the_diagnostics() {
         .find(|e| e["variable"] == "GITHUB_TOKEN")
         .cloned()
         .unwrap_or(Value::Null);
-    assert_eq!(github["declared_at"], "review.yaml:44:18", "{github}");
+    assert_eq!(github["declared_at"], "review.yaml:45:18", "{github}");
     assert_eq!(
         github["hosts"],
         serde_json::json!(["models.example.net:443"])
+    );
+    // A secret in a body may follow a 307 to any allowed host; one only in headers may not.
+    let hosts_of = |name: &str| {
+        doc["environment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["variable"] == name)
+            .map(|e| e["hosts"].clone())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        hosts_of("NOTES_KEY"),
+        serde_json::json!(["notes.example.com"])
+    );
+    assert_eq!(
+        hosts_of("PAYMENTS_KEY").as_array().map(Vec::len),
+        Some(4),
+        "{doc}"
     );
 }
 
