@@ -339,6 +339,7 @@ pub(crate) struct ReportArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ToolsFormat {
     Openai,
+    OpenaiResponses,
     Anthropic,
     Mcp,
 }

@@ -148,6 +148,12 @@ pub(crate) struct UsageTotals {
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
     pub(crate) total_tokens: u64,
+    /// Of `input_tokens`, those served from the provider's prompt cache (absent when none).
+    #[serde(default, skip_serializing_if = "crate::models::is_zero")]
+    pub(crate) cached_input_tokens: u64,
+    /// Of `output_tokens`, those the model spent reasoning (absent when none).
+    #[serde(default, skip_serializing_if = "crate::models::is_zero")]
+    pub(crate) reasoning_tokens: u64,
     /// One entry per model call, in order (`null` where the provider reported none).
     pub(crate) per_step: Vec<Option<Usage>>,
 }

@@ -12,6 +12,7 @@ pub(crate) fn run(args: ToolsArgs) -> i32 {
         .callable_tools()
         .map(|t| match args.format {
             ToolsFormat::Openai => api_formats::openai(t),
+            ToolsFormat::OpenaiResponses => api_formats::openai_responses(t),
             ToolsFormat::Anthropic => api_formats::anthropic(t),
             ToolsFormat::Mcp => api_formats::mcp(t),
         })

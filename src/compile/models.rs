@@ -5,8 +5,8 @@ use super::Ctx;
 use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Span};
 use crate::registry::{
-    LazyRegex, LiveModel, ModelDef, ModelKind, Policy, Price, Script, ScriptedArguments,
-    ScriptedCall, ToolChoice, Turn,
+    LazyRegex, LiveModel, ModelDef, ModelKind, OpenAiApi, Policy, Price, ReasoningSettings, Script,
+    ScriptedArguments, ScriptedCall, ToolChoice, Turn,
 };
 use crate::specfile::keys;
 use crate::specfile::read::{expected, seq, Obj};
@@ -257,6 +257,7 @@ fn compile_live(
         .unwrap_or(Duration::from_secs(120));
     let api_key_header = obj.string("api_key_header", &mut ctx.d).map(|s| s.value);
     let headers = headers(obj, api_key_header.as_deref(), ctx);
+    let api = api(obj, kind_name, ctx);
     Some(LiveModel {
         model: model.value,
         base_url,
@@ -268,12 +269,80 @@ fn compile_live(
         headers,
         tool_choice: tool_choice(obj.get("tool_choice"), policy, ctx),
         parallel_tool_calls: obj.bool("parallel_tool_calls", &mut ctx.d).map(|b| b.value),
-        extra_body: extra_body(obj.get("extra_body"), ctx),
+        extra_body: extra_body(obj.get("extra_body"), api, ctx),
         stream: obj.bool("stream", &mut ctx.d).is_some_and(|b| b.value),
         query: string_map(obj.get("query"), "`query`", "query parameter", ctx),
         api_key_header,
         max_concurrency: limit(obj, "max_concurrency", ctx),
         requests_per_minute: limit(obj, "requests_per_minute", ctx),
+        reasoning: reasoning(obj, api, ctx),
+        api,
+    })
+}
+
+/// `api: chat | responses`, on `kind: openai` only.
+fn api(obj: &Obj<'_>, kind_name: &str, ctx: &mut Ctx) -> OpenAiApi {
+    let Some(v) = obj.string("api", &mut ctx.d) else {
+        return OpenAiApi::Chat;
+    };
+    if kind_name != "openai" {
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E013,
+                format!("`api` is for `kind: openai` models, not `kind: {kind_name}`"),
+            )
+            .at(v.span)
+            .help("remove `api`: an Anthropic model speaks the Messages API"),
+        );
+        return OpenAiApi::Chat;
+    }
+    match v.value.as_str() {
+        "chat" => OpenAiApi::Chat,
+        "responses" => OpenAiApi::Responses,
+        other => {
+            ctx.d.push(
+                Diagnostic::new(Code::E007, format!("unknown `api` `{other}`"))
+                    .at(v.span)
+                    .help(crate::diag::choose(
+                        other,
+                        keys::OPENAI_APIS.iter().copied(),
+                    )),
+            );
+            OpenAiApi::Chat
+        }
+    }
+}
+
+/// `reasoning: { effort, summary }`, for `api: responses`.
+fn reasoning(obj: &Obj<'_>, api: OpenAiApi, ctx: &mut Ctx) -> Option<ReasoningSettings> {
+    let node = obj.get("reasoning")?;
+    if api != OpenAiApi::Responses {
+        ctx.d.push(
+            Diagnostic::new(Code::E013, "`reasoning` needs `api: responses`")
+                .at(node.span)
+                .help("add `api: responses`; with Chat Completions, set `extra_body: { reasoning_effort: ... }`"),
+        );
+        return None;
+    }
+    let r = Obj::new(node, "`reasoning`", keys::REASONING, &mut ctx.d)?;
+    let mut word = |key: &str, allowed: &[&str]| {
+        let v = r.string(key, &mut ctx.d)?;
+        if allowed.contains(&v.value.as_str()) {
+            return Some(v.value);
+        }
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E007,
+                format!("unknown `reasoning.{key}` `{}`", v.value),
+            )
+            .at(v.span)
+            .help(crate::diag::choose(&v.value, allowed.iter().copied())),
+        );
+        None
+    };
+    Some(ReasoningSettings {
+        effort: word("effort", keys::REASONING_EFFORTS),
+        summary: word("summary", keys::REASONING_SUMMARIES),
     })
 }
 
@@ -312,9 +381,27 @@ fn compile_price(model: &Obj, ctx: &mut Ctx) -> Option<Price> {
     };
     let input = part("input");
     let output = part("output");
+    let mut optional = |key: &str| {
+        let n = obj.number(key, &mut ctx.d)?;
+        if n.value < 0.0 {
+            ctx.d.push(
+                Diagnostic::new(
+                    Code::E023,
+                    format!("`price.{key}` must be 0 or more, found {}", n.value),
+                )
+                .at(n.span),
+            );
+            return None;
+        }
+        Some(n.value)
+    };
+    let cached_input = optional("cached_input");
+    let reasoning = optional("reasoning");
     Some(Price {
         input: input?,
         output: output?,
+        cached_input,
+        reasoning,
     })
 }
 
@@ -469,13 +556,21 @@ fn tool_choice(node: Option<&Node>, policy: &Policy, ctx: &mut Ctx) -> ToolChoic
     ToolChoice::Tool(name.value)
 }
 
-fn extra_body(node: Option<&Node>, ctx: &mut Ctx) -> serde_json::Map<String, serde_json::Value> {
+fn extra_body(
+    node: Option<&Node>,
+    api: OpenAiApi,
+    ctx: &mut Ctx,
+) -> serde_json::Map<String, serde_json::Value> {
     let mut out = serde_json::Map::new();
     let Some(obj) = node.and_then(|n| Obj::open(n, "`extra_body`", &mut ctx.d)) else {
         return out;
     };
+    let owned = match api {
+        OpenAiApi::Chat => keys::OWNED_BODY_KEYS,
+        OpenAiApi::Responses => keys::RESPONSES_OWNED_BODY_KEYS,
+    };
     for (k, v) in obj.entries {
-        if let Some((_, owner)) = keys::OWNED_BODY_KEYS.iter().find(|(o, _)| *o == k.name) {
+        if let Some((_, owner)) = owned.iter().find(|(o, _)| *o == k.name) {
             ctx.d.push(
                 Diagnostic::new(
                     Code::E042,

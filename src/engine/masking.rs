@@ -74,6 +74,10 @@ impl<'a> Engine<'a> {
                     content, is_error, ..
                 } if *is_error => text(content),
                 Message::Tool { .. } => {}
+                Message::Reasoning { summary, items } => {
+                    summary.iter_mut().for_each(text);
+                    items.iter_mut().for_each(|i| r.value(i));
+                }
             }
         }
         t

@@ -55,7 +55,7 @@ impl<'a> Engine<'a> {
             timing.duration_ms = millis(asked.elapsed());
             timing.finish(&decided);
             st.model_calls.push(timing);
-            let turn = match decided {
+            let mut turn = match decided {
                 Ok(t) => t,
                 Err(e) => {
                     self.events.emit_with(
@@ -70,8 +70,14 @@ impl<'a> Engine<'a> {
                 st.usage.input_tokens += u.input_tokens;
                 st.usage.output_tokens += u.output_tokens;
                 st.usage.total_tokens += u.input_tokens + u.output_tokens;
+                st.usage.cached_input_tokens += u.cached_input_tokens;
+                st.usage.reasoning_tokens += u.reasoning_tokens;
             }
             st.usage.per_step.push(turn.usage);
+            // Before the turn it led to, where the provider wants it back.
+            if let Some(reasoning) = turn.reasoning_message() {
+                st.messages.push(reasoning);
+            }
             match turn.decision {
                 Decision::Answer(text) => {
                     self.events.emit_with(

@@ -47,6 +47,8 @@ pub(crate) fn build_request(
                 continue;
             }
             Message::User { content } => ("user", text_block(content)),
+            // OpenAI's reasoning items mean nothing to the Messages API.
+            Message::Reasoning { .. } => continue,
             Message::Assistant {
                 content,
                 tool_calls,
@@ -222,6 +224,7 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
         (input.is_some() || output.is_some()).then(|| Usage {
             input_tokens: input.unwrap_or(0),
             output_tokens: output.unwrap_or(0),
+            ..Usage::default()
         })
     });
     let response = Some(response_meta(v));
@@ -230,6 +233,7 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
             decision,
             usage,
             response: response.clone(),
+            reasoning: Vec::new(),
         })
     };
     let blocks: &[Value] = v
@@ -480,7 +484,8 @@ models:
             t.usage,
             Some(Usage {
                 input_tokens: 120,
-                output_tokens: 4
+                output_tokens: 4,
+                ..Usage::default()
             })
         );
         let content = json!([

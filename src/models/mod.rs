@@ -6,6 +6,8 @@ pub(crate) mod client;
 pub(crate) mod gate;
 pub(crate) mod live;
 pub(crate) mod openai;
+pub(crate) mod responses;
+pub(crate) mod responses_stream;
 pub(crate) mod scripted;
 pub(crate) mod stream;
 
@@ -31,6 +33,16 @@ pub(crate) enum Message {
         content: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<CallMessage>,
+    },
+    /// A reasoning model's reasoning before the assistant turn that follows it (Responses API
+    /// `reasoning` items): sent back unchanged and in order with the next request, so the model
+    /// keeps its reasoning across tool calls. Other providers leave it out.
+    Reasoning {
+        /// The reasoning summaries' text, for people reading the trace.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+        /// The provider's items as it sent them (encrypted content included).
+        items: Vec<Value>,
     },
     Tool {
         tool_call_id: String,
@@ -93,6 +105,16 @@ pub(crate) struct ProposedCall {
 pub(crate) struct Usage {
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
+    /// Of `input_tokens`, those the provider served from its prompt cache (when it says).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) cached_input_tokens: u64,
+    /// Of `output_tokens`, those the model spent reasoning (when the provider says).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) reasoning_tokens: u64,
+}
+
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +123,26 @@ pub(crate) struct ModelTurn {
     pub(crate) usage: Option<Usage>,
     /// What the provider's reply says about itself (`None` for scripted models).
     pub(crate) response: Option<ResponseMeta>,
+    /// The reply's reasoning items (Responses API), to keep in the conversation.
+    pub(crate) reasoning: Vec<Value>,
+}
+
+impl ModelTurn {
+    /// The conversation entry for this turn's reasoning, when it had any.
+    pub(crate) fn reasoning_message(&mut self) -> Option<Message> {
+        if self.reasoning.is_empty() {
+            return None;
+        }
+        let items = std::mem::take(&mut self.reasoning);
+        let summary = items
+            .iter()
+            .filter_map(|i| i.get("summary").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|s| s.get("text").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        Some(Message::Reasoning { summary, items })
+    }
 }
 
 /// The model a provider says answered and why it stopped, as it said it (OpenAI `model` and
@@ -153,7 +195,10 @@ impl ModelClient {
                 ModelClient::Scripted(scripted::ScriptedModel::select(&def.name, scripts, query)?)
             }
             ModelKind::OpenAi(live) => ModelClient::Live(Box::new(client::LiveClient::new(
-                &openai::OPENAI,
+                match live.api {
+                    crate::registry::OpenAiApi::Chat => &openai::OPENAI,
+                    crate::registry::OpenAiApi::Responses => &responses::RESPONSES,
+                },
                 &def.name,
                 live,
                 secrets,

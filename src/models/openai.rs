@@ -22,7 +22,7 @@ pub(crate) static OPENAI: Wire = Wire {
     parse_response,
 };
 
-fn headers(settings: &LiveModel, api_key: Option<&str>) -> Headers {
+pub(crate) fn headers(settings: &LiveModel, api_key: Option<&str>) -> Headers {
     // No key (a local server): no Authorization header at all, rather than an empty one.
     live::key_header(settings, api_key, |key| {
         ("authorization".to_string(), format!("Bearer {key}"))
@@ -65,6 +65,8 @@ pub(crate) fn build_request(
             }
         }
         wire.push(match m {
+            // Chat Completions has no place for another API's reasoning items.
+            Message::Reasoning { .. } => continue,
             Message::System { content } => json!({ "role": "system", "content": content }),
             Message::User { content } => json!({ "role": "user", "content": content }),
             Message::Assistant {
@@ -183,6 +185,7 @@ pub(crate) fn parse_response(v: &Value, step: u32) -> Result<ModelTurn, ModelErr
             decision,
             usage,
             response: response.clone(),
+            reasoning: Vec::new(),
         })
     };
     let Some(choice) = v
@@ -269,6 +272,7 @@ fn usage(v: &Value) -> Option<Usage> {
     (input.is_some() || output.is_some()).then(|| Usage {
         input_tokens: input.unwrap_or(0),
         output_tokens: output.unwrap_or(0),
+        ..Usage::default()
     })
 }
 
@@ -505,7 +509,8 @@ models:
             t.usage,
             Some(Usage {
                 input_tokens: 11,
-                output_tokens: 7
+                output_tokens: 7,
+                ..Usage::default()
             })
         );
     }

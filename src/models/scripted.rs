@@ -145,6 +145,7 @@ impl ScriptedModel {
             decision,
             usage: None,
             response: None,
+            reasoning: Vec::new(),
         })
     }
 }

@@ -15,6 +15,18 @@ pub(crate) fn openai(tool: &Tool) -> Value {
     })
 }
 
+/// The Responses API's function tools: flat, and `strict` said: the API's default is `true`,
+/// which refuses any schema that is not closed with every property required.
+pub(crate) fn openai_responses(tool: &Tool) -> Value {
+    json!({
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description(),
+        "parameters": tool.input_schema(),
+        "strict": false,
+    })
+}
+
 pub(crate) fn anthropic(tool: &Tool) -> Value {
     json!({
         "name": tool.name,

@@ -440,6 +440,10 @@ pub struct ModelDef {
 pub(crate) struct Price {
     pub(crate) input: f64,
     pub(crate) output: f64,
+    /// Input tokens the provider served from its prompt cache (default: `input`).
+    pub(crate) cached_input: Option<f64>,
+    /// Reasoning tokens, which providers count as output (default: `output`).
+    pub(crate) reasoning: Option<f64>,
 }
 
 pub(crate) enum ModelKind {
@@ -510,6 +514,28 @@ pub(crate) struct LiveModel {
     pub(crate) max_concurrency: Option<u32>,
     /// Most requests started per minute, across every run of the process (evenly spaced).
     pub(crate) requests_per_minute: Option<u32>,
+    /// Which OpenAI API a `kind: openai` model speaks (always `Chat` for Anthropic).
+    pub(crate) api: OpenAiApi,
+    /// `reasoning: { effort, summary }`, sent as the Responses API's `reasoning`.
+    pub(crate) reasoning: Option<ReasoningSettings>,
+}
+
+/// `api:` of a `kind: openai` model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum OpenAiApi {
+    /// `POST /chat/completions`, which every compatible server speaks.
+    #[default]
+    Chat,
+    /// `POST /responses`, which carries a reasoning model's reasoning between tool calls.
+    Responses,
+}
+
+/// The Responses API's `reasoning` knobs, as written in the spec (checked against the values
+/// the API documents).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReasoningSettings {
+    pub(crate) effort: Option<String>,
+    pub(crate) summary: Option<String>,
 }
 
 /// Whether the model may, must or must not call a tool, provider-neutral.

@@ -20,6 +20,8 @@ impl Attempt {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             total_tokens: u.total_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            reasoning_tokens: u.reasoning_tokens,
         });
         let cost_usd = match (&usage, price) {
             (Some(u), Some(p)) => Some(cost(u, p)),

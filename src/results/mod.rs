@@ -128,6 +128,10 @@ impl ModelInfo {
 pub(crate) struct PriceInfo {
     pub(crate) input: f64,
     pub(crate) output: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cached_input: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reasoning: Option<f64>,
 }
 
 impl From<Price> for PriceInfo {
@@ -135,6 +139,8 @@ impl From<Price> for PriceInfo {
         PriceInfo {
             input: p.input,
             output: p.output,
+            cached_input: p.cached_input,
+            reasoning: p.reasoning,
         }
     }
 }
@@ -337,6 +343,12 @@ pub(crate) struct TokenUsage {
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
     pub(crate) total_tokens: u64,
+    /// Of `input_tokens`, those served from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "crate::models::is_zero")]
+    pub(crate) cached_input_tokens: u64,
+    /// Of `output_tokens`, those the model spent reasoning.
+    #[serde(default, skip_serializing_if = "crate::models::is_zero")]
+    pub(crate) reasoning_tokens: u64,
 }
 
 impl TokenUsage {
@@ -344,6 +356,8 @@ impl TokenUsage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.total_tokens += other.total_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
@@ -353,6 +367,8 @@ impl From<Usage> for TokenUsage {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             total_tokens: u.input_tokens + u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            reasoning_tokens: u.reasoning_tokens,
         }
     }
 }
@@ -375,10 +391,16 @@ pub(crate) struct Totals {
     pub(crate) duration_ms: f64,
 }
 
-/// USD for this usage at this price (per million tokens).
+/// USD for this usage at this price (per million tokens). Cached input and reasoning tokens
+/// are parts of the input and output counts, priced at their own rate when one is declared.
 pub(crate) fn cost(usage: &TokenUsage, price: &PriceInfo) -> f64 {
-    (usage.input_tokens as f64 * price.input + usage.output_tokens as f64 * price.output)
-        / 1_000_000.0
+    let cached = usage.cached_input_tokens.min(usage.input_tokens);
+    let reasoning = usage.reasoning_tokens.min(usage.output_tokens);
+    let input = (usage.input_tokens - cached) as f64 * price.input
+        + cached as f64 * price.cached_input.unwrap_or(price.input);
+    let output = (usage.output_tokens - reasoning) as f64 * price.output
+        + reasoning as f64 * price.reasoning.unwrap_or(price.output);
+    (input + output) / 1_000_000.0
 }
 
 impl TestResult {
@@ -698,6 +720,7 @@ mod tests {
                 output_tokens: 500,
                 total_tokens: 1_500,
                 per_step: vec![],
+                ..Default::default()
             }),
             model_calls: Vec::new(),
             started_at: None,
@@ -730,13 +753,28 @@ mod tests {
 
     #[test]
     fn cost_follows_the_declared_price_per_million_tokens() {
-        let price = PriceInfo {
+        let mut price = PriceInfo {
             input: 2.0,
             output: 10.0,
+            cached_input: None,
+            reasoning: None,
         };
         let a = Attempt::from_trace(1, Source::Live, &trace(), vec![], Some(&price));
         // 1000 * 2 / 1e6 + 500 * 10 / 1e6
         assert!((a.cost_usd.unwrap_or(0.0) - 0.007).abs() < 1e-12);
+        // Cached input and reasoning are parts of the counts, at their own price when given.
+        let mut t = trace();
+        if let Some(u) = &mut t.usage {
+            u.cached_input_tokens = 400;
+            u.reasoning_tokens = 100;
+        }
+        let a = Attempt::from_trace(1, Source::Live, &t, vec![], Some(&price));
+        assert!((a.cost_usd.unwrap_or(0.0) - 0.007).abs() < 1e-12);
+        price.cached_input = Some(0.5);
+        price.reasoning = Some(20.0);
+        let a = Attempt::from_trace(1, Source::Live, &t, vec![], Some(&price));
+        // 600 * 2 + 400 * 0.5 + 400 * 10 + 100 * 20, per million
+        assert!((a.cost_usd.unwrap_or(0.0) - 0.0074).abs() < 1e-12);
     }
 
     #[test]
@@ -768,6 +806,8 @@ mod tests {
         let price = PriceInfo {
             input: 1.0,
             output: 1.0,
+            cached_input: None,
+            reasoning: None,
         };
         let mut r = Results::new(Settings::default(), 0);
         let mut t = TestResult::new("s", "flaky", "q", 0.6);

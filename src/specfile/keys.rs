@@ -185,6 +185,7 @@ pub(crate) const PLACES: &[&Place] = &[
     SERVE,
     MODEL_SCRIPTED,
     MODEL_LIVE,
+    REASONING,
     PRICE,
     SCRIPT,
     TURN,
@@ -385,12 +386,31 @@ pub(crate) const MODEL_LIVE: &Place = &Place::new("model_live", "A live model be
     Key::new("api_key_header", Str, "Send the key verbatim in this header (Azure: api-key) instead of the provider's own."),
     Key::new("max_concurrency", Count(1), "Most requests in flight to this model at once, across every `--jobs` worker (models with the same base_url, model and api_key_env share one limit)."),
     Key::new("requests_per_minute", Count(1), "Most requests started per minute, spaced evenly, across every `--jobs` worker; a 429 pauses every worker of the model for its Retry-After."),
+    Key::new("api", Enum(OPENAI_APIS), "`kind: openai` only: `chat` (default, POST /chat/completions) or `responses` (POST /responses, which carries reasoning between tool calls)."),
+    Key::new("reasoning", Ref("reasoning"), "`api: responses` only: the Responses API's `reasoning` knobs (`effort`, `summary`)."),
 ])
 .with_base(MODEL);
+
+/// The values of `api:` on a `kind: openai` model.
+pub(crate) const OPENAI_APIS: &[&str] = &["chat", "responses"];
+/// `reasoning.effort`, as the Responses API documents it.
+pub(crate) const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
+/// `reasoning.summary`, as the Responses API documents it.
+pub(crate) const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed"];
+
+/// `reasoning:` on an `api: responses` model.
+pub(crate) const REASONING: &Place = &Place::new("reasoning", "How much a reasoning model reasons, and whether its reasoning is summarised (Responses API).", &[
+    Key::new("effort", Enum(REASONING_EFFORTS), "How much the model reasons before it answers."),
+    Key::new("summary", Enum(REASONING_SUMMARIES), "Ask for reasoning summaries; they appear in the trace."),
+]);
 
 /// `tool_choice: { tool: NAME }`, written inline in the schema.
 pub(crate) const TOOL_CHOICE: &Place = &Place::new("tool_choice", "Force the model to call one tool.", &[Key::new("tool", Str, "The tool the model must call.").required(),
 ]);
+
+/// The Responses API request keys toolrun writes itself (`api: responses`); `extra_body` may
+/// not replace them. `store` is not among them: toolrun sends `store: false` unless told.
+pub(crate) const RESPONSES_OWNED_BODY_KEYS: &[(&str, &str)] = &[("model", "the model's `model:`"), ("input", "the conversation toolrun builds"), ("instructions", "the spec's `system:`"), ("tools", "the spec's `tools:` and `policy:`"), ("tool_choice", "the model's `tool_choice:`"), ("parallel_tool_calls", "the model's `parallel_tool_calls:`"), ("stream", "the model's `stream:`"), ("max_output_tokens", "the model's `max_tokens:`"), ("temperature", "the model's `temperature:`"), ("reasoning", "the model's `reasoning:`"), ("include", "toolrun, which asks for the encrypted reasoning it sends back"), ("previous_response_id", "toolrun, which sends the whole conversation every time")];
 
 /// The request keys toolrun writes itself; `extra_body` may not replace them.
 pub(crate) const OWNED_BODY_KEYS: &[(&str, &str)] = &[("model", "the model's `model:`"), ("messages", "the conversation toolrun builds"), ("system", "the spec's `system:`"), ("tools", "the spec's `tools:` and `policy:`"), ("functions", "the spec's `tools:` and `policy:`"), ("tool_choice", "the model's `tool_choice:`"), ("function_call", "the model's `tool_choice:`"), ("parallel_tool_calls", "the model's `parallel_tool_calls:`"), ("stream", "the model's `stream:`"), ("stream_options", "the model's `stream:`"), ("max_tokens", "the model's `max_tokens:`"), ("temperature", "the model's `temperature:`"),];
@@ -400,6 +420,8 @@ pub(crate) const PRICE: &Place = &Place::new("price", "What the model costs, in 
     Key::new("input", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million input (prompt) tokens.")
     .required(),
     Key::new("output", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million output (completion) tokens.").required(),
+    Key::new("cached_input", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million input tokens served from the provider's prompt cache (default: `input`)."),
+    Key::new("reasoning", Json(|| json!({ "type": "number", "minimum": 0 })), "USD per million reasoning tokens (default: `output`, as providers bill them)."),
 ]);
 
 pub(crate) const SCRIPT: &Place = &Place::new("script", "A script: the first whose `when` matches the query is played.", &[
@@ -534,6 +556,8 @@ models:
     stream: false
     query: { v: "1" }
     api_key_header: api-key
+    api: responses
+    reasoning: { effort: low, summary: auto }
   s:
     kind: scripted
     scripts:

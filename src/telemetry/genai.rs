@@ -487,6 +487,12 @@ fn usage(span: &mut Span, usage: &Json) {
     for (from, to) in [
         ("input_tokens", "gen_ai.usage.input_tokens"),
         ("output_tokens", "gen_ai.usage.output_tokens"),
+        // Parts of the two counts above, when the provider reported them.
+        (
+            "cached_input_tokens",
+            "gen_ai.usage.cache_read.input_tokens",
+        ),
+        ("reasoning_tokens", "gen_ai.usage.reasoning.output_tokens"),
     ] {
         if let Some(n) = usage[from].as_i64() {
             span.set(to, n);

@@ -14,6 +14,7 @@
 
 pub mod http;
 pub mod providers;
+pub mod responses;
 pub mod specs;
 
 pub use http::{percent_decode, refused_port, Request, Response, TestServer};

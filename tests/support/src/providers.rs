@@ -28,6 +28,8 @@ pub enum Api {
     /// Azure OpenAI: Chat Completions under `/openai/deployments/NAME`, an `api-version`
     /// query parameter and the key in an `api-key` header.
     Azure,
+    /// OpenAI's Responses API (`POST /v1/responses`), validated by [`crate::responses`].
+    Responses,
 }
 
 /// The deployment the Azure fake serves.
@@ -61,6 +63,11 @@ impl Fake {
     /// Like [`Fake::openai`], but accepts requests without a key, as local servers do.
     pub fn openai_keyless(script: Vec<Response>) -> Fake {
         Fake::start(Api::OpenAi, script, true)
+    }
+
+    /// Serves `POST /v1/responses`; its [`Fake::spec_file`] model says `api: responses`.
+    pub fn responses(script: Vec<Response>) -> Fake {
+        Fake::start(Api::Responses, script, false)
     }
 
     /// Serves `POST /v1/messages`; point `base_url` at [`Fake::base_url`].
@@ -97,12 +104,17 @@ impl Fake {
     pub fn spec_file(&self, model_extra: &str, extra: &str) -> crate::TempFile {
         let kind = match self.api {
             Api::Anthropic => "anthropic",
-            Api::OpenAi | Api::Azure => "openai",
+            Api::OpenAi | Api::Azure | Api::Responses => "openai",
+        };
+        let model_extra = if self.api == Api::Responses {
+            format!("    api: responses\n{model_extra}")
+        } else {
+            model_extra.to_string()
         };
         crate::temp_file(
             &format!("fake_{kind}"),
             "spec.yaml",
-            &live_spec(kind, &self.base_url(), model_extra, extra),
+            &live_spec(kind, &self.base_url(), &model_extra, extra),
         )
     }
 
@@ -110,7 +122,7 @@ impl Fake {
     /// URLs end in `/v1`), `http://127.0.0.1:PORT` for Anthropic.
     pub fn base_url(&self) -> String {
         match self.api {
-            Api::OpenAi => self.server.url("/v1"),
+            Api::OpenAi | Api::Responses => self.server.url("/v1"),
             Api::Anthropic => self.server.base_url(),
             Api::Azure => self
                 .server
@@ -143,6 +155,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
     let path = match api {
         Api::OpenAi => "/v1/chat/completions".to_string(),
         Api::Anthropic => "/v1/messages".to_string(),
+        Api::Responses => "/v1/responses".to_string(),
         Api::Azure => format!("/openai/deployments/{AZURE_DEPLOYMENT}/chat/completions"),
     };
     if req.path != path || req.method != "POST" {
@@ -155,7 +168,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
     }
     match api {
         _ if state.keyless => {}
-        Api::OpenAi => {
+        Api::OpenAi | Api::Responses => {
             let auth = req.header("authorization").unwrap_or("");
             if auth != format!("Bearer {KEY}") {
                 // The worst case: a server that echoes the key it was given in full.
@@ -198,6 +211,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
             (_, None) => Err("the body is not JSON".to_string()),
             (Api::OpenAi | Api::Azure, Some(body)) => check_openai(&body).map(|()| body),
             (Api::Anthropic, Some(body)) => check_anthropic(req, &body).map(|()| body),
+            (Api::Responses, Some(body)) => crate::responses::check(&body).map(|()| body),
         }
     };
     match checked {
@@ -222,7 +236,7 @@ fn handle(api: Api, state: &State, req: &Request) -> Response {
 /// Errors in each provider's documented shape.
 pub fn error(api: Api, status: u16, kind: &str, message: &str) -> Response {
     match api {
-        Api::OpenAi | Api::Azure => Response::json(
+        Api::OpenAi | Api::Azure | Api::Responses => Response::json(
             status,
             json!({ "error": { "message": message, "type": kind, "param": null, "code": kind } }),
         ),
@@ -458,13 +472,13 @@ pub fn anthropic_tool_use(text: Option<&str>, calls: &[(&str, &str, Value)]) -> 
 // Request validation
 // ---------------------------------------------------------------------------------------
 
-type Check = Result<(), String>;
+pub(crate) type Check = Result<(), String>;
 
-fn fail<T>(msg: impl Into<String>) -> Result<T, String> {
+pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T, String> {
     Err(msg.into())
 }
 
-fn valid_tool_name(name: &str) -> bool {
+pub(crate) fn valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
@@ -472,14 +486,14 @@ fn valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-fn check_keys(obj: &serde_json::Map<String, Value>, allowed: &[&str], what: &str) -> Check {
+pub(crate) fn check_keys(obj: &serde_json::Map<String, Value>, allowed: &[&str], what: &str) -> Check {
     match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => fail(format!("{what}: unrecognized argument `{k}`")),
         None => Ok(()),
     }
 }
 
-fn check_number(body: &Value, key: &str, min: f64, max: f64) -> Check {
+pub(crate) fn check_number(body: &Value, key: &str, min: f64, max: f64) -> Check {
     match body.get(key) {
         None => Ok(()),
         Some(v) => match v.as_f64() {
@@ -491,7 +505,7 @@ fn check_number(body: &Value, key: &str, min: f64, max: f64) -> Check {
     }
 }
 
-fn check_positive_int(body: &Value, key: &str, required: bool) -> Check {
+pub(crate) fn check_positive_int(body: &Value, key: &str, required: bool) -> Check {
     match body.get(key) {
         None if required => fail(format!("{key}: Field required")),
         None => Ok(()),
