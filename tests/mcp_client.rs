@@ -650,7 +650,8 @@ fn annotations_hinting_changes_need_confirmation_unless_the_spec_says_otherwise(
         json!({ "result": "purged" })
     );
 
-    // `toolrun serve` passes a hinted tool on as destructive, to its own clients.
+    // `toolrun serve` passes the server's hints on as the server lists them, to its own
+    // clients: an additive tool it confirms is not destructive (it was served so).
     let gateway = write(&dir, "gateway.yaml", &spec(&server.url(), tools, turns));
     let doc = serve_to_python_client(&gateway, &json!([])).json();
     let destructive = |name: &str| {
@@ -659,7 +660,7 @@ fn annotations_hinting_changes_need_confirmation_unless_the_spec_says_otherwise(
         tool["annotations"]["destructiveHint"].clone()
     };
     assert_eq!(destructive("purge_notes"), true, "{doc:#}");
-    assert_eq!(destructive("append_note"), true, "{doc:#}");
+    assert_eq!(destructive("append_note"), false, "{doc:#}");
     assert_eq!(destructive("count_notes"), false, "{doc:#}");
 
     // `side_effects: true` on an entry is confirmed whatever the server says.

@@ -433,8 +433,7 @@ fn http_serves_sequential_and_concurrent_calls_records_and_stops_cleanly() {
     );
     assert_eq!(served[4]["is_error"], true);
 
-    let fixture: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let fixture: Value = recording(&fixture);
     assert_eq!(fixture["format_version"], 1);
     assert_eq!(fixture["model"], "mcp");
     let exchanges = fixture["exchanges"].as_array().expect("exchanges");
@@ -689,8 +688,7 @@ fn a_client_with_elicitation_confirms_each_call_and_the_session_replays() {
     assert!(out.stdout.contains("1 passed, 0 failed"), "{out:?}");
 
     // Had the person declined the first refund, the session would have gone differently.
-    let mut recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let mut recorded: Value = recording(&fixture);
     assert_eq!(
         recorded["exchanges"][0]["request"]["body"]["confirmation"],
         json!({ "action": "accept", "content": { "approve": true } })
@@ -772,8 +770,7 @@ fn http_asks_a_client_with_elicitation_and_records_its_answers() {
     assert_eq!(calls[0]["structuredContent"]["refunded"], true, "{doc:#}");
     assert_error(&calls[1], "denied");
     assert_eq!(doc["elicitations"].as_array().map(Vec::len), Some(2));
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let recorded: Value = recording(&fixture);
     assert_eq!(
         recorded["exchanges"][1]["request"]["body"]["confirmation"]["action"],
         "decline"
@@ -1637,8 +1634,7 @@ fn a_recording_of_calls_at_once_keeps_their_admission_order_and_replays() {
     assert!(waiting.contains("waited"), "{waiting}");
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let recorded: Value = recording(&fixture);
     let names: Vec<&Value> = recorded["exchanges"]
         .as_array()
         .expect("exchanges")
@@ -1700,8 +1696,7 @@ fn a_call_confirmed_while_another_runs_records_and_replays_in_admission_order() 
     assert_eq!(code, 0, "{stderr}");
     replay(&fixture, &example()).assert_success();
 
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("JSON");
+    let recorded: Value = recording(&fixture);
     let names: Vec<&Value> = recorded["exchanges"]
         .as_array()
         .expect("exchanges")
@@ -2052,10 +2047,61 @@ fn a_long_call_answered_without_rmcp_outlives_its_client() {
     drop(server);
 }
 
-/// The `served` exchanges of a `serve --record` fixture: the calls it recorded.
+/// A `serve --record` recording (JSON Lines: a header, then a line an exchange as it happened)
+/// as the fixture toolrun reads it as: the served calls, each session's in the order it admitted
+/// them (`seq`), then the other exchanges, and the trace their entries make. Written out as
+/// JSON, it is a fixture `toolrun replay` reads too.
+fn recording(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("recording");
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut fixture: Value = serde_json::from_str(lines.next().expect("a header")).expect("JSON");
+    assert_eq!(fixture["format"], "toolrun-session", "{fixture}");
+    let (mut served, mut others) = (Vec::<Value>::new(), Vec::new());
+    for line in lines {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            break; // cut short by a kill
+        };
+        match v["kind"].as_str() {
+            Some("served") => served.push(v),
+            Some("ended") => fixture["ended"] = v,
+            _ => others.push(v),
+        }
+    }
+    let mut places: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for (i, c) in served.iter().enumerate() {
+        places
+            .entry(c["source"].as_str().unwrap_or_default().to_string())
+            .or_default()
+            .push(i);
+    }
+    let mut order: Vec<usize> = (0..served.len()).collect();
+    for at in places.values() {
+        let mut by_seq = at.clone();
+        by_seq.sort_by_key(|&i| served[i]["seq"].as_u64());
+        for (&place, &call) in at.iter().zip(&by_seq) {
+            order[place] = call;
+        }
+    }
+    let served: Vec<Value> = order.into_iter().map(|i| served[i].clone()).collect();
+    let entries =
+        |key: &str| -> Vec<Value> { served.iter().filter_map(|c| c.get(key).cloned()).collect() };
+    let (results, errors) = (entries("tool_result"), entries("tool_error"));
+    // Read as a fixture (the header's `format` would say otherwise).
+    fixture.as_object_mut().map(|f| f.remove("format"));
+    fixture["query"] = json!("");
+    fixture["trace"] = json!({
+        "format_version": 1, "status": "ok", "stop_reason": "session_ended", "query": "",
+        "model": "mcp", "spec": { "name": fixture["spec"]["name"], "sha256": fixture["spec"]["sha256"] },
+        "tool_call_count": results.len(), "tool_results": results, "tool_errors": errors,
+        "steps": 0, "messages": [],
+    });
+    fixture["exchanges"] = Value::Array(served.into_iter().chain(others).collect());
+    fixture
+}
+
+/// The `served` exchanges of a `serve --record` recording: the calls it recorded.
 fn served_calls(fixture: &Path) -> Vec<Value> {
-    let recorded: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture).expect("fixture")).expect("JSON");
+    let recorded = recording(fixture);
     recorded["exchanges"]
         .as_array()
         .expect("exchanges")
@@ -2111,4 +2157,324 @@ fn a_call_whose_client_hangs_up_early_still_runs_to_its_end() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(served_calls(&fixture).len(), 1);
     replay(&fixture, &spec).assert_success();
+}
+
+/// A connection kept alive across requests, read by `Content-Length` or chunks.
+struct KeepAlive {
+    reader: BufReader<std::net::TcpStream>,
+    authority: String,
+}
+
+impl KeepAlive {
+    fn open(serve: &HttpServe) -> KeepAlive {
+        let stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        KeepAlive {
+            reader: BufReader::new(stream),
+            authority: serve.authority().to_string(),
+        }
+    }
+
+    /// POSTs `body` to /mcp with these headers; the status line and the body.
+    fn post(&mut self, headers: &[(&str, &str)], body: &str) -> (String, String) {
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.authority,
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        self.reader
+            .get_mut()
+            .write_all(req.as_bytes())
+            .expect("send");
+        let mut status = String::new();
+        self.reader.read_line(&mut status).expect("status line");
+        let (mut length, mut chunked) = (0usize, false);
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).expect("header");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (k, v) = line.split_once(':').unwrap_or((line, ""));
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked") {
+                chunked = true;
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                let mut size = String::new();
+                self.reader.read_line(&mut size).expect("chunk size");
+                let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+                let mut chunk = vec![0u8; n + 2];
+                self.reader.read_exact(&mut chunk).expect("chunk");
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+            }
+        } else {
+            body.resize(length, 0);
+            self.reader.read_exact(&mut body).expect("body");
+        }
+        (
+            status.trim_end().to_string(),
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+}
+
+/// A `tools/call` message.
+fn call_message(id: u64, name: &str, arguments: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": name, "arguments": arguments } })
+    .to_string()
+}
+
+/// `initialize` in a JSON-RPC batch is refused (MCP: it comes alone): a batch of them opened a
+/// session each, past `--max-sessions` (the room for one was made once a request), and ended
+/// the sessions of the clients already there.
+#[test]
+fn initialize_in_a_batch_is_refused_and_the_session_cap_holds() {
+    let serve = HttpServe::start(&example(), &["--max-sessions", "2"], &[]);
+    let first = serve.session("2025-03-26");
+    let second = serve.session("2025-03-26");
+    let init = |id: usize| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": { "name": "flood", "version": "1" } } })
+    };
+    let batch = Value::Array((0..200).map(init).collect()).to_string();
+    let response = serve.exchange("POST", "/mcp", &[], &batch);
+    let answers = messages(&response);
+    let answers = answers[0].as_array().cloned().unwrap_or(answers);
+    assert_eq!(answers.len(), 200, "{response}");
+    assert!(
+        answers.iter().all(|a| a["error"]["code"] == -32600
+            && a["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("may not be part of a batch"))),
+        "{answers:#?}"
+    );
+    assert!(
+        !response.to_ascii_lowercase().contains("mcp-session-id"),
+        "{response}"
+    );
+    // The sessions already open are still there.
+    let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" }).to_string();
+    for id in [&first, &second] {
+        let answer = serve.exchange("POST", "/mcp", &in_session(id, "2025-03-26"), &ping);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// A request body that stops arriving is answered 408 within `--read-timeout`: it held the
+/// connection 30 s whatever the flag said.
+#[test]
+fn a_stalled_request_body_ends_at_the_read_timeout() {
+    let serve = HttpServe::start(&example(), &["--read-timeout", "1s"], &[]);
+    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
+    // Well past 1 s, well short of 30 s: a hang, not a measurement.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("timeout");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\":",
+        serve.authority()
+    );
+    stream.write_all(head.as_bytes()).expect("half a body");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    let (code, _) = serve.stop();
+    assert_eq!(code, 0);
+}
+
+/// While the server stops (a call still running), a new request on a connection still open is
+/// answered 503 with a JSON-RPC error (it was HTTP 500 with plain text), and the call in flight
+/// is answered.
+#[test]
+fn requests_while_the_server_stops_are_refused_with_503_and_a_json_rpc_error() {
+    let (server, released, _dir, spec) = held_call_spec("mcp-serve-draining");
+    let serve = HttpServe::start(&spec, &[], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let mut open = KeepAlive::open(&serve);
+    let ping = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }).to_string();
+    let (status, _) = open.post(&headers, &ping);
+    assert!(status.contains(" 200 "), "{status}");
+    std::thread::scope(|s| {
+        let (serve, headers) = (&serve, &headers);
+        let held = s.spawn(move || {
+            serve.exchange("POST", "/mcp", headers, &call_message(2, "wait", json!({})))
+        });
+        assert_eq!(
+            server.wait_for_requests(1, Duration::from_secs(30)).len(),
+            1
+        );
+        let _ = Command::new("kill")
+            .args(["-TERM", &serve.child.id().to_string()])
+            .status();
+        // The server stops listening first: then it is stopping.
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(serve.authority()).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (status, body) = open.post(headers, &call_message(3, "wait", json!({})));
+        assert!(status.contains(" 503 "), "{status}\n{body}");
+        let error: Value = serde_json::from_str(&body).expect("a JSON-RPC error");
+        assert_eq!(error["id"], 3, "{error}");
+        assert_eq!(error["error"]["code"], -32000, "{error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("shutting down")),
+            "{error}"
+        );
+        open_gate(&released);
+        let answer = held.join().expect("the held call");
+        assert!(answer.contains(r#"\"waited\":true"#), "{answer}");
+    });
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(server.hits("/wait"), 1, "the refused call never ran");
+}
+
+/// A call still running when the shutdown's grace is over is cut off: its client is told, the
+/// recording has it marked cut off (it had neither), and the recording replays.
+#[test]
+fn a_call_cut_off_by_shutdown_is_answered_and_recorded_as_cut_off() {
+    let (server, released, dir, spec) = held_call_spec("mcp-serve-cut-off");
+    let fixture = dir.join("session.jsonl");
+    let serve = HttpServe::start(&spec, &["--record", fixture.to_str().expect("utf-8")], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let answer = std::thread::scope(|s| {
+        let (serve, headers) = (&serve, &headers);
+        let held = s.spawn(move || {
+            serve.exchange("POST", "/mcp", headers, &call_message(1, "wait", json!({})))
+        });
+        assert_eq!(
+            server.wait_for_requests(1, Duration::from_secs(30)).len(),
+            1
+        );
+        let _ = Command::new("kill")
+            .args(["-TERM", &serve.child.id().to_string()])
+            .status();
+        held.join().expect("the held call")
+    });
+    // The gate opens only once the server has given up on the call.
+    open_gate(&released);
+    assert!(answer.contains("stopped before the call ended"), "{answer}");
+    assert!(answer.contains(r#""isError":true"#), "{answer}");
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let served = served_calls(&fixture);
+    assert_eq!(served.len(), 1, "{served:#?}");
+    assert!(
+        served[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("cut off")),
+        "{served:#?}"
+    );
+    assert!(recording(&fixture)["ended"].is_object(), "a clean stop");
+    replay(&fixture, &spec).assert_success();
+}
+
+/// `serve --record` streams its recording as it goes: a server killed (SIGKILL) after 10,000
+/// calls leaves a recording of every call it answered, which replays. (Recording cost more
+/// each call, everything was held until shutdown and lost on SIGKILL, and replay was
+/// quadratic.)
+#[test]
+fn a_killed_recording_server_leaves_a_recording_of_its_calls_that_replays() {
+    const CALLS: u64 = 10_000;
+    let dir = support::temp_dir("mcp-serve-killed-recording");
+    let spec = dir.join("calc.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: calc\ntools:\n  calculate:\n    description: Arithmetic.\n    kind: builtin\n    builtin: calculator\nserve: { max_tool_calls: 100000 }\n",
+    )
+    .expect("spec");
+    let fixture = dir.join("calls.jsonl");
+    let mut serve = HttpServe::start(&spec, &["--record", fixture.to_str().expect("utf-8")], &[]);
+    let session = serve.session("2025-11-25");
+    let headers = in_session(&session, "2025-11-25");
+    let mut open = KeepAlive::open(&serve);
+    for i in 1..=CALLS {
+        let arguments = json!({ "expression": format!("{i}+1") });
+        let (status, body) = open.post(&headers, &call_message(i, "calculate", arguments));
+        assert!(status.contains(" 200 "), "call {i}: {status}\n{body}");
+        if i == 1 || i == CALLS {
+            assert!(body.contains(&format!("{}", i + 1)), "{body}");
+        }
+    }
+    serve.child.kill().expect("SIGKILL");
+    let _ = serve.child.wait();
+    let recorded = recording(&fixture);
+    assert!(recorded["ended"].is_null(), "killed: no end line");
+    let served = served_calls(&fixture);
+    assert_eq!(served.len() as u64, CALLS);
+    assert_eq!(recorded["trace"]["tool_call_count"], CALLS);
+    // A generous bound that only a replay gone quadratic again would reach.
+    let mut cmd = support::toolrun();
+    cmd.arg("replay").arg(&fixture).arg("--spec").arg(&spec);
+    let out = support::run_with_timeout(&mut cmd, None, Duration::from_secs(600));
+    out.assert_success();
+    assert!(out.stdout.contains("1 passed, 0 failed"), "{out:?}");
+}
+
+/// A recording `serve` cannot write is a failure (exit 1, as `run`'s fixture), not a usage error
+/// (2), and nothing is served without it.
+#[test]
+fn serve_exits_1_when_its_recording_cannot_be_written() {
+    let dir = support::temp_dir("mcp-serve-unwritable");
+    // A name longer than the file system allows: the folder is fine, the file cannot be made.
+    let fixture = dir.join(format!("{}.jsonl", "x".repeat(300)));
+    let mut cmd = support::toolrun();
+    cmd.arg("serve")
+        .arg(example())
+        .args(["--http", "127.0.0.1:0", "--record"])
+        .arg(&fixture)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut code = None;
+    for _ in 0..300 {
+        if let Some(status) = child.try_wait().expect("wait") {
+            code = status.code();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if code.is_none() {
+        // It served instead: stop it and see how it ends.
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        code = child.wait().expect("wait").code();
+    }
+    let mut stderr = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .map(|mut e| e.read_to_string(&mut stderr));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("cannot write the recording"), "{stderr}");
+    assert!(!stderr.contains("serving"), "{stderr}");
 }

@@ -11,8 +11,8 @@ use std::fmt::Write;
 pub(crate) fn run(args: DiffArgs) -> i32 {
     let read = |p: &std::path::Path| -> Result<Value, String> {
         let bytes = std::fs::read(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("`{}` is not JSON: {e}", p.display()))?;
+        // A `serve --record` recording reads as the fixture it is.
+        let v = crate::fixture::session_log::document(&bytes, p)?;
         crate::diff::kind_of(&v).map_err(|e| format!("`{}`: {e}", p.display()))?;
         Ok(v)
     };

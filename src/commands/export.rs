@@ -68,6 +68,10 @@ fn read(path: &Path) -> Result<Value, String> {
         }
         crate::files::ReadError::NotAFile(e) => format!("`{}` {e}", shown(path)),
     })?;
+    // A `serve --record` recording reads as the fixture it is.
+    if crate::fixture::session_log::is_session_log(&bytes) {
+        return crate::fixture::session_log::document(&bytes, path);
+    }
     serde_json::from_slice(&bytes).map_err(|e| format!("`{}` is not valid JSON: {e}", shown(path)))
 }
 

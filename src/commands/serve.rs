@@ -3,7 +3,8 @@
 
 use crate::cli::ServeArgs;
 use crate::exit;
-use crate::fixture::Tape;
+use crate::fixture::session_log::{Header, SessionLog};
+use crate::mcp_server::record::CallLog;
 use crate::mcp_server::server::{Served, ServedSession};
 use crate::setup::{Inputs, Network, Output, Setup};
 use rmcp::ServiceExt;
@@ -54,6 +55,14 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     }
     let setup = Setup::open(&registry, inputs)?;
     crate::tools::mcp::limit_processes(&setup.transport, args.max_processes);
+    // As `run` does when its fixture cannot be written: the work failed.
+    let log = match recording(&args, &registry, &setup) {
+        Ok(log) => log,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(exit::FAILED);
+        }
+    };
     schedule(args.scheduling);
     let rt = crate::setup::runtime();
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
@@ -62,8 +71,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         eprintln!("error: {why}");
         return Ok(exit::FAILED);
     }
-    let tape = setup.tape.clone();
-    let served = Arc::new(Served::new(registry, setup, args.record.is_some())?);
+    let served = Arc::new(Served::new(registry, setup, log)?);
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {
@@ -92,8 +100,10 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     _ = crate::setup::shutdown() => true,
                 };
                 // Calls still running end first (for a few seconds at most), so that their
-                // answers go out and a recording has them.
+                // answers go out and a recording has them; those that do not are cut off.
                 served.calls_end(std::time::Duration::from_secs(3)).await;
+                served.cut_off();
+                served.calls_end(std::time::Duration::from_secs(1)).await;
                 if stopped {
                     cancel.cancel();
                 }
@@ -101,12 +111,17 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
             }
         }
     });
-    // Whatever ended the session, what was recorded is written, before the remote servers are
+    // Whatever ended the session, the recording says it ended, before the remote servers are
     // ended: a stdio client that closed stdin gives its server 2 s before SIGTERM and SIGKILL
     // (the official SDKs), and a stdio server's helpers that ignore SIGTERM take that long to
     // end. Ending them records nothing.
-    if let (Some(path), Some(tape)) = (&args.record, &tape) {
-        write_session_fixture(path, &args.spec, &served, tape)?;
+    let mut code = exit::SUCCESS;
+    if let Some(log) = served.recording() {
+        log.end(served.setup.clock.now_unix_ms());
+        if let Some(why) = log.failure() {
+            eprintln!("error: {why}");
+            code = exit::FAILED;
+        }
     }
     // The sessions this one opened with remote MCP servers end with it: its own, and each
     // client session's.
@@ -125,7 +140,28 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     // client closes stdin: a SIGTERM'd server would hang there.
     rt.shutdown_background();
     result?;
-    Ok(exit::SUCCESS)
+    Ok(code)
+}
+
+/// `--record`: the recording, created with its header, which the tape streams every exchange
+/// to from the first on (the remote servers' listing).
+fn recording(
+    args: &ServeArgs,
+    registry: &crate::registry::Registry,
+    setup: &Setup,
+) -> Result<Option<CallLog>, String> {
+    let (Some(path), Some(tape)) = (&args.record, &setup.tape) else {
+        return Ok(None);
+    };
+    let header = || Header {
+        spec: crate::fixture::fixture_spec(registry, &args.spec, path),
+        now_unix_ms: setup.clock.now_unix_ms(),
+        approvals: setup.approvals.iter().cloned().collect(),
+    };
+    let log = Arc::new(SessionLog::create(path, header, setup.redactor.clone())?);
+    let sink = log.clone();
+    tape.stream_to(Box::new(move |e| sink.exchange(&e)));
+    Ok(Some(CallLog::Stream(log)))
 }
 
 /// `--max-sessions`, `--session-idle`, `--max-connections`, `--read-timeout`.
@@ -193,24 +229,6 @@ fn http_settings(
         }
     }
     Ok((addr, token))
-}
-
-/// The served calls, the HTTP exchanges their tools made and a trace, as one fixture.
-fn write_session_fixture(
-    path: &std::path::Path,
-    spec: &std::path::Path,
-    served: &Served,
-    tape: &Tape,
-) -> Result<(), String> {
-    let fixture = crate::mcp_server::record::session_fixture(
-        &served.registry,
-        crate::fixture::fixture_spec(&served.registry, spec, path),
-        &served.logged_calls(),
-        tape.exchanges(),
-        served.setup.approvals.iter().cloned().collect(),
-        served.setup.clock.now_unix_ms(),
-    );
-    crate::fixture::write_fixture(path, &fixture, &served.setup.redactor)
 }
 
 /// Puts the server's thread (the one the runtime runs every connection and call on) under

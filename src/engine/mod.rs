@@ -232,6 +232,11 @@ impl CallSession {
         session
     }
 
+    /// The session's tries at admission so far: the next call admitted is the one after.
+    pub(crate) fn tries(&self) -> u32 {
+        self.lock().tries
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic ends the process (panic = "abort"): a poisoned lock cannot be seen.
         self.st.lock().unwrap_or_else(|e| e.into_inner())

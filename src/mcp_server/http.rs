@@ -37,6 +37,10 @@ struct Guard {
     direct: direct::Sessions,
     /// Tells those calls when they have run long.
     ticker: Arc<direct::Ticker>,
+    /// `--read-timeout`: a request's body, too, must arrive within it.
+    read_timeout: Duration,
+    /// Set when the server stops: calls in flight may end, new requests are refused (503).
+    draining: std::sync::atomic::AtomicBool,
 }
 
 struct Activity {
@@ -149,6 +153,8 @@ pub(crate) async fn serve(
         store: Arc::new(resume::Store::default()),
         direct: direct::Sessions::default(),
         ticker: Arc::new(direct::Ticker::default()),
+        read_timeout: bounds.read_timeout,
+        draining: std::sync::atomic::AtomicBool::new(false),
     });
     let expiry = tokio::spawn(expire_idle(guard.clone(), bounds.session_idle));
     let ticker = tokio::spawn(guard.ticker.clone().run());
@@ -202,13 +208,7 @@ pub(crate) async fn serve(
     drop(listener);
     expiry.abort();
     ticker.abort();
-    // The calls in flight end first, so that their clients get their results and a recording
-    // has them (ending the sessions ends their answers' streams, and the runtime then drops the
-    // calls); answers being made count too, as do calls whose client has gone.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while (served.calls_running() > 0 || answering(&guard)) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    drain(&served, &guard).await;
     sessions_done.cancel();
     guard.direct.clear();
     let _ = stop_tx.send(true);
@@ -217,6 +217,27 @@ pub(crate) async fn serve(
     })
     .await;
     connections.abort_all();
+}
+
+/// The server stops: new requests are refused, and the calls in flight end first, so that
+/// their clients get their results and a recording has them (ending the sessions ends their
+/// answers' streams, and the runtime then drops the calls); answers being made count too, as do
+/// calls whose client has gone. Those still running after a few seconds are cut off: their
+/// clients are told, and the recording says so.
+async fn drain(served: &Served, guard: &Guard) {
+    guard
+        .draining
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let settled = || served.calls_running() == 0 && !answering(guard);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !settled() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    served.cut_off();
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while !settled() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Whether a request of a session is still being answered.
@@ -392,11 +413,20 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     let posted = req.method() == hyper::Method::POST && is_json(req.headers());
+    let draining = guard.draining.load(std::sync::atomic::Ordering::SeqCst);
+    // While the server stops, a new event stream is refused; a resumed one (a call in flight
+    // may still answer there) goes on.
+    if draining
+        && req.method() == hyper::Method::GET
+        && !req.headers().contains_key("last-event-id")
+    {
+        return super::jsonrpc::draining(&[], false);
+    }
     match &session {
         // A JSON POST marks its session active as it starts and as it ends (`Busy`).
         Some(_) if posted => {}
         Some(id) => saw_session(guard, id),
-        None if req.method() == hyper::Method::POST => Box::pin(make_room(guard)).await,
+        // A new session is made room for when its `initialize` has been read (`post`).
         None => {}
     }
     match *req.method() {
@@ -446,10 +476,22 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
 /// anything else goes to rmcp, and its single-message answers are made JSON (`answer`).
 async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> Response<Body> {
     let busy = session.and_then(|s| Busy::new(guard, s));
-    let (mut parts, body) = match super::jsonrpc::read(req).await {
+    let (mut parts, body) = match super::jsonrpc::read(req, guard.read_timeout).await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
+    // While the server stops, what asks for something new is refused; what the calls still
+    // running need (the client's answer to a question they asked) goes on.
+    if guard.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        if let Some(refused) = super::jsonrpc::refused_while_draining(&body) {
+            return refused;
+        }
+    }
+    // Only an `initialize` sent alone opens a session (one in a batch is refused): the cap
+    // is held message by message, and a message that opens none ends no session for room.
+    if session.is_none() && super::jsonrpc::opens_session(&body) {
+        Box::pin(make_room(guard)).await;
+    }
     if let (Some(s), Some(_)) = (session, &busy) {
         let token = guard.token.is_some();
         if let Some(call) = direct::call(&guard.direct, s, &parts.headers, &body, token) {

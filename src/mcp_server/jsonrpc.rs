@@ -1,7 +1,8 @@
 //! JSON-RPC over `POST /mcp` as the specification words it, around rmcp's service: malformed
 //! JSON is HTTP 400 with error -32700 (rmcp answers 415), a message that is JSON but not
 //! JSON-RPC is 400 with -32600, and a batch (an array, the 2025-03-26 revision's) is answered
-//! with one array of responses instead of a 415. The body is read here once, bounded in size
+//! with one array of responses instead of a 415 (an `initialize` in it with an error: it must
+//! come alone). The body is read here once, bounded in size
 //! and in time, and handed on as it came: the common single message is parsed only by rmcp.
 
 use super::server::ServedSession;
@@ -20,41 +21,36 @@ type Service = StreamableHttpService<ServedSession, LocalSessionManager>;
 
 /// rmcp's own limit on a request body.
 pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-/// A client that starts a body and stops sending holds a connection; this much time is ample
-/// for 4 MiB from anywhere.
-pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The request's body, read whole (bounded in size and time), or the answer refusing it.
+/// The request's body, read whole (bounded in size, and in time by `--read-timeout`: a client
+/// that starts a body and stops sending holds a connection), or the answer refusing it.
 pub(crate) async fn read(
     req: Request<Incoming>,
+    timeout: Duration,
 ) -> Result<(hyper::http::request::Parts, Bytes), Response<Body>> {
     let (parts, body) = req.into_parts();
-    let bytes = match tokio::time::timeout(
-        BODY_TIMEOUT,
-        Limited::new(body, MAX_BODY_BYTES).collect(),
-    )
-    .await
-    {
-        Err(_) => {
-            return Err(plain(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body did not arrive in time\n",
-            ))
-        }
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is larger than 4 MiB\n",
-            ))
-        }
-        Ok(Err(_)) => {
-            return Err(plain(
-                StatusCode::BAD_REQUEST,
-                "the request body could not be read\n",
-            ))
-        }
-        Ok(Ok(collected)) => collected.to_bytes(),
-    };
+    let bytes =
+        match tokio::time::timeout(timeout, Limited::new(body, MAX_BODY_BYTES).collect()).await {
+            Err(_) => {
+                return Err(plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive in time\n",
+                ))
+            }
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "the request body is larger than 4 MiB\n",
+                ))
+            }
+            Ok(Err(_)) => {
+                return Err(plain(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read\n",
+                ))
+            }
+            Ok(Ok(collected)) => collected.to_bytes(),
+        };
     Ok((parts, bytes))
 }
 
@@ -102,6 +98,16 @@ async fn batch(
     for message in messages {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let is_request = message.get("method").is_some() && message.get("id").is_some();
+        // MCP: `initialize` must not be part of a batch. Each would open a session, past
+        // `--max-sessions` (the room for one is made once a request).
+        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+            answers.push(error_message(
+                id,
+                -32600,
+                "Invalid Request: `initialize` may not be part of a batch; send it alone",
+            ));
+            continue;
+        }
         let resp = service
             .handle(rebuild(parts, Bytes::from(message.to_string())))
             .await;
@@ -185,6 +191,53 @@ fn rebuild(parts: &hyper::http::request::Parts, body: Bytes) -> Request<Full<Byt
     // The call's hang-up (see `resume`) reaches the tool this way.
     *req.extensions_mut() = parts.extensions.clone();
     req
+}
+
+/// Whether a body is an `initialize` request, the one message that opens a session.
+pub(crate) fn opens_session(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|m| m.get("method").and_then(Value::as_str) == Some("initialize"))
+}
+
+/// The JSON-RPC error of a request made while the server stops.
+const DRAINING: i64 = -32000;
+const DRAINING_TEXT: &str =
+    "the server is shutting down; send the request to another server or when it is back";
+
+/// The answer to a body that asks for something new (a request: a call, a new session) while
+/// the server stops: 503 with a JSON-RPC error for each request in it; `None` for a body that
+/// only answers or notifies.
+pub(crate) fn refused_while_draining(body: &[u8]) -> Option<Response<Body>> {
+    let message: Value = serde_json::from_slice(body).ok()?;
+    let asks = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
+    match &message {
+        Value::Array(items) => {
+            let ids: Vec<Value> = items
+                .iter()
+                .filter(|m| asks(m))
+                .map(|m| m["id"].clone())
+                .collect();
+            (!ids.is_empty()).then(|| draining(&ids, true))
+        }
+        m if asks(m) => Some(draining(&[m["id"].clone()], false)),
+        _ => None,
+    }
+}
+
+/// 503, `Retry-After`, and a JSON-RPC error for each of `ids` (an array of them for a batch).
+pub(crate) fn draining(ids: &[Value], batch: bool) -> Response<Body> {
+    let error = |id: &Value| error_message(id.clone(), DRAINING, DRAINING_TEXT);
+    let body = if batch {
+        Value::Array(ids.iter().map(error).collect())
+    } else {
+        error(ids.first().unwrap_or(&Value::Null))
+    };
+    let mut resp = json_response(StatusCode::SERVICE_UNAVAILABLE, &body);
+    resp.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    resp
 }
 
 fn error_message(id: Value, code: i64, message: &str) -> Value {

@@ -13,6 +13,7 @@ pub(crate) mod confirm;
 pub(crate) mod direct;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;
+pub(crate) mod notices;
 pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod result;

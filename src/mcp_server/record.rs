@@ -1,67 +1,98 @@
-//! A served session in the fixture format (`serve --record`), and back: every `tools/call` is a
-//! `served` exchange holding what the client sent (and the clock and confirmation it ran with)
-//! and the result sent back, each session's calls in the order it admitted them (calls at once
-//! may end in another order); the HTTP exchanges the tools
-//! made follow; the trace lists the session's tool results and errors.
+//! A served session in the recording format (`serve --record`, see
+//! [`crate::fixture::session_log`]), and back: every `tools/call` is a `served` exchange holding
+//! what the client sent (and the clock and confirmation it ran with) and the result sent back,
+//! with its place in its session's admission order and its trace entries; the exchanges the
+//! tools made are lines of their own.
 
-use super::server::LoggedCall;
-use crate::fixture::{Exchange, Fixture, FixtureSpec, RecordedRequest, RecordedResponse};
+use super::confirm::Confirmation;
+use crate::fixture::session_log::{self, Header};
+use crate::fixture::{Exchange, Fixture, RecordedRequest, RecordedResponse};
+use crate::redact::Redactor;
 use crate::registry::Registry;
+use crate::trace::{ToolErrorEntry, ToolResultEntry};
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 
-/// The exchange kind of a call a client made to `toolrun serve`.
-pub(crate) const SERVED: &str = "served";
+pub(crate) use crate::fixture::session_log::SERVED;
 
-use crate::fixture::SESSION_ENDED;
-
-/// The fixture of a served session: `http` are the tools' HTTP exchanges, in order.
-pub(crate) fn session_fixture(
-    registry: &Registry,
-    spec: FixtureSpec,
-    calls: &[LoggedCall],
-    http: Vec<Exchange>,
-    approvals: Vec<String>,
-    now_unix_ms: i64,
-) -> Fixture {
-    let mut exchanges: Vec<Exchange> = calls.iter().map(exchange).collect();
-    exchanges.extend(http);
-    let trace = session_trace(registry, calls);
-    Fixture::recorded(
-        spec,
-        String::new(),
-        "mcp".into(),
-        now_unix_ms,
-        approvals,
-        exchanges,
-        trace,
-    )
+/// Where a served session's calls are kept.
+pub(crate) enum CallLog {
+    /// Each call written to the recording as it is answered (`serve --record`).
+    Stream(Arc<crate::fixture::session_log::SessionLog>),
+    /// Each call kept, in the order it ran (a replay, which runs them one by one).
+    Memory(Mutex<Vec<LoggedCall>>),
 }
 
-/// The session as a trace: what ran and what failed, in the order the calls were logged.
+/// One served call as a fixture keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct LoggedCall {
+    pub(crate) session: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
+    /// The clock the call ran with (built-ins' "now").
+    pub(crate) now_unix_ms: i64,
+    /// The client's answer when the call needed confirmation and the client was asked.
+    pub(crate) confirmation: Option<Confirmation>,
+    /// The `tools/call` result as sent to the client.
+    pub(crate) response: Value,
+    pub(crate) result: Option<ToolResultEntry>,
+    pub(crate) error: Option<ToolErrorEntry>,
+    /// Its place in its session's admission order (the approved try's, when it was confirmed).
+    pub(crate) seq: u32,
+    /// The server stopped before the call ended: `response` is the error its client got.
+    pub(crate) cut_off: bool,
+}
+
+/// What a served exchange's `error` says of a call the server cut off as it stopped.
+const CUT_OFF: &str = "cut off: the server stopped before the call ended";
+
+/// A served call's line in the recording.
+pub(crate) fn line(call: &LoggedCall) -> Value {
+    let mut line = serde_json::to_value(exchange(call)).unwrap_or_default();
+    line["seq"] = json!(call.seq);
+    if let Some(r) = &call.result {
+        line["tool_result"] = serde_json::to_value(r).unwrap_or_default();
+    }
+    if let Some(e) = &call.error {
+        line["tool_error"] = serde_json::to_value(e).unwrap_or_default();
+    }
+    line
+}
+
+/// A whole recording of a served session (`replay --update`): `http` are the tools' exchanges,
+/// in order.
+pub(crate) fn write_session(
+    path: &std::path::Path,
+    header: &Header,
+    calls: &[LoggedCall],
+    http: Vec<Exchange>,
+    redactor: &Redactor,
+) -> Result<(), String> {
+    let lines = calls.iter().map(line).chain(
+        http.iter()
+            .map(|e| serde_json::to_value(e).unwrap_or_default()),
+    );
+    session_log::write_whole(path, header, lines, redactor)
+}
+
+/// The session as a trace: what ran and what failed, in the order the calls were logged (a
+/// call cut off at shutdown has neither).
 pub(crate) fn session_trace(registry: &Registry, calls: &[LoggedCall]) -> Value {
-    let tool_results: Vec<Value> = calls
-        .iter()
+    let ended = || calls.iter().filter(|c| !c.cut_off);
+    let tool_results: Vec<Value> = ended()
         .filter_map(|c| c.result.as_ref())
         .filter_map(|r| serde_json::to_value(r).ok())
         .collect();
-    let tool_errors: Vec<Value> = calls
-        .iter()
+    let tool_errors: Vec<Value> = ended()
         .filter_map(|c| c.error.as_ref())
         .filter_map(|e| serde_json::to_value(e).ok())
         .collect();
-    json!({
-        "format_version": crate::trace::FORMAT_VERSION,
-        "status": "ok",
-        "stop_reason": SESSION_ENDED,
-        "query": "",
-        "model": "mcp",
-        "spec": { "name": registry.name, "sha256": registry.spec_sha256 },
-        "tool_call_count": tool_results.len(),
-        "tool_results": tool_results,
-        "tool_errors": tool_errors,
-        "steps": 0,
-        "messages": [],
-    })
+    session_log::session_trace(
+        &registry.name,
+        &registry.spec_sha256,
+        tool_results,
+        tool_errors,
+    )
 }
 
 fn exchange(call: &LoggedCall) -> Exchange {
@@ -88,7 +119,7 @@ fn exchange(call: &LoggedCall) -> Exchange {
             body: call.response.clone(),
             truncated: false,
         }),
-        error: None,
+        error: call.cut_off.then(|| CUT_OFF.to_string()),
     }
 }
 
@@ -131,6 +162,7 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
             result: None,
             error: None,
             seq: 0,
+            cut_off: e.error.is_some(),
         });
     }
     Ok(calls)
@@ -139,6 +171,7 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixture::FixtureSpec;
 
     fn fixture(exchanges: Vec<Exchange>) -> Fixture {
         Fixture {
@@ -154,7 +187,7 @@ mod tests {
             now_unix_ms: 7,
             approvals: Vec::new(),
             exchanges,
-            trace: json!({ "stop_reason": SESSION_ENDED }),
+            trace: json!({ "stop_reason": crate::fixture::SESSION_ENDED }),
             judge: Vec::new(),
         }
     }

@@ -4,6 +4,7 @@
 //! (each client connection) gets its own limits and loop counters, as a run does.
 
 use super::confirm::{self, Confirmation};
+use super::record::{CallLog, LoggedCall};
 use super::result::{error_result, to_mcp_result, CallResult};
 use crate::engine::{CallOutcome, CallSession};
 use crate::net::Transport;
@@ -11,7 +12,7 @@ use crate::registry::Registry;
 use crate::setup::Setup;
 use crate::telemetry::mcp as telemetry;
 use crate::tools::notify::{self, Notice, Notifier};
-use crate::trace::{PendingCall, ToolErrorEntry, ToolResultEntry};
+use crate::trace::PendingCall;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, InitializeRequestParams,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressToken, ProtocolVersion,
@@ -20,7 +21,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -30,8 +31,11 @@ pub(crate) struct Served {
     /// Network, events, secrets, approvals (`--approve`) and the clock, read at each call.
     pub(crate) setup: Setup,
     tools: Vec<rmcp::model::Tool>,
-    /// Every call, kept only when the session is recorded (`--record`).
-    log: Option<Mutex<Vec<LoggedCall>>>,
+    /// Where every call goes when the session is recorded (`--record`) or replayed.
+    log: Option<CallLog>,
+    /// Set once the server stops and has waited for the calls still running: those left are
+    /// cut off, answered and recorded so.
+    cut: tokio::sync::watch::Sender<bool>,
     sessions: AtomicU64,
     /// Calls running now, whether or not their client is still there: `serve` lets them end
     /// (and be recorded) before it ends the sessions.
@@ -41,26 +45,12 @@ pub(crate) struct Served {
     pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
 }
 
-/// One served call as a fixture keeps it.
-#[derive(Clone, Debug)]
-pub(crate) struct LoggedCall {
-    pub(crate) session: String,
-    pub(crate) name: String,
-    pub(crate) arguments: Value,
-    /// The clock the call ran with (built-ins' "now").
-    pub(crate) now_unix_ms: i64,
-    /// The client's answer when the call needed confirmation and the client was asked.
-    pub(crate) confirmation: Option<Confirmation>,
-    /// The `tools/call` result as sent to the client.
-    pub(crate) response: Value,
-    pub(crate) result: Option<ToolResultEntry>,
-    pub(crate) error: Option<ToolErrorEntry>,
-    /// Its place in its session's admission order (the approved try's, when it was confirmed).
-    pub(crate) seq: u32,
-}
-
 impl Served {
-    pub(crate) fn new(registry: Registry, setup: Setup, record: bool) -> Result<Served, String> {
+    pub(crate) fn new(
+        registry: Registry,
+        setup: Setup,
+        log: Option<CallLog>,
+    ) -> Result<Served, String> {
         let tools = registry
             .callable_tools()
             .map(|t| {
@@ -72,7 +62,8 @@ impl Served {
             registry,
             setup,
             tools,
-            log: record.then(|| Mutex::new(Vec::new())),
+            log,
+            cut: tokio::sync::watch::Sender::new(false),
             sessions: AtomicU64::new(0),
             calls: AtomicUsize::new(0),
             upstream: Mutex::new(Vec::new()),
@@ -116,11 +107,39 @@ impl Served {
         tokio::time::sleep(step).await;
     }
 
+    /// Cuts off the calls still running: each answers its client that the server stopped
+    /// before it ended, and is recorded so.
+    pub(crate) fn cut_off(&self) {
+        self.cut.send_replace(true);
+    }
+
+    /// The calls kept in memory (a replay's).
     pub(crate) fn logged_calls(&self) -> Vec<LoggedCall> {
-        self.log
-            .as_ref()
-            .and_then(|l| l.lock().ok().map(|l| l.clone()))
-            .unwrap_or_default()
+        match &self.log {
+            Some(CallLog::Memory(l)) => l.lock().map(|l| l.clone()).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The call logged last is one the recording says was cut off: it is kept so, with the
+    /// answer recorded (a replay ran it only to admit it).
+    pub(crate) fn mark_cut_off(&self, response: Value) {
+        if let Some(CallLog::Memory(log)) = &self.log {
+            if let Some(call) = log.lock().ok().as_mut().and_then(|l| l.last_mut()) {
+                call.cut_off = true;
+                call.response = response;
+                call.result = None;
+                call.error = None;
+            }
+        }
+    }
+
+    /// The recording being written, when `serve --record` writes one.
+    pub(crate) fn recording(&self) -> Option<&crate::fixture::session_log::SessionLog> {
+        match &self.log {
+            Some(CallLog::Stream(f)) => Some(f),
+            _ => None,
+        }
     }
 }
 
@@ -222,7 +241,7 @@ impl ServedSession {
         &self,
         name: &str,
         arguments: &Value,
-        now_unix_ms: i64,
+        (now_unix_ms, admitted): (i64, &AtomicU32),
         approved_once: bool,
         notify: Option<&Arc<Notifier>>,
     ) -> CallOutcome {
@@ -236,6 +255,10 @@ impl ServedSession {
         }
         opts.notify = notify.cloned();
         opts.session = Some(self.numbered().clone());
+        // The engine admits the call when first polled, before anything else of this thread
+        // runs (the runtime has one): as the next try. A call cut off at shutdown is recorded
+        // in that place.
+        admitted.store(self.state.tries() + 1, Ordering::Relaxed);
         engine
             .call_in_session(&self.state, name, arguments.clone(), &opts)
             .await
@@ -313,7 +336,7 @@ impl ServedSession {
                 let notify: Arc<Notifier> = Arc::new(move |n: Notice| {
                     let _ = tx.send(n);
                 });
-                let forwarding = forward(
+                let forwarding = super::notices::forward(
                     (*peer).clone(),
                     token.clone(),
                     ((*hangup).cloned(), (*stream).cloned()),
@@ -325,16 +348,18 @@ impl ServedSession {
             _ => (None, None),
         };
         let arguments_ref = &arguments;
+        let admitted = AtomicU32::new(0);
+        let clock = (now_unix_ms, &admitted);
         let work = async move {
             let mut outcome = self
-                .attempt(name, arguments_ref, now_unix_ms, false, notify.as_ref())
+                .attempt(name, arguments_ref, clock, false, notify.as_ref())
                 .await;
             let mut confirmation = None;
             if let Some(pending) = &outcome.pending {
                 confirmation = self.confirmation(pending, origin).await;
                 if confirmation.as_ref().is_some_and(Confirmation::granted) {
                     outcome = self
-                        .attempt(name, arguments_ref, now_unix_ms, true, notify.as_ref())
+                        .attempt(name, arguments_ref, clock, true, notify.as_ref())
                         .await;
                 }
             }
@@ -345,11 +370,23 @@ impl ServedSession {
             drop(notify);
             (outcome, confirmation, seq)
         };
-        let ((mut outcome, confirmation, seq), ()) = tokio::join!(work, async {
-            if let Some(f) = forwarding {
-                f.await;
-            }
-        });
+        let joined = async {
+            tokio::join!(work, async {
+                if let Some(f) = forwarding {
+                    f.await;
+                }
+            })
+            .0
+        };
+        let mut cut = served.cut.subscribe();
+        let ran = tokio::select! {
+            ran = joined => Some(ran),
+            _ = cut.wait_for(|cut| *cut) => None,
+        };
+        let Some((mut outcome, confirmation, seq)) = ran else {
+            let seq = admitted.load(Ordering::Relaxed);
+            return self.cut_off(name, arguments, (now_unix_ms, seq), started);
+        };
         let mut response = match (&outcome.pending, &confirmation) {
             (Some(p), Some(answer)) => {
                 let (kind, message) = answer.refusal(&p.name);
@@ -369,31 +406,75 @@ impl ServedSession {
                 "duration_ms": crate::trace::millis(started.elapsed()),
             })
         });
-        if let Some(log) = &served.log {
-            if let Ok(mut log) = log.lock() {
-                let session = self.id().to_string();
-                // A session's calls run at once and may end in any order; its calls are kept
-                // in the order it admitted them, the order a replay runs them in one by one
-                // (call ids, limits, loops and faults are counted in that order).
-                let at = log
-                    .iter()
-                    .position(|c| c.session == session && c.seq > seq)
-                    .unwrap_or(log.len());
-                log.insert(
-                    at,
-                    LoggedCall {
-                        session,
-                        name: name.to_string(),
-                        arguments,
-                        now_unix_ms,
-                        confirmation,
-                        response: response.to_value(),
-                        result: outcome.result.clone(),
-                        error: outcome.error.clone(),
-                        seq,
-                    },
-                );
+        if served.log.is_some() {
+            self.log(LoggedCall {
+                session: self.id().to_string(),
+                name: name.to_string(),
+                arguments,
+                now_unix_ms,
+                confirmation,
+                response: response.to_value(),
+                result: outcome.result.take(),
+                error: outcome.error.take(),
+                seq,
+                cut_off: false,
+            });
+        }
+        response
+    }
+
+    /// Keeps a call answered: a recording's line (each session's calls may end in another
+    /// order than they were admitted; the line's `seq` says which, and reading the recording
+    /// puts them back in order), or a replay's entry (its calls run one by one, in order).
+    fn log(&self, call: LoggedCall) {
+        match &self.served.log {
+            Some(CallLog::Stream(file)) => file.write(super::record::line(&call)),
+            Some(CallLog::Memory(log)) => {
+                if let Ok(mut log) = log.lock() {
+                    log.push(call);
+                }
             }
+            None => {}
+        }
+    }
+
+    /// The answer of a call the server cut off as it stopped (the tool's work is dropped), and
+    /// its record: its client is told, and a replay knows it never ended.
+    fn cut_off(
+        &self,
+        name: &str,
+        arguments: Value,
+        (now_unix_ms, seq): (i64, u32),
+        started: Instant,
+    ) -> CallResult {
+        let served = &*self.served;
+        let response = CallResult::Json(error_result(
+            "execution_error",
+            "the server stopped before the call ended (it was cut off after the time calls get to end at shutdown); whether the tool finished its work is unknown",
+        ));
+        served.setup.events.emit_with("mcp_call", || {
+            json!({
+                "session": self.id(),
+                "name": name,
+                "arguments": arguments,
+                "is_error": true,
+                "cut_off": true,
+                "duration_ms": crate::trace::millis(started.elapsed()),
+            })
+        });
+        if served.log.is_some() {
+            self.log(LoggedCall {
+                session: self.id().to_string(),
+                name: name.to_string(),
+                arguments,
+                now_unix_ms,
+                confirmation: None,
+                response: response.to_value(),
+                result: None,
+                error: None,
+                seq,
+                cut_off: true,
+            });
         }
         response
     }
@@ -415,8 +496,7 @@ impl Drop for Running<'_> {
     }
 }
 
-/// A call's own event stream, as JSON-RPC notifications to write on it.
-pub(crate) type Stream = tokio::sync::mpsc::UnboundedSender<Value>;
+pub(crate) use super::notices::Stream;
 
 /// Where a served call comes from, which decides its clock and who confirms it.
 pub(crate) enum Origin<'a> {
@@ -438,73 +518,6 @@ pub(crate) enum Origin<'a> {
         now_unix_ms: i64,
         confirmation: Option<Confirmation>,
     },
-}
-
-/// Sends a call's notices to its client: logs at or above the session's level, progress when
-/// the client asked for it with a progress token. A client gone away is no error here.
-#[allow(deprecated)] // MCP logging: deprecated by a later revision, still the 2025-11-25 one's
-async fn forward(
-    peer: Peer<RoleServer>,
-    token: Option<ProgressToken>,
-    (hangup, stream): (Option<super::resume::Hangup>, Option<Stream>),
-    level: Arc<AtomicUsize>,
-    mut notices: tokio::sync::mpsc::UnboundedReceiver<Notice>,
-) {
-    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam};
-    while let Some(notice) = notices.recv().await {
-        match notice {
-            Notice::Log {
-                level: l,
-                logger,
-                data,
-            } => {
-                if notify::rank(&l) < level.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let Ok(severity) = serde_json::from_value::<LoggingLevel>(json!(l)) else {
-                    continue;
-                };
-                let mut param = LoggingMessageNotificationParam::new(severity, data);
-                param.logger = logger;
-                match &stream {
-                    Some(s) => notice_on(s, "notifications/message", &param),
-                    None => {
-                        let _ = peer.notify_logging_message(param).await;
-                    }
-                }
-            }
-            Notice::Progress {
-                progress,
-                total,
-                message,
-            } => {
-                let Some(token) = &token else { continue };
-                let mut param = ProgressNotificationParam::new(token.clone(), progress);
-                param.total = total;
-                param.message = message;
-                match &stream {
-                    Some(s) => notice_on(s, "notifications/progress", &param),
-                    None => {
-                        let _ = peer.notify_progress(param).await;
-                    }
-                }
-            }
-            // Over stdio there is no stream to close: the result simply follows.
-            Notice::Reconnect => {
-                if let Some(h) = &hangup {
-                    h.hang_up();
-                }
-            }
-        }
-    }
-}
-
-/// A notification written on the call's own stream; one that cannot be written (the stream's
-/// reader has gone) is dropped, as one a client never reads would be.
-fn notice_on(stream: &Stream, method: &str, params: &impl serde::Serialize) {
-    if let Ok(params) = serde_json::to_value(params) {
-        let _ = stream.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
-    }
 }
 
 /// A request as its span describes it: the HTTP request's headers when it came over HTTP.

@@ -390,6 +390,20 @@ impl Redactor {
         Ok(text)
     }
 
+    /// [`Redactor::to_pretty`] for one line of a JSON Lines file: compact, no newline.
+    pub(crate) fn to_line(&self, mut doc: Value) -> Result<String, Leak> {
+        let text = doc.to_string();
+        if !self.any(text.as_bytes()) {
+            return Ok(text);
+        }
+        self.value(&mut doc);
+        let text = doc.to_string();
+        if self.first(text.as_bytes()).is_some() {
+            self.check(&doc, &text)?;
+        }
+        Ok(text)
+    }
+
     /// The last check before a document leaves toolrun (fail closed): every string and key of
     /// `doc`, and the final bytes `text` it was serialised to, must hold no secret in any form.
     pub(crate) fn check(&self, doc: &Value, text: &str) -> Result<(), Leak> {

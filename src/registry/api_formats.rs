@@ -66,8 +66,9 @@ pub(crate) fn mcp(tool: &Tool) -> Value {
 }
 
 /// A remote tool as its server lists it (a faithful gateway): its title, annotations and output
-/// schema, except what the spec says itself (`side_effects:`) and that a call toolrun holds for
-/// confirmation is destructive.
+/// schema, except what the spec says itself (`side_effects:`). Whether toolrun holds a call for
+/// confirmation is its own business: a tool the server marks `destructiveHint: false` is served
+/// so, though toolrun confirms it (its changes only add).
 fn as_listed(def: &mut Value, listed: &crate::registry::ListedTool, declared: Option<bool>) {
     for (key, value) in &listed.served {
         match (key.as_str(), value, &mut def[key]) {
@@ -78,15 +79,13 @@ fn as_listed(def: &mut Value, listed: &crate::registry::ListedTool, declared: Op
             _ => def[key] = value.clone(),
         }
     }
-    // A call toolrun holds for confirmation is announced as one that needs care.
-    let held = declared.unwrap_or(listed.confirm_hint.is_some());
-    if declared.is_some() || held {
+    if let Some(changes) = declared {
         let annotations = &mut def["annotations"];
         if !annotations.is_object() {
             *annotations = json!({});
         }
-        annotations["destructiveHint"] = json!(held);
-        if held {
+        annotations["destructiveHint"] = json!(changes);
+        if changes {
             annotations["readOnlyHint"] = json!(false);
         }
     }
