@@ -56,12 +56,9 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     let setup = Setup::open(&registry, inputs)?;
     crate::tools::mcp::limit_processes(&setup.transport, args.max_processes);
     // As `run` does when its fixture cannot be written: the work failed.
-    let log = match recording(&args, &registry, &setup) {
-        Ok(log) => log,
-        Err(why) => {
-            eprintln!("error: {why}");
-            return Ok(exit::FAILED);
-        }
+    let recorded = recording(&args, &registry, &setup).map_err(|why| eprintln!("error: {why}"));
+    let Ok(log) = recorded else {
+        return Ok(exit::FAILED);
     };
     schedule(args.scheduling);
     let rt = crate::setup::runtime();
