@@ -25,6 +25,9 @@ pub(crate) fn write_private_atomically(path: &Path, contents: &[u8]) -> std::io:
 }
 
 fn write_via_temp(path: &Path, contents: &[u8], private: bool) -> std::io::Result<()> {
+    if let Some(done) = write_unnamed(path, contents, private) {
+        return done;
+    }
     let (mut f, tmp) = create_temp_beside(path)?;
     let result = if private {
         restrict_to_owner(&f).and_then(|()| f.write_all(contents))
@@ -36,6 +39,82 @@ fn write_via_temp(path: &Path, contents: &[u8], private: bool) -> std::io::Resul
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Issue 36 §19: a write killed midway (SIGKILL, out of memory, power) left its named temporary
+/// file (`.NAME.<hex>.tmp`) next to fixtures and results, where `git add .` took it. On Linux the
+/// contents go into a file with no name (`O_TMPFILE`, in the destination's folder, so the
+/// rename stays atomic): killed before it is done, it vanishes with the process. It is given its
+/// temporary name only once complete, for the rename that publishes it. `None` where such files
+/// cannot be made (another system, a file system without them, no `/proc`): the caller writes
+/// through a named temporary file, as before.
+#[cfg(target_os = "linux")]
+fn write_unnamed(path: &Path, contents: &[u8], private: bool) -> Option<std::io::Result<()>> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .mode(if private { 0o600 } else { 0o666 })
+        .custom_flags(libc::O_TMPFILE)
+        .open(folder_of(path))
+        .ok()?;
+    let written = if private {
+        f.write_all(contents)
+    } else {
+        f.write_all(contents).and_then(|()| f.sync_all())
+    };
+    if let Err(e) = written {
+        return Some(Err(e));
+    }
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).ok()?;
+    for _ in 0..16 {
+        let tmp = temp_name(path);
+        let to = std::ffi::CString::new(tmp.as_os_str().as_bytes()).ok()?;
+        // SAFETY: both paths are NUL-terminated strings that outlive the call; linkat only
+        // reads them.
+        let linked = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if linked == 0 {
+            let renamed = std::fs::rename(&tmp, path);
+            if renamed.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            return Some(renamed);
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::AlreadyExists {
+            return None;
+        }
+    }
+    None
+}
+
+/// Can a file with no name (`O_TMPFILE`) be made in `dir`? False also where they do not exist.
+#[cfg(target_os = "linux")]
+fn unnamed_file_in(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+        .is_ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unnamed_file_in(_: &Path) -> bool {
+    false
+}
+
+#[cfg(not(target_os = "linux"))]
+fn write_unnamed(_: &Path, _: &[u8], _: bool) -> Option<std::io::Result<()>> {
+    None
 }
 
 /// Opens a file to stream into (`--events`), created the same way as `write_atomically`'s: a
@@ -112,18 +191,25 @@ fn open_no_follow(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().write(true).open(path)
 }
 
-fn create_temp_beside(path: &Path) -> std::io::Result<(File, PathBuf)> {
-    let dir = path
-        .parent()
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+        .unwrap_or(Path::new("."))
+}
+
+/// `.NAME.<16 hex digits>.tmp`, beside `path`.
+fn temp_name(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
+    folder_of(path).join(format!(".{name}.{:016x}.tmp", random_u64()))
+}
+
+fn create_temp_beside(path: &Path) -> std::io::Result<(File, PathBuf)> {
     let mut last = None;
     for _ in 0..16 {
-        let tmp = dir.join(format!(".{name}.{:016x}.tmp", random_u64()));
+        let tmp = temp_name(path);
         match OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(f) => return Ok((f, tmp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
@@ -545,7 +631,11 @@ pub(crate) fn check_destination(
             )
         });
     }
-    // Permissions say little (root, ACLs, read-only mounts): try what the writer will do.
+    // Permissions say little (root, ACLs, read-only mounts): try what the writer will do, with
+    // a file that has no name where it can (a kill leaves nothing behind, issue 36 §19).
+    if unnamed_file_in(folder) {
+        return Ok(());
+    }
     let probe = folder.join(format!(".toolrun-probe.{}", std::process::id()));
     match std::fs::OpenOptions::new()
         .write(true)

@@ -228,3 +228,93 @@ fn import_and_report_refuse_fifos_and_devices() {
         );
     }
 }
+
+/// The files `pid` has open inside `dir` and has written to, as /proc names them (a file with
+/// no name shows as `dir/#inode (deleted)`). Written to: the check that the folder is writable
+/// opens a file there too, and writes nothing.
+#[cfg(target_os = "linux")]
+fn writing_in(pid: u32, dir: &Path) -> Vec<PathBuf> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let info = std::fs::read_to_string(format!(
+                "/proc/{pid}/fdinfo/{}",
+                fd.file_name().to_string_lossy()
+            ))
+            .ok()?;
+            let written = info
+                .lines()
+                .find_map(|l| l.strip_prefix("pos:"))
+                .is_some_and(|pos| pos.trim() != "0");
+            (target.starts_with(dir) && written).then_some(target)
+        })
+        .collect()
+}
+
+/// Issue 36 §19: a write killed midway left `.NAME.<hex>.tmp` beside the file, where `git add .`
+/// takes it. `report -o` of a large results file is SIGKILLed while it has written to a file in
+/// the output folder (seen in /proc), and the folder must then be empty.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_write_killed_midway_leaves_nothing_beside_its_file() {
+    let dir = temp_dir("killed-write");
+    write(
+        &dir,
+        "s.yaml",
+        &format!("{SPEC}tests:\n  - name: t\n    query: q\n"),
+    );
+    run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--results", "small.json"]))
+    .assert_success();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("small.json")).unwrap()).unwrap();
+    // Large enough that writing the page takes a while: the kill lands inside the write.
+    doc["tests"][0]["attempts"][0]["answer"] = "x".repeat(24 << 20).into();
+    std::fs::write(dir.join("big.json"), doc.to_string()).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out_dir = out_dir.canonicalize().unwrap();
+    let mut caught = Vec::new();
+    for _ in 0..5 {
+        let mut child = toolrun()
+            .current_dir(&dir)
+            .args(["report", "big.json", "-o"])
+            .arg(out_dir.join("report.html"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
+            caught = writing_in(child.id(), &out_dir);
+            if !caught.is_empty() {
+                child.kill().unwrap();
+                break;
+            }
+        }
+        child.wait().unwrap();
+        if !caught.is_empty() {
+            break;
+        }
+        // It finished before it was caught writing: start again on an empty folder.
+        for entry in std::fs::read_dir(&out_dir).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+    }
+    assert!(
+        !caught.is_empty(),
+        "never caught writing in the output folder"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "killed while writing {caught:?}, it left {left:?}"
+    );
+}
