@@ -335,6 +335,18 @@ fn bad_input_gets_an_error_or_an_empty_answer_never_a_crash() {
     // A change whose range is past the end is clamped.
     c.change(&u, 2, json!([{ "range": { "start": { "line": 999, "character": 5 }, "end": { "line": 1999, "character": 0 } }, "text": "x" }]));
     c.diagnostics(&u, 2);
+    // A duplicate key: the first definition is a related location.
+    let dup = uri(&dir.path().join("dup.yaml"));
+    c.open(&dup, "version: 1\nname: a\nname: b\n");
+    let got = c.diagnostics(&dup, 1);
+    let e005 = got.iter().find(|d| d["code"] == "E005").expect("E005");
+    assert_eq!(
+        e005["relatedInformation"],
+        json!([{ "location": { "uri": dup, "range": { "start": { "line": 1, "character": 0 }, "end": { "line": 1, "character": 4 } } }, "message": "first defined here" }])
+    );
+    // An unsaved buffer is checked too, against the working folder.
+    c.open("untitled:Untitled-1", "version: 1\ntools: {}\n");
+    c.diagnostics("untitled:Untitled-1", 1);
     // A change to a document that is not open, and a notification with nonsense parameters.
     c.change("file:///nowhere.yaml", 2, json!([{ "text": "x" }]));
     c.notify("textDocument/didOpen", json!({ "textDocument": 5 }));

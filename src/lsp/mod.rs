@@ -308,19 +308,16 @@ fn capabilities() -> serde_json::Value {
 /// The file a document is, for resolving what it names (fixtures, tables) as `check` does. A
 /// document that is no file (an unsaved buffer) resolves against the working folder.
 pub(super) fn path_of(uri: &Uri) -> PathBuf {
-    let text = uri.as_str();
-    match text.strip_prefix("file://") {
-        Some(rest) => {
-            // `file:///C:/x` on Windows; `file://host/x` names a host, which is not this one.
-            let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-            let decoded = percent_encoding::percent_decode_str(rest).decode_utf8_lossy();
-            #[cfg(windows)]
-            let decoded = decoded.trim_start_matches('/').to_string();
-            PathBuf::from(decoded.to_string())
-        }
-        None => {
-            let name = text.rsplit(['/', ':']).next().unwrap_or("untitled.yaml");
-            PathBuf::from(".").join(name)
-        }
-    }
+    let file = url::Url::parse(uri.as_str())
+        .ok()
+        .filter(|u| u.scheme() == "file")
+        .and_then(|u| u.to_file_path().ok());
+    file.unwrap_or_else(|| {
+        let name = uri.as_str().rsplit(['/', ':']).next().unwrap_or_default();
+        PathBuf::from(".").join(if name.is_empty() {
+            "untitled.yaml"
+        } else {
+            name
+        })
+    })
 }

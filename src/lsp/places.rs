@@ -152,3 +152,52 @@ pub(super) fn key_doc(path: &[Seg], tree: Option<&Node>) -> Option<(&'static str
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(p: &str) -> Vec<Seg> {
+        p.split('.')
+            .map(|s| (s != "-").then(|| s.to_string()))
+            .collect()
+    }
+
+    fn def(at: At) -> &'static str {
+        match at {
+            At::Place(p) => p.def,
+            At::ToolNames => "<tools>",
+            At::ModelNames => "<models>",
+            At::None => "<none>",
+        }
+    }
+
+    #[test]
+    fn paths_lead_to_the_places_of_the_key_tables() {
+        let tree = crate::specfile::yaml::parse("tools:\n  w:\n    kind: http\n").expect("parses");
+        assert_eq!(
+            def(resolve(&path("tools.w.request"), Some(&tree))),
+            "request"
+        );
+        assert_eq!(
+            key_doc(&path("tools.w.request.url"), Some(&tree)).map(|k| k.0),
+            Some("url")
+        );
+        assert_eq!(def(resolve(&path("tests.-.expect"), None)), "expect");
+        // No tree: the kind is the one that takes the next key.
+        assert_eq!(
+            def(resolve(
+                &path("models.m.scripts.-.turns.-.tool_calls.-"),
+                None
+            )),
+            "scripted_call"
+        );
+        assert_eq!(
+            def(resolve(&path("tools.n.responses.-.error"), None)),
+            "error_object"
+        );
+        assert_eq!(def(resolve(&path("tools"), None)), "<tools>");
+        assert_eq!(def(resolve(&path("tests.-.faults"), None)), "<tools>");
+        assert_eq!(def(resolve(&path("policy.allow"), None)), "<none>");
+    }
+}
