@@ -934,6 +934,95 @@ fn a_request_the_server_dropped_on_a_reused_connection_is_sent_again_only_if_ide
     assert_eq!(up.requests.lock().unwrap().len(), 2);
 }
 
+/// `spec` run with `--approve t` (a tool with side effects needs it): the trace.
+fn run_approved(spec: &Spec<'_>) -> Value {
+    let dir = support::temp_dir("http_tools");
+    let path = support::write(&dir, "spec.yaml", &spec.yaml());
+    let out = support::run(support::toolrun().arg("run").arg(&path).args([
+        "--query",
+        "go",
+        "--json",
+        "--approve",
+        "t",
+    ]));
+    out.json()
+}
+
+/// The same race, where the dropped request was a PUT or DELETE the server may have carried
+/// out (a payment deleted, its answer lost), or any request of a tool with side effects: it is
+/// not sent again. The call fails, and the server saw the request once.
+#[test]
+fn a_request_the_server_may_have_acted_on_is_never_sent_again() {
+    for (method, extra) in [
+        ("PUT", ""),
+        ("DELETE", ""),
+        ("GET", "\nside_effects: true"),
+        ("GET", "\nidempotent: false"),
+    ] {
+        let up = raw_upstream(Close::SecondUnanswered);
+        let tool = format!(
+            "request: {{ url: \"http://127.0.0.1:{}/payments/7\", method: {method} }}{extra}",
+            up.port
+        );
+        let trace = run_approved(&Spec {
+            then: "{ name: t, arguments: {} }",
+            ..one(&tool)
+        });
+        let results = trace["tool_results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{method}{extra}: {trace:#}");
+        assert_eq!(results[0]["status"], "ok", "{method}{extra}: {trace:#}");
+        assert_eq!(results[1]["status"], "error", "{method}{extra}: {trace:#}");
+        assert_eq!(results[1]["error"]["kind"], "network", "{trace:#}");
+        let sent = up.requests.lock().unwrap().clone();
+        assert_eq!(sent.len(), 2, "{method}{extra}: sent once each");
+        assert_eq!(up.accepted.load(Ordering::SeqCst), 1, "{method}{extra}");
+    }
+}
+
+/// Credentials in the URL go as `Authorization: Basic`, and a connection opened with one user's
+/// is never lent to another's request: each user's calls get a connection of their own.
+#[test]
+fn connections_are_pooled_by_the_urls_credentials() {
+    let server = TestServer::start(|req| {
+        Response::json(
+            200,
+            json!({ "auth": req.header("authorization"), "connection": req.connection }),
+        )
+    });
+    let tool = |name: &str, user: &str| {
+        format!(
+            "  {name}:\n    description: Reads x as {name}.\n    kind: http\n    input: {{ type: object, properties: {{}} }}\n    request: {{ url: \"http://{user}@{}/x\" }}\n",
+            server.addr()
+        )
+    };
+    let yaml = format!(
+        "version: 1\nname: users\ntools:\n{}{}models:\n  m:\n    kind: scripted\n    scripts:\n      - turns:\n          - tool_calls: [{{ name: alice, arguments: {{}} }}]\n          - tool_calls: [{{ name: bob, arguments: {{}} }}]\n          - tool_calls: [{{ name: alice, arguments: {{}} }}]\n          - answer: done\n",
+        tool("alice", "alice:pw%201"),
+        tool("bob", "bob:pw2"),
+    );
+    let dir = support::temp_dir("http_tools");
+    let path = support::write(&dir, "spec.yaml", &yaml);
+    let out = support::run(
+        support::toolrun()
+            .arg("run")
+            .arg(&path)
+            .args(["--query", "go", "--json"]),
+    );
+    let trace = out.json();
+    let results = trace["tool_results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{trace:#}");
+    let seen = |i: usize, key: &str| results[i]["result"][key].clone();
+    assert_eq!(seen(0, "auth"), "Basic YWxpY2U6cHcgMQ==", "{trace:#}");
+    assert_eq!(seen(1, "auth"), "Basic Ym9iOnB3Mg==", "{trace:#}");
+    assert_ne!(
+        seen(0, "connection"),
+        seen(1, "connection"),
+        "bob's request went over alice's connection: {trace:#}"
+    );
+    assert_eq!(seen(0, "connection"), seen(2, "connection"), "{trace:#}");
+    assert_eq!(server.connections(), 2);
+}
+
 /// Two calls at once get a connection each: the server answers neither until both are in, so
 /// one waiting behind the other on a shared connection would time out.
 #[test]

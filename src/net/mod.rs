@@ -304,16 +304,19 @@ impl Transport {
     }
 
     /// [`Transport::send`] for a request whose URL the caller has parsed already (`url` is
-    /// `req.url`, parsed): it goes out without being parsed again.
+    /// `req.url`, parsed): it goes out without being parsed again. `may_resend`: the caller's
+    /// word that sending the request twice does no harm (a safe method is not enough: a tool
+    /// with side effects says no whatever its method), so a reused connection the server closed
+    /// under it may take it again on a new one.
     pub(crate) async fn send_to(
         &self,
         purpose: Purpose<'_>,
         req: &HttpRequest,
-        url: &url::Url,
+        (url, may_resend): (&url::Url, bool),
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
         self.send_via(purpose, req, opts, |opts| {
-            self.send_live_to(req, Some(url), opts)
+            self.send_live_to(req, Some((url, may_resend)), opts)
         })
         .await
     }
@@ -405,14 +408,17 @@ impl Transport {
         self.send_live_to(req, None, opts).await
     }
 
-    /// [`Transport::send_live`]; `url`, when given, is `req.url` parsed: a plain-HTTP one goes
-    /// out over hyper's connections directly (see [`plain`]).
+    /// [`Transport::send_live`]; `url`, when given, is `req.url` parsed (with the caller's word
+    /// on sending it again, see [`Transport::send_to`]): a plain-HTTP one goes out over hyper's
+    /// connections directly (see [`plain`]).
     async fn send_live_to(
         &self,
         req: &HttpRequest,
-        url: Option<&url::Url>,
+        target: Option<(&url::Url, bool)>,
         opts: SendOptions<'_>,
     ) -> Result<HttpResponse, NetError> {
+        let url = target.map(|(u, _)| u);
+        let may_resend = target.is_some_and(|(_, r)| r);
         // The timeout counts from here: building the client on first use (TLS set-up) is part
         // of the time the caller gave this request.
         let now = tokio::time::Instant::now();
@@ -422,7 +428,7 @@ impl Transport {
         let work = async {
             if let Some(url) = url.filter(|u| u.scheme() == "http") {
                 // The connection goes back to the pool once the body is read (`_lease` drops).
-                let (response, _lease) = plain::send(&self.plain, req, url).await?;
+                let (response, _lease) = plain::send(&self.plain, req, url, may_resend).await?;
                 let (head, body) = response.into_parts();
                 return read_body(&head, body, &opts, plain::body_error).await;
             }

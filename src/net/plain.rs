@@ -5,10 +5,11 @@
 //! works the `Host` header out from a parsed URI again and wraps each connection's task: a tenth
 //! of the instructions a served call cost. What goes on the wire is what that client sent:
 //! the request's headers as given (reqwest's one default, `Accept: */*`, is never missing from an
-//! HTTP tool's request), then `Host` (with the port when it is not 80) unless the request has
-//! its own, `Content-Length` by hyper, the path and query as the request target. Connections are
-//! set up as reqwest sets up its own (no Nagle delay, keep-alive probes), kept alive between
-//! requests, at most 32 idle per host, and dropped after 90 s idle.
+//! HTTP tool's request), then `Authorization: Basic` for credentials in the URL and `Host` (with
+//! the port when it is not 80), each unless the request has its own, `Content-Length` by hyper,
+//! the path and query as the request target. Connections are set up as reqwest sets up its own
+//! (no Nagle delay, keep-alive probes), kept alive between requests, at most 32 idle per host
+//! and credentials, and dropped after 90 s idle.
 
 use super::{innermost, HttpRequest, NetError};
 use bytes::Bytes;
@@ -29,8 +30,9 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// on what a burst leaves behind.
 const MAX_IDLE_PER_HOST: usize = 32;
 
-/// Idle connections by `host:port`. Expiry is checked when a connection is taken or given back
-/// (no timer per connection); the hosts are few, so a list is searched, not a hashed map.
+/// Idle connections by `user:password@host:port` (the URL's credentials, when it has any).
+/// Expiry is checked when a connection is taken or given back (no timer per connection); the
+/// hosts are few, so a list is searched, not a hashed map.
 pub(super) struct Pool {
     idle: Mutex<Idle>,
     idle_timeout: Duration,
@@ -172,14 +174,18 @@ impl Drop for Lease<'_> {
 }
 
 /// Sends `req`, whose URL `url` is (parsed, `http:`); the response's body is still to be read,
-/// and the lease kept until it is.
+/// and the lease kept until it is. `may_resend`: the caller allows a request the server may
+/// have read to be sent again (see [`Transport::send_to`](super::Transport::send_to)).
 pub(super) async fn send<'a>(
     pool: &'a Arc<Pool>,
     req: &HttpRequest,
     url: &'a url::Url,
+    may_resend: bool,
 ) -> Result<(hyper::Response<Incoming>, Lease<'a>), NetError> {
     let mut request = request(req, url)?;
-    let key = &url[url::Position::BeforeHost..url::Position::AfterPort];
+    // Connections are pooled by the credentials in the URL too: one opened for `alice@host` is
+    // never lent to a request for `bob@host` (a server may tie a login to its connection).
+    let key = &url[url::Position::BeforeUsername..url::Position::AfterPort];
     loop {
         let (mut sender, reused) = match pool.checkout(key) {
             Some(sender) => (sender, true),
@@ -204,9 +210,14 @@ pub(super) async fn send<'a>(
                     request = unsent;
                 }
                 // The same race, lost later: the close reached hyper only after the request
-                // was written. The server may have seen it, so only a request that may be
-                // repeated (RFC 9110, section 9.2.2) is sent again, as browsers and Go do.
-                None if reused && idempotent(&req.method) && closed_before_answer(e.error()) => {
+                // was written. The server may have read it and acted on it (a DELETE that
+                // went through, its answer lost), so only a safe method's request (RFC 9110,
+                // section 9.2.1) is sent again, and only when the caller allows it.
+                None if reused
+                    && may_resend
+                    && safe(&req.method)
+                    && closed_before_answer(e.error()) =>
+                {
                     #[cfg(test)]
                     pool.retried
                         .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -218,12 +229,11 @@ pub(super) async fn send<'a>(
     }
 }
 
-/// Methods whose request may be sent twice with the effect of once (RFC 9110, section 9.2.2).
-fn idempotent(method: &str) -> bool {
-    matches!(
-        method,
-        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
-    )
+/// Methods that ask for nothing to change (RFC 9110, section 9.2.1). PUT and DELETE are
+/// idempotent, not safe: sent twice they do their work twice (a payment deleted, then a 404 in
+/// place of the lost answer), and what the caller saw is not what happened.
+fn safe(method: &str) -> bool {
+    matches!(method, "GET" | "HEAD" | "OPTIONS" | "TRACE")
 }
 
 /// The connection ended before an answer came: closed, reset or broken under the request.
@@ -263,11 +273,34 @@ fn request(req: &HttpRequest, url: &url::Url) -> Result<hyper::Request<Full<Byte
             HeaderValue::from_static(super::decode::ACCEPTED),
         );
     }
+    if let hyper::header::Entry::Vacant(auth) = headers.entry(hyper::header::AUTHORIZATION) {
+        // Credentials in the URL are Basic credentials, as reqwest (which sends HTTPS) sends
+        // them; a request's own `Authorization` wins.
+        if let Some(credentials) = basic_credentials(url) {
+            let mut value = HeaderValue::from_str(&credentials).map_err(|e| invalid(&e))?;
+            value.set_sensitive(true);
+            auth.insert(value);
+        }
+    }
     if let hyper::header::Entry::Vacant(host) = headers.entry(hyper::header::HOST) {
         let authority = &url[Position::BeforeHost..Position::AfterPort];
         host.insert(HeaderValue::from_str(authority).map_err(|e| invalid(&e))?);
     }
     Ok(request)
+}
+
+/// `Basic ...` for the user name and password in `url`, percent-decoded; `None` without them.
+fn basic_credentials(url: &url::Url) -> Option<String> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decoded = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut pair = decoded(url.username());
+    pair.push(b':');
+    pair.extend(decoded(url.password().unwrap_or("")));
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    Some(format!("Basic {encoded}"))
 }
 
 /// A new connection to `url`'s host, its `Connection` driven by a task of its own.

@@ -115,7 +115,7 @@ fn get(port: u16) -> (HttpRequest, url::Url) {
 async fn call(pool: &Arc<Pool>, port: u16) -> Result<String, NetError> {
     use http_body_util::BodyExt;
     let (req, url) = get(port);
-    let (response, lease) = send(pool, &req, &url).await?;
+    let (response, lease) = send(pool, &req, &url, true).await?;
     let body = response
         .into_body()
         .collect()

@@ -366,8 +366,12 @@ impl Call<'_, '_> {
             on_chunk: None,
             reshape: None,
         };
+        // Sent again after the server may have read it only when the spec lets it be sent twice:
+        // idempotent, no side effects, no confirmation asked for.
+        let tool = self.tool;
+        let may_resend = tool.idempotent && !tool.side_effects && !tool.confirm;
         env.transport
-            .send_to(Purpose::Tool(&self.tool.name), req, url, opts)
+            .send_to(Purpose::Tool(&tool.name), req, (url, may_resend), opts)
             .await
     }
 
