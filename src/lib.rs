@@ -55,6 +55,7 @@ pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod results;
 pub(crate) mod setup;
+pub(crate) mod signals;
 pub mod specfile;
 pub(crate) mod stats;
 pub mod telemetry;

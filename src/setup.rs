@@ -593,25 +593,24 @@ pub(crate) struct Signals {
 }
 
 impl Signals {
+    /// Ctrl-C and SIGTERM set the flags from the signal handler itself, installed before this
+    /// returns (issue 36 §19): the handlers were tokio tasks that a run which never reached an
+    /// await point never polled, so SIGTERM killed it with no trace, and a signal during a
+    /// stretch without awaits went unseen until it ended.
     pub(crate) fn watch(rt: &tokio::runtime::Runtime) -> Signals {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sigint = Arc::new(AtomicBool::new(false));
-        let (s1, i1) = (stop.clone(), sigint.clone());
-        rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                i1.store(true, Ordering::SeqCst);
-                s1.store(true, Ordering::SeqCst);
-            }
-        });
+        let (stop, sigint) = crate::signals::flags();
         #[cfg(unix)]
         {
-            let s2 = stop.clone();
+            let _ = rt;
+            crate::signals::install();
+        }
+        #[cfg(not(unix))]
+        {
+            let (s1, i1) = (stop.clone(), sigint.clone());
             rt.spawn(async move {
-                if let Ok(mut term) =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                {
-                    term.recv().await;
-                    s2.store(true, Ordering::SeqCst);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    i1.store(true, Ordering::SeqCst);
+                    s1.store(true, Ordering::SeqCst);
                 }
             });
         }

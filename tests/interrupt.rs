@@ -246,3 +246,56 @@ fn sigint_while_recording_writes_no_fixture() {
         "an interrupted run became a fixture"
     );
 }
+
+/// Issue 36 §19: the handlers were tokio tasks, polled only once a run awaited something: a
+/// SIGTERM before that (here while a large table loads, which never awaits) killed `run` with no
+/// trace. It now ends the run as a signal does anywhere else: the trace, stop reason
+/// `interrupted`, exit 143.
+#[test]
+fn sigterm_before_the_run_awaits_anything_still_writes_the_trace_and_exits_143() {
+    let dir = support::temp_dir("sigterm-sync");
+    let mut csv = String::from("id,name,city\n");
+    for i in 0..400_000 {
+        csv.push_str(&format!("{i},name{i},city{}\n", i % 100));
+    }
+    let table = support::write(&dir, "big.csv", &csv);
+    let spec_path = support::write(
+        &dir,
+        "big.yaml",
+        "version: 1\nname: big\ntools:\n  t:\n    description: Looks rows up in a big table.\n    kind: table\n    file: big.csv\nmodels:\n  m:\n    kind: scripted\n    scripts:\n      - turns:\n          - answer: done\n",
+    );
+    let trace = dir.join("trace.json");
+    let table = table.canonicalize().unwrap();
+    let child = start(
+        &[
+            "run",
+            spec_path.to_str().unwrap(),
+            "--query",
+            "go",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    // Signalled while it reads the table, before the run starts.
+    let started = Instant::now();
+    let reading = || {
+        std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == table))
+    };
+    while !reading() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the table was never opened"
+        );
+    }
+    signal(&child, "TERM");
+    assert_eq!(wait(child), 143);
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(t["stop_reason"], "interrupted");
+    assert_eq!(t["status"], "failed");
+}

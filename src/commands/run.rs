@@ -18,6 +18,10 @@ pub(crate) fn run(args: RunArgs) -> i32 {
 
 /// Each step either hands its result on or ends the command with an exit code.
 fn run_steps(args: &RunArgs) -> Result<i32, i32> {
+    // Before anything else: a signal while the spec loads still ends the run as a signal
+    // should, with its trace and exit code (issue 36 §19).
+    let rt = crate::setup::runtime();
+    let signals = Signals::watch(&rt);
     let registry = super::load_registry(&args.spec)?;
     let mut inputs = Inputs::from_flags(&args.setup);
     if let Some(path) = &args.trace {
@@ -35,8 +39,6 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
         name: args.model.as_deref(),
         query: &args.query,
     });
-    let rt = crate::setup::runtime();
-    let signals = Signals::watch(&rt);
     inputs.interrupt = Some(signals.stop.clone());
     let mut setup = Setup::open(&registry, inputs).map_err(usage)?;
     let Some(mut model) = setup.model.take() else {

@@ -35,6 +35,18 @@ impl<'a> Engine<'a> {
             if let Some(stop) = self.budget_spent(st) {
                 return stop;
             }
+            // Seen here too, not only by the watcher the loop races: a run whose steps never
+            // wait would not let that watcher run before it ended (issue 36 §19).
+            if opts
+                .interrupted
+                .as_ref()
+                .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+            {
+                return Stop::new(
+                    StopReason::Interrupted,
+                    "the run was interrupted".to_string(),
+                );
+            }
             st.steps += 1;
             self.events.emit_with("model_request", || json!({ "step": st.steps, "model": opts.model_name, "messages": st.messages.len() }));
             let input = DecideInput {
