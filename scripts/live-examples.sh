@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # toolrun's live examples against real model servers: llama-cpp-python's OpenAI-compatible
-# server with a real small model, and LiteLLM's Anthropic Messages proxy in front of it (both
-# from ../shared/real-servers, set up once with their `setup` command). Not part of .ci/run:
+# server with a real small model, and LiteLLM's Anthropic Messages and OpenAI Responses proxies
+# in front of it (all from ../shared/real-servers, set up once with their `setup` command). Not part of .ci/run:
 # it takes minutes. Runs specs/real_servers.yaml through each provider — a real tool loop,
 # streaming and not, tool_choice variants — records fixtures, stops the servers, and replays
 # the fixtures offline. Then the spec's `tests:` run as CI would run them against a model:
@@ -10,13 +10,15 @@
 # `toolrun report` over both results files. Exit 0 when every check holds.
 #
 #   scripts/live-examples.sh
-#   REAL_SERVERS=/path/to/real-servers LLM_PORT=18090 ANTH_PORT=18091 scripts/live-examples.sh
+#   REAL_SERVERS=/path/to/real-servers LLM_PORT=18090 ANTH_PORT=18091 RESP_PORT=18095 \
+#       scripts/live-examples.sh
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 servers=${REAL_SERVERS:-$repo/../shared/real-servers}
 llm_port=${LLM_PORT:-18090}
 anth_port=${ANTH_PORT:-18091}
+resp_port=${RESP_PORT:-18095}
 query="What is the price of AAPL?"
 
 [ -x "$servers/llm_server.sh" ] || { echo "no real-server scripts in $servers (set REAL_SERVERS)" >&2; exit 2; }
@@ -33,21 +35,25 @@ cp "$repo/target/debug/toolrun" "$bin"
 mkdir -p "$work/specs"
 spec=$work/specs/real_servers.yaml
 sed -e "s#127.0.0.1:18090#127.0.0.1:$llm_port#g" -e "s#127.0.0.1:18091#127.0.0.1:$anth_port#g" \
+    -e "s#127.0.0.1:18095#127.0.0.1:$resp_port#g" \
     "$repo/specs/real_servers.yaml" > "$spec"
 "$bin" check --root "$work" "$spec"
 
-export LOCAL_LLM_KEY=sk-local-test LOCAL_ANTH_KEY=sk-anth-test
-llm_pid= ; anth_pid=
+export LOCAL_LLM_KEY=sk-local-test LOCAL_ANTH_KEY=sk-anth-test LOCAL_RESP_KEY=sk-resp-test
+llm_pid= ; anth_pid= ; resp_pid=
 stop_servers() {
+    [ -n "$resp_pid" ] && "$servers/responses_proxy.sh" stop "$resp_pid" >/dev/null 2>&1 || true
     [ -n "$anth_pid" ] && "$servers/anthropic_proxy.sh" stop "$anth_pid" >/dev/null 2>&1 || true
     [ -n "$llm_pid" ] && "$servers/llm_server.sh" stop "$llm_pid" >/dev/null 2>&1 || true
-    anth_pid= ; llm_pid=
+    resp_pid= ; anth_pid= ; llm_pid=
 }
 trap stop_servers EXIT
-echo "starting the model server on $llm_port and the Anthropic proxy on $anth_port ..."
+echo "starting the model server on $llm_port, the Anthropic proxy on $anth_port and the Responses proxy on $resp_port ..."
 llm_pid=$(LLM_API_KEY=$LOCAL_LLM_KEY "$servers/llm_server.sh" start "$llm_port")
 anth_pid=$(UPSTREAM_API_KEY=$LOCAL_LLM_KEY ANTH_PROXY_KEY=$LOCAL_ANTH_KEY \
     "$servers/anthropic_proxy.sh" start "$anth_port" "http://127.0.0.1:$llm_port/v1")
+resp_pid=$(UPSTREAM_API_KEY=$LOCAL_LLM_KEY RESP_PROXY_KEY=$LOCAL_RESP_KEY \
+    "$servers/responses_proxy.sh" start "$resp_port" "http://127.0.0.1:$llm_port/v1")
 
 failures=0
 # run NAME MODEL [toolrun args...]: the trace in $work/NAME.json, events in NAME.events.
@@ -117,6 +123,21 @@ run claude_none_stream claude_none_stream --record "$work/claude_stream.fixture.
 expect claude_none_stream 't["status"] == "ok" and t["final_output"] and deltas.strip() == t["final_output"].strip()' "anthropic streamed none: text deltas make the answer"
 expect claude_none_stream 't["usage"]["output_tokens"] > 0' "anthropic streamed: usage from message_delta"
 
+# The OpenAI Responses API through LiteLLM: function_call, function_call_output, an answer;
+# stateless requests (store: false, encrypted reasoning asked for, no previous_response_id).
+bodies='[e["body"] for e in ev if e["event"] == "model_http_request"]'
+run resp resp_local --record "$work/resp.fixture.json"
+expect resp 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["status"] == "ok"' "responses auto: a real function_call, run through the loop"
+expect resp 't["status"] == "ok" and t["final_output"]' "responses auto: the loop ends with an answer"
+expect resp "all(b['store'] is False and b['include'] == ['reasoning.encrypted_content'] and 'previous_response_id' not in b for b in $bodies)" "responses: stateless requests"
+expect resp "any(i.get('type') == 'function_call_output' for i in $bodies[-1]['input'])" "responses: the tool result went back as a function_call_output item"
+expect resp 't["usage"]["input_tokens"] > 0 and t["usage"]["output_tokens"] > 0' "responses: usage is counted"
+run resp_forced resp_forced
+expect resp_forced 'calls and calls[0]["name"] == "get_stock_price" and calls[0]["arguments"].get("ticker")' "responses forced tool: a function_call with the schema's arguments"
+expect resp_forced "$bodies[0]['tool_choice'] == {'type': 'function', 'name': 'get_stock_price'}" "responses forced tool: tool_choice in the Responses shape"
+run resp_none_stream resp_none_stream --record "$work/resp_stream.fixture.json"
+expect resp_none_stream 't["status"] == "ok" and t["final_output"] and deltas.strip() == t["final_output"].strip()' "responses streamed: response.output_text.delta events make the answer"
+
 # A reply cut at max_tokens: the partial text is kept for review, and not asked for again.
 requests='len([e for e in ev if e["event"] == "model_http_request"]) == 1'
 run local_cut local_cut
@@ -185,7 +206,7 @@ if grep -q "tests passed" "$work/report.md" && grep -q claude_local "$work/repor
     echo "   ok: toolrun report over both models: $work/report.html"; sed 's/^/     /' "$work/report.md"
 else echo "   FAILED: the report does not show both models"; failures=$((failures + 1)); fi
 
-for f in local local_stream claude claude_stream; do
+for f in local local_stream claude claude_stream resp resp_stream; do
     if "$bin" replay --root "$work" "$work/$f.fixture.json" > "$work/$f.replay" 2>&1; then
         echo "   ok: $f.fixture.json replays"
     else

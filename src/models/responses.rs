@@ -372,3 +372,91 @@ fn usage(v: &Value) -> Option<Usage> {
             .unwrap_or(0),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::live::testing::{registry, settings_at};
+    use crate::models::{CallMessage, Image};
+
+    const SPEC: &str = "version: 1\nname: t\nsystem: Be brief.\ntools:\n  price:\n    description: Price of a ticker.\n    kind: mock\n    input: { type: object }\n    responses: [ { result: 1 } ]\nmodels:\n  m: { kind: openai, api: responses, model: o4-mini, extra_body: { store: true } }\n";
+
+    fn reasoning(id: &str) -> Message {
+        Message::Reasoning {
+            summary: Vec::new(),
+            items: vec![
+                json!({"type": "reasoning", "id": id, "summary": [], "encrypted_content": "e"}),
+            ],
+        }
+    }
+
+    #[test]
+    fn reasoning_goes_back_only_before_the_turn_it_led_to() {
+        let reg = registry(SPEC);
+        let settings = settings_at(SPEC, "http://127.0.0.1:1/v1".into());
+        let messages = [
+            Message::User {
+                content: "q".into(),
+            },
+            // An empty malformed reply: its reasoning has no following item, so it is dropped.
+            reasoning("rs_dropped"),
+            Message::Assistant {
+                content: Some(String::new()),
+                tool_calls: Vec::new(),
+            },
+            reasoning("rs_kept"),
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![CallMessage {
+                    id: "c1".into(),
+                    name: "price".into(),
+                    arguments: json!("{not json"),
+                }],
+            },
+            Message::Tool {
+                tool_call_id: "c1".into(),
+                name: "price".into(),
+                content: "1".into(),
+                is_error: false,
+                images: vec![Image {
+                    mime: "image/png".into(),
+                    data: "AAAA".into(),
+                }],
+            },
+        ];
+        let body = build_request(&settings, &reg, &messages);
+        let input = body["input"].as_array().cloned().unwrap_or_default();
+        let ids: Vec<&str> = input.iter().filter_map(|i| i["id"].as_str()).collect();
+        assert_eq!(ids, ["rs_kept"]);
+        assert_eq!(input[1]["id"], "rs_kept");
+        assert_eq!(
+            input[2]["arguments"], "{}",
+            "unparsable arguments echo as {{}}"
+        );
+        assert_eq!(input[3]["type"], "function_call_output");
+        assert_eq!(input[4]["role"], "user");
+        assert_eq!(
+            input[4]["content"][1]["image_url"],
+            "data:image/png;base64,AAAA"
+        );
+        assert_eq!(body["instructions"], "Be brief.");
+        // `store` from `extra_body` replaces toolrun's `false`.
+        assert_eq!(body["store"], true);
+    }
+
+    #[test]
+    fn a_reply_without_status_or_with_an_odd_one() {
+        let v = json!({"output": [{"type": "message", "content": "plain"}]});
+        let t = parse_response(&v, 1).map(|t| t.decision);
+        assert_eq!(t, Ok(Decision::Answer("plain".into())));
+        let v = json!({"status": "in_progress", "output": []});
+        let e = parse_response(&v, 1).err().map(|e| e.message);
+        assert_eq!(
+            e.as_deref(),
+            Some("the response is `in_progress`, not completed")
+        );
+        let v = json!({"status": "completed", "output": [{"id": "x"}]});
+        let e = parse_response(&v, 1).err().map(|e| e.message);
+        assert_eq!(e.as_deref(), Some("output item 0 (`x`) has no `type`"));
+    }
+}
