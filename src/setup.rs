@@ -524,8 +524,11 @@ pub(crate) fn masking_for(registries: &[&Registry]) -> Redactor {
 /// `--events`: streamed through the symlink-safe writer, every line masked.
 pub(crate) fn open_events(path: &Path, redactor: &Redactor) -> Result<Events, String> {
     match crate::files::create_stream(path) {
+        // No buffer: each line is written whole and at once, and nothing is left to write
+        // when the stream is dropped (a write then would meet a reader that left unguarded).
         Ok(f) => Ok(Events::to_writer(
-            Box::new(std::io::BufWriter::new(f)),
+            Box::new(f),
+            path.display().to_string(),
             redactor.clone(),
         )),
         Err(e) => Err(format!("cannot write events to `{}`: {e}", path.display())),

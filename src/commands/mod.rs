@@ -40,7 +40,14 @@ pub fn dispatch(cli: Cli) -> i32 {
             content: otlp.otlp_content,
         });
     }
-    let code = run_command(cli.command);
+    let mut code = run_command(cli.command);
+    // An `--events` stream that could not be written fails the command, as `--trace` does.
+    if let Some(failure) = crate::events::write_failure() {
+        eprintln!("error: {}", crate::term::visible(&failure));
+        if code != exit::USAGE {
+            code = exit::FAILED;
+        }
+    }
     // Spans still queued go out now, within OTEL_BSP_EXPORT_TIMEOUT; the exit code is the
     // command's whatever the collector does.
     let _ = crate::telemetry::finish();
