@@ -108,3 +108,26 @@ pub(crate) fn merge(args: ResultsMergeArgs) -> i32 {
         exit::FAILED
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::redact::Redactor;
+
+    /// Issue 36: the report embeds its data as JSON, where a string that spells a secret with
+    /// backslash escapes (as Go's and PHP's encoders write it) has its backslashes doubled; the
+    /// check before the page is written must still see it, as the trace writer's does.
+    #[test]
+    fn the_last_check_sees_a_secret_spelled_with_escapes_in_the_embedded_json() {
+        let key = "sk-tr/Qw7+9x&y<z>k=long-enough";
+        let r = Redactor::named([("KEY".to_string(), key.to_string())]);
+        let escaped = r#"sk-tr\/Qw7+9x\u0026y\u003cz\u003ek=long-enough"#;
+        let data = serde_json::json!({ "answer": format!("HTTP 401: {escaped}") });
+        let page = format!(
+            "<script type=\"application/json\">{}</script>",
+            crate::report::html::script_safe_json(&data)
+        );
+        assert!(!page.contains(escaped), "{page}");
+        assert_eq!(r.leaks(&page), Some("KEY"), "{page}");
+        assert_eq!(r.leaks("HTTP 401: *** and sk-tr"), None);
+    }
+}

@@ -322,9 +322,12 @@ impl Redactor {
         format!("{}{}", &s[..from], String::from_utf8_lossy(&tail))
     }
 
-    /// The name of a secret that appears in `text` in any form, if one does.
+    /// The name of a secret that appears in `text` in any form, if one does: the last check
+    /// before a document is written. A string of serialised JSON that spells a secret with
+    /// backslash escapes (`\/`, `\u0026`) has them doubled; they are undone for the scan, as
+    /// the trace writer's check does, so a report's embedded JSON is held to the same check.
     pub fn leaks(&self, text: &str) -> Option<&str> {
-        self.first(text.as_bytes())
+        self.first_in_json(text)
     }
 
     /// Whether `b` spells any needle, a stand-in's included: whether masking would change it.
