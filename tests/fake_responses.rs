@@ -388,3 +388,52 @@ fn check_knows_api_and_its_knobs() {
     let (code, text) = check("    api: responses\n    reasoning: { effort: high, summary: detailed }\n    extra_body: { store: true }");
     assert_eq!(code, 0, "{text}");
 }
+
+#[test]
+fn exported_chat_spans_carry_cached_and_reasoning_tokens() {
+    let [first, second] = reasoning_loop();
+    let fake = Fake::responses(vec![
+        Response::json(200, first),
+        Response::json(200, second),
+    ]);
+    let spec = fake.spec_file("", "");
+    let fixture = spec.parent().unwrap().join("loop.json");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "gap?", "--record"])
+        .arg(&fixture)
+        .env("TEST_KEY", KEY));
+    out.assert_success();
+    let collector = support::TestServer::start(|_| Response::json(200, json!({})));
+    let out = run(toolrun()
+        .args(["export", "otel"])
+        .arg(&fixture)
+        .args(["--otlp", &collector.base_url()])
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"));
+    out.assert_success();
+    let sent: String = collector.requests().iter().map(|r| r.text()).collect();
+    let chat_attr = |key: &str| {
+        let doc: Value = serde_json::from_str(&sent).unwrap();
+        let mut values = Vec::new();
+        for span in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap()
+        {
+            for a in span["attributes"].as_array().unwrap() {
+                if a["key"] == key {
+                    values.push(a["value"]["intValue"].clone());
+                }
+            }
+        }
+        values
+    };
+    // Per chat span (3 each) and summed on the agent span.
+    assert_eq!(
+        chat_attr("gen_ai.usage.reasoning.output_tokens").len(),
+        3,
+        "{sent}"
+    );
+    assert!(chat_attr("gen_ai.usage.reasoning.output_tokens").contains(&json!("3")));
+    assert!(chat_attr("gen_ai.usage.cache_read.input_tokens").contains(&json!("8")));
+}
