@@ -172,3 +172,86 @@ fn a_fifo_whose_reader_leaves_ends_the_stream_with_a_warning_and_the_run_goes_on
     assert_eq!(trace["status"], "ok");
     assert_eq!(trace["tool_call_count"], 3);
 }
+
+#[test]
+fn serve_keeps_serving_and_records_when_its_events_reader_leaves() {
+    use std::io::{Read, Write};
+    let dir = support::temp_dir("events-fifo-serve");
+    let fifo = dir.join("events.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(std::fs::File::open(&fifo).expect("open the FIFO"));
+            let mut first = String::new();
+            lines.read_line(&mut first).expect("a line");
+            first
+        })
+    };
+    let server = quick_server();
+    let spec = spec(&dir, 3, &server);
+    let recording = dir.join("session.json");
+    let mut serve = support::toolrun()
+        .arg("serve")
+        .arg(&spec)
+        .arg("--events")
+        .arg(&fifo)
+        .arg("--record")
+        .arg(&recording)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut stdin = serve.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(serve.stdout.take().expect("stdout"));
+    let call = |id: u64| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "noisy", "arguments": {} } });
+    let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    // The answer to request `id`, past the notifications before it.
+    let mut answer_to = |id: u64| loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).expect("a line") > 0,
+            "no answer to {id}"
+        );
+        let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
+        if message["id"] == id {
+            return message;
+        }
+    };
+    for message in [initialize, initialized, call(1)] {
+        writeln!(stdin, "{message}").expect("send");
+    }
+    answer_to(0);
+    assert_eq!(answer_to(1)["result"]["isError"], json!(false));
+    // The reader has read its line and left by now: the second call's lines meet no reader.
+    let first = reader.join().expect("reader");
+    assert!(first.contains("\"event\""), "{first:?}");
+    writeln!(stdin, "{}", call(2)).expect("send");
+    let second = answer_to(2);
+    assert!(second.to_string().contains("worked"), "{second}");
+    drop(stdin);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("the rest");
+    let status = serve.wait().expect("serve ends");
+    let mut stderr = String::new();
+    serve
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    assert_eq!(status.code(), Some(0), "no SIGPIPE death: {stderr}");
+    assert_eq!(stderr.matches("went away").count(), 1, "{stderr}");
+    // The recording is written whole: each of its lines JSON, both calls in it.
+    let recorded = std::fs::read_to_string(&recording).expect("the recording");
+    for line in recorded.lines() {
+        serde_json::from_str::<Value>(line).expect("a JSON line");
+    }
+    assert!(recorded.matches("worked").count() >= 2, "{recorded}");
+}
