@@ -437,3 +437,32 @@ fn exported_chat_spans_carry_cached_and_reasoning_tokens() {
     assert!(chat_attr("gen_ai.usage.reasoning.output_tokens").contains(&json!("3")));
     assert!(chat_attr("gen_ai.usage.cache_read.input_tokens").contains(&json!("8")));
 }
+
+#[test]
+fn test_results_count_cached_and_reasoning_tokens_at_their_own_price() {
+    let [first, second] = reasoning_loop();
+    let fake = Fake::responses(vec![
+        Response::json(200, first),
+        Response::json(200, second),
+    ]);
+    let spec = fake.spec_file(
+        "    price: { input: 1, cached_input: 0.5, output: 2, reasoning: 4 }",
+        "tests:\n  - name: gap\n    query: gap?\n    expect: { status: ok }\n",
+    );
+    let results = spec.parent().unwrap().join("r.json");
+    let out = run(toolrun()
+        .arg("test")
+        .arg(&spec)
+        .args(["--model", "live", "--results"])
+        .arg(&results)
+        .env("TEST_KEY", KEY));
+    out.assert_success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    let usage = &doc["totals"]["usage"];
+    assert_eq!(usage["input_tokens"], 20, "{doc}");
+    assert_eq!(usage["cached_input_tokens"], 8);
+    assert_eq!(usage["reasoning_tokens"], 6);
+    // 12 input at 1, 8 cached at 0.5, 4 output at 2, 6 reasoning at 4, per million tokens.
+    let cost = doc["totals"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 48e-6).abs() < 1e-12, "{cost}");
+}
