@@ -14,25 +14,47 @@ use std::sync::OnceLock;
 /// `O_EXCL` (a symlink planted there makes the create fail, it is never followed); the rename
 /// replaces whatever is at the destination, a symlink included, without writing through it.
 pub(crate) fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    write_via_temp(path, contents, false)
+    write_via_temp(path, &mut |f| f.write_all(contents), false)
+}
+
+/// Like [`write_atomically`], for contents made as they are written (a report larger than
+/// memory should hold twice): `fill` writes them, buffered; an error from it leaves nothing.
+/// `fill` may be called a second time, from the start, on a system where the file with no
+/// name could not be published.
+pub(crate) fn write_atomically_with(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_via_temp(
+        path,
+        &mut |f| {
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+            fill(&mut w)?;
+            w.flush()
+        },
+        false,
+    )
 }
 
 /// Like [`write_atomically`], for a file only its owner may read or write (the spec cache,
 /// whose entries are trusted only when nobody else could have written them). Not synced: losing
 /// it in a crash only costs time.
 pub(crate) fn write_private_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    write_via_temp(path, contents, true)
+    write_via_temp(path, &mut |f| f.write_all(contents), true)
 }
 
-fn write_via_temp(path: &Path, contents: &[u8], private: bool) -> std::io::Result<()> {
-    if let Some(done) = write_unnamed(path, contents, private) {
+/// Writes the contents `fill` makes into a file.
+type Fill<'a> = &'a mut dyn FnMut(&mut File) -> std::io::Result<()>;
+
+fn write_via_temp(path: &Path, fill: Fill, private: bool) -> std::io::Result<()> {
+    if let Some(done) = write_unnamed(path, fill, private) {
         return done;
     }
     let (mut f, tmp) = create_temp_beside(path)?;
     let result = if private {
-        restrict_to_owner(&f).and_then(|()| f.write_all(contents))
+        restrict_to_owner(&f).and_then(|()| fill(&mut f))
     } else {
-        f.write_all(contents).and_then(|()| f.sync_all())
+        fill(&mut f).and_then(|()| f.sync_all())
     }
     .and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
@@ -49,7 +71,7 @@ fn write_via_temp(path: &Path, contents: &[u8], private: bool) -> std::io::Resul
 /// cannot be made (another system, a file system without them, no `/proc`): the caller writes
 /// through a named temporary file, as before.
 #[cfg(target_os = "linux")]
-fn write_unnamed(path: &Path, contents: &[u8], private: bool) -> Option<std::io::Result<()>> {
+fn write_unnamed(path: &Path, fill: Fill, private: bool) -> Option<std::io::Result<()>> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
@@ -60,9 +82,9 @@ fn write_unnamed(path: &Path, contents: &[u8], private: bool) -> Option<std::io:
         .open(folder_of(path))
         .ok()?;
     let written = if private {
-        f.write_all(contents)
+        fill(&mut f)
     } else {
-        f.write_all(contents).and_then(|()| f.sync_all())
+        fill(&mut f).and_then(|()| f.sync_all())
     };
     if let Err(e) = written {
         return Some(Err(e));
@@ -113,7 +135,7 @@ fn unnamed_file_in(_: &Path) -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn write_unnamed(_: &Path, _: &[u8], _: bool) -> Option<std::io::Result<()>> {
+fn write_unnamed(_: &Path, _: Fill, _: bool) -> Option<std::io::Result<()>> {
     None
 }
 

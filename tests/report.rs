@@ -761,3 +761,33 @@ fn hostile_counts_and_partitions_are_refused_or_bounded() {
     out.assert_code(0);
     assert!(out.stdout.contains("more shard(s) of"), "{out:?}");
 }
+
+/// Issue 36 §19: the page is written as it is made (to the file or to stdout), its data block a
+/// part at a time; it is the same page either way, and its data block is one JSON document
+/// holding every attempt.
+#[test]
+fn the_page_written_as_it_is_made_is_whole_on_stdout_and_in_a_file() {
+    let dir = two_runs();
+    toolrun_in(
+        &dir,
+        &["report", "before.json", "after.json", "-o", "r.html"],
+    )
+    .assert_success();
+    let page = std::fs::read_to_string(dir.join("r.html")).unwrap_or_default();
+    let out = toolrun_in(&dir, &["report", "before.json", "after.json"]);
+    out.assert_success();
+    assert_eq!(out.stdout, page);
+    let start = page.find("id=\"toolrun-data\">").unwrap_or(0) + 18;
+    let end = page[start..].find("</script>").unwrap_or(0) + start;
+    let data: serde_json::Value =
+        serde_json::from_str(&page[start..end]).unwrap_or_else(|e| panic!("{e}"));
+    let attempts: usize = data["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["cells"].as_array().into_iter().flatten())
+        .map(|c| c["attempts"].as_array().map_or(0, Vec::len))
+        .sum();
+    // before.json: 2 tests once; after.json: 2 tests twice.
+    assert_eq!(attempts, 6, "{data:#}");
+}

@@ -3,6 +3,7 @@
 use crate::cli::{ReportArgs, ReportOutput, ResultsMergeArgs};
 use crate::exit;
 use crate::report;
+use std::io::Write;
 
 pub(crate) fn run(args: ReportArgs) -> i32 {
     let mut inputs = match report::load(&args.results) {
@@ -22,50 +23,69 @@ pub(crate) fn run(args: ReportArgs) -> i32 {
             results: merged.results,
         }];
     }
-    let mut built = report::build(&inputs);
+    let redactor = report::redactor(&inputs);
+    let mut built = report::build(inputs);
     for p in &problems {
         eprintln!("warning: {}", crate::term::visible_line(p));
     }
     built.notes.extend(problems);
-    let redactor = report::redactor(&inputs);
-    let text = match args.format {
-        ReportOutput::Html => report::html::render(&built, &redactor),
-        ReportOutput::Markdown => report::markdown::render(&built, &redactor),
+    // The page is written as it is made; the summary is small.
+    let written = match args.format {
+        ReportOutput::Html => write(args.output.as_deref(), &mut |w| {
+            report::html::render_to(&built, &redactor, w)
+        }),
+        ReportOutput::Markdown => {
+            let text = report::markdown::render(&built, &redactor);
+            write(args.output.as_deref(), &mut |w| {
+                if let Some(secret) = redactor.leaks(&text) {
+                    return Err(std::io::Error::other(report::html::Leak(
+                        secret.to_string(),
+                    )));
+                }
+                w.write_all(text.as_bytes())
+            })
+        }
     };
-    // Fail closed, as every writer does: a secret that survived masking stops the report.
-    if let Some(secret) = redactor.leaks(&text) {
-        eprintln!("error: refusing to write the report: secret `{secret}` would appear in it");
-        return exit::FAILED;
-    }
-    match &args.output {
-        Some(path) => {
-            if let Err(e) = crate::files::write_atomically(path, text.as_bytes()) {
-                eprintln!(
-                    "error: cannot write the report to `{}`: {e}",
-                    crate::term::visible_line(&path.display().to_string())
-                );
-                return exit::FAILED;
-            }
+    if let Err(e) = written {
+        // Fail closed, as every writer does: a secret that survived masking stops the report.
+        // (A closed stdout is a reader that stopped reading: nothing to say.)
+        if let Some(leak) = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<report::html::Leak>())
+        {
+            eprintln!("error: refusing to write the report: {leak}");
+        } else if let Some(path) = &args.output {
             eprintln!(
-                "wrote {} ({} test(s) × {} results file(s))",
-                crate::term::visible_line(&path.display().to_string()),
-                built.rows.len(),
-                built.columns.len()
+                "error: cannot write the report to `{}`: {e}",
+                crate::term::visible_line(&path.display().to_string())
             );
         }
-        None => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            if out
-                .write_all(text.as_bytes())
-                .and_then(|()| out.flush())
-                .is_err()
-            {
-                return exit::FAILED;
-            }
-        }
+        return exit::FAILED;
+    }
+    if let Some(path) = &args.output {
+        eprintln!(
+            "wrote {} ({} test(s) × {} results file(s))",
+            crate::term::visible_line(&path.display().to_string()),
+            built.rows.len(),
+            built.columns.len()
+        );
     }
     exit::SUCCESS
+}
+
+/// To `path` atomically (nothing is left when `fill` fails), or to stdout.
+fn write(
+    path: Option<&std::path::Path>,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match path {
+        Some(path) => crate::files::write_atomically_with(path, fill),
+        None => {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            fill(&mut out)?;
+            out.flush()
+        }
+    }
 }
 
 /// `toolrun results merge SHARDS... -o OUT`: the merged document is written even when shards are

@@ -6,6 +6,7 @@ use super::{escape, Report};
 use crate::redact::Redactor;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
+use std::io::Write;
 
 const CSS: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
@@ -29,8 +30,53 @@ pub(crate) fn script_safe_json(v: &serde_json::Value) -> String {
     out
 }
 
+/// A secret that survived masking, found before the text that holds it was written.
+#[derive(Debug)]
+pub(crate) struct Leak(pub(crate) String);
+
+impl std::fmt::Display for Leak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "secret `{}` would appear in it", self.0)
+    }
+}
+
+impl std::error::Error for Leak {}
+
+/// Writes `text` unless a secret survived in it (fail closed, as every writer does).
+fn put(w: &mut dyn Write, redactor: &Redactor, text: &str) -> std::io::Result<()> {
+    if let Some(secret) = redactor.leaks(text) {
+        return Err(std::io::Error::other(Leak(secret.to_string())));
+    }
+    w.write_all(text.as_bytes())
+}
+
+/// One value of the data block, masked and safe inside its script element.
+fn put_json<T: serde::Serialize>(
+    w: &mut dyn Write,
+    redactor: &Redactor,
+    value: &T,
+) -> std::io::Result<()> {
+    let mut v = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
+    redactor.value(&mut v);
+    put(w, redactor, &script_safe_json(&v))
+}
+
+#[cfg(test)]
 pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
-    let data = script_safe_json(&super::to_json(report, redactor));
+    let mut out = Vec::new();
+    let _ = render_to(report, redactor, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The page, written as it is made (issue 36 §19: the whole page as one JSON tree, then as one
+/// string, then copied into the page, held a report of 500 MB of results several times over).
+/// The data block is the report's JSON, written a part at a time, each masked and checked for
+/// secrets before it is written: the same bytes as the whole document written at once.
+pub(crate) fn render_to(
+    report: &Report,
+    redactor: &Redactor,
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
     let script_hash =
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
     let mut specs: Vec<&str> = report
@@ -41,7 +87,7 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
     specs.sort_unstable();
     specs.dedup();
     let title = escape(&redactor.str(&format!("toolrun report: {}", specs.join(", "))));
-    format!(
+    let head = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; \
 script-src 'sha256-{script_hash}'; img-src data:; base-uri 'none'; form-action 'none'\">\n\
@@ -50,11 +96,33 @@ script-src 'sha256-{script_hash}'; img-src data:; base-uri 'none'; form-action '
 <title>{title}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n\
 <noscript>This report draws its tables with JavaScript; open it in a browser with scripts enabled.</noscript>\n\
 <main id=\"app\"></main>\n{charts}\
-<script type=\"application/json\" id=\"toolrun-data\">{data}</script>\n\
-<script>{SCRIPT}</script>\n</body>\n</html>\n",
+<script type=\"application/json\" id=\"toolrun-data\">",
         version = env!("CARGO_PKG_VERSION"),
         // Drawn from the same view model; masked like the data block.
         charts = redactor.str(&super::charts::render(report)),
+    );
+    put(w, redactor, &head)?;
+    // `Report`'s fields in their order, as serde writes them.
+    w.write_all(b"{\"toolrun_version\":")?;
+    put_json(w, redactor, &report.toolrun_version)?;
+    w.write_all(b",\"columns\":")?;
+    put_json(w, redactor, &report.columns)?;
+    w.write_all(b",\"rows\":[")?;
+    for (i, row) in report.rows.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        put_json(w, redactor, row)?;
+    }
+    w.write_all(b"],\"comparisons\":")?;
+    put_json(w, redactor, &report.comparisons)?;
+    w.write_all(b",\"notes\":")?;
+    put_json(w, redactor, &report.notes)?;
+    w.write_all(b"}")?;
+    put(
+        w,
+        redactor,
+        &format!("</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"),
     )
 }
 
@@ -79,7 +147,7 @@ mod tests {
         r.specs[0].name = "</title><script>x</script>".into();
         r.tests[0].name = "</script><img src=x onerror=alert(1)>".into();
         let page = render(
-            &build(&[Input {
+            &build(vec![Input {
                 path: "a.json".into(),
                 results: r,
             }]),
@@ -97,12 +165,36 @@ mod tests {
         }
     }
 
+    /// The page written a part at a time is the page written whole, as it was made before.
+    #[test]
+    fn the_data_block_written_in_parts_is_the_whole_document() {
+        let a = results("gpt", &[("one", true), ("two", false)]);
+        let b = results("claude", &[("one", false), ("two", true)]);
+        let report = build(vec![
+            Input {
+                path: "a.json".into(),
+                results: a,
+            },
+            Input {
+                path: "b.json".into(),
+                results: b,
+            },
+        ]);
+        let redactor = Redactor::new(["<b>up</b>".to_string()]);
+        let page = render(&report, &redactor);
+        let whole = script_safe_json(&crate::report::to_json(&report, &redactor));
+        let start = page.find("id=\"toolrun-data\">").unwrap_or(0) + 18;
+        let end = page[start..].find("</script>").unwrap_or(0) + start;
+        assert_eq!(&page[start..end], whole);
+        assert!(page.contains("what is ***?"), "{page}");
+    }
+
     #[test]
     fn secrets_are_masked_in_the_page() {
         let mut r = results("gpt", &[("one", true)]);
         r.tests[0].query = "use key sk-live-123456".into();
         let page = render(
-            &build(&[Input {
+            &build(vec![Input {
                 path: "a.json".into(),
                 results: r,
             }]),

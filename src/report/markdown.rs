@@ -260,7 +260,7 @@ mod tests {
         a.tests[1].name = "two|<i>x</i>\n".into();
         let mut b = results("claude", &[("one", false), ("two", true)]);
         b.tests[1].name = "two|<i>x</i>\n".into();
-        let report = build(&[
+        let report = build(vec![
             Input {
                 path: "a.json".into(),
                 results: a,

@@ -114,7 +114,8 @@ impl Cell {
             duration_ms: t.duration_ms,
             change: None,
             p_value: None,
-            attempts: t.attempts.clone(),
+            // Moved in by `give_attempts`.
+            attempts: Vec::new(),
         }
     }
 }
@@ -235,7 +236,47 @@ fn labels(parts: &[Part]) -> Vec<String> {
     }
 }
 
-pub(crate) fn build(inputs: &[Input]) -> Report {
+/// The report of these files. Each cell's attempts are moved out of its file, not copied:
+/// they are most of a results file, and a report of many large files held them twice.
+pub(crate) fn build(mut inputs: Vec<Input>) -> Report {
+    let mut report = view(&inputs);
+    give_attempts(&mut report.rows, &mut inputs);
+    report
+}
+
+/// Each cell's attempts, taken from the test the cell shows (the first of its id in its
+/// column, as [`rows`] chose it).
+fn give_attempts(rows: &mut [Row], inputs: &mut [Input]) {
+    let mut columns: Vec<HashMap<(String, String), Vec<Attempt>>> = Vec::new();
+    for input in inputs.iter_mut() {
+        let r = &mut input.results;
+        let models: Vec<Option<String>> = if r.settings.models.len() > 1 {
+            r.settings.models.iter().cloned().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for m in models {
+            let mut by_id = HashMap::new();
+            for t in r.tests.iter_mut().filter(|t| m.is_none() || t.model == m) {
+                by_id
+                    .entry((t.spec.clone(), t.name.clone()))
+                    .or_insert_with(|| std::mem::take(&mut t.attempts));
+            }
+            columns.push(by_id);
+        }
+    }
+    for row in rows {
+        let id = (row.spec.clone(), row.name.clone());
+        for (cell, by_id) in row.cells.iter_mut().zip(columns.iter_mut()) {
+            if let (Some(cell), Some(attempts)) = (cell.as_mut(), by_id.remove(&id)) {
+                cell.attempts = attempts;
+            }
+        }
+    }
+}
+
+/// Everything but the attempts.
+fn view(inputs: &[Input]) -> Report {
     let parts = parts(inputs);
     let columns = columns(&parts);
     let mut rows = rows(&parts);
@@ -422,7 +463,8 @@ pub(crate) fn redactor(inputs: &[Input]) -> Redactor {
     }))
 }
 
-/// The report as JSON, secrets masked.
+/// The report as JSON, secrets masked (the page writes it a part at a time).
+#[cfg(test)]
 pub(crate) fn to_json(report: &Report, redactor: &Redactor) -> serde_json::Value {
     let mut v = serde_json::to_value(report).unwrap_or(serde_json::Value::Null);
     redactor.value(&mut v);
@@ -536,7 +578,7 @@ pub(crate) mod tests {
     fn regressions_and_fixes_are_marked_against_the_column_to_the_left() {
         let a = results("gpt", &[("one", true), ("two", false), ("three", true)]);
         let b = results("claude", &[("one", false), ("two", true), ("three", true)]);
-        let report = build(&[input("a.json", a), input("b.json", b)]);
+        let report = build(vec![input("a.json", a), input("b.json", b)]);
         assert_eq!(
             report
                 .columns
@@ -557,7 +599,10 @@ pub(crate) mod tests {
     fn failing_rows_come_first_and_same_model_runs_are_named_by_file() {
         let a = results("gpt", &[("ok", true), ("bad", false)]);
         let b = results("gpt", &[("ok", true), ("bad", false)]);
-        let report = build(&[input("runs/monday.json", a), input("runs/tuesday.json", b)]);
+        let report = build(vec![
+            input("runs/monday.json", a),
+            input("runs/tuesday.json", b),
+        ]);
         assert_eq!(report.rows[0].name, "bad");
         assert_eq!(report.columns[0].label, "monday");
         assert!(report.comparisons[0].regressions.is_empty());
@@ -571,7 +616,7 @@ pub(crate) mod tests {
         for t in &mut b.tests {
             t.spec = "other".into();
         }
-        let report = build(&[input("a.json", a), input("b.json", b)]);
+        let report = build(vec![input("a.json", a), input("b.json", b)]);
         assert!(report.comparisons.is_empty());
         assert!(
             report.notes[0].contains("different specs"),
