@@ -410,7 +410,8 @@ fn exported_chat_spans_carry_cached_and_reasoning_tokens() {
         .args(["export", "otel"])
         .arg(&fixture)
         .args(["--otlp", &collector.base_url()])
-        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"));
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"));
     out.assert_success();
     let sent: String = collector.requests().iter().map(|r| r.text()).collect();
     let chat_attr = |key: &str| {
@@ -436,6 +437,38 @@ fn exported_chat_spans_carry_cached_and_reasoning_tokens() {
     );
     assert!(chat_attr("gen_ai.usage.reasoning.output_tokens").contains(&json!("3")));
     assert!(chat_attr("gen_ai.usage.cache_read.input_tokens").contains(&json!("8")));
+    // With content: a call's reasoning summary is part of its output, then of later inputs.
+    let doc: Value = serde_json::from_str(&sent).unwrap();
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let text_attr = |span: &Value, key: &str| -> Value {
+        let a = span["attributes"].as_array().unwrap();
+        let v = a
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| &a["value"]["stringValue"]);
+        serde_json::from_str(v.and_then(Value::as_str).unwrap_or("null")).unwrap()
+    };
+    let chats: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap_or("").starts_with("chat "))
+        .collect();
+    assert_eq!(chats.len(), 2, "{sent}");
+    let output = text_attr(chats[0], "gen_ai.output.messages");
+    assert_eq!(
+        output[0]["parts"][0],
+        json!({"type": "reasoning", "content": "I need both prices."}),
+        "{output}"
+    );
+    let input = text_attr(chats[0], "gen_ai.input.messages");
+    assert!(
+        !input.to_string().contains("I need both prices."),
+        "{input}"
+    );
+    let later = text_attr(chats[1], "gen_ai.input.messages");
+    assert!(later.to_string().contains("I need both prices."), "{later}");
 }
 
 #[test]

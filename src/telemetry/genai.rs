@@ -298,7 +298,14 @@ impl Mapping {
                 self.json_text(&Json::String(parts.to_string())),
             );
         }
-        let input: Vec<Json> = messages[..upto]
+        // The reasoning right before the answer is part of this call's output, not its input.
+        let reasoned = upto > 0
+            && upto < messages.len()
+            && messages
+                .get(upto - 1)
+                .is_some_and(|m| m["role"] == "reasoning");
+        let input_end = if reasoned { upto - 1 } else { upto };
+        let input: Vec<Json> = messages[..input_end]
             .iter()
             .filter(|m| !is_system(m))
             .map(semconv_message)
@@ -308,7 +315,15 @@ impl Mapping {
             self.json_text(&Json::String(Json::Array(input).to_string())),
         );
         if let Some(answer) = assistants.get(answered).and_then(|i| messages.get(*i)) {
-            let output = Json::Array(vec![semconv_message(answer)]);
+            let mut message = semconv_message(answer);
+            if reasoned {
+                let mut parts = reasoning_parts(&messages[upto - 1]);
+                if let Some(rest) = message["parts"].as_array() {
+                    parts.extend(rest.iter().cloned());
+                }
+                message["parts"] = Json::Array(parts);
+            }
+            let output = Json::Array(vec![message]);
             span.set(
                 "gen_ai.output.messages",
                 self.json_text(&Json::String(output.to_string())),
@@ -530,8 +545,23 @@ fn call_steps(trace: &Json) -> HashMap<String, u64> {
     out
 }
 
-/// A trace message in the conventions' message format (`role` and typed `parts`).
+/// A reasoning entry's summaries as the conventions' `reasoning` parts.
+fn reasoning_parts(m: &Json) -> Vec<Json> {
+    m["summary"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+        .map(|s| json!({ "type": "reasoning", "content": s }))
+        .collect()
+}
+
+/// A trace message in the conventions' message format (`role` and typed `parts`). A reasoning
+/// entry (Responses API) is the assistant's, its summaries `reasoning` parts.
 fn semconv_message(m: &Json) -> Json {
+    if m["role"] == "reasoning" {
+        return json!({ "role": "assistant", "parts": reasoning_parts(m) });
+    }
     let role = m["role"].as_str().unwrap_or("user");
     let mut parts = Vec::new();
     if let Some(text) = m["content"].as_str() {
