@@ -68,3 +68,80 @@ fn anything_but_yes_stops_for_confirmation() {
     assert!(screen.contains("needs_confirmation"), "{screen}");
     assert!(!screen.contains("Refunded"), "{screen}");
 }
+
+/// The pid of `parent`'s first child process (toolrun under `script`).
+fn child_of(parent: u32) -> Option<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).ok()?;
+    tasks.flatten().find_map(|t| {
+        std::fs::read_to_string(t.path().join("children"))
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// Issue 36 §19: the y/N prompt blocked the run's only thread, so SIGTERM went unseen (or, before
+/// the run had awaited anything, killed it with no trace). A signal at the prompt now ends the
+/// run as anywhere else: trace written, stop reason `interrupted`, exit 143.
+#[test]
+fn sigterm_at_the_prompt_ends_the_run_with_its_trace() {
+    use std::io::Read;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = support::temp_dir("interactive-sigterm");
+    let trace = dir.join("t.json");
+    let command = format!(
+        "{} run specs/guardrails.yaml --query 'Refund order 42' --trace {}",
+        env!("CARGO_BIN_EXE_toolrun"),
+        trace.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("`script` runs (util-linux)");
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut screen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            screen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&screen).contains("[y/N]") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the prompt appears");
+    let toolrun = child_of(child.id()).expect("toolrun runs under script");
+    let status = Command::new("kill")
+        .args(["-TERM", &toolrun.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the run did not end on SIGTERM at the prompt"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(child.stdin.take());
+    assert_eq!(code, Some(143));
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(t["stop_reason"], "interrupted", "{t:#}");
+}

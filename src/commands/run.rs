@@ -51,7 +51,11 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
         super::live_text::LiveText::attach(events, &registry, &model.name, on_terminal)
     });
     let approved_interactively = Arc::new(Mutex::new(Vec::<String>::new()));
-    let confirm_prompt = terminal_prompt(redactor.clone(), approved_interactively.clone());
+    let confirm_prompt = terminal_prompt(
+        redactor.clone(),
+        approved_interactively.clone(),
+        signals.stop.clone(),
+    );
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let mut opts = setup.run_options(&args.query, &model.name);
     if interactive {
@@ -138,6 +142,7 @@ fn previous_exchanges(
 fn terminal_prompt(
     redactor: Redactor,
     approved: Arc<Mutex<Vec<String>>>,
+    stop: crate::setup::Interrupt,
 ) -> impl Fn(&str, &serde_json::Value) -> bool + Send + Sync {
     move |name: &str, arguments: &serde_json::Value| -> bool {
         let mut err = std::io::stderr();
@@ -149,6 +154,12 @@ fn terminal_prompt(
         );
         let _ = err.flush();
         let mut answer = String::new();
+        // The read blocks the run's only thread: a signal must end the wait, or SIGTERM would
+        // go unseen until someone answers (issue 36 §19).
+        if !stdin_ready_unless(&stop) {
+            let _ = writeln!(err);
+            return false;
+        }
         let yes = std::io::stdin().read_line(&mut answer).is_ok()
             && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes");
         if yes {
@@ -158,6 +169,34 @@ fn terminal_prompt(
         }
         yes
     }
+}
+
+/// Waits until stdin has something to read (true) or a signal stopped the run (false).
+#[cfg(unix)]
+fn stdin_ready_unless(stop: &crate::setup::Interrupt) -> bool {
+    use std::sync::atomic::Ordering;
+    while !stop.load(Ordering::SeqCst) {
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, valid for the call. A short timeout covers a signal that lands
+        // between the check above and the poll.
+        let ready = unsafe { libc::poll(&mut fd, 1, 100) };
+        if ready > 0 {
+            return true;
+        }
+        if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(not(unix))]
+fn stdin_ready_unless(_: &crate::setup::Interrupt) -> bool {
+    true
 }
 
 fn build_fixture(

@@ -373,6 +373,17 @@ impl<'a> Engine<'a> {
         if opts.confirmer.is_some_and(|ask| ask(&call.name, args)) {
             return Ok(());
         }
+        // A prompt a signal ended is no answer: the run was interrupted (issue 36 §19).
+        if opts
+            .interrupted
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+        {
+            return Err(Stop::new(
+                StopReason::Interrupted,
+                "the run was interrupted".to_string(),
+            ));
+        }
         st.pending = Some(PendingCall {
             id: call.id.clone(),
             name: call.name.clone(),
