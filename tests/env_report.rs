@@ -49,7 +49,8 @@ fn the_json_document_adds_the_environment_beside_the_diagnostics() {
         github["hosts"],
         serde_json::json!(["models.example.net:443"])
     );
-    // A secret in a body may follow a 307 to any allowed host; one only in headers may not.
+    // A secret in a body goes to the tool's own host only: a redirect to another origin that
+    // would repeat it is refused (issue 36), as one in headers is dropped.
     let hosts_of = |name: &str| {
         doc["environment"]
             .as_array()
@@ -64,8 +65,8 @@ fn the_json_document_adds_the_environment_beside_the_diagnostics() {
         serde_json::json!(["notes.example.com"])
     );
     assert_eq!(
-        hosts_of("PAYMENTS_KEY").as_array().map(Vec::len),
-        Some(4),
+        hosts_of("PAYMENTS_KEY"),
+        serde_json::json!(["payments.example.com:8443"]),
         "{doc}"
     );
 }

@@ -1047,3 +1047,68 @@ fn calls_at_once_get_a_connection_each() {
     });
     assert_eq!(server.connections(), 2);
 }
+
+/// Issue 36: a 307 or 308 repeats the request body. Headers holding a secret were dropped when
+/// a redirect changed origin, but a body rendered from `{{ secrets.NAME }}` went on to the
+/// other (allowed) origin; now such a redirect is refused, naming where it led.
+#[test]
+fn a_body_holding_a_secret_is_not_repeated_to_another_origin() {
+    let other = TestServer::start(|req| Response::json(200, json!({"got": req.text()})));
+    let away = other.url("/landing");
+    let server = TestServer::start(move |req| match req.path.as_str() {
+        "/307" => Response::redirect(307, &away),
+        "/308" => Response::redirect(308, &away),
+        "/same" => Response::redirect(307, "/landing"),
+        _ => Response::json(200, json!({"here": req.text()})),
+    });
+    let allow = vec![server.addr().to_string(), other.addr().to_string()];
+    let tool = |path: &str, body: &str| {
+        format!(
+            "request: {{ method: POST, url: \"{}{path}\", headers: {{ Authorization: \"Bearer {{{{ secrets.API_KEY }}}}\" }}, body_text: \"{body}\" }}",
+            server.base_url()
+        )
+    };
+    for status in ["307", "308"] {
+        let tool = tool(&format!("/{status}"), "key={{ secrets.API_KEY }}");
+        let trace = Spec {
+            allow: allow.clone(),
+            tool: &tool,
+            calls: "{ name: t, arguments: {} }",
+            then: "",
+        }
+        .run();
+        let e = error(&trace);
+        assert_eq!(e["kind"], "denied", "{e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains(&other.url("/landing")), "{e}");
+        assert!(message.contains("`API_KEY`"), "{e}");
+        assert!(message.contains(status), "{e}");
+        assert_eq!(
+            e["details"]["redirected_from"],
+            server.url(&format!("/{status}"))
+        );
+    }
+    assert!(other.requests().is_empty(), "{:?}", other.requests());
+
+    // The same origin gets the body again; another one gets a body without a secret (the
+    // header that holds one is dropped).
+    let tool_same = tool("/same", "key={{ secrets.API_KEY }}");
+    let plain = tool("/307", "plain");
+    for (tool, want) in [
+        (&tool_same, json!({"here": "key=***"})),
+        (&plain, json!({"got": "plain"})),
+    ] {
+        let trace = Spec {
+            allow: allow.clone(),
+            tool,
+            calls: "{ name: t, arguments: {} }",
+            then: "",
+        }
+        .run();
+        assert_eq!(result(&trace), &want);
+    }
+    let reached = other.requests();
+    assert_eq!(reached.len(), 1);
+    assert_eq!(reached[0].header("authorization"), None);
+    assert!(!reached[0].text().contains(SECRET));
+}

@@ -47,25 +47,11 @@ pub(crate) fn collect(registry: &Registry, source: &Source) -> Vec<EnvUse> {
         match &t.kind {
             ToolKind::Http(h) => {
                 let hosts = http_hosts(registry, &h.origin);
-                // A 307 or 308 repeats the body to the host it names, any allowed one (headers
-                // holding a secret are dropped when a redirect changes origin; the body is not).
-                let in_body = match (&h.body, &h.body_text) {
-                    _ if h.max_redirects == 0 => Vec::new(),
-                    (Some(tv), _) => {
-                        let mut ids = Vec::new();
-                        registry.templates.ids_of(tv, &mut ids);
-                        registry.templates.secrets_named(ids)
-                    }
-                    (None, Some(id)) => registry.templates.secrets_named([id]),
-                    (None, None) => Vec::new(),
-                };
-                let redirected = Hosts::Listed(allowed(registry));
+                // A redirect to another origin repeats no secret: headers holding one are
+                // dropped, and a body rendered from one is not sent on (the call fails).
                 for name in &h.secrets {
                     if let Some(u) = out.iter_mut().find(|u| &u.variable == name) {
                         u.used(("tool", t.name.clone()), &hosts);
-                        if in_body.contains(name) {
-                            u.used(("tool", t.name.clone()), &redirected);
-                        }
                     }
                 }
             }
@@ -141,28 +127,6 @@ fn http_hosts(registry: &Registry, origin: &UrlOrigin) -> Hosts {
         ),
         _ => "a host the URL's template decides".to_string(),
     })
-}
-
-/// Every host an HTTP request or redirect may reach: the allow-list, else the hosts written in
-/// the spec's URLs (as `tools::http::allowed_hosts` works it out).
-fn allowed(registry: &Registry) -> Vec<String> {
-    if !registry.policy.allow_hosts.is_empty() {
-        return registry.policy.allow_hosts.iter().map(rule).collect();
-    }
-    let servers = registry.wildcards.iter().map(|w| &w.server);
-    registry
-        .tools
-        .iter()
-        .filter_map(|t| match &t.kind {
-            ToolKind::Http(h) => match &h.origin {
-                UrlOrigin::Literal(Some(r)) => Some(rule(r)),
-                _ => None,
-            },
-            ToolKind::Mcp(m) => m.server.host.as_ref().map(rule),
-            _ => None,
-        })
-        .chain(servers.filter_map(|s| s.host.as_ref().map(rule)))
-        .collect()
 }
 
 /// A server's headers go to its host; a stdio server's `env:` to the program it starts.

@@ -5,6 +5,7 @@
 //! Retries and redirects live here rather than in `net::Transport`, so a recording transport
 //! sees (and a replaying one answers) every single exchange.
 
+mod redirect;
 mod request;
 
 use super::{ErrorKind, HttpCall, Output, ToolEnv, ToolError};
@@ -16,6 +17,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use redirect::SecretBody;
 pub(crate) use request::prepare;
 use request::prepare_parsed;
 
@@ -165,6 +167,8 @@ enum Outcome<'u> {
         url: url::Url,
         from: url::Url,
     },
+    /// A redirect to another origin that would repeat a body rendered from a secret.
+    SecretBody(SecretBody),
 }
 
 impl Call<'_, '_> {
@@ -313,6 +317,20 @@ impl Call<'_, '_> {
                 });
             }
             if next.origin() != url.origin() {
+                // A 307 or 308 (or a 301 or 302 of a PUT) repeats the body; one rendered from a
+                // secret was meant for the first origin as much as an Authorization header is,
+                // and unlike a header it cannot be dropped without changing the request.
+                if req.body.is_some() {
+                    let secrets = self.body_secrets();
+                    if !secrets.is_empty() {
+                        return Outcome::SecretBody(SecretBody {
+                            url: next,
+                            from: url.into_owned(),
+                            status: resp.status,
+                            secrets,
+                        });
+                    }
+                }
                 // Credentials were meant for the first host only, whatever the header is called.
                 let redactor = self.env.secrets.redactor();
                 req.headers.retain(|(k, v)| {
@@ -442,6 +460,7 @@ impl Call<'_, '_> {
                 }
                 Err(e)
             }
+            Outcome::SecretBody(refused) => Err(self.secret_body(&refused, attempts)),
             Outcome::Net { error, method, url } => {
                 let method = method.as_str();
                 let d = with_note(self.details(method, &url, attempts));
