@@ -287,6 +287,10 @@ codes! {
         "A `kind: mcp` entry imports every tool of its server (`tools: \"*\"`).",
         "`check` never contacts a server, so it cannot know which tools the entry brings in, nor their input schemas: a tool name in `policy`, a test or a script that refers to one of them is not checked (a typo passes `check` and fails the run), and a new tool the server adds is offered to the model without review.",
         "tools:\n  notes:\n    kind: mcp\n    url: https://mcp.example.com/mcp\n    tools: \"*\"", "tools:\n  notes:\n    kind: mcp\n    url: https://mcp.example.com/mcp\n    tools: [search_notes, read_note]";
+    W115 Warning, "`env:` needs `--allow-env`",
+        "A stdio MCP server's `env:` sets a variable that chooses what code the program runs or where it finds it (a loader's, an interpreter's or a package manager's: `LD_PRELOAD`, `NODE_OPTIONS`, `PYTHONPATH`, `PATH`, ...).",
+        "A run refuses to start the server unless the person running toolrun names the variable with `--allow-env NAME`: a spec from elsewhere must not choose the code an allowed program runs.",
+        "command: [node, server.js]\nenv: {NODE_OPTIONS: \"--require ./hook.js\"}", "command: [node, server.js]\nenv: {API_KEY: \"{{ secrets.API_KEY }}\"}  # or run with --allow-env NODE_OPTIONS";
 }
 
 pub(crate) fn find(code: &str) -> Option<&'static CodeInfo> {

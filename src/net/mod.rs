@@ -3,6 +3,7 @@
 
 use crate::redact::Redactor;
 pub(crate) mod decode;
+pub(crate) mod exec_env;
 mod plain;
 pub(crate) mod retry;
 

@@ -244,6 +244,19 @@ fn stdio_env(obj: &Obj, ctx: &mut Ctx) -> Vec<(String, crate::templates::Templat
             );
             continue;
         }
+        // The run refuses it unless the person running toolrun names it; `check` cannot know
+        // the command line, so it says so before a run does.
+        if crate::net::exec_env::chooses_code(&k.name) {
+            ctx.d.push(
+                Diagnostic::new(
+                    Code::W115,
+                    format!("`env:` sets `{}`, which chooses what code the server runs: a run refuses to start the server unless `--allow-env {}` is given", k.name, k.name),
+                )
+                .at(k.span)
+                .label("refused without --allow-env")
+                .help(format!("remove `{}` from `env:`, or run with `--allow-env {}` if you trust what it points to", k.name, k.name)),
+            );
+        }
         let text = match &v.value {
             Value::Str(s) => s.clone(),
             Value::Int(i) => i.to_string(),
