@@ -37,11 +37,8 @@ fn a_tool_loop_carries_reasoning_back_unchanged_and_in_order() {
         Response::json(200, first.clone()),
         Response::json(200, second),
     ]);
-    let out = run_json(
-        &fake.spec_file("", ""),
-        Some(KEY),
-        "How far apart are MSFT and AAPL?",
-    );
+    let spec = fake.spec_file("    reasoning: { summary: auto }", "");
+    let out = run_json(&spec, Some(KEY), "How far apart are MSFT and AAPL?");
     out.assert_success();
     assert_eq!(fake.violations(), Vec::<String>::new());
     let trace = out.json();
@@ -224,6 +221,8 @@ fn rate_limits_are_retried_and_a_rejected_key_is_masked() {
     let out = run_json(&fake.spec_file("", ""), Some(KEY), "hi");
     out.assert_success();
     assert_eq!(fake.requests().len(), 2);
+    // A model that does not reason is not asked for encrypted reasoning (gpt-4o refuses it).
+    assert!(fake.bodies()[0].get("include").is_none());
 
     let fake = Fake::responses(vec![]);
     let out = run_json(&fake.spec_file("", ""), Some("sk-wrong-secret-key"), "hi");

@@ -115,6 +115,13 @@ pub(crate) fn build_request(
             body.insert("parallel_tool_calls".into(), json!(p));
         }
     }
+    knobs(&mut body, settings);
+    live::merge_extra_body(&mut body, settings);
+    Value::Object(body)
+}
+
+/// The model's settings over the request: sampling, limits, reasoning and statelessness.
+fn knobs(body: &mut Map<String, Value>, settings: &LiveModel) {
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));
     }
@@ -131,7 +138,11 @@ pub(crate) fn build_request(
         }
         body.insert("reasoning".into(), Value::Object(knobs));
     }
-    body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    // Only for a model that reasons: gpt-4o and gpt-4.1 refuse it ("Encrypted content is not
+    // supported with this model"). `extra_body: { include: [...] }` decides otherwise.
+    if reasons(settings) && !settings.extra_body.contains_key("include") {
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
     // Stateless unless the spec says otherwise: nothing is kept at the provider, and the
     // encrypted reasoning travels with the conversation instead.
     if !settings.extra_body.contains_key("store") {
@@ -140,8 +151,17 @@ pub(crate) fn build_request(
     if settings.stream {
         body.insert("stream".into(), json!(true));
     }
-    live::merge_extra_body(&mut body, settings);
-    Value::Object(body)
+}
+
+/// Whether to ask for encrypted reasoning: the spec set `reasoning:`, or the model is one of
+/// OpenAI's reasoning families (o-series, gpt-5), possibly behind a `provider/` prefix.
+fn reasons(settings: &LiveModel) -> bool {
+    let name = settings.model.rsplit('/').next().unwrap_or("");
+    let family = |p: &str| {
+        name.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.']))
+    };
+    settings.reasoning.is_some() || ["o1", "o3", "o4", "gpt-5"].iter().any(|p| family(p))
 }
 
 /// Sent explicitly, `auto` included, as for Chat Completions: bridges to servers that ignore
@@ -442,6 +462,27 @@ mod tests {
         assert_eq!(body["instructions"], "Be brief.");
         // `store` from `extra_body` replaces toolrun's `false`.
         assert_eq!(body["store"], true);
+    }
+
+    #[test]
+    fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
+        let mut settings = settings_at(SPEC, "http://127.0.0.1:1/v1".into());
+        for (model, asked) in [
+            ("o4-mini", true),
+            ("openai/o3", true),
+            ("gpt-5", true),
+            ("gpt-5.1-codex", true),
+            ("gpt-4o", false),
+            ("gpt-4.1-mini", false),
+            ("o1x", false),
+            ("smollm2", false),
+        ] {
+            settings.model = model.into();
+            assert_eq!(reasons(&settings), asked, "{model}");
+        }
+        settings.model = "gpt-4o".into();
+        settings.reasoning = Some(Default::default());
+        assert!(reasons(&settings));
     }
 
     #[test]
