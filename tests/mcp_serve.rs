@@ -2478,3 +2478,60 @@ fn serve_exits_1_when_its_recording_cannot_be_written() {
     assert!(stderr.contains("cannot write the recording"), "{stderr}");
     assert!(!stderr.contains("serving"), "{stderr}");
 }
+
+/// Whether `pid` has a handler for SIGTERM (`SigCgt` in `/proc/PID/status`, bit 15).
+#[cfg(target_os = "linux")]
+fn catches_sigterm(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (15 - 1)) != 0)
+}
+
+/// A stdio `serve` listens for SIGTERM before its client initializes, and ends cleanly on it:
+/// the handler used to be registered only once the session ran, so a SIGTERM before then took
+/// the default action (and one between the HTTP address's announcement and the first poll did
+/// too, leaving the stdio servers it had started behind).
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_ends_a_stdio_serve_whose_client_has_not_initialized() {
+    let mut child = support::toolrun()
+        .arg("serve")
+        .arg(example())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !catches_sigterm(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve never listened for SIGTERM while waiting for initialize"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve did not end on SIGTERM before initialize");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .map(|mut e| e.read_to_string(&mut stderr));
+    assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
+}

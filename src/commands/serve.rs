@@ -62,6 +62,12 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     };
     schedule(args.scheduling);
     let rt = crate::setup::runtime();
+    // Listening for SIGTERM from here on: one that came between announcing the address and
+    // polling took the default action, and the stdio servers started below were left running.
+    let stop = {
+        let _entered = rt.enter();
+        crate::setup::shutdown()
+    };
     // Remote MCP tools are listed and checked before a client sees `tools/list`, which then
     // carries their servers' descriptions and schemas; a missing tool is an error here.
     if let Err(why) = rt.block_on(crate::mcp_server::connect_remote(&registry, &setup)) {
@@ -82,30 +88,10 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     served.registry.name,
                     crate::mcp_server::http::ENDPOINT
                 );
-                let stop = crate::setup::shutdown();
                 crate::mcp_server::http::serve(served.clone(), listener, token, bounds, stop).await;
                 Ok(())
             }
-            None => {
-                let running = ServedSession::new(&served)
-                    .serve(rmcp::transport::stdio())
-                    .await
-                    .map_err(|e| format!("the MCP client did not initialize the session: {e}"))?;
-                let cancel = running.cancellation_token();
-                let stopped = tokio::select! {
-                    _ = running.waiting() => false,
-                    _ = crate::setup::shutdown() => true,
-                };
-                // Calls still running end first (for a few seconds at most), so that their
-                // answers go out and a recording has them; those that do not are cut off.
-                served.calls_end(std::time::Duration::from_secs(3)).await;
-                served.cut_off();
-                served.calls_end(std::time::Duration::from_secs(1)).await;
-                if stopped {
-                    cancel.cancel();
-                }
-                Ok(())
-            }
+            None => serve_stdio(&served, stop).await,
         }
     });
     // Whatever ended the session, the recording says it ended, before the remote servers are
@@ -249,4 +235,37 @@ fn schedule(policy: crate::cli::Scheduling) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = policy;
+}
+
+/// One MCP session over stdin and stdout, until the client leaves or a signal comes.
+async fn serve_stdio(
+    served: &Arc<Served>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let mut stop = std::pin::pin!(stop);
+    // A signal while the client has not yet initialized ends the server too: the
+    // handlers are registered, so nothing else would.
+    // Boxed: rmcp's session future is deep enough that selecting on it inline overflows the
+    // compiler's layout query depth.
+    let starting = Box::pin(ServedSession::new(served).serve(rmcp::transport::stdio()));
+    let running = tokio::select! {
+        r = starting => r.map_err(
+            |e| format!("the MCP client did not initialize the session: {e}"),
+        )?,
+        _ = &mut stop => return Ok(()),
+    };
+    let cancel = running.cancellation_token();
+    let stopped = tokio::select! {
+        _ = running.waiting() => false,
+        _ = &mut stop => true,
+    };
+    // Calls still running end first (for a few seconds at most), so that their
+    // answers go out and a recording has them; those that do not are cut off.
+    served.calls_end(std::time::Duration::from_secs(3)).await;
+    served.cut_off();
+    served.calls_end(std::time::Duration::from_secs(1)).await;
+    if stopped {
+        cancel.cancel();
+    }
+    Ok(())
 }
