@@ -486,7 +486,11 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-pub(crate) fn check_keys(obj: &serde_json::Map<String, Value>, allowed: &[&str], what: &str) -> Check {
+pub(crate) fn check_keys(
+    obj: &serde_json::Map<String, Value>,
+    allowed: &[&str],
+    what: &str,
+) -> Check {
     match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => fail(format!("{what}: unrecognized argument `{k}`")),
         None => Ok(()),

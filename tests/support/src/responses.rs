@@ -168,11 +168,13 @@ fn check_input(items: &[Value], store: bool) -> Check {
     let mut open_calls: Vec<String> = Vec::new();
     let mut answered: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let kind = item["type"].as_str().unwrap_or(if item.get("role").is_some() {
-            "message"
-        } else {
-            ""
-        });
+        let kind = item["type"]
+            .as_str()
+            .unwrap_or(if item.get("role").is_some() {
+                "message"
+            } else {
+                ""
+            });
         match kind {
             "message" => {
                 let role = item["role"].as_str().unwrap_or("");
@@ -180,13 +182,17 @@ fn check_input(items: &[Value], store: bool) -> Check {
                     return fail(format!("input[{i}].role: invalid role `{role}`"));
                 }
                 if !(item["content"].is_string() || item["content"].is_array()) {
-                    return fail(format!("input[{i}].content: a string or parts are required"));
+                    return fail(format!(
+                        "input[{i}].content: a string or parts are required"
+                    ));
                 }
             }
             "function_call" => {
                 let id = item["call_id"].as_str().unwrap_or("");
                 if id.is_empty() || !item["name"].is_string() || !item["arguments"].is_string() {
-                    return fail(format!("input[{i}]: a function_call needs call_id, name and arguments (a string)"));
+                    return fail(format!(
+                        "input[{i}]: a function_call needs call_id, name and arguments (a string)"
+                    ));
                 }
                 open_calls.push(id.to_string());
             }
