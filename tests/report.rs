@@ -791,3 +791,78 @@ fn the_page_written_as_it_is_made_is_whole_on_stdout_and_in_a_file() {
     // before.json: 2 tests once; after.json: 2 tests twice.
     assert_eq!(attempts, 6, "{data:#}");
 }
+
+/// Issue 36 §19: `report` held every results file at once (100 files of 500 MB in all peaked
+/// at 4.9 GB). It reads them in two passes, one file at a time, so its peak memory follows the
+/// largest file, not the sum: eight files of 15 MB stay well below their 120 MB together (all
+/// at once peaked near 2.4 times the sum).
+#[cfg(target_os = "linux")]
+#[test]
+fn report_memory_follows_the_largest_file_not_the_sum() {
+    let dir = two_runs();
+    // 2 attempts × 7.5 MB of answer a file.
+    let big = "0123456789abcdef".repeat(7_500_000 / 16);
+    let mut names = Vec::new();
+    let mut sum = 0;
+    for n in 0..8 {
+        let name = format!("big{n}.json");
+        edited(&dir, "after.json", &name, &|doc| {
+            for test in doc["tests"].as_array_mut().into_iter().flatten() {
+                for a in test["attempts"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                    .take(1)
+                {
+                    a["answer"] = serde_json::Value::String(format!("{n}{big}"));
+                }
+            }
+        });
+        sum += std::fs::metadata(dir.join(&name)).map_or(0, |m| m.len());
+        names.push(name);
+    }
+    assert!(sum > 100_000_000, "the inputs are {sum} bytes");
+    for format in ["html", "markdown"] {
+        let mut cmd = support::toolrun();
+        cmd.current_dir(&dir)
+            .args(["report", "--format", format, "-o", format])
+            .args(&names)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // Reaped by `wait4` below, which also gives its peak memory.
+        #[allow(clippy::zombie_processes)]
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
+        // This child's own peak (`ru_maxrss`, KiB), however short its life.
+        let mut status = 0;
+        // SAFETY: an all-zero `rusage` is valid; `wait4` writes it and `status` for our child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+        assert_eq!(pid, child.id() as i32, "wait4 failed");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{format}: status {status}"
+        );
+        let peak = usage.ru_maxrss as u64 * 1024;
+        eprintln!("{format}: peak {peak} bytes for {sum} bytes of results");
+        assert!(
+            peak < sum,
+            "{format}: peak RSS {peak} bytes, inputs {sum} bytes in all"
+        );
+    }
+    // The attempts were spooled next to the page, in a file that left no name behind.
+    let left: Vec<String> = std::fs::read_dir(&*dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".spool") || n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let page = std::fs::read_to_string(dir.join("html")).unwrap_or_default();
+    for n in 0..8 {
+        assert!(
+            page.contains(&format!("{n}0123456789abcdef")),
+            "big{n}.json's answer"
+        );
+    }
+}

@@ -6,23 +6,13 @@ use crate::report;
 use std::io::Write;
 
 pub(crate) fn run(args: ReportArgs) -> i32 {
-    let mut inputs = match report::load(&args.results) {
+    let (inputs, loaded, problems) = match inputs(&args) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("error: {}", crate::term::visible_line(&e));
             return exit::USAGE;
         }
     };
-    let mut problems = Vec::new();
-    if args.merge {
-        let label = format!("merged ({} shards)", inputs.len());
-        let merged = crate::merge::merge(inputs.into_iter().map(|i| (i.path, i.results)).collect());
-        problems = merged.problems;
-        inputs = vec![report::Input {
-            path: label,
-            results: merged.results,
-        }];
-    }
     let redactor = report::redactor(&inputs);
     let mut built = report::build(inputs);
     for p in &problems {
@@ -31,9 +21,29 @@ pub(crate) fn run(args: ReportArgs) -> i32 {
     built.notes.extend(problems);
     // The page is written as it is made; the summary is small.
     let written = match args.format {
-        ReportOutput::Html => write(args.output.as_deref(), &mut |w| {
-            report::html::render_to(&built, &redactor, w)
-        }),
+        ReportOutput::Html => {
+            // Each file read again, its attempts spooled, before a byte of the page is written.
+            let spooled = match &loaded {
+                Some(l) => match report::stream::spool(l, &built, &redactor, &spool_dir(&args)) {
+                    Ok(s) => Ok(Some(s)),
+                    Err(report::stream::SpoolError::Input(e)) => {
+                        eprintln!("error: {}", crate::term::visible_line(&e));
+                        return exit::USAGE;
+                    }
+                    Err(report::stream::SpoolError::Io(e)) => Err(e),
+                },
+                None => Ok(None),
+            };
+            spooled.and_then(|mut spool| {
+                write(args.output.as_deref(), &mut |w| {
+                    let mut copy = spool
+                        .as_mut()
+                        .map(|s| move |r, c, w: &mut dyn Write| s.copy(r, c, w));
+                    let attempts = copy.as_mut().map(|c| c as report::html::Attempts);
+                    report::html::render_to(&built, &redactor, attempts, w)
+                })
+            })
+        }
         ReportOutput::Markdown => {
             let text = report::markdown::render(&built, &redactor);
             write(args.output.as_deref(), &mut |w| {
@@ -71,6 +81,43 @@ pub(crate) fn run(args: ReportArgs) -> i32 {
         );
     }
     exit::SUCCESS
+}
+
+/// The files to report on: read whole and merged into one with `--merge` (the merged column's
+/// attempts come from every shard), else in the first of two passes (`report::stream`).
+#[allow(clippy::type_complexity)]
+fn inputs(
+    args: &ReportArgs,
+) -> Result<
+    (
+        Vec<report::Input>,
+        Option<report::stream::Loaded>,
+        Vec<String>,
+    ),
+    String,
+> {
+    if !args.merge {
+        let mut loaded = report::stream::load(&args.results)?;
+        let inputs = std::mem::take(&mut loaded.inputs);
+        return Ok((inputs, Some(loaded), Vec::new()));
+    }
+    let inputs = report::load(&args.results)?;
+    let label = format!("merged ({} shards)", inputs.len());
+    let merged = crate::merge::merge(inputs.into_iter().map(|i| (i.path, i.results)).collect());
+    let inputs = vec![report::Input {
+        path: label,
+        results: merged.results,
+    }];
+    Ok((inputs, None, merged.problems))
+}
+
+/// Next to the page, or the system's temporary folder when it goes to stdout.
+fn spool_dir(args: &ReportArgs) -> std::path::PathBuf {
+    match args.output.as_deref().and_then(std::path::Path::parent) {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        Some(_) => std::path::PathBuf::from("."),
+        None => std::env::temp_dir(),
+    }
 }
 
 /// To `path` atomically (nothing is left when `fill` fails), or to stdout.

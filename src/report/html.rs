@@ -64,7 +64,7 @@ fn put_json<T: serde::Serialize>(
 #[cfg(test)]
 pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
     let mut out = Vec::new();
-    let _ = render_to(report, redactor, &mut out);
+    let _ = render_to(report, redactor, None, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -72,9 +72,12 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
 /// string, then copied into the page, held a report of 500 MB of results several times over).
 /// The data block is the report's JSON, written a part at a time, each masked and checked for
 /// secrets before it is written: the same bytes as the whole document written at once.
+/// With `attempts`, each cell's attempts are written by it (`stream::Spool::copy`: the report's
+/// own are then only what the summary reads); without, they are the report's.
 pub(crate) fn render_to(
     report: &Report,
     redactor: &Redactor,
+    mut attempts: Option<Attempts>,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
     let script_hash =
@@ -112,7 +115,10 @@ script-src 'sha256-{script_hash}'; img-src data:; base-uri 'none'; form-action '
         if i > 0 {
             w.write_all(b",")?;
         }
-        put_json(w, redactor, row)?;
+        match attempts.as_deref_mut() {
+            Some(attempts) => put_row(w, redactor, row, i, attempts)?,
+            None => put_json(w, redactor, row)?,
+        }
     }
     w.write_all(b"],\"comparisons\":")?;
     put_json(w, redactor, &report.comparisons)?;
@@ -124,6 +130,54 @@ script-src 'sha256-{script_hash}'; img-src data:; base-uri 'none'; form-action '
         redactor,
         &format!("</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"),
     )
+}
+
+/// Writes the attempts of the cell at (row, column), as JSON, masked and checked.
+pub(crate) type Attempts<'a> =
+    &'a mut dyn FnMut(usize, usize, &mut dyn Write) -> std::io::Result<()>;
+
+/// A row as serde writes it, each cell's attempts written by `attempts`.
+fn put_row(
+    w: &mut dyn Write,
+    redactor: &Redactor,
+    row: &super::Row,
+    index: usize,
+    attempts: &mut dyn FnMut(usize, usize, &mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    w.write_all(b"{\"spec\":")?;
+    put_json(w, redactor, &row.spec)?;
+    w.write_all(b",\"name\":")?;
+    put_json(w, redactor, &row.name)?;
+    w.write_all(b",\"query\":")?;
+    put_json(w, redactor, &row.query)?;
+    w.write_all(b",\"cells\":[")?;
+    for (column, cell) in row.cells.iter().enumerate() {
+        if column > 0 {
+            w.write_all(b",")?;
+        }
+        let Some(cell) = cell else {
+            w.write_all(b"null")?;
+            continue;
+        };
+        let mut v = serde_json::to_value(cell).unwrap_or(serde_json::Value::Null);
+        if let Some(fields) = v.as_object_mut() {
+            // In its place (the map keeps serde's order): `attempts` is the cell's last field.
+            fields.insert("attempts".into(), serde_json::Value::Array(Vec::new()));
+        }
+        redactor.value(&mut v);
+        let text = script_safe_json(&v);
+        let Some(head) = text.strip_suffix("[]}") else {
+            return Err(std::io::Error::other(
+                "a report cell did not end with its attempts",
+            ));
+        };
+        put(w, redactor, head)?;
+        attempts(index, column, w)?;
+        w.write_all(b"}")?;
+    }
+    w.write_all(b"],\"failing\":")?;
+    put_json(w, redactor, &row.failing)?;
+    w.write_all(b"}")
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub(crate) mod charts;
 pub(crate) mod html;
 pub(crate) mod markdown;
+pub(crate) mod stream;
 
 pub(crate) use crate::compare::Change;
 use crate::redact::Redactor;

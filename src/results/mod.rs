@@ -565,6 +565,12 @@ impl Results {
     /// results document (a trace or a fixture given by mistake), or a version this toolrun
     /// does not know.
     pub(crate) fn load(path: &Path) -> Result<Results, String> {
+        Results::load_with_digest(path).map(|(r, _)| r)
+    }
+
+    /// [`Results::load`], with the SHA-256 of the bytes it read: `report` reads each file
+    /// twice and must know it read the same file both times.
+    pub(crate) fn load_with_digest(path: &Path) -> Result<(Results, [u8; 32]), String> {
         // Like fixtures: a FIFO or `/dev/zero` given as a results file is refused, not read
         // until memory runs out.
         let bytes = crate::files::read_regular(path, MAX_RESULTS_BYTES).map_err(|e| match e {
@@ -576,7 +582,8 @@ impl Results {
                 path.display()
             ),
         })?;
-        Results::from_json(path, &bytes)
+        let digest: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(&bytes).into();
+        Results::from_json(path, &bytes).map(|r| (r, digest))
     }
 
     /// A results document from its bytes, checked as [`Results::load`] says. The bytes are
