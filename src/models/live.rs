@@ -57,6 +57,29 @@ pub(crate) fn key_header(
     })
 }
 
+/// The tools and how the model may use them, in a request of either OpenAI API (chat or
+/// Responses; `tool_choice` gives the API's shape). OpenAI rejects `tools: []`, and
+/// `tool_choice` or `parallel_tool_calls` without tools: without tools all three are left out.
+pub(crate) fn insert_tools(
+    body: &mut serde_json::Map<String, Value>,
+    tools: Vec<Value>,
+    settings: &LiveModel,
+    messages: &[Message],
+    tool_choice: fn(&ToolChoice) -> Value,
+) {
+    if tools.is_empty() {
+        return;
+    }
+    body.insert("tools".into(), Value::Array(tools));
+    body.insert(
+        "tool_choice".into(),
+        tool_choice(effective_tool_choice(settings, messages)),
+    );
+    if let Some(p) = settings.parallel_tool_calls {
+        body.insert("parallel_tool_calls".into(), json!(p));
+    }
+}
+
 /// `required` and `{ tool: NAME }` hold until the model has called a tool; after that the
 /// choice is `auto`, or a forced call would repeat until a limit stops the run (the OpenAI
 /// Agents SDK resets it the same way).

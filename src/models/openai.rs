@@ -89,22 +89,11 @@ pub(crate) fn build_request(
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
     body.insert("messages".into(), Value::Array(wire));
-    let tools: Vec<Value> = registry
+    let tools = registry
         .callable_tools()
         .map(crate::registry::api_formats::openai)
         .collect();
-    // OpenAI rejects `tools: []`, and `tool_choice` or `parallel_tool_calls` without tools;
-    // without tools all three are left out.
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-        body.insert(
-            "tool_choice".into(),
-            tool_choice(live::effective_tool_choice(settings, messages)),
-        );
-        if let Some(p) = settings.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(p));
-        }
-    }
+    live::insert_tools(&mut body, tools, settings, messages, tool_choice);
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));
     }

@@ -101,20 +101,11 @@ pub(crate) fn build_request(
         body.insert("instructions".into(), json!(s));
     }
     body.insert("input".into(), Value::Array(input));
-    let tools: Vec<Value> = registry
+    let tools = registry
         .callable_tools()
         .map(crate::registry::api_formats::openai_responses)
         .collect();
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-        body.insert(
-            "tool_choice".into(),
-            tool_choice(live::effective_tool_choice(settings, messages)),
-        );
-        if let Some(p) = settings.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(p));
-        }
-    }
+    live::insert_tools(&mut body, tools, settings, messages, tool_choice);
     knobs(&mut body, settings);
     live::merge_extra_body(&mut body, settings);
     Value::Object(body)
