@@ -214,6 +214,12 @@ pub(crate) struct TestArgs {
     /// Run shard K of N (1-based), e.g. 2/4
     #[arg(long, value_name = "K/N")]
     pub(crate) partition: Option<String>,
+    /// Of each data test (`from:`), run N rows, drawn by --seed (the same N for the same seed)
+    #[arg(long, value_name = "N")]
+    pub(crate) sample: Option<u64>,
+    /// The seed --sample draws with (default 0)
+    #[arg(long, value_name = "S", requires = "sample")]
+    pub(crate) seed: Option<u64>,
     /// Let tests reach the network: live models and HTTP tools (offline by default)
     #[arg(long)]
     pub(crate) allow_network: bool,

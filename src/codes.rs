@@ -243,6 +243,18 @@ codes! {
         "A template reads the `secrets` map as a whole: prints it (`{{ secrets }}`), loops over it (`{% for k, v in secrets | items %}`), passes it to a filter, or picks a secret by a computed name (`secrets[args.which]`).",
         "The map holds every secret the spec declares, other tools' keys included: a request built from it sends them all to this tool's host. A template reaches only the secrets it names (`secrets.NAME`); at run time the others are not there, so such a template renders without them.",
         "headers:\n  X-Keys: \"{{ secrets }}\"", "headers:\n  Authorization: \"Bearer {{ secrets.WEATHER_KEY }}\"";
+    E047 Error, "test data file refused",
+        "A test's `from:` names a data file that does not exist, is not a regular file, lies outside the project (the folder holding `.git`, or `--root`), is neither `.csv` nor `.jsonl`, or whose header line cannot be read.",
+        "A test per row needs the rows: without the file there are no tests, and a path leaving the project would read files a spec from elsewhere should not see.",
+        "tests:\n  - {name: \"refund_{{ row.id }}\", query: \"{{ row.query }}\", from: data/missing.csv}", "tests:\n  - {name: \"refund_{{ row.id }}\", query: \"{{ row.query }}\", from: data/refunds.csv}";
+    E048 Error, "data test template names no column",
+        "A template of a test with `from:` names a column the data file does not have (a CSV header without it, no JSONL line with it), or is not a column of `row` at all (`{{ args.x }}`, a filter).",
+        "Every row would fail the same way: the mistake is in the spec, so `check` reports it once, at the template.",
+        "from: data/refunds.csv   # columns: id, query, amount\nexpect: {output_contains: \"{{ row.total }}\"}", "from: data/refunds.csv\nexpect: {output_contains: \"{{ row.amount }}\"}";
+    E049 Error, "data rows make the same test name",
+        "Two rows of a test's `from:` data file render the same `name:`, or a row's name is the name of another test of the spec.",
+        "Results, `--filter`, fixtures under `fixtures:` and baselines tell tests apart by name: two tests with one name would overwrite each other.",
+        "from: data/refunds.csv\nname: refund   # the same for every row", "from: data/refunds.csv\nname: \"refund_{{ row.id }}\"";
     W101 Warning, "missing or short description",
         "A tool has no description, or one under 10 characters.",
         "Models pick tools by their descriptions; a vague one leads to wrong calls.",
@@ -291,6 +303,10 @@ codes! {
         "A stdio MCP server's `env:` sets a variable that chooses what code the program runs or where it finds it (a loader's, an interpreter's or a package manager's: `LD_PRELOAD`, `NODE_OPTIONS`, `PYTHONPATH`, `PATH`, ...).",
         "A run refuses to start the server unless the person running toolrun names the variable with `--allow-env NAME`: a spec from elsewhere must not choose the code an allowed program runs.",
         "command: [node, server.js]\nenv: {NODE_OPTIONS: \"--require ./hook.js\"}", "command: [node, server.js]\nenv: {API_KEY: \"{{ secrets.API_KEY }}\"}  # or run with --allow-env NODE_OPTIONS";
+    W116 Warning, "data row that cannot become a test",
+        "A row of a test's `from:` data file is not data: a CSV row with more or fewer fields than the header, bytes that are not UTF-8, a JSONL line that is not a JSON object, or a row without a column the templates read that other rows have.",
+        "The row's test fails with the file, line and column; the other rows and tests still run, so one bad row in 10,000 does not hide the rest.",
+        "id,query,amount\n1,Refund order 1,20\n2,Refund order 2   # one field short", "id,query,amount\n1,Refund order 1,20\n2,Refund order 2,35";
 }
 
 pub(crate) fn find(code: &str) -> Option<&'static CodeInfo> {

@@ -6,6 +6,7 @@ mod models;
 mod schema_check;
 mod template_check;
 mod test_cases;
+mod test_data;
 mod tools;
 mod url_template;
 

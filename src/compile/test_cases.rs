@@ -17,107 +17,162 @@ pub(super) fn compile_tests(
     ctx: &mut Ctx,
 ) -> Vec<TestCase> {
     let mut out = Vec::new();
-    // By name: a spec with 10,000 tests must not compare every name with every other.
-    let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-    // Resolved `fixture:` paths: two tests recording into one file would each pass while
-    // recording, and the last writer would decide what both replay.
-    let mut fixtures = FixtureOwners::new();
-    let mut stems: std::collections::HashMap<String, (String, crate::diag::Span)> =
-        std::collections::HashMap::new();
-    for item in seq(node, "`tests`", &mut ctx.d).unwrap_or(&[]) {
-        let Some(obj) = Obj::new(item, "a test", keys::TEST, &mut ctx.d) else {
-            continue;
-        };
-        let Some(name) = obj.require_string("name", "a test", &mut ctx.d) else {
-            continue;
-        };
-        if let Some(line) = seen.get(&name.value) {
+    let mut names = Names {
+        models,
+        has_fixtures_dir,
+        seen: std::collections::HashMap::new(),
+        fixtures: FixtureOwners::new(),
+        stems: std::collections::HashMap::new(),
+    };
+    for (group, item) in seq(node, "`tests`", &mut ctx.d)
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        let from = Obj::peek(item, keys::TEST).and_then(|o| o.get("from"));
+        match from {
+            Some(from) => {
+                super::test_data::expand(item, from, group as u32, &mut names, &mut out, ctx)
+            }
+            None => out.extend(compile_test(item, &mut names, ctx)),
+        }
+    }
+    out
+}
+
+/// What the tests compiled so far claim: names, fixture paths, fixture file names.
+struct Names<'m> {
+    models: &'m [ModelDef],
+    has_fixtures_dir: bool,
+    /// Where each name was first given (by name: a spec with 10,000 tests must not compare
+    /// every name with every other): `line N` of the spec, or a data file's row.
+    seen: std::collections::HashMap<String, String>,
+    /// Resolved `fixture:` paths: two tests recording into one file would each pass while
+    /// recording, and the last writer would decide what both replay.
+    fixtures: FixtureOwners,
+    stems: std::collections::HashMap<String, (String, crate::diag::Span)>,
+}
+
+impl super::test_data::Compiler for Names<'_> {
+    fn compile(&mut self, item: &Node, ctx: &mut Ctx) -> Option<TestCase> {
+        compile_test(item, self, ctx)
+    }
+    fn seen(&mut self) -> &mut std::collections::HashMap<String, String> {
+        &mut self.seen
+    }
+}
+
+/// One test from its mapping (for a data test: one row's, rendered); `None` when it is too
+/// broken to run.
+fn compile_test(item: &Node, names: &mut Names, ctx: &mut Ctx) -> Option<TestCase> {
+    let obj = Obj::new(item, "a test", keys::TEST, &mut ctx.d)?;
+    let name = obj.require_string("name", "a test", &mut ctx.d)?;
+    // A data test's rows are checked for repeated names where the row is known.
+    if obj.get("from").is_none() {
+        if let Some(first) = names.seen.get(&name.value) {
             ctx.d.push(
                 Diagnostic::new(Code::E034, format!("test name `{}` is used twice", name.value))
                     .at(name.span)
-                    .help(format!("the first is at line {line}; test names must be unique so results can be told apart")),
+                    .help(format!("the first is at {first}; test names must be unique so results can be told apart")),
             );
         }
-        seen.entry(name.value.clone()).or_insert(name.span.line);
-        let fixture = obj.string("fixture", &mut ctx.d);
-        if has_fixtures_dir && fixture.is_none() {
-            shared_stem(&name, &mut stems, ctx);
-        }
-        let query = match (obj.string("query", &mut ctx.d), &fixture) {
-            (Some(q), _) => q.value,
-            (None, Some(_)) => String::new(),
-            (None, None) => {
-                ctx.d.push(crate::specfile::read::missing(
-                    item,
-                    "query",
-                    &format!("test `{}`", name.value),
-                ));
-                continue;
-            }
-        };
-        let model = obj.string("model", &mut ctx.d).and_then(|m| {
-            if models.iter().any(|d| d.name == m.value) {
-                Some(m.value)
-            } else {
-                ctx.d.push(
-                    Diagnostic::new(
-                        Code::E025,
-                        format!(
-                            "test `{}` names model `{}`, which is not in `models`",
-                            name.value, m.value
-                        ),
-                    )
-                    .at(m.span)
-                    .help(
-                        did_you_mean(&m.value, models.iter().map(|d| d.name.as_str()))
-                            .unwrap_or_else(|| "declare it under `models:`".into()),
-                    ),
-                );
-                None
-            }
-        });
-        // A fixture not recorded yet is that test's state, not an error in the spec: every other
-        // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
-        let fixture_path =
-            fixture.and_then(|f| unique_fixture_path(&f, &name.value, &mut fixtures, ctx));
-        let now_unix_ms =
-            obj.string("now", &mut ctx.d).and_then(
-                |n| match crate::builtins::datetime::now_unix_ms(Some(&n.value)) {
-                    Ok(ms) => Some(ms),
-                    Err(e) => {
-                        ctx.d.push(
-                            Diagnostic::new(Code::E007, format!("test `{}`: {e}", name.value))
-                                .at(n.span)
-                                .help("`now` is an RFC 3339 time, e.g. `2030-01-02T09:30:00Z`"),
-                        );
-                        None
-                    }
-                },
-            );
-        let approve = obj.string_list("approve", &mut ctx.d).unwrap_or_default();
-        for a in &approve {
-            if !ctx.tool_exists(&a.value) {
-                ctx.unknown_tool(a, "`approve`");
-            }
-        }
-        let faults = test_faults(&obj, ctx);
-        let expect = match obj.get("expect") {
-            Some(e) => compile_expect(e, models, ctx),
-            None => Expect::default(),
-        };
-        out.push(TestCase {
-            span: name.span,
-            name: name.value,
-            query,
-            model,
-            fixture: fixture_path,
-            now_unix_ms,
-            approve: approve.into_iter().map(|a| a.value).collect(),
-            faults,
-            expect,
-        });
+        names
+            .seen
+            .entry(name.value.clone())
+            .or_insert_with(|| format!("line {}", name.span.line));
     }
-    out
+    let fixture = obj.string("fixture", &mut ctx.d);
+    if names.has_fixtures_dir && fixture.is_none() {
+        shared_stem(&name, &mut names.stems, ctx);
+    }
+    let query = match (obj.string("query", &mut ctx.d), &fixture) {
+        (Some(q), _) => q.value,
+        (None, Some(_)) => String::new(),
+        (None, None) => {
+            ctx.d.push(crate::specfile::read::missing(
+                item,
+                "query",
+                &format!("test `{}`", name.value),
+            ));
+            return None;
+        }
+    };
+    let models = names.models;
+    let model = obj
+        .string("model", &mut ctx.d)
+        .and_then(|m| test_model(m, &name.value, models, ctx));
+    // A fixture not recorded yet is that test's state, not an error in the spec: every other
+    // test still runs, and `toolrun run SPEC --record PATH` works on this very spec.
+    let fixture_path =
+        fixture.and_then(|f| unique_fixture_path(&f, &name.value, &mut names.fixtures, ctx));
+    let now_unix_ms = obj
+        .string("now", &mut ctx.d)
+        .and_then(|n| test_now(&n, &name.value, ctx));
+    let approve = obj.string_list("approve", &mut ctx.d).unwrap_or_default();
+    for a in &approve {
+        if !ctx.tool_exists(&a.value) {
+            ctx.unknown_tool(a, "`approve`");
+        }
+    }
+    let faults = test_faults(&obj, ctx);
+    let expect = match obj.get("expect") {
+        Some(e) => compile_expect(e, models, ctx),
+        None => Expect::default(),
+    };
+    Some(TestCase {
+        span: name.span,
+        name: name.value,
+        query,
+        model,
+        fixture: fixture_path,
+        now_unix_ms,
+        approve: approve.into_iter().map(|a| a.value).collect(),
+        faults,
+        expect,
+        data: None,
+    })
+}
+
+/// `model:` of a test: one of the spec's models.
+fn test_model(
+    m: Spanned<String>,
+    test: &str,
+    models: &[ModelDef],
+    ctx: &mut Ctx,
+) -> Option<String> {
+    if models.iter().any(|d| d.name == m.value) {
+        return Some(m.value);
+    }
+    ctx.d.push(
+        Diagnostic::new(
+            Code::E025,
+            format!(
+                "test `{test}` names model `{}`, which is not in `models`",
+                m.value
+            ),
+        )
+        .at(m.span)
+        .help(
+            did_you_mean(&m.value, models.iter().map(|d| d.name.as_str()))
+                .unwrap_or_else(|| "declare it under `models:`".into()),
+        ),
+    );
+    None
+}
+
+/// `now:` of a test, as Unix milliseconds.
+fn test_now(n: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<i64> {
+    match crate::builtins::datetime::now_unix_ms(Some(&n.value)) {
+        Ok(ms) => Some(ms),
+        Err(e) => {
+            ctx.d.push(
+                Diagnostic::new(Code::E007, format!("test `{test}`: {e}"))
+                    .at(n.span)
+                    .help("`now` is an RFC 3339 time, e.g. `2030-01-02T09:30:00Z`"),
+            );
+            None
+        }
+    }
 }
 
 /// Each resolved `fixture:` path with the test that named it first and where.

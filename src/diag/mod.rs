@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// A region of a source file. Lines and columns are 1-based; `end_col` is exclusive.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Span {
     pub(crate) line: u32,
     pub(crate) col: u32,

@@ -561,6 +561,18 @@ pub(crate) struct TestCase {
     /// Faults for this test only, by tool; they replace the tool's own.
     pub(crate) faults: Vec<(String, Vec<Fault>)>,
     pub(crate) expect: Expect,
+    /// A test made from one row of a `from:` data file.
+    pub(crate) data: Option<DataRow>,
+}
+
+/// Where a test made from a data file's row comes from.
+#[derive(Clone, Debug)]
+pub(crate) struct DataRow {
+    /// Which `from:` test of the spec made it: `--sample` draws from each one on its own.
+    pub(crate) group: u32,
+    /// Why the row could not become a test (a ragged row, bytes that are not UTF-8, a column
+    /// missing); the test fails with this and the spec's other tests still run.
+    pub(crate) broken: Option<String>,
 }
 
 #[derive(Default)]

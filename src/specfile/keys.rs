@@ -447,6 +447,7 @@ pub(crate) const SCRIPTED_CALL: &Place = &Place::new("scripted_call", "A tool ca
 pub(crate) const TEST: &Place = &Place::new("test", "A test run by `toolrun test`.", &[
     Key::new("name", Str, "Unique name of the test.").required(),
     Key::new("query", Str, "The query to run."),
+    Key::new("from", Str, "A CSV or JSONL file, relative to the spec: one test per row, `name`, `query`, `turns` and `expect` templates over `row` (`{{ row.id }}`)."),
     Key::new("model", Str, "Model to use (default: `default_model`)."),
     Key::new("fixture", Str, "A recorded fixture to replay instead, relative to the spec."),
     Key::new("now", Str, "The clock for this test (RFC 3339), for `datetime` and templates; overrides `TOOLRUN_NOW`."),

@@ -61,7 +61,9 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
                 .map_err(|e| usage(format!("--model: {e} ({})", r.spec_path.display())))?;
         }
     }
-    let selected = select::select(&registries, args.filter.as_deref(), partition).map_err(usage)?;
+    let sample = args.sample.map(|n| (n, args.seed.unwrap_or(0)));
+    let selected =
+        select::select(&registries, args.filter.as_deref(), sample, partition).map_err(usage)?;
     // A model matrix runs the selection once per model, model by model.
     let models: Vec<Option<&str>> = if args.model.is_empty() {
         vec![None]
@@ -395,6 +397,16 @@ async fn run_case(ctx: &runner::RunContext<'_>, case: &TestCase, args: &TestArgs
         }
     };
     test.model = Some(model.clone());
+    // A data row that is not data fails alone; the spec's other tests run.
+    if let Some(why) = case.data.as_ref().and_then(|d| d.broken.as_ref()) {
+        test.push(crate::results::Attempt::without_trace(
+            1,
+            crate::results::Source::Scripted,
+            Failure::error(why.clone()),
+            0.0,
+        ));
+        return test;
+    }
     test.fixture =
         runner::fixture_path(ctx.registry, case, &model).map(|p| p.display().to_string());
     let plan = runner::plan(ctx, case, &model);

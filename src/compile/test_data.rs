@@ -1,0 +1,743 @@
+//! `from: FILE` on a test: one test per row of a CSV or JSONL file, its `name`, `query`, `turns`
+//! and `expect` rendered from `{{ row.COLUMN }}` templates, each row then compiled like a written
+//! test. The file is read as a stream, a row at a time. A row that cannot become a test (ragged,
+//! not UTF-8, not an object, a column missing) becomes a test that fails with the file, line and
+//! column, so the other rows still run.
+
+use super::Ctx;
+use crate::codes::Code;
+use crate::diag::{did_you_mean, Diagnostic, Span};
+use crate::registry::{DataRow, TestCase};
+use crate::specfile::read::{string, Spanned};
+use crate::specfile::yaml::{Key, Node, Value};
+use std::collections::{HashMap, HashSet};
+
+/// The keys of a data test whose values are templates over `row`.
+const TEMPLATED: &[&str] = &["name", "query", "turns", "expect"];
+/// Keys whose value, when it is exactly `{{ row.COLUMN }}`, is read as a number from a CSV cell.
+const NUMERIC: &[&str] = &[
+    "max_tool_calls",
+    "max_tokens",
+    "max_cost_usd",
+    "max_latency_ms",
+    "pass",
+];
+/// Rows that cannot become tests are each reported by `check` up to this many per file; the rest
+/// are counted in one line.
+const ROW_REPORTS: usize = 20;
+
+/// One value of a row: a CSV cell, or a JSONL member.
+#[derive(Clone, Copy)]
+enum Cell<'r> {
+    Text(&'r str),
+    Json(&'r serde_json::Value),
+}
+
+/// A piece of a template string.
+enum Piece<'t> {
+    Text(&'t str),
+    Column(&'t str),
+}
+
+/// `text` split into text and `{{ row.COLUMN }}` pieces, or the first expression that is not a
+/// column of `row`.
+fn pieces(text: &str) -> Result<Vec<Piece<'_>>, &str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            return Err(&rest[start..]);
+        };
+        if start > 0 {
+            out.push(Piece::Text(&rest[..start]));
+        }
+        let expr = &rest[start..start + len + 2];
+        out.push(Piece::Column(
+            column_of(&expr[2..expr.len() - 2]).ok_or(expr)?,
+        ));
+        rest = &rest[start + len + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    Ok(out)
+}
+
+/// `row.amount`, `row["unit price"]` or `row['unit price']` → the column's name.
+fn column_of(expr: &str) -> Option<&str> {
+    let expr = expr.trim();
+    if let Some(name) = expr.strip_prefix("row.") {
+        let plain = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        return plain.then_some(name);
+    }
+    let inner = expr.strip_prefix("row[")?.strip_suffix(']')?.trim();
+    ["\"", "'"].iter().find_map(|q| {
+        let name = inner.strip_prefix(q)?.strip_suffix(q)?;
+        (!name.is_empty() && !name.contains(q)).then_some(name)
+    })
+}
+
+/// Every column the templates of a data test read, with where, and the templated nodes checked:
+/// an expression other than a column of `row` is E048.
+fn columns_read(item: &Node, ctx: &mut Ctx) -> Option<Vec<(String, Span)>> {
+    fn walk(node: &Node, out: &mut Vec<(String, Span)>, bad: &mut Vec<(String, Span)>) {
+        match &node.value {
+            Value::Str(s) if s.contains("{{") => match pieces(s) {
+                Ok(ps) => out.extend(ps.into_iter().filter_map(|p| match p {
+                    Piece::Column(c) => Some((c.to_string(), node.span)),
+                    Piece::Text(_) => None,
+                })),
+                Err(expr) => bad.push((expr.to_string(), node.span)),
+            },
+            Value::Seq(items) => items.iter().for_each(|i| walk(i, out, bad)),
+            Value::Map(entries) => entries.iter().for_each(|(_, v)| walk(v, out, bad)),
+            _ => {}
+        }
+    }
+    let (mut out, mut bad) = (Vec::new(), Vec::new());
+    if let Value::Map(entries) = &item.value {
+        for (key, value) in entries {
+            if TEMPLATED.contains(&key.name.as_str()) {
+                walk(value, &mut out, &mut bad);
+            }
+        }
+    }
+    for (expr, span) in &bad {
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E048,
+                format!("`{expr}` in a data test is not a column of the row"),
+            )
+            .at(*span)
+            .help("a test with `from:` fills in `{{ row.COLUMN }}` (or `{{ row[\"a column\"] }}`) from each row; nothing else is a template there"),
+        );
+    }
+    bad.is_empty().then_some(out)
+}
+
+/// The node with every template over `row` filled in, or the first column the row lacks.
+fn render<'c, 'r>(
+    node: &'c Node,
+    row: &dyn Fn(&str) -> Option<Cell<'r>>,
+    numeric: bool,
+) -> Result<Node, &'c str> {
+    let value = match &node.value {
+        Value::Str(s) if s.contains("{{") => render_text(s, row, numeric)?,
+        Value::Seq(items) => Value::Seq(
+            items
+                .iter()
+                .map(|i| render(i, row, false))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Map(entries) => Value::Map(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    Ok::<_, &str>((
+                        k.clone(),
+                        render(v, row, NUMERIC.contains(&k.name.as_str()))?,
+                    ))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        other => other.clone(),
+    };
+    Ok(Node {
+        span: node.span,
+        value,
+    })
+}
+
+/// A template string: exactly one `{{ row.COLUMN }}` keeps a JSONL value's type (and reads a
+/// number from a CSV cell where a number is expected); anything else is text.
+fn render_text<'c, 'r>(
+    text: &'c str,
+    row: &dyn Fn(&str) -> Option<Cell<'r>>,
+    numeric: bool,
+) -> Result<Value, &'c str> {
+    let Ok(ps) = pieces(text) else {
+        return Ok(Value::Str(text.to_string()));
+    };
+    if let [Piece::Column(c)] = ps.as_slice() {
+        return match row(c).ok_or(*c)? {
+            Cell::Json(v) => Ok(json_value(v)),
+            Cell::Text(t) if numeric => Ok(number(t)),
+            Cell::Text(t) => Ok(Value::Str(t.to_string())),
+        };
+    }
+    let mut out = String::with_capacity(text.len());
+    for p in ps {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Column(c) => match row(c).ok_or(c)? {
+                Cell::Text(t) => out.push_str(t),
+                Cell::Json(serde_json::Value::String(s)) => out.push_str(s),
+                Cell::Json(serde_json::Value::Null) => {}
+                Cell::Json(v) => out.push_str(&v.to_string()),
+            },
+        }
+    }
+    Ok(Value::Str(out))
+}
+
+fn number(text: &str) -> Value {
+    let t = text.trim();
+    if let Ok(i) = t.parse::<i64>() {
+        return Value::Int(i);
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f.is_finite() => Value::Float(f),
+        _ => Value::Str(text.to_string()),
+    }
+}
+
+fn json_value(v: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    let node = |v: &J| Node {
+        span: Span::default(),
+        value: json_value(v),
+    };
+    match v {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => Value::Str(s.clone()),
+        J::Array(items) => Value::Seq(items.iter().map(node).collect()),
+        J::Object(m) => Value::Map(
+            m.iter()
+                .map(|(k, v)| {
+                    let key = Key {
+                        name: k.clone(),
+                        span: Span::default(),
+                    };
+                    (key, node(v))
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// What compiles each rendered row (the compiler of written tests), and the names given so far.
+pub(super) trait Compiler {
+    /// One test from its mapping; `None` when it is too broken to run.
+    fn compile(&mut self, item: &Node, ctx: &mut Ctx) -> Option<TestCase>;
+    /// Where each test name was first given: `line N` of the spec, or a data file's row.
+    fn seen(&mut self) -> &mut HashMap<String, String>;
+}
+
+/// Expands one `from:` test into its rows' tests, appended to `out`.
+pub(super) fn expand(
+    item: &Node,
+    from: &Node,
+    group: u32,
+    names: &mut dyn Compiler,
+    out: &mut Vec<TestCase>,
+    ctx: &mut Ctx,
+) {
+    let Some(from) = string(from, "from", &mut ctx.d) else {
+        return;
+    };
+    let Some(columns) = columns_read(item, ctx) else {
+        return;
+    };
+    let Some((path, jsonl)) = data_path(&from, ctx) else {
+        return;
+    };
+    let file = match crate::files::open_regular(&path, u64::MAX) {
+        Ok((f, _)) => f,
+        Err(e) => {
+            let (why, help) = match e {
+                crate::files::ReadError::NotAFile(crate::files::NotAFile::Missing) => (
+                    "does not exist".to_string(),
+                    "the path is relative to the spec's folder",
+                ),
+                crate::files::ReadError::NotAFile(e) => {
+                    (e.to_string(), "point `from:` at a CSV or JSONL file")
+                }
+                crate::files::ReadError::TooLarge { limit } => {
+                    (format!("is larger than {limit} bytes"), "split the file")
+                }
+            };
+            ctx.d.push(
+                Diagnostic::new(Code::E047, format!("data file `{}` {why}", from.value))
+                    .at(from.span)
+                    .help(help),
+            );
+            return;
+        }
+    };
+    let name_span = crate::specfile::read::Obj::peek_free(item)
+        .and_then(|o| o.get("name"))
+        .map_or(from.span, |n| n.span);
+    let mut rows = Rows {
+        item,
+        from: &from,
+        group,
+        name_span,
+        columns,
+        names,
+        out,
+        reported: 0,
+        unreported: 0,
+        seen_diagnostics: HashSet::new(),
+        present: HashSet::new(),
+        missing: Vec::new(),
+    };
+    let reader = std::io::BufReader::with_capacity(1 << 16, file);
+    if jsonl {
+        jsonl_rows(reader, &mut rows, ctx);
+    } else {
+        csv_rows(reader, &mut rows, ctx);
+    }
+    rows.finish(ctx);
+}
+
+/// The data file's path inside the project, and whether it is JSONL (else CSV).
+fn data_path(from: &Spanned<String>, ctx: &mut Ctx) -> Option<(std::path::PathBuf, bool)> {
+    let path = match crate::files::within_root(&ctx.root, &ctx.spec_dir, &from.value) {
+        Ok(p) => p,
+        Err(e) => {
+            ctx.d.push(
+                Diagnostic::new(Code::E047, format!("data file {}", e.describe(&from.value)))
+                    .at(from.span)
+                    .help(crate::files::Escape::HELP),
+            );
+            return None;
+        }
+    };
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let jsonl = match ext.as_deref() {
+        Some("csv") => false,
+        Some("jsonl" | "ndjson") => true,
+        _ => {
+            ctx.d.push(
+                Diagnostic::new(
+                    Code::E047,
+                    format!("data file `{}` is neither `.csv` nor `.jsonl`", from.value),
+                )
+                .at(from.span)
+                .help("a CSV file with a header line, or JSON Lines (one object per line)"),
+            );
+            return None;
+        }
+    };
+    // A remembered spec is current only while its data file is unchanged.
+    ctx.inputs
+        .push((path.clone(), super::checked::stamp(&path)));
+    Some((path, jsonl))
+}
+
+/// The state of one data test's expansion.
+struct Rows<'a> {
+    item: &'a Node,
+    from: &'a Spanned<String>,
+    group: u32,
+    name_span: Span,
+    /// The columns the templates read, with where.
+    columns: Vec<(String, Span)>,
+    names: &'a mut dyn Compiler,
+    out: &'a mut Vec<TestCase>,
+    /// Rows reported by `check`, and those beyond [`ROW_REPORTS`].
+    reported: usize,
+    unreported: usize,
+    /// Every row is compiled from the same template: a problem of the template is reported once.
+    seen_diagnostics: HashSet<(Code, Option<Span>)>,
+    /// Columns some row has: one no row has is E048, not a fault of each row.
+    present: HashSet<String>,
+    /// JSONL rows that lack a column: reported once the whole file shows whether any row has it.
+    missing: Vec<(String, u64, String)>,
+}
+
+impl Rows<'_> {
+    /// One row: rendered and compiled, or a failing test saying why it cannot be one.
+    fn row<'r>(&mut self, line: u64, cell: &dyn Fn(&str) -> Option<Cell<'r>>, ctx: &mut Ctx) {
+        for (column, _) in &self.columns {
+            if !self.present.contains(column) && cell(column).is_some() {
+                self.present.insert(column.clone());
+            }
+        }
+        let mut rendered = Vec::new();
+        let Value::Map(entries) = &self.item.value else {
+            return;
+        };
+        for (key, value) in entries {
+            if !TEMPLATED.contains(&key.name.as_str()) {
+                rendered.push((key.clone(), value.clone()));
+                continue;
+            }
+            match render(value, cell, false) {
+                Ok(v) => rendered.push((key.clone(), v)),
+                Err(column) => {
+                    let column = column.to_string();
+                    let why = format!(
+                        "{}:{line}:1: the row has no `{column}` (the template reads `{{{{ row.{column} }}}}`)",
+                        self.from.value
+                    );
+                    self.missing.push((column, line, why.clone()));
+                    return self.broken(line, entries, cell, why);
+                }
+            }
+        }
+        let node = Node {
+            span: self.item.span,
+            value: Value::Map(rendered),
+        };
+        let saved = std::mem::take(&mut ctx.d.items);
+        let case = self.names.compile(&node, ctx);
+        let fresh = std::mem::replace(&mut ctx.d.items, saved);
+        for d in fresh {
+            if self.seen_diagnostics.insert((d.code, d.span)) {
+                ctx.d.push(d);
+            }
+        }
+        if let Some(mut case) = case {
+            self.claim(&case.name, line, ctx);
+            case.data = Some(DataRow {
+                group: self.group,
+                broken: None,
+            });
+            self.out.push(case);
+        }
+    }
+
+    /// The test's name at its row: a name another test has is E049.
+    fn claim(&mut self, name: &str, line: u64, ctx: &mut Ctx) {
+        let here = format!("{}:{line}", self.from.value);
+        match self.names.seen().get(name) {
+            Some(first) => {
+                if self.reported < ROW_REPORTS {
+                    self.reported += 1;
+                    ctx.d.push(
+                        Diagnostic::new(
+                            Code::E049,
+                            format!("the row at {here} makes test `{name}`, a name already given at {first}"),
+                        )
+                        .at(self.name_span)
+                        .help("test names must be unique so results can be told apart: put a column that tells the rows apart into `name:`, e.g. `name: case_{{ row.id }}`"),
+                    );
+                } else {
+                    self.unreported += 1;
+                }
+            }
+            None => {
+                self.names.seen().insert(name.to_string(), here);
+            }
+        }
+    }
+
+    /// A row that cannot become a test: a failing test named from the row when the name
+    /// renders, from its place otherwise.
+    fn broken<'r>(
+        &mut self,
+        line: u64,
+        entries: &[(Key, Node)],
+        cell: &dyn Fn(&str) -> Option<Cell<'r>>,
+        why: String,
+    ) {
+        let name = entries
+            .iter()
+            .find(|(k, _)| k.name == "name")
+            .and_then(|(_, n)| render(n, cell, false).ok())
+            .and_then(|n| match n.value {
+                Value::Str(s) => Some(s),
+                _ => None,
+            })
+            .unwrap_or_else(|| format!("{}:{line}", self.from.value));
+        self.push_broken(name, why);
+    }
+
+    fn push_broken(&mut self, name: String, why: String) {
+        self.out.push(TestCase {
+            span: self.name_span,
+            name,
+            query: String::new(),
+            model: None,
+            fixture: None,
+            now_unix_ms: None,
+            approve: Vec::new(),
+            faults: Vec::new(),
+            expect: Default::default(),
+            data: Some(DataRow {
+                group: self.group,
+                broken: Some(why),
+            }),
+        });
+    }
+
+    /// A row that is not data at all (W116 in `check`; the row's test fails).
+    fn bad_row(&mut self, line: u64, col: u64, what: &str, ctx: &mut Ctx) {
+        let why = format!("{}:{line}:{col}: {what}", self.from.value);
+        self.report_row(&why, ctx);
+        let name = format!("{}:{line}", self.from.value);
+        self.push_broken(name, why);
+    }
+
+    fn report_row(&mut self, why: &str, ctx: &mut Ctx) {
+        if self.reported >= ROW_REPORTS {
+            self.unreported += 1;
+            return;
+        }
+        self.reported += 1;
+        ctx.d.push(
+            Diagnostic::new(Code::W116, format!("{why}; that row's test fails"))
+                .at(self.from.span)
+                .help("fix the row in the data file; the other rows still run"),
+        );
+    }
+
+    /// Columns no row has are E048; rows that lack a column some rows have are W116.
+    fn finish(mut self, ctx: &mut Ctx) {
+        if self.missing.is_empty() && self.unreported == 0 {
+            return;
+        }
+        let absent: HashSet<String> = self
+            .missing
+            .iter()
+            .map(|(c, _, _)| c.clone())
+            .filter(|c| !self.present.contains(c))
+            .collect();
+        for (column, span) in self.columns.clone() {
+            if absent.contains(&column) {
+                ctx.d.push(
+                    Diagnostic::new(
+                        Code::E048,
+                        format!(
+                            "no row of `{}` has `{column}`, which the template reads",
+                            self.from.value
+                        ),
+                    )
+                    .at(span)
+                    .help("name a member the rows of the data file have"),
+                );
+            }
+        }
+        for (column, _, why) in std::mem::take(&mut self.missing) {
+            if !absent.contains(&column) {
+                self.report_row(&why, ctx);
+            }
+        }
+        if self.unreported > 0 {
+            ctx.d.push(
+                Diagnostic::new(
+                    Code::W116,
+                    format!(
+                        "{} more row(s) of `{}` cannot become tests",
+                        self.unreported, self.from.value
+                    ),
+                )
+                .at(self.from.span)
+                .help("`toolrun test` names each with its line and column"),
+            );
+        }
+    }
+}
+
+/// CSV: the header names the columns; a template reading another is E048 before any row.
+fn csv_rows(reader: impl std::io::Read, rows: &mut Rows, ctx: &mut Ctx) {
+    let mut csv = csv::ReaderBuilder::new()
+        .flexible(true)
+        .buffer_capacity(1 << 16)
+        .from_reader(reader);
+    let header: Vec<String> = match csv.byte_headers() {
+        Ok(h) => match h
+            .iter()
+            .map(std::str::from_utf8)
+            .collect::<Result<Vec<&str>, _>>()
+        {
+            Ok(names) => names.into_iter().map(|s| s.trim().to_string()).collect(),
+            Err(_) => return file_error(rows.from, "line 1 (the header) is not UTF-8", ctx),
+        },
+        Err(e) => return file_error(rows.from, &format!("is not CSV: {e}"), ctx),
+    };
+    let index: HashMap<&str, usize> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.as_str(), i))
+        .collect();
+    let mut unknown = false;
+    for (column, span) in &rows.columns {
+        if !index.contains_key(column.as_str()) {
+            unknown = true;
+            ctx.d.push(
+                Diagnostic::new(
+                    Code::E048,
+                    format!("`{}` has no column `{column}`", rows.from.value),
+                )
+                .at(*span)
+                .help(
+                    did_you_mean(column, header.iter().map(String::as_str))
+                        .unwrap_or_else(|| format!("its columns: {}", header.join(", "))),
+                ),
+            );
+        }
+    }
+    if unknown {
+        return;
+    }
+    let mut record = csv::ByteRecord::new();
+    loop {
+        let line = csv.position().line();
+        match csv.read_byte_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                let line = e.position().map_or(line, |p| p.line());
+                rows.bad_row(line, 1, &format!("not CSV: {e}"), ctx);
+                break;
+            }
+        }
+        let line = record.position().map_or(line, |p| p.line());
+        if let Some((col, what)) = csv_problem(&record, header.len()) {
+            rows.bad_row(line, col, &what, ctx);
+            continue;
+        }
+        // Every field was checked to be UTF-8 just above.
+        let cell = |c: &str| {
+            let field = record.get(*index.get(c)?)?;
+            std::str::from_utf8(field)
+                .ok()
+                .map(|t| Cell::Text(t.trim()))
+        };
+        rows.row(line, &cell, ctx);
+    }
+}
+
+/// A ragged row or a field that is not UTF-8, with the column (1-based, in bytes from the start
+/// of the row's line) where it shows.
+fn csv_problem(record: &csv::ByteRecord, width: usize) -> Option<(u64, String)> {
+    // Where field `i` starts, for an unquoted row: the fields before it and their commas.
+    let start = |i: usize| -> u64 {
+        (0..i.min(record.len()))
+            .map(|j| record[j].len() as u64 + 1)
+            .sum::<u64>()
+            + 1
+    };
+    for (i, field) in record.iter().enumerate() {
+        if let Err(e) = std::str::from_utf8(field) {
+            let what = format!("field {} is not UTF-8", i + 1);
+            return Some((start(i) + e.valid_up_to() as u64, what));
+        }
+    }
+    if record.len() != width {
+        let what = format!("the row has {} field(s), the header {width}", record.len());
+        let col = if record.len() > width {
+            start(width)
+        } else {
+            start(record.len()).saturating_sub(1).max(1)
+        };
+        return Some((col, what));
+    }
+    None
+}
+
+/// JSON Lines: one object per line; blank lines are skipped.
+fn jsonl_rows(mut reader: impl std::io::BufRead, rows: &mut Rows, ctx: &mut Ctx) {
+    let mut bytes = Vec::new();
+    let mut line = 0u64;
+    loop {
+        bytes.clear();
+        match reader.read_until(b'\n', &mut bytes) {
+            Ok(0) => break,
+            Ok(_) => line += 1,
+            Err(e) => return rows.bad_row(line + 1, 1, &format!("cannot be read: {e}"), ctx),
+        }
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let col = String::from_utf8_lossy(&bytes[..e.valid_up_to()])
+                    .chars()
+                    .count() as u64
+                    + 1;
+                rows.bad_row(line, col, "not UTF-8", ctx);
+                continue;
+            }
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(map)) => {
+                let map = &map;
+                let cell = |c: &str| map.get(c).map(Cell::Json);
+                rows.row(line, &cell, ctx);
+            }
+            Ok(other) => {
+                let col = text.chars().take_while(|c| c.is_whitespace()).count() as u64 + 1;
+                let what = format!("the line is {}, not a JSON object", json_kind(&other));
+                rows.bad_row(line, col, &what, ctx);
+            }
+            Err(e) => rows.bad_row(line, e.column() as u64, &format!("not JSON: {e}"), ctx),
+        }
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn file_error(from: &Spanned<String>, what: &str, ctx: &mut Ctx) {
+    ctx.d.push(
+        Diagnostic::new(Code::E047, format!("data file `{}` {what}", from.value))
+            .at(from.span)
+            .help("a CSV file starts with a header line naming its columns, in UTF-8"),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_read_columns_only() {
+        let ps = pieces("refund_{{ row.id }} of {{row[\"unit price\"]}}").unwrap();
+        let cols: Vec<&str> = ps
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Column(c) => Some(*c),
+                Piece::Text(_) => None,
+            })
+            .collect();
+        assert_eq!(cols, ["id", "unit price"]);
+        assert_eq!(pieces("{{ args.x }}").err(), Some("{{ args.x }}"));
+        assert_eq!(pieces("{{ row.x").err(), Some("{{ row.x"));
+    }
+
+    #[test]
+    fn one_expression_keeps_its_type() {
+        let v = serde_json::json!(12.5);
+        let row = |c: &str| (c == "n").then_some(Cell::Json(&v));
+        assert_eq!(
+            render_text("{{ row.n }}", &row, false),
+            Ok(Value::Float(12.5))
+        );
+        assert_eq!(
+            render_text("n={{ row.n }}", &row, false),
+            Ok(Value::Str("n=12.5".into()))
+        );
+        assert_eq!(render_text("{{ row.m }}", &row, false), Err("m"));
+        let text = |_: &str| Some(Cell::Text("4000"));
+        assert_eq!(
+            render_text("{{ row.b }}", &text, true),
+            Ok(Value::Int(4000))
+        );
+        assert_eq!(
+            render_text("{{ row.b }}", &text, false),
+            Ok(Value::Str("4000".into()))
+        );
+    }
+}
