@@ -27,10 +27,14 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Err(code) => return Ok(code),
     };
     // Checked before anything is bound: a bad flag never leaves a half-started server.
+    let oauth = registry.serve_auth.is_some();
+    if oauth && args.token_env.is_some() {
+        return Err("the spec's `serve.auth` takes OAuth access tokens; --token-env is for a static token instead (drop one of them)".into());
+    }
     let http = match &args.http {
         None => None,
         Some(text) => Some((
-            http_settings(text, args.token_env.as_deref())?,
+            http_settings(text, args.token_env.as_deref(), oauth)?,
             bounds(&args)?,
         )),
     };
@@ -74,6 +78,11 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         eprintln!("error: {why}");
         return Ok(exit::FAILED);
     }
+    // Over stdio the client started this process: there is no one else to keep out.
+    let auth = match http {
+        Some(_) => rt.block_on(crate::mcp_server::auth::Auth::new(&registry, &setup))?,
+        None => None,
+    };
     let served = Arc::new(Served::new(registry, setup, log)?);
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
@@ -88,7 +97,9 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     served.registry.name,
                     crate::mcp_server::http::ENDPOINT
                 );
-                crate::mcp_server::http::serve(served.clone(), listener, token, bounds, stop).await;
+                let guards = (token, auth.map(Arc::new));
+                crate::mcp_server::http::serve(served.clone(), listener, guards, bounds, stop)
+                    .await;
                 Ok(())
             }
             None => serve_stdio(&served, stop).await,
@@ -178,6 +189,7 @@ const MIN_TOKEN_CHARS: usize = 16;
 fn http_settings(
     text: &str,
     token_env: Option<&str>,
+    oauth: bool,
 ) -> Result<(SocketAddr, Option<String>), String> {
     let addr: SocketAddr = text.parse().map_err(|_| {
         format!("--http takes ADDR:PORT, such as 127.0.0.1:8765 or [::1]:8765, not `{text}`")
@@ -193,11 +205,11 @@ fn http_settings(
             }
         },
     };
-    if !crate::mcp_server::http::is_loopback(&addr) {
+    if !crate::mcp_server::http::is_loopback(&addr) && !oauth {
         match &token {
             None => {
                 return Err(format!(
-                    "{addr} is reachable from other machines; pass --token-env VAR (a bearer token every request must carry) or bind 127.0.0.1"
+                    "{addr} is reachable from other machines; pass --token-env VAR (a bearer token every request must carry), set `serve.auth` in the spec, or bind 127.0.0.1"
                 ))
             }
             // A short token can be guessed by anyone who can reach the port.

@@ -4,6 +4,7 @@
 mod checked;
 mod models;
 mod schema_check;
+mod serve_auth;
 mod template_check;
 mod test_cases;
 mod test_data;
@@ -252,7 +253,6 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     compile_secrets(&top, ctx);
 
     let limits = compile_limits(top.get("limits"), ctx);
-    let serve = compile_serve(top.get("serve"), ctx);
 
     // Tool names are collected before any tool is compiled, so references can be resolved in
     // any order.
@@ -288,7 +288,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let policy = compile_policy(policy_node, &tools, ctx);
     resolve_policy(&mut tools, &policy);
     tools::check_hosts(tools_node, &policy, ctx);
-
+    let (serve, serve_auth) = compile_serve(top.get("serve"), &policy, ctx);
     ctx.judged = any_judge(top.get("tests"));
     let (models, default_model) =
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
@@ -329,6 +329,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         policy,
         limits,
         serve,
+        serve_auth,
         models,
         default_model,
         tests,
@@ -466,11 +467,21 @@ fn yaml_missing(root: &Node, key: &str, help: &str) -> Diagnostic {
     .help(help.to_string())
 }
 
-fn compile_serve(node: Option<&Node>, ctx: &mut Ctx) -> crate::registry::ServeLimits {
+fn compile_serve(
+    node: Option<&Node>,
+    policy: &Policy,
+    ctx: &mut Ctx,
+) -> (
+    crate::registry::ServeLimits,
+    Option<crate::registry::ServeAuth>,
+) {
     let mut serve = crate::registry::ServeLimits::default();
     let Some(obj) = node.and_then(|n| Obj::new(n, "`serve`", keys::SERVE, &mut ctx.d)) else {
-        return serve;
+        return (serve, None);
     };
+    let auth = obj
+        .get("auth")
+        .and_then(|n| serve_auth::compile(n, policy, ctx));
     let small = |v: Spanned<u64>| v.value.min(u32::MAX as u64) as u32;
     if let Some(v) = obj.count("max_tool_calls", 1, &mut ctx.d) {
         serve.max_tool_calls = small(v);
@@ -478,7 +489,7 @@ fn compile_serve(node: Option<&Node>, ctx: &mut Ctx) -> crate::registry::ServeLi
     if let Some(v) = obj.count("max_repeated_calls", 1, &mut ctx.d) {
         serve.max_repeated_calls = small(v);
     }
-    serve
+    (serve, auth)
 }
 
 fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {

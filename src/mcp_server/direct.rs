@@ -102,6 +102,11 @@ impl Sessions {
     fn get(&self, id: &str) -> Option<ServedSession> {
         self.0.lock().ok()?.get(id).cloned()
     }
+
+    /// Whom the session's client authenticated as (`serve.auth`).
+    pub(crate) fn subject(&self, id: &str) -> Option<String> {
+        self.get(id)?.subject().map(str::to_string)
+    }
 }
 
 /// One clock for every call's [`LONG_CALL`]: a timer per call cost an entry in the runtime's
@@ -279,6 +284,7 @@ async fn call_alone(
             tool: Some(&call.name),
             traceparent: span.traceparent.as_deref(),
             session_id: Some(&span.session_id),
+            subject: session.subject(),
             protocol_version: peer.peer_info().map(|i| i.protocol_version.to_string()),
             request_id: span.request_id,
             transport: "tcp",

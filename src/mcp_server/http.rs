@@ -26,6 +26,8 @@ pub(crate) const ENDPOINT: &str = "/mcp";
 struct Guard {
     service: StreamableHttpService<ServedSession, LocalSessionManager>,
     token: Option<String>,
+    /// `serve.auth`: OAuth access tokens instead of one static token.
+    auth: Option<Arc<super::auth::Auth>>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
     /// When each session was last active, and its requests in flight: the oldest idle one
@@ -116,12 +118,12 @@ pub(crate) fn is_loopback(addr: &SocketAddr) -> bool {
 pub(crate) async fn serve(
     served: Arc<Served>,
     listener: tokio::net::TcpListener,
-    token: Option<String>,
+    (token, auth): (Option<String>, Option<Arc<super::auth::Auth>>),
     bounds: Bounds,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     let mut config = StreamableHttpServerConfig::default();
-    if token.is_some() {
+    if token.is_some() || auth.is_some() {
         // Rebinding cannot forge a bearer token, and a server reachable by name must accept it.
         config = config.disable_allowed_hosts();
     }
@@ -147,6 +149,7 @@ pub(crate) async fn serve(
     let guard = Arc::new(Guard {
         service,
         token,
+        auth,
         sessions,
         max_sessions: bounds.max_sessions,
         activity: Arc::default(),
@@ -370,30 +373,22 @@ async fn handle(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
-async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
+async fn guarded(guard: &Guard, mut req: Request<Incoming>) -> Response<Body> {
+    if let Some(metadata) = guard
+        .auth
+        .as_ref()
+        .and_then(|a| a.metadata(req.uri().path()))
+    {
+        return metadata;
+    }
     if req.uri().path() != ENDPOINT {
         return plain(
             StatusCode::NOT_FOUND,
             "not found: the MCP endpoint is /mcp\n",
         );
     }
-    if let Some(token) = &guard.token {
-        let given = req
-            .headers()
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer);
-        if !given.is_some_and(|g| same_secret(g, token)) {
-            let mut resp = plain(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized: send `Authorization: Bearer <token>`\n",
-            );
-            resp.headers_mut().insert(
-                hyper::header::WWW_AUTHENTICATE,
-                hyper::header::HeaderValue::from_static("Bearer"),
-            );
-            return resp;
-        }
+    if let Err(refused) = admit(guard, &mut req).await {
+        return refused;
     }
     if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
         let host = req
@@ -472,6 +467,42 @@ async fn guarded(guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// The request's credentials: an OAuth access token (`serve.auth`), whose principal rides on
+/// the request, or the static `--token-env` token.
+async fn admit(guard: &Guard, req: &mut Request<Incoming>) -> Result<(), Response<Body>> {
+    if let Some(auth) = &guard.auth {
+        let principal = auth.authenticate(req.headers()).await?;
+        // A session is its opener's: another subject's token does not reach into it.
+        let session = req
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok());
+        let owner = session.and_then(|s| guard.direct.subject(s));
+        if let Some(refused) = auth.foreign(owner.as_deref(), &principal) {
+            return Err(refused);
+        }
+        req.extensions_mut().insert(Arc::new(principal));
+    } else if let Some(token) = &guard.token {
+        let given = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer);
+        if !given.is_some_and(|g| same_secret(g, token)) {
+            let mut resp = plain(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: send `Authorization: Bearer <token>`\n",
+            );
+            resp.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return Err(resp);
+        }
+    }
+    Ok(())
+}
+
 /// A JSON POST: a `tools/call` that needs nothing of rmcp's is answered here (`direct`);
 /// anything else goes to rmcp, and its single-message answers are made JSON (`answer`).
 async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> Response<Body> {
@@ -487,13 +518,22 @@ async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> R
             return refused;
         }
     }
+    let principal = parts.extensions.get::<Arc<super::auth::Principal>>();
+    if let Some(refused) = guard
+        .auth
+        .as_ref()
+        .zip(principal)
+        .and_then(|(a, p)| a.refuse(p, &body))
+    {
+        return refused;
+    }
     // Only an `initialize` sent alone opens a session (one in a batch is refused): the cap
     // is held message by message, and a message that opens none ends no session for room.
     if session.is_none() && super::jsonrpc::opens_session(&body) {
         Box::pin(make_room(guard)).await;
     }
     if let (Some(s), Some(_)) = (session, &busy) {
-        let token = guard.token.is_some();
+        let token = guard.token.is_some() || guard.auth.is_some();
         if let Some(call) = direct::call(&guard.direct, s, &parts.headers, &body, token) {
             if is_open(guard, s).await {
                 let (store, ticker) = (&guard.store, &*guard.ticker);
@@ -522,7 +562,7 @@ async fn is_open(guard: &Guard, session: &str) -> bool {
 
 /// The credentials of an `Authorization: Bearer` header; the scheme is matched
 /// case-insensitively (RFC 9110 section 11.1).
-fn bearer(value: &str) -> Option<&str> {
+pub(crate) fn bearer(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
 }

@@ -9,6 +9,7 @@
 //! rmcp's session machinery. The core never imports this module.
 
 pub(crate) mod answer;
+pub(crate) mod auth;
 pub(crate) mod confirm;
 pub(crate) mod direct;
 pub(crate) mod http;

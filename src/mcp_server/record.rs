@@ -27,6 +27,8 @@ pub(crate) enum CallLog {
 #[derive(Clone, Debug)]
 pub(crate) struct LoggedCall {
     pub(crate) session: String,
+    /// Whom the client's access token named (`serve.auth`).
+    pub(crate) subject: Option<String>,
     pub(crate) name: String,
     pub(crate) arguments: Value,
     /// The clock the call ran with (built-ins' "now").
@@ -104,6 +106,9 @@ fn exchange(call: &LoggedCall) -> Exchange {
     if let Some(c) = &call.confirmation {
         body["confirmation"] = json!(c);
     }
+    if let Some(s) = &call.subject {
+        body["subject"] = json!(s);
+    }
     Exchange {
         kind: SERVED.into(),
         source: call.session.clone(),
@@ -147,6 +152,10 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
         };
         calls.push(LoggedCall {
             session: e.source.clone(),
+            subject: body
+                .get("subject")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             name: name.to_string(),
             arguments: body.get("arguments").cloned().unwrap_or(json!({})),
             now_unix_ms: body

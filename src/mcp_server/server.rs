@@ -159,6 +159,8 @@ pub(crate) struct ServedSession {
     /// The client, once it has initialised: what calls answered without rmcp (`direct`)
     /// notify and ask through.
     peer: Arc<std::sync::OnceLock<Peer<RoleServer>>>,
+    /// Whom the access token of its `initialize` named (`serve.auth`).
+    subject: Arc<std::sync::OnceLock<Arc<str>>>,
 }
 
 /// Dropped with the last clone of a client session's handler, which rmcp drops when the session
@@ -203,6 +205,7 @@ impl ServedSession {
             state: Arc::new(CallSession::served(served.registry.serve)),
             log_level: Arc::new(AtomicUsize::new(0)),
             peer: Arc::new(std::sync::OnceLock::new()),
+            subject: Arc::default(),
         }
     }
 
@@ -221,6 +224,10 @@ impl ServedSession {
 
     pub(crate) fn served(&self) -> &Served {
         &self.served
+    }
+
+    pub(crate) fn subject(&self) -> Option<&str> {
+        self.subject.get().map(|s| &**s)
     }
 
     fn id(&self) -> &str {
@@ -398,6 +405,7 @@ impl ServedSession {
         served.setup.events.emit_with("mcp_call", || {
             json!({
                 "session": self.id(),
+                "subject": self.subject(),
                 "name": name,
                 "arguments": arguments,
                 "is_error": response.is_error(),
@@ -409,6 +417,7 @@ impl ServedSession {
         if served.log.is_some() {
             self.log(LoggedCall {
                 session: self.id().to_string(),
+                subject: self.subject().map(str::to_string),
                 name: name.to_string(),
                 arguments,
                 now_unix_ms,
@@ -455,6 +464,7 @@ impl ServedSession {
         served.setup.events.emit_with("mcp_call", || {
             json!({
                 "session": self.id(),
+                "subject": self.subject(),
                 "name": name,
                 "arguments": arguments,
                 "is_error": true,
@@ -465,6 +475,7 @@ impl ServedSession {
         if served.log.is_some() {
             self.log(LoggedCall {
                 session: self.id().to_string(),
+                subject: self.subject().map(str::to_string),
                 name: name.to_string(),
                 arguments,
                 now_unix_ms,
@@ -529,6 +540,7 @@ fn served_request<'a>(
     session: Option<&'a str>,
 ) -> telemetry::Request<'a> {
     let parts = context.extensions.get::<hyper::http::request::Parts>();
+    let principal = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>());
     let header = |name: &str| {
         parts
             .and_then(|p| p.headers.get(name))
@@ -549,6 +561,7 @@ fn served_request<'a>(
             .get_traceparent()
             .or_else(|| header("traceparent")),
         session_id: header("mcp-session-id").or(session),
+        subject: principal.map(|p| p.subject.as_str()),
         protocol_version: context.protocol_version().map(|v| v.to_string()),
         request_id,
         transport: if parts.is_some() { "tcp" } else { "pipe" },
@@ -586,6 +599,10 @@ impl ServerHandler for ServedSession {
         let start = crate::telemetry::clock();
         context.peer.set_peer_info(request.clone());
         let _ = self.peer.set(context.peer.clone());
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        if let Some(p) = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>()) {
+            let _ = self.subject.set(p.subject.as_str().into());
+        }
         let result = self.negotiate_initialize(&request);
         if let Some(start) = start {
             let mut req = served_request(&context, "initialize", None, start, None);
@@ -613,7 +630,16 @@ impl ServerHandler for ServedSession {
                 &self.served.setup.redactor,
             );
         }
-        Ok(ListToolsResult::with_all_items(self.served.tools.clone()))
+        // With `serve.auth`, only the tools the token's scopes cover.
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        let Some(p) = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>()) else {
+            return Ok(ListToolsResult::with_all_items(self.served.tools.clone()));
+        };
+        let registry = &self.served.registry;
+        let tools = (self.served.tools.iter())
+            .filter(|t| registry.tool(&t.name).is_some_and(|t| p.has_all(&t.scopes)))
+            .cloned();
+        Ok(ListToolsResult::with_all_items(tools.collect()))
     }
 
     #[allow(deprecated)]

@@ -24,6 +24,8 @@ pub struct Registry {
     pub(crate) limits: Limits,
     /// `serve:`, the limits of a served MCP session.
     pub(crate) serve: ServeLimits,
+    /// `serve.auth`: `serve --http` takes OAuth access tokens of this issuer.
+    pub(crate) serve_auth: Option<ServeAuth>,
     pub models: Vec<ModelDef>,
     pub(crate) default_model: Option<usize>,
     pub(crate) tests: Vec<TestCase>,
@@ -104,6 +106,8 @@ pub(crate) struct Tool {
     /// `policy.allow`/`policy.deny` resolved when the spec compiles (or when a `tools: "*"`
     /// server is listed): a run never looks names up in the policy.
     pub(crate) allowed: bool,
+    /// `scopes:`: what a served client's token must carry to see and call the tool.
+    pub(crate) scopes: Vec<String>,
 }
 
 impl Tool {
@@ -161,6 +165,20 @@ impl Tool {
 pub(crate) struct ServeLimits {
     pub(crate) max_tool_calls: u32,
     pub(crate) max_repeated_calls: u32,
+}
+
+/// `serve.auth`: who issues the access tokens `serve --http` takes, and for whom.
+#[derive(Clone, Debug)]
+pub(crate) struct ServeAuth {
+    /// Exactly as written: the metadata's `issuer` and every token's `iss` must equal it.
+    pub(crate) issuer: String,
+    /// The issuer's host, allowed as a literal URL's is when `allow_hosts` is not set.
+    pub(crate) issuer_host: Option<HostRule>,
+    pub(crate) audience: String,
+    pub(crate) scopes: Vec<String>,
+    /// Credentials for RFC 7662 introspection of opaque tokens, templates over `secrets`.
+    pub(crate) client_id: Option<TemplateId>,
+    pub(crate) client_secret: Option<TemplateId>,
 }
 
 impl Default for ServeLimits {
@@ -279,6 +297,7 @@ pub(crate) struct Wildcard {
     pub(crate) faults: Vec<Fault>,
     /// `policy.confirm`: names a found tool may have.
     pub(crate) confirm: Vec<String>,
+    pub(crate) scopes: Vec<String>,
     /// The tools, from the first listing of this process (runs of `toolrun test` share it, as
     /// they share what each declared tool's server listed).
     pub(crate) found: std::sync::OnceLock<Vec<Tool>>,
@@ -311,6 +330,7 @@ impl Wildcard {
             })),
             faults: self.faults.clone(),
             allowed,
+            scopes: self.scopes.clone(),
         }
     }
 }

@@ -183,6 +183,7 @@ pub(crate) const PLACES: &[&Place] = &[
     NETWORK,
     LIMITS,
     SERVE,
+    SERVE_AUTH,
     MODEL_SCRIPTED,
     MODEL_LIVE,
     REASONING,
@@ -224,7 +225,11 @@ pub(crate) const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides whic
     Key::new("max_calls", Count(1), "Most calls of this tool per run."),
     Key::new("timeout", DURATION, "Timeout of one call (default: `limits.tool_timeout`)."),
     Key::new("faults", ListOf("fault"), "Injected faults, for testing how the loop copes."),
+    Key::new("scopes", SCOPES, "OAuth scopes a client's token must carry to see and call this tool through `toolrun serve --http` with `serve.auth` (besides `serve.auth.scopes`)."),
 ]);
+
+/// A list of OAuth scope tokens (RFC 6749 section 3.3: printable ASCII but space, `"` and `\`).
+const SCOPES: Ty = Json(|| json!({ "type": "array", "items": { "type": "string", "pattern": "^[!#-\\[\\]-~]+$" }, "uniqueItems": true }));
 
 const INPUT: Key = Key::new("input", Json(|| json!({ "type": "object", "properties": { "type": { "const": "object" } } })), "JSON Schema of the arguments: an object schema.");
 
@@ -357,6 +362,15 @@ pub(crate) const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run
 pub(crate) const SERVE: &Place = &Place::new("serve", "Limits of one MCP session of `toolrun serve`; a long-lived client's session is not a run, so `limits.max_tool_calls` and `policy.max_identical_calls` do not apply to it.", &[
     Key::new("max_tool_calls", Count(1), "Most tool executions per session (default 1000); a new session starts again."),
     Key::new("max_repeated_calls", Count(1), "Most identical calls (same tool, same arguments) in a row in a session before the next is refused as a loop (default 5); different calls of one tool are never stopped."),
+    Key::new("auth", Ref("serve_auth"), "`serve --http` as an OAuth 2.1 resource server: every request carries an access token of this issuer for this audience."),
+]);
+
+pub(crate) const SERVE_AUTH: &Place = &Place::new("serve_auth", "OAuth for `toolrun serve --http`: access tokens (JWTs checked against the issuer's keys, or opaque ones through its introspection endpoint) issued by `issuer` for `audience`; protected-resource metadata (RFC 9728) is published for clients to find the issuer.", &[
+    Key::new("issuer", Pattern("^[hH][tT][tT][pP][sS]?://"), "The authorization server, exactly as its metadata and its tokens' `iss` spell it; its metadata gives `jwks_uri` (and `introspection_endpoint`). https, or http on a loopback address; its host must be allowed like an `http` tool's.").required(),
+    Key::new("audience", Pattern("^[hH][tT][tT][pP][sS]?://"), "This server's resource URL (`https://tools.example.com/mcp`): a token's `aud` must name it.").required(),
+    Key::new("scopes", SCOPES, "Scopes every request's token must carry."),
+    Key::new("client_id", Str, "For opaque tokens: the client ID toolrun introspects them with (RFC 7662), a template over `secrets`."),
+    Key::new("client_secret", Str, "For opaque tokens: that client's secret, a template over `secrets`."),
 ]);
 
 /// Keys every model kind takes; each kind's place lists its own after these.
@@ -506,6 +520,10 @@ policy:
   detect_alternation: true
   network: { allow_hosts: [127.0.0.1] }
 limits: { max_steps: 3, max_tool_calls: 3, max_parallel_tools: 1, tool_timeout: 1s, run_timeout: 2s, max_tool_output_chars: 100, max_tokens_total: 10 }
+serve:
+  max_tool_calls: 5
+  max_repeated_calls: 2
+  auth: { issuer: "http://127.0.0.1:1", audience: "http://127.0.0.1:2/mcp", scopes: [a.read], client_id: "{{ secrets.KEY }}", client_secret: "{{ secrets.KEY }}" }
 tools:
   m:
     description: A mock tool for the test.
@@ -514,6 +532,7 @@ tools:
     idempotent: true
     max_calls: 2
     timeout: 1s
+    scopes: [a.write]
     faults: [{ fail_first: 1, kind: timeout, message: x }, { timeout: true }, { http_status: 500 }, { oversized_output: 10 }, { delay: 1ms }]
     input: { type: object, properties: { a: { type: string } } }
     responses: [{ when: { a: x }, result: 1 }, { error: { kind: not_found, message: no } }, { error: plain }]

@@ -15,6 +15,8 @@ pub(crate) struct Request<'a> {
     /// `traceparent` from `params._meta`, else from the HTTP request.
     pub(crate) traceparent: Option<&'a str>,
     pub(crate) session_id: Option<&'a str>,
+    /// Whom the request's access token named (`serve.auth`); never the token.
+    pub(crate) subject: Option<&'a str>,
     pub(crate) protocol_version: Option<String>,
     pub(crate) request_id: String,
     /// `tcp` (streamable HTTP) or `pipe` (stdio).
@@ -58,6 +60,9 @@ pub(crate) fn served(
         .set("network.transport", req.transport);
     if let Some(id) = req.session_id {
         span.set("mcp.session.id", redactor.str(id));
+    }
+    if let Some(subject) = req.subject {
+        span.set("user.id", redactor.str(subject));
     }
     if let Some(v) = &req.protocol_version {
         span.set("mcp.protocol.version", v.clone());

@@ -134,6 +134,7 @@ pub(super) struct Common {
     timeout: std::time::Duration,
     faults: Vec<Fault>,
     explicit_idempotent: Option<bool>,
+    scopes: Vec<String>,
 }
 
 impl Common {
@@ -155,6 +156,7 @@ impl Common {
                 .map(|n| compile_faults(n, ctx))
                 .unwrap_or_default(),
             explicit_idempotent: obj.bool("idempotent", &mut ctx.d).map(|b| b.value),
+            scopes: crate::compile::serve_auth::scopes(obj, ctx),
         }
     }
 
@@ -178,6 +180,7 @@ impl Common {
             timeout: self.timeout,
             faults: self.faults.clone(),
             confirm: confirm.iter().map(|c| c.value.clone()).collect(),
+            scopes: self.scopes.clone(),
             found: Default::default(),
         }
     }
@@ -210,6 +213,7 @@ impl Common {
             faults: self.faults.clone(),
             // Resolved against `policy` once it is compiled (see `compile::compile`).
             allowed: true,
+            scopes: self.scopes.clone(),
         }
     }
 }

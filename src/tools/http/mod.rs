@@ -109,6 +109,13 @@ pub(crate) fn allowed_hosts(registry: &Registry) -> &[HostRule] {
                     .iter()
                     .filter_map(|w| w.server.host.clone()),
             )
+            // So is `serve.auth`'s issuer, whose metadata and keys `serve` fetches.
+            .chain(
+                registry
+                    .serve_auth
+                    .as_ref()
+                    .and_then(|a| a.issuer_host.clone()),
+            )
             .collect()
     })
 }

@@ -1,0 +1,616 @@
+//! `toolrun serve --http` as an OAuth resource server (`serve.auth`, issue 32 item 4), against a
+//! real authorization server: oidc-provider (npm, pinned in tests/npm) issuing JWT access tokens
+//! for the served resource, and opaque ones checked through its introspection endpoint. Clients:
+//! raw requests, and the official Python SDK's OAuth clients. Everything on 127.0.0.1.
+
+#[path = "npm/npm.rs"]
+mod npm;
+#[path = "mcp/python.rs"]
+mod python;
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `tests/serve_auth/as.mjs`, copied beside `node_modules` so that its imports resolve.
+fn script() -> PathBuf {
+    let dir = npm::npm_dir();
+    let path = dir.join("serve_auth_as.mjs");
+    let text = include_str!("serve_auth/as.mjs");
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+        std::fs::write(&path, text).expect("write the provider script");
+    }
+    path
+}
+
+fn node(args: &[&str], stdin: &str) -> String {
+    let mut cmd = Command::new(npm::node());
+    cmd.arg(script()).args(args);
+    let out = support::run_with_stdin(&mut cmd, stdin);
+    assert_eq!(out.code, 0, "node {args:?}: {out:?}");
+    out.stdout.trim().to_string()
+}
+
+/// oidc-provider on `port`, its keys in `keys` (a restart signs with the same ones).
+struct Provider {
+    child: Child,
+    issuer: String,
+}
+
+impl Provider {
+    fn start(port: u16, keys: &Path, resource: &str) -> Provider {
+        let mut child = Command::new(npm::node())
+            .arg(script())
+            .args([
+                "serve",
+                &port.to_string(),
+                keys.to_str().expect("utf-8"),
+                resource,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start oidc-provider");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let issuer = loop {
+            match lines.next() {
+                Some(Ok(l)) if l.starts_with("ready ") => break l[6..].to_string(),
+                Some(Ok(_)) => continue,
+                _ => {
+                    let _ = child.kill();
+                    panic!("oidc-provider did not start");
+                }
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Provider { child, issuer }
+    }
+
+    /// A client credentials token of `client` for `resource`.
+    fn token(&self, client: &str, resource: &str, scope: &str) -> String {
+        let secret = format!("{client}-secret");
+        node(
+            &["token", &self.issuer, client, &secret, resource, scope],
+            "",
+        )
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const SPEC: &str = r#"version: 1
+name: payments
+secrets: [RS_ID, RS_SECRET]
+serve:
+  auth:
+    issuer: ISSUER
+    audience: AUDIENCE
+    scopes: [tools.read]
+    client_id: "{{ secrets.RS_ID }}"
+    client_secret: "{{ secrets.RS_SECRET }}"
+tools:
+  lookup:
+    description: Looks an order up.
+    kind: mock
+    responses: [{ result: found }]
+  refund:
+    description: Refunds an order.
+    kind: mock
+    scopes: [payments.write]
+    responses: [{ result: refunded }]
+"#;
+
+struct Serve {
+    child: Child,
+    authority: String,
+    _stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl Serve {
+    fn start(spec: &Path, port: u16, args: &[&str]) -> Serve {
+        Serve::start_with(spec, port, args, &[])
+    }
+
+    fn start_with(spec: &Path, port: u16, args: &[&str], env: &[(&str, &str)]) -> Serve {
+        let mut cmd = support::toolrun();
+        cmd.envs(env.iter().copied());
+        cmd.arg("serve")
+            .arg(spec)
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .env("RS_ID", "resource-server")
+            .env("RS_SECRET", "resource-server-secret");
+        let (child, _, stderr) = support::spawn_served(&mut cmd);
+        Serve {
+            child,
+            authority: format!("127.0.0.1:{port}"),
+            _stderr: stderr,
+        }
+    }
+
+    /// A raw request; the whole response.
+    fn request(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> String {
+        self.request_with(method, path, token, &[], body)
+    }
+
+    fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> String {
+        let mut stream = std::net::TcpStream::connect(&self.authority).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        for (k, v) in headers {
+            auth.push_str(&format!("{k}: {v}\r\n"));
+        }
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.authority,
+            body.len()
+        );
+        stream.write_all(req.as_bytes()).expect("send");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+    }
+
+    /// A POST in session `id`.
+    fn request_in(&self, id: &str, token: &str, body: &str) -> String {
+        let headers = [("Mcp-Session-Id", id)];
+        self.request_with("POST", "/mcp", Some(token), &headers, body)
+    }
+
+    fn initialize(&self, token: Option<&str>) -> String {
+        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "raw", "version": "1" } } });
+        self.request("POST", "/mcp", token, &init.to_string())
+    }
+
+    /// `initialize`, `initialized`, then `tools/list` and a call of each tool in the session;
+    /// the tools listed and each call's whole response.
+    fn session(&self, token: &str) -> (Vec<String>, Vec<String>) {
+        let response = self.initialize(Some(token));
+        let id = header(&response, "mcp-session-id")
+            .unwrap_or_else(|| panic!("no session in {response}"));
+        let send = |body: Value| self.request_in(&id, token, &body.to_string());
+        send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        let listed = send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }));
+        let tools: Vec<String> = body_json(&listed)["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools in {listed}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        let calls = ["lookup", "refund"]
+            .iter()
+            .map(|name| {
+                send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": { "name": name, "arguments": {} } }))
+            })
+            .collect();
+        (tools, calls)
+    }
+}
+
+impl Serve {
+    /// SIGTERM, and its exit code.
+    fn stop(mut self) -> Option<i32> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().expect("wait").code()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn header(response: &str, name: &str) -> Option<String> {
+    response.split("\r\n\r\n").next()?.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+    })
+}
+
+fn status(response: &str) -> &str {
+    response.lines().next().unwrap_or_default()
+}
+
+/// The JSON of a response's body, whether plain JSON or one server-sent event.
+fn body_json(response: &str) -> Value {
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let data = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(body);
+    serde_json::from_str(data.trim()).unwrap_or(Value::Null)
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64
+}
+
+/// The spec with this issuer and audience, in `dir`.
+fn spec(dir: &Path, issuer: &str, audience: &str) -> PathBuf {
+    let text = SPEC.replace("ISSUER", issuer).replace("AUDIENCE", audience);
+    support::write(dir, "payments.yaml", &text)
+}
+
+#[test]
+fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
+    let dir = support::temp_dir("serve-auth");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let spec = spec(&dir, &provider.issuer, &audience);
+    let events = dir.join("events.jsonl");
+    let record = dir.join("session.json");
+    let serve = Serve::start(
+        &spec,
+        port,
+        &[
+            "--events",
+            events.to_str().expect("utf-8"),
+            "--record",
+            record.to_str().expect("utf-8"),
+        ],
+    );
+
+    // The protected-resource metadata, where RFC 9728 puts it for this resource.
+    let metadata_url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+    let metadata = serve.request("GET", "/.well-known/oauth-protected-resource/mcp", None, "");
+    assert!(status(&metadata).contains("200"), "{metadata}");
+    let doc = body_json(&metadata);
+    assert_eq!(doc["resource"], audience.as_str());
+    assert_eq!(doc["authorization_servers"], json!([provider.issuer]));
+    assert_eq!(
+        doc["scopes_supported"],
+        json!(["payments.write", "tools.read"])
+    );
+
+    // No token: 401 and the challenge naming the metadata and the scope every call needs.
+    let refused = serve.initialize(None);
+    assert!(status(&refused).contains("401"), "{refused}");
+    assert_eq!(
+        header(&refused, "www-authenticate").as_deref(),
+        Some(format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"tools.read\"").as_str())
+    );
+
+    // A client credentials token with both scopes sees and calls both tools.
+    let all = provider.token("ci", &audience, "tools.read payments.write");
+    let (tools, calls) = serve.session(&all);
+    assert_eq!(tools, ["lookup", "refund"]);
+    assert!(calls[1].contains("refunded"), "{}", calls[1]);
+
+    // A session is its opener's: another subject's token cannot use it.
+    let opened = serve.initialize(Some(&all));
+    let id = header(&opened, "mcp-session-id").expect("a session");
+    let reader = provider.token("reader", &audience, "tools.read");
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }).to_string();
+    let foreign = serve.request_in(&id, &reader, &list);
+    assert!(status(&foreign).contains("403"), "{foreign}");
+    assert!(
+        foreign.contains("opened with another subject's token"),
+        "{foreign}"
+    );
+    assert!(status(&serve.request_in(&id, &all, &list)).contains("200"));
+
+    // A token without `payments.write` sees only `lookup`, and calling `refund` is 403.
+    let (tools, calls) = serve.session(&reader);
+    assert_eq!(tools, ["lookup"]);
+    assert!(calls[0].contains("found"), "{}", calls[0]);
+    assert!(status(&calls[1]).contains("403"), "{}", calls[1]);
+    let challenge = header(&calls[1], "www-authenticate").unwrap_or_default();
+    support::assert_contains(
+        &challenge,
+        &[
+            "error=\"insufficient_scope\"",
+            "scope=\"tools.read payments.write\"",
+            &metadata_url,
+        ],
+    );
+
+    // An opaque token, through the issuer's introspection endpoint.
+    let opaque = provider.token("opaque", &audience, "tools.read payments.write");
+    assert_eq!(opaque.matches('.').count(), 0, "{opaque}");
+    let (tools, _) = serve.session(&opaque);
+    assert_eq!(tools, ["lookup", "refund"]);
+
+    // ES256 and EdDSA signatures by the issuer's keys are taken as RS256 ones are.
+    let claims = |extra: Value| {
+        let mut c = json!({ "iss": provider.issuer, "aud": audience, "sub": "minted",
+            "exp": now() + 300, "scope": "tools.read" });
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            c[k] = v;
+        }
+        c
+    };
+    let mint = |key: &str, extra: Value| {
+        let want = json!({ "key": key, "claims": claims(extra) });
+        node(
+            &["mint", dir.join("keys.json").to_str().expect("utf-8")],
+            &want.to_string(),
+        )
+    };
+    for key in ["k-rsa", "k-ec", "k-ed"] {
+        let response = serve.initialize(Some(&mint(key, json!({}))));
+        assert!(status(&response).contains("200"), "{key}: {response}");
+    }
+
+    // Every refusal is a 401 that says why.
+    let other = format!("http://127.0.0.1:{}/other", free_port());
+    let cases = [
+        (
+            "wrong audience",
+            mint("k-rsa", json!({ "aud": "https://elsewhere.example/mcp" })),
+            "is for `https://elsewhere.example/mcp`, not for this server",
+        ),
+        (
+            "wrong issuer",
+            mint("k-rsa", json!({ "iss": "https://login.example.com" })),
+            "issued by `https://login.example.com`",
+        ),
+        (
+            "expired",
+            mint("k-rsa", json!({ "exp": now() - 600 })),
+            "the token expired",
+        ),
+        (
+            "alg none",
+            mint("none", json!({})),
+            "unsigned (`alg: none`)",
+        ),
+        (
+            "HS256 with the public key",
+            mint("hs-public", json!({})),
+            "signed with `HS256`, a shared secret",
+        ),
+        (
+            "unknown kid",
+            mint("stranger", json!({})),
+            "key `k-stranger` is not among the issuer's keys",
+        ),
+        (
+            "another resource",
+            provider.token("ci", &other, "tools.read"),
+            "not for this server",
+        ),
+    ];
+    for (what, token, says) in &cases {
+        let response = serve.initialize(Some(token));
+        assert!(status(&response).contains("401"), "{what}: {response}");
+        let challenge = header(&response, "www-authenticate").unwrap_or_default();
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+        assert!(response.contains(says), "{what}: {response}");
+    }
+
+    // The subject, never the token, in the events and the recording.
+    drop(serve);
+    let text = std::fs::read_to_string(&events).expect("events");
+    let subjects: Vec<Value> = support::events_named(&events, "mcp_call")
+        .iter()
+        .map(|e| e["subject"].clone())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            json!("ci"),
+            json!("ci"),
+            json!("reader"),
+            json!("opaque"),
+            json!("opaque")
+        ]
+    );
+    let recorded = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(recorded.contains("\"subject\":\"reader\""), "{recorded}");
+    for token in [&all, &reader, &opaque] {
+        assert!(!text.contains(token.as_str()) && !recorded.contains(token.as_str()));
+    }
+    // The recording replays offline: no issuer, no token.
+    drop(provider);
+    let mut replay = support::toolrun();
+    replay.arg("replay").arg(&record).arg("--spec").arg(&spec);
+    support::run(&mut replay).assert_success();
+}
+
+#[test]
+fn spans_name_the_subject_never_the_token() {
+    let dir = support::temp_dir("serve-auth-otel");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let spec = spec(&dir, &provider.issuer, &audience);
+    let collector = support::TestServer::start(|_| support::Response::json(200, json!({})));
+    let endpoint = collector.url("");
+    let env = [
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            endpoint.trim_end_matches('/'),
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ("OTEL_BSP_EXPORT_TIMEOUT", "10000"),
+    ];
+    let serve = Serve::start_with(&spec, port, &[], &env);
+    let token = provider.token("ci", &audience, "tools.read payments.write");
+    serve.session(&token);
+    assert_eq!(serve.stop(), Some(0));
+    let bodies: Vec<String> = collector.requests().iter().map(|r| r.text()).collect();
+    let all = bodies.join("\n");
+    assert!(!all.contains(&token), "the token went out in a span");
+    let spans: Vec<Value> = bodies
+        .iter()
+        .filter_map(|b| serde_json::from_str::<Value>(b).ok())
+        .flat_map(|b| {
+            b["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let named = |name: &str| spans.iter().filter(|s| s["name"] == name).count();
+    assert!(
+        named("tools/call refund") == 1 && named("tools/list") == 1,
+        "{spans:#?}"
+    );
+    for span in &spans {
+        let user = span["attributes"]
+            .as_array()
+            .and_then(|a| a.iter().find(|kv| kv["key"] == "user.id"))
+            .map(|kv| kv["value"]["stringValue"].clone());
+        assert_eq!(user, Some(json!("ci")), "{span:#}");
+    }
+}
+
+#[test]
+fn keys_the_issuer_could_not_give_are_fetched_again_once_it_is_back() {
+    let dir = support::temp_dir("serve-auth-down");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let keys = dir.join("keys.json");
+    let provider = Provider::start(as_port, &keys, &audience);
+    let token = provider.token("ci", &audience, "tools.read");
+    let spec = spec(&dir, &provider.issuer, &audience);
+    drop(provider);
+
+    let serve = Serve::start(&spec, port, &[]);
+    let down = serve.initialize(Some(&token));
+    assert!(status(&down).contains("401"), "{down}");
+    assert!(
+        down.contains("cannot fetch the metadata of issuer"),
+        "{down}"
+    );
+
+    let _back = Provider::start(as_port, &keys, &audience);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let response = serve.initialize(Some(&token));
+        if status(&response).contains("200") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never taken again: {response}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn the_python_sdks_oauth_clients_find_the_issuer_and_get_in() {
+    let dir = support::temp_dir("serve-auth-python");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let spec = spec(&dir, &provider.issuer, &audience);
+    let _serve = Serve::start(&spec, port, &[]);
+    let client = |args: &[&str]| {
+        let mut cmd = Command::new(python::python());
+        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve_auth/oauth_client.py"))
+            .args([audience.as_str(), provider.issuer.as_str()])
+            .args(args);
+        let out = support::run(&mut cmd);
+        assert_eq!(out.code, 0, "{out:?}");
+        out.json()
+    };
+    let got = client(&[
+        "client_credentials",
+        "reader",
+        "reader-secret",
+        "tools.read",
+    ]);
+    assert_eq!(
+        got,
+        json!({ "tools": ["lookup"], "calls": { "lookup": "found" } })
+    );
+    // The challenge's scope is what the SDK asks for first: `refund` is not listed; calling it
+    // anyway is 403 `insufficient_scope`, and the SDK steps up to the scope that names.
+    let got = client(&["authorization_code", "app", "tools.read", "refund"]);
+    assert_eq!(
+        got,
+        json!({ "tools": ["lookup"], "calls": { "lookup": "found", "refund": "refunded" } })
+    );
+}
+
+#[test]
+fn check_knows_the_keys_and_never_reaches_the_issuer() {
+    let dir = support::temp_dir("serve-auth-check");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let issuer = format!("http://{}", listener.local_addr().expect("addr"));
+    let good = spec(&dir, &issuer, "https://tools.example.com/mcp");
+    support::run(support::toolrun().arg("check").arg(&good)).assert_success();
+    assert!(listener.accept().is_err(), "check contacted the issuer");
+
+    let typo = SPEC
+        .replace("issuer: ISSUER", "isuer: https://login.example.com/")
+        .replace("AUDIENCE", "http://tools.example.com/mcp")
+        .replace(
+            "    scopes: [payments.write]",
+            "    scopes: [\"payments write\"]",
+        )
+        .replace(
+            "version: 1",
+            "version: 1\npolicy: { network: { allow_hosts: [api.example.com] } }",
+        );
+    let bad = support::write(&dir, "bad.yaml", &typo);
+    let out = support::run(support::toolrun().arg("check").arg(&bad));
+    out.assert_code(1);
+    support::assert_contains(
+        &out.stderr,
+        &[
+            "unknown key `isuer`",
+            "did you mean `issuer`",
+            "`serve.auth.audience` `http://tools.example.com/mcp` is plain http",
+            "`payments write` is not an OAuth scope",
+        ],
+    );
+    let disallowed = SPEC
+        .replace("ISSUER", "https://login.example.com/")
+        .replace("AUDIENCE", "https://tools.example.com/mcp")
+        .replace(
+            "version: 1",
+            "version: 1\npolicy: { network: { allow_hosts: [api.example.com] } }",
+        );
+    let out = support::run(support::toolrun().arg("check").arg(support::write(
+        &dir,
+        "hosts.yaml",
+        &disallowed,
+    )));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("`serve.auth.issuer` is on host `login.example.com`, which `policy.network.allow_hosts` does not list"),
+        "{}",
+        out.stderr
+    );
+}
