@@ -570,7 +570,40 @@ fn check_knows_the_keys_and_never_reaches_the_issuer() {
     let issuer = format!("http://{}", listener.local_addr().expect("addr"));
     let good = spec(&dir, &issuer, "https://tools.example.com/mcp");
     support::run(support::toolrun().arg("check").arg(&good)).assert_success();
+    // The introspection credentials may go to the issuer: --env-report says so.
+    let report = support::run(
+        support::toolrun()
+            .args(["check", "--env-report"])
+            .arg(&good),
+    );
+    let host = issuer.trim_start_matches("http://");
+    let lines: Vec<&str> = report
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("RS_"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", report.stdout);
+    for line in lines {
+        assert!(
+            line.contains("serve auth introspection") && line.ends_with(host),
+            "{line}"
+        );
+    }
     assert!(listener.accept().is_err(), "check contacted the issuer");
+    // A static token and OAuth at once is a usage error, before anything is bound.
+    let both = support::run(
+        support::toolrun()
+            .arg("serve")
+            .arg(&good)
+            .args(["--http", "127.0.0.1:0", "--token-env", "T"])
+            .env("T", "0123456789abcdef0123"),
+    );
+    both.assert_code(2);
+    assert!(
+        both.stderr
+            .contains("--token-env is for a static token instead"),
+        "{both:?}"
+    );
 
     let typo = SPEC
         .replace("issuer: ISSUER", "isuer: https://login.example.com/")

@@ -62,6 +62,17 @@ pub(crate) fn collect(registry: &Registry, source: &Source) -> Vec<EnvUse> {
     for w in &registry.wildcards {
         server_uses(registry, &w.server, &mut out);
     }
+    if let Some(auth) = &registry.serve_auth {
+        // Introspection's client credentials go to the issuer's endpoint, on an allowed host.
+        let ids = auth.client_id.iter().chain(&auth.client_secret);
+        let allowed = crate::tools::http::allowed_hosts(registry);
+        let hosts = Hosts::Listed(allowed.iter().map(rule).collect());
+        for name in registry.templates.secrets_named(ids) {
+            if let Some(u) = out.iter_mut().find(|u| u.variable == name) {
+                u.used(("serve_auth", "introspection".into()), &hosts);
+            }
+        }
+    }
     for m in &registry.models {
         let (ModelKind::OpenAi(live) | ModelKind::Anthropic(live)) = &m.kind else {
             continue;

@@ -16,6 +16,10 @@ const MAX_DOCUMENT_BYTES: u64 = 256 * 1024;
 const REFETCH_AFTER: Duration = Duration::from_secs(60);
 /// After a fetch failed, the next request tries again no sooner than this.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(2);
+/// Keys older than this are fetched again by the next request: a key the issuer has withdrawn
+/// is not trusted for ever. Until that fetch works, they stay. (The metadata, once read, is kept
+/// for the life of the process.)
+const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 
 pub(super) struct Issuer {
     pub(super) issuer: String,
@@ -64,6 +68,12 @@ impl Issuer {
                     .cloned(),
             }
         };
+        if state.fetched.is_some_and(|at| at.elapsed() >= KEYS_MAX_AGE)
+            && self.refresh(&mut state).await.is_err()
+        {
+            // The keys there were stay; the next try is a minute on, not every request's.
+            state.fetched = Instant::now().checked_sub(KEYS_MAX_AGE - REFETCH_AFTER);
+        }
         if let Some(found) = state.keys.as_deref().and_then(find) {
             return Ok(found);
         }
