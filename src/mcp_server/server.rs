@@ -686,10 +686,12 @@ impl ServerHandler for ServedSession {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let token = context.meta.get_progress_token();
-        let hangup = context
-            .extensions
-            .get::<hyper::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<super::resume::Hangup>());
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        // A request without a session (MCP 2026-07-28) names its subject itself.
+        if let Some(p) = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>()) {
+            let _ = self.subject.set(p.subject.as_str().into());
+        }
+        let hangup = parts.and_then(|p| p.extensions.get::<super::resume::Hangup>());
         let response = self
             .call(
                 &request.name,
