@@ -78,6 +78,8 @@ vocabulary! {
         ModelError = "model_error",
         Interrupted = "interrupted",
         MaxTokensTotal = "max_tokens_total",
+        /// `limits.max_cost_usd`: the run spent its budget, by its model's `price:`.
+        MaxCostUsd = "max_cost_usd",
         /// The model's reply was cut off at its `max_tokens`: the partial answer is kept.
         MaxTokens = "max_tokens",
         RepeatedErrors = "repeated_errors",
@@ -98,6 +100,7 @@ impl StopReason {
             | StopReason::MaxToolCalls
             | StopReason::LoopDetected
             | StopReason::MaxTokensTotal
+            | StopReason::MaxCostUsd
             | StopReason::MaxTokens
             | StopReason::RepeatedErrors => Status::NeedsReview,
             StopReason::RunTimeout

@@ -1,6 +1,7 @@
 //! Spec → `Registry`. Several passes, like a compiler: read every section, resolve names, lint.
 //! Every problem is collected; a registry comes out only when there is no error.
 
+mod budgets;
 mod checked;
 mod models;
 mod schema_check;
@@ -252,7 +253,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     // Secrets first: templates everywhere are checked against them.
     compile_secrets(&top, ctx);
 
-    let limits = compile_limits(top.get("limits"), ctx);
+    let mut limits = compile_limits(top.get("limits"), ctx);
 
     // Tool names are collected before any tool is compiled, so references can be resolved in
     // any order.
@@ -293,10 +294,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let (models, default_model) =
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);
-    let tests = match top.get("tests") {
-        Some(n) => test_cases::compile_tests(n, &models, top.get("fixtures").is_some(), ctx),
-        None => Vec::new(),
-    };
+    let tests = tests_and_cost_limit(&top, &mut limits, (&models, default_model), ctx);
     let replay_ignore = compile_replay_ignore(&top, ctx);
     // Per-test fixtures are written by `test --record`: the folder must stay inside the project.
     let fixtures_dir = top.string("fixtures", &mut ctx.d).and_then(|d| {
@@ -338,6 +336,21 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         fixtures_dir,
         wildcards: std::mem::take(&mut ctx.wildcards),
         allowed_hosts: Default::default(),
+    })
+}
+
+/// `tests:`, and `limits.max_cost_usd`, which needs the models' prices as the tests' cost
+/// budgets do.
+fn tests_and_cost_limit(
+    top: &Obj,
+    limits: &mut Limits,
+    models: (&[crate::registry::ModelDef], Option<usize>),
+    ctx: &mut Ctx,
+) -> Vec<crate::registry::TestCase> {
+    limits.max_cost_usd = budgets::cost_limit(top.get("limits"), models.0, ctx);
+    top.get("tests").map_or_else(Vec::new, |n| {
+        let fixtures = top.get("fixtures").is_some();
+        test_cases::compile_tests(n, models, fixtures, ctx)
     })
 }
 
@@ -501,6 +514,7 @@ fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
         run_timeout: Duration::from_secs(300),
         max_tool_output_chars: 16_000,
         max_tokens_total: None,
+        max_cost_usd: None,
     };
     let Some(node) = node else { return limits };
     let Some(obj) = Obj::new(node, "`limits`", keys::LIMITS, &mut ctx.d) else {

@@ -12,13 +12,14 @@ use crate::vocab::{ErrorKind, Status, StopReason};
 
 pub(super) fn compile_tests(
     node: &Node,
-    models: &[ModelDef],
+    (models, default_model): (&[ModelDef], Option<usize>),
     has_fixtures_dir: bool,
     ctx: &mut Ctx,
 ) -> Vec<TestCase> {
     let mut out = Vec::new();
     let mut names = Names {
         models,
+        default_model,
         has_fixtures_dir,
         seen: std::collections::HashMap::new(),
         fixtures: FixtureOwners::new(),
@@ -43,6 +44,7 @@ pub(super) fn compile_tests(
 /// What the tests compiled so far claim: names, fixture paths, fixture file names.
 struct Names<'m> {
     models: &'m [ModelDef],
+    default_model: Option<usize>,
     has_fixtures_dir: bool,
     /// Where each name was first given (by name: a spec with 10,000 tests must not compare
     /// every name with every other): `line N` of the spec, or a data file's row.
@@ -119,6 +121,14 @@ fn compile_test(item: &Node, names: &mut Names, ctx: &mut Ctx) -> Option<TestCas
         Some(e) => compile_expect(e, models, ctx),
         None => Expect::default(),
     };
+    let default = names.default_model;
+    super::budgets::check_cost_expectation(
+        obj.get("expect"),
+        model.as_deref(),
+        models,
+        default,
+        ctx,
+    );
     Some(TestCase {
         span: name.span,
         name: name.value,
@@ -361,6 +371,7 @@ fn compile_expect(node: &Node, models: &[ModelDef], ctx: &mut Ctx) -> Expect {
         .count("max_tool_calls", 0, &mut ctx.d)
         .map(|v| v.value.min(u32::MAX as u64) as u32);
     e.judge = obj.get("judge").and_then(|n| compile_judge(n, models, ctx));
+    super::budgets::expect_budgets(&obj, &mut e, ctx);
     e
 }
 

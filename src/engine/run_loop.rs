@@ -32,7 +32,7 @@ impl<'a> Engine<'a> {
             content: opts.query.to_string(),
         });
         loop {
-            if let Some(stop) = self.budget_spent(st) {
+            if let Some(stop) = self.budget_spent(st, opts.model_name) {
                 return stop;
             }
             // Seen here too, not only by the watcher the loop races: a run whose steps never
@@ -134,14 +134,17 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// `max_steps` and `max_tokens_total`, checked before each model call.
-    pub(super) fn budget_spent(&self, st: &State) -> Option<Stop> {
+    /// `max_steps`, `max_tokens_total` and `max_cost_usd`, checked before each model call.
+    pub(super) fn budget_spent(&self, st: &State, model: &str) -> Option<Stop> {
         let limits = &self.registry.limits;
         if st.steps >= limits.max_steps {
             return Some(Stop::new(
                 StopReason::MaxSteps,
                 format!("the model made {} calls (max_steps) without a final answer; {} tool result(s) were gathered", st.steps, st.tool_results.len()),
             ));
+        }
+        if let Some(stop) = self.cost_spent(st, model) {
+            return Some(stop);
         }
         let max = limits.max_tokens_total?;
         (st.usage.total_tokens >= max).then(|| {
@@ -151,6 +154,26 @@ impl<'a> Engine<'a> {
                     "the run used {} tokens (max_tokens_total is {max})",
                     st.usage.total_tokens
                 ),
+            )
+        })
+    }
+
+    /// `max_cost_usd`: what the calls so far cost at the model's `price:`. A model without one
+    /// (scripted) spends nothing; `check` refuses the limit on a live model without a price.
+    fn cost_spent(&self, st: &State, model: &str) -> Option<Stop> {
+        let max = self.registry.limits.max_cost_usd?;
+        let price = self.registry.model(model)?.price?;
+        let u = &st.usage;
+        let spent = price.cost_usd(
+            u.input_tokens,
+            u.cached_input_tokens,
+            u.output_tokens,
+            u.reasoning_tokens,
+        );
+        (spent >= max).then(|| {
+            Stop::new(
+                StopReason::MaxCostUsd,
+                format!("the run spent ${spent:.6} (max_cost_usd is {max})"),
             )
         })
     }

@@ -446,6 +446,8 @@ pub(crate) struct Limits {
     pub(crate) run_timeout: Duration,
     pub(crate) max_tool_output_chars: usize,
     pub(crate) max_tokens_total: Option<u64>,
+    /// USD, from the running model's `price:`.
+    pub(crate) max_cost_usd: Option<f64>,
 }
 
 pub struct ModelDef {
@@ -464,6 +466,18 @@ pub(crate) struct Price {
     pub(crate) cached_input: Option<f64>,
     /// Reasoning tokens, which providers count as output (default: `output`).
     pub(crate) reasoning: Option<f64>,
+}
+
+impl Price {
+    /// USD for these counts; cached input and reasoning are parts of the input and output.
+    pub(crate) fn cost_usd(&self, input: u64, cached: u64, output: u64, reasoning: u64) -> f64 {
+        let (cached, reasoning) = (cached.min(input), reasoning.min(output));
+        let input = (input - cached) as f64 * self.input
+            + cached as f64 * self.cached_input.unwrap_or(self.input);
+        let output = (output - reasoning) as f64 * self.output
+            + reasoning as f64 * self.reasoning.unwrap_or(self.output);
+        (input + output) / 1_000_000.0
+    }
 }
 
 pub(crate) enum ModelKind {
@@ -610,6 +624,10 @@ pub(crate) struct Expect {
     pub(crate) output_matches: Option<LazyRegex>,
     pub(crate) max_tool_calls: Option<u32>,
     pub(crate) judge: Option<Judge>,
+    /// Budgets: input + output tokens, USD, and the run's wall time in milliseconds.
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) max_latency_ms: Option<f64>,
 }
 
 /// A test's name as the file name of its fixture under `fixtures: DIR`: anything outside a

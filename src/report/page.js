@@ -46,6 +46,13 @@
     return parts.join(" · ");
   }
 
+  // A budget of `expect` and what the attempt used of it: `max_tokens: 30 of 4,000 tok (1%)`.
+  function budgetLine(b) {
+    var show = b.budget === "max_cost_usd" ? usd : b.budget === "max_latency_ms" ? dur : function (n) { return tokens(n) + " tok"; };
+    var used = b.used === undefined ? "unknown (no price)" : show(b.used);
+    return b.budget + ": " + used + " of " + show(b.limit) + (b.share === undefined ? "" : " (" + pct(b.share) + ")");
+  }
+
   var root = document.getElementById("app");
   var specs = [];
   cols.forEach(function (c) { c.specs.forEach(function (s) { if (specs.indexOf(s.name) < 0) specs.push(s.name); }); });
@@ -150,7 +157,9 @@
       var summary = "#" + a.attempt + " " + a.outcome.toUpperCase() + " · " + a.source +
         (a.status ? " · " + a.status + " (" + a.stop_reason + ")" : "") +
         " · " + a.tool_calls.length + " tool call" + (a.tool_calls.length === 1 ? "" : "s") +
-        " · " + metaLine(a.usage ? a.usage.total_tokens : 0, a.cost_usd, a.duration_ms);
+        " · " + metaLine(a.usage ? a.usage.total_tokens : 0, a.cost_usd, a.duration_ms) +
+        // How close the attempt came to its tightest budget.
+        (a.budgets && a.budgets.length ? " · budget " + pct(Math.max.apply(null, a.budgets.map(function (b) { return b.share || 0; }))) : "");
       var btn = el("button", { class: "attempt " + a.outcome, id: "attempt-" + id, "aria-expanded": "false",
         onclick: function () {
           var shown = document.getElementById("trajectory-" + id);
@@ -199,6 +208,10 @@
     if (a.judge) {
       add(box, el("div", { class: "step judge" }, el("span", { class: "lbl" }, "judge · " + a.judge.model + " · score " +
         a.judge.score + " (needs " + a.judge.pass + ")"), el("pre", {}, a.judge.reasoning)));
+    }
+    if (a.budgets && a.budgets.length) {
+      add(box, el("div", { class: "step budgets" }, el("span", { class: "lbl" }, "budgets · measured on the " + a.source + " attempt"),
+        el("pre", {}, a.budgets.map(budgetLine).join("\n"))));
     }
     (a.failures || []).forEach(function (f) {
       var what = f.kind === "assertion" ? "failed assertion" + (f.assertion ? " · " + f.assertion : "") : f.kind;

@@ -60,6 +60,7 @@ impl Attempt {
             started_at: trace.started_at.clone(),
             duration_ms: trace.duration_ms,
             judge: None,
+            budgets: Vec::new(),
             failures,
         }
     }
@@ -89,6 +90,7 @@ impl Attempt {
             started_at: None,
             duration_ms,
             judge: None,
+            budgets: Vec::new(),
             failures: vec![failure],
         }
     }

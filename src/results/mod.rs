@@ -123,6 +123,20 @@ impl ModelInfo {
     }
 }
 
+/// One budget of a test's `expect` (`max_tokens`, `max_cost_usd`, `max_latency_ms`) and how
+/// close an attempt came to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Budget {
+    pub(crate) budget: String,
+    pub(crate) limit: f64,
+    /// What the attempt used; absent when it cannot be known (a cost without a price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) used: Option<f64>,
+    /// `used / limit`: 1 is the whole budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) share: Option<f64>,
+}
+
 /// USD per million tokens, as declared by `price:` on the model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PriceInfo {
@@ -236,6 +250,9 @@ pub(crate) struct Attempt {
     /// The grader's verdict, for a test with `expect: { judge: ... }`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) judge: Option<crate::judge::Grade>,
+    /// Each budget of the test's `expect` and what this attempt used of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) budgets: Vec<Budget>,
     /// Why the attempt failed: assertions, divergence from the recording, errors. Empty on a pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) failures: Vec<Failure>,
@@ -394,13 +411,18 @@ pub(crate) struct Totals {
 /// USD for this usage at this price (per million tokens). Cached input and reasoning tokens
 /// are parts of the input and output counts, priced at their own rate when one is declared.
 pub(crate) fn cost(usage: &TokenUsage, price: &PriceInfo) -> f64 {
-    let cached = usage.cached_input_tokens.min(usage.input_tokens);
-    let reasoning = usage.reasoning_tokens.min(usage.output_tokens);
-    let input = (usage.input_tokens - cached) as f64 * price.input
-        + cached as f64 * price.cached_input.unwrap_or(price.input);
-    let output = (usage.output_tokens - reasoning) as f64 * price.output
-        + reasoning as f64 * price.reasoning.unwrap_or(price.output);
-    (input + output) / 1_000_000.0
+    let price = Price {
+        input: price.input,
+        output: price.output,
+        cached_input: price.cached_input,
+        reasoning: price.reasoning,
+    };
+    price.cost_usd(
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+    )
 }
 
 impl TestResult {

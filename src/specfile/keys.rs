@@ -357,6 +357,7 @@ pub(crate) const LIMITS: &Place = &Place::new("limits", "Budgets that stop a run
     Key::new("run_timeout", DURATION, "Timeout of the whole run."),
     Key::new("max_tool_output_chars", Count(16), "Longer observations are truncated, with a marker."),
     Key::new("max_tokens_total", Count(1), "Most tokens used by live models per run."),
+    Key::new("max_cost_usd", Json(|| json!({ "type": "number", "exclusiveMinimum": 0 })), "Most USD a run may spend, from its model's `price:`; checked before each model call."),
 ]);
 
 pub(crate) const SERVE: &Place = &Place::new("serve", "Limits of one MCP session of `toolrun serve`; a long-lived client's session is not a run, so `limits.max_tool_calls` and `policy.max_identical_calls` do not apply to it.", &[
@@ -482,6 +483,9 @@ pub(crate) const EXPECT: &Place = &Place::new("expect", "What a test's run must 
     Key::new("output_not_contains", Ref("texts"), "The answer contains none of these."),
     Key::new("output_matches", Str, "The answer matches this regular expression."),
     Key::new("max_tool_calls", Count(0), "At most this many tool calls."),
+    Key::new("max_tokens", Count(0), "At most this many tokens (input + output) over every model call of the test."),
+    Key::new("max_cost_usd", Json(|| json!({ "type": "number", "minimum": 0 })), "At most this cost in USD, from the model's `price:`."),
+    Key::new("max_latency_ms", Json(|| json!({ "type": "number", "minimum": 0 })), "At most this wall time of the run, in milliseconds."),
     Key::new("judge", Ref("judge"), "A grader model scores the answer against a rubric."),
 ]);
 

@@ -172,3 +172,66 @@ fn max_tool_calls(expect: &Expect, trace: &Trace, failures: &mut Failures) {
         }
     }
 }
+
+/// The budgets of `expect` against what the attempt used: each is recorded on the attempt (the
+/// report shows how close it came), and one overspent is a failed assertion. Latency is the
+/// run's wall time however it ran; the message says how (a replay is no live run).
+pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attempt) {
+    use crate::results::{Budget, Failure, Outcome, Source};
+    let how = match attempt.source {
+        Source::Scripted => "scripted run",
+        Source::Replay => "replayed from its fixture",
+        Source::Live => "live run",
+        Source::Record => "recorded run",
+    };
+    let tokens = attempt
+        .usage
+        .as_ref()
+        .map_or(0, |u| u.input_tokens + u.output_tokens);
+    let budgets = [
+        (
+            "max_tokens",
+            expect.max_tokens.map(|m| m as f64),
+            Some(tokens as f64),
+        ),
+        (
+            "max_cost_usd",
+            expect.max_cost_usd,
+            attempt.cost_usd.or(attempt.usage.is_none().then_some(0.0)),
+        ),
+        (
+            "max_latency_ms",
+            expect.max_latency_ms,
+            Some(attempt.duration_ms),
+        ),
+    ];
+    for (key, limit, used) in budgets {
+        let Some(limit) = limit else { continue };
+        attempt.budgets.push(Budget {
+            budget: key.to_string(),
+            limit,
+            used,
+            share: used.filter(|_| limit > 0.0).map(|u| u / limit),
+        });
+        let message = match used {
+            None => format!(
+                "{key} is {limit}, but model `{}` has no `price:` to work out the cost by",
+                attempt.model.as_deref().unwrap_or("?")
+            ),
+            Some(u) if u > limit => match key {
+                "max_tokens" => {
+                    format!("expected at most {limit} tokens, the test used {u} ({how})")
+                }
+                "max_cost_usd" => {
+                    format!("expected a cost of at most ${limit}, the test cost ${u:.6} ({how})")
+                }
+                _ => format!(
+                    "expected a wall time of at most {limit} ms, the run took {u:.0} ms ({how})"
+                ),
+            },
+            Some(_) => continue,
+        };
+        attempt.failures.push(Failure::assertion(key, message));
+        attempt.outcome = Outcome::Failed;
+    }
+}

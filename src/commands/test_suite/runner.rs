@@ -228,10 +228,17 @@ async fn judged_attempt(
             }
         }
     }
+    let ran = failures
+        .iter()
+        .all(|f| f.kind != crate::results::FailureKind::Error);
     let mut attempt = Attempt::from_trace(number, source, &trace, failures, price);
     attempt.judge = grade;
     if attempt.duration_ms == 0.0 {
         attempt.duration_ms = crate::trace::millis(started.elapsed());
+    }
+    // A run cut off before it could run says nothing about what it would have spent.
+    if ran {
+        super::expect::check_budgets(&case.expect, &mut attempt);
     }
     attempt
 }

@@ -1,0 +1,304 @@
+//! Budgets as assertions (issue 33 §4), through the real binary against a fake OpenAI server on
+//! 127.0.0.1: `expect.max_tokens`, `expect.max_cost_usd` (from `price:`), `expect.max_latency_ms`
+//! (the fake delays; the margins are wide: 1 ms against 200 ms, 60 s against 200 ms), the run limit
+//! `limits.max_cost_usd`, and `check`'s E050 for a cost without a price.
+
+mod support;
+
+use std::time::Duration;
+use support::providers::{self, Fake, KEY};
+use support::run;
+
+/// Each reply reports 10 input and 5 output tokens; a test of a tool call and an answer: 30.
+fn two_calls() -> Vec<support::Response> {
+    vec![
+        providers::openai_tool_calls(&[("c1", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        providers::openai_answer("AAPL is 178.15."),
+    ]
+}
+
+/// USD 1,000 per million tokens: a call of 15 tokens costs $0.015, the test's 30 cost $0.03.
+const PRICE: &str = "    price: { input: 1000, output: 1000 }\n";
+
+fn test_results(spec: &std::path::Path) -> (support::Output, serde_json::Value) {
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY)
+        .arg("test")
+        .arg(spec)
+        .args(["--allow-network", "--format", "json"]);
+    let out = run(&mut cmd);
+    let json = out.json();
+    (out, json)
+}
+
+fn failures(results: &serde_json::Value) -> Vec<String> {
+    results["tests"][0]["attempts"][0]["failures"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|f| f["message"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn one_test(expect: &str) -> String {
+    format!("tests:\n  - name: budget\n    query: price of AAPL\n    expect: {{ status: ok, {expect} }}\n")
+}
+
+#[test]
+fn a_token_budget_counts_every_model_call_of_the_test() {
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file("", &one_test("max_tokens: 29"));
+    let (out, results) = test_results(&spec);
+    out.assert_code(1);
+    assert_eq!(
+        failures(&results),
+        ["expected at most 29 tokens, the test used 30 (live run)"],
+        "{out:?}"
+    );
+    let budget = &results["tests"][0]["attempts"][0]["budgets"][0];
+    assert_eq!(budget["budget"], "max_tokens");
+    assert_eq!(budget["used"], 30.0);
+
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file("", &one_test("max_tokens: 30"));
+    let (out, results) = test_results(&spec);
+    out.assert_success();
+    assert_eq!(
+        results["tests"][0]["attempts"][0]["budgets"][0]["share"],
+        1.0
+    );
+}
+
+#[test]
+fn a_cost_budget_uses_the_models_price() {
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file(PRICE, &one_test("max_cost_usd: 0.02"));
+    let (out, results) = test_results(&spec);
+    out.assert_code(1);
+    assert_eq!(
+        failures(&results),
+        ["expected a cost of at most $0.02, the test cost $0.030000 (live run)"],
+        "{out:?}"
+    );
+
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file(PRICE, &one_test("max_cost_usd: 0.06"));
+    let (out, results) = test_results(&spec);
+    out.assert_success();
+    let budget = &results["tests"][0]["attempts"][0]["budgets"][0];
+    assert_eq!(budget["budget"], "max_cost_usd");
+    let share = budget["share"].as_f64().unwrap_or(0.0);
+    assert!((share - 0.5).abs() < 1e-9, "{budget}");
+}
+
+#[test]
+fn a_latency_budget_measures_the_runs_wall_time() {
+    let slow =
+        || vec![providers::openai_answer("AAPL is 178.15.").delay(Duration::from_millis(200))];
+    let fake = Fake::openai(slow());
+    let spec = fake.spec_file("", &one_test("max_latency_ms: 1"));
+    let (out, results) = test_results(&spec);
+    out.assert_code(1);
+    let failed = failures(&results);
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with("expected a wall time of at most 1 ms, the run took ")
+            && failed[0].ends_with(" ms (live run)"),
+        "{failed:?}"
+    );
+
+    let fake = Fake::openai(slow());
+    let spec = fake.spec_file("", &one_test("max_latency_ms: 60000"));
+    let (out, results) = test_results(&spec);
+    out.assert_success();
+    let used = results["tests"][0]["attempts"][0]["budgets"][0]["used"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(used >= 200.0, "the fake waited 200 ms: {used}");
+}
+
+#[test]
+fn a_cost_limit_stops_the_run_before_it_spends_more() {
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file(PRICE, "limits:\n  max_cost_usd: 0.01\n");
+    let out = support::run_json(&spec, Some(KEY), "price of AAPL");
+    out.assert_code(3);
+    let trace = out.json();
+    assert_eq!(trace["stop_reason"], "max_cost_usd", "{out:?}");
+    assert_eq!(trace["status"], "needs_review");
+    assert_eq!(fake.requests().len(), 1, "the second call would spend more");
+
+    // Under the limit the run goes on to its answer.
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file(PRICE, "limits:\n  max_cost_usd: 1\n");
+    let out = support::run_json(&spec, Some(KEY), "price of AAPL");
+    out.assert_success();
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn check_refuses_a_cost_budget_on_a_model_without_a_price() {
+    let fake = Fake::openai(Vec::new());
+    for extra in [
+        one_test("max_cost_usd: 0.01"),
+        "limits:\n  max_cost_usd: 0.01\n".to_string(),
+    ] {
+        let spec = fake.spec_file("", &extra);
+        let mut cmd = support::toolrun();
+        cmd.args(["check", "--format", "json"]).arg(&*spec);
+        let out = run(&mut cmd);
+        out.assert_code(1);
+        let e050: Vec<serde_json::Value> = out
+            .json()
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter(|d| d["code"] == "E050")
+            .cloned()
+            .collect();
+        assert_eq!(e050.len(), 1, "{out:?}");
+        assert!(e050[0]["line"].as_u64().is_some_and(|l| l > 20), "{out:?}");
+        // With a price, the same spec is clean.
+        let priced = fake.spec_file(PRICE, &extra);
+        let mut cmd = support::toolrun();
+        cmd.arg("check").arg(&*priced);
+        run(&mut cmd).assert_success();
+    }
+}
+
+/// A recorded attempt and its replay are measured too, each saying how it ran.
+#[test]
+fn recorded_and_replayed_attempts_say_how_they_ran() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("AAPL is 178.15.").delay(Duration::from_millis(200))
+    ]);
+    let tests = "tests:\n  - name: budget\n    query: price of AAPL\n    fixture: budget.json\n    expect: { max_latency_ms: 1, max_tokens: 100 }\n";
+    let spec = fake.spec_file("", tests);
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY)
+        .arg("test")
+        .arg(&*spec)
+        .args(["--record", "all", "--format", "json"]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    let results = out.json();
+    assert_eq!(results["tests"][0]["attempts"][0]["source"], "record");
+    let failed = failures(&results);
+    assert!(
+        failed.iter().any(|f| f.ends_with(" ms (recorded run)")),
+        "{failed:?}"
+    );
+
+    // Replayed offline: the budgets are checked against the replay, which says so.
+    let mut cmd = support::toolrun();
+    cmd.arg("test").arg(&*spec).args(["--format", "json"]);
+    let out = run(&mut cmd);
+    let results = out.json();
+    let attempt = &results["tests"][0]["attempts"][0];
+    assert_eq!(attempt["source"], "replay", "{out:?}");
+    assert_eq!(attempt["budgets"][0]["budget"], "max_tokens");
+    assert_eq!(attempt["budgets"][0]["used"], 15.0);
+}
+
+/// The HTML report shows each budget of an attempt and how close it came, in a real browser.
+#[test]
+fn the_report_shows_each_budget_and_how_close_it_came() {
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file(
+        PRICE,
+        &one_test("max_cost_usd: 0.06, max_tokens: 4000, max_latency_ms: 60000"),
+    );
+    let dir = spec.parent().expect("folder").to_path_buf();
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY).current_dir(&dir).args([
+        "test",
+        "spec.yaml",
+        "--allow-network",
+        "--results",
+        "results.json",
+    ]);
+    run(&mut cmd).assert_success();
+    let mut cmd = support::toolrun();
+    cmd.current_dir(&dir)
+        .args(["report", "results.json", "-o", "report.html"]);
+    run(&mut cmd).assert_success();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap_or_default();
+    assert!(
+        html.contains("\"budget\":\"max_cost_usd\""),
+        "the page has no budgets"
+    );
+
+    let Some(browser) = chromium() else { return };
+    let dom = rendered_dom(
+        &browser,
+        &dir.join("report.html"),
+        "#open=0/1/live_openai%3A%3Abudget",
+    );
+    support::assert_contains(
+        &dom,
+        &[
+            "budget 50%",
+            "budgets · measured on the live attempt",
+            "max_tokens: 30 tok of 4,000 tok (1%)",
+            "max_cost_usd: $0.0300 of $0.0600 (50%)",
+            "max_latency_ms: ",
+        ],
+    );
+}
+
+/// Chromium, installed by `.ci/install-chromium` when missing (as `tests/report.rs` finds it);
+/// `None` (the browser part skipped, saying so) only where that fails outside CI.
+fn chromium() -> Option<std::path::PathBuf> {
+    let find = || {
+        ["chromium", "chromium-browser"].iter().find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|p| p.join(name))
+                    .find(|p| p.is_file())
+            })
+        })
+    };
+    if let Some(p) = find() {
+        return Some(p);
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/install-chromium");
+    let installed = std::process::Command::new("bash").arg(&script).status();
+    if let Some(p) = find() {
+        return Some(p);
+    }
+    let why = format!(
+        "Chromium is not installed and `{}` could not install it ({installed:?})",
+        script.display()
+    );
+    if std::env::var_os("TOOLRUN_REQUIRE_BROWSER").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("\n!!!!!!!!\nSKIPPED the browser test: {why}\n!!!!!!!!\n");
+    None
+}
+
+/// The DOM after the page's scripts ran, as headless Chromium sees it from `file://`.
+fn rendered_dom(browser: &std::path::Path, page: &std::path::Path, fragment: &str) -> String {
+    let profile = support::temp_dir("chromium-profile");
+    let mut cmd = std::process::Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg("--dump-dom")
+    .arg(format!("file://{}{fragment}", page.display()));
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "chromium failed: {out:?}");
+    out.stdout
+}
