@@ -9,11 +9,26 @@ use std::sync::OnceLock;
 pub(crate) fn tool_validator(
     schema: &serde_json::Value,
 ) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
-    let mut options = jsonschema::options();
+    let mut options = jsonschema::options().with_retriever(Unfetched);
     if let Some(draft) = shared_subset_draft(schema) {
         options = options.with_draft(draft);
     }
     options.should_validate_formats(true).build(schema)
+}
+
+/// What a `$ref` to another document (`https://...`, `file:...`) stands for: any value. Such a
+/// reference is never fetched (SEP-2106: a client must not dereference a network URI a server's
+/// schema names, and a spec's schema reaches no network either); the rest of the schema,
+/// references within it included, still checks the arguments.
+struct Unfetched;
+
+impl jsonschema::Retrieve for Unfetched {
+    fn retrieve(
+        &self,
+        _uri: &jsonschema::Uri<String>,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(serde_json::json!({}))
+    }
 }
 
 /// How many allowed values an error lists before it says how many more there are: twelve
@@ -176,6 +191,16 @@ mod tests {
         assert!(lazy.is_built());
         let broken = LazyValidator::default();
         assert!(broken.get(&json!({"type": "strng"})).is_err());
+    }
+
+    #[test]
+    fn a_reference_to_another_document_is_not_fetched_and_the_rest_still_checks() {
+        let schema = json!({"type": "object", "$defs": {"id": {"type": "string", "pattern": "^[a-z]+$"}},
+            "properties": {"id": {"$ref": "#/$defs/id"}, "profile": {"$ref": "http://127.0.0.1:9/profile.json"}},
+            "required": ["id"]});
+        let v = tool_validator(&schema).unwrap();
+        assert!(v.is_valid(&json!({"id": "abc", "profile": {"anything": 1}})));
+        assert!(!v.is_valid(&json!({"id": "ABC"})));
     }
 
     #[test]
