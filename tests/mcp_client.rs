@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use support::specs::notes_spec as spec;
+use support::specs::{notes_spec as spec, notes_spec_at};
 use support::{run, toolrun, write};
 
 const SECRET: &str = "notes-key-5b0d1e9a7c";
@@ -106,6 +106,131 @@ fn run_notes(spec: &Path, extra: &[&str]) -> support::Output {
         .arg(spec)
         .args(["--query", "what do I need to buy?"])
         .args(extra))
+}
+
+/// The Python SDK's server speaks 2026-07-28: toolrun asks `server/discover` (no `initialize`,
+/// no session), every request carries its `_meta` and the `Mcp-Method`/`Mcp-Name` headers, a
+/// tool that asks its user is answered as the entry's `elicitation:` says in a retry that
+/// echoes the request state, and the recording replays offline.
+#[test]
+fn a_2026_07_28_server_is_discovered_and_its_input_required_answered_then_replay_offline() {
+    let dir = support::temp_dir("mcp-client-2026");
+    let server = NotesServer::start_with(&dir, &[("NOTES_ELICIT", "1")]);
+    let turns = r#"          - tool_calls: [{ name: search_notes, arguments: { query: milk } }]
+          - tool_calls: [{ name: archive_notes, arguments: {} }]
+          - answer: "{{ results[1].result.result }}""#;
+    let text = notes_spec_at(
+        &server.url(),
+        "",
+        "      - search_notes\n      - archive_notes",
+        turns,
+    )
+    .replace(
+        "    timeout: 20s",
+        "    timeout: 20s\n    elicitation: defaults",
+    );
+    let spec_path = write(&dir, "notes.yaml", &text);
+    let fixture = dir.join("notes.json");
+    let events = dir.join("events.jsonl");
+    let out = run_notes(
+        &spec_path,
+        &[
+            "--json",
+            "--record",
+            fixture.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+        ],
+    );
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "archived 2 notes");
+    let connected = support::events_named(&events, "mcp_connected");
+    assert_eq!(connected[0]["protocol"], "2026-07-28", "{connected:?}");
+    assert_eq!(connected[0]["session"], Value::Null, "{connected:?}");
+    let asked = support::events_named(&events, "mcp_server_request");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["method"], "elicitation/create");
+    assert_eq!(
+        asked[0]["answer"],
+        json!({ "action": "accept", "content": { "sure": true } })
+    );
+
+    // Only POSTs: no session, so no stream of its own and nothing to end.
+    let requests = server.requests();
+    assert!(
+        requests.iter().all(|r| r["method"] == "POST"),
+        "{requests:#?}"
+    );
+    for r in &requests {
+        let headers = &r["headers"];
+        assert_eq!(headers["mcp-protocol-version"], "2026-07-28", "{headers:#}");
+        assert_eq!(headers["mcp-session-id"], Value::Null, "{headers:#}");
+        assert_eq!(headers["x-api-key"], SECRET, "{headers:#}");
+    }
+    let methods: Vec<&Value> = requests
+        .iter()
+        .map(|r| &r["headers"]["mcp-method"])
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    assert_eq!(requests[4]["headers"]["mcp-name"], "archive_notes");
+
+    let fixture_text = std::fs::read_to_string(&fixture).unwrap();
+    assert!(
+        !fixture_text.contains(SECRET),
+        "the secret leaked into the fixture"
+    );
+    let recorded: Value = serde_json::from_str(&fixture_text).unwrap();
+    let bodies: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["request"]["body"])
+        .collect();
+    let meta = &bodies[1]["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "toolrun"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({ "elicitation": {} })
+    );
+    // The retry: a new id, the answer under the server's key, its state as it came.
+    let (first, retry) = (bodies[3], bodies[4]);
+    assert_ne!(first["id"], retry["id"]);
+    assert_eq!(first["params"]["inputResponses"], Value::Null);
+    let responses = retry["params"]["inputResponses"].as_object().unwrap();
+    assert_eq!(responses.len(), 1, "{retry:#}");
+    assert_eq!(
+        responses.values().next().unwrap(),
+        &json!({ "action": "accept", "content": { "sure": true } })
+    );
+    let asked = &recorded["exchanges"][3]["response"]["body"]["result"];
+    assert_eq!(asked["resultType"], "input_required", "{asked:#}");
+    assert!(asked["requestState"].is_string(), "{asked:#}");
+    assert_eq!(retry["params"]["requestState"], asked["requestState"]);
+
+    // Offline: the server is gone, the fixture answers everything.
+    drop(server);
+    let replayed = run(toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
 }
 
 #[test]

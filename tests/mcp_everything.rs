@@ -573,10 +573,12 @@ fn calls_added_to_a_recording_go_live_with_a_session_the_server_knows() {
         .iter()
         .map(|b| b["method"].as_str().unwrap_or("(an answer)"))
         .collect();
-    // One handshake, the one recorded first; the elicitation's answer is recorded too.
+    // One handshake, the one recorded first (the server speaks 2025-11-25: it refused
+    // `server/discover`, and `initialize` followed); the elicitation's answer is recorded too.
     assert_eq!(
         methods,
         [
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/list",
@@ -587,12 +589,18 @@ fn calls_added_to_a_recording_go_live_with_a_session_the_server_knows() {
         ],
         "{recorded:#}"
     );
-    assert_eq!(bodies[5]["result"]["action"], "decline");
+    assert_eq!(bodies[6]["result"]["action"], "decline");
+    assert!(
+        exchanges[0]["response"]["status"]
+            .as_u64()
+            .is_some_and(|s| (400..500).contains(&s)),
+        "{recorded:#}"
+    );
     // Every request carries the recorded session, so a replay matches them.
-    let session = &exchanges[1]["request"]["headers"]["mcp-session-id"];
+    let session = &exchanges[2]["request"]["headers"]["mcp-session-id"];
     assert!(session.is_string(), "{recorded:#}");
     assert!(
-        exchanges[1..]
+        exchanges[2..]
             .iter()
             .all(|e| &e["request"]["headers"]["mcp-session-id"] == session),
         "{recorded:#}"

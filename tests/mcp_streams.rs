@@ -71,6 +71,8 @@ impl Drop for Fake {
     }
 }
 
+/// The fake server's spec, at 2025-11-25: what these tests check are that revision's streams
+/// (a server's requests during a call, resumption, sessions).
 fn spec(dir: &Path, url: &str, extra: &str) -> PathBuf {
     let text = format!(
         r#"version: 1
@@ -80,6 +82,7 @@ tools:
     kind: mcp
     url: {url}
     timeout: 20s
+    protocol: "2025-11-25"
     tools: [work]
 {extra}
 models:

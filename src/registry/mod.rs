@@ -354,6 +354,8 @@ pub(crate) struct McpServer {
     pub(crate) timeout: Duration,
     /// `elicitation:`: how a server's request for input during a call is answered.
     pub(crate) elicitation: Elicitation,
+    /// `protocol:`: the MCP revision pinned; `None` negotiates (see `tools::mcp`).
+    pub(crate) protocol: Option<String>,
 }
 
 /// The answer to a server's `elicitation/create`: nobody is asked during a run.

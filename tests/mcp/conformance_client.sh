@@ -2,11 +2,13 @@
 # toolrun as the client of the official MCP conformance suite (`@modelcontextprotocol/conformance`):
 #   conformance client --command "bash tests/mcp/conformance_client.sh" --scenario NAME
 # The suite starts its test server and runs this command with the server's URL as the last
-# argument, naming the scenario in MCP_CONFORMANCE_SCENARIO. This writes a spec with one
+# argument, naming the scenario in MCP_CONFORMANCE_SCENARIO (and for some, the calls to make in
+# MCP_CONFORMANCE_CONTEXT, read with the suite's own `node`). This writes a spec with one
 # `kind: mcp` entry for that server and drives it through the toolrun binary (TOOLRUN_BIN, else
-# `toolrun` on PATH) as a user would: `toolrun call` of the scenario's tool, or for `initialize`
-# a run whose server's tools are `"*"` (it lists none). Scenarios of authorization (`auth/*`)
-# are out of scope; any other scenario is refused with exit 2.
+# `toolrun` on PATH) as a user would: `toolrun call` of the scenario's tools, one after another,
+# or for a scenario whose server offers no tool to call a run whose server's tools are `"*"`.
+# Scenarios of authorization (`auth/*`) are out of scope; any other scenario is refused with
+# exit 2.
 set -euo pipefail
 
 url="${!#}"
@@ -17,16 +19,28 @@ trap 'rm -rf "$dir"' EXIT
 
 tools='"*"'
 extra=''
-tool=''
-args='{}'
+# The calls to make, one a line: the tool, a tab, its arguments (JSON).
+calls=''
+context_calls() {
+  # Null arguments are left out: the tools' schemas do not allow null, and an argument left out
+  # is what the scenario checks is not mirrored into a header.
+  node -e 'for (const c of JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).toolCalls) {
+    const a = Object.fromEntries(Object.entries(c.arguments).filter(([, v]) => v !== null));
+    console.log(c.name + "\t" + JSON.stringify(a));
+  }'
+}
 case "$scenario" in
-  initialize) ;;
-  tools_call) tools='[add_numbers]'; tool=add_numbers; args='{"a": 2, "b": 3}' ;;
-  sse-retry) tools='[test_reconnection]'; tool=test_reconnection ;;
+  initialize | request-metadata | json-schema-ref-no-deref) ;;
+  tools_call) calls=$'add_numbers\t{"a": 2, "b": 3}' ;;
+  sse-retry) calls=$'test_reconnection\t{}' ;;
   elicitation-sep1034-client-defaults)
-    tools='[test_client_elicitation_defaults]'
-    tool=test_client_elicitation_defaults
+    calls=$'test_client_elicitation_defaults\t{}'
     extra='    elicitation: defaults' ;;
+  sep-2322-client-request-state)
+    calls=$'test_mrtr_echo_state\t{}\ntest_mrtr_no_state\t{}\ntest_mrtr_unrelated\t{}\ntest_mrtr_no_result_type\t{}' ;;
+  http-standard-headers) calls=$'test_headers\t{}\nmy-hyphenated-tool\t{}' ;;
+  http-custom-headers) calls="$(context_calls)" ;;
+  http-invalid-tool-headers) calls=$'valid_tool\t{"region": "us-west1"}' ;;
   *)
     echo "toolrun's conformance client does not take part in scenario \`$scenario\`" >&2
     exit 2 ;;
@@ -52,7 +66,11 @@ models:
 EOF
 
 export TOOLRUN_CACHE_DIR=off
-if [ -z "$tool" ]; then
+if [ -z "$calls" ]; then
   exec "$bin" run "$dir/conformance.yaml" --query "connect"
 fi
-exec "$bin" call "$dir/conformance.yaml" "$tool" --args "$args"
+status=0
+while IFS=$'\t' read -r tool args; do
+  "$bin" call "$dir/conformance.yaml" "$tool" --args "$args" || status=$?
+done <<< "$calls"
+exit "$status"

@@ -7,7 +7,8 @@ method, path, headers and response status of every HTTP request it receives are 
 HEADERS_LOG, one JSON object per line, so a test can check what reached the server (a secret
 header, the DELETE that ends a session) without the server echoing it anywhere.
 With NOTES_REFUSE_DELETE=1 in the environment it answers DELETE with 405, as a server that does
-not let clients end their sessions may. NOTES_ANNOTATED=1 adds tools carrying annotations.
+not let clients end their sessions may. NOTES_ANNOTATED=1 adds tools carrying annotations,
+NOTES_ELICIT=1 a tool that asks its user to confirm (`archive_notes`).
 `install_extra` and `upgrade_search` change the tool list and say so with
 `notifications/tools/list_changed` in their reply's event stream.
 """
@@ -21,7 +22,17 @@ import time
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
+from typing import Annotated
+
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
+from pydantic import BaseModel, Field
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations, ToolListChangedNotification
 
@@ -122,6 +133,25 @@ if os.environ.get("NOTES_ANNOTATED") == "1":
         """Deletes every note."""
         NOTES.clear()
         return "purged"
+
+
+if os.environ.get("NOTES_ELICIT") == "1":
+    # A tool that asks its user first: at 2026-07-28 the SDK asks in an `input_required` result
+    # (the client answers in a retry, echoing the request state), before that in an
+    # `elicitation/create` request during the call.
+
+    class Confirm(BaseModel):
+        sure: bool = Field(default=True, description="Really archive every note?")
+
+    def ask_archive() -> Elicit[Confirm]:
+        return Elicit("Archive every note?", Confirm)
+
+    @server.tool()
+    def archive_notes(answer: Annotated[ElicitationResult[Confirm], Resolve(ask_archive)]) -> str:
+        """Archives every note, once its user confirms."""
+        if isinstance(answer, AcceptedElicitation) and answer.data.sure:
+            return f"archived {len(NOTES)} notes"
+        return f"kept the notes ({answer.action})"
 
 
 def main():

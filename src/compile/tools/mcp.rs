@@ -87,6 +87,7 @@ pub(super) fn compile_group(
             Some(e) if e.value == "defaults" => Elicitation::Defaults,
             _ => Elicitation::Decline,
         },
+        protocol: obj.string("protocol", &mut ctx.d).map(|p| p.value.clone()),
     });
     if every {
         ctx.wildcards

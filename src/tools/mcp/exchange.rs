@@ -3,7 +3,7 @@
 //! (`stdio_rpc`); requests given up on are cancelled with the server.
 
 use super::rpc::{is_request, Incoming};
-use super::sse;
+use super::{modern, sse};
 use super::{
     server_error, ClientSession, Connected, DEFAULT_RETRY_MS, END_TIMEOUT, LIST_CHANGED, MAX_BYTES,
     MAX_RESUMES, USER_AGENT,
@@ -163,15 +163,6 @@ pub(super) struct Rpc<'a, 'e> {
 }
 
 impl Rpc<'_, '_> {
-    pub(super) async fn request(
-        &self,
-        session: &ClientSession,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ToolError> {
-        self.exchange(session, method, params).await.map(|(v, _)| v)
-    }
-
     /// A request and its result, with the reply's headers (the session id comes in one).
     /// Requests the server sends meanwhile are answered (see `rpc`), a stream that closes
     /// before the response is resumed, and a request left behind (a timeout, Ctrl-C) is
@@ -193,6 +184,9 @@ impl Rpc<'_, '_> {
         if method == "tools/call" {
             // Progress notifications name the request they are about by this token.
             params["_meta"] = json!({ "progressToken": id });
+        }
+        if let Some(c) = self.conn.filter(|c| modern::is_modern(&c.protocol)) {
+            modern::add_meta(&mut params, &c.protocol);
         }
         let incoming = Incoming {
             server: self.server,
@@ -616,6 +610,10 @@ impl Rpc<'_, '_> {
             if let Some(id) = &c.session_id {
                 headers.push(("Mcp-Session-Id".into(), id.clone()));
             }
+            if let (true, Some(body)) = (modern::is_modern(&c.protocol), body) {
+                let schema = self.listed_schema(body);
+                headers.extend(modern::standard_headers(body, schema.as_ref()));
+            }
         }
         for (name, value) in self.render_with_secrets(&self.server.headers).await {
             let value = value.map_err(|e| {
@@ -644,6 +642,20 @@ impl Rpc<'_, '_> {
             headers,
             body: body.map(|b| b.to_string().into_bytes()),
         })
+    }
+
+    /// The input schema the server listed for the tool a `tools/call` body calls.
+    fn listed_schema(&self, body: &Value) -> Option<Value> {
+        let name = body.pointer("/params/name").and_then(Value::as_str)?;
+        let session = self
+            .env
+            .transport
+            .session::<ClientSession>(&self.server.name);
+        let schemas = session.schemas.lock().ok()?;
+        schemas
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.clone())
     }
 
     pub(super) fn fail(&self, what: String) -> ToolError {

@@ -43,6 +43,9 @@ pub(super) async fn list_tools(
             .and_then(Value::as_str)
             .map(str::to_string);
         if cursor.is_none() {
+            if super::modern::is_modern(&conn.protocol) {
+                super::modern::keep_callable(server, session, env, &mut tools);
+            }
             return Ok(tools);
         }
     }

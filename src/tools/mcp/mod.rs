@@ -9,9 +9,11 @@
 
 pub(crate) mod allow;
 pub(crate) mod content;
+mod discover;
 mod exchange;
 mod listing;
 mod live_session;
+mod modern;
 mod pool;
 mod rpc;
 mod sse;
@@ -77,6 +79,9 @@ pub(crate) struct ClientSession {
     /// The session this run opened for live requests carrying a recorded session id: (the
     /// recorded id, the live one).
     own: tokio::sync::Mutex<Option<(String, Option<String>)>>,
+    /// The input schema of each tool listed at 2026-07-28, by remote name: a call's
+    /// `Mcp-Param-*` headers mirror the arguments its `x-mcp-header` annotations name.
+    schemas: std::sync::Mutex<Vec<(String, Value)>>,
 }
 
 impl ClientSession {
@@ -398,7 +403,26 @@ async fn handshake(
         conn: None,
         timeout: server.timeout,
     };
-    let params = initialize_params(PROTOCOL);
+    let pinned = server.protocol.as_deref();
+    if pinned.map_or_else(|| discovers(server, env), modern::is_modern) {
+        match discover::discover(&rpc, session).await? {
+            discover::Discovered::Modern(made) => return Ok(made),
+            discover::Discovered::Legacy(why) if pinned.is_some() => {
+                return Err(server_error(
+                    server,
+                    format!(
+                        "does not speak MCP {} (`protocol:` of its entry): {why}",
+                        modern::MODERN
+                    ),
+                ))
+            }
+            discover::Discovered::Legacy(why) => env.events.emit_with(
+                "mcp_legacy_server",
+                || json!({ "server": server.name, "why": why }),
+            ),
+        }
+    }
+    let params = initialize_params(pinned.unwrap_or(PROTOCOL));
     let (result, headers) = rpc.exchange(session, "initialize", params).await?;
     let protocol = result
         .get("protocolVersion")
@@ -425,6 +449,21 @@ async fn handshake(
     rpc.notify("notifications/initialized").await?;
     Ok(made)
 }
+/// Whether a server is asked `server/discover` (2026-07-28) before `initialize`: an HTTP
+/// server is, unless the run replays (or adds to) a recording made of an `initialize` without
+/// one: a recording made before toolrun spoke 2026-07-28 replays as it was made. A stdio
+/// server keeps `initialize` first: older ones may never answer what precedes it.
+fn discovers(server: &McpServer, env: &ToolEnv<'_>) -> bool {
+    if server.stdio.is_some() {
+        return false;
+    }
+    let purpose = crate::net::Purpose::Mcp(&server.name);
+    let method = |name: &'static str| move |b: &Value| b.get("method") == Some(&json!(name));
+    let transport = env.transport;
+    transport.tape_holds(purpose, "POST", &method("server/discover"))
+        || !transport.tape_holds(purpose, "POST", &method("initialize"))
+}
+
 /// What toolrun says of itself in `initialize`, asking for the `protocol` revision.
 fn initialize_params(protocol: &str) -> Value {
     json!({

@@ -31,6 +31,15 @@ tests:
 /// of its `tools:` list (items indented six spaces), `turns` the scripted model's turns
 /// (indented ten).
 pub fn notes_spec(url: &str, tools: &str, turns: &str) -> String {
+    notes_spec_at(url, "2025-11-25", tools, turns)
+}
+
+/// [`notes_spec`] with the entry's `protocol:` pinned to `protocol`, or negotiated when empty.
+pub fn notes_spec_at(url: &str, protocol: &str, tools: &str, turns: &str) -> String {
+    let protocol = match protocol {
+        "" => String::new(),
+        p => format!("\n    protocol: \"{p}\""),
+    };
     format!(
         r#"version: 1
 name: notes
@@ -41,7 +50,7 @@ tools:
     description: The team's notes server.
     url: {url}
     headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
-    timeout: 20s
+    timeout: 20s{protocol}
     tools:
 {tools}
 {models}"#,
