@@ -533,3 +533,48 @@ models:
     assert!(out.stderr.contains("\"c29\" or 10 more"), "{out:?}");
     assert!(!out.stderr.contains("\"c30\""), "{out:?}");
 }
+
+/// A schema's `$ref` to another document is never fetched (SEP-2106: an MCP server's schema
+/// may name one, and a client must not dereference it): it accepts any value, and the rest of
+/// the schema, its own references included, still checks the arguments.
+#[test]
+fn a_ref_to_another_document_is_not_fetched_and_the_rest_still_checks() {
+    let canary = TestServer::start(|_| Response::json(200, json!({ "type": "string" })));
+    let dir = support::temp_dir("call_ref");
+    let spec = support::write(
+        &dir,
+        "ref.yaml",
+        &format!(
+            r##"version: 1
+name: ref
+tools:
+  lookup:
+    kind: mock
+    description: Looks a user up.
+    input:
+      type: object
+      $defs: {{ userId: {{ type: string, pattern: "^[a-z0-9-]+$" }} }}
+      properties:
+        id: {{ $ref: "#/$defs/userId" }}
+        profile: {{ $ref: "{}/profile-schema.json" }}
+      required: [id]
+    responses:
+      - result: found
+"##,
+            canary.base_url()
+        ),
+    );
+    let call = |args: &str| {
+        let mut cmd = support::toolrun();
+        cmd.arg("call").arg(&spec).args(["lookup", "--args", args]);
+        support::run(&mut cmd)
+    };
+    let out = call(r#"{"id": "user-1", "profile": {"any": 1}}"#);
+    out.assert_success();
+    assert_eq!(out.stdout, "found\n", "{out:?}");
+    let out = call(r#"{"id": "USER"}"#);
+    out.assert_code(1);
+    assert!(out.stderr.contains("(invalid_arguments)"), "{out:?}");
+    assert!(out.stderr.contains("^[a-z0-9-]+$"), "{out:?}");
+    assert!(canary.requests().is_empty(), "the $ref was fetched");
+}
