@@ -687,3 +687,28 @@ fn a_did_you_mean_is_a_quick_fix() {
     assert_eq!(r["result"], json!([]));
     assert_eq!(c.finish(), 0);
 }
+
+/// Issue 35 §5 / issue 33 §3: go to definition from a data test's `from:` to its data file.
+#[test]
+fn definition_goes_from_a_data_tests_from_to_its_file() {
+    let dir = support::temp_dir("lsp-from");
+    let text = "version: 1\ntools:\n  t:\n    description: Answers with one.\n    kind: mock\n    input: { type: object }\n    responses: [ { result: 1 } ]\ntests:\n  - name: \"case_{{ row.id }}\"\n    from: data/cases.csv\n    query: \"{{ row.q }}\"\n";
+    let spec = support::write(dir.path(), "spec.yaml", text);
+    support::write(dir.path(), "data/cases.csv", "id,q\n1,hi\n");
+    let mut c = Client::start(dir.path());
+    let u = uri(&spec);
+    c.open(&u, text);
+    c.diagnostics(&u, 1);
+    let d = c.request(
+        "textDocument/definition",
+        at(&u, find(text, "data/cases.csv", 0, 3)),
+    );
+    assert!(
+        d["result"]["uri"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("/data/cases.csv"),
+        "{d}"
+    );
+    assert_eq!(c.finish(), 0);
+}

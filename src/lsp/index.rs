@@ -170,6 +170,7 @@ impl<'a> Index<'a> {
         self.name(Kind::Model, get(test, "model"));
         self.names(Kind::Tool, get(test, "approve"));
         self.file(get(test, "fixture"));
+        self.file(get(test, "from"));
         if let Some(faults) = get(test, "faults") {
             for (k, _) in map(faults) {
                 self.uses.push(Use {
