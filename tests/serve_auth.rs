@@ -163,11 +163,17 @@ impl Serve {
         let mut auth = token
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("mcp-protocol-version"))
+        {
+            auth.push_str("MCP-Protocol-Version: 2025-11-25\r\n");
+        }
         for (k, v) in headers {
             auth.push_str(&format!("{k}: {v}\r\n"));
         }
         let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.authority,
             body.len()
         );

@@ -27,9 +27,13 @@ async function serve([port, keysFile, resource]) {
     jwks: await keys(keysFile),
     clients: [
       { client_id: 'ci', client_secret: 'ci-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope },
+      // Secrets of 8 characters or more: toolrun masks them (the client test's spec reads them).
+      { client_id: 'ci-client', client_secret: 'ci-client-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope },
       { client_id: 'reader', client_secret: 'reader-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: 'tools.read' },
       { client_id: 'opaque', client_secret: 'opaque-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope },
       { client_id: 'resource-server', client_secret: 'resource-server-secret', grant_types: [], redirect_uris: [], response_types: [] },
+      // A native app's loopback redirect takes any port (RFC 8252 section 7.3): toolrun's listener's.
+      { client_id: 'app-native', application_type: 'native', token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: ['http://127.0.0.1/callback'], scope: `openid offline_access ${scope}` },
       { client_id: 'app', token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: ['http://127.0.0.1/callback'], scope: `openid offline_access ${scope}` },
     ],
     scopes: ['openid', 'offline_access', 'tools.read', 'payments.write'],

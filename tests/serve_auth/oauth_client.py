@@ -2,6 +2,7 @@
 
 usage: oauth_client.py URL ISSUER client_credentials CLIENT SECRET SCOPE [TOOL...]
        oauth_client.py URL ISSUER authorization_code CLIENT SCOPE [TOOL...]
+       oauth_client.py browse AUTHORIZATION_URL   (a `$BROWSER` for `toolrun auth login`)
 The SDK finds the issuer through the server's 401 and protected-resource metadata, gets a token
 (client credentials; or an authorization code with PKCE, whose login and consent pages at
 oidc-provider this script fills in as a person would), lists the tools and calls each with `{}`,
@@ -99,4 +100,14 @@ async def main():
         print(json.dumps({"tools": tools, "calls": calls}))
 
 
-anyio.run(main)
+async def browse(url):
+    """As `$BROWSER URL` for `toolrun auth login`: logs in, then lands on toolrun's listener."""
+    landed = await log_in(url)
+    async with httpx2.AsyncClient() as http:
+        await http.get(landed)
+
+
+if sys.argv[1] == "browse":
+    anyio.run(browse, sys.argv[2])
+else:
+    anyio.run(main)
