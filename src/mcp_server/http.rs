@@ -164,6 +164,21 @@ pub(crate) async fn serve(
     let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
+    let mut accept = |stream: tokio::net::TcpStream| {
+        let _ = stream.set_nodelay(true);
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => connections.spawn(connection(
+                guard.clone(),
+                stream,
+                permit,
+                bounds.read_timeout,
+                stop_rx.clone(),
+            )),
+            Err(_) => connections.spawn(refuse(stream)),
+        };
+        // Reap finished connections so a long-lived server does not keep their handles.
+        while connections.try_join_next().is_some() {}
+    };
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -177,38 +192,23 @@ pub(crate) async fn serve(
                 }
             },
         };
-        let _ = stream.set_nodelay(true);
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            connections.spawn(refuse(stream));
-            continue;
-        };
-        let guard = guard.clone();
-        let mut stop = stop_rx.clone();
-        connections.spawn(async move {
-            let _permit = permit;
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let svc = hyper::service::service_fn(move |req| {
-                let guard = guard.clone();
-                async move { Ok::<_, Infallible>(handle(&guard, req).await) }
-            });
-            // Headers that never finish do not hold a connection: hyper closes it.
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(bounds.read_timeout)
-                .serve_connection(io, svc);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stop.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-        });
-        // Reap finished connections so a long-lived server does not keep their handles.
-        while connections.try_join_next().is_some() {}
+        accept(stream);
     }
-    drop(listener);
+    // The connections the system has already accepted would be reset when the listener closes,
+    // with their requests perhaps sent: a load balancer cannot tell whether those ran, so it
+    // cannot retry them elsewhere. They are taken and refused (503: not run, retry elsewhere).
+    guard
+        .draining
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    // (Asked of the system itself: tokio's own accept knows only of those it has been told of.)
+    if let Ok(listener) = listener.into_std() {
+        while let Ok((stream, _)) = listener.accept() {
+            let stream = stream.set_nonblocking(true).map(|()| stream);
+            if let Ok(stream) = stream.and_then(tokio::net::TcpStream::from_std) {
+                accept(stream);
+            }
+        }
+    }
     expiry.abort();
     ticker.abort();
     drain(&served, &guard).await;
@@ -220,6 +220,46 @@ pub(crate) async fn serve(
     })
     .await;
     connections.abort_all();
+}
+
+/// Serves one connection until it ends, or until the server stops and its answers in flight
+/// have been sent.
+async fn connection(
+    guard: Arc<Guard>,
+    stream: tokio::net::TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    read_timeout: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let first = asked.clone();
+    let svc = hyper::service::service_fn(move |req| {
+        let guard = guard.clone();
+        first.store(true, std::sync::atomic::Ordering::SeqCst);
+        async move { Ok::<_, Infallible>(handle(&guard, req).await) }
+    });
+    // Headers that never finish do not hold a connection: hyper closes it.
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .serve_connection(io, svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            // A connection accepted as the server stopped may have its first request on the
+            // way, unread: closed now, that request would get no answer, and a load balancer
+            // could not tell whether it ran. It gets a moment to arrive, and is refused (503).
+            if !asked.load(std::sync::atomic::Ordering::SeqCst)
+                && tokio::time::timeout(Duration::from_secs(1), conn.as_mut()).await.is_ok()
+            {
+                return;
+            }
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
 }
 
 /// The server stops: new requests are refused, and the calls in flight end first, so that

@@ -237,6 +237,12 @@ pub(crate) fn draining(ids: &[Value], batch: bool) -> Response<Body> {
         hyper::header::RETRY_AFTER,
         hyper::header::HeaderValue::from_static("1"),
     );
+    // A client (or load balancer) that kept the connection for its next request would race the
+    // server closing it as it stops: that request could be lost with no answer.
+    resp.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
     resp
 }
 
