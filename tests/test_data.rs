@@ -231,6 +231,16 @@ fn check_finds_missing_files_unknown_columns_and_repeated_names() {
     );
     assert_eq!(check_codes(repeated.path()), [("E049".into(), 27, 11)]);
 
+    // JSON Lines have no header: a member no line has is E048 once, at the template.
+    let jsonl = project(
+        &data_test("data/prices.jsonl", "p_{{ row.ticker }}"),
+        &[(
+            "data/prices.jsonl",
+            b"{\"ticker\": \"AAPL\", \"prize\": 1}\n",
+        )],
+    );
+    assert_eq!(check_codes(jsonl.path()), [("E048".into(), 32, 24)]);
+
     // A row named like a written test is a repeated name too.
     let clash = project(
         &data_test("data/prices.csv", "written_{{ row.x }}"),
@@ -258,6 +268,12 @@ fn a_sample_is_the_same_for_the_same_seed() {
     assert_eq!(first.len(), 8, "7 rows and the written test: {first:?}");
     assert_eq!(first[0], "written_test");
     assert_eq!(sample("1"), first);
+    let (out, _) = test_json(dir.path(), &["--sample", "7", "--seed", "1"]);
+    let settings = &out.json()["settings"];
+    assert_eq!(
+        (&settings["sample"], &settings["seed"]),
+        (&7.into(), &1.into())
+    );
     assert_ne!(sample("2"), first);
     // The file's order does not matter: the same rows, shuffled, give the same sample.
     let mut lines: Vec<&str> = csv.lines().skip(1).collect();

@@ -72,6 +72,11 @@ pub(crate) struct Settings {
     pub(crate) filter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) partition: Option<String>,
+    /// `--sample N` and its seed: which rows of the data tests ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sample: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) seed: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -158,6 +158,8 @@ fn settings(args: &TestArgs) -> Settings {
         record: args.record.map(|r| r.as_str().to_string()),
         filter: args.filter.clone(),
         partition: args.partition.clone(),
+        sample: args.sample,
+        seed: args.sample.map(|_| args.seed.unwrap_or(0)),
     }
 }
 
