@@ -1,8 +1,11 @@
 //! Which MCP revision a `kind: mcp` entry speaks: an HTTP server is asked `server/discover`
 //! (2026-07-28) and one that refuses it as a 2025-11-25 server does gets `initialize`; the
 //! entry's `protocol:` pins either. Against a server on 127.0.0.1 that speaks only 2025-11-25,
-//! through the binary; the recording replays offline.
+//! through the binary; the recording replays offline. And a stdio server (the Python SDK's)
+//! pinned to 2026-07-28.
 
+#[path = "mcp/python.rs"]
+mod python;
 mod support;
 
 use serde_json::{json, Value};
@@ -184,5 +187,58 @@ fn protocol_pins_the_revision_either_way() {
             "server/discover".to_string(),
             Some("2026-07-28".to_string())
         )]
+    );
+}
+
+/// A stdio server gets `initialize` unless its entry pins 2026-07-28: then `server/discover`
+/// and no handshake at all (the Python SDK's server speaks both), recorded and replayed.
+#[test]
+fn a_stdio_server_pinned_to_2026_07_28_is_discovered_and_replays() {
+    let dir = support::temp_dir("mcp-revisions-stdio");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let python = python::python();
+    let text = support::specs::stdio_probe_spec(
+        (&python, &python::script("stdio_server.py"), &logs),
+        "echo",
+        "          - tool_calls: [{ name: echo, arguments: { text: hi } }]\n          - answer: \"{{ last.result.result }}\"",
+    )
+    .replace("    timeout: 30s", "    timeout: 60s\n    protocol: \"2026-07-28\"");
+    let spec = support::write(&dir, "probe.yaml", &text);
+    let fixture = dir.join("probe.json");
+    let mut cmd = support::toolrun();
+    cmd.env("PROBE_TOKEN", "probe-token-0123456789")
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "echo", "--json", "--allow-exec"])
+        .arg(&python)
+        .arg("--record")
+        .arg(&fixture);
+    let out = support::run(&mut cmd);
+    out.assert_success();
+    assert_eq!(out.json()["final_output"], "hi", "{out:?}");
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let bodies: Vec<&Value> = recorded["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["request"]["body"])
+        .collect();
+    let methods: Vec<&Value> = bodies.iter().map(|b| &b["method"]).collect();
+    assert_eq!(methods, ["server/discover", "tools/list", "tools/call"]);
+    for b in &bodies {
+        let meta = &b["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
+
+    let replayed = support::run(support::toolrun().arg("replay").arg(&fixture));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
     );
 }

@@ -195,7 +195,8 @@ impl Rpc<'_, '_> {
         if let Some(evicted) = evicted {
             self.make_room(evicted, pool.max());
         }
-        if let Some(conn) = self.conn {
+        // A server of 2026-07-28 has no handshake: every request carries what it needs.
+        if let Some(conn) = self.conn.filter(|c| !super::modern::is_modern(&c.protocol)) {
             introduce(&started, &conn.protocol, self.timeout).await?;
         }
         self.env.events.emit_with(
