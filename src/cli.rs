@@ -379,6 +379,11 @@ pub(crate) struct ServeArgs {
     /// (required to bind anything but a loopback address)
     #[arg(long, value_name = "VAR")]
     pub(crate) token_env: Option<String>,
+    /// Sign MCP 2026-07-28 confirmations' request state with the key in this environment
+    /// variable (at least 32 bytes), shared by replicas so that one completes what another
+    /// asked; a random key of this process when not given
+    #[arg(long, value_name = "VAR")]
+    pub(crate) state_key_env: Option<String>,
     #[command(flatten)]
     pub(crate) setup: crate::setup::SetupArgs,
     /// Write the served session's calls and HTTP exchanges as a fixture here on shutdown

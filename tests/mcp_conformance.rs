@@ -3,6 +3,8 @@
 //! `specs/mcp_conformance_server.yaml` serves every scenario's tool; the scenarios a tool server
 //! does not offer are listed, each with its reason, in tests/mcp/conformance-expected-failures.yml,
 //! and the suite itself fails on a listed scenario that passes. Binds and contacts 127.0.0.1 only.
+//! The 2026-07-28 suite (`conformance-2026`, 0.2.0-alpha.12) runs both requirement sets against
+//! the same server: 2026-07-28 requests (no session) beside 2025-11-25 sessions.
 
 #[path = "npm/npm.rs"]
 mod npm;
@@ -47,6 +49,78 @@ fn the_official_conformance_suite_passes_every_scenario_a_tool_server_offers() {
     );
     assert!(
         out.stdout.contains("tools-call-with-progress"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Runs `conformance-2026 server --requirements REVISION` against a fresh `serve --http`, with
+/// the expected failures in `expected` (under tests/mcp); the suite's output.
+fn suite_2026(revision: &str, expected: &str) -> support::Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (mut serve, url, _stderr) = support::spawn_served(
+        support::toolrun()
+            .arg("serve")
+            .arg(root.join("specs/mcp_conformance_server.yaml"))
+            .args(["--http", "127.0.0.1:0"]),
+    );
+    let results = support::temp_dir("mcp-conformance-2026");
+    let mut suite = Command::new(npm::node());
+    suite
+        .arg(npm::package_file("conformance-2026/dist/index.js"))
+        .args(["server", "--url", &url, "--requirements", revision])
+        .arg("-o")
+        .arg(results.path().join("results"))
+        .arg("--expected-failures")
+        .arg(root.join("tests/mcp").join(expected))
+        .current_dir(results.path());
+    let out = support::run_with_timeout(&mut suite, None, std::time::Duration::from_secs(600));
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(
+        out.code, 0,
+        "the {revision} conformance suite found unexpected failures or stale entries\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    out
+}
+
+#[test]
+fn the_2026_07_28_suite_passes_every_scenario_a_tool_server_offers() {
+    let out = suite_2026("2026-07-28", "conformance-2026-expected-failures.yml");
+    // The stateless revision's own scenarios ran, and were scored.
+    for scenario in [
+        "server-stateless",
+        "caching",
+        "input-required-result-tampered-state",
+        "input-required-result-request-state",
+        "tools-call-with-progress",
+    ] {
+        assert!(
+            out.stdout.contains(&format!("✓ {scenario}:"))
+                || out.stdout.contains(&format!("~ {scenario}:")),
+            "{scenario}\n{}",
+            out.stdout
+        );
+    }
+    assert!(
+        out.stdout
+            .contains("✓ input-required-result-tampered-state:"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn the_2026_suite_at_2025_11_25_passes_as_the_older_suite_does() {
+    let out = suite_2026("2025-11-25", "conformance-expected-failures.yml");
+    assert!(
+        out.stdout.contains("✓ server-initialize:"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("✓ tools-call-elicitation:"),
         "{}",
         out.stdout
     );

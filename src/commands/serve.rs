@@ -41,6 +41,9 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     if http.is_none() && args.token_env.is_some() {
         return Err("--token-env applies to --http; stdio needs no token".into());
     }
+    let state_key = (args.state_key_env.as_deref())
+        .map(crate::mcp_server::state::StateKey::from_env)
+        .transpose()?;
     let mut inputs = Inputs::from_flags(&args.setup);
     if let Some(path) = &args.record {
         if path.exists() {
@@ -83,7 +86,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Some(_) => rt.block_on(crate::mcp_server::auth::Auth::new(&registry, &setup))?,
         None => None,
     };
-    let served = Arc::new(Served::new(registry, setup, log)?);
+    let served = Arc::new(Served::new(registry, setup, log)?.with_state_key(state_key));
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {

@@ -109,7 +109,7 @@ pub(crate) async fn ask(peer: &Peer<RoleServer>, form: Value) -> Confirmation {
     }
 }
 
-fn from_result(answer: ElicitResult) -> Confirmation {
+pub(crate) fn from_result(answer: ElicitResult) -> Confirmation {
     let action = match answer.action {
         ElicitationAction::Accept => "accept",
         ElicitationAction::Decline => "decline",

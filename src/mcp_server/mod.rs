@@ -6,7 +6,9 @@
 //! token, `Origin` and `Host` checks); `resume` keeps each session's call streams so that a
 //! client that went away gets the rest when it comes back with `Last-Event-ID`; `answer` sends a
 //! single-message answer as one JSON body; `direct` answers the common `tools/call` without
-//! rmcp's session machinery. The core never imports this module.
+//! rmcp's session machinery. A 2026-07-28 request has no session: `stateless` answers it on its
+//! own, its confirmation asked as an input-required result whose request state `state` signs.
+//! The core never imports this module.
 
 pub(crate) mod answer;
 pub(crate) mod auth;
@@ -20,6 +22,9 @@ pub(crate) mod replay;
 pub(crate) mod result;
 pub(crate) mod resume;
 pub(crate) mod server;
+pub(crate) mod spans;
+pub(crate) mod state;
+pub(crate) mod stateless;
 
 /// A map keyed by session id, looked up several times a request: foldhash, seeded per process,
 /// hashes a 36-character id for a fraction of SipHash's cost, and the keys are ids this server

@@ -6,6 +6,7 @@
 use super::confirm::{self, Confirmation};
 use super::record::{CallLog, LoggedCall};
 use super::result::{error_result, to_mcp_result, CallResult};
+use super::spans::served_request;
 use crate::engine::{CallOutcome, CallSession};
 use crate::net::Transport;
 use crate::registry::Registry;
@@ -43,6 +44,8 @@ pub(crate) struct Served {
     /// The transports of the client sessions still open: their own sessions with remote MCP
     /// servers. Each ends with its client session; those still open end when `serve` ends.
     pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
+    /// Signs the `requestState` of 2026-07-28 confirmations (`--state-key-env`, else random).
+    pub(crate) state_key: super::state::StateKey,
 }
 
 impl Served {
@@ -67,7 +70,16 @@ impl Served {
             sessions: AtomicU64::new(0),
             calls: AtomicUsize::new(0),
             upstream: Mutex::new(Vec::new()),
+            state_key: super::state::StateKey::random()?,
         })
+    }
+
+    /// States signed with `key` (shared by the replicas), when given, not this process's own.
+    pub(crate) fn with_state_key(mut self, key: Option<super::state::StateKey>) -> Served {
+        if let Some(key) = key {
+            self.state_key = key;
+        }
+        self
     }
 
     /// What ending a transport's sessions with remote MCP servers needs.
@@ -290,8 +302,14 @@ impl ServedSession {
         pending: &PendingCall,
         origin: Origin<'_>,
     ) -> Option<Confirmation> {
+        // A 2026-07-28 request's client says in the request whether it can be asked.
+        let one = super::stateless::current();
         match origin {
-            Origin::Client(peer, ..) if confirm::client_can_confirm(peer) => {
+            Origin::Client(peer, ..)
+                if one
+                    .as_ref()
+                    .map_or_else(|| confirm::client_can_confirm(peer), |o| o.can_confirm) =>
+            {
                 let served = &*self.served;
                 let description = served
                     .registry
@@ -300,6 +318,10 @@ impl ServedSession {
                     .unwrap_or_default();
                 let mut form = confirm::request(pending, description);
                 served.setup.redactor.value(&mut form);
+                // 2026-07-28: the answer comes with the client's retry, or the form is asked.
+                if let Some(one) = one {
+                    return one.confirmation(form);
+                }
                 Some(confirm::ask(peer, form).await)
             }
             Origin::Client(..) => None,
@@ -347,7 +369,11 @@ impl ServedSession {
                     (*peer).clone(),
                     token.clone(),
                     ((*hangup).cloned(), (*stream).cloned()),
-                    self.log_level.clone(),
+                    // A 2026-07-28 request names its own level.
+                    super::stateless::current().map_or_else(
+                        || self.log_level.clone(),
+                        |o| Arc::new(AtomicUsize::new(o.log_rank)),
+                    ),
                     rx,
                 );
                 (Some(notify), Some(forwarding))
@@ -414,7 +440,9 @@ impl ServedSession {
                 "duration_ms": crate::trace::millis(started.elapsed()),
             })
         });
-        if served.log.is_some() {
+        // A call that asked for confirmation ran nothing: its retry is the call recorded.
+        let asked = super::stateless::current().is_some_and(|o| o.was_asked());
+        if served.log.is_some() && !asked {
             self.log(LoggedCall {
                 session: self.id().to_string(),
                 subject: self.subject().map(str::to_string),
@@ -531,44 +559,6 @@ pub(crate) enum Origin<'a> {
     },
 }
 
-/// A request as its span describes it: the HTTP request's headers when it came over HTTP.
-fn served_request<'a>(
-    context: &'a RequestContext<RoleServer>,
-    method: &'a str,
-    tool: Option<&'a str>,
-    start_ns: u64,
-    session: Option<&'a str>,
-) -> telemetry::Request<'a> {
-    let parts = context.extensions.get::<hyper::http::request::Parts>();
-    let principal = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>());
-    let header = |name: &str| {
-        parts
-            .and_then(|p| p.headers.get(name))
-            .and_then(|v| v.to_str().ok())
-    };
-    let request_id = match serde_json::to_value(&context.id) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    };
-    telemetry::Request {
-        method,
-        tool,
-        // The MCP conventions: the request's own context (`params._meta`) is the parent; the
-        // HTTP request's only stands in when it has none.
-        traceparent: context
-            .meta
-            .get_traceparent()
-            .or_else(|| header("traceparent")),
-        session_id: header("mcp-session-id").or(session),
-        subject: principal.map(|p| p.subject.as_str()),
-        protocol_version: context.protocol_version().map(|v| v.to_string()),
-        request_id,
-        transport: if parts.is_some() { "tcp" } else { "pipe" },
-        start_ns,
-    }
-}
-
 impl ServerHandler for ServedSession {
     #[allow(deprecated)] // logging: deprecated after 2025-11-25, the revisions served here have it
     fn get_info(&self) -> ServerConfig {
@@ -585,10 +575,10 @@ impl ServerHandler for ServedSession {
         info
     }
 
-    /// Up to 2025-11-25, the last revision with sessions: limits and loop detection count per
-    /// session, and the stateless 2026-07-28 revision would make every request its own session.
+    /// Up to 2026-07-28, negotiated per request: a session of 2025-11-25 or before counts limits
+    /// and loop detection per session; a 2026-07-28 request, which has none, per request.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn initialize(
@@ -632,14 +622,23 @@ impl ServerHandler for ServedSession {
         }
         // With `serve.auth`, only the tools the token's scopes cover.
         let parts = context.extensions.get::<hyper::http::request::Parts>();
-        let Some(p) = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>()) else {
-            return Ok(ListToolsResult::with_all_items(self.served.tools.clone()));
-        };
+        let principal = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>());
         let registry = &self.served.registry;
         let tools = (self.served.tools.iter())
-            .filter(|t| registry.tool(&t.name).is_some_and(|t| p.has_all(&t.scopes)))
+            .filter(|t| {
+                principal
+                    .is_none_or(|p| registry.tool(&t.name).is_some_and(|t| p.has_all(&t.scopes)))
+            })
             .cloned();
-        Ok(ListToolsResult::with_all_items(tools.collect()))
+        let mut result = ListToolsResult::with_all_items(tools.collect());
+        // 2026-07-28 caching hints (a session's client never sees them): the list is fixed
+        // while serve runs, but a redeploy may change it; a listing behind a token is nobody
+        // else's.
+        if super::stateless::is_stateless(&context) {
+            result.ttl_ms = Some(super::stateless::LIST_TTL_MS);
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
+        Ok(result)
     }
 
     #[allow(deprecated)]
@@ -652,6 +651,16 @@ impl ServerHandler for ServedSession {
         let rank = notify::rank(name.as_str().unwrap_or("debug"));
         self.log_level.store(rank, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// 2026-07-28 `subscriptions/listen` is acknowledged; nothing changes while serve runs (the
+    /// tool list is fixed), so no notification follows. Each stream holds a connection, which
+    /// `--max-connections` bounds, and ends when its client goes or serve stops.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -684,31 +693,41 @@ impl ServerHandler for ServedSession {
             }
             return Err(error);
         }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let token = context.meta.get_progress_token();
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let stateless = super::stateless::is_stateless(&context);
         let parts = context.extensions.get::<hyper::http::request::Parts>();
+        let principal = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>());
+        let subject = principal.map(|p| p.subject.as_str());
         // A request without a session (MCP 2026-07-28) names its subject itself.
-        if let Some(p) = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>()) {
-            let _ = self.subject.set(p.subject.as_str().into());
+        if let Some(s) = subject {
+            let _ = self.subject.set(s.into());
         }
+        let one = match stateless {
+            true => {
+                let key = &self.served.state_key;
+                let found = super::stateless::retry(key, &context, &request, (&arguments, subject));
+                Some(Arc::new(found?))
+            }
+            false => None,
+        };
+        let token = context.meta.get_progress_token();
         let hangup = parts.and_then(|p| p.extensions.get::<super::resume::Hangup>());
-        let response = self
-            .call(
-                &request.name,
-                arguments.clone(),
-                Origin::Client(&context.peer, token, hangup, None),
-            )
-            .await;
+        let origin = Origin::Client(&context.peer, token, hangup, None);
+        let work = self.call(&request.name, arguments.clone(), origin);
+        let response = super::stateless::scope(one.clone(), work).await;
+        let key = &self.served.state_key;
+        let call = super::state::Call(&request.name, &arguments, subject);
+        let asked = one.and_then(|o| super::stateless::asked(key, &o, call));
         if let Some(start) = start {
-            let req = served_request(
-                &context,
-                "tools/call",
-                Some(&request.name),
-                start,
-                Some(self.id()),
-            );
-            let answer = telemetry::Answer::Result(Some(&response));
+            // A 2026-07-28 request has no session; its handler's number is no client's.
+            let session = (!stateless).then(|| self.id());
+            let req = served_request(&context, "tools/call", Some(&request.name), start, session);
+            let asked = asked.as_ref().and_then(|a| serde_json::to_value(a).ok());
+            let answer = telemetry::Answer::Result(Some(asked.as_ref().unwrap_or(&response)));
             telemetry::served(&req, Some(&arguments), answer, &self.served.setup.redactor);
+        }
+        if let Some(asked) = asked {
+            return Ok(CallToolResponse::InputRequired(asked));
         }
         let mut result: CallToolResult = serde_json::from_value(response)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

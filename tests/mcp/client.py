@@ -11,6 +11,12 @@ when the server asks (`accept`, `accept_unticked`, `decline`, `cancel`; none: `d
 the output gains "elicitations", every request the server sent, in order.
 
 A call's "meta" key, if any, goes as its request's params._meta (e.g. a W3C traceparent).
+
+CLIENT_MODE in the environment picks the SDK's protocol mode: `legacy` (the default: an
+`initialize` handshake and a session, 2025-11-25, as every test written before 2026-07-28
+expects), `auto` (probes `server/discover` and speaks 2026-07-28 to a server that offers it) or
+a modern version pinned (`2026-07-28`). CLIENT_LOG_LEVEL opts in to logs on 2026-07-28; the
+output then gains "logs", every `notifications/message` received.
 """
 
 import json
@@ -59,6 +65,15 @@ async def main():
         headers.update(json.loads(os.environ.get("CLIENT_HEADERS", "{}")))
         target = streamable_http_client(rest[0], http_client=httpx2.AsyncClient(headers=headers))
     options = {"elicitation_callback": on_elicit} if elicit else {}
+    options["mode"] = os.environ.get("CLIENT_MODE", "legacy")
+    logs = []
+
+    async def on_log(params):
+        logs.append(dump(params))
+
+    if os.environ.get("CLIENT_LOG_LEVEL"):
+        options["log_level"] = os.environ["CLIENT_LOG_LEVEL"]
+        options["logging_callback"] = on_log
 
     async def call(client, c):
         try:
@@ -87,6 +102,9 @@ async def main():
         doc = {"tools": [dump(t) for t in tools.tools], "calls": calls}
         if elicit:
             doc["elicitations"] = elicitations
+        if os.environ.get("CLIENT_LOG_LEVEL"):
+            doc["logs"] = logs
+        doc["protocol"] = client.session.protocol_version
         print(json.dumps(doc))
 
 

@@ -1,0 +1,690 @@
+//! `toolrun serve --http` on MCP 2026-07-28 (no session: each request carries its protocol
+//! version, client and capabilities in `_meta`) beside 2025-11-25 sessions, through the built
+//! binary with raw HTTP: discovery, listings with caching hints, calls, the answers to bad
+//! requests, confirmation as an input-required result with a signed request state, limits
+//! counted per request; and the official Python SDK (PyPI `mcp` 2.3.0) on both revisions.
+//! Binds and contacts 127.0.0.1 only.
+
+#[path = "mcp/python.rs"]
+mod python;
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+const V2026: &str = "2026-07-28";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example() -> PathBuf {
+    root().join("specs/mcp_served.yaml")
+}
+
+struct Serve {
+    child: Child,
+    url: String,
+    stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl Serve {
+    fn start(spec: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
+        let mut cmd = support::toolrun();
+        cmd.arg("serve")
+            .arg(spec)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let (child, url, stderr) = support::spawn_served(&mut cmd);
+        Serve { child, url, stderr }
+    }
+
+    fn authority(&self) -> &str {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+    }
+
+    /// POSTs `body` with these headers (besides the content type, `Accept` and `Host`); the
+    /// status, the headers (lower-case names) and the body.
+    fn post(&self, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.authority(),
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        stream.write_all(req.as_bytes()).expect("send");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        Answer::parse(&response)
+    }
+
+    /// A 2026-07-28 request: the headers the revision asks for, `_meta` with its version, a
+    /// client and `capabilities`.
+    fn request(&self, method: &str, mut params: Value, capabilities: Value) -> Answer {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": V2026,
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        });
+        let name = params["name"].as_str().map(String::from);
+        let mut headers = vec![("Mcp-Protocol-Version", V2026), ("Mcp-Method", method)];
+        if let Some(name) = &name {
+            headers.push(("Mcp-Name", name));
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+        self.post(&headers, &body.to_string())
+    }
+
+    fn call(&self, name: &str, arguments: Value, capabilities: Value) -> Answer {
+        let params = json!({ "name": name, "arguments": arguments });
+        self.request("tools/call", params, capabilities)
+    }
+
+    /// A 2025-11-25 session: `initialize` and `notifications/initialized`; its id.
+    fn session(&self) -> String {
+        let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "raw", "version": "1" } } });
+        let answer = self.post(&[], &init.to_string());
+        assert_eq!(answer.status, 200, "{answer:?}");
+        let id = answer.headers["mcp-session-id"].clone();
+        let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        let ack = self.post(&in_session(&id), &done.to_string());
+        assert_eq!(ack.status, 202, "{ack:?}");
+        id
+    }
+
+    /// SIGTERM, then the exit code and the rest of stderr.
+    fn stop(mut self) -> (i32, String) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait");
+        let mut rest = String::new();
+        let _ = self.stderr.read_to_string(&mut rest);
+        (status.code().unwrap_or(-1), rest)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn in_session(id: &str) -> [(&str, &str); 2] {
+    [
+        ("Mcp-Session-Id", id),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ]
+}
+
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: std::collections::HashMap<String, String>,
+    /// The JSON-RPC messages: the JSON body, or the event stream's `data:`.
+    messages: Vec<Value>,
+}
+
+impl Answer {
+    fn parse(response: &str) -> Answer {
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((response, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let messages = match serde_json::from_str::<Value>(body) {
+            Ok(v) => vec![v],
+            Err(_) => body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect(),
+        };
+        Answer {
+            status,
+            headers,
+            messages,
+        }
+    }
+
+    /// The response among the messages.
+    fn response(&self) -> &Value {
+        self.messages
+            .iter()
+            .find(|m| m.get("result").is_some() || m.get("error").is_some())
+            .unwrap_or_else(|| panic!("no response in {self:?}"))
+    }
+
+    fn result(&self) -> &Value {
+        let r = &self.response()["result"];
+        assert!(!r.is_null(), "not a result: {self:?}");
+        r
+    }
+
+    fn error_code(&self) -> i64 {
+        self.response()["error"]["code"].as_i64().unwrap_or(0)
+    }
+}
+
+fn elicitation() -> Value {
+    json!({ "elicitation": {} })
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn both_revisions_are_served_side_by_side_negotiated_per_request() {
+    let serve = Serve::start(&example(), &[], &[]);
+    let discover = serve.request("server/discover", json!({}), json!({}));
+    assert_eq!(discover.status, 200, "{discover:?}");
+    let found = discover.result();
+    assert_eq!(
+        found["supportedVersions"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            V2026
+        ]),
+        "{found:#}"
+    );
+    assert_eq!(
+        found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "toolrun"
+    );
+    assert!(found["capabilities"]["tools"].is_object(), "{found:#}");
+
+    let listed = serve.request("tools/list", json!({}), json!({}));
+    assert!(
+        !listed.headers.contains_key("mcp-session-id"),
+        "no session on 2026-07-28: {listed:?}"
+    );
+    let list = listed.result();
+    assert_eq!(list["ttlMs"], 300_000, "{list:#}");
+    assert_eq!(list["cacheScope"], "private", "{list:#}");
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"calculate"), "{names:?}");
+
+    let call = serve.call("calculate", json!({ "expression": "6*7" }), json!({}));
+    assert_eq!(call.status, 200, "{call:?}");
+    assert_eq!(call.result()["resultType"], "complete");
+    assert_eq!(call.result()["isError"], false, "{call:?}");
+    assert!(text(call.result()).contains("42"), "{call:?}");
+
+    // A 2025-11-25 session on the same server, meanwhile, is as it was: no caching hints.
+    let id = serve.session();
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+    let old = serve.post(&in_session(&id), &list.to_string());
+    assert_eq!(old.status, 200, "{old:?}");
+    assert!(old.result().get("ttlMs").is_none(), "{old:?}");
+    assert!(old.result().get("resultType").is_none(), "{old:?}");
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "calculate", "arguments": { "expression": "1+1" } } });
+    let old = serve.post(&in_session(&id), &call.to_string());
+    assert!(text(old.result()).contains('2'), "{old:?}");
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn bad_2026_requests_get_json_rpc_errors_with_the_right_status() {
+    let serve = Serve::start(&example(), &[], &[]);
+    // No `_meta`: 400, invalid params.
+    let bare = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {} });
+    let headers = [
+        ("Mcp-Protocol-Version", V2026),
+        ("Mcp-Method", "tools/list"),
+    ];
+    let answer = serve.post(&headers, &bare.to_string());
+    assert_eq!(
+        (answer.status, answer.error_code()),
+        (400, -32602),
+        "{answer:?}"
+    );
+    assert_eq!(answer.response()["id"], 3);
+
+    // A version toolrun does not speak: 400, and exactly the versions it does.
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+        "io.modelcontextprotocol/clientCapabilities": {} });
+    let body = json!({ "jsonrpc": "2.0", "id": 4, "method": "server/discover",
+        "params": { "_meta": meta } });
+    let headers = [
+        ("Mcp-Protocol-Version", "2099-01-01"),
+        ("Mcp-Method", "server/discover"),
+    ];
+    let answer = serve.post(&headers, &body.to_string());
+    assert_eq!(
+        (answer.status, answer.error_code()),
+        (400, -32022),
+        "{answer:?}"
+    );
+    assert_eq!(answer.response()["id"], 4);
+    let data = &answer.response()["error"]["data"];
+    assert_eq!(
+        data["supported"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            V2026
+        ]),
+        "{answer:?}"
+    );
+    assert_eq!(data["requested"], "2099-01-01");
+
+    // Headers that say something else than the body: 400, header mismatch.
+    let call = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "calculate", "arguments": { "expression": "1" },
+        "_meta": { "io.modelcontextprotocol/protocolVersion": V2026,
+                   "io.modelcontextprotocol/clientCapabilities": {} } } });
+    for headers in [
+        [
+            ("Mcp-Protocol-Version", V2026),
+            ("Mcp-Method", "tools/list"),
+            ("Mcp-Name", "calculate"),
+        ],
+        [
+            ("Mcp-Protocol-Version", V2026),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "refund_order"),
+        ],
+        [
+            ("Mcp-Protocol-Version", "2025-11-25"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "calculate"),
+        ],
+    ] {
+        let answer = serve.post(&headers, &call.to_string());
+        assert_eq!(
+            (answer.status, answer.error_code()),
+            (400, -32020),
+            "{headers:?}: {answer:?}"
+        );
+    }
+
+    // Methods the revision removed, and unknown ones: 404, method not found.
+    for method in ["initialize", "ping", "logging/setLevel", "no/such/method"] {
+        let answer = serve.request(method, json!({}), json!({}));
+        assert_eq!(
+            (answer.status, answer.error_code()),
+            (404, -32601),
+            "{method}: {answer:?}"
+        );
+    }
+
+    // An unknown tool and arguments that do not fit: the answers of a session's.
+    let answer = serve.call("no_such_tool", json!({}), json!({}));
+    assert_eq!(answer.error_code(), -32602, "{answer:?}");
+    let answer = serve.call("refund_order", json!({ "order_id": "x" }), json!({}));
+    assert_eq!(answer.result()["isError"], true, "{answer:?}");
+
+    // Malformed JSON, and a body that is not JSON-RPC.
+    let headers = [("Mcp-Protocol-Version", V2026)];
+    let answer = serve.post(&headers, "{\"jsonrpc\":");
+    assert_eq!(
+        (answer.status, answer.error_code()),
+        (400, -32700),
+        "{answer:?}"
+    );
+
+    // `subscriptions/listen` is acknowledged first thing on its stream.
+    let mut stream = std::net::TcpStream::connect(serve.authority()).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let body = json!({ "jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": { "toolsListChanged": true },
+        "_meta": { "io.modelcontextprotocol/protocolVersion": V2026,
+                   "io.modelcontextprotocol/clientCapabilities": {} } } })
+    .to_string();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: {V2026}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        serve.authority(),
+        body.len()
+    );
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut reader = BufReader::new(stream);
+    let first = (0..40)
+        .filter_map(|_| {
+            let mut line = String::new();
+            reader.read_line(&mut line).ok()?;
+            Some(line)
+        })
+        .find_map(|l| serde_json::from_str::<Value>(l.strip_prefix("data:")?.trim()).ok())
+        .expect("an event on the listen stream");
+    assert_eq!(
+        first["method"], "notifications/subscriptions/acknowledged",
+        "{first}"
+    );
+    // The server still stops promptly with the stream open.
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// A key the replicas share (`--state-key-env`), in the variable of that name.
+const KEY_VAR: &str = "TOOLRUN_TEST_STATE_KEY";
+const KEY: &str = "b3f1c0d9e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9";
+
+fn replica(keyed: bool) -> Serve {
+    if keyed {
+        Serve::start(&example(), &["--state-key-env", KEY_VAR], &[(KEY_VAR, KEY)])
+    } else {
+        Serve::start(&example(), &[], &[])
+    }
+}
+
+/// The client's retry of `refund_order` with these arguments, state and input responses.
+fn retry(serve: &Serve, order: Value, state: &str, responses: Value) -> Answer {
+    let params = json!({ "name": "refund_order", "arguments": { "order_id": order },
+        "inputResponses": responses, "requestState": state });
+    serve.request("tools/call", params, elicitation())
+}
+
+fn approve() -> Value {
+    json!({ "confirm": { "action": "accept", "content": { "approve": true } } })
+}
+
+/// The state the server would make for `refund_order` of `order` expiring at `expires_ms`,
+/// signed with [`KEY`]: what a replica sharing the key makes (`mcp_server::state`).
+fn forged_state(order: i64, expires_ms: i64) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let payload =
+        URL_SAFE_NO_PAD.encode(format!(r#"{{"tool":"refund_order","exp":{expires_ms}}}"#));
+    let mut call = sha2::Sha256::new();
+    call.update(b"refund_order\0");
+    call.update(format!(r#"{{"order_id":{order}}}"#).as_bytes());
+    let mut signed = b"toolrun/mcp/confirmation/v1\0".to_vec();
+    signed.extend_from_slice(payload.as_bytes());
+    signed.push(0);
+    signed.extend_from_slice(&call.finalize());
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, KEY.as_bytes());
+    let tag = ring::hmac::sign(&key, &signed);
+    format!("v1.{payload}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+}
+
+#[test]
+fn a_confirmation_is_an_input_required_result_whose_signed_retry_runs_the_call() {
+    let (a, b, other) = (replica(true), replica(true), replica(false));
+    let asked = a.call("refund_order", json!({ "order_id": 42 }), elicitation());
+    let result = asked.result();
+    assert_eq!(result["resultType"], "input_required", "{asked:?}");
+    let form = &result["inputRequests"]["confirm"];
+    assert_eq!(form["method"], "elicitation/create", "{asked:?}");
+    assert!(
+        form["params"]["requestedSchema"]["properties"]["approve"].is_object(),
+        "{form}"
+    );
+    let state = result["requestState"].as_str().expect("a requestState");
+    // The state carries the tool and its expiry, never the arguments.
+    use base64::Engine as _;
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(state.split('.').nth(1).expect("a payload"))
+        .expect("base64url");
+    let payload = String::from_utf8(payload).expect("utf-8");
+    assert!(
+        payload.contains("refund_order") && !payload.contains("order_id"),
+        "{payload}"
+    );
+
+    // Another replica with the same key completes what the first asked.
+    let done = retry(&b, json!(42), state, approve());
+    assert_eq!(
+        done.result()["structuredContent"]["refunded"],
+        true,
+        "{done:?}"
+    );
+    // Refused: other arguments, a changed state, another key, an expired state.
+    let tampered = format!("{state}-TAMPERED");
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis(),
+    )
+    .expect("ms");
+    for (serve, order, state, why) in [
+        (&a, 43, state, "other arguments"),
+        (&a, 42, tampered.as_str(), "changed"),
+        (&other, 42, state, "another key"),
+    ] {
+        let refused = retry(serve, json!(order), state, approve());
+        assert_eq!(refused.error_code(), -32602, "{why}: {refused:?}");
+    }
+    let expired = retry(&a, json!(42), &forged_state(42, now_ms - 1), approve());
+    assert_eq!(expired.error_code(), -32602, "{expired:?}");
+    assert!(
+        expired.response()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("expired"),
+        "{expired:?}"
+    );
+    // The same forgery, not yet expired, is what a replica makes: accepted.
+    let fresh = retry(&a, json!(42), &forged_state(42, now_ms + 60_000), approve());
+    assert_eq!(
+        fresh.result()["structuredContent"]["refunded"],
+        true,
+        "{fresh:?}"
+    );
+
+    // The user declined: not run.
+    let declined = retry(
+        &a,
+        json!(42),
+        state,
+        json!({ "confirm": { "action": "decline" } }),
+    );
+    assert_eq!(declined.result()["isError"], true, "{declined:?}");
+    assert_eq!(
+        declined.result()["structuredContent"]["error"]["kind"],
+        "denied"
+    );
+    // No answer among the responses, or answers without the state: asked again.
+    for (state, responses) in [
+        (Some(state), json!({ "other": { "action": "accept" } })),
+        (None, approve()),
+    ] {
+        let mut params = json!({ "name": "refund_order", "arguments": { "order_id": 42 },
+            "inputResponses": responses });
+        if let Some(state) = state {
+            params["requestState"] = json!(state);
+        }
+        let again = a.request("tools/call", params, elicitation());
+        assert_eq!(again.result()["resultType"], "input_required", "{again:?}");
+    }
+    // An answer that is not an elicitation result: invalid params.
+    let bad = retry(&a, json!(42), state, json!({ "confirm": 12345 }));
+    assert_eq!(bad.error_code(), -32602, "{bad:?}");
+    // A client that cannot be asked (no elicitation) gets the tool error it always did.
+    let plain = a.call("refund_order", json!({ "order_id": 42 }), json!({}));
+    assert_eq!(
+        plain.result()["structuredContent"]["error"]["kind"],
+        "needs_confirmation",
+        "{plain:?}"
+    );
+    for serve in [a, b, other] {
+        let (code, stderr) = serve.stop();
+        assert_eq!(code, 0, "{stderr}");
+    }
+}
+
+#[test]
+fn a_state_key_that_is_missing_or_short_is_refused_before_serving() {
+    for (value, says) in [("", "not set"), ("short", "at least 32")] {
+        let mut cmd = support::toolrun();
+        cmd.arg("serve")
+            .arg(example())
+            .args(["--http", "127.0.0.1:0", "--state-key-env", KEY_VAR])
+            .env(KEY_VAR, value);
+        let out = support::run_with_timeout(&mut cmd, None, Duration::from_secs(60));
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+    }
+}
+
+/// On 2026-07-28 there is no session to count in: `serve:` limits and loop detection count
+/// per request, while a 2025-11-25 session's calls count together as before.
+#[test]
+fn serve_limits_count_per_session_on_2025_and_per_request_on_2026() {
+    let spec = support::temp_file(
+        "mcp-serve-2026-limits",
+        "s.yaml",
+        "version: 1\nname: limited\ntools:\n  calculate:\n    description: Arithmetic.\n    kind: builtin\n    builtin: calculator\nserve: { max_tool_calls: 1, max_repeated_calls: 1 }\n",
+    );
+    let serve = Serve::start(spec.path(), &[], &[]);
+    let id = serve.session();
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "calculate", "arguments": { "expression": "1+1" } } });
+    let first = serve.post(&in_session(&id), &call.to_string());
+    assert_eq!(first.result()["isError"], false, "{first:?}");
+    let second = serve.post(&in_session(&id), &call.to_string());
+    assert_eq!(
+        second.result()["structuredContent"]["error"]["kind"],
+        "limit_exceeded",
+        "{second:?}"
+    );
+    for _ in 0..3 {
+        let each = serve.call("calculate", json!({ "expression": "1+1" }), json!({}));
+        assert_eq!(each.result()["isError"], false, "{each:?}");
+    }
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// The Python SDK's client (`tests/mcp/client.py`) in protocol `mode`, with `args` after the
+/// script and the plan of calls on stdin; its JSON output.
+fn sdk(mode: &str, args: &[&str], env: &[(&str, &str)], plan: &Value) -> Value {
+    let mut cmd = Command::new(python::python());
+    cmd.arg(python::script("client.py")).args(args);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("CLIENT_MODE", mode);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = support::run_with_stdin(&mut cmd, &plan.to_string());
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    out.json()
+}
+
+fn refund(order: i64, answer: &str) -> Value {
+    json!({ "name": "refund_order", "arguments": { "order_id": order }, "confirm": answer })
+}
+
+/// The SDK's modern client path (it probes `server/discover`) speaks 2026-07-28 to `serve`,
+/// over HTTP and stdio: calls, and confirmations answered through input-required results; in
+/// legacy mode the same client gets a 2025-11-25 session and is asked on the call's stream.
+#[test]
+fn the_python_sdk_works_on_both_revisions_over_http_and_stdio() {
+    let serve = Serve::start(&example(), &[], &[]);
+    let bin = env!("CARGO_BIN_EXE_toolrun");
+    let spec = example();
+    let spec = spec.to_str().expect("utf-8");
+    let plan = json!([
+        { "name": "calculate", "arguments": { "expression": "6*7" } },
+        refund(42, "accept"),
+        refund(43, "decline"),
+        { "name": "lookup_order", "arguments": { "order_id": 42 } },
+    ]);
+    for (mode, protocol) in [("auto", V2026), ("legacy", "2025-11-25")] {
+        for target in [
+            vec!["--elicit", "http", serve.url.as_str()],
+            vec!["--elicit", "stdio", bin, "serve", spec],
+        ] {
+            let doc = sdk(mode, &target, &[], &plan);
+            let context = format!("{mode} {}: {doc:#}", target[1]);
+            assert_eq!(doc["protocol"], protocol, "{context}");
+            let calls = &doc["calls"];
+            assert_eq!(
+                calls[0]["structuredContent"],
+                json!({ "result": 42 }),
+                "{context}"
+            );
+            assert_eq!(calls[1]["structuredContent"]["refunded"], true, "{context}");
+            assert_eq!(
+                calls[2]["structuredContent"]["error"]["kind"], "denied",
+                "{context}"
+            );
+            assert_eq!(
+                calls[3]["structuredContent"]["status"], "shipped",
+                "{context}"
+            );
+            // The user was shown the same form either way, once per confirmed call.
+            let asked = doc["elicitations"].as_array().expect("elicitations");
+            assert_eq!(asked.len(), 2, "{context}");
+            assert!(
+                asked[0]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("refund_order"),
+                "{context}"
+            );
+        }
+    }
+    // Logs reach a 2026-07-28 client only when it opts in with a log level.
+    let logging = root().join("specs/mcp_conformance_server.yaml");
+    let logged = Serve::start(&logging, &[], &[]);
+    let plan = json!([{ "name": "test_tool_with_logging", "arguments": {} }]);
+    let quiet = sdk(
+        "auto",
+        &["http", &logged.url],
+        &[("CLIENT_LOG_LEVEL", "")],
+        &plan,
+    );
+    assert!(quiet.get("logs").is_none(), "{quiet:#}");
+    let told = sdk(
+        "auto",
+        &["http", &logged.url],
+        &[("CLIENT_LOG_LEVEL", "info")],
+        &plan,
+    );
+    assert_eq!(told["protocol"], V2026, "{told:#}");
+    assert_eq!(told["logs"].as_array().map(Vec::len), Some(3), "{told:#}");
+    let warned = sdk(
+        "auto",
+        &["http", &logged.url],
+        &[("CLIENT_LOG_LEVEL", "warning")],
+        &plan,
+    );
+    assert_eq!(warned["logs"], json!([]), "{warned:#}");
+    for serve in [serve, logged] {
+        let (code, stderr) = serve.stop();
+        assert_eq!(code, 0, "{stderr}");
+    }
+}
