@@ -223,7 +223,7 @@ fn check_finds_missing_files_unknown_columns_and_repeated_names() {
         &data_test("data/prices.csv", "p_{{ row.id }}").replace("row.price", "row.prize"),
         &[("data/prices.csv", PRICES)],
     );
-    assert_eq!(check_codes(unknown.path()), [("E048".into(), 32, 24)]);
+    assert_eq!(check_codes(unknown.path()), [("E048".into(), 32, 25)]);
 
     let repeated = project(
         &data_test("data/prices.csv", "same"),
@@ -239,7 +239,7 @@ fn check_finds_missing_files_unknown_columns_and_repeated_names() {
             b"{\"ticker\": \"AAPL\", \"prize\": 1}\n",
         )],
     );
-    assert_eq!(check_codes(jsonl.path()), [("E048".into(), 32, 24)]);
+    assert_eq!(check_codes(jsonl.path()), [("E048".into(), 32, 25)]);
 
     // A row named like a written test is a repeated name too.
     let clash = project(

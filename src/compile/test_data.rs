@@ -105,6 +105,9 @@ fn columns_read(item: &Node, ctx: &mut Ctx) -> Option<Vec<(String, Span)>> {
             }
         }
     }
+    for (column, span) in &mut out {
+        *span = exact(&ctx.source.text, *span, column);
+    }
     for (expr, span) in &bad {
         ctx.d.push(
             Diagnostic::new(
@@ -116,6 +119,42 @@ fn columns_read(item: &Node, ctx: &mut Ctx) -> Option<Vec<(String, Span)>> {
         );
     }
     bad.is_empty().then_some(out)
+}
+
+/// The span of the `{{ ... }}` that reads `column` inside a one-line string, so `check` points at
+/// the expression itself; the string's own span where the text does not show it as written (a
+/// string over several lines, escapes).
+fn exact(text: &str, span: Span, column: &str) -> Span {
+    let Some(line) = (span.line == span.end_line)
+        .then(|| text.lines().nth((span.line as usize).saturating_sub(1)))
+        .flatten()
+    else {
+        return span;
+    };
+    let seg: String = line
+        .chars()
+        .skip((span.col as usize).saturating_sub(1))
+        .take(span.end_col.saturating_sub(span.col) as usize)
+        .collect();
+    let mut at = 0;
+    while let Some(i) = seg[at..].find("{{") {
+        let start = at + i;
+        let Some(len) = seg[start..].find("}}") else {
+            break;
+        };
+        if column_of(&seg[start + 2..start + len]) == Some(column) {
+            let col = span.col + seg[..start].chars().count() as u32;
+            let width = seg[start..start + len + 2].chars().count() as u32;
+            return Span {
+                line: span.line,
+                col,
+                end_line: span.line,
+                end_col: col + width,
+            };
+        }
+        at = start + len + 2;
+    }
+    span
 }
 
 /// The node with every template over `row` filled in, or the first column the row lacks.
