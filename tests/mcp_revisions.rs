@@ -241,4 +241,20 @@ fn a_stdio_server_pinned_to_2026_07_28_is_discovered_and_replays() {
         replayed.stdout.contains("1 passed, 0 failed"),
         "{replayed:?}"
     );
+
+    // Recorded by another toolrun version: the version every request's `_meta` names is not
+    // compared, so an upgrade is not a divergence.
+    let mut older = recorded.clone();
+    for e in older["exchanges"].as_array_mut().unwrap() {
+        e["request"]["body"]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["version"] =
+            json!("0.0.1");
+    }
+    let older_path = dir.join("older.json");
+    std::fs::write(&older_path, serde_json::to_string_pretty(&older).unwrap()).unwrap();
+    let replayed = support::run(support::toolrun().arg("replay").arg(&older_path));
+    replayed.assert_success();
+    assert!(
+        replayed.stdout.contains("1 passed, 0 failed"),
+        "{replayed:?}"
+    );
 }
