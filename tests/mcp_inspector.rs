@@ -159,3 +159,54 @@ fn the_inspector_lists_strictly_and_calls_every_example_spec_over_http_and_stdio
         "only {answered} of {calls} calls succeeded"
     );
 }
+
+/// The Inspector on both MCP revisions `serve` speaks: `--protocol-era modern` pins 2026-07-28
+/// (no `initialize`, no fallback: a server without it fails the run), `legacy` a 2025-11-25
+/// session; over HTTP and stdio, each lists strictly and calls.
+#[test]
+fn the_inspector_works_on_both_revisions_over_http_and_stdio() {
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
+    let http = serve_http(&spec);
+    let toolrun = env!("CARGO_BIN_EXE_toolrun");
+    let spec_arg = spec.to_str().expect("utf-8 path");
+    let over_http = [http.url.as_str(), "--transport", "http"];
+    let over_stdio = [toolrun, "serve", spec_arg];
+    let targets: [&[&str]; 2] = [&over_http, &over_stdio];
+    for era in ["modern", "legacy"] {
+        for target in targets {
+            let listed = inspector(
+                target,
+                &["--protocol-era", era, "--method", "tools/list", "--strict"],
+            );
+            assert_eq!(listed.code, 0, "{era} {target:?}: {listed:?}");
+            let tools = listed.json()["tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                tools.iter().any(|t| t["name"] == "lookup_order"),
+                "{era} {target:?}: {listed:?}"
+            );
+            let called = inspector(
+                target,
+                &[
+                    "--protocol-era",
+                    era,
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "lookup_order",
+                    "--tool-args-json",
+                    r#"{"order_id":42}"#,
+                ],
+            );
+            assert_eq!(called.code, 0, "{era} {target:?}: {called:?}");
+            let result = called.json();
+            assert_eq!(result["isError"], false, "{era} {target:?}: {called:?}");
+            assert_eq!(
+                result["structuredContent"]["status"], "shipped",
+                "{era} {target:?}: {called:?}"
+            );
+        }
+    }
+}

@@ -688,3 +688,77 @@ fn the_python_sdk_works_on_both_revisions_over_http_and_stdio() {
         assert_eq!(code, 0, "{stderr}");
     }
 }
+
+/// The JSON lines of a `--record` recording: (header, served calls).
+fn served_lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("recording");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["kind"] == "served")
+        .collect()
+}
+
+/// `serve --record` records 2026-07-28 calls, each request its own session, a confirmed call
+/// with its user's answer (the round that asked ran nothing and is not a call), and `replay`
+/// replays them offline; changing the answer in the recording makes the replay diverge.
+#[test]
+fn recorded_2026_calls_and_confirmations_replay() {
+    let dir = support::temp_dir("mcp-serve-2026-record");
+    let fixture = dir.path().join("session.jsonl");
+    let serve = Serve::start(
+        &example(),
+        &["--record", fixture.to_str().expect("utf-8")],
+        &[],
+    );
+    let looked = serve.call("lookup_order", json!({ "order_id": 42 }), json!({}));
+    assert_eq!(looked.result()["isError"], false, "{looked:?}");
+    for (order, answer) in [
+        (42, approve()),
+        (43, json!({ "confirm": { "action": "decline" } })),
+    ] {
+        let asked = serve.call("refund_order", json!({ "order_id": order }), elicitation());
+        let state = asked.result()["requestState"]
+            .as_str()
+            .expect("a state")
+            .to_string();
+        let done = retry(&serve, json!(order), &state, answer);
+        assert_eq!(done.result()["resultType"], "complete", "{done:?}");
+    }
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let served = served_lines(&fixture);
+    assert_eq!(served.len(), 3, "{served:#?}");
+    let sessions: std::collections::HashSet<&str> =
+        served.iter().filter_map(|s| s["source"].as_str()).collect();
+    assert_eq!(sessions.len(), 3, "one session a request: {served:#?}");
+    let refunds: Vec<&Value> = served
+        .iter()
+        .filter(|s| s["request"]["body"]["name"] == "refund_order")
+        .collect();
+    assert_eq!(
+        refunds[0]["request"]["body"]["confirmation"]["action"],
+        "accept"
+    );
+    assert_eq!(refunds[0]["response"]["body"]["isError"], false);
+    assert_eq!(
+        refunds[1]["request"]["body"]["confirmation"]["action"],
+        "decline"
+    );
+    let replay = |path: &Path| {
+        let mut cmd = support::toolrun();
+        cmd.arg("replay").arg(path).arg("--spec").arg(example());
+        support::run(&mut cmd)
+    };
+    let out = replay(&fixture);
+    assert_eq!(out.code, 0, "{out:?}");
+    // The recorded answer is what the replay gives: a decline made an accept diverges.
+    let text = std::fs::read_to_string(&fixture).expect("recording");
+    let changed = dir.path().join("changed.jsonl");
+    std::fs::write(
+        &changed,
+        text.replace("\"decline\"", "\"accept\",\"content\":{\"approve\":true}"),
+    )
+    .expect("write");
+    let out = replay(&changed);
+    assert_eq!(out.code, 1, "{out:?}");
+}

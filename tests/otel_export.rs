@@ -2424,3 +2424,74 @@ fn a_partial_success_is_not_retried_and_is_one_warning() {
     let out = call_into(&collector, &[]);
     assert_eq!(out.stderr, "", "{out:?}");
 }
+
+/// `serve`'s spans name the revision each request spoke: 2026-07-28 for the Python SDK's modern
+/// path (no session: no `mcp.session.id`; a confirmation's asking round is a span of its own),
+/// 2025-11-25 for its legacy path on the same server.
+#[test]
+fn serve_spans_carry_the_mcp_revision_of_each_request() {
+    let tap = Tap::start();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
+    let mut serve = toolrun(&tap);
+    serve
+        .arg("serve")
+        .arg(&spec)
+        .args(["--http", "127.0.0.1:0"]);
+    let (mut child, url, mut stderr) = support::spawn_served(&mut serve);
+    for (mode, order) in [("auto", 42), ("legacy", 7)] {
+        let mut client = Command::new(python::python());
+        client
+            .arg(python::script("client.py"))
+            .args(["--elicit", "http", &url])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("CLIENT_MODE", mode);
+        let plan = json!([
+            { "name": "lookup_order", "arguments": { "order_id": order } },
+            { "name": "refund_order", "arguments": { "order_id": order }, "confirm": "accept" },
+        ]);
+        let out = support::run_with_stdin(&mut client, &plan.to_string());
+        assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let spans = tap.wait(|s| {
+        named(s, "tools/call lookup_order").len() >= 2
+            && named(s, "tools/call refund_order").len() >= 3
+    });
+    let version = |s: &&Value| attr(s, "mcp.protocol.version");
+    let lookups = named(&spans, "tools/call lookup_order");
+    let modern: Vec<&&Value> = lookups
+        .iter()
+        .filter(|s| version(s) == "2026-07-28")
+        .collect();
+    let legacy: Vec<&&Value> = lookups
+        .iter()
+        .filter(|s| version(s) == "2025-11-25")
+        .collect();
+    assert_eq!((modern.len(), legacy.len()), (1, 1), "{lookups:#?}");
+    assert!(
+        attr(modern[0], "mcp.session.id").is_null(),
+        "{:#}",
+        modern[0]
+    );
+    assert!(
+        attr(legacy[0], "mcp.session.id").is_string(),
+        "{:#}",
+        legacy[0]
+    );
+    let refunds = named(&spans, "tools/call refund_order");
+    let asked_and_run = refunds
+        .iter()
+        .filter(|s| version(s) == "2026-07-28")
+        .count();
+    assert_eq!(asked_and_run, 2, "{refunds:#?}");
+    for s in named(&spans, "tools/list") {
+        assert!(version(&s).is_string(), "{s:#}");
+    }
+}
