@@ -653,3 +653,63 @@ fn check_knows_the_keys_and_never_reaches_the_issuer() {
         out.stderr
     );
 }
+
+/// MCP 2026-07-28 (no session: each request carries its version in `_meta`) is held to the
+/// same token checks at the HTTP layer: its listing, its calls and their events.
+#[test]
+fn stateless_requests_are_held_to_the_same_scopes() {
+    let dir = support::temp_dir("serve-auth-2026");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let spec = spec(&dir, &provider.issuer, &audience);
+    let events = dir.join("events.jsonl");
+    let serve = Serve::start(&spec, port, &["--events", events.to_str().expect("utf-8")]);
+    let reader = provider.token("reader", &audience, "tools.read");
+    let request = |token: Option<&str>, method: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let name = params["name"].as_str().unwrap_or_default().to_string();
+        let mut headers = vec![
+            ("Mcp-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        if !name.is_empty() {
+            headers.push(("Mcp-Name", name.as_str()));
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+        serve.request_with("POST", "/mcp", token, &headers, &body.to_string())
+    };
+    let none = request(None, "tools/list", json!({}));
+    assert!(status(&none).contains("401"), "{none}");
+    let listed = request(Some(&reader), "tools/list", json!({}));
+    let names: Vec<Value> = body_json(&listed)["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("lookup")]);
+    let refund = request(
+        Some(&reader),
+        "tools/call",
+        json!({ "name": "refund", "arguments": {} }),
+    );
+    assert!(status(&refund).contains("403"), "{refund}");
+    let lookup = request(
+        Some(&reader),
+        "tools/call",
+        json!({ "name": "lookup", "arguments": {} }),
+    );
+    assert!(lookup.contains("found"), "{lookup}");
+    drop(serve);
+    let subjects: Vec<Value> = support::events_named(&events, "mcp_call")
+        .iter()
+        .map(|e| e["subject"].clone())
+        .collect();
+    assert_eq!(subjects, [json!("reader")]);
+}
