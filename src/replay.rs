@@ -54,7 +54,18 @@ pub(crate) async fn replay_fixture(
     // The stand-ins are all the mask: masking them turns each of its encodings back into it.
     let redactor = setup.redactor.clone();
     let opts = setup.run_options(&fixture.query, &fixture.model);
-    let trace = setup.engine(registry).run(&mut model.client, opts).await;
+    let engine = setup.engine(registry);
+    let queries = recorded_turns(&fixture.trace);
+    let trace = match queries.is_empty() {
+        true => engine.run(&mut model.client, opts).await,
+        false => match engine
+            .converse(&mut model.client, &opts, &queries, |_, _| true)
+            .await
+        {
+            Some(trace) => trace,
+            None => return fail("the recorded conversation has no turns".into()),
+        },
+    };
     let mismatches = tape.mismatches();
     failures.extend(mismatches.iter().cloned());
     for unused in tape.unused() {
@@ -97,6 +108,16 @@ pub(crate) async fn replay_fixture(
         updated,
         trace: Some(trace),
     }
+}
+
+/// The user turns of a recorded conversation, in order (none for a single query's run).
+fn recorded_turns(trace: &Value) -> Vec<&str> {
+    let turns = trace.get("turns").and_then(Value::as_array);
+    turns
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("query").and_then(Value::as_str))
+        .collect()
 }
 
 /// A recorded `***` where the replay sends text is a secret's value that the spec's own text

@@ -186,6 +186,72 @@ pub struct Trace {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) started_at: Option<String>,
     pub(crate) duration_ms: f64,
+    /// A conversation's user turns, in order (absent for a single query): the top-level fields
+    /// are the whole conversation's (its calls, counts, usage and messages) and its last turn's
+    /// outcome (status, stop reason, answer); `query` is the first turn's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) turns: Vec<TurnTrace>,
+}
+
+/// One user turn of a conversation: what it asked and what came of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TurnTrace {
+    pub(crate) query: String,
+    pub(crate) status: Status,
+    pub(crate) stop_reason: StopReason,
+    pub(crate) final_output: Option<String>,
+    pub(crate) tool_results: Vec<ToolResultEntry>,
+    pub(crate) tool_errors: Vec<ToolErrorEntry>,
+    pub(crate) tool_call_count: u32,
+    pub(crate) steps: u32,
+    /// Where the turn's messages start in the conversation's `messages` (its user message).
+    pub(crate) first_message: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pending_tool_call: Option<PendingCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<UsageTotals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) started_at: Option<String>,
+    pub(crate) duration_ms: f64,
+}
+
+impl TurnTrace {
+    /// The turn as a trace of its own, outside its conversation (spec and model unknown).
+    pub(crate) fn as_trace_alone(&self) -> Trace {
+        let spec = SpecRef {
+            name: String::new(),
+            sha256: String::new(),
+        };
+        self.as_trace("", &spec)
+    }
+
+    /// The turn as a trace of its own (no messages), for what judges a trace: a turn's
+    /// `expect`, its answer shown.
+    pub(crate) fn as_trace(&self, model: &str, spec: &SpecRef) -> Trace {
+        Trace {
+            format_version: FORMAT_VERSION,
+            status: self.status,
+            stop_reason: self.stop_reason,
+            final_output: self.final_output.clone(),
+            query: self.query.clone(),
+            model: model.to_string(),
+            spec: spec.clone(),
+            tool_results: self.tool_results.clone(),
+            tool_errors: self.tool_errors.clone(),
+            tool_call_count: self.tool_call_count,
+            steps: self.steps,
+            messages: Vec::new(),
+            pending_tool_call: self.pending_tool_call.clone(),
+            error: self.error.clone(),
+            usage: self.usage.clone(),
+            model_calls: Vec::new(),
+            started_at: self.started_at.clone(),
+            duration_ms: self.duration_ms,
+            turns: Vec::new(),
+        }
+    }
 }
 
 impl Trace {

@@ -5,6 +5,7 @@ mod budgets;
 mod checked;
 mod models;
 mod schema_check;
+mod scripts;
 mod serve_auth;
 mod template_check;
 mod test_cases;

@@ -35,7 +35,7 @@ impl<'a> Roots<'a> {
     }
     pub(crate) fn script() -> Roots<'static> {
         Roots {
-            names: &["query", "results", "last", "step"],
+            names: &["query", "results", "last", "step", "turn"],
             args: None,
         }
     }

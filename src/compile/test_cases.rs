@@ -1,6 +1,6 @@
 //! `tests:` → test cases with resolved names and compiled expectations.
 
-use super::models::compile_regex;
+use super::scripts::compile_regex;
 use super::Ctx;
 use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic};
@@ -87,19 +87,11 @@ fn compile_test(item: &Node, names: &mut Names, ctx: &mut Ctx) -> Option<TestCas
     if names.has_fixtures_dir && fixture.is_none() {
         shared_stem(&name, &mut names.stems, ctx);
     }
-    let query = match (obj.string("query", &mut ctx.d), &fixture) {
-        (Some(q), _) => q.value,
-        (None, Some(_)) => String::new(),
-        (None, None) => {
-            ctx.d.push(crate::specfile::read::missing(
-                item,
-                "query",
-                &format!("test `{}`", name.value),
-            ));
-            return None;
-        }
-    };
     let models = names.models;
+    let turns = obj
+        .get("turns")
+        .map(|n| compile_turns(n, &name.value, models, ctx));
+    let query = test_query(&obj, item, &name.value, fixture.is_some(), &turns, ctx)?;
     let model = obj
         .string("model", &mut ctx.d)
         .and_then(|m| test_model(m, &name.value, models, ctx));
@@ -139,6 +131,7 @@ fn compile_test(item: &Node, names: &mut Names, ctx: &mut Ctx) -> Option<TestCas
         approve: approve.into_iter().map(|a| a.value).collect(),
         faults,
         expect,
+        turns: turns.unwrap_or_default(),
         data: None,
     })
 }
@@ -183,6 +176,77 @@ fn test_now(n: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<i64> {
             None
         }
     }
+}
+
+/// The test's query: its `query`, its first turn's, or none for a fixture's test (the
+/// recording has it). Both `query` and `turns`, or neither without a fixture, is an error.
+fn test_query(
+    obj: &Obj,
+    item: &Node,
+    test: &str,
+    has_fixture: bool,
+    turns: &Option<Vec<crate::registry::TestTurn>>,
+    ctx: &mut Ctx,
+) -> Option<String> {
+    match (obj.string("query", &mut ctx.d), turns) {
+        (Some(q), Some(_)) => {
+            ctx.d.push(
+                Diagnostic::new(Code::E029, format!("test `{test}` has both `query` and `turns`"))
+                    .at(q.span)
+                    .help("a test is one query or a conversation: move the query into the first of `turns`"),
+            );
+            None
+        }
+        (Some(q), None) => Some(q.value),
+        (None, Some(turns)) => turns.first().map(|t| t.query.clone()),
+        (None, None) if has_fixture => Some(String::new()),
+        (None, None) => {
+            ctx.d.push(crate::specfile::read::missing(
+                item,
+                "query",
+                &format!("test `{test}`"),
+            ));
+            None
+        }
+    }
+}
+
+/// `turns:` of a multi-turn test: each a `query` and its own `expect`. An empty list is an
+/// error (and returns no turns): a conversation needs a first message.
+fn compile_turns(
+    node: &Node,
+    test: &str,
+    models: &[ModelDef],
+    ctx: &mut Ctx,
+) -> Vec<crate::registry::TestTurn> {
+    let items = seq(node, "`turns`", &mut ctx.d).unwrap_or(&[]);
+    if items.is_empty() {
+        ctx.d.push(
+            Diagnostic::new(Code::E008, format!("test `{test}` has no turns"))
+                .at(node.span)
+                .help("list the user's messages in order: `turns: [{ query: ..., expect: {...} }, ...]`"),
+        );
+    }
+    let mut turns = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let what = format!("turn {} of test `{test}`", i + 1);
+        let Some(obj) = Obj::new(item, &what, keys::TEST_TURN, &mut ctx.d) else {
+            continue;
+        };
+        let Some(query) = obj.require_string("query", &what, &mut ctx.d) else {
+            continue;
+        };
+        let expect = match obj.get("expect") {
+            Some(e) => compile_expect(e, models, ctx),
+            None => Expect::default(),
+        };
+        turns.push(crate::registry::TestTurn {
+            query: query.value,
+            span: item.span,
+            expect,
+        });
+    }
+    turns
 }
 
 /// Each resolved `fixture:` path with the test that named it first and where.

@@ -504,6 +504,7 @@ impl Rows<'_> {
             approve: Vec::new(),
             faults: Vec::new(),
             expect: Default::default(),
+            turns: Vec::new(),
             data: Some(DataRow {
                 group: self.group,
                 broken: Some(why),

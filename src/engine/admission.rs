@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// `name canonical-arguments`: what loop detection compares. Written into one buffer: no
 /// `format!` of a second string.
-fn signature(name: &str, v: &Value) -> String {
+pub(super) fn signature(name: &str, v: &Value) -> String {
     let mut out = Vec::with_capacity(name.len() + 64);
     out.extend_from_slice(name.as_bytes());
     out.push(b' ');

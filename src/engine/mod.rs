@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod admission;
+mod conversation;
 mod execute;
 mod masking;
 mod run_loop;
@@ -34,6 +35,8 @@ struct Timing {
 
 /// Asks a person whether a tool may run (a terminal prompt in `run`; never in tests).
 pub(crate) type Confirmer = dyn Fn(&str, &Value) -> bool + Send + Sync;
+
+pub use conversation::Conversation;
 
 pub struct RunOptions<'a> {
     pub query: &'a str,
@@ -245,14 +248,28 @@ impl CallSession {
 
 impl<'a> Engine<'a> {
     pub async fn run(&self, model: &mut ModelClient, opts: RunOptions<'_>) -> Trace {
-        let started = Instant::now();
-        let started_at = now_rfc3339();
-        // Every response is masked as it arrives, before a tool, the model or a limit sees it.
-        self.transport.mask_with(&self.redactor);
         let mut st = State {
             templates_read_results: matches!(model, ModelClient::Scripted(_)),
             ..State::default()
         };
+        let (stop, started_at, elapsed) = self.play(&mut st, model, &opts).await;
+        let trace = self.trace_of(st, stop, &opts, started_at, elapsed);
+        self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }));
+        trace
+    }
+
+    /// One run of the loop on `st` (a fresh state, or a conversation's so far): until an
+    /// answer, a stop for a person, a limit, the run's timeout or an interruption.
+    async fn play(
+        &self,
+        st: &mut State,
+        model: &mut ModelClient,
+        opts: &RunOptions<'_>,
+    ) -> (Stop, String, Duration) {
+        let started = Instant::now();
+        let started_at = now_rfc3339();
+        // Every response is masked as it arrives, before a tool, the model or a limit sees it.
+        self.transport.mask_with(&self.redactor);
         self.events.emit_with(
             "run_started",
             || json!({ "spec": self.registry.name, "query": opts.query, "model": opts.model_name }),
@@ -276,12 +293,24 @@ impl<'a> Engine<'a> {
                 }
             };
             tokio::select! {
-                stop = self.run_loop(&mut st, model, &opts) => stop,
+                stop = self.run_loop(st, model, opts) => stop,
                 _ = deadline => Stop::new(StopReason::RunTimeout, format!("the run took longer than run_timeout ({:?})", self.registry.limits.run_timeout)),
                 _ = interrupted => Stop::new(StopReason::Interrupted, "the run was interrupted".to_string()),
             }
         };
-        tools::mcp::end_all(&self.tool_env(&opts, "")).await;
+        tools::mcp::end_all(&self.tool_env(opts, "")).await;
+        (stop, started_at, started.elapsed())
+    }
+
+    /// The trace of what `st` observed, masked.
+    fn trace_of(
+        &self,
+        st: State,
+        stop: Stop,
+        opts: &RunOptions<'_>,
+        started_at: String,
+        elapsed: Duration,
+    ) -> Trace {
         let trace = Trace {
             format_version: crate::trace::FORMAT_VERSION,
             status: stop.reason.status(),
@@ -311,13 +340,12 @@ impl<'a> Engine<'a> {
             usage: if st.any_usage { Some(st.usage) } else { None },
             model_calls: st.model_calls,
             started_at: Some(started_at),
-            duration_ms: millis(started.elapsed()),
+            duration_ms: millis(elapsed),
+            turns: Vec::new(),
         };
         // Masked once here, so every reader of the trace (reports, JUnit, results, test
         // verdicts) gets the masked text, not just `to_json`.
-        let trace = self.masked(trace);
-        self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }));
-        trace
+        self.masked(trace)
     }
 
     /// One tool call outside a loop (`toolrun call`, an MCP client): the same admission,

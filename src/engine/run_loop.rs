@@ -23,14 +23,7 @@ impl<'a> Engine<'a> {
         if let Err(why) = self.connect_servers(opts).await {
             return Stop::new(StopReason::McpError, why);
         }
-        if let Some(system) = &self.registry.system {
-            st.messages.push(Message::System {
-                content: system.clone(),
-            });
-        }
-        st.messages.push(Message::User {
-            content: opts.query.to_string(),
-        });
+        self.open_turn(st, opts);
         loop {
             if let Some(stop) = self.budget_spent(st, opts.model_name) {
                 return stop;
@@ -132,6 +125,21 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+    }
+
+    /// The user's message, after the system prompt in a new run; a conversation's later turns
+    /// follow its messages so far.
+    fn open_turn(&self, st: &mut State, opts: &RunOptions<'_>) {
+        if st.messages.is_empty() {
+            if let Some(system) = &self.registry.system {
+                st.messages.push(Message::System {
+                    content: system.clone(),
+                });
+            }
+        }
+        st.messages.push(Message::User {
+            content: opts.query.to_string(),
+        });
     }
 
     /// `max_steps`, `max_tokens_total` and `max_cost_usd`, checked before each model call.

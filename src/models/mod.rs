@@ -212,6 +212,25 @@ impl ModelClient {
         })
     }
 
+    /// A conversation's next user turn: a scripted model chooses its script again (by the turn's
+    /// query, its number and the conversation before it); a live model reads the conversation
+    /// from the messages it is sent.
+    pub(crate) fn begin_turn(
+        &mut self,
+        registry: &Registry,
+        query: &str,
+        turn: u32,
+        history: &str,
+    ) -> Result<(), String> {
+        if let ModelClient::Scripted(m) = self {
+            if let Some(ModelKind::Scripted(scripts)) = registry.model(m.name()).map(|d| &d.kind) {
+                let name = m.name().to_string();
+                *m = scripted::ScriptedModel::select_turn(&name, scripts, query, turn, history)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The provider (as the GenAI conventions name it) and the model asked for.
     pub(crate) fn describe(&self) -> (&'static str, &str) {
         match self {

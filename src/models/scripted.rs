@@ -1,5 +1,6 @@
 //! Deterministic models for tests: a script is chosen by a regex on the query, and each model
-//! call consumes the next turn. Turns are templates over `query`, `results`, `last` and `step`.
+//! call consumes the next turn. Turns are templates over `query`, `results`, `last`, `step` and
+//! `turn`. In a conversation the script is chosen again for each user turn.
 
 use super::{DecideInput, Decision, ModelError, ModelTurn, ProposedCall};
 use crate::registry::{Script, ScriptedArguments, Turn};
@@ -12,6 +13,8 @@ pub struct ScriptedModel {
     script: usize,
     script_label: String,
     next_turn: usize,
+    /// The user turn of the conversation this script answers (1 for a single query).
+    user_turn: u32,
 }
 
 impl ScriptedModel {
@@ -24,10 +27,34 @@ impl ScriptedModel {
         scripts: &[Script],
         query: &str,
     ) -> Result<ScriptedModel, String> {
+        Self::select_turn(name, scripts, query, 1, "")
+    }
+
+    /// The script for user turn `turn` of a conversation: the first whose `when` matches the
+    /// turn's query, whose `turn` (if any) is this one and whose `history` (if any) matches the
+    /// conversation before it. A single query is turn 1 with no history.
+    pub(crate) fn select_turn(
+        name: &str,
+        scripts: &[Script],
+        query: &str,
+        turn: u32,
+        history: &str,
+    ) -> Result<ScriptedModel, String> {
         let index = scripts
             .iter()
-            .position(|s| s.when.as_ref().is_none_or(|re| re.is_match(query)))
-            .ok_or_else(|| format!("no script of model `{name}` matches the query; add a script without `when` as a fallback"))?;
+            .position(|s| {
+                s.when.as_ref().is_none_or(|re| re.is_match(query))
+                    && s.turn.is_none_or(|t| t == turn)
+                    && s.history.as_ref().is_none_or(|re| re.is_match(history))
+            })
+            .ok_or_else(|| {
+                let which = if turn == 1 {
+                    "the query".to_string()
+                } else {
+                    format!("turn {turn} of the conversation")
+                };
+                format!("no script of model `{name}` matches {which}; add a script without `when` as a fallback")
+            })?;
         let label = match &scripts[index].when {
             Some(re) => format!("script {} (when: {})", index + 1, re.as_str()),
             None => format!("script {} (fallback)", index + 1),
@@ -37,6 +64,7 @@ impl ScriptedModel {
             script: index,
             script_label: label,
             next_turn: 0,
+            user_turn: turn,
         })
     }
 
@@ -80,6 +108,7 @@ impl ScriptedModel {
                 ("results", Shared::array(input.results)),
                 ("last", last),
                 ("step", Shared::new(&json!(input.step))),
+                ("turn", Shared::new(&json!(self.user_turn))),
             ])
         } else {
             Ctx::new(&Value::Null)

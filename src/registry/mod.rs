@@ -500,6 +500,10 @@ impl ModelKind {
 
 pub(crate) struct Script {
     pub(crate) when: Option<LazyRegex>,
+    /// `turn:`: the user turn of a conversation (1-based) this script answers.
+    pub(crate) turn: Option<u32>,
+    /// `history:`: matched against the conversation before the current user turn.
+    pub(crate) history: Option<LazyRegex>,
     pub(crate) turns: Vec<Turn>,
 }
 
@@ -596,9 +600,20 @@ pub(crate) struct TestCase {
     pub(crate) approve: Vec<String>,
     /// Faults for this test only, by tool; they replace the tool's own.
     pub(crate) faults: Vec<(String, Vec<Fault>)>,
+    /// With `turns:`, the whole conversation's; else the one query's.
     pub(crate) expect: Expect,
+    /// `turns:`: a conversation, one user turn each (empty for a test with a `query:`).
+    pub(crate) turns: Vec<TestTurn>,
     /// A test made from one row of a `from:` data file.
     pub(crate) data: Option<DataRow>,
+}
+
+/// One user turn of a multi-turn test.
+pub(crate) struct TestTurn {
+    pub(crate) query: String,
+    /// Where the turn is in its spec, for the failure that names it.
+    pub(crate) span: crate::diag::Span,
+    pub(crate) expect: Expect,
 }
 
 /// Where a test made from a data file's row comes from.

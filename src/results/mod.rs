@@ -759,6 +759,7 @@ mod tests {
             model_calls: Vec::new(),
             started_at: None,
             duration_ms: 3.0,
+            turns: Vec::new(),
         }
     }
 

@@ -192,6 +192,7 @@ pub(crate) const PLACES: &[&Place] = &[
     TURN,
     SCRIPTED_CALL,
     TEST,
+    TEST_TURN,
     EXPECT,
     JUDGE,
     REPLAY,
@@ -441,7 +442,9 @@ pub(crate) const PRICE: &Place = &Place::new("price", "What the model costs, in 
 ]);
 
 pub(crate) const SCRIPT: &Place = &Place::new("script", "A script: the first whose `when` matches the query is played.", &[
-    Key::new("when", Str, "Regular expression (Rust syntax) matched against the query; none matches everything."),
+    Key::new("when", Str, "Regular expression (Rust syntax) matched against the query (in a conversation: the current user turn); none matches everything."),
+    Key::new("turn", Count(1), "Play only for this user turn of a conversation (1 is the first)."),
+    Key::new("history", Str, "Regular expression matched against the conversation before this user turn (`user: ...` and `assistant: ...` lines); play only when it matches."),
     Key::new("turns", Json(|| json!({ "type": "array", "items": { "$ref": "#/$defs/turn" }, "minItems": 1 })), "One turn per model call, in order.").required(),
 ]);
 
@@ -464,12 +467,18 @@ pub(crate) const TEST: &Place = &Place::new("test", "A test run by `toolrun test
     Key::new("name", Str, "Unique name of the test.").required(),
     Key::new("query", Str, "The query to run."),
     Key::new("from", Str, "A CSV or JSONL file, relative to the spec: one test per row, `name`, `query`, `turns` and `expect` templates over `row` (`{{ row.id }}`)."),
+    Key::new("turns", ListOf("test_turn"), "A conversation instead of one `query`: each turn a user message with its own `expect`, the model seeing every turn before it."),
     Key::new("model", Str, "Model to use (default: `default_model`)."),
     Key::new("fixture", Str, "A recorded fixture to replay instead, relative to the spec."),
     Key::new("now", Str, "The clock for this test (RFC 3339), for `datetime` and templates; overrides `TOOLRUN_NOW`."),
     Key::new("approve", ToolNames, "Tools approved for this run."),
     Key::new("faults", Json(|| json!({ "type": "object", "additionalProperties": { "type": "array", "items": { "$ref": "#/$defs/fault" } } })), "Faults injected for this test only, by tool name; they replace the tool's own `faults`."),
-    Key::new("expect", Ref("expect"), "What the run must show."),
+    Key::new("expect", Ref("expect"), "What the run must show (with `turns`: the whole conversation)."),
+]);
+
+pub(crate) const TEST_TURN: &Place = &Place::new("test_turn", "One user turn of a multi-turn test.", &[
+    Key::new("query", Str, "What the user says in this turn.").required(),
+    Key::new("expect", Ref("expect"), "What this turn must show: its answer, its tool calls, its status."),
 ]);
 
 pub(crate) const EXPECT: &Place = &Place::new("expect", "What a test's run must show.", &[
@@ -587,6 +596,8 @@ models:
     kind: scripted
     scripts:
       - when: x
+        turn: 1
+        history: y
         turns:
           - tool_calls: [{ name: m, arguments: { a: x } }, { name: m, arguments_raw: "{", malformed: true }]
           - raw: prose
@@ -612,6 +623,10 @@ tests:
       output_matches: d.ne
       max_tool_calls: 3
       judge: { model: s, rubric: "is polite", pass: 0.5, trajectory: true }
+  - name: two
+    turns:
+      - query: q
+        expect: { status: ok }
 "#];
 
     fn compile_all() {

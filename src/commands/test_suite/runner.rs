@@ -204,6 +204,7 @@ async fn judged_attempt(
         .iter()
         .all(|f| f.kind != crate::results::FailureKind::Error)
     {
+        failures.extend(check_turns(case, &trace));
         failures.extend(
             check_expectations(&case.expect, &trace)
                 .into_iter()
@@ -383,10 +384,12 @@ async fn execute(
     let mut opts = setup.run_options(&case.query, &prepared.name);
     opts.faults = case.faults.clone();
     let now = opts.now_unix_ms;
-    let trace = setup
-        .engine(ctx.registry)
-        .run(&mut prepared.client, opts)
-        .await;
+    let engine = setup.engine(ctx.registry);
+    let trace = if case.turns.is_empty() {
+        engine.run(&mut prepared.client, opts).await
+    } else {
+        converse(&engine, case, &mut prepared.client, opts).await
+    };
     let (tape, redactor) = (&setup.tape, &setup.redactor);
     if let (Some(_), Some(tape)) = (ctx.span, tape) {
         *exchanges = tape.exchanges();
@@ -430,6 +433,72 @@ async fn execute(
         ))
     }));
     Ok((trace, failures))
+}
+
+/// A multi-turn case: its turns one after another in one conversation, until the last, a turn
+/// whose `expect` fails, or one that does not end in an answer (the next would have nothing to
+/// follow).
+async fn converse(
+    engine: &crate::engine::Engine<'_>,
+    case: &TestCase,
+    client: &mut crate::models::ModelClient,
+    opts: crate::engine::RunOptions<'_>,
+) -> Trace {
+    let queries: Vec<&str> = case.turns.iter().map(|t| t.query.as_str()).collect();
+    let go_on = |i: usize, done: &crate::trace::TurnTrace| {
+        let passed = case.turns.get(i).is_some_and(|turn| {
+            check_expectations(&turn.expect, &done.as_trace_alone()).is_empty()
+        });
+        passed && done.status == crate::vocab::Status::Ok
+    };
+    match engine.converse(client, &opts, &queries, go_on).await {
+        Some(trace) => trace,
+        // A case with `turns:` has at least one (`check` requires it), so one has run.
+        None => engine.run(client, opts).await,
+    }
+}
+
+/// Each turn's `expect` against what that turn did, in order, up to the first turn that fails
+/// (whose failures name it); a turn the conversation never reached fails as not run.
+pub(crate) fn check_turns(case: &TestCase, trace: &Trace) -> Vec<Failure> {
+    let mut failures = Vec::new();
+    for (i, turn) in case.turns.iter().enumerate() {
+        let n = i + 1;
+        let Some(done) = trace.turns.get(i) else {
+            let why = match trace.turns.last() {
+                Some(last) if last.status != crate::vocab::Status::Ok => format!(
+                    "turn {} ended with status `{}` ({})",
+                    trace.turns.len(),
+                    last.status.as_str(),
+                    last.stop_reason
+                ),
+                _ => format!("the conversation has {} turn(s)", trace.turns.len()),
+            };
+            failures.push(Failure::assertion(
+                &format!("turns[{n}]"),
+                format!("turn {n} ({:?}) was not run: {why}", turn.query),
+            ));
+            break;
+        };
+        if done.query != turn.query {
+            failures.push(Failure::divergence(format!(
+                "turn {n}: the test's query {:?} is not the recorded query {:?}; re-record the fixture",
+                turn.query, done.query
+            )));
+            break;
+        }
+        let found = check_expectations(&turn.expect, &done.as_trace(&trace.model, &trace.spec));
+        if !found.is_empty() {
+            failures.extend(found.into_iter().map(|(key, message)| {
+                Failure::assertion(
+                    &format!("turns[{n}].{key}"),
+                    format!("turn {n} (line {}): {message}", turn.span.line),
+                )
+            }));
+            break;
+        }
+    }
+    failures
 }
 
 /// What a recorded case ran with, as its fixture keeps it.

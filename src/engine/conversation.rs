@@ -1,0 +1,227 @@
+//! A conversation: user turns one after another, each a run of the loop on what came before.
+//! The model sees every earlier turn (the user's messages, its answers, its tool calls and their
+//! results), and the limits count across the whole conversation, as they count across a run's
+//! steps; only `run_timeout` is per turn (a person may take their time between turns).
+
+use super::{Engine, RunOptions, State, Stop};
+use crate::models::{Message, ModelClient};
+use crate::trace::{millis, now_rfc3339, SpecRef, StopReason, Trace, TurnTrace, UsageTotals};
+use serde_json::json;
+use std::time::Duration;
+
+/// The state a conversation carries from one user turn to the next.
+pub struct Conversation {
+    st: State,
+    turns: Vec<TurnTrace>,
+}
+
+/// Where a turn starts in the conversation's records.
+struct Mark {
+    messages: usize,
+    results: usize,
+    errors: usize,
+    calls: u32,
+    steps: u32,
+    per_step: usize,
+    model_calls: usize,
+    usage: UsageTotals,
+}
+
+impl Conversation {
+    /// A new conversation for `model` (a scripted model's templates read `results`).
+    pub fn new(model: &ModelClient) -> Conversation {
+        Conversation {
+            st: State {
+                templates_read_results: matches!(model, ModelClient::Scripted(_)),
+                ..State::default()
+            },
+            turns: Vec::new(),
+        }
+    }
+
+    /// The conversation before the next turn, as a scripted model's `history:` reads it.
+    fn history(&self) -> String {
+        let mut out = String::new();
+        for t in &self.turns {
+            out.push_str("user: ");
+            out.push_str(&t.query);
+            out.push('\n');
+            if let Some(answer) = &t.final_output {
+                out.push_str("assistant: ");
+                out.push_str(answer);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn mark(&self) -> Mark {
+        let st = &self.st;
+        Mark {
+            messages: st.messages.len(),
+            results: st.tool_results.len(),
+            errors: st.tool_errors.len(),
+            calls: st.tool_call_count,
+            steps: st.steps,
+            per_step: st.usage.per_step.len(),
+            model_calls: st.model_calls.len(),
+            usage: st.usage.clone(),
+        }
+    }
+
+    /// What the turn that began at `m` added: its own records and counts.
+    fn since(&self, m: &Mark) -> State {
+        let st = &self.st;
+        let per_step = st.usage.per_step[m.per_step.min(st.usage.per_step.len())..].to_vec();
+        let usage = UsageTotals {
+            input_tokens: st.usage.input_tokens - m.usage.input_tokens,
+            output_tokens: st.usage.output_tokens - m.usage.output_tokens,
+            total_tokens: st.usage.total_tokens - m.usage.total_tokens,
+            cached_input_tokens: st.usage.cached_input_tokens - m.usage.cached_input_tokens,
+            reasoning_tokens: st.usage.reasoning_tokens - m.usage.reasoning_tokens,
+            per_step,
+        };
+        State {
+            tool_results: st.tool_results[m.results..].to_vec(),
+            tool_errors: st.tool_errors[m.errors..].to_vec(),
+            tool_call_count: st.tool_call_count - m.calls,
+            steps: st.steps - m.steps,
+            final_output: st.final_output.clone(),
+            pending: st.pending.clone(),
+            any_usage: usage.per_step.iter().any(Option::is_some),
+            usage,
+            model_calls: st.model_calls[m.model_calls.min(st.model_calls.len())..].to_vec(),
+            ..State::default()
+        }
+    }
+}
+
+/// The index of the first user message at or after `from` (a turn's own message).
+fn first_user_message(messages: &[Message], from: usize) -> usize {
+    messages
+        .iter()
+        .skip(from)
+        .position(|m| matches!(m, Message::User { .. }))
+        .map_or(from, |i| from + i)
+}
+
+impl<'a> Engine<'a> {
+    /// The conversation's next user turn (`opts.query`): run on everything before it. The
+    /// turn's own record is returned; [`Engine::conversation_trace`] gives the whole.
+    pub(crate) async fn turn<'c>(
+        &self,
+        conversation: &'c mut Conversation,
+        model: &mut ModelClient,
+        opts: &RunOptions<'_>,
+    ) -> &'c TurnTrace {
+        let mark = conversation.mark();
+        let number = conversation.turns.len() as u32 + 1;
+        let history = conversation.history();
+        let st = &mut conversation.st;
+        st.final_output = None;
+        st.pending = None;
+        st.malformed_in_a_row = 0;
+        let (stop, started_at, elapsed) =
+            match model.begin_turn(self.registry, opts.query, number, &history) {
+                Ok(()) => self.play(st, model, opts).await,
+                Err(why) => (
+                    Stop::new(StopReason::ModelError, why),
+                    now_rfc3339(),
+                    Duration::ZERO,
+                ),
+            };
+        let part = conversation.since(&mark);
+        let trace = self.trace_of(part, stop, opts, started_at, elapsed);
+        self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms, "turn": number }));
+        conversation.turns.push(TurnTrace {
+            query: trace.query,
+            status: trace.status,
+            stop_reason: trace.stop_reason,
+            final_output: trace.final_output,
+            tool_results: trace.tool_results,
+            tool_errors: trace.tool_errors,
+            tool_call_count: trace.tool_call_count,
+            steps: trace.steps,
+            first_message: first_user_message(&conversation.st.messages, mark.messages),
+            pending_tool_call: trace.pending_tool_call,
+            error: trace.error,
+            usage: trace.usage,
+            started_at: trace.started_at,
+            duration_ms: trace.duration_ms,
+        });
+        let last = conversation.turns.len() - 1;
+        &conversation.turns[last]
+    }
+
+    /// A conversation of `queries`, one user turn each, while `go_on` says so after each turn
+    /// (a test stops at a turn that fails). `opts` is every turn's but for the query.
+    pub(crate) async fn converse(
+        &self,
+        model: &mut ModelClient,
+        opts: &RunOptions<'_>,
+        queries: &[&str],
+        mut go_on: impl FnMut(usize, &TurnTrace) -> bool,
+    ) -> Option<Trace> {
+        let mut conversation = Conversation::new(model);
+        for (i, query) in queries.iter().enumerate() {
+            let turn_opts = RunOptions {
+                query,
+                model_name: opts.model_name,
+                approvals: opts.approvals.clone(),
+                confirmer: opts.confirmer,
+                now_unix_ms: opts.now_unix_ms,
+                faults: opts.faults.clone(),
+                interrupted: opts.interrupted.clone(),
+                notify: opts.notify,
+                session: opts.session,
+            };
+            let done = self.turn(&mut conversation, model, &turn_opts).await;
+            if !go_on(i, done) {
+                break;
+            }
+        }
+        self.conversation_trace(&conversation, opts.model_name)
+    }
+
+    /// The whole conversation as one trace: its calls, counts, usage and messages, the last
+    /// turn's outcome, and each turn; `None` before its first turn.
+    pub(crate) fn conversation_trace(
+        &self,
+        conversation: &Conversation,
+        model_name: &str,
+    ) -> Option<Trace> {
+        let (first, last) = (conversation.turns.first()?, conversation.turns.last()?);
+        let st = &conversation.st;
+        let trace = Trace {
+            format_version: crate::trace::FORMAT_VERSION,
+            status: last.status,
+            stop_reason: last.stop_reason,
+            final_output: last.final_output.clone(),
+            query: first.query.clone(),
+            model: model_name.to_string(),
+            spec: SpecRef {
+                name: self.registry.name.clone(),
+                sha256: self.registry.spec_sha256.clone(),
+            },
+            tool_results: st.tool_results.clone(),
+            tool_errors: st.tool_errors.clone(),
+            tool_call_count: st.tool_call_count,
+            steps: st.steps,
+            messages: st.messages.clone(),
+            pending_tool_call: last.pending_tool_call.clone(),
+            error: last.error.clone(),
+            usage: st.any_usage.then(|| st.usage.clone()),
+            model_calls: st.model_calls.clone(),
+            started_at: first.started_at.clone(),
+            duration_ms: millis(Duration::from_secs_f64(
+                conversation
+                    .turns
+                    .iter()
+                    .map(|t| t.duration_ms.max(0.0) / 1000.0)
+                    .sum(),
+            )),
+            turns: conversation.turns.clone(),
+        };
+        Some(self.masked(trace))
+    }
+}

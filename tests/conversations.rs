@@ -1,0 +1,133 @@
+//! Multi-turn tests (issue 33 §1), through the real binary: a test with `turns:` runs one
+//! conversation, each turn judged by its own `expect`, the model (scripted here) seeing every
+//! turn before it; a failing turn stops the test there and is named; a recorded conversation
+//! replays turn by turn.
+
+mod support;
+
+use support::{run, toolrun, write};
+
+const STOCKS: &str = include_str!("data/conversations/stocks.yaml");
+
+fn stocks_with(tests: &str) -> String {
+    let head = STOCKS.split("tests:\n").next().unwrap_or_default();
+    format!("{head}tests:\n{tests}")
+}
+
+#[test]
+fn each_turn_is_judged_and_later_turns_see_the_earlier_ones() {
+    let dir = support::temp_dir("turns-pass");
+    write(&dir, "s.yaml", STOCKS);
+    let out = run(toolrun().current_dir(&dir).args(["test", "s.yaml"]));
+    out.assert_code(1);
+    // Turn 2's script needs turn 1's answer in the history and its price in `results`.
+    assert!(
+        out.stdout.contains("PASS convo::price_then_gain"),
+        "{out:?}"
+    );
+    // Without the first turn the same question gets the other script.
+    assert!(out.stdout.contains("PASS convo::gain_alone"), "{out:?}");
+    assert!(
+        out.stdout.contains("FAIL convo::fails_at_turn_one"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains(
+            "turn 1 (line 50): expected the output to contain \"999\", got \"AAPL is 178.15.\""
+        ),
+        "{out:?}"
+    );
+    assert_eq!(out.stdout.lines().last(), Some("2 passed, 1 failed"));
+}
+
+#[test]
+fn a_failing_turn_stops_the_conversation_and_names_the_turn() {
+    let dir = support::temp_dir("turns-stop");
+    let tests = r#"  - name: stops
+    turns:
+      - query: What is AAPL at?
+      - query: And my gain on 100 bought at 150?
+        expect: { output_contains: "nope" }
+      - query: Thanks
+        expect: { output_contains: "turn 3" }
+"#;
+    write(&dir, "s.yaml", &stocks_with(tests));
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--format", "json"]));
+    out.assert_code(1);
+    let doc = out.json();
+    let attempt = &doc["tests"][0]["attempts"][0];
+    let failures = attempt["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{attempt:#}");
+    assert_eq!(failures[0]["assertion"], "turns[2].output_contains");
+    assert!(
+        failures[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("turn 2 (line "),
+        "{attempt:#}"
+    );
+    // Turn 3 never ran: two turns' calls, and the answer is turn 2's.
+    assert_eq!(attempt["answer"], "Your gain is 2815.");
+    assert_eq!(attempt["tool_calls"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_spec_with_query_and_turns_or_empty_turns_is_an_error() {
+    let dir = support::temp_dir("turns-check");
+    let tests = r#"  - name: both
+    query: hi
+    turns: [{ query: hi }]
+  - name: none
+    turns: []
+  - name: no_query
+    turns: [{ expect: { status: ok } }]
+"#;
+    write(&dir, "s.yaml", &stocks_with(tests));
+    let out = run(toolrun().current_dir(&dir).args(["check", "s.yaml"]));
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("test `both` has both `query` and `turns`"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("test `none` has no turns"), "{out:?}");
+    assert!(out.stderr.contains("turn 1 of test `no_query`"), "{out:?}");
+}
+
+#[test]
+fn a_recorded_conversation_replays_every_turn() {
+    let dir = support::temp_dir("turns-replay");
+    let tests = r#"  - name: price_then_gain
+    fixture: fx.json
+    turns:
+      - query: What is AAPL at?
+        expect: { output_contains: "178.15" }
+      - query: And my gain on 100 bought at 150?
+        expect: { output_contains: "2815" }
+"#;
+    write(&dir, "s.yaml", &stocks_with(tests));
+    run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--record", "missing"]))
+    .assert_success();
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fx.json")).unwrap()).unwrap();
+    let turns = fixture["trace"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1]["query"], "And my gain on 100 bought at 150?");
+    assert_eq!(turns[1]["final_output"], "Your gain is 2815.");
+    assert_eq!(fixture["query"], "What is AAPL at?");
+    run(toolrun().current_dir(&dir).args(["replay", "fx.json"])).assert_success();
+    run(toolrun().current_dir(&dir).args(["test", "s.yaml"])).assert_success();
+
+    // The spec now answers turn 2 differently: the replay names the turn that diverged.
+    let changed = std::fs::read_to_string(dir.join("s.yaml"))
+        .unwrap()
+        .replace("Your gain is", "You made");
+    std::fs::write(dir.join("s.yaml"), changed).unwrap();
+    let out = run(toolrun().current_dir(&dir).args(["replay", "fx.json"]));
+    out.assert_code(1);
+    assert!(out.stdout.contains("/turns/1/final_output"), "{out:?}");
+}
