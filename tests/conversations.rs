@@ -83,6 +83,8 @@ fn a_spec_with_query_and_turns_or_empty_turns_is_an_error() {
     turns: []
   - name: no_query
     turns: [{ expect: { status: ok } }]
+  - name: judged_turn
+    turns: [{ query: hi, expect: { judge: { model: scripted, rubric: polite } } }]
 "#;
     write(&dir, "s.yaml", &stocks_with(tests));
     let out = run(toolrun().current_dir(&dir).args(["check", "s.yaml"]));
@@ -94,6 +96,12 @@ fn a_spec_with_query_and_turns_or_empty_turns_is_an_error() {
     );
     assert!(out.stderr.contains("test `none` has no turns"), "{out:?}");
     assert!(out.stderr.contains("turn 1 of test `no_query`"), "{out:?}");
+    // A grader judges the whole conversation: a turn's is an error, not ignored.
+    assert!(
+        out.stderr
+            .contains("turn 1 of test `judged_turn` has a `judge`"),
+        "{out:?}"
+    );
 }
 
 #[test]

@@ -208,20 +208,6 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Whether any test of `tests:` has `expect.judge` (read without reporting: the tests are
-/// checked in their turn).
-fn any_judge(tests: Option<&Node>) -> bool {
-    let Some(Value::Seq(items)) = tests.map(|t| &t.value) else {
-        return false;
-    };
-    items.iter().any(|t| {
-        Obj::peek_free(t)
-            .and_then(|o| o.get("expect"))
-            .and_then(Obj::peek_free)
-            .is_some_and(|e| e.get("judge").is_some())
-    })
-}
-
 fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     if !matches!(root.value, Value::Map(_)) {
         ctx.d.push(
@@ -291,7 +277,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     resolve_policy(&mut tools, &policy);
     tools::check_hosts(tools_node, &policy, ctx);
     let (serve, serve_auth) = compile_serve(top.get("serve"), &policy, ctx);
-    ctx.judged = any_judge(top.get("tests"));
+    ctx.judged = test_cases::any_judge(top.get("tests"));
     let (models, default_model) =
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);

@@ -240,6 +240,16 @@ fn compile_turns(
             Some(e) => compile_expect(e, models, ctx),
             None => Expect::default(),
         };
+        if let (Some(judge), Some(e)) = (&expect.judge, obj.get("expect")) {
+            let at = Obj::peek_free(e)
+                .and_then(|o| o.get("judge"))
+                .map_or(e.span, |n| n.span);
+            ctx.d.push(
+                Diagnostic::new(Code::E029, format!("{what} has a `judge`"))
+                    .at(at)
+                    .help(format!("a grader (`{}`) judges the whole conversation: move `judge` to the test's own `expect`", judge.model)),
+            );
+        }
         turns.push(crate::registry::TestTurn {
             query: query.value,
             span: item.span,
@@ -527,4 +537,18 @@ fn fixture_path(f: &Spanned<String>, test: &str, ctx: &mut Ctx) -> Option<std::p
         }
     }
     Some(p)
+}
+
+/// Whether any test of `tests:` has `expect.judge` (read without reporting: the tests are
+/// checked in their turn).
+pub(super) fn any_judge(tests: Option<&Node>) -> bool {
+    let Some(Value::Seq(items)) = tests.map(|t| &t.value) else {
+        return false;
+    };
+    items.iter().any(|t| {
+        Obj::peek_free(t)
+            .and_then(|o| o.get("expect"))
+            .and_then(Obj::peek_free)
+            .is_some_and(|e| e.get("judge").is_some())
+    })
 }
