@@ -103,12 +103,18 @@ fn the_2026_07_28_suite_passes_every_scenario_a_tool_server_offers() {
             out.stdout
         );
     }
-    assert!(
-        out.stdout
-            .contains("✓ input-required-result-tampered-state:"),
-        "{}",
-        out.stdout
-    );
+    // Scored or not (pending in this release of the suite), these pass whole.
+    for scenario in [
+        "input-required-result-tampered-state",
+        "json-schema-2020-12",
+        "http-header-validation",
+    ] {
+        assert!(
+            out.stdout.contains(&format!("✓ {scenario}:")),
+            "{scenario}\n{}",
+            out.stdout
+        );
+    }
 }
 
 #[test]
