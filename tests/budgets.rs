@@ -69,6 +69,24 @@ fn a_token_budget_counts_every_model_call_of_the_test() {
         results["tests"][0]["attempts"][0]["budgets"][0]["share"],
         1.0
     );
+
+    // JUnit carries each budget as a property of the test case.
+    let fake = Fake::openai(two_calls());
+    let spec = fake.spec_file("", &one_test("max_tokens: 40"));
+    let junit = spec.parent().expect("folder").join("junit.xml");
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY)
+        .arg("test")
+        .arg(&*spec)
+        .arg("--allow-network")
+        .arg("--junit")
+        .arg(&junit);
+    run(&mut cmd).assert_success();
+    let xml = std::fs::read_to_string(&junit).unwrap_or_default();
+    assert!(
+        xml.contains("<property name=\"budget.max_tokens\" value=\"30 of 40 (75%)\"/>"),
+        "{xml}"
+    );
 }
 
 #[test]

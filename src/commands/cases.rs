@@ -17,6 +17,8 @@ pub(crate) struct CaseResult {
     pub(crate) runs: Option<(u32, u32)>,
     /// How the test fell since `--baseline`, when that is a regression.
     pub(crate) regression: Option<String>,
+    /// Name and value pairs JUnit shows as the test case's `<properties>` (its budgets).
+    pub(crate) properties: Vec<(String, String)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

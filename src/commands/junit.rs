@@ -63,28 +63,56 @@ pub(crate) fn junit_xml(results: &[CaseResult]) -> String {
                 xml_escape(&r.name),
                 r.duration_ms / 1000.0
             ));
+            if r.outcome == Outcome::Passed && r.properties.is_empty() {
+                out.push_str("/>\n");
+                continue;
+            }
+            out.push_str(">\n");
+            out.push_str(&properties(&r.properties));
             match r.outcome {
-                Outcome::Passed => out.push_str("/>\n"),
+                Outcome::Passed => {}
                 // A regression since the baseline is its own failure type, so CI can tell it
                 // from a failure the baseline already had.
-                Outcome::Failed => {
-                    out.push_str(&format!(
-                    ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                    if r.regression.is_some() { "regression" } else { "failure" },
+                Outcome::Failed => out.push_str(&format!(
+                    "      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
+                    if r.regression.is_some() {
+                        "regression"
+                    } else {
+                        "failure"
+                    },
                     xml_escape(r.failures.first().map(String::as_str).unwrap_or("failed")),
                     xml_escape(&r.failures.join("\n"))
-                ))
-                }
+                )),
                 Outcome::Skipped => out.push_str(&format!(
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    "      <skipped message=\"{}\"/>\n",
                     xml_escape(r.failures.first().map(String::as_str).unwrap_or(""))
                 )),
             }
+            out.push_str("    </testcase>\n");
         }
         out.push_str("  </testsuite>\n");
     }
     out.push_str("</testsuites>\n");
     out
+}
+
+/// The `<properties>` line of a test case (its budgets, how close it came); empty when it has
+/// none. CI test views read them as they read pytest's `record_property`.
+fn properties(list: &[(String, String)]) -> String {
+    if list.is_empty() {
+        return String::new();
+    }
+    let items: String = list
+        .iter()
+        .map(|(n, v)| {
+            format!(
+                "<property name=\"{}\" value=\"{}\"/>",
+                xml_escape(n),
+                xml_escape(v)
+            )
+        })
+        .collect();
+    format!("      <properties>{items}</properties>\n")
 }
 
 #[cfg(test)]
@@ -101,9 +129,13 @@ mod tests {
             duration_ms: 1.0,
             runs: None,
             regression: None,
+            properties: vec![("budget.max_tokens".into(), "30 of 40 (75%)".into())],
         };
         let xml = junit_xml(&[r]);
         assert!(xml.contains("name=\"a&lt;b\""));
         assert!(xml.contains("x &amp; y"));
+        assert!(xml.contains(
+            "<properties><property name=\"budget.max_tokens\" value=\"30 of 40 (75%)\"/></properties>"
+        ));
     }
 }

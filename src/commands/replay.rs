@@ -98,6 +98,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
                     failures,
                     duration_ms: crate::trace::millis(started.elapsed()),
                     runs: None,
+                    properties: Vec::new(),
                     regression: None,
                 };
                 (i, result, was_updated)

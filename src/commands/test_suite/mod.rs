@@ -322,6 +322,7 @@ fn load_all(args: &TestArgs) -> Result<Loaded, i32> {
                 duration_ms: 0.0,
                 runs: None,
                 regression: None,
+                properties: Vec::new(),
             }),
         }
     }
@@ -524,7 +525,30 @@ fn case_row(
         duration_ms: t.duration_ms,
         runs: (repeat > 1 && !t.attempts.is_empty()).then_some((t.passes, t.attempts.len() as u32)),
         regression,
+        properties: budget_properties(t),
     }
+}
+
+/// Each budget of the test's last attempt as a JUnit property: `budget.max_tokens` = `30 of
+/// 4000 (1%)`.
+fn budget_properties(t: &TestResult) -> Vec<(String, String)> {
+    let Some(last) = t.attempts.last() else {
+        return Vec::new();
+    };
+    last.budgets
+        .iter()
+        .map(|b| {
+            let used = b.used.map_or("unknown".to_string(), |u| format!("{u}"));
+            let share = b
+                .share
+                .map(|s| format!(" ({:.0}%)", s * 100.0))
+                .unwrap_or_default();
+            (
+                format!("budget.{}", b.budget),
+                format!("{used} of {}{share}", b.limit),
+            )
+        })
+        .collect()
 }
 
 fn describe(f: &Failure) -> String {
