@@ -139,3 +139,83 @@ fn a_recorded_conversation_replays_every_turn() {
     out.assert_code(1);
     assert!(out.stdout.contains("/turns/1/final_output"), "{out:?}");
 }
+
+/// A live model is sent the whole conversation in its API's own shape at each turn: the fakes
+/// check every request's wire format, and turn 2's first request holds turn 1 in order.
+fn second_turn_sees_the_first(fake: support::providers::Fake, expected_requests: usize) {
+    let tests = r#"tests:
+  - name: two_turns
+    turns:
+      - query: What is AAPL at?
+        expect: { tool_calls: [get_stock_price], output_contains: "178.15" }
+      - query: And my gain on 100 bought at 150?
+        expect: { tool_calls: [], output_contains: "2815" }
+"#;
+    let spec = fake.spec_file("", tests);
+    let out = run(toolrun()
+        .arg("test")
+        .arg(spec.path())
+        .arg("--allow-network")
+        .env("TEST_KEY", support::providers::KEY));
+    out.assert_success();
+    let bodies = fake.bodies();
+    assert_eq!(bodies.len(), expected_requests, "{out:?}");
+    let second_turn = bodies[2].to_string();
+    let order = [
+        "What is AAPL at?",
+        "get_stock_price",
+        "178.15",
+        "AAPL is 178.15.",
+        "And my gain on 100 bought at 150?",
+    ];
+    let mut from = 0;
+    for text in order {
+        let at = second_turn[from..]
+            .find(text)
+            .unwrap_or_else(|| panic!("{text:?} not after byte {from} of {second_turn}"));
+        from += at + text.len();
+    }
+    // Turn 1's first request knew nothing of turn 2.
+    assert!(!bodies[0].to_string().contains("my gain"));
+}
+
+#[test]
+fn openai_chat_is_sent_the_conversation() {
+    use support::providers::{openai_answer, openai_tool_calls, Fake};
+    let fake = Fake::openai(vec![
+        openai_tool_calls(&[("call_a", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        openai_answer("AAPL is 178.15."),
+        openai_answer("Your gain is 2815."),
+    ]);
+    second_turn_sees_the_first(fake, 3);
+}
+
+#[test]
+fn openai_responses_is_sent_the_conversation() {
+    use support::providers::Fake;
+    use support::responses::{answer, tool_calls};
+    let fake = Fake::responses(vec![
+        tool_calls(&[("call_a", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        answer("AAPL is 178.15."),
+        answer("Your gain is 2815."),
+    ]);
+    second_turn_sees_the_first(fake, 3);
+}
+
+#[test]
+fn anthropic_is_sent_the_conversation() {
+    use support::providers::{anthropic_answer, anthropic_tool_use, Fake};
+    let fake = Fake::anthropic(vec![
+        anthropic_tool_use(
+            None,
+            &[(
+                "toolu_a",
+                "get_stock_price",
+                serde_json::json!({"ticker": "AAPL"}),
+            )],
+        ),
+        anthropic_answer("AAPL is 178.15."),
+        anthropic_answer("Your gain is 2815."),
+    ]);
+    second_turn_sees_the_first(fake, 3);
+}
