@@ -3,10 +3,14 @@
 //! a 2025-11-25 session sticks to the replica that answered its `initialize` (the official
 //! Python SDK's clients complete their calls), and stopping a replica under load loses no call
 //! with SIGTERM (serve drains; HAProxy retries what was refused elsewhere) and at most those in
-//! flight with SIGKILL. HAProxy is Debian's package, installed by `.ci/install-haproxy` when
+//! flight with SIGKILL. On 2026-07-28 (round robin) the conformance suite gives what it gives
+//! against one replica, and a confirmation asked by one replica completes on another when they
+//! share `--state-key-env`. HAProxy is Debian's package, installed by `.ci/install-haproxy` when
 //! missing; CI sets TOOLRUN_REQUIRE_HAPROXY so these tests never skip there. 127.0.0.1 only.
 #![cfg(unix)]
 
+#[path = "npm/npm.rs"]
+mod npm;
 #[path = "mcp/python.rs"]
 mod python;
 mod support;
@@ -146,17 +150,31 @@ struct Balancer {
 }
 
 impl Balancer {
-    /// Three replicas of `spec` (`toolrun serve --http 127.0.0.1:0 ARGS`) and HAProxy in front.
+    /// Three replicas of a spec of this text and HAProxy in front (see [`Balancer::start_with`]).
     fn start(spec: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Balancer> {
-        let haproxy = haproxy()?;
         let dir = support::temp_dir("mcp-balancer");
         let spec = support::write(dir.path(), "spec.yaml", spec);
+        Balancer::start_in(dir, &spec, args, env)
+    }
+
+    /// Three replicas of `spec` (`toolrun serve --http 127.0.0.1:0 ARGS`) and HAProxy in front.
+    fn start_with(spec: &Path, args: &[&str], env: &[(&str, &str)]) -> Option<Balancer> {
+        Balancer::start_in(support::temp_dir("mcp-balancer"), spec, args, env)
+    }
+
+    fn start_in(
+        dir: support::TempDir,
+        spec: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Option<Balancer> {
+        let haproxy = haproxy()?;
         let replicas: Vec<Replica> = (1..=3)
             .map(|i| {
                 let events = dir.path().join(format!("events-{i}.jsonl"));
                 let mut cmd = support::toolrun();
                 cmd.arg("serve")
-                    .arg(&spec)
+                    .arg(spec)
                     .args(["--http", "127.0.0.1:0", "--events"])
                     .arg(&events)
                     .args(args);
@@ -642,9 +660,168 @@ fn the_documented_kubernetes_args_start_serve() {
     let (mut serve, url, _stderr) = support::spawn_served(
         support::toolrun()
             .args(&args)
-            .env("MCP_TOKEN", "a-token-of-sixteen-chars-or-more"),
+            .env("MCP_TOKEN", "a-token-of-sixteen-chars-or-more")
+            .env(KEY_VAR, KEY),
     );
     let _ = serve.kill();
     let _ = serve.wait();
     assert!(url.ends_with("/mcp"), "{url}");
+}
+
+/// The variable holding the request-state key the replicas share (`--state-key-env`).
+const KEY_VAR: &str = "TOOLRUN_STATE_KEY";
+const KEY: &str = "5e2d7c1a9b8f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f";
+
+/// Runs the 2026-07-28 conformance suite (tests/npm's `conformance-2026`) against `url`, with
+/// the repository's expected failures; its output, and each scenario's mark (✓, ✗ or ~).
+fn conformance_2026(url: &str) -> (support::Output, BTreeMap<String, String>) {
+    let results = support::temp_dir("mcp-balancer-conformance");
+    let mut suite = Command::new(npm::node());
+    suite
+        .arg(npm::package_file("conformance-2026/dist/index.js"))
+        .args(["server", "--url", url, "--requirements", "2026-07-28"])
+        .arg("-o")
+        .arg(results.path().join("results"))
+        .arg("--expected-failures")
+        .arg(root().join("tests/mcp/conformance-2026-expected-failures.yml"))
+        .current_dir(results.path());
+    let out = support::run_with_timeout(&mut suite, None, Duration::from_secs(600));
+    let marks = out
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let (mark, rest) = l.trim().split_once(' ')?;
+            let (name, _) = rest.split_once(':')?;
+            ["✓", "✗", "~"]
+                .contains(&mark)
+                .then(|| (name.to_string(), mark.to_string()))
+        })
+        .collect();
+    (out, marks)
+}
+
+#[test]
+fn the_2026_07_28_suite_through_the_balancer_gives_what_one_replica_gives() {
+    let spec = root().join("specs/mcp_conformance_server.yaml");
+    let args = ["--state-key-env", KEY_VAR];
+    let Some(lb) = Balancer::start_with(&spec, &args, &[(KEY_VAR, KEY)]) else {
+        return;
+    };
+    let (mut one, url, _stderr) = support::spawn_served(
+        support::toolrun()
+            .arg("serve")
+            .arg(&spec)
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .env(KEY_VAR, KEY),
+    );
+    let (alone, alone_marks) = conformance_2026(&url);
+    let _ = one.kill();
+    let _ = one.wait();
+    let (balanced, balanced_marks) = conformance_2026(&lb.url);
+    assert_eq!(alone.code, 0, "{}\n{}", alone.stdout, alone.stderr);
+    assert_eq!(balanced.code, 0, "{}\n{}", balanced.stdout, balanced.stderr);
+    assert!(alone_marks.len() > 20, "{}", alone.stdout);
+    assert_eq!(balanced_marks, alone_marks, "{}", balanced.stdout);
+    // Round robin: every replica answered part of the suite.
+    let log = std::fs::read_to_string(&lb.log).unwrap_or_default();
+    for i in 1..=3 {
+        assert!(log.contains(&format!("toolrun/replica{i} ")), "{log}");
+    }
+}
+
+/// A 2026-07-28 request (no session) through the balancer: its status, the replica that
+/// answered it (from HAProxy's log), and its response message.
+fn request_2026(lb: &Balancer, nth: usize, method: &str, params: Value) -> (u16, Value) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "balanced", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+    });
+    let name = params["name"].as_str().unwrap_or_default().to_string();
+    let body = json!({ "jsonrpc": "2.0", "id": nth, "method": method, "params": params });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let resp = http_client()
+            .post(&lb.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Mcp-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", method)
+            .header("Mcp-Name", name)
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("through the balancer");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("an answer");
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .or_else(|| {
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                    .find(|m| m.get("id") == body.get("id"))
+            })
+            .unwrap_or_else(|| panic!("no response in {text}"));
+        (status, message)
+    })
+}
+
+/// The replicas that answered HAProxy's requests, in order.
+fn replicas_answering(lb: &Balancer) -> Vec<String> {
+    std::fs::read_to_string(&lb.log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("toolrun/")))
+        .map(String::from)
+        .collect()
+}
+
+/// A call held for confirmation, asked by one replica: its answer, through the balancer, runs
+/// on the next one (round robin) when the replicas share the state key, and is refused there
+/// when each has its own.
+fn confirm_across_replicas(shared: bool) -> Option<(Vec<String>, Value)> {
+    let spec = format!(
+        "{SPEC}  refund:\n    description: Refunds an order.\n    kind: mock\n    side_effects: true\n    input: {{ type: object, properties: {{ order_id: {{ type: integer }} }}, required: [order_id] }}\n    responses:\n      - result: {{ refunded: true }}\n"
+    );
+    let lb = if shared {
+        Balancer::start(&spec, &["--state-key-env", KEY_VAR], &[(KEY_VAR, KEY)])?
+    } else {
+        Balancer::start(&spec, &[], &[])?
+    };
+    let call = json!({ "name": "refund", "arguments": { "order_id": 42 } });
+    let (status, asked) = request_2026(&lb, 1, "tools/call", call.clone());
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    let mut answer = call;
+    answer["inputResponses"] =
+        json!({ "confirm": { "action": "accept", "content": { "approve": true } } });
+    answer["requestState"] = state;
+    let (_, done) = request_2026(&lb, 2, "tools/call", answer);
+    Some((replicas_answering(&lb), done))
+}
+
+#[test]
+fn a_confirmation_asked_by_one_replica_completes_on_another_sharing_the_state_key() {
+    let Some((answered_by, done)) = confirm_across_replicas(true) else {
+        return;
+    };
+    assert_eq!(answered_by.len(), 2, "{answered_by:?}");
+    assert_ne!(answered_by[0], answered_by[1], "round robin");
+    assert_eq!(
+        done["result"]["structuredContent"]["refunded"], true,
+        "{done}"
+    );
+    // Each with a key of its own, the other replica refuses the state it cannot check.
+    let Some((answered_by, refused)) = confirm_across_replicas(false) else {
+        return;
+    };
+    assert_ne!(answered_by[0], answered_by[1], "round robin");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
