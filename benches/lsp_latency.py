@@ -7,8 +7,9 @@
 The binary is $TOOLRUN, else target/release/toolrun (`cargo build --release`), else
 target/debug/toolrun (much slower: its numbers say little). Each change is an incremental edit of
 one tool's description, sent after the previous diagnostics arrived; the time is from writing
-the `didChange` to reading the `publishDiagnostics` of its version, so it includes the server's
-debounce (10 ms), the compile of the whole spec and both pipes. It reports p50, p90 and max,
+the `didChange` to reading the `publishDiagnostics` of its version, so it includes the parse of
+the whole spec, the compile of the edited tool and of every check across tools (the others'
+compiles are kept from the last change), and both pipes. It reports p50, p90 and max,
 and the same for `toolrun check` of the file, the compile alone plus a process start.
 """
 import json

@@ -314,6 +314,127 @@ fn diagnostics_are_checks_own_with_utf16_ranges_and_follow_incremental_changes()
     );
 }
 
+/// Code, 1-based line and column, and message of each diagnostic `check` gives for `text`
+/// (written to `spec` first).
+fn checks_own(spec: &Path, text: &str) -> Vec<(String, i64, i64, String)> {
+    std::fs::write(spec, text).expect("write the spec");
+    let check = support::run(
+        support::toolrun()
+            .args(["check", "--format", "json"])
+            .arg(spec),
+    )
+    .json();
+    let field = |d: &Value, k: &str| d[k].as_str().unwrap_or("").to_string();
+    let number = |d: &Value, k: &str| d[k].as_i64().unwrap_or(0);
+    check
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|d| {
+            let at = (number(d, "line"), number(d, "column"));
+            (field(d, "code"), at.0, at.1, field(d, "message"))
+        })
+        .collect()
+}
+
+/// The same, from the server's diagnostics (its message adds the label and help).
+fn servers(got: &[Value], want: &[(String, i64, i64, String)]) -> Vec<(String, i64, i64, String)> {
+    got.iter()
+        .zip(
+            want.iter()
+                .map(|w| w.3.as_str())
+                .chain(std::iter::repeat("")),
+        )
+        .map(|(d, message)| {
+            let text = d["message"].as_str().unwrap_or("");
+            let start = &d["range"]["start"];
+            (
+                d["code"].as_str().unwrap_or("").to_string(),
+                start["line"].as_i64().unwrap_or(-1) + 1,
+                start["character"].as_i64().unwrap_or(-1) + 1,
+                if text.starts_with(message) {
+                    message
+                } else {
+                    text
+                }
+                .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The server keeps each tool's compile between changes (issue 35: a 1,000-tool spec's
+/// diagnostics within 50 ms): an edited tool, a tool moved down by a line, and a tool whose
+/// declared secrets or allowed hosts changed elsewhere must each get `check`'s
+/// diagnostics, not the ones kept.
+#[test]
+fn diagnostics_follow_edits_of_a_tool_and_of_what_a_kept_tool_depends_on() {
+    let base = r#"version: 1
+secrets: [API_KEY]
+tools:
+  lookup:
+    kind: http
+    description: Looks a record up by its id.
+    input: { type: object, properties: { id: { type: string } } }
+    request:
+      method: GET
+      url: "http://127.0.0.1:9/records/{{ args.id }}"
+      headers: { X-Key: "{{ secrets.API_KEY }}" }
+  other:
+    kind: mock
+    description: Says whether the service is up.
+    responses:
+      - result: { up: true }
+policy:
+  allow: [lookup, other]
+  network: { allow_hosts: ["127.0.0.1:9"] }
+"#;
+    let dir = support::temp_dir("lsp-kept");
+    let spec = dir.path().join("spec.yaml");
+    let u = uri(&spec);
+    let mut c = Client::start(dir.path());
+    c.open(&u, base);
+    let want = checks_own(&spec, base);
+    assert_eq!(servers(&c.diagnostics(&u, 1), &want), want);
+    assert!(want.is_empty(), "{want:?}");
+    let edits = [
+        // The tool itself: an argument its schema does not have.
+        ("E017", base.replace("{{ args.id }}", "{{ args.ident }}")),
+        // A line above every tool: each keeps its diagnostics, a line further down.
+        (
+            "E017",
+            format!(
+                "# a comment\n{}",
+                base.replace("{{ args.id }}", "{{ args.ident }}")
+            ),
+        ),
+        // What the tool's template reads: a secret no longer declared.
+        (
+            "E018",
+            base.replace("secrets: [API_KEY]", "secrets: [API_TOKEN]"),
+        ),
+        // The hosts the tool may reach.
+        (
+            "E020",
+            base.replace(
+                r#"allow_hosts: ["127.0.0.1:9"]"#,
+                r#"allow_hosts: ["127.0.0.1:8"]"#,
+            ),
+        ),
+        // Back as it was.
+        ("", base.to_string()),
+    ];
+    for (version, (code, text)) in (2..).zip(edits) {
+        c.change(&u, version, json!([{ "text": text }]));
+        let got = c.diagnostics(&u, version);
+        let want = checks_own(&spec, &text);
+        assert_eq!(servers(&got, &want), want, "{text}");
+        let codes: Vec<&str> = want.iter().map(|w| w.0.as_str()).collect();
+        assert!(codes.contains(&code) || code.is_empty(), "{code}: {want:?}");
+    }
+    assert_eq!(c.finish(), 0);
+}
+
 #[test]
 fn bad_input_gets_an_error_or_an_empty_answer_never_a_crash() {
     let dir = support::temp_dir("lsp-bad");
@@ -538,8 +659,14 @@ fn hover_completion_definition_references_and_symbols() {
         got.contains(&"retries".to_string()) && !got.contains(&"responses".to_string()),
         "{got:?}"
     );
+    // Keys the mapping has already are not offered again.
+    let has = |got: &[String], key: &str| got.iter().any(|g| g == key);
+    assert!(!has(&got, "kind") && !has(&got, "description"), "{got:?}");
     let got = names(&mut c, find(t, "query: q", 0, 0));
-    assert!(got.contains(&"approve".to_string()), "{got:?}");
+    assert!(has(&got, "approve") && has(&got, "query"), "{got:?}");
+    for key in ["name", "fixture", "expect"] {
+        assert!(!has(&got, key), "{key}: {got:?}");
+    }
 
     // Definition: tool, model, secret, fixture file.
     let d = c.request(

@@ -3,6 +3,7 @@
 
 mod budgets;
 mod checked;
+mod memo;
 mod models;
 mod schema_check;
 mod scripts;
@@ -13,6 +14,7 @@ mod test_data;
 mod tools;
 mod url_template;
 
+pub(crate) use memo::{diagnose, Memo};
 pub(crate) use tools::refused_header;
 
 use crate::codes::Code;
@@ -53,6 +55,8 @@ pub(crate) struct Ctx<'a> {
     /// Some test has `expect.judge`: a scripted grader may call the `grade` tool the judge
     /// offers, which is no tool of the spec.
     pub(crate) judged: bool,
+    /// Tool entries reused from the document's last compile (`toolrun lsp`), see `memo`.
+    pub(crate) memo: Option<memo::Round>,
 }
 
 impl Ctx<'_> {
@@ -204,6 +208,7 @@ impl<'a> Ctx<'a> {
             open_servers: Vec::new(),
             wildcards: Vec::new(),
             judged: false,
+            memo: None,
         }
     }
 }

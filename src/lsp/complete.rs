@@ -18,6 +18,8 @@ pub(super) struct Cursor {
     pub(super) partial: String,
     /// The text before the partial word ends with `secrets.` inside a template.
     pub(super) secret: bool,
+    /// The column of the cursor's key in a block mapping (`None` inside a flow one).
+    pub(super) block: Option<usize>,
 }
 
 fn is_word(c: char) -> bool {
@@ -88,12 +90,14 @@ pub(super) fn cursor(doc: &Document, pos: Position) -> Cursor {
     path.extend(dashes.into_iter().map(|(_, s)| s));
     let rest = head.get(content.min(head.len())..).unwrap_or("");
     let (flow, value_of) = flow(rest);
+    let block = (flow.is_empty() && value_of.is_none()).then_some(content);
     path.extend(flow);
     Cursor {
         path,
         value_of,
         partial: partial.to_string(),
         secret,
+        block,
     }
 }
 
@@ -155,6 +159,8 @@ fn flow(text: &str) -> (Vec<Seg>, Option<String>) {
 
 pub(super) fn complete(doc: &mut Document, pos: Position) -> Vec<CompletionItem> {
     let c = cursor(doc, pos);
+    let present = c.block.map(|col| present_keys(doc, pos.line, col));
+    let present = present.unwrap_or_default();
     let tree = doc.tree();
     let index = tree.map(Index::of).unwrap_or_default();
     let item = |label: &str, kind: CompletionItemKind, detail: &str| CompletionItem {
@@ -183,6 +189,7 @@ pub(super) fn complete(doc: &mut Document, pos: Position) -> Vec<CompletionItem>
     match (resolve(&path, tree), value_of) {
         (At::Place(place), None) => place
             .all_keys()
+            .filter(|k| !present.iter().any(|p| p == k.name))
             .map(|k| CompletionItem {
                 insert_text: Some(format!("{}: ", k.name)),
                 ..item(k.name, CompletionItemKind::PROPERTY, k.doc)
@@ -197,6 +204,45 @@ pub(super) fn complete(doc: &mut Document, pos: Position) -> Vec<CompletionItem>
         }
         _ => Vec::new(),
     }
+}
+
+/// The keys of the block mapping whose keys sit at column `col` around line `line` (that line's
+/// own key, being typed, aside): they are not offered again.
+fn present_keys(doc: &Document, line: u32, col: usize) -> Vec<String> {
+    let mut keys = Vec::new();
+    // Its own lines only: up to the line that opens it, down to the first that is not inside it.
+    let mut scan = |n: u32, up: bool| -> bool {
+        let text = doc.line(n);
+        let t = text.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            return true;
+        }
+        let tokens = line_tokens(text);
+        let indent = text.len() - t.len();
+        // A dash left of the column opens the mapping (above) or the next item's (below).
+        let opens = tokens.first().is_some_and(|(c, _)| *c < col);
+        if !up && (opens || indent < col) {
+            return false;
+        }
+        for (c, seg) in &tokens {
+            if let (true, Some(key)) = (*c == col, seg) {
+                keys.push(key.clone());
+            }
+        }
+        !opens && indent >= col
+    };
+    for n in (0..line).rev() {
+        if !scan(n, true) {
+            break;
+        }
+    }
+    let last = doc.text.lines().count() as u32;
+    for n in line + 1..last {
+        if !scan(n, false) {
+            break;
+        }
+    }
+    keys
 }
 
 const TOOL_REFS: &[(&str, &str)] = &[
@@ -320,5 +366,19 @@ mod tests {
             .map(seg)
         );
         assert_eq!(c.value_of.as_deref(), Some("name"));
+    }
+
+    #[test]
+    fn keys_the_mapping_has_are_found_around_the_cursor() {
+        let text = "tools:\n  t:\n    kind: mock\n    responses:\n      - result: 1\n    \n    description: d\n  u:\n    kind: http\ntests:\n  - name: a\n    \n    expect: {}\n  - name: b\n";
+        let doc = Document::new(text.to_string(), 1);
+        assert_eq!(
+            present_keys(&doc, 5, 4),
+            ["responses", "kind", "description"]
+        );
+        assert_eq!(present_keys(&doc, 11, 4), ["name", "expect"]);
+        let c = at("tools:\n  t:\n    kind: mock\n    |\n");
+        assert_eq!(c.block, Some(4));
+        assert_eq!(at("policy: { allow: [a], |").block, None);
     }
 }

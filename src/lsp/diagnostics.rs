@@ -1,23 +1,23 @@
 //! Diagnostics as you type: each open or changed document is compiled as `toolrun check`
 //! compiles the file (fixtures, tables and `--root` resolved from the document's path), on a
-//! thread of its own so requests are answered meanwhile, and only once its changes pause for
-//! [`DEBOUNCE`].
+//! thread of its own so requests are answered meanwhile. A change is compiled at once; the
+//! changes that arrive during a compile are merged, so the next compile is of the newest text
+//! only, and the diagnostics of a text already replaced are not published. Each document's tool
+//! entries are kept between compiles ([`crate::compile::Memo`]): an edit recompiles the entry it
+//! touches, not the 1,000 others.
 
 use super::document::Document;
+use crate::compile::Memo;
 use crate::diag::{Diagnostic, Severity};
 use lsp_server::{Message, Notification};
 use lsp_types::{
     CodeDescription, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString,
     PublishDiagnosticsParams, Uri,
 };
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::str::FromStr as _;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
-
-/// Long enough to skip the states between two keystrokes of a fast typist's burst, short
-/// enough that diagnostics follow the pause at once.
-pub(super) const DEBOUNCE: Duration = Duration::from_millis(10);
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 
 pub(super) enum Job {
     Check {
@@ -38,52 +38,98 @@ impl Job {
     }
 }
 
+/// The jobs waiting, at most one per document (its newest).
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    /// The job senders are gone: finish what is queued, then end.
+    closed: bool,
+}
+
+impl Queue {
+    fn add(&mut self, job: Job) {
+        self.jobs.retain(|p| p.uri() != job.uri());
+        self.jobs.push(job);
+    }
+
+    /// Takes in every job already sent, without waiting.
+    fn take_sent(&mut self, jobs: &Receiver<Job>) {
+        loop {
+            match jobs.try_recv() {
+                Ok(job) => self.add(job),
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn has(&self, uri: &Uri) -> bool {
+        self.jobs.iter().any(|j| j.uri() == uri)
+    }
+}
+
 /// Runs until every job sender is gone.
 pub(super) fn worker(jobs: Receiver<Job>, out: Sender<Message>) {
-    let mut pending: Vec<Job> = Vec::new();
-    let add = |pending: &mut Vec<Job>, job: Job| {
-        pending.retain(|p| p.uri() != job.uri());
-        pending.push(job);
-    };
-    while let Ok(job) = jobs.recv() {
-        add(&mut pending, job);
-        let mut open = true;
-        while open {
-            match jobs.recv_timeout(DEBOUNCE) {
-                Ok(job) => add(&mut pending, job),
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => open = false,
-            }
-        }
-        for job in pending.drain(..) {
-            let params = match job {
-                Job::Clear(uri) => PublishDiagnosticsParams::new(uri, Vec::new(), None),
-                Job::Check {
-                    uri,
-                    version,
-                    text,
-                    path,
-                } => {
-                    let diagnostics = check(&uri, text, &path);
-                    PublishDiagnosticsParams::new(uri, diagnostics, Some(version))
-                }
-            };
-            let note = Notification::new("textDocument/publishDiagnostics".into(), params);
-            if out.send(note.into()).is_err() {
+    let mut queue = Queue::default();
+    // By the URI's text: `Uri` caches its parts inside, which a key must not.
+    let mut memos: HashMap<String, Memo> = HashMap::new();
+    loop {
+        queue.take_sent(&jobs);
+        if queue.jobs.is_empty() {
+            if queue.closed {
                 return;
             }
+            match jobs.recv() {
+                Ok(job) => queue.add(job),
+                Err(_) => return,
+            }
+            continue;
         }
-        if !open {
+        let job = queue.jobs.remove(0);
+        let params = match job {
+            Job::Clear(uri) => {
+                memos.remove(uri.as_str());
+                PublishDiagnosticsParams::new(uri, Vec::new(), None)
+            }
+            Job::Check {
+                uri,
+                version,
+                text,
+                path,
+            } => {
+                let memo = memos.entry(uri.as_str().to_string()).or_default();
+                let diagnostics = check(&uri, text, &path, memo);
+                queue.take_sent(&jobs);
+                if queue.has(&uri) {
+                    // Changed again meanwhile: these ranges are of a text the editor no longer
+                    // shows, and the newer text's are next.
+                    continue;
+                }
+                PublishDiagnosticsParams::new(uri, diagnostics, Some(version))
+            }
+        };
+        let note = Notification::new("textDocument/publishDiagnostics".into(), params);
+        if out.send(note.into()).is_err() {
             return;
         }
     }
 }
 
-/// What `toolrun check` reports for this text at this path, as LSP diagnostics.
-pub(super) fn check(uri: &Uri, text: String, path: &std::path::Path) -> Vec<lsp_types::Diagnostic> {
+/// What `toolrun check` reports for this text at this path, as LSP diagnostics; `memo` holds
+/// what the document's last compile can lend this one.
+pub(super) fn check(
+    uri: &Uri,
+    text: String,
+    path: &std::path::Path,
+    memo: &mut Memo,
+) -> Vec<lsp_types::Diagnostic> {
     let display = path.display().to_string();
     let limit = crate::specfile::MAX_SPEC_BYTES;
-    let found = if text.len() as u64 > limit {
+    let doc = Document::new(text, 0);
+    let found = if doc.text.len() as u64 > limit {
         // What `check` says of a file this large, without parsing it.
         vec![Diagnostic::new(
             crate::codes::Code::E004,
@@ -91,10 +137,9 @@ pub(super) fn check(uri: &Uri, text: String, path: &std::path::Path) -> Vec<lsp_
         )
         .help("split the spec, or move large tables into a `file:` next to it")]
     } else {
-        let source = crate::specfile::Source::new(display, text.clone());
-        crate::compile::compile(&source, path).diagnostics
+        let source = crate::specfile::Source::new(display, doc.text.clone());
+        crate::compile::diagnose(&source, path, memo)
     };
-    let doc = Document::new(text, 0);
     found.iter().map(|d| convert(uri, &doc, d)).collect()
 }
 

@@ -1,6 +1,6 @@
 //! `toolrun lsp`: the spec compiler in the editor, over the Language Server Protocol on stdio.
-//! Diagnostics are exactly `check`'s for the document (compiled on a thread of their own, after
-//! a short pause in typing); hover, completion, navigation and quick fixes read the document's
+//! Diagnostics are exactly `check`'s for the document (compiled on a thread of their own as soon
+//! as it changes, the changes made meanwhile merged); hover, completion, navigation and quick fixes read the document's
 //! YAML and the same key tables the schema and the compiler are made from.
 //!
 //! Nothing the editor sends ends the server but `exit` or the end of its input: a message that

@@ -442,6 +442,7 @@ impl HostRule {
     }
 }
 
+#[derive(Debug)]
 pub(crate) struct Limits {
     pub(crate) max_steps: u32,
     pub(crate) max_tool_calls: u32,

@@ -33,8 +33,13 @@ pub(crate) fn compile_tools(
         return Vec::new();
     };
     let mut tools: Vec<Tool> = Vec::new();
+    super::memo::enter(limits, confirm, ctx);
     for (key, tool_node) in obj.entries {
-        for tool in compile_tool(&key.name, key.span, tool_node, limits, confirm, ctx) {
+        let is_mcp = peek_kind(tool_node) == Some("mcp");
+        let compiled = super::memo::reuse_or(key, tool_node, is_mcp, ctx, |ctx| {
+            compile_tool(&key.name, key.span, tool_node, limits, confirm, ctx)
+        });
+        for tool in compiled {
             // Map keys are unique already; an `mcp` entry's `as:` names can still collide.
             if tools.iter().any(|t| t.name == tool.name) {
                 ctx.d.push(
