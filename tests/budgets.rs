@@ -320,3 +320,23 @@ fn rendered_dom(browser: &std::path::Path, page: &std::path::Path, fragment: &st
     assert_eq!(out.code, 0, "chromium failed: {out:?}");
     out.stdout
 }
+
+/// Per turn: a turn's budgets count that turn's own model calls (each reply here: 15 tokens).
+#[test]
+fn a_turn_budget_counts_that_turns_calls() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("AAPL is 178.15."),
+        providers::openai_answer("MSFT is 411.2."),
+    ]);
+    let tests = "tests:\n  - name: talk\n    turns:\n      - query: price of AAPL\n        expect: { max_tokens: 15 }\n      - query: and MSFT?\n        expect: { max_tokens: 14 }\n";
+    let spec = fake.spec_file("", tests);
+    let (out, results) = test_results(&spec);
+    out.assert_code(1);
+    let failed = failures(&results);
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with("turn 2 (line ")
+            && failed[0].ends_with("expected at most 14 tokens, the test used 15 (live run)"),
+        "{failed:?}"
+    );
+}

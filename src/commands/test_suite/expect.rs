@@ -173,65 +173,114 @@ fn max_tool_calls(expect: &Expect, trace: &Trace, failures: &mut Failures) {
     }
 }
 
-/// The budgets of `expect` against what the attempt used: each is recorded on the attempt (the
-/// report shows how close it came), and one overspent is a failed assertion. Latency is the
-/// run's wall time however it ran; the message says how (a replay is no live run).
-pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attempt) {
-    use crate::results::{Budget, Failure, Outcome, Source};
-    let how = match attempt.source {
+/// How an attempt ran, as its budget failures say it (a replay is no live run).
+pub(crate) fn how(source: crate::results::Source) -> &'static str {
+    use crate::results::Source;
+    match source {
         Source::Scripted => "scripted run",
         Source::Replay => "replayed from its fixture",
         Source::Live => "live run",
         Source::Record => "recorded run",
-    };
-    let tokens = attempt
-        .usage
-        .as_ref()
-        .map_or(0, |u| u.input_tokens + u.output_tokens);
-    let budgets = [
+    }
+}
+
+/// The budgets of `expect` (key, limit) with what was used of each: tokens (input + output),
+/// USD (`None` when usage was reported but no price is known), wall time in ms.
+fn budgets(
+    expect: &Expect,
+    tokens: u64,
+    cost: Option<f64>,
+    ms: f64,
+) -> Vec<(&'static str, f64, Option<f64>)> {
+    [
         (
             "max_tokens",
             expect.max_tokens.map(|m| m as f64),
             Some(tokens as f64),
         ),
-        (
-            "max_cost_usd",
-            expect.max_cost_usd,
-            attempt.cost_usd.or(attempt.usage.is_none().then_some(0.0)),
-        ),
-        (
-            "max_latency_ms",
-            expect.max_latency_ms,
-            Some(attempt.duration_ms),
-        ),
-    ];
-    for (key, limit, used) in budgets {
-        let Some(limit) = limit else { continue };
+        ("max_cost_usd", expect.max_cost_usd, cost),
+        ("max_latency_ms", expect.max_latency_ms, Some(ms)),
+    ]
+    .into_iter()
+    .filter_map(|(key, limit, used)| Some((key, limit?, used)))
+    .collect()
+}
+
+/// Why a budget does not hold, or `None` when it does.
+fn overspent(key: &str, limit: f64, used: Option<f64>, model: &str, how: &str) -> Option<String> {
+    Some(match used {
+        None => {
+            format!("{key} is {limit}, but model `{model}` has no `price:` to work out the cost by")
+        }
+        Some(u) if u > limit => match key {
+            "max_tokens" => format!("expected at most {limit} tokens, the test used {u} ({how})"),
+            "max_cost_usd" => {
+                format!("expected a cost of at most ${limit}, the test cost ${u:.6} ({how})")
+            }
+            _ => format!(
+                "expected a wall time of at most {limit} ms, the run took {u:.0} ms ({how})"
+            ),
+        },
+        Some(_) => return None,
+    })
+}
+
+/// The budgets of `expect` against what the attempt used: each is recorded on the attempt (the
+/// report shows how close it came), and one overspent is a failed assertion. Latency is the
+/// run's wall time however it ran; the message says how.
+pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attempt) {
+    use crate::results::{Budget, Failure, Outcome};
+    let tokens = attempt
+        .usage
+        .as_ref()
+        .map_or(0, |u| u.input_tokens + u.output_tokens);
+    // A model that reported no usage (scripted) spent nothing.
+    let cost = attempt.cost_usd.or(attempt.usage.is_none().then_some(0.0));
+    let model = attempt.model.clone().unwrap_or_default();
+    for (key, limit, used) in budgets(expect, tokens, cost, attempt.duration_ms) {
         attempt.budgets.push(Budget {
             budget: key.to_string(),
             limit,
             used,
             share: used.filter(|_| limit > 0.0).map(|u| u / limit),
         });
-        let message = match used {
-            None => format!(
-                "{key} is {limit}, but model `{}` has no `price:` to work out the cost by",
-                attempt.model.as_deref().unwrap_or("?")
-            ),
-            Some(u) if u > limit => match key {
-                "max_tokens" => {
-                    format!("expected at most {limit} tokens, the test used {u} ({how})")
-                }
-                "max_cost_usd" => {
-                    format!("expected a cost of at most ${limit}, the test cost ${u:.6} ({how})")
-                }
-                _ => format!(
-                    "expected a wall time of at most {limit} ms, the run took {u:.0} ms ({how})"
-                ),
-            },
-            Some(_) => continue,
-        };
-        attempt.failures.push(Failure::assertion(key, message));
-        attempt.outcome = Outcome::Failed;
+        if let Some(message) = overspent(key, limit, used, &model, how(attempt.source)) {
+            attempt.failures.push(Failure::assertion(key, message));
+            attempt.outcome = Outcome::Failed;
+        }
     }
+}
+
+/// A turn's budgets (its `expect` in `turns:`) against what that turn used: its own model
+/// calls' tokens, their cost at the model's price, and its wall time.
+pub(crate) fn turn_budgets(
+    expect: &Expect,
+    turn: &crate::trace::TurnTrace,
+    price: Option<&crate::results::PriceInfo>,
+    (model, how): (&str, &str),
+) -> Failures {
+    let usage = turn.usage.as_ref();
+    let tokens = usage.map_or(0, |u| u.input_tokens + u.output_tokens);
+    let cost = match (usage, price) {
+        (None, _) => Some(0.0),
+        (Some(_), None) => None,
+        (Some(u), Some(p)) => Some(
+            crate::registry::Price {
+                input: p.input,
+                output: p.output,
+                cached_input: p.cached_input,
+                reasoning: p.reasoning,
+            }
+            .cost_usd(
+                u.input_tokens,
+                u.cached_input_tokens,
+                u.output_tokens,
+                u.reasoning_tokens,
+            ),
+        ),
+    };
+    budgets(expect, tokens, cost, turn.duration_ms)
+        .into_iter()
+        .filter_map(|(key, limit, used)| Some((key, overspent(key, limit, used, model, how)?)))
+        .collect()
 }

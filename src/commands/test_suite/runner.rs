@@ -204,7 +204,11 @@ async fn judged_attempt(
         .iter()
         .all(|f| f.kind != crate::results::FailureKind::Error)
     {
-        failures.extend(check_turns(case, &trace));
+        failures.extend(check_turns(
+            case,
+            &trace,
+            (price, super::expect::how(source)),
+        ));
         failures.extend(
             check_expectations(&case.expect, &trace)
                 .into_iter()
@@ -460,7 +464,11 @@ async fn converse(
 
 /// Each turn's `expect` against what that turn did, in order, up to the first turn that fails
 /// (whose failures name it); a turn the conversation never reached fails as not run.
-pub(crate) fn check_turns(case: &TestCase, trace: &Trace) -> Vec<Failure> {
+pub(crate) fn check_turns(
+    case: &TestCase,
+    trace: &Trace,
+    (price, how): (Option<&PriceInfo>, &str),
+) -> Vec<Failure> {
     let mut failures = Vec::new();
     for (i, turn) in case.turns.iter().enumerate() {
         let n = i + 1;
@@ -487,7 +495,13 @@ pub(crate) fn check_turns(case: &TestCase, trace: &Trace) -> Vec<Failure> {
             )));
             break;
         }
-        let found = check_expectations(&turn.expect, &done.as_trace(&trace.model, &trace.spec));
+        let mut found = check_expectations(&turn.expect, &done.as_trace(&trace.model, &trace.spec));
+        found.extend(super::expect::turn_budgets(
+            &turn.expect,
+            done,
+            price,
+            (&trace.model, how),
+        ));
         if !found.is_empty() {
             failures.extend(found.into_iter().map(|(key, message)| {
                 Failure::assertion(
