@@ -762,3 +762,36 @@ fn recorded_2026_calls_and_confirmations_replay() {
     let out = replay(&changed);
     assert_eq!(out.code, 1, "{out:?}");
 }
+
+/// A gateway's remote MCP server is not started again for each 2026-07-28 request (they have no
+/// session to keep one for): those calls share the server's own connection to it, which it
+/// opened to list the tools; a 2025-11-25 session still gets one of its own.
+#[test]
+fn a_gateway_does_not_start_its_stdio_server_per_2026_request() {
+    let dir = support::temp_dir("mcp-serve-2026-gateway");
+    let logs = dir.path().join("logs");
+    let python = python::python().display().to_string();
+    let spec = support::write(
+        dir.path(),
+        "gateway.yaml",
+        &format!(
+            "version: 1\nname: gateway\ntools:\n  probe:\n    kind: mcp\n    description: A probe server.\n    command: [\"{python}\", \"{}\", \"{}\"]\n    timeout: 30s\n    tools: [echo]\n",
+            python::script("stdio_server.py").display(),
+            logs.display(),
+        ),
+    );
+    let serve = Serve::start(&spec, &["--allow-exec", &python], &[]);
+    for _ in 0..3 {
+        let echoed = serve.call("echo", json!({ "text": "hi" }), json!({}));
+        assert!(text(echoed.result()).contains("hi"), "{echoed:?}");
+    }
+    let started = || {
+        std::fs::read_to_string(logs.join("pids.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(started(), 1, "only the listing's server");
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+}

@@ -266,7 +266,11 @@ impl ServedSession {
     ) -> CallOutcome {
         let served = &*self.served;
         let mut engine = served.setup.engine(&served.registry);
-        engine.transport = &self.transport;
+        // A 2026-07-28 request has no session to keep remote servers' sessions for: it uses the
+        // server's own (a stdio server would otherwise start for each request).
+        if super::stateless::current().is_none() {
+            engine.transport = &self.transport;
+        }
         let mut opts = served.setup.call_options();
         opts.now_unix_ms = now_unix_ms;
         if approved_once {
