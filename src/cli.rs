@@ -73,6 +73,9 @@ pub(crate) enum Command {
         after_help = "Examples:\n  toolrun serve specs/stock_assistant.yaml\n  toolrun serve spec.yaml --http 127.0.0.1:8765 --events calls.jsonl\n  MCP_TOKEN=... toolrun serve spec.yaml --http 0.0.0.0:8765 --token-env MCP_TOKEN --approve send_email"
     )]
     Serve(ServeArgs),
+    /// Log in to the OAuth-protected MCP servers of a spec, and see or forget the tokens kept
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// Print a spec with tools imported from another description (an OpenAPI document)
     #[command(subcommand)]
     Import(ImportCommand),
@@ -463,6 +466,28 @@ pub(crate) enum ResultsCommand {
         after_help = "Examples:\n  toolrun results merge shard-*.json -o all.json\n  toolrun report all.json --format markdown >> \"$GITHUB_STEP_SUMMARY\""
     )]
     Merge(ResultsMergeArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AuthCommand {
+    /// Log in to a spec's `kind: mcp` servers with `auth: { oauth: ... }` (all, or TOOL's): the
+    /// authorization page opens in $BROWSER (else the desktop's browser; the URL is printed too)
+    /// and the token is kept for `run`, `test`, `call` and `serve`
+    #[command(
+        after_help = "Examples:\n  toolrun auth login specs/notes.yaml\n  BROWSER=firefox toolrun auth login spec.yaml notes"
+    )]
+    Login {
+        spec: PathBuf,
+        /// The `kind: mcp` entry to log in to (default: every one with `auth: { oauth: ... }`)
+        tool: Option<String>,
+    },
+    /// List the tokens kept (never the tokens themselves): server, issuer, client, scopes, expiry
+    Status,
+    /// Forget kept tokens: all of them, or those of a spec's servers (TOOL's only)
+    Logout {
+        spec: Option<PathBuf>,
+        tool: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]

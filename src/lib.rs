@@ -11,8 +11,8 @@
 //! 2. **The spec format**: `specfile` (YAML with positions, the keys, the JSON Schema),
 //!    `templates`, `builtins`.
 //! 3. **The compiled spec**: `compile` (spec → `registry`, with diagnostics) and `registry`.
-//! 4. **Running**: `tools` (http, mcp client, table, mock, builtin), `models` (scripted, OpenAI,
-//!    Anthropic), `engine` (the governed loop), `trace`, `fixture` (recorded runs on disk, the tape).
+//! 4. **Running**: `tools` (http, mcp client, table, mock, builtin), `oauth` (the MCP client's
+//!    OAuth 2.1), `models` (scripted, OpenAI, Anthropic), `engine` (the governed loop), `trace`, `fixture` (recorded runs on disk, the tape).
 //! 5. **Capabilities on the core**: `setup` (one run's set-up, shared by every command),
 //!    `replay`, `mcp_server` (`toolrun serve`), `openapi` (`toolrun import`), `results`, `report`,
 //!    `telemetry`, `compare`, `merge`, `diff`, `judge`, `lsp` (`toolrun lsp`, the spec compiler in
@@ -48,6 +48,7 @@ pub(crate) mod mcp_server;
 pub(crate) mod merge;
 pub mod models;
 pub mod net;
+pub(crate) mod oauth;
 pub(crate) mod openapi;
 pub mod redact;
 pub(crate) mod registry;

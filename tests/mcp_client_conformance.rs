@@ -2,7 +2,9 @@
 //! pinned in tests/npm): the suite starts its test server for a scenario and runs
 //! `tests/mcp/conformance_client.sh` (the repository's wrapper: a spec with one `kind: mcp` entry,
 //! driven through the binary) with the server's URL: the 2025-11-25 suite (0.1.16) and the
-//! 2026-07-28 one (0.2.0-alpha.12). Authorization scenarios (`auth/*`) are out of scope.
+//! 2026-07-28 one (0.2.0-alpha.12). The authorization scenarios (`auth/*`) run toolrun's OAuth
+//! client: a person's login on a terminal (`script`) whose `$BROWSER` follows the redirect, or
+//! `grant: client_credentials`.
 
 #[path = "npm/npm.rs"]
 mod npm;
@@ -128,6 +130,36 @@ fn the_2026_requirement_set_lists_no_other_client_scenario_but_auth() {
     );
 }
 
+/// Every `auth/*` scenario the suite requires of a 2025-11-25 client, the two client-credentials
+/// extensions, and the 2025-03-26 back-compatibility pair.
+const AUTH_2025_11_25: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+];
+
+#[test]
+fn every_2025_11_25_authorization_scenario_and_the_client_credentials_extensions() {
+    for name in AUTH_2025_11_25 {
+        scenario(name);
+    }
+}
+
 #[test]
 fn an_unknown_scenario_fails_the_suite() {
     let wrapper =
@@ -135,12 +167,12 @@ fn an_unknown_scenario_fails_the_suite() {
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(&wrapper)
         .arg("http://127.0.0.1:9/mcp")
-        .env("MCP_CONFORMANCE_SCENARIO", "auth/basic-cimd");
+        .env("MCP_CONFORMANCE_SCENARIO", "no-such-scenario");
     let out = support::run(&mut cmd);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
-            .contains("does not take part in scenario `auth/basic-cimd`"),
+            .contains("does not take part in scenario `no-such-scenario`"),
         "{out:?}"
     );
 }

@@ -34,7 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the compiled spec", &["registry", "compile"]),
     (
         "running",
-        &["fixture", "models", "tools", "trace", "engine"],
+        &["fixture", "models", "oauth", "tools", "trace", "engine"],
     ),
     ("capabilities", &["lsp"]),
     ("the command line", &["cli", "commands", "fuzzing", "main"]),

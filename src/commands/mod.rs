@@ -1,5 +1,6 @@
 //! One module per subcommand: each maps its outcome to an exit code from the contract.
 
+mod auth;
 pub(crate) mod call;
 pub(crate) mod cases;
 pub(crate) mod check;
@@ -77,6 +78,7 @@ fn run_command(command: Command) -> i32 {
         Command::Report(args) => report::run(args),
         Command::Call(args) => call::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Auth(cmd) => auth::run(cmd),
         Command::Import(cmd) => import::run(cmd),
         Command::Diff(args) => diff::run(args),
         Command::Results(crate::cli::ResultsCommand::Merge(args)) => report::merge(args),

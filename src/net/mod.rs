@@ -75,6 +75,7 @@ impl std::fmt::Display for NetError {
 /// stream that stays open once the awaited message is in).
 pub(crate) type OnChunk<'a> = &'a (dyn Fn(&[u8]) -> bool + Sync);
 
+#[derive(Clone, Copy)]
 pub(crate) struct SendOptions<'a> {
     /// Covers connect, headers and the whole body.
     pub(crate) timeout: Duration,

@@ -2,6 +2,7 @@
 //! models, tools, `tools --format`) reads only this; names have been resolved and checked.
 
 pub(crate) mod api_formats;
+pub(crate) mod oauth;
 pub(crate) mod table;
 mod test_case;
 
@@ -358,6 +359,8 @@ pub(crate) struct McpServer {
     pub(crate) elicitation: Elicitation,
     /// `protocol:`: the MCP revision pinned; `None` negotiates (see `tools::mcp`).
     pub(crate) protocol: Option<String>,
+    /// `auth: { oauth: ... }`: on a 401 the client gets a token (HTTP servers only).
+    pub(crate) oauth: Option<oauth::OAuthConfig>,
 }
 
 /// The answer to a server's `elicitation/create`: nobody is asked during a run.

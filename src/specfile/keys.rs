@@ -170,6 +170,8 @@ pub(crate) const PLACES: &[&Place] = &[
     TOOL_BUILTIN,
     TOOL_HTTP,
     TOOL_MCP,
+    MCP_AUTH,
+    MCP_OAUTH,
     MCP_TOOL,
     MOCK_RESPONSE,
     NOTIFY,
@@ -267,11 +269,25 @@ pub(crate) const TOOL_MCP: &Place = &Place::new("tool_mcp", "An `mcp` tool: tool
     Key::new("command", Json(|| json!({ "type": "array", "minItems": 1, "items": { "type": "string" } })), "A stdio MCP server: the program and its arguments (`[npx, -y, \"@modelcontextprotocol/server-filesystem\", ./data]`), never a shell line; started in the project root only when `--allow-exec PROGRAM` allows it. Either this or `url`."),
     Key::new("env", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Environment of a stdio server: values are templates over `secrets`. Of toolrun's own environment only HOME, LOGNAME, PATH, SHELL, TERM and USER are passed on."),
     Key::new("headers", Json(|| json!({ "type": "object", "additionalProperties": { "type": ["string", "integer"] } })), "Headers sent with every MCP request; values are templates over `secrets`."),
+    Key::new("auth", Ref("mcp_auth"), "How toolrun gets credentials for an HTTP server that asks for them: `oauth:` (OAuth 2.1, as the MCP authorization spec says)."),
     Key::new("elicitation", Enum(&["decline", "defaults"]), "What toolrun answers when the server asks for input during a call (`elicitation/create`, or at 2026-07-28 an `input_required` result): `decline` (default), or `defaults`: accept with the requested schema's default values when every required field has one, else decline."),
     Key::new("protocol", Enum(&["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]), "Pins the MCP revision spoken to the server. By default an HTTP server is asked `server/discover` (2026-07-28) and one that speaks an older revision gets `initialize`; a stdio server gets `initialize`. `2026-07-28`: discovery only, no fallback; an older revision: `initialize` at that revision, no discovery."),
     Key::new("tools", Json(|| json!({ "anyOf": [{ "const": "*" }, { "type": "array", "minItems": 1, "items": { "anyOf": [{ "type": "string" }, { "$ref": "#/$defs/mcp_tool" }] } }] })), "The server's tools to use: a remote name, or `{name, as, description, input}`; or `\"*\"`, every tool the server lists (found when a run starts, kept in its recording).").required(),
 ])
 .with_base(TOOL);
+
+pub(crate) const MCP_AUTH: &Place = &Place::new("mcp_auth", "Credentials toolrun gets for an MCP server over HTTP.", &[
+    Key::new("oauth", Ref("mcp_oauth"), "OAuth 2.1: on a 401 the server's protected-resource and authorization-server metadata are discovered and a token is obtained (`toolrun auth login`, or `grant: client_credentials`); `{}` takes every default."),
+]);
+
+pub(crate) const MCP_OAUTH: &Place = &Place::new("mcp_oauth", "An OAuth 2.1 client for one MCP server; every key is optional.", &[
+    Key::new("client_id", Str, "A pre-registered client id (a template over `secrets`). Without it toolrun uses `client_metadata_url` when the authorization server accepts it, else registers itself dynamically (RFC 7591)."),
+    Key::new("client_secret", Str, "The pre-registered client's secret (a template over `secrets`), sent as the authorization server prefers (`client_secret_basic` or `client_secret_post`)."),
+    Key::new("private_key", Str, "A PEM private key (PKCS#8; EC P-256 or RSA), a template over `secrets`: the client authenticates with an RFC 7523 assertion it signs (`private_key_jwt`)."),
+    Key::new("client_metadata_url", Pattern("^[hH][tT][tT][pP][sS]://"), "An HTTPS URL of a client ID metadata document describing toolrun as your client: its client id where the authorization server supports such documents."),
+    Key::new("scopes", Strings, "Scopes to ask for (default: those of the server's challenge, else all it lists in `scopes_supported`)."),
+    Key::new("grant", Enum(&["authorization_code", "client_credentials"]), "`authorization_code` (default): a person logs in in the browser (`toolrun auth login`); `client_credentials`: the client's own credentials, for CI (needs `client_id` and `client_secret` or `private_key`)."),
+]);
 
 pub(crate) const MCP_TOOL: &Place = &Place::new("mcp_tool", "A remote MCP tool to use: its name on the server, optionally renamed, described and with its input schema pinned.", &[
     Key::new("name", Str, "The tool's name on the MCP server.").required(),
@@ -627,6 +643,22 @@ tests:
     turns:
       - query: q
         expect: { status: ok }
+"#, r#"
+version: 1
+secrets: [ID, SECRET, KEY]
+tools:
+  notes:
+    kind: mcp
+    url: https://notes.example.com/mcp
+    tools: [search]
+    auth:
+      oauth:
+        client_id: "{{ secrets.ID }}"
+        client_secret: "{{ secrets.SECRET }}"
+        private_key: "{{ secrets.KEY }}"
+        client_metadata_url: https://example.com/client.json
+        scopes: [notes.read]
+        grant: client_credentials
 "#];
 
     fn compile_all() {

@@ -7,8 +7,12 @@
 # `kind: mcp` entry for that server and drives it through the toolrun binary (TOOLRUN_BIN, else
 # `toolrun` on PATH) as a user would: `toolrun call` of the scenario's tools, one after another,
 # or for a scenario whose server offers no tool to call a run whose server's tools are `"*"`.
-# Scenarios of authorization (`auth/*`) are out of scope; any other scenario is refused with
-# exit 2.
+# For the authorization scenarios (`auth/*`) the entry has `auth: { oauth: ... }` (the
+# credentials the suite hands over in MCP_CONFORMANCE_CONTEXT become secrets) and tokens are kept
+# in a store of this run's own (XDG_STATE_HOME); a person's login runs on a terminal (`script`,
+# with CI unset: toolrun opens no browser in CI) whose $BROWSER follows the authorization
+# server's redirect back to toolrun's listener, as a browser would. Any other scenario is
+# refused with exit 2.
 set -euo pipefail
 
 url="${!#}"
@@ -19,6 +23,8 @@ trap 'rm -rf "$dir"' EXIT
 
 tools='"*"'
 extra=''
+secrets=''
+login=''
 # The calls to make, one a line: the tool, a tab, its arguments (JSON).
 calls=''
 context_calls() {
@@ -41,6 +47,32 @@ case "$scenario" in
   http-standard-headers) calls=$'test_headers\t{}\nmy-hyphenated-tool\t{}' ;;
   http-custom-headers) calls="$(context_calls)" ;;
   http-invalid-tool-headers) calls=$'valid_tool\t{"region": "us-west1"}' ;;
+  auth/*)
+    calls=$'test-tool\t{}'
+    field() {
+      [ -n "${MCP_CONFORMANCE_CONTEXT:-}" ] || return 0
+      node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT); process.stdout.write(c[process.argv[1]] || "")' "$1"
+    }
+    CONFORMANCE_CLIENT_ID="$(field client_id)"
+    CONFORMANCE_CLIENT_SECRET="$(field client_secret)"
+    CONFORMANCE_PRIVATE_KEY="$(field private_key_pem)"
+    export CONFORMANCE_CLIENT_ID CONFORMANCE_CLIENT_SECRET CONFORMANCE_PRIVATE_KEY
+    extra=$'    auth:\n      oauth:\n'
+    names=()
+    for key in client_id client_secret private_key; do
+      name="CONFORMANCE_${key^^}"
+      if [ -n "${!name}" ]; then
+        names+=("$name")
+        extra+="        $key: \"{{ secrets.$name }}\""$'\n'
+      fi
+    done
+    [ "$scenario" = auth/basic-cimd ] && extra+=$'        client_metadata_url: https://conformance-test.local/client-metadata.json\n'
+    case "$scenario" in
+      auth/client-credentials-*) extra+=$'        grant: client_credentials\n' ;;
+      *) login=yes; extra+=$'        grant: authorization_code\n' ;;
+    esac
+    secrets="secrets: [$(IFS=,; echo "${names[*]:-}")]"
+    export XDG_STATE_HOME="$dir/state" ;;
   *)
     echo "toolrun's conformance client does not take part in scenario \`$scenario\`" >&2
     exit 2 ;;
@@ -49,6 +81,7 @@ esac
 cat > "$dir/conformance.yaml" <<EOF
 version: 1
 name: conformance
+$secrets
 tools:
   server:
     kind: mcp
@@ -69,8 +102,22 @@ export TOOLRUN_CACHE_DIR=off
 if [ -z "$calls" ]; then
   exec "$bin" run "$dir/conformance.yaml" --query "connect"
 fi
+if [ -n "$login" ]; then
+  cat > "$dir/browser.sh" <<'EOF'
+exec node -e 'fetch(process.argv[1]).then((r) => r.text()).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })' "$1"
+EOF
+  export BROWSER="bash $dir/browser.sh"
+fi
+call() {
+  if [ -z "$login" ]; then
+    "$bin" call "$dir/conformance.yaml" "$1" --args "$2"
+    return
+  fi
+  printf 'exec %q call %q %q --args %q\n' "$bin" "$dir/conformance.yaml" "$1" "$2" > "$dir/call.sh"
+  env -u CI script -qec "bash $dir/call.sh" /dev/null </dev/null
+}
 status=0
 while IFS=$'\t' read -r tool args; do
-  "$bin" call "$dir/conformance.yaml" "$tool" --args "$args" || status=$?
+  call "$tool" "$args" || status=$?
 done <<< "$calls"
 exit "$status"

@@ -72,6 +72,7 @@ pub(super) fn compile_group(
     let Some((url, host, stdio)) = endpoint else {
         return Vec::new();
     };
+    let oauth = super::mcp_auth::compile_auth(obj, &what, stdio.is_some(), ctx);
     let server = Arc::new(McpServer {
         name: group.to_string(),
         url,
@@ -88,6 +89,7 @@ pub(super) fn compile_group(
             _ => Elicitation::Decline,
         },
         protocol: obj.string("protocol", &mut ctx.d).map(|p| p.value.clone()),
+        oauth,
     });
     if every {
         ctx.wildcards

@@ -15,6 +15,7 @@ use crate::vocab::ErrorKind;
 mod builtin;
 mod http;
 mod mcp;
+mod mcp_auth;
 mod mock;
 mod table;
 

@@ -452,6 +452,7 @@ impl Rpc<'_, '_> {
         let Ok(Some(req)) = self.live_request(&req, false).await else {
             return;
         };
+        let req = Box::pin(self.authorized_quietly(&req)).await;
         let opts = SendOptions {
             timeout,
             max_bytes: MAX_BYTES,
@@ -570,7 +571,12 @@ impl Rpc<'_, '_> {
         }
         if !(200..300).contains(&resp.status) {
             let hint = match resp.status {
-                401 | 403 => " (check the credentials in `headers:`)",
+                401 | 403 if self.server.oauth.is_some() => {
+                    " (its OAuth token was refused; `toolrun auth status` shows what is stored)"
+                }
+                401 | 403 => {
+                    " (check the credentials in `headers:`, or give the entry `auth: { oauth: {} }` if it uses OAuth)"
+                }
                 404 if self.conn.is_some_and(|c| c.session_id.is_some()) => {
                     " (the server ended the session)"
                 }

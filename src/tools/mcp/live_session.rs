@@ -26,7 +26,7 @@ impl Rpc<'_, '_> {
         transport
             .send_via(purpose, req, opts, |opts| async move {
                 let live = self.live_request(req, true).await?.unwrap_or(req.clone());
-                let sent = transport.send_live(purpose, &live, opts).await;
+                let sent = Box::pin(self.send_live_authorized(&live, opts)).await;
                 if let Ok(resp) = &sent {
                     if req.body.as_deref().is_some_and(is_initialize) {
                         self.note_live(resp);
@@ -52,9 +52,13 @@ impl Rpc<'_, '_> {
             on_chunk: None,
             reshape: None,
         };
+        if !self.env.transport.may_go_live() {
+            return None;
+        }
+        let req = Box::pin(self.authorized_quietly(req)).await;
         self.env
             .transport
-            .send_unrecorded(Purpose::Mcp(&self.server.name), req, opts)
+            .send_unrecorded(Purpose::Mcp(&self.server.name), &req, opts)
             .await
     }
 

@@ -8,6 +8,7 @@
 //! that records, replays and masks every other request toolrun makes.
 
 pub(crate) mod allow;
+mod auth;
 pub(crate) mod content;
 mod discover;
 mod exchange;
@@ -22,6 +23,7 @@ mod stdin;
 pub(crate) mod stdio;
 mod stdio_rpc;
 
+pub(crate) use auth::login;
 use exchange::{cancel_abandoned, excerpt, Rpc};
 use listing::{check_listed, list_tools};
 

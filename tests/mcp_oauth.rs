@@ -1,0 +1,388 @@
+//! The OAuth client of `kind: mcp` entries, through the binary, against a fake MCP server and
+//! authorization server on 127.0.0.1 (one `TestServer`): `toolrun auth login` with a `$BROWSER`
+//! that follows the redirect, the token file (mode 0600), its use by `call` and `run`, tokens
+//! kept out of traces and fixtures (and a replay needing none), `auth status` and `logout`, the
+//! refusal to open a browser with `CI=true`, and authorization servers that misbehave. The
+//! conformance suite's scenarios are in `mcp_client_conformance.rs`.
+
+mod support;
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use support::http::{Request, Response, TestServer};
+use support::{run, toolrun, write};
+
+const TOKEN: &str = "tok-4f1c9a7e2b";
+const REFRESH: &str = "ref-8d2e6b0c1a";
+
+/// The base URL the request was sent to (the fake serves both roles on one port).
+fn base(req: &Request) -> String {
+    format!("http://{}", req.header("host").unwrap_or_default())
+}
+
+/// What the fake's authorization server does differently.
+#[derive(Clone, Copy, PartialEq)]
+enum As {
+    Good,
+    /// Its token response has no `access_token`.
+    NoAccessToken,
+    /// Its metadata is 1 MB of JSON.
+    HugeMetadata,
+    /// Its metadata redirects to itself forever.
+    Redirects,
+}
+
+fn fake(kind: As) -> TestServer {
+    TestServer::start(move |req| {
+        let base = base(req);
+        match (req.method.as_str(), req.path.as_str()) {
+            ("POST", "/mcp") => mcp(req, &base),
+            ("GET", "/.well-known/oauth-protected-resource/mcp") => Response::json(
+                200,
+                json!({ "resource": format!("{base}/mcp"), "authorization_servers": [base], "scopes_supported": ["notes.read"] }),
+            ),
+            ("GET", "/.well-known/oauth-authorization-server") => match kind {
+                As::HugeMetadata => Response::json(200, json!({ "pad": "x".repeat(1 << 20) })),
+                As::Redirects => Response::redirect(302, "/.well-known/oauth-authorization-server"),
+                _ => Response::json(
+                    200,
+                    json!({
+                        "issuer": base,
+                        "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"),
+                        "registration_endpoint": format!("{base}/register"),
+                        "code_challenge_methods_supported": ["S256"],
+                        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                        "authorization_response_iss_parameter_supported": true,
+                    }),
+                ),
+            },
+            ("GET", "/authorize") => {
+                let to = format!(
+                    "{}?code=code-77&state={}&iss={base}",
+                    req.query_param("redirect_uri").unwrap_or_default(),
+                    req.query_param("state").unwrap_or_default()
+                );
+                Response::redirect(302, &to)
+            }
+            ("POST", "/register") => Response::json(201, json!({ "client_id": "registered-1" })),
+            ("POST", "/token") if kind == As::NoAccessToken => {
+                Response::json(200, json!({ "token_type": "Bearer" }))
+            }
+            ("POST", "/token") => Response::json(
+                200,
+                json!({
+                    "access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600,
+                    "refresh_token": REFRESH, "scope": "notes.read",
+                }),
+            ),
+            _ => Response::status(404),
+        }
+    })
+}
+
+/// The MCP endpoint: everything but a request with the token is a 401 challenge.
+fn mcp(req: &Request, base: &str) -> Response {
+    if req.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
+        return Response::json(401, json!({ "error": "invalid_token" })).header(
+            "WWW-Authenticate",
+            format!(
+                r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#
+            ),
+        );
+    }
+    let msg = req.json().unwrap_or_default();
+    let id = msg.get("id").cloned();
+    let result = match msg["method"].as_str() {
+        Some("initialize") => {
+            json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} }, "serverInfo": { "name": "notes", "version": "1" } })
+        }
+        Some("tools/list") => {
+            json!({ "tools": [{ "name": "search", "inputSchema": { "type": "object" } }] })
+        }
+        Some("tools/call") => json!({ "content": [{ "type": "text", "text": "three notes" }] }),
+        _ => return Response::status(202),
+    };
+    Response::json(200, json!({ "jsonrpc": "2.0", "id": id, "result": result }))
+}
+
+fn spec(dir: &Path, url: &str, oauth: &str) -> PathBuf {
+    let secrets = match oauth.contains("secrets.") {
+        true => "secrets: [NOTES_ID, NOTES_SECRET]",
+        false => "",
+    };
+    let text = format!(
+        r#"version: 1
+name: notes
+{secrets}
+tools:
+  notes:
+    kind: mcp
+    url: {url}
+    timeout: 10s
+    tools: [search]
+    auth:
+      oauth: {oauth}
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: search }}]
+          - answer: "{{{{ results[0].result }}}}"
+"#
+    );
+    write(dir, "notes.yaml", &text)
+}
+
+/// A browser that follows the authorization server's redirect to toolrun's listener, and
+/// leaves a mark that it was opened.
+fn browser(dir: &Path) -> String {
+    let script = write(
+        dir,
+        "browser.sh",
+        r#"touch "$(dirname "$0")/browser-opened"
+exec python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=20).read()' "$1"
+"#,
+    );
+    format!("bash {}", script.display())
+}
+
+fn store_file(state: &Path) -> PathBuf {
+    state.join("toolrun/oauth.json")
+}
+
+#[test]
+fn auth_login_keeps_a_private_token_that_later_runs_use_and_never_record() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-login");
+    let state = dir.join("state");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    let out = run(toolrun()
+        .args(["auth", "login"])
+        .arg(&spec)
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", &state));
+    out.assert_success();
+    assert!(
+        out.stderr.contains("logged in to MCP server `notes`"),
+        "{out:?}"
+    );
+    assert!(
+        !out.stderr.contains(TOKEN) && !out.stderr.contains("code-77"),
+        "{out:?}"
+    );
+    let file = store_file(&state);
+    let kept = std::fs::read_to_string(&file).expect("the token file");
+    assert!(kept.contains(TOKEN) && kept.contains(REFRESH), "{kept}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the token file is the owner's only");
+    }
+    // The authorization request carried PKCE S256 and the resource; the code went back with its
+    // verifier, and the client registered itself (no client_id in the spec).
+    let reqs = server.requests();
+    let authorize = reqs
+        .iter()
+        .find(|r| r.path == "/authorize")
+        .expect("authorize");
+    assert_eq!(authorize.query_param("code_challenge_method"), Some("S256"));
+    assert_eq!(authorize.query_param("client_id"), Some("registered-1"));
+    assert_eq!(
+        authorize.query_param("resource"),
+        Some(server.url("/mcp").as_str())
+    );
+    assert_eq!(authorize.query_param("scope"), Some("notes.read"));
+    let token_req = reqs
+        .iter()
+        .find(|r| r.path == "/token")
+        .expect("token")
+        .text();
+    assert!(
+        token_req.contains("code_verifier=") && token_req.contains("code=code-77"),
+        "{token_req}"
+    );
+
+    // A later run in CI uses the kept token: no browser, the trace and the fixture hold no token.
+    std::fs::remove_file(dir.join("browser-opened")).unwrap();
+    let trace = dir.join("trace.json");
+    let fixture = dir.join("fixture.json");
+    let out = run(toolrun()
+        .arg("run")
+        .arg(&spec)
+        .args(["--query", "notes?", "--trace"])
+        .arg(&trace)
+        .arg("--record")
+        .arg(&fixture)
+        .env("CI", "true")
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", &state));
+    out.assert_success();
+    assert!(out.stdout.contains("three notes"), "{out:?}");
+    assert!(!dir.join("browser-opened").exists());
+    for file in [&trace, &fixture] {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(!text.contains(TOKEN) && !text.contains(REFRESH), "{text}");
+    }
+    // A replay needs no token and no authorization server.
+    let empty = dir.join("no-state");
+    let out = run(toolrun()
+        .arg("replay")
+        .arg(&fixture)
+        .env("XDG_STATE_HOME", &empty));
+    out.assert_success();
+    assert!(!empty.exists(), "a replay never writes a token store");
+}
+
+#[test]
+fn status_shows_what_is_kept_without_the_token_and_logout_forgets_it() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-status");
+    let state = dir.join("state");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    run(toolrun()
+        .args(["auth", "login"])
+        .arg(&spec)
+        .arg("notes")
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", &state))
+    .assert_success();
+    let out = run(toolrun()
+        .args(["auth", "status"])
+        .env("XDG_STATE_HOME", &state));
+    out.assert_success();
+    assert!(out.stdout.contains(&server.url("/mcp")), "{out:?}");
+    assert!(
+        out.stdout.contains("client registered-1") && out.stdout.contains("refreshable"),
+        "{out:?}"
+    );
+    assert!(
+        !out.stdout.contains(TOKEN) && !out.stdout.contains(REFRESH),
+        "{out:?}"
+    );
+    let out = run(toolrun()
+        .args(["auth", "logout"])
+        .arg(&spec)
+        .env("XDG_STATE_HOME", &state));
+    out.assert_success();
+    assert!(out.stdout.contains("forgot 1 OAuth token"), "{out:?}");
+    let kept = std::fs::read_to_string(store_file(&state)).unwrap();
+    assert!(!kept.contains(TOKEN), "{kept}");
+}
+
+#[test]
+fn without_a_token_ci_never_opens_a_browser_and_says_how_to_log_in() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-ci");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec)
+        .args(["search", "--args", "{}"])
+        .env("CI", "true")
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", dir.join("state")));
+    out.assert_code(1);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("CI=true is set"), "{out:?}");
+    assert!(
+        all.contains("toolrun auth login") && all.contains("grant: client_credentials"),
+        "{out:?}"
+    );
+    assert!(!dir.join("browser-opened").exists(), "no browser in CI");
+    assert_eq!(server.hits("/authorize"), 0);
+}
+
+#[test]
+fn client_credentials_get_a_token_with_no_person_and_keep_the_secret_out_of_errors() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-cc");
+    let spec = spec(
+        dir.path(),
+        &server.url("/mcp"),
+        r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
+    );
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec)
+        .args(["search", "--args", "{}"])
+        .env("CI", "true")
+        .env("NOTES_ID", "ci-client")
+        .env("NOTES_SECRET", "s3cret-value-91")
+        .env("XDG_STATE_HOME", dir.join("state")));
+    out.assert_success();
+    let token_req = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/token")
+        .expect("token request");
+    assert!(
+        token_req.text().contains("grant_type=client_credentials"),
+        "{token_req:?}"
+    );
+    assert!(
+        token_req
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("Basic ")),
+        "client_secret_basic"
+    );
+}
+
+/// An authorization server that misbehaves: a clear error naming it, within the call's time.
+fn refused_by(kind: As, expected: &str) {
+    let server = fake(kind);
+    let dir = support::temp_dir("oauth-bad-as");
+    let spec = spec(
+        dir.path(),
+        &server.url("/mcp"),
+        r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
+    );
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec)
+        .args(["search", "--args", "{}"])
+        .env("NOTES_ID", "ci-client")
+        .env("NOTES_SECRET", "s3cret-value-91")
+        .env("XDG_STATE_HOME", dir.join("state")));
+    out.assert_code(1);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains(expected), "{out:?}");
+    assert!(
+        all.contains(&server.base_url()) || all.contains("127.0.0.1"),
+        "names the server: {out:?}"
+    );
+    assert!(!all.contains("s3cret-value-91"), "{out:?}");
+}
+
+#[test]
+fn a_token_response_without_an_access_token_is_an_error_naming_the_server() {
+    refused_by(As::NoAccessToken, "without an `access_token`");
+}
+
+#[test]
+fn huge_metadata_is_refused_unread() {
+    refused_by(As::HugeMetadata, "answered with more than 256 KiB");
+}
+
+#[test]
+fn endless_redirects_of_metadata_end() {
+    refused_by(As::Redirects, "redirected more than 5 times");
+}
+
+#[test]
+fn an_unknown_oauth_key_gets_a_did_you_mean() {
+    let dir = support::temp_dir("oauth-check");
+    let spec = spec(
+        dir.path(),
+        "https://notes.example.com/mcp",
+        "{ scope: [a] }",
+    );
+    let out = run(toolrun().arg("check").arg(&spec));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("unknown key `scope`") && out.stderr.contains("`scopes`"),
+        "{out:?}"
+    );
+}
