@@ -160,6 +160,72 @@ fn every_2025_11_25_authorization_scenario_and_the_client_credentials_extensions
     }
 }
 
+/// Every `auth/*` client scenario the 2026-07-28 requirement set lists (checked against the
+/// suite's own list below), run at that revision's wire.
+const AUTH_2026_07_28: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+];
+
+#[test]
+fn every_2026_07_28_authorization_scenario() {
+    for name in AUTH_2026_07_28 {
+        scenario_2026(name);
+    }
+}
+
+#[test]
+fn the_client_credentials_extensions_of_the_2026_suite() {
+    for name in [
+        "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
+    ] {
+        run_scenario("conformance-2026", name, &[]);
+    }
+}
+
+#[test]
+fn the_2026_requirement_set_lists_these_authorization_scenarios() {
+    let mut cmd = npm::node_command("conformance-2026/dist/index.js");
+    cmd.args(["list", "--client", "--requirements", "2026-07-28"]);
+    let out = support::run(&mut cmd);
+    assert_eq!(out.code, 0, "{out:?}");
+    let required = out
+        .stdout
+        .split("Run and reported")
+        .next()
+        .unwrap_or_default();
+    let listed: Vec<&str> = required
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter(|s| s.starts_with("auth/"))
+        .collect();
+    assert_eq!(listed, AUTH_2026_07_28, "{out:?}");
+}
+
 #[test]
 fn an_unknown_scenario_fails_the_suite() {
     let wrapper =

@@ -49,6 +49,8 @@ pub(crate) async fn register(
     };
     let body = json!({
         "client_name": "toolrun",
+        // A program on the person's machine, redirected to a loopback address (SEP-837).
+        "application_type": "native",
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],

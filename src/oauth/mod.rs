@@ -254,10 +254,11 @@ async fn login(t: &Target<'_>, r: &Request<'_>) -> Result<Token, OAuthError> {
 }
 
 /// RFC 9207: the authorization response names its issuer when the server says it will, and
-/// a named issuer must be the one asked (else the response came from another server: mix-up).
+/// a named issuer must be the one asked (else the response came from another server: mix-up),
+/// compared as strings with no normalization at all (SEP-2468: not even a trailing slash).
 fn check_iss(server: &Server, iss: Option<&str>) -> Result<(), OAuthError> {
     match iss {
-        Some(iss) if !discover::same_issuer(iss, &server.issuer) => Err(OAuthError(format!(
+        Some(iss) if iss != server.issuer => Err(OAuthError(format!(
             "the login's redirect names issuer `{iss}`, not `{}` (RFC 9207): refusing its code",
             server.issuer
         ))),
