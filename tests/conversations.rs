@@ -71,6 +71,28 @@ fn a_failing_turn_stops_the_conversation_and_names_the_turn() {
     // Turn 3 never ran: two turns' calls, and the answer is turn 2's.
     assert_eq!(attempt["answer"], "Your gain is 2815.");
     assert_eq!(attempt["tool_calls"].as_array().unwrap().len(), 2);
+    // The results show each turn that ran, and JUnit has a property per turn.
+    let turns = attempt["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{attempt:#}");
+    assert_eq!(turns[1]["turn"], 2);
+    assert_eq!(turns[1]["query"], "And my gain on 100 bought at 150?");
+    assert_eq!(
+        turns[1]["tool_calls"],
+        serde_json::json!(["calculate_expression"])
+    );
+    run(toolrun()
+        .current_dir(&dir)
+        .args(["test", "s.yaml", "--junit", "junit.xml"]))
+    .assert_code(1);
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<property name=\"turn.1\" value=\"ok: AAPL is 178.15.\"/>"),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<property name=\"turn.2\" value=\"ok: Your gain is 2815.\"/>"),
+        "{junit}"
+    );
 }
 
 #[test]

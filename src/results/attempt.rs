@@ -6,6 +6,38 @@ use crate::models::Message;
 use crate::trace::Trace;
 use serde_json::Value;
 
+/// One user turn of a conversation's attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AttemptTurn {
+    /// 1-based.
+    pub(crate) turn: u32,
+    pub(crate) query: String,
+    pub(crate) status: Status,
+    pub(crate) stop_reason: StopReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    /// The tools the turn ran, in order.
+    pub(crate) tool_calls: Vec<String>,
+    pub(crate) steps: u32,
+}
+
+impl AttemptTurn {
+    fn of((i, t): (usize, &crate::trace::TurnTrace)) -> AttemptTurn {
+        AttemptTurn {
+            turn: i as u32 + 1,
+            query: t.query.clone(),
+            status: t.status,
+            stop_reason: t.stop_reason,
+            answer: t.final_output.clone(),
+            error: t.error.clone(),
+            tool_calls: t.tool_results.iter().map(|r| r.name.clone()).collect(),
+            steps: t.steps,
+        }
+    }
+}
+
 impl Attempt {
     /// The record of one attempt, from the run's trace and the verdict on it. The runner passes
     /// the price of the model that ran (from [`ModelInfo`]) so cost is computed in one place.
@@ -61,6 +93,12 @@ impl Attempt {
             duration_ms: trace.duration_ms,
             judge: None,
             budgets: Vec::new(),
+            turns: trace
+                .turns
+                .iter()
+                .enumerate()
+                .map(AttemptTurn::of)
+                .collect(),
             failures,
         }
     }
@@ -91,6 +129,7 @@ impl Attempt {
             duration_ms,
             judge: None,
             budgets: Vec::new(),
+            turns: Vec::new(),
             failures: vec![failure],
         }
     }

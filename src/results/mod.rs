@@ -7,6 +7,7 @@
 //! would break a reader bumps the version, and readers refuse versions they do not know.
 
 mod attempt;
+pub(crate) use attempt::AttemptTurn;
 mod validate;
 
 pub(crate) use validate::partition;
@@ -258,6 +259,9 @@ pub(crate) struct Attempt {
     /// Each budget of the test's `expect` and what this attempt used of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) budgets: Vec<Budget>,
+    /// A conversation's user turns (`turns:`), in order: what each asked and came to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) turns: Vec<AttemptTurn>,
     /// Why the attempt failed: assertions, divergence from the recording, errors. Empty on a pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) failures: Vec<Failure>,

@@ -525,8 +525,28 @@ fn case_row(
         duration_ms: t.duration_ms,
         runs: (repeat > 1 && !t.attempts.is_empty()).then_some((t.passes, t.attempts.len() as u32)),
         regression,
-        properties: budget_properties(t),
+        properties: budget_properties(t)
+            .into_iter()
+            .chain(turn_properties(t))
+            .collect(),
     }
+}
+
+/// Each turn of a conversation's last attempt as a JUnit property: `turn.2` = `ok: the answer`.
+fn turn_properties(t: &TestResult) -> Vec<(String, String)> {
+    let Some(last) = t.attempts.last() else {
+        return Vec::new();
+    };
+    last.turns
+        .iter()
+        .map(|turn| {
+            let outcome = turn.answer.as_deref().or(turn.error.as_deref());
+            (
+                format!("turn.{}", turn.turn),
+                format!("{}: {}", turn.status.as_str(), outcome.unwrap_or("")),
+            )
+        })
+        .collect()
 }
 
 /// Each budget of the test's last attempt as a JUnit property: `budget.max_tokens` = `30 of
