@@ -303,3 +303,36 @@ fn the_example_spec_runs_a_test_per_row() {
         ],
     );
 }
+
+/// `turns:` of a data test are templates over the row too.
+#[test]
+fn turns_are_templates_over_the_row() {
+    let spec = format!(
+        r#"{HEAD}  - name: "talk_{{{{ row.ticker }}}}"
+    from: data/prices.csv
+    turns:
+      - query: "What is the price of {{{{ row.ticker }}}}?"
+        expect: {{ output_contains: "{{{{ row.price }}}}" }}
+"#
+    );
+    let dir = project(
+        &spec,
+        &[(
+            "data/prices.csv",
+            b"id,ticker,price\n1,AAPL,178.15\n2,MSFT,999\n",
+        )],
+    );
+    let mut cmd = toolrun();
+    cmd.current_dir(dir.path()).args(["test", "spec.yaml"]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "PASS prices::talk_AAPL",
+            "FAIL prices::talk_MSFT",
+            "turn 1",
+            "\"999\"",
+        ],
+    );
+}
