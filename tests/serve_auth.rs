@@ -713,3 +713,116 @@ fn stateless_requests_are_held_to_the_same_scopes() {
         .collect();
     assert_eq!(subjects, [json!("reader")]);
 }
+
+/// toolrun's own OAuth client (`auth: { oauth: ... }` on a `kind: mcp` tool) against toolrun's
+/// own resource server, with tokens from oidc-provider: both ends of issue 32 at once.
+#[test]
+fn toolruns_own_oauth_client_calls_through_it() {
+    let dir = support::temp_dir("serve-auth-toolrun-client");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let served = spec(&dir, &provider.issuer, &audience);
+    let _serve = Serve::start(&served, port, &[]);
+    let client = support::write(
+        &dir,
+        "client.yaml",
+        &format!(
+            r#"version: 1
+name: payments_client
+secrets: [CI_ID, CI_SECRET]
+policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}", "127.0.0.1:{as_port}"] }} }}
+tools:
+  payments:
+    kind: mcp
+    url: {audience}
+    tools: [lookup, refund]
+    auth:
+      oauth:
+        client_id: "{{{{ secrets.CI_ID }}}}"
+        client_secret: "{{{{ secrets.CI_SECRET }}}}"
+        scopes: [tools.read, payments.write]
+        grant: client_credentials
+"#
+        ),
+    );
+    let state = dir.join("state");
+    for (tool, answer) in [("lookup", "found"), ("refund", "refunded")] {
+        let out = support::run(
+            support::toolrun()
+                .args(["call"])
+                .arg(&client)
+                .args([tool, "--args", "{}"])
+                .env("CI_ID", "ci-client")
+                .env("CI_SECRET", "ci-client-secret")
+                .env("XDG_STATE_HOME", &state),
+        );
+        assert_eq!(out.code, 0, "{tool}: {out:?}");
+        assert!(out.stdout.contains(answer), "{tool}: {out:?}");
+    }
+}
+
+/// A person's login with toolrun's own client: `toolrun auth login` opens the authorization URL
+/// with `$BROWSER` (a script that signs in at oidc-provider and lands on toolrun's loopback
+/// listener), and later calls use the stored token.
+#[test]
+fn toolruns_own_login_then_calls_through_it() {
+    let dir = support::temp_dir("serve-auth-toolrun-login");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let served = spec(&dir, &provider.issuer, &audience);
+    let _serve = Serve::start(&served, port, &[]);
+    let client = support::write(
+        &dir,
+        "client.yaml",
+        &format!(
+            r#"version: 1
+name: payments_login
+policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}", "127.0.0.1:{as_port}"] }} }}
+tools:
+  payments:
+    kind: mcp
+    url: {audience}
+    tools: [lookup]
+    auth:
+      oauth:
+        client_id: app-native
+        scopes: [tools.read]
+"#
+        ),
+    );
+    let browser = support::write(
+        &dir,
+        "browser.sh",
+        &format!(
+            "#!/bin/sh\nexec '{}' '{}' browse \"$1\"\n",
+            python::python().display(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/serve_auth/oauth_client.py")
+                .display()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let state = dir.join("state");
+    let login = support::run(
+        support::toolrun()
+            .args(["auth", "login"])
+            .arg(&client)
+            .arg("payments")
+            .env("BROWSER", &browser)
+            .env("XDG_STATE_HOME", &state),
+    );
+    assert_eq!(login.code, 0, "{login:?}");
+    let out = support::run(
+        support::toolrun()
+            .arg("call")
+            .arg(&client)
+            .args(["lookup", "--args", "{}"])
+            .env("XDG_STATE_HOME", &state)
+            .env("CI", "true"),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("found"), "{out:?}");
+}
