@@ -30,9 +30,12 @@ enum As {
     HugeMetadata,
     /// Its metadata redirects to itself forever.
     Redirects,
+    /// Its tokens expire at once: each use refreshes.
+    ShortLived,
 }
 
 fn fake(kind: As) -> TestServer {
+    let lifetime = if kind == As::ShortLived { 1 } else { 3600 };
     TestServer::start(move |req| {
         let base = base(req);
         match (req.method.as_str(), req.path.as_str()) {
@@ -72,7 +75,7 @@ fn fake(kind: As) -> TestServer {
             ("POST", "/token") => Response::json(
                 200,
                 json!({
-                    "access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600,
+                    "access_token": TOKEN, "token_type": "Bearer", "expires_in": lifetime,
                     "refresh_token": REFRESH, "scope": "notes.read",
                 }),
             ),
@@ -385,4 +388,43 @@ fn an_unknown_oauth_key_gets_a_did_you_mean() {
         out.stderr.contains("unknown key `scope`") && out.stderr.contains("`scopes`"),
         "{out:?}"
     );
+}
+
+#[test]
+fn an_expired_token_is_refreshed_without_a_person() {
+    let server = fake(As::ShortLived);
+    let dir = support::temp_dir("oauth-refresh");
+    let state = dir.join("state");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    run(toolrun()
+        .args(["auth", "login"])
+        .arg(&spec)
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", &state))
+    .assert_success();
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec)
+        .args(["search", "--args", "{}"])
+        .env("CI", "true")
+        .env("XDG_STATE_HOME", &state));
+    out.assert_success();
+    let grants: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/token")
+        .map(|r| r.text())
+        .collect();
+    assert!(
+        grants[0].contains("grant_type=authorization_code"),
+        "{grants:?}"
+    );
+    assert!(
+        grants[1..]
+            .iter()
+            .any(|g| g.contains("grant_type=refresh_token")
+                && g.contains(&format!("refresh_token={REFRESH}"))),
+        "{grants:?}"
+    );
+    assert_eq!(server.hits("/authorize"), 1, "no second login");
 }
