@@ -89,3 +89,50 @@ fn a_spec_with_errors_is_named_not_reported_and_other_formats_are_refused() {
             .contains("--env-report works with --format human or json"));
     }
 }
+
+/// An OAuth client's `client_id`, `client_secret` and `private_key` go to the authorization
+/// server, which the MCP server names only at run time (or, without protected-resource
+/// metadata, is the MCP server's own origin): the report says so rather than "sent nowhere".
+#[test]
+fn oauth_client_credentials_are_listed_as_sent_to_the_authorization_server() {
+    let out = check(&["--env-report", "oauth.yaml"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    support::assert_snapshot(&dir().join("oauth.stdout"), &out.stdout);
+    let doc = check(&["--env-report", "--format", "json", "oauth.yaml"]).json();
+    let entry = |name: &str| {
+        doc["environment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["variable"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let secret = entry("NOTES_SECRET");
+    assert_eq!(
+        secret["hosts"],
+        serde_json::json!(["notes.example.com"]),
+        "{secret}"
+    );
+    assert_eq!(
+        secret["unknown_hosts"],
+        serde_json::json!([
+            "the authorization server the MCP server `notes` names (discovered at run time)"
+        ]),
+        "{secret}"
+    );
+    assert_eq!(secret["used_by"][0]["name"], "notes", "{secret}");
+    let key = entry("SIGNING_KEY");
+    assert_eq!(
+        key["hosts"],
+        serde_json::json!(["files.example.com:8443"]),
+        "{key}"
+    );
+    assert!(
+        key["unknown_hosts"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("assertions signed with it go to the authorization server"),
+        "{key}"
+    );
+}

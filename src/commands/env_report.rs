@@ -154,6 +154,9 @@ fn server_uses(registry: &Registry, server: &McpServer, out: &mut [EnvUse]) {
             u.used(by.clone(), &hosts);
         }
     }
+    if let Some(oauth) = &server.oauth {
+        oauth_uses(registry, server, oauth, out);
+    }
     let Some(stdio) = &server.stdio else {
         return;
     };
@@ -161,6 +164,46 @@ fn server_uses(registry: &Registry, server: &McpServer, out: &mut [EnvUse]) {
     for name in templates.secrets_named(stdio.env.iter().map(|(_, id)| id)) {
         if let Some(u) = out.iter_mut().find(|u| u.variable == name) {
             u.used(by.clone(), &Hosts::Process(program.clone()));
+        }
+    }
+}
+
+/// The OAuth client's credentials go to the authorization server, which the MCP server's
+/// protected-resource metadata names at run time: the spec cannot say which host that is. A
+/// server without that metadata (2025-03-26) is its own authorization server, hence its host.
+fn oauth_uses(
+    registry: &Registry,
+    server: &McpServer,
+    oauth: &crate::registry::oauth::OAuthConfig,
+    out: &mut [EnvUse],
+) {
+    let by = ("mcp_server", server.name.clone());
+    let discovered = format!(
+        "the authorization server the MCP server `{}` names (discovered at run time)",
+        server.name
+    );
+    let signed = format!(
+        "assertions signed with it go to the authorization server the MCP server `{}` names (discovered at run time)",
+        server.name
+    );
+    let credentials = [
+        (&oauth.client_id, &discovered),
+        (&oauth.client_secret, &discovered),
+        (&oauth.private_key, &signed),
+    ];
+    for (id, note) in credentials {
+        for name in registry.templates.secrets_named(id.iter()) {
+            let Some(u) = out.iter_mut().find(|u| u.variable == name) else {
+                continue;
+            };
+            u.used(by.clone(), &Hosts::Unknown(note.clone()));
+            match &server.host {
+                Some(r) => u.used(by.clone(), &Hosts::Listed(vec![rule(r)])),
+                None => u.used(
+                    by.clone(),
+                    &Hosts::Unknown(format!("the server at {}", server.url)),
+                ),
+            }
         }
     }
 }
