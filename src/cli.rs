@@ -39,6 +39,11 @@ pub(crate) enum Command {
         after_help = "Examples:\n  toolrun run specs/stock_assistant.yaml --query \"What is the gain on 100 AAPL shares bought at 150?\"\n  toolrun run spec.yaml --query \"Email Bob\" --approve send_email --trace trace.json\n  toolrun run spec.yaml --query \"...\" --model gpt --record fixtures/run.json"
     )]
     Run(RunArgs),
+    /// Talk to a spec's model: one user turn per line, tool calls and answers shown
+    #[command(
+        after_help = "Examples:\n  toolrun chat specs/stock_assistant.yaml\n  printf 'What is AAPL at?\\nAnd my gain on 100 bought at 150?\\n' | toolrun chat spec.yaml --trace chat.json"
+    )]
+    Chat(ChatArgs),
     /// Run the `tests:` declared in specs (offline: scripted models and fixtures)
     #[command(
         after_help = "Examples:\n  toolrun test specs/*.yaml\n  toolrun test specs/*.yaml --junit report.xml --partition 1/4\n  toolrun test spec.yaml --model gpt --record missing\n  toolrun test spec.yaml --model gpt --repeat 5 --pass-rate 0.8 --results results.json"
@@ -180,6 +185,20 @@ pub(crate) struct RunArgs {
     /// What to do when the fixture exists
     #[arg(long, value_enum, default_value = "once")]
     pub(crate) record_mode: RecordMode,
+    #[command(flatten)]
+    pub(crate) setup: crate::setup::SetupArgs,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ChatArgs {
+    #[arg(value_name = "SPEC")]
+    pub(crate) spec: PathBuf,
+    /// The model to talk to (default: the spec's `default_model`)
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// Write the conversation's JSON trace to this file (atomically) when the session ends
+    #[arg(long, value_name = "PATH")]
+    pub(crate) trace: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) setup: crate::setup::SetupArgs,
 }

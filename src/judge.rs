@@ -220,7 +220,7 @@ pub(crate) async fn grade(
     };
     inputs.model = Some(ModelChoice {
         name: Some(&judge.model),
-        query: &text,
+        query: Some(&text),
     });
     let mut setup = Setup::open(&grading, inputs)?;
     let Some(mut model) = setup.model.take() else {

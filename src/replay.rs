@@ -41,7 +41,7 @@ pub(crate) async fn replay_fixture(
     inputs.network = Network::Replay(fixture.exchanges.clone());
     inputs.model = Some(ModelChoice {
         name: Some(&fixture.model),
-        query: &fixture.query,
+        query: Some(&fixture.query),
     });
     inputs.interrupt = interrupted;
     let mut setup = match Setup::open(registry, inputs) {

@@ -208,10 +208,11 @@ impl<'a> Output<'a> {
     }
 }
 
-/// The model a run asks for: by name (`None`: the spec's default) and the query it answers.
+/// The model a run asks for: by name (`None`: the spec's default) and the query it answers
+/// (`None`: a conversation's, whose turns come later and each choose a script then).
 pub(crate) struct ModelChoice<'a> {
     pub(crate) name: Option<&'a str>,
-    pub(crate) query: &'a str,
+    pub(crate) query: Option<&'a str>,
 }
 
 /// What a command asks of the setup.
@@ -318,7 +319,10 @@ impl Setup {
                 let def = registry
                     .model(&name)
                     .ok_or_else(|| format!("no model `{name}`"))?;
-                let client = ModelClient::new(def, choice.query, &mut secrets)?;
+                let client = match choice.query {
+                    Some(query) => ModelClient::new(def, query, &mut secrets)?,
+                    None => ModelClient::for_conversation(def, &mut secrets)?,
+                };
                 Some(Model { client, name })
             }
             _ => None,
@@ -631,6 +635,16 @@ impl Signals {
         } else {
             crate::exit::TERMINATED
         }
+    }
+
+    /// After Ctrl-C (not SIGTERM): forgets it and says true, so a chat goes on after the
+    /// answer it interrupted.
+    pub(crate) fn take_ctrl_c(&self) -> bool {
+        if !self.sigint.swap(false, Ordering::SeqCst) {
+            return false;
+        }
+        self.stop.store(false, Ordering::SeqCst);
+        true
     }
 
     /// `Some(exit code)` when a signal arrived, saying so on stderr.

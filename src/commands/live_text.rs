@@ -57,13 +57,15 @@ impl LiveText {
     /// Ends the streamed output. True when `answer` (masked) is what was just streamed, so it
     /// is not printed a second time.
     pub(crate) fn finish(&self, answer: &str) -> bool {
-        let Ok(s) = self.shown.lock() else {
+        let Ok(mut s) = self.shown.lock() else {
             return false;
         };
         if s.turn.is_empty() {
             return false;
         }
         println!();
-        s.turn.trim() == answer.trim()
+        // A chat's next answer starts afresh.
+        let streamed = std::mem::take(&mut s.turn);
+        streamed.trim() == answer.trim()
     }
 }

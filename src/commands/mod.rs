@@ -3,6 +3,7 @@
 mod auth;
 pub(crate) mod call;
 pub(crate) mod cases;
+mod chat;
 pub(crate) mod check;
 pub(crate) mod diff;
 mod env_report;
@@ -11,6 +12,7 @@ pub(crate) mod export;
 pub(crate) mod import;
 pub(crate) mod junit;
 pub(crate) mod live_text;
+mod prompt;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -59,6 +61,7 @@ pub fn dispatch(cli: Cli) -> i32 {
 fn otlp_args(command: &Command) -> Option<&crate::setup::OtlpArgs> {
     match command {
         Command::Run(a) => Some(&a.setup.otlp),
+        Command::Chat(a) => Some(&a.setup.otlp),
         Command::Test(a) => Some(&a.setup.otlp),
         Command::Replay(a) => Some(&a.otlp),
         Command::Call(a) => Some(&a.setup.otlp),
@@ -73,6 +76,7 @@ fn run_command(command: Command) -> i32 {
         Command::Export(crate::cli::ExportCommand::Otel(args)) => export::run(args),
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
+        Command::Chat(args) => chat::run(args),
         Command::Test(args) => test_suite::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Report(args) => report::run(args),

@@ -7,7 +7,7 @@ use crate::redact::Redactor;
 use crate::registry::Registry;
 use crate::setup::{Inputs, ModelChoice, Network, Output, Setup, Signals};
 use crate::trace::{Status, StopReason, Trace};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 
 pub(crate) fn run(args: RunArgs) -> i32 {
@@ -37,7 +37,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
     }
     inputs.model = Some(ModelChoice {
         name: args.model.as_deref(),
-        query: &args.query,
+        query: Some(&args.query),
     });
     inputs.interrupt = Some(signals.stop.clone());
     let mut setup = Setup::open(&registry, inputs).map_err(usage)?;
@@ -51,7 +51,7 @@ fn run_steps(args: &RunArgs) -> Result<i32, i32> {
         super::live_text::LiveText::attach(events, &registry, &model.name, on_terminal)
     });
     let approved_interactively = Arc::new(Mutex::new(Vec::<String>::new()));
-    let confirm_prompt = terminal_prompt(
+    let confirm_prompt = super::prompt::terminal_prompt(
         redactor.clone(),
         approved_interactively.clone(),
         signals.stop.clone(),
@@ -135,68 +135,6 @@ fn previous_exchanges(
         }
         _ => Ok(None),
     }
-}
-
-/// Asks on the terminal before a tool with side effects runs; every yes is logged so a
-/// recording can replay the approval.
-fn terminal_prompt(
-    redactor: Redactor,
-    approved: Arc<Mutex<Vec<String>>>,
-    stop: crate::setup::Interrupt,
-) -> impl Fn(&str, &serde_json::Value) -> bool + Send + Sync {
-    move |name: &str, arguments: &serde_json::Value| -> bool {
-        let mut err = std::io::stderr();
-        let _ = write!(
-            err,
-            "toolrun: `{}` has side effects. Run it with {}? [y/N] ",
-            crate::term::visible_line(name),
-            crate::term::visible_line(&redactor.str(&arguments.to_string()))
-        );
-        let _ = err.flush();
-        let mut answer = String::new();
-        // The read blocks the run's only thread: a signal must end the wait, or SIGTERM would
-        // go unseen until someone answers (issue 36 §19).
-        if !stdin_ready_unless(&stop) {
-            let _ = writeln!(err);
-            return false;
-        }
-        let yes = std::io::stdin().read_line(&mut answer).is_ok()
-            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes");
-        if yes {
-            if let Ok(mut log) = approved.lock() {
-                log.push(name.to_string());
-            }
-        }
-        yes
-    }
-}
-
-/// Waits until stdin has something to read (true) or a signal stopped the run (false).
-#[cfg(unix)]
-fn stdin_ready_unless(stop: &crate::setup::Interrupt) -> bool {
-    use std::sync::atomic::Ordering;
-    while !stop.load(Ordering::SeqCst) {
-        let mut fd = libc::pollfd {
-            fd: 0,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd, valid for the call. A short timeout covers a signal that lands
-        // between the check above and the poll.
-        let ready = unsafe { libc::poll(&mut fd, 1, 100) };
-        if ready > 0 {
-            return true;
-        }
-        if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return true;
-        }
-    }
-    false
-}
-
-#[cfg(not(unix))]
-fn stdin_ready_unless(_: &crate::setup::Interrupt) -> bool {
-    true
 }
 
 fn build_fixture(

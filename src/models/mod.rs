@@ -212,6 +212,17 @@ impl ModelClient {
         })
     }
 
+    /// A client for a conversation whose first turn is not known yet: a scripted model chooses
+    /// its script at each turn ([`ModelClient::begin_turn`]), so none is chosen here.
+    pub fn for_conversation(def: &ModelDef, secrets: &mut Secrets) -> Result<ModelClient, String> {
+        match &def.kind {
+            ModelKind::Scripted(_) => Ok(ModelClient::Scripted(scripted::ScriptedModel::unchosen(
+                &def.name,
+            ))),
+            _ => ModelClient::new(def, "", secrets),
+        }
+    }
+
     /// A conversation's next user turn: a scripted model chooses its script again (by the turn's
     /// query, its number and the conversation before it); a live model reads the conversation
     /// from the messages it is sent.

@@ -30,6 +30,17 @@ impl ScriptedModel {
         Self::select_turn(name, scripts, query, 1, "")
     }
 
+    /// A model whose script is chosen at its conversation's first turn.
+    pub(crate) fn unchosen(name: &str) -> ScriptedModel {
+        ScriptedModel {
+            name: name.to_string(),
+            script: 0,
+            script_label: String::new(),
+            next_turn: 0,
+            user_turn: 0,
+        }
+    }
+
     /// The script for user turn `turn` of a conversation: the first whose `when` matches the
     /// turn's query, whose `turn` (if any) is this one and whose `history` (if any) matches the
     /// conversation before it. A single query is turn 1 with no history.

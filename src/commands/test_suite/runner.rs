@@ -377,7 +377,7 @@ async fn execute(
     };
     inputs.model = Some(ModelChoice {
         name: Some(model),
-        query: &case.query,
+        query: Some(&case.query),
     });
     inputs.interrupt = Some(ctx.stop.clone());
     inputs.exec = ctx.exec;

@@ -1,0 +1,223 @@
+//! `toolrun chat`: a conversation with a spec's model, one user turn per line (issue 33 §2).
+//! On a terminal: a prompt, the answer streamed as it comes, each tool call and its result,
+//! confirmations asked inline as `run` asks them, and Ctrl-C ending the answer, not the
+//! session. Without a terminal the turns are read from stdin and each answer printed on its
+//! own line, so a session can be scripted. Ctrl-D (end of input) ends the session.
+
+use crate::cli::ChatArgs;
+use crate::engine::Conversation;
+use crate::exit;
+use crate::redact::Redactor;
+use crate::setup::{Inputs, Interrupt, ModelChoice, Output, Setup, Signals};
+use crate::trace::{Status, StopReason, TurnTrace};
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+
+pub(crate) fn run(args: ChatArgs) -> i32 {
+    match chat(&args) {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+fn chat(args: &ChatArgs) -> Result<i32, i32> {
+    let rt = crate::setup::runtime();
+    let signals = Signals::watch(&rt);
+    let registry = super::load_registry(&args.spec)?;
+    let mut inputs = Inputs::from_flags(&args.setup);
+    if let Some(path) = &args.trace {
+        inputs.outputs.push(Output::file(path, "--trace"));
+    }
+    // The first turn is not known yet: each turn chooses a scripted model's script.
+    inputs.model = Some(ModelChoice {
+        name: args.model.as_deref(),
+        query: None,
+    });
+    inputs.interrupt = Some(signals.stop.clone());
+    let mut setup = Setup::open(&registry, inputs).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::USAGE
+    })?;
+    let Some(mut model) = setup.model.take() else {
+        return Err(exit::USAGE);
+    };
+    let redactor = setup.redactor.clone();
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let live_text = Arc::get_mut(&mut setup.events).and_then(|events| {
+        let on_terminal = std::io::stdout().is_terminal();
+        super::live_text::LiveText::attach(events, &registry, &model.name, on_terminal)
+    });
+    let approved = Arc::new(Mutex::new(Vec::<String>::new()));
+    let confirm = super::prompt::terminal_prompt(redactor.clone(), approved, signals.stop.clone());
+    if terminal {
+        eprintln!(
+            "toolrun chat with `{}` ({}): one message per line; Ctrl-C stops an answer, Ctrl-D ends",
+            crate::term::visible_line(&model.name),
+            crate::term::visible_line(&registry.name)
+        );
+    }
+    let engine = setup.engine(&registry);
+    let mut conversation = Conversation::new(&model.client);
+    let mut code = exit::SUCCESS;
+    loop {
+        if terminal {
+            eprint!("> ");
+            let _ = std::io::stderr().flush();
+        }
+        let line = match read_line_unless(&signals.stop) {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            // Ctrl-C at the prompt clears the line; SIGTERM ends the session.
+            Err(()) if signals.take_ctrl_c() => {
+                eprintln!();
+                continue;
+            }
+            Err(()) => {
+                code = signals.exit_code();
+                break;
+            }
+        };
+        let query = line.trim();
+        if query.is_empty() {
+            continue;
+        }
+        let mut opts = setup.run_options(query, &model.name);
+        if terminal {
+            opts.confirmer = Some(&confirm);
+        }
+        let done = rt.block_on(engine.turn(&mut conversation, &mut model.client, &opts));
+        show_turn(done, &redactor, live_text.as_ref(), terminal);
+        if done.stop_reason == StopReason::Interrupted {
+            if signals.take_ctrl_c() {
+                continue;
+            }
+            code = signals.exit_code();
+            break;
+        }
+    }
+    if terminal {
+        eprintln!();
+    }
+    if let Some(path) = &args.trace {
+        write_trace(
+            path,
+            engine.conversation_trace(&conversation, &model.name),
+            &redactor,
+        )?;
+    }
+    Ok(code)
+}
+
+/// The turn's tool calls and their results (on a terminal), its answer on stdout unless it was
+/// streamed there already, and why it did not succeed on stderr.
+fn show_turn(
+    turn: &TurnTrace,
+    redactor: &Redactor,
+    live_text: Option<&super::live_text::LiveText>,
+    terminal: bool,
+) {
+    if terminal {
+        for r in &turn.tool_results {
+            let outcome = match (&r.result, &r.error) {
+                (Some(v), _) => v.to_string(),
+                (None, Some(e)) => format!("error: {}", e.message),
+                (None, None) => r.status.as_str().to_string(),
+            };
+            eprintln!(
+                "  · {}({}) → {}",
+                crate::term::visible_line(&r.name),
+                crate::term::visible_line(&redactor.str(&r.arguments.to_string())),
+                crate::term::visible_line(&redactor.str(&outcome))
+            );
+        }
+    }
+    match &turn.final_output {
+        Some(answer) => {
+            let answer = redactor.str(answer);
+            if !live_text.is_some_and(|l| l.finish(&answer)) {
+                println!("{}", crate::term::visible(&answer));
+            }
+        }
+        None => {
+            if let Some(l) = live_text {
+                l.finish("");
+            }
+        }
+    }
+    let _ = std::io::stdout().flush();
+    if turn.status != Status::Ok {
+        let why = turn.error.as_deref().unwrap_or("");
+        eprintln!(
+            "toolrun: turn {} ({}): {}",
+            turn.status.as_str(),
+            turn.stop_reason,
+            crate::term::visible(&redactor.str(why))
+        );
+    }
+}
+
+fn write_trace(
+    path: &std::path::Path,
+    trace: Option<crate::trace::Trace>,
+    redactor: &Redactor,
+) -> Result<(), i32> {
+    let Some(trace) = trace else {
+        eprintln!(
+            "toolrun: no turn was taken; no trace written to `{}`",
+            crate::term::visible_line(&path.display().to_string())
+        );
+        return Ok(());
+    };
+    // Fail closed, as `run` does: a secret masking missed stops the trace.
+    let pretty = redactor.to_pretty_from(&trace).map_err(|leak| {
+        eprintln!(
+            "error: refusing to write the trace: {leak} even after masking; nothing was written"
+        );
+        exit::FAILED
+    })?;
+    crate::files::write_atomically(path, pretty.as_bytes()).map_err(|e| {
+        eprintln!(
+            "error: cannot write the trace to `{}`: {e}",
+            crate::term::visible_line(&path.display().to_string())
+        );
+        exit::FAILED
+    })
+}
+
+/// The next line of stdin without its newline; `Ok(None)` at the end of input, `Err` when a
+/// signal came first. Read a byte at a time from the descriptor, not through std's buffer: a
+/// buffered line would be invisible to the wait, and a confirmation reads the next line itself.
+#[cfg(unix)]
+fn read_line_unless(stop: &Interrupt) -> Result<Option<String>, ()> {
+    let mut line = Vec::new();
+    loop {
+        if !super::prompt::stdin_ready_unless(stop) {
+            return Err(());
+        }
+        let mut byte = 0u8;
+        // SAFETY: one byte into a valid, writable byte.
+        let n = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        if n == 0 {
+            break;
+        }
+        if byte == b'\n' {
+            return Ok(Some(String::from_utf8_lossy(&line).into_owned()));
+        }
+        line.push(byte);
+    }
+    Ok((!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()))
+}
+
+#[cfg(not(unix))]
+fn read_line_unless(_: &Interrupt) -> Result<Option<String>, ()> {
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(0) | Err(_) => Ok(None),
+        Ok(_) => Ok(Some(line.trim_end_matches(['\r', '\n']).to_string())),
+    }
+}
