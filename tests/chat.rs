@@ -120,3 +120,140 @@ fn on_a_terminal_a_confirmation_is_asked_inline_and_the_tool_call_shown() {
     );
     assert!(screen.contains("Refunded order 42."), "{screen}");
 }
+
+/// The pid of the `toolrun` process below `parent` (as tests/interactive.rs finds it): with
+/// SHELL unset, as in CI, `script` runs the command through dash, which stays in between.
+fn toolrun_below(parent: u32) -> Option<u32> {
+    let mut pending = vec![parent];
+    while let Some(pid) = pending.pop() {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                let comm =
+                    std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+                if comm.trim() == "toolrun" {
+                    return Some(child);
+                }
+                pending.push(child);
+            }
+        }
+    }
+    None
+}
+
+/// Waits (generously: only a hang fails it) until `cond` holds.
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{what} never happened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_on_a_terminal_stops_the_answer_not_the_session_and_ctrl_d_ends_it() {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let server = support::TestServer::start(|req| match req.path.as_str() {
+        "/slow" => support::Response::json(200, serde_json::json!({"ok": true}))
+            .delay(std::time::Duration::from_secs(30)),
+        _ => support::Response::json(200, serde_json::json!({"ok": true})),
+    });
+    let dir = support::temp_dir("chat-ctrl-c");
+    let spec = format!(
+        r#"version: 1
+name: slow
+tools:
+  slow_service:
+    description: Calls a service that takes a long time to answer.
+    kind: http
+    request: {{ url: "{url}" }}
+    timeout: 60s
+policy:
+  network: {{ allow_hosts: ["{host}"] }}
+limits: {{ tool_timeout: 60s, run_timeout: 120s }}
+models:
+  m:
+    kind: scripted
+    scripts:
+      - when: "(?i)slow"
+        turns:
+          - tool_calls: [{{ name: slow_service }}]
+          - answer: never shown
+      - turns:
+          - answer: "Still here at turn {{{{ turn }}}}."
+"#,
+        url = server.url("/slow"),
+        host = server.addr()
+    );
+    let spec_path = support::write(&dir, "slow.yaml", &spec);
+    let trace = dir.join("t.json");
+    let command = format!(
+        "{} chat {} --trace {}",
+        env!("CARGO_BIN_EXE_toolrun"),
+        spec_path.display(),
+        trace.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("`script` runs (util-linux)");
+    let screen = Arc::new(Mutex::new(String::new()));
+    let mut stdout = child.stdout.take().unwrap();
+    let sink = screen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go slow\n").unwrap();
+    until("the slow request", || server.hits("/slow") > 0);
+    let toolrun = toolrun_below(child.id()).expect("toolrun runs under script");
+    let status = Command::new("kill")
+        .args(["-INT", &toolrun.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    until("the interrupted answer's report", || {
+        screen.lock().unwrap().contains("interrupted")
+    });
+    stdin.write_all(b"are you there?\n").unwrap();
+    until("the next answer", || {
+        screen.lock().unwrap().contains("Still here at turn 2.")
+    });
+    // Ctrl-D on the terminal ends the session.
+    stdin.write_all(b"\x04").unwrap();
+    let mut code = None;
+    until("the end of the session", || {
+        code = child.try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    let shown = screen.lock().unwrap().clone();
+    assert_eq!(code, Some(Some(0)), "{shown}");
+    assert!(!shown.contains("never shown"), "{shown}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let turns = t["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{t:#}");
+    assert_eq!(turns[0]["stop_reason"], "interrupted", "{t:#}");
+    assert_eq!(turns[1]["final_output"], "Still here at turn 2.", "{t:#}");
+}
