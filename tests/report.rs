@@ -866,3 +866,70 @@ fn report_memory_follows_the_largest_file_not_the_sum() {
         );
     }
 }
+
+/// A conversation's attempt shows each turn (query, status, tools run, answer or error) in the
+/// page, escaped and masked like the rest of it, and Chromium renders the turns in order.
+#[test]
+fn a_conversation_shows_each_turn_escaped_and_masked() {
+    let dir = support::temp_dir("report-turns");
+    let spec = include_str!("data/conversations/stocks.yaml")
+        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n");
+    std::fs::write(dir.join("s.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
+    toolrun_in(&dir, &["test", "s.yaml", "--results", "r.json"]).assert_code(1);
+    // As a foreign writer might leave it: a secret and markup in a turn's answer.
+    let path = dir.join("r.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_default();
+    let test = doc["tests"]
+        .as_array_mut()
+        .and_then(|t| t.iter_mut().find(|t| t["name"] == "price_then_gain"))
+        .unwrap_or_else(|| panic!("no price_then_gain in r.json"));
+    assert_eq!(
+        test["attempts"][0]["turns"].as_array().map(Vec::len),
+        Some(3)
+    );
+    test["attempts"][0]["turns"][2]["answer"] =
+        serde_json::json!("That was turn 3. tok-convo-987654 <img src=x onerror=alert(1)>");
+    std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let out = support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .args(["report", "r.json", "-o", "r.html"])
+            .env("CONVO_TOKEN", "tok-convo-987654"),
+    );
+    out.assert_success();
+    let page = dir.join("r.html");
+    let html = std::fs::read_to_string(&page).unwrap_or_default();
+    assert!(!html.contains("tok-convo"), "the secret reached the page");
+    assert!(!html.contains("<img"), "the answer became markup");
+
+    let Some(browser) = chromium() else { return };
+    let dom = rendered_dom(&browser, &page, "#open=0/1/convo%3A%3Aprice_then_gain");
+    assert!(dom.contains("data-rendered=\"true\""), "{dom}");
+    assert!(
+        !dom.contains("<img"),
+        "markup from the data reached the DOM"
+    );
+    let row = dom.find("price_then_gain").unwrap_or(0);
+    let traj = section(&dom[row..], "class=\"trajectory\"", "</div></div></td>");
+    let mut at = 0;
+    for s in [
+        "turn 1 · ok (answer) · 2 model calls",
+        "What is AAPL at?",
+        "tools run: get_stock_price",
+        "AAPL is 178.15.",
+        "turn 2 · ok (answer) · 2 model calls",
+        "And my gain on 100 bought at 150?",
+        "tools run: calculate_expression",
+        "Your gain is 2815.",
+        "turn 3 · ok (answer) · 1 model call",
+        "no tools run",
+        "That was turn 3. *** &lt;img src=x onerror=alert(1)&gt;",
+    ] {
+        match traj[at..].find(s) {
+            Some(i) => at += i + 1,
+            None => panic!("`{s}` missing (or out of order) in the turns:\n{traj}"),
+        }
+    }
+}

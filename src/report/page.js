@@ -180,6 +180,16 @@
   function trajectory(row, a, id) {
     var box = el("div", { class: "trajectory", id: "trajectory-" + id });
     add(box, el("div", { class: "step query" }, el("span", { class: "lbl" }, "query"), el("pre", {}, row.query)));
+    // A conversation (`turns:`): what each user turn asked, ran and came to, in order.
+    (a.turns || []).forEach(function (t) {
+      add(box, el("div", { class: "step turn " + (t.status === "ok" ? "ok" : "error"), id: "turn-" + id + "-" + t.turn },
+        el("span", { class: "lbl" }, "turn " + t.turn + " · " + t.status + " (" + t.stop_reason + ") · " +
+          t.steps + " model call" + (t.steps === 1 ? "" : "s")),
+        el("pre", { class: "query" }, t.query),
+        el("span", { class: "meta tools" }, t.tool_calls.length ? "tools run: " + t.tool_calls.join(", ") : "no tools run"),
+        t.answer !== undefined ? el("pre", { class: "answer" }, t.answer) : null,
+        t.error !== undefined ? el("pre", { class: "error" }, t.error) : null));
+    });
     a.tool_calls.forEach(function (call) {
       var outcome = call.status === "ok"
         ? [el("span", { class: "lbl" }, "result"), el("pre", { class: "result" }, json(call.result))]
