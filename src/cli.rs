@@ -199,6 +199,9 @@ pub(crate) struct ChatArgs {
     /// Write the conversation's JSON trace to this file (atomically) when the session ends
     #[arg(long, value_name = "PATH")]
     pub(crate) trace: Option<PathBuf>,
+    /// Record the conversation as a fixture at this new path (`toolrun replay` replays it)
+    #[arg(long, value_name = "PATH")]
+    pub(crate) record: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) setup: crate::setup::SetupArgs,
 }

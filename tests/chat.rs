@@ -257,3 +257,31 @@ models:
     assert_eq!(turns[0]["stop_reason"], "interrupted", "{t:#}");
     assert_eq!(turns[1]["final_output"], "Still here at turn 2.", "{t:#}");
 }
+
+#[test]
+fn a_recorded_chat_replays_turn_by_turn() {
+    let dir = support::temp_dir("chat-record");
+    support::write(&dir, "s.yaml", STOCKS);
+    let input = "What is AAPL at?\nAnd my gain on 100 bought at 150?\n";
+    let out = chat_piped(&dir, &["s.yaml", "--record", "chat.json"], input);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("chat.json")).unwrap()).unwrap();
+    assert_eq!(fixture["query"], "What is AAPL at?");
+    assert_eq!(fixture["trace"]["turns"].as_array().unwrap().len(), 2);
+    let replay = support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .args(["replay", "chat.json"]),
+    );
+    replay.assert_success();
+    // A recording never overwrites one.
+    let again = chat_piped(&dir, &["s.yaml", "--record", "chat.json"], input);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}

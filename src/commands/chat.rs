@@ -7,8 +7,9 @@
 use crate::cli::ChatArgs;
 use crate::engine::Conversation;
 use crate::exit;
+use crate::fixture::Fixture;
 use crate::redact::Redactor;
-use crate::setup::{Inputs, Interrupt, ModelChoice, Output, Setup, Signals};
+use crate::setup::{Inputs, Interrupt, ModelChoice, Network, Output, Setup, Signals};
 use crate::trace::{Status, StopReason, TurnTrace};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,19 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     let mut inputs = Inputs::from_flags(&args.setup);
     if let Some(path) = &args.trace {
         inputs.outputs.push(Output::file(path, "--trace"));
+    }
+    if let Some(path) = &args.record {
+        if path.exists() {
+            eprintln!(
+                "error: fixture `{}` already exists; record the chat to a new path",
+                crate::term::visible_line(&path.display().to_string())
+            );
+            return Err(exit::USAGE);
+        }
+        inputs
+            .outputs
+            .push(Output::in_new_folders(path, "--record"));
+        inputs.network = Network::Record { previous: None };
     }
     // The first turn is not known yet: each turn chooses a scripted model's script.
     inputs.model = Some(ModelChoice {
@@ -47,7 +61,10 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         super::live_text::LiveText::attach(events, &registry, &model.name, on_terminal)
     });
     let approved = Arc::new(Mutex::new(Vec::<String>::new()));
-    let confirm = super::prompt::terminal_prompt(redactor.clone(), approved, signals.stop.clone());
+    let confirm =
+        super::prompt::terminal_prompt(redactor.clone(), approved.clone(), signals.stop.clone());
+    // A recording's turns share one clock reading, as its replay will.
+    let now = args.record.is_some().then(|| setup.clock.now_unix_ms());
     if terminal {
         eprintln!(
             "toolrun chat with `{}` ({}): one message per line; Ctrl-C stops an answer, Ctrl-D ends",
@@ -81,6 +98,9 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
             continue;
         }
         let mut opts = setup.run_options(query, &model.name);
+        if let Some(now) = now {
+            opts.now_unix_ms = now;
+        }
         if terminal {
             opts.confirmer = Some(&confirm);
         }
@@ -97,14 +117,59 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     if terminal {
         eprintln!();
     }
+    let trace = engine.conversation_trace(&conversation, &model.name);
     if let Some(path) = &args.trace {
-        write_trace(
-            path,
-            engine.conversation_trace(&conversation, &model.name),
-            &redactor,
-        )?;
+        write_trace(path, trace.as_ref(), &redactor)?;
+    }
+    if let (Some(path), Some(tape), Some(trace)) = (&args.record, &setup.tape, &trace) {
+        let first = conversation.turns().first().map(|t| t.query.clone());
+        let recorded = Recorded {
+            first_query: first.unwrap_or_default(),
+            model: &model.name,
+            now: now.unwrap_or_else(|| setup.clock.now_unix_ms()),
+            approved: &approved,
+        };
+        write_recording(args, &registry, path, tape, trace, recorded, &redactor)?;
     }
     Ok(code)
+}
+
+/// What a chat's fixture says besides its exchanges and trace.
+struct Recorded<'a> {
+    first_query: String,
+    model: &'a str,
+    now: i64,
+    approved: &'a Mutex<Vec<String>>,
+}
+
+/// The conversation as a fixture: its first query and model, the approvals typed and given
+/// at the prompts, the exchanges and the whole conversation's trace.
+fn write_recording(
+    args: &ChatArgs,
+    registry: &crate::registry::Registry,
+    path: &std::path::Path,
+    tape: &crate::fixture::Tape,
+    trace: &crate::trace::Trace,
+    recorded: Recorded<'_>,
+    redactor: &Redactor,
+) -> Result<(), i32> {
+    let mut approvals = args.setup.approve.clone();
+    if let Ok(log) = recorded.approved.lock() {
+        approvals.extend(log.iter().cloned());
+    }
+    let fixture = Fixture::recorded(
+        crate::fixture::fixture_spec(registry, &args.spec, path),
+        recorded.first_query,
+        recorded.model.to_string(),
+        recorded.now,
+        approvals,
+        tape.exchanges(),
+        serde_json::to_value(trace).unwrap_or_default(),
+    );
+    crate::fixture::write_fixture(path, &fixture, redactor).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::FAILED
+    })
 }
 
 /// The turn's tool calls and their results (on a terminal), its answer on stdout unless it was
@@ -157,7 +222,7 @@ fn show_turn(
 
 fn write_trace(
     path: &std::path::Path,
-    trace: Option<crate::trace::Trace>,
+    trace: Option<&crate::trace::Trace>,
     redactor: &Redactor,
 ) -> Result<(), i32> {
     let Some(trace) = trace else {
@@ -168,7 +233,7 @@ fn write_trace(
         return Ok(());
     };
     // Fail closed, as `run` does: a secret masking missed stops the trace.
-    let pretty = redactor.to_pretty_from(&trace).map_err(|leak| {
+    let pretty = redactor.to_pretty_from(trace).map_err(|leak| {
         eprintln!(
             "error: refusing to write the trace: {leak} even after masking; nothing was written"
         );

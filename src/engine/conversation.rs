@@ -39,6 +39,11 @@ impl Conversation {
         }
     }
 
+    /// The user turns so far, in order.
+    pub(crate) fn turns(&self) -> &[TurnTrace] {
+        &self.turns
+    }
+
     /// The conversation before the next turn, as a scripted model's `history:` reads it.
     fn history(&self) -> String {
         let mut out = String::new();
