@@ -127,11 +127,9 @@ fn check_host(issuer: &Spanned<String>, policy: &Policy, ctx: &mut Ctx) {
     let Ok(url) = url::Url::parse(&issuer.value) else {
         return;
     };
-    let host = url.host_str().unwrap_or_default();
-    let port = url.port_or_known_default().unwrap_or(0);
-    if policy.allow_hosts.is_empty() || policy.allow_hosts.iter().any(|r| r.matches(host, port)) {
+    let Some(host) = policy.unlisted_host(&url) else {
         return;
-    }
+    };
     ctx.d.push(
         Diagnostic::new(
             Code::E020,

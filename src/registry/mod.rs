@@ -429,6 +429,16 @@ impl Policy {
     pub(crate) fn allows(&self, tool: &str) -> bool {
         !self.deny.contains(tool) && self.allow.as_ref().is_none_or(|a| a.contains(tool))
     }
+
+    /// `url`'s host when `allow_hosts` is set and does not list it (at the URL's port): what
+    /// `check` refuses for every place the spec sends a request.
+    pub(crate) fn unlisted_host<'u>(&self, url: &'u url::Url) -> Option<&'u str> {
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(0);
+        let listed =
+            self.allow_hosts.is_empty() || self.allow_hosts.iter().any(|r| r.matches(host, port));
+        (!listed).then_some(host)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
