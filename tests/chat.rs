@@ -285,3 +285,53 @@ fn a_recorded_chat_replays_turn_by_turn() {
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
 }
+
+#[test]
+fn save_appends_a_passing_multi_turn_test_and_leaves_the_rest_of_the_file_alone() {
+    let dir = support::temp_dir("chat-save");
+    // `tests:` in the middle, with comments around, so the edit has something to disturb.
+    let (head, tests) = STOCKS.split_once("tests:\n").unwrap();
+    let before = format!("# my tests\ntests:\n{tests}\n# tools and models below\n{head}");
+    support::write(&dir, "s.yaml", &before);
+    let out = chat_piped(
+        &dir,
+        &["s.yaml"],
+        "What is AAPL at?\nAnd my gain on 100 bought at 150?\n/save from chat\n/save from chat\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("saved the conversation as test `from chat`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("already has a test named `from chat`"),
+        "{stderr}"
+    );
+    let after = std::fs::read_to_string(dir.join("s.yaml")).unwrap();
+    let saved = r#"  - name: "from chat"
+    turns:
+      - query: "What is AAPL at?"
+        expect: { tool_calls: ["get_stock_price"], output_contains: "AAPL is 178.15." }
+      - query: "And my gain on 100 bought at 150?"
+        expect: { tool_calls: ["calculate_expression"], output_contains: "Your gain is 2815." }
+"#;
+    assert_eq!(
+        after,
+        format!("# my tests\ntests:\n{tests}{saved}\n# tools and models below\n{head}")
+    );
+    let check = support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .args(["check", "s.yaml"]),
+    );
+    check.assert_success();
+    let test = support::run(support::toolrun().current_dir(&dir).args([
+        "test",
+        "s.yaml",
+        "--filter",
+        "from chat",
+    ]));
+    test.assert_success();
+    assert!(test.stdout.contains("PASS convo::from chat"), "{test:?}");
+}

@@ -97,6 +97,10 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         if query.is_empty() {
             continue;
         }
+        if let Some(name) = query.strip_prefix("/save") {
+            super::chat_save::save_and_say(&args.spec, name.trim(), conversation.turns());
+            continue;
+        }
         let mut opts = setup.run_options(query, &model.name);
         if let Some(now) = now {
             opts.now_unix_ms = now;

@@ -4,6 +4,7 @@ mod auth;
 pub(crate) mod call;
 pub(crate) mod cases;
 mod chat;
+mod chat_save;
 pub(crate) mod check;
 pub(crate) mod diff;
 mod env_report;
