@@ -35,6 +35,9 @@ pub(crate) struct Delta {
 pub(crate) struct Divergence {
     /// 1-based model call.
     pub(crate) step: usize,
+    /// The conversation turn that model call belongs to (traces of a `turns:` test).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) turn: Option<usize>,
     pub(crate) a: String,
     pub(crate) b: String,
 }
@@ -54,11 +57,23 @@ pub(crate) struct CallDiff {
     pub(crate) arguments: Vec<Delta>,
 }
 
+/// One user turn of a conversation (`turns:`) that differs: its query, status, stop reason,
+/// answer, error or the tools it ran, by field name.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct TurnDiff {
+    /// 1-based.
+    pub(crate) turn: usize,
+    pub(crate) changes: Vec<Delta>,
+}
+
 /// Two runs (traces, or one attempt of a test in two results files).
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct RunDiff {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) first_divergence: Option<Divergence>,
+    /// A conversation's turns that differ, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) turns: Vec<TurnDiff>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) tool_calls: Vec<CallDiff>,
     /// `status`, `stop_reason`, the answer and other fields that changed.
@@ -68,7 +83,10 @@ pub(crate) struct RunDiff {
 
 impl RunDiff {
     fn is_empty(&self) -> bool {
-        self.first_divergence.is_none() && self.tool_calls.is_empty() && self.changes.is_empty()
+        self.first_divergence.is_none()
+            && self.turns.is_empty()
+            && self.tool_calls.is_empty()
+            && self.changes.is_empty()
     }
 }
 
@@ -246,6 +264,7 @@ fn run_diff(a: &Value, b: &Value, steps: (Vec<Step>, Vec<Step>), fields: &[&str]
         let say = |s: Option<&Step>| s.map_or_else(|| "(no step)".to_string(), Step::describe);
         d.first_divergence = Some(Divergence {
             step: i + 1,
+            turn: None,
             a: say(sa.get(i)),
             b: say(sb.get(i)),
         });
@@ -279,7 +298,84 @@ fn run_diff(a: &Value, b: &Value, steps: (Vec<Step>, Vec<Step>), fields: &[&str]
     for f in fields {
         deltas(a.get(*f), b.get(*f), &format!("/{f}"), &mut d.changes);
     }
+    d.turns = turn_diffs(a, b);
     d
+}
+
+/// The turn of a trace's model call `step` (1-based): each turn counts its model calls.
+fn turn_of_step(trace: &Value, step: usize) -> Option<usize> {
+    let mut last = 0;
+    for (i, t) in trace["turns"].as_array()?.iter().enumerate() {
+        last += t["steps"].as_u64()? as usize;
+        if step <= last {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// The fields of a turn the diff names it by: a trace's `final_output` is a results attempt's
+/// `answer`; `tools` is the names of the tools the turn ran, in order.
+const TURN_FIELDS: &[&str] = &[
+    "query",
+    "status",
+    "stop_reason",
+    "final_output",
+    "answer",
+    "error",
+];
+
+/// The turns (of a trace, or of a results attempt) that differ, each with what differs.
+fn turn_diffs(a: &Value, b: &Value) -> Vec<TurnDiff> {
+    let turns = |v: &Value| v["turns"].as_array().cloned().unwrap_or_default();
+    let (ta, tb) = (turns(a), turns(b));
+    let tools = |t: Option<&Value>| -> Option<Value> {
+        let t = t?;
+        let names: Vec<Value> = match t["tool_calls"].as_array() {
+            Some(names) => names.clone(),
+            None => t["tool_results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| r["name"].clone())
+                .collect(),
+        };
+        Some(Value::Array(names))
+    };
+    let mut out = Vec::new();
+    for i in 0..ta.len().max(tb.len()) {
+        let (x, y) = (ta.get(i), tb.get(i));
+        let mut changes = Vec::new();
+        if x.is_none() || y.is_none() {
+            // A turn one run never reached: named by its query.
+            let query = |t: Option<&Value>| t.map(|t| t["query"].clone());
+            changes.push(Delta {
+                pointer: String::new(),
+                a: query(x),
+                b: query(y),
+            });
+        } else {
+            for f in TURN_FIELDS {
+                let (p, q) = (x.and_then(|t| t.get(*f)), y.and_then(|t| t.get(*f)));
+                deltas(p, q, f, &mut changes);
+            }
+            let (p, q) = (tools(x), tools(y));
+            if p != q {
+                changes.push(Delta {
+                    pointer: "tools".into(),
+                    a: p,
+                    b: q,
+                });
+            }
+        }
+        if !changes.is_empty() {
+            out.push(TurnDiff {
+                turn: i + 1,
+                changes,
+            });
+        }
+    }
+    out
 }
 
 const TRACE_FIELDS: &[&str] = &["status", "stop_reason", "final_output", "error"];
@@ -315,7 +411,10 @@ pub(crate) fn diff(a_name: &str, a: &Value, b_name: &str, b: &Value) -> Result<D
                 }
             };
             let (ta, tb) = (trace(a, ka), trace(b, kb));
-            let run = run_diff(&ta, &tb, (trace_steps(&ta), trace_steps(&tb)), TRACE_FIELDS);
+            let mut run = run_diff(&ta, &tb, (trace_steps(&ta), trace_steps(&tb)), TRACE_FIELDS);
+            if let Some(div) = &mut run.first_divergence {
+                div.turn = turn_of_step(&ta, div.step);
+            }
             let mut all = Vec::new();
             deltas(Some(&ta), Some(&tb), "", &mut all);
             other.extend(all.into_iter().filter(|x| !summarised(&x.pointer)));
@@ -342,9 +441,13 @@ fn summarised(pointer: &str) -> bool {
         return true;
     }
     let mut parts = pointer.split('/').skip(1);
-    parts.next() == Some("tool_results")
-        && parts.next().is_some()
-        && matches!(parts.next(), Some("name" | "arguments"))
+    let (first, second, third) = (parts.next(), parts.next(), parts.next());
+    if first == Some("turns") && second.is_some() {
+        // The turn diff shows these, named by turn.
+        return third.is_none_or(|f| TURN_FIELDS.contains(&f))
+            || (third == Some("tool_results") && parts.nth(1) == Some("name"));
+    }
+    first == Some("tool_results") && second.is_some() && matches!(third, Some("name" | "arguments"))
 }
 
 fn test_key(t: &Value) -> String {

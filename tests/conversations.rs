@@ -241,3 +241,63 @@ fn anthropic_is_sent_the_conversation() {
     ]);
     second_turn_sees_the_first(fake, 3);
 }
+
+/// `toolrun diff` names the turn where two conversations part: two fixtures (traces) and two
+/// results files of the same test, the second turn's answer changed.
+#[test]
+fn diff_names_the_turn_where_two_conversations_differ() {
+    let dir = support::temp_dir("turns-diff");
+    let tests = r#"  - name: price_then_gain
+    fixture: fx.json
+    turns:
+      - query: What is AAPL at?
+      - query: And my gain on 100 bought at 150?
+"#;
+    for (sub, answer) in [("a", "Your gain is"), ("b", "You made")] {
+        let spec = stocks_with(tests).replace("Your gain is", answer);
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        write(&dir.join(sub), "s.yaml", &spec);
+        run(toolrun().current_dir(dir.join(sub)).args([
+            "test",
+            "s.yaml",
+            "--record",
+            "missing",
+            "--results",
+            "r.json",
+        ]))
+        .assert_success();
+    }
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a/fx.json", "b/fx.json"]));
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("turn 2: final_output: \"Your gain is 2815.\" → \"You made 2815.\""),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("first diverging step: 4 (turn 2)"),
+        "{out:?}"
+    );
+    // Turn 1 is the same, and the turn's fields are not repeated as JSON paths.
+    assert!(!out.stdout.contains("turn 1:"), "{out:?}");
+    assert!(!out.stdout.contains("/turns/1/final_output"), "{out:?}");
+
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a/r.json", "b/r.json", "--format", "json"]));
+    out.assert_code(1);
+    let doc = out.json();
+    let turns = &doc["tests"][0]["attempts"][0][1]["turns"];
+    assert_eq!(turns[0]["turn"], 2, "{doc:#}");
+    assert_eq!(turns[0]["changes"][0]["pointer"], "answer", "{doc:#}");
+    let out = run(toolrun()
+        .current_dir(&dir)
+        .args(["diff", "a/r.json", "b/r.json"]));
+    assert!(
+        out.stdout
+            .contains("turn 2: answer: \"Your gain is 2815.\" → \"You made 2815.\""),
+        "{out:?}"
+    );
+}

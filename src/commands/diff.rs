@@ -102,9 +102,24 @@ fn call(c: &CallDiff, md: bool) -> String {
 fn run_lines(out: &mut String, r: &RunDiff, indent: &str, md: bool) {
     let bullet = if md { "- " } else { "" };
     if let Some(div) = &r.first_divergence {
-        let _ = writeln!(out, "{indent}{bullet}first diverging step: {}", div.step);
+        let turn = div.turn.map(|n| format!(" (turn {n})")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{indent}{bullet}first diverging step: {}{turn}",
+            div.step
+        );
         let _ = writeln!(out, "{indent}  {bullet}A: {}", t(&div.a, md));
         let _ = writeln!(out, "{indent}  {bullet}B: {}", t(&div.b, md));
+    }
+    for turn in &r.turns {
+        for d in &turn.changes {
+            let text = match (&d.pointer[..], &d.a, &d.b) {
+                ("", Some(q), None) => format!("turn {} only in A: {q}", turn.turn),
+                ("", None, Some(q)) => format!("turn {} only in B: {q}", turn.turn),
+                _ => format!("turn {}: {}", turn.turn, delta(d, false)),
+            };
+            let _ = writeln!(out, "{indent}{bullet}{}", t(&text, md));
+        }
     }
     for c in &r.tool_calls {
         let _ = writeln!(out, "{indent}{bullet}{}", call(c, md));
