@@ -202,6 +202,10 @@ pub(crate) struct ChatArgs {
     /// Record the conversation as a fixture at this new path (`toolrun replay` replays it)
     #[arg(long, value_name = "PATH")]
     pub(crate) record: Option<PathBuf>,
+    /// Continue the conversation of this trace (`chat --trace` or `run --trace`); its model
+    /// unless `--model` is given
+    #[arg(long, value_name = "TRACE")]
+    pub(crate) resume: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) setup: crate::setup::SetupArgs,
 }

@@ -335,3 +335,56 @@ fn save_appends_a_passing_multi_turn_test_and_leaves_the_rest_of_the_file_alone(
     test.assert_success();
     assert!(test.stdout.contains("PASS convo::from chat"), "{test:?}");
 }
+
+#[test]
+fn resume_continues_a_conversation_from_its_trace() {
+    let dir = support::temp_dir("chat-resume");
+    support::write(&dir, "s.yaml", STOCKS);
+    let first = chat_piped(
+        &dir,
+        &["s.yaml", "--trace", "t1.json"],
+        "What is AAPL at?\n",
+    );
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "AAPL is 178.15.\n");
+    // The second turn's script needs the first answer in the history and its price in
+    // `results`; the third is chosen by its number.
+    let out = chat_piped(
+        &dir,
+        &["s.yaml", "--resume", "t1.json", "--trace", "t2.json"],
+        "And my gain on 100 bought at 150?\nThanks\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Your gain is 2815.\nThat was turn 3.\n",
+        "{stderr}"
+    );
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("t2.json")).unwrap()).unwrap();
+    assert_eq!(trace["turns"].as_array().unwrap().len(), 3, "{trace:#}");
+    assert_eq!(trace["turns"][0]["query"], "What is AAPL at?");
+    assert_eq!(trace["tool_call_count"], 2);
+    let ids: Vec<&str> = trace["tool_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["call_1", "call_2"]);
+
+    // Limits go on counting where the trace stopped.
+    let limited = STOCKS.replace("models:\n", "limits: { max_tool_calls: 1 }\nmodels:\n");
+    support::write(&dir, "l.yaml", &limited);
+    let out = chat_piped(
+        &dir,
+        &["l.yaml", "--resume", "t1.json"],
+        "And my gain on 100 bought at 150?\n",
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("2815"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("toolrun: turn "));
+}

@@ -24,6 +24,10 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     let rt = crate::setup::runtime();
     let signals = Signals::watch(&rt);
     let registry = super::load_registry(&args.spec)?;
+    let resumed = match &args.resume {
+        Some(path) => Some(read_trace(path)?),
+        None => None,
+    };
     let mut inputs = Inputs::from_flags(&args.setup);
     if let Some(path) = &args.trace {
         inputs.outputs.push(Output::file(path, "--trace"));
@@ -43,7 +47,10 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     }
     // The first turn is not known yet: each turn chooses a scripted model's script.
     inputs.model = Some(ModelChoice {
-        name: args.model.as_deref(),
+        name: args
+            .model
+            .as_deref()
+            .or(resumed.as_ref().map(|t| t.model.as_str())),
         query: None,
     });
     inputs.interrupt = Some(signals.stop.clone());
@@ -73,25 +80,14 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         );
     }
     let engine = setup.engine(&registry);
-    let mut conversation = Conversation::new(&model.client);
-    let mut code = exit::SUCCESS;
-    loop {
-        if terminal {
-            eprint!("> ");
-            let _ = std::io::stderr().flush();
-        }
-        let line = match read_line_unless(&signals.stop) {
-            Ok(Some(line)) => line,
-            Ok(None) => break,
-            // Ctrl-C at the prompt clears the line; SIGTERM ends the session.
-            Err(()) if signals.take_ctrl_c() => {
-                eprintln!();
-                continue;
-            }
-            Err(()) => {
-                code = signals.exit_code();
-                break;
-            }
+    let mut conversation = match resumed {
+        Some(trace) => Conversation::resume(trace, &model.client),
+        None => Conversation::new(&model.client),
+    };
+    let code = loop {
+        let line = match next_line(terminal, &signals) {
+            Ok(line) => line,
+            Err(end) => break end,
         };
         let query = line.trim();
         if query.is_empty() {
@@ -114,10 +110,9 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
             if signals.take_ctrl_c() {
                 continue;
             }
-            code = signals.exit_code();
-            break;
+            break signals.exit_code();
         }
-    }
+    };
     if terminal {
         eprintln!();
     }
@@ -288,5 +283,35 @@ fn read_line_unless(_: &Interrupt) -> Result<Option<String>, ()> {
     match std::io::stdin().read_line(&mut line) {
         Ok(0) | Err(_) => Ok(None),
         Ok(_) => Ok(Some(line.trim_end_matches(['\r', '\n']).to_string())),
+    }
+}
+
+/// The trace `--resume` continues: a conversation's (`chat --trace`) or a single run's.
+fn read_trace(path: &std::path::Path) -> Result<crate::trace::Trace, i32> {
+    let shown = crate::term::visible_line(&path.display().to_string()).to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read the trace `{shown}`: {e}");
+        exit::USAGE
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        eprintln!("error: `{shown}` is not a toolrun trace: {e}");
+        exit::USAGE
+    })
+}
+
+/// The next line the person typed, after a prompt on a terminal; `Err(exit code)` when the
+/// session ends (end of input: 0; SIGTERM: 143). Ctrl-C at the prompt only clears the line.
+fn next_line(terminal: bool, signals: &Signals) -> Result<String, i32> {
+    loop {
+        if terminal {
+            eprint!("> ");
+            let _ = std::io::stderr().flush();
+        }
+        match read_line_unless(&signals.stop) {
+            Ok(Some(line)) => return Ok(line),
+            Ok(None) => return Err(exit::SUCCESS),
+            Err(()) if signals.take_ctrl_c() => eprintln!(),
+            Err(()) => return Err(signals.exit_code()),
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::{Engine, RunOptions, State, Stop};
 use crate::models::{Message, ModelClient};
+use crate::templates::Shared;
 use crate::trace::{millis, now_rfc3339, SpecRef, StopReason, Trace, TurnTrace, UsageTotals};
 use serde_json::json;
 use std::time::Duration;
@@ -37,6 +38,59 @@ impl Conversation {
             },
             turns: Vec::new(),
         }
+    }
+
+    /// Continues the conversation `trace` recorded (a conversation's or a single run's): its
+    /// messages, calls and counts, so the limits go on counting where it stopped.
+    pub(crate) fn resume(trace: Trace, model: &ModelClient) -> Conversation {
+        let mut c = Conversation::new(model);
+        let st = &mut c.st;
+        // Every entry of `tool_results` is a call that ran (rejected calls are not in it).
+        for r in &trace.tool_results {
+            if st.templates_read_results {
+                let mut entry = json!({ "id": r.id, "name": r.name, "arguments": r.arguments, "status": r.status });
+                match (&r.result, &r.error) {
+                    (Some(v), _) => entry["result"] = v.clone(),
+                    (None, Some(e)) => entry["error"] = json!(e),
+                    _ => {}
+                }
+                st.results.push(Shared::new(&entry));
+            }
+            let signature = super::admission::signature(&r.name, &r.arguments);
+            *st.identical.entry(signature.clone()).or_default() += 1;
+            *st.per_tool.entry(r.name.clone()).or_default() += 1;
+            st.executed_signatures.push(signature);
+        }
+        st.next_call = highest_call_number(&trace);
+        st.any_usage = trace.usage.is_some();
+        st.usage = trace.usage.clone().unwrap_or_default();
+        st.tool_call_count = trace.tool_call_count;
+        st.steps = trace.steps;
+        st.model_calls = trace.model_calls.clone();
+        c.turns = if trace.turns.is_empty() {
+            vec![TurnTrace {
+                query: trace.query.clone(),
+                status: trace.status,
+                stop_reason: trace.stop_reason,
+                final_output: trace.final_output.clone(),
+                tool_results: trace.tool_results.clone(),
+                tool_errors: trace.tool_errors.clone(),
+                tool_call_count: trace.tool_call_count,
+                steps: trace.steps,
+                first_message: first_user_message(&trace.messages, 0),
+                pending_tool_call: trace.pending_tool_call.clone(),
+                error: trace.error.clone(),
+                usage: trace.usage.clone(),
+                started_at: trace.started_at.clone(),
+                duration_ms: trace.duration_ms,
+            }]
+        } else {
+            trace.turns
+        };
+        c.st.messages = trace.messages;
+        c.st.tool_results = trace.tool_results;
+        c.st.tool_errors = trace.tool_errors;
+        c
     }
 
     /// The user turns so far, in order.
@@ -99,6 +153,18 @@ impl Conversation {
             ..State::default()
         }
     }
+}
+
+/// The highest `call_N` a trace gave out: a resumed conversation numbers on from there.
+fn highest_call_number(trace: &Trace) -> u32 {
+    let ids = trace
+        .tool_results
+        .iter()
+        .map(|r| r.id.as_str())
+        .chain(trace.tool_errors.iter().map(|e| e.id.as_str()));
+    ids.filter_map(|id| id.strip_prefix("call_")?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0)
 }
 
 /// The index of the first user message at or after `from` (a turn's own message).
