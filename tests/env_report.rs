@@ -136,3 +136,23 @@ fn oauth_client_credentials_are_listed_as_sent_to_the_authorization_server() {
         "{key}"
     );
 }
+
+/// With `policy.network.allow_hosts` a run refuses an authorization server outside it, so the
+/// OAuth client's secret may go to those hosts only.
+#[test]
+fn with_an_allow_list_oauth_credentials_go_only_to_its_hosts() {
+    let doc = check(&["--env-report", "--format", "json", "oauth_allowed.yaml"]).json();
+    let secret = doc["environment"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["variable"] == "NOTES_SECRET")
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(
+        secret["hosts"],
+        serde_json::json!(["login.example.com", "notes.example.com"]),
+        "{secret}"
+    );
+    assert_eq!(secret["unknown_hosts"], serde_json::json!([]), "{secret}");
+}

@@ -428,3 +428,72 @@ fn an_expired_token_is_refreshed_without_a_person() {
     );
     assert_eq!(server.hits("/authorize"), 1, "no second login");
 }
+
+/// With `policy.network.allow_hosts`, the authorization server the MCP server names is checked
+/// against it before anything goes there: one on another host:port is refused, naming the host
+/// and how to allow it, and gets no request; allowed, the same setup gets its token.
+#[test]
+fn an_authorization_server_outside_the_allow_list_is_refused() {
+    let auth = fake(As::Good);
+    let issuer = auth.base_url();
+    let resource = TestServer::start(move |req| {
+        let base = base(req);
+        match (req.method.as_str(), req.path.as_str()) {
+            ("POST", "/mcp") => mcp(req, &base),
+            ("GET", "/.well-known/oauth-protected-resource/mcp") => Response::json(
+                200,
+                json!({ "resource": format!("{base}/mcp"), "authorization_servers": [issuer.clone()] }),
+            ),
+            _ => Response::status(404),
+        }
+    });
+    let host = |s: &TestServer| s.base_url().trim_start_matches("http://").to_string();
+    let (resource_host, auth_host) = (host(&resource), host(&auth));
+    for allowed in [
+        vec![resource_host.clone()],
+        vec![resource_host.clone(), auth_host.clone()],
+    ] {
+        let dir = support::temp_dir("oauth-allow-hosts");
+        let spec = spec(
+            dir.path(),
+            &resource.url("/mcp"),
+            r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
+        );
+        let text = std::fs::read_to_string(&spec).unwrap_or_default();
+        let list: Vec<String> = allowed.iter().map(|h| format!("\"{h}\"")).collect();
+        let policy = format!(
+            "policy:\n  network:\n    allow_hosts: [{}]\n",
+            list.join(", ")
+        );
+        std::fs::write(&spec, format!("{text}\n{policy}")).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(toolrun()
+            .arg("call")
+            .arg(&spec)
+            .args(["search", "--args", "{}"])
+            .env("CI", "true")
+            .env("NOTES_ID", "ci-client")
+            .env("NOTES_SECRET", "s3cret-value-91")
+            .env("XDG_STATE_HOME", dir.join("state")));
+        if allowed.len() == 2 {
+            out.assert_success();
+            assert_eq!(auth.hits("/token"), 1, "{out:?}");
+            continue;
+        }
+        out.assert_code(1);
+        let all = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            all.contains(&format!("refused to contact {auth_host}")),
+            "{out:?}"
+        );
+        assert!(
+            all.contains(&format!(
+                "add \"{auth_host}\" there to let the OAuth client use it"
+            )),
+            "{out:?}"
+        );
+        assert!(all.contains("policy.network.allow_hosts"), "{out:?}");
+        assert!(!all.contains("s3cret-value-91"), "{out:?}");
+        assert_eq!(auth.hits("/token"), 0, "no credentials sent: {out:?}");
+        assert_eq!(auth.hits("/.well-known/oauth-authorization-server"), 0);
+    }
+}

@@ -196,7 +196,12 @@ fn oauth_uses(
             let Some(u) = out.iter_mut().find(|u| u.variable == name) else {
                 continue;
             };
-            u.used(by.clone(), &Hosts::Unknown(note.clone()));
+            // A run refuses an authorization server outside a spec's allow list.
+            let discovered = match registry.policy.allow_hosts.is_empty() {
+                true => Hosts::Unknown(note.clone()),
+                false => Hosts::Listed(registry.policy.allow_hosts.iter().map(rule).collect()),
+            };
+            u.used(by.clone(), &discovered);
             match &server.host {
                 Some(r) => u.used(by.clone(), &Hosts::Listed(vec![rule(r)])),
                 None => u.used(

@@ -47,6 +47,33 @@ pub(crate) struct Target<'a> {
     pub(crate) no_login: Option<String>,
     /// The spec's path, for the command that logs in.
     pub(crate) spec: String,
+    /// `policy.network.allow_hosts`; empty: the spec has no allow list.
+    pub(crate) allow_hosts: &'a [crate::registry::HostRule],
+}
+
+impl Target<'_> {
+    /// An authorization server is found at run time, so its hosts are checked then against the
+    /// spec's allow list: its credentials must not go to a host the spec never allowed.
+    fn check_host(&self, url: &str, what: &str) -> Result<(), OAuthError> {
+        if self.allow_hosts.is_empty() {
+            return Ok(());
+        }
+        let parsed = url::Url::parse(url)
+            .map_err(|e| OAuthError(format!("the {what} `{url}` is not a URL: {e}")))?;
+        let host = parsed.host_str().unwrap_or_default();
+        let port = parsed.port_or_known_default().unwrap_or(0);
+        if self.allow_hosts.iter().any(|r| r.matches(host, port)) {
+            return Ok(());
+        }
+        let named = match parsed.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        Err(OAuthError(format!(
+            "refused to contact {named}: the {what} {url} of MCP server `{}` is not in the spec's allowed hosts (policy.network.allow_hosts); add \"{named}\" there to let the OAuth client use it",
+            self.name
+        )))
+    }
 }
 
 /// The token one server's requests carry, for as long as the transport lives (shared by a
@@ -113,7 +140,24 @@ async fn obtain(
         Some(p) => p.authorization_servers[0].clone(),
         None => origin(t.url)?,
     };
+    t.check_host(&issuer, "authorization server")?;
     let server = discover::server(&issuer, prm.is_none(), t.timeout).await?;
+    let endpoints = [
+        (Some(&server.token_endpoint), "token endpoint"),
+        (
+            server.authorization_endpoint.as_ref(),
+            "authorization endpoint",
+        ),
+        (
+            server.registration_endpoint.as_ref(),
+            "registration endpoint",
+        ),
+    ];
+    for (url, what) in endpoints {
+        if let Some(url) = url {
+            t.check_host(url, what)?;
+        }
+    }
     let resource = match &prm {
         Some(p) => p.resource.clone(),
         None => t.url.to_string(),
@@ -361,6 +405,7 @@ async fn refresh(t: &Target<'_>, old: &Token) -> Result<Token, OAuthError> {
         .refresh_token
         .clone()
         .ok_or_else(|| OAuthError("no refresh token".into()))?;
+    t.check_host(&old.token_endpoint, "token endpoint")?;
     let server = Server {
         issuer: old.issuer.clone(),
         authorization_endpoint: None,

@@ -137,6 +137,7 @@ impl Rpc<'_, '_> {
             timeout: self.server.timeout,
             no_login: oauth::no_login_reason(),
             spec: self.env.registry.spec_path.display().to_string(),
+            allow_hosts: &self.env.registry.policy.allow_hosts,
         })
     }
 }
