@@ -240,7 +240,11 @@ models:
     until("the next answer", || {
         screen.lock().unwrap().contains("Still here at turn 2.")
     });
-    // Ctrl-D on the terminal ends the session.
+    // Ctrl-D on the terminal ends the session; a second one declines to save it as a test.
+    stdin.write_all(b"\x04").unwrap();
+    until("the offer to save", || {
+        screen.lock().unwrap().contains("Save this conversation")
+    });
     stdin.write_all(b"\x04").unwrap();
     let mut code = None;
     until("the end of the session", || {
@@ -387,4 +391,31 @@ fn resume_continues_a_conversation_from_its_trace() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("toolrun: turn "));
+}
+
+#[test]
+fn on_a_terminal_the_end_of_the_session_offers_to_save_it_as_a_test() {
+    let dir = support::temp_dir("chat-save-on-exit");
+    let spec = dir.join("s.yaml");
+    std::fs::write(&spec, STOCKS).unwrap();
+    let (code, screen) = in_terminal(
+        &spec.display().to_string(),
+        // The session's turn, Ctrl-D, then the name asked for.
+        "What is AAPL at?\n\x04kept\n",
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("Save this conversation as a test"),
+        "{screen}"
+    );
+    let after = std::fs::read_to_string(&spec).unwrap();
+    assert!(after.starts_with(STOCKS), "{after}");
+    assert!(after.ends_with("  - name: \"kept\"\n    turns:\n      - query: \"What is AAPL at?\"\n        expect: { tool_calls: [\"get_stock_price\"], output_contains: \"AAPL is 178.15.\" }\n"), "{after}");
+    let test = support::run(
+        support::toolrun()
+            .args(["test"])
+            .arg(&spec)
+            .args(["--filter", "kept"]),
+    );
+    test.assert_success();
 }

@@ -84,6 +84,8 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         Some(trace) => Conversation::resume(trace, &model.client),
         None => Conversation::new(&model.client),
     };
+    // Turns a `/save` (or the trace resumed) already holds: no question at the end for them.
+    let mut turns_saved = conversation.turns().len();
     let code = loop {
         let line = match next_line(terminal, &signals) {
             Ok(line) => line,
@@ -95,6 +97,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         }
         if let Some(name) = query.strip_prefix("/save") {
             super::chat_save::save_and_say(&args.spec, name.trim(), conversation.turns());
+            turns_saved = conversation.turns().len();
             continue;
         }
         let mut opts = setup.run_options(query, &model.name);
@@ -115,6 +118,9 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     };
     if terminal {
         eprintln!();
+        if code == exit::SUCCESS && conversation.turns().len() > turns_saved {
+            offer_to_save(args, &signals, conversation.turns());
+        }
     }
     let trace = engine.conversation_trace(&conversation, &model.name);
     if let Some(path) = &args.trace {
@@ -313,5 +319,21 @@ fn next_line(terminal: bool, signals: &Signals) -> Result<String, i32> {
             Err(()) if signals.take_ctrl_c() => eprintln!(),
             Err(()) => return Err(signals.exit_code()),
         }
+    }
+}
+
+/// At the end of a session on a terminal with turns not yet saved: asks for a test name and
+/// saves the conversation under it (Enter, Ctrl-D or Ctrl-C: not saved).
+fn offer_to_save(args: &ChatArgs, signals: &Signals, turns: &[TurnTrace]) {
+    eprint!(
+        "Save this conversation as a test in `{}`? Its name (Enter: don't save): ",
+        crate::term::visible_line(&args.spec.display().to_string())
+    );
+    let _ = std::io::stderr().flush();
+    match read_line_unless(&signals.stop) {
+        Ok(Some(name)) if !name.trim().is_empty() => {
+            super::chat_save::save_and_say(&args.spec, name.trim(), turns);
+        }
+        _ => eprintln!(),
     }
 }
