@@ -122,3 +122,56 @@ pub(crate) fn save_and_say(path: &std::path::Path, name: &str, turns: &[TurnTrac
         Err(e) => eprintln!("toolrun: {}", crate::term::visible(&e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::StopReason;
+
+    fn turn(query: &str, answer: &str) -> TurnTrace {
+        TurnTrace {
+            query: query.into(),
+            status: Status::Ok,
+            stop_reason: StopReason::Answer,
+            final_output: Some(answer.into()),
+            tool_results: Vec::new(),
+            tool_errors: Vec::new(),
+            tool_call_count: 0,
+            steps: 1,
+            first_message: 0,
+            pending_tool_call: None,
+            error: None,
+            usage: None,
+            started_at: None,
+            duration_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_spec_without_tests_gets_a_tests_block_at_its_end() {
+        let out = with_test("version: 1\nname: x", "t", &[turn("hi", "Hello \"you\"")]).unwrap();
+        assert_eq!(
+            out,
+            "version: 1\nname: x\ntests:\n  - name: \"t\"\n    turns:\n      - query: \"hi\"\n        expect: { output_contains: \"Hello \\\"you\\\"\" }\n"
+        );
+    }
+
+    #[test]
+    fn list_items_at_column_zero_keep_their_indent_and_the_next_key_stays_put() {
+        let text = "tests:\n- name: a\n  query: q\n\nmodels: {}\n";
+        let out = with_test(text, "b", &[turn("q", "a")]).unwrap();
+        assert_eq!(
+            out,
+            "tests:\n- name: a\n  query: q\n- name: \"b\"\n  turns:\n    - query: \"q\"\n      expect: { output_contains: \"a\" }\n\nmodels: {}\n"
+        );
+    }
+
+    #[test]
+    fn an_inline_list_a_taken_name_and_an_unanswered_turn_are_refused() {
+        assert!(with_test("tests: []\n", "t", &[turn("q", "a")]).is_err());
+        assert!(with_test("tests:\n  - name: t\n", "t", &[turn("q", "a")]).is_err());
+        let mut failed = turn("q", "a");
+        failed.status = Status::Failed;
+        assert!(with_test("tests:\n", "t", &[failed]).is_err());
+    }
+}
