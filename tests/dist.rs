@@ -179,7 +179,8 @@ fn the_wheel_is_manylinux2014_small_and_holds_a_stripped_glibc_2_17_binary() {
         .find(|(k, _)| k.ends_with(".data/scripts/toolrun"))
         .unwrap_or_else(|| panic!("no toolrun script in {listing:?}"));
     let size = size.as_u64().unwrap();
-    assert!(size <= 18_000_000, "{path} is {size} bytes (at most 18 MB)");
+    // 20 MB since the OAuth client and resource server, MCP 2026-07-28 both ways and `chat` (18.01 MB).
+    assert!(size <= 20_000_000, "{path} is {size} bytes (at most 20 MB)");
     assert!(
         !listing
             .keys()
