@@ -121,31 +121,6 @@ fn on_a_terminal_a_confirmation_is_asked_inline_and_the_tool_call_shown() {
     assert!(screen.contains("Refunded order 42."), "{screen}");
 }
 
-/// The pid of the `toolrun` process below `parent` (as tests/interactive.rs finds it): with
-/// SHELL unset, as in CI, `script` runs the command through dash, which stays in between.
-fn toolrun_below(parent: u32) -> Option<u32> {
-    let mut pending = vec![parent];
-    while let Some(pid) = pending.pop() {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for child in children
-                .split_whitespace()
-                .filter_map(|c| c.parse::<u32>().ok())
-            {
-                let comm =
-                    std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
-                if comm.trim() == "toolrun" {
-                    return Some(child);
-                }
-                pending.push(child);
-            }
-        }
-    }
-    None
-}
-
 /// Waits (generously: only a hang fails it) until `cond` holds.
 fn until(what: &str, mut cond: impl FnMut() -> bool) {
     let started = std::time::Instant::now();
@@ -227,7 +202,7 @@ models:
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"go slow\n").unwrap();
     until("the slow request", || server.hits("/slow") > 0);
-    let toolrun = toolrun_below(child.id()).expect("toolrun runs under script");
+    let toolrun = support::toolrun_below(child.id()).expect("toolrun runs under script");
     let status = Command::new("kill")
         .args(["-INT", &toolrun.to_string()])
         .status()

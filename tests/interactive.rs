@@ -69,32 +69,6 @@ fn anything_but_yes_stops_for_confirmation() {
     assert!(!screen.contains("Refunded"), "{screen}");
 }
 
-/// The pid of the `toolrun` process below `parent`. `script` starts the command through
-/// `$SHELL -c`: bash execs it, but dash (what `script` uses when SHELL is unset, as in CI) keeps
-/// a shell in between, and a signal to that shell never reaches toolrun.
-fn toolrun_below(parent: u32) -> Option<u32> {
-    let mut pending = vec![parent];
-    while let Some(pid) = pending.pop() {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for child in children
-                .split_whitespace()
-                .filter_map(|c| c.parse::<u32>().ok())
-            {
-                let comm =
-                    std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
-                if comm.trim() == "toolrun" {
-                    return Some(child);
-                }
-                pending.push(child);
-            }
-        }
-    }
-    None
-}
-
 /// Issue 36 §19: the y/N prompt blocked the run's only thread, so SIGTERM went unseen (or, before
 /// the run had awaited anything, killed it with no trace). A signal at the prompt now ends the
 /// run as anywhere else: trace written, stop reason `interrupted`, exit 143.
@@ -135,7 +109,7 @@ fn sigterm_at_the_prompt_ends_the_run_with_its_trace() {
     });
     rx.recv_timeout(std::time::Duration::from_secs(60))
         .expect("the prompt appears");
-    let toolrun = toolrun_below(child.id()).expect("toolrun runs under script");
+    let toolrun = support::toolrun_below(child.id()).expect("toolrun runs under script");
     let status = Command::new("kill")
         .args(["-TERM", &toolrun.to_string()])
         .status()

@@ -605,3 +605,29 @@ pub fn events_named(events: &Path, name: &str) -> Vec<serde_json::Value> {
     all.retain(|e| e["event"] == name);
     all
 }
+
+/// The pid of the `toolrun` process below `parent` (a `script` running it on a pseudo-terminal).
+/// `script` starts the command through `$SHELL -c`: bash execs it, but dash (what `script` uses
+/// when SHELL is unset, as in CI) stays in between, and a signal to that shell never reaches toolrun.
+pub fn toolrun_below(parent: u32) -> Option<u32> {
+    let mut pending = vec![parent];
+    while let Some(pid) = pending.pop() {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                let comm =
+                    std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+                if comm.trim() == "toolrun" {
+                    return Some(child);
+                }
+                pending.push(child);
+            }
+        }
+    }
+    None
+}
