@@ -256,7 +256,7 @@ codes! {
         "Results, `--filter`, fixtures under `fixtures:` and baselines tell tests apart by name: two tests with one name would overwrite each other.",
         "from: data/refunds.csv\nname: refund   # the same for every row", "from: data/refunds.csv\nname: \"refund_{{ row.id }}\"";
     E050 Error, "cost budget on a model without a price",
-        "`expect.max_cost_usd` on a test whose model has no `price:`, or `limits.max_cost_usd` in a spec with a live model that has none.",
+        "`expect.max_cost_usd` on a test (or in one of its `turns:`) whose model has no `price:`, or `limits.max_cost_usd` in a spec with a live model that has none.",
         "A cost is worked out from the tokens a model reports and its declared price: without the price the budget could never be checked, and a run could spend without limit while the spec says otherwise.",
         "models:\n  gpt: {kind: openai, model: gpt-4o-mini}\ntests:\n  - {name: cheap, query: hi, expect: {max_cost_usd: 0.01}}", "models:\n  gpt: {kind: openai, model: gpt-4o-mini, price: {input: 0.15, output: 0.6}}";
     W101 Warning, "missing or short description",

@@ -162,6 +162,8 @@ fn check_refuses_a_cost_budget_on_a_model_without_a_price() {
     for extra in [
         one_test("max_cost_usd: 0.01"),
         "limits:\n  max_cost_usd: 0.01\n".to_string(),
+        // In a turn's `expect` too, not first when the test runs.
+        "tests:\n  - name: talk\n    turns:\n      - query: price of AAPL\n      - query: and MSFT?\n        expect: { max_cost_usd: 0.01 }\n".to_string(),
     ] {
         let spec = fake.spec_file("", &extra);
         let mut cmd = support::toolrun();

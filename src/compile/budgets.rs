@@ -8,7 +8,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::registry::{Expect, ModelDef, ModelKind};
 use crate::specfile::keys;
 use crate::specfile::read::{Obj, Spanned};
-use crate::specfile::yaml::Node;
+use crate::specfile::yaml::{Node, Value};
 
 /// The budgets of one `expect:`.
 pub(super) fn expect_budgets(obj: &Obj, e: &mut Expect, ctx: &mut Ctx) {
@@ -70,27 +70,42 @@ pub(super) fn cost_limit(limits: Option<&Node>, models: &[ModelDef], ctx: &mut C
     Some(max)
 }
 
-/// `expect.max_cost_usd` of a test: its model (its own `model:`, else `default_model`) has a
-/// `price:`.
+/// `expect.max_cost_usd` of a test, and of each of its `turns:`: its model (its own `model:`,
+/// else `default_model`) has a `price:`. A turn's budget is checked here too, not first at run
+/// time, where a replay in CI would be the first to say so.
 pub(super) fn check_cost_expectation(
-    expect: Option<&Node>,
+    test: &Obj,
     model: Option<&str>,
     models: &[ModelDef],
     default: Option<usize>,
     ctx: &mut Ctx,
 ) {
-    let Some(node) = expect
-        .and_then(|e| Obj::peek(e, keys::EXPECT))
-        .and_then(|e| e.get("max_cost_usd"))
-    else {
-        return;
-    };
     let def = match model {
         Some(name) => models.iter().find(|m| m.name == name),
         None => default.and_then(|i| models.get(i)),
     };
-    if let Some(def) = def.filter(|d| d.price.is_none()) {
-        no_price(node.span, &def.name, "`expect.max_cost_usd`", ctx);
+    let Some(def) = def.filter(|d| d.price.is_none()) else {
+        return;
+    };
+    let cost = |expect: Option<&'_ Node>| {
+        expect
+            .and_then(|e| Obj::peek(e, keys::EXPECT))
+            .and_then(|e| e.get("max_cost_usd"))
+            .map(|n| n.span)
+    };
+    if let Some(span) = cost(test.get("expect")) {
+        no_price(span, &def.name, "`expect.max_cost_usd`", ctx);
+    }
+    let turns = match test.get("turns").map(|n| &n.value) {
+        Some(Value::Seq(items)) => items.as_slice(),
+        _ => &[],
+    };
+    for (i, turn) in turns.iter().enumerate() {
+        let expect = Obj::peek(turn, keys::TEST_TURN).and_then(|t| t.get("expect"));
+        if let Some(span) = cost(expect) {
+            let what = format!("`expect.max_cost_usd` of turn {}", i + 1);
+            no_price(span, &def.name, &what, ctx);
+        }
     }
 }
 

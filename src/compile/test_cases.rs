@@ -114,13 +114,7 @@ fn compile_test(item: &Node, names: &mut Names, ctx: &mut Ctx) -> Option<TestCas
         None => Expect::default(),
     };
     let default = names.default_model;
-    super::budgets::check_cost_expectation(
-        obj.get("expect"),
-        model.as_deref(),
-        models,
-        default,
-        ctx,
-    );
+    super::budgets::check_cost_expectation(&obj, model.as_deref(), models, default, ctx);
     Some(TestCase {
         span: name.span,
         name: name.value,
