@@ -259,6 +259,21 @@ fn a_recorded_chat_replays_turn_by_turn() {
             .args(["replay", "chat.json"]),
     );
     replay.assert_success();
+    // A recording into a folder not made yet names its spec from that folder.
+    let out = chat_piped(&dir, &["s.yaml", "--record", "new/chat.json"], input);
+    assert_eq!(out.status.code(), Some(0));
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("new/chat.json")).unwrap()).unwrap();
+    assert_eq!(fixture["spec"]["path"], "../s.yaml");
+    let replay = support::run(
+        support::toolrun()
+            .current_dir(std::env::temp_dir())
+            .arg("replay")
+            .arg(dir.join("new/chat.json"))
+            .arg("--root")
+            .arg(&dir),
+    );
+    replay.assert_success();
     // A recording never overwrites one.
     let again = chat_piped(&dir, &["s.yaml", "--record", "chat.json"], input);
     assert_eq!(again.status.code(), Some(2));

@@ -602,3 +602,32 @@ fn a_system_prompt_holding_a_secrets_value_replays() {
         "{out:?}"
     );
 }
+
+#[test]
+fn a_recording_into_a_folder_not_yet_made_names_its_spec_from_that_folder() {
+    // The spec path is stored relative to the fixture's folder; a folder that `--record`
+    // creates did not exist when the path was worked out, and the path was left as typed.
+    let dir = support::temp_dir("replay-new-folder");
+    write(&dir, "orders.yaml", SPEC);
+    let out = run(toolrun().current_dir(&dir).args([
+        "run",
+        "orders.yaml",
+        "--query",
+        "where is order 7?",
+        "--record",
+        "new/deeper/f.json",
+    ]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("new/deeper/f.json")).unwrap())
+            .unwrap();
+    assert_eq!(fixture["spec"]["path"], "../../orders.yaml");
+    // Replayed from elsewhere, it finds its spec.
+    let out = run(toolrun()
+        .current_dir(std::env::temp_dir())
+        .arg("replay")
+        .arg(dir.join("new/deeper/f.json"))
+        .arg("--root")
+        .arg(&dir));
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -530,15 +530,8 @@ fn build_fixture(
     tape: &Tape,
     trace: &Trace,
 ) -> Fixture {
-    let path = recorded.path;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    // The folder may not exist before the first recording: relate the spec to it by name.
-    let _ = std::fs::create_dir_all(dir);
     Fixture::recorded(
-        crate::fixture::fixture_spec(registry, &registry.spec_path, path),
+        crate::fixture::fixture_spec(registry, &registry.spec_path, recorded.path),
         case.query.clone(),
         recorded.model.to_string(),
         recorded.now,
