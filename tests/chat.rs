@@ -74,11 +74,33 @@ fn a_failed_turn_is_reported_and_the_session_goes_on() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    // A turn stopped by a limit needs review: the session ends as such a run would (3).
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
     assert!(stdout.starts_with("AAPL is 178.15.\n"), "{stdout}{stderr}");
     assert!(!stdout.contains("2815"), "{stdout}{stderr}");
     assert!(stderr.contains("toolrun: turn "), "{stderr}");
     assert!(stdout.ends_with("That was turn 3.\n"), "{stdout}{stderr}");
+}
+
+#[test]
+fn the_session_exits_with_its_worst_turns_code_as_run_would() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let spec = "specs/guardrails.yaml";
+    let code = |input: &str| {
+        let out = chat_piped(&root, &[spec], input);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), stderr)
+    };
+    let (ok, stderr) = code("Where is order 42?\n");
+    assert_eq!(ok, Some(0), "{stderr}");
+    // Without a terminal nobody confirms: the refund stops for a person, as `run` does (3).
+    let (confirm, stderr) = code("Refund order 42\nWhere is order 42?\n");
+    assert_eq!(confirm, Some(3), "{stderr}");
+    assert!(stderr.contains("needs_confirmation"), "{stderr}");
+    // A turn that failed (two malformed replies) outranks it, whichever came first.
+    let (failed, stderr) = code("prose please\nRefund order 42\n");
+    assert_eq!(failed, Some(1), "{stderr}");
+    assert!(stderr.contains("malformed_decision"), "{stderr}");
 }
 
 fn in_terminal(args: &str, input: &str) -> (i32, String) {

@@ -86,6 +86,8 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     };
     // Turns a `/save` (or the trace resumed) already holds: no question at the end for them.
     let mut turns_saved = conversation.turns().len();
+    // The session's exit code at its end: its worst turn's (see `worse`).
+    let mut worst = exit::SUCCESS;
     let code = loop {
         let line = match next_line(terminal, &signals) {
             Ok(line) => line,
@@ -109,6 +111,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         }
         let done = rt.block_on(engine.turn(&mut conversation, &mut model.client, &opts));
         show_turn(done, &redactor, live_text.as_ref(), terminal);
+        worst = worse(worst, done);
         if done.stop_reason == StopReason::Interrupted {
             if signals.take_ctrl_c() {
                 continue;
@@ -136,7 +139,22 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         };
         write_recording(args, &registry, path, tape, trace, recorded, &redactor)?;
     }
-    Ok(code)
+    // A signal's code says how the session ended; an end of input, how its turns went.
+    Ok(if code == exit::SUCCESS { worst } else { code })
+}
+
+/// The exit code of a session so far (`code`) after `turn`, as `run` would exit for that turn
+/// alone: a failed turn (1) outranks one that stopped for a person (3). A turn Ctrl-C stopped
+/// is the person's own doing, like Ctrl-C at the prompt, and counts as none; tool errors the
+/// model answered after are an answer.
+fn worse(code: i32, turn: &TurnTrace) -> i32 {
+    if turn.stop_reason == StopReason::Interrupted || code == exit::FAILED {
+        return code;
+    }
+    match turn.status.exit_code() {
+        exit::SUCCESS => code,
+        other => other,
+    }
 }
 
 /// What a chat's fixture says besides its exchanges and trace.
