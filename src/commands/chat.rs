@@ -28,23 +28,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         Some(path) => Some(read_trace(path)?),
         None => None,
     };
-    let mut inputs = Inputs::from_flags(&args.setup);
-    if let Some(path) = &args.trace {
-        inputs.outputs.push(Output::file(path, "--trace"));
-    }
-    if let Some(path) = &args.record {
-        if path.exists() {
-            eprintln!(
-                "error: fixture `{}` already exists; record the chat to a new path",
-                crate::term::visible_line(&path.display().to_string())
-            );
-            return Err(exit::USAGE);
-        }
-        inputs
-            .outputs
-            .push(Output::in_new_folders(path, "--record"));
-        inputs.network = Network::Record { previous: None };
-    }
+    let mut inputs = inputs(args)?;
     // The first turn is not known yet: each turn chooses a scripted model's script.
     inputs.model = Some(ModelChoice {
         name: args
@@ -155,6 +139,28 @@ fn worse(code: i32, turn: &TurnTrace) -> i32 {
         exit::SUCCESS => code,
         other => other,
     }
+}
+
+/// The flags' setup, and the files the session writes: `--trace`, and `--record` (new only).
+fn inputs(args: &ChatArgs) -> Result<Inputs<'_>, i32> {
+    let mut inputs = Inputs::from_flags(&args.setup);
+    if let Some(path) = &args.trace {
+        inputs.outputs.push(Output::file(path, "--trace"));
+    }
+    if let Some(path) = &args.record {
+        if path.exists() {
+            eprintln!(
+                "error: fixture `{}` already exists; record the chat to a new path",
+                crate::term::visible_line(&path.display().to_string())
+            );
+            return Err(exit::USAGE);
+        }
+        inputs
+            .outputs
+            .push(Output::in_new_folders(path, "--record"));
+        inputs.network = Network::Record { previous: None };
+    }
+    Ok(inputs)
 }
 
 /// What a chat's fixture says besides its exchanges and trace.
