@@ -2,7 +2,7 @@
 //!
 //! `server` serves a registry: a thin adapter that lists the tools a model may call and sends
 //! every `tools/call` through the engine's own call path, so a served call and a loop call are
-//! the same code. `http` puts that server on streamable HTTP with the transport's guards (bearer
+//! the same code; what its handlers share in one process is `served`. `http` puts that server on streamable HTTP with the transport's guards (bearer
 //! token, `Origin` and `Host` checks); `resume` keeps each session's call streams so that a
 //! client that went away gets the rest when it comes back with `Last-Event-ID`; `answer` sends a
 //! single-message answer as one JSON body; `direct` answers the common `tools/call` without
@@ -21,6 +21,7 @@ pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod result;
 pub(crate) mod resume;
+pub(crate) mod served;
 pub(crate) mod server;
 pub(crate) mod spans;
 pub(crate) mod state;

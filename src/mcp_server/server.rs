@@ -6,11 +6,10 @@
 use super::confirm::{self, Confirmation};
 use super::record::{CallLog, LoggedCall};
 use super::result::{error_result, to_mcp_result, CallResult};
+pub(crate) use super::served::Served;
 use super::spans::served_request;
 use crate::engine::{CallOutcome, CallSession};
 use crate::net::Transport;
-use crate::registry::Registry;
-use crate::setup::Setup;
 use crate::telemetry::mcp as telemetry;
 use crate::tools::notify::{self, Notice, Notifier};
 use crate::trace::PendingCall;
@@ -22,138 +21,9 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
-
-/// Everything every session shares: the compiled spec, the network door, secrets and logs.
-pub(crate) struct Served {
-    pub(crate) registry: Registry,
-    /// Network, events, secrets, approvals (`--approve`) and the clock, read at each call.
-    pub(crate) setup: Setup,
-    tools: Vec<rmcp::model::Tool>,
-    /// Where every call goes when the session is recorded (`--record`) or replayed.
-    log: Option<CallLog>,
-    /// Set once the server stops and has waited for the calls still running: those left are
-    /// cut off, answered and recorded so.
-    cut: tokio::sync::watch::Sender<bool>,
-    sessions: AtomicU64,
-    /// Calls running now, whether or not their client is still there: `serve` lets them end
-    /// (and be recorded) before it ends the sessions.
-    calls: AtomicUsize,
-    /// The transports of the client sessions still open: their own sessions with remote MCP
-    /// servers. Each ends with its client session; those still open end when `serve` ends.
-    pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
-    /// Signs the `requestState` of 2026-07-28 confirmations (`--state-key-env`, else random).
-    pub(crate) state_key: super::state::StateKey,
-}
-
-impl Served {
-    pub(crate) fn new(
-        registry: Registry,
-        setup: Setup,
-        log: Option<CallLog>,
-    ) -> Result<Served, String> {
-        let tools = registry
-            .callable_tools()
-            .map(|t| {
-                serde_json::from_value(crate::registry::api_formats::mcp(t))
-                    .map_err(|e| format!("tool `{}` is not a valid MCP tool: {e}", t.name))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Served {
-            registry,
-            setup,
-            tools,
-            log,
-            cut: tokio::sync::watch::Sender::new(false),
-            sessions: AtomicU64::new(0),
-            calls: AtomicUsize::new(0),
-            upstream: Mutex::new(Vec::new()),
-            state_key: super::state::StateKey::random()?,
-        })
-    }
-
-    /// States signed with `key` (shared by the replicas), when given, not this process's own.
-    pub(crate) fn with_state_key(mut self, key: Option<super::state::StateKey>) -> Served {
-        if let Some(key) = key {
-            self.state_key = key;
-        }
-        self
-    }
-
-    /// What ending a transport's sessions with remote MCP servers needs.
-    pub(crate) fn upstream_env<'a>(
-        &'a self,
-        transport: &'a Transport,
-    ) -> crate::tools::ToolEnv<'a> {
-        crate::tools::ToolEnv {
-            registry: &self.registry,
-            secrets: &self.setup.secrets,
-            transport,
-            events: &self.setup.events,
-            query: "",
-            now_unix_ms: 0,
-            call_id: "",
-            notify: None,
-            session: None,
-        }
-    }
-
-    /// How many calls are running now.
-    pub(crate) fn calls_running(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-
-    /// Waits, for `within` at most, until no call is running; then a moment more when some were,
-    /// for their answers to be written.
-    pub(crate) async fn calls_end(&self, within: std::time::Duration) {
-        let deadline = Instant::now() + within;
-        let step = std::time::Duration::from_millis(10);
-        if self.calls_running() == 0 {
-            return;
-        }
-        while self.calls_running() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(step).await;
-        }
-        tokio::time::sleep(step).await;
-    }
-
-    /// Cuts off the calls still running: each answers its client that the server stopped
-    /// before it ended, and is recorded so.
-    pub(crate) fn cut_off(&self) {
-        self.cut.send_replace(true);
-    }
-
-    /// The calls kept in memory (a replay's).
-    pub(crate) fn logged_calls(&self) -> Vec<LoggedCall> {
-        match &self.log {
-            Some(CallLog::Memory(l)) => l.lock().map(|l| l.clone()).unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The call logged last is one the recording says was cut off: it is kept so, with the
-    /// answer recorded (a replay ran it only to admit it).
-    pub(crate) fn mark_cut_off(&self, response: Value) {
-        if let Some(CallLog::Memory(log)) = &self.log {
-            if let Some(call) = log.lock().ok().as_mut().and_then(|l| l.last_mut()) {
-                call.cut_off = true;
-                call.response = response;
-                call.result = None;
-                call.error = None;
-            }
-        }
-    }
-
-    /// The recording being written, when `serve --record` writes one.
-    pub(crate) fn recording(&self) -> Option<&crate::fixture::session_log::SessionLog> {
-        match &self.log {
-            Some(CallLog::Stream(f)) => Some(f),
-            _ => None,
-        }
-    }
-}
 
 /// One MCP session: its own limits and loop counters over the shared registry.
 #[derive(Clone)]
