@@ -3,8 +3,8 @@
 //! `tests/mcp/conformance_client.sh` (the repository's wrapper: a spec with one `kind: mcp` entry,
 //! driven through the binary) with the server's URL: the 2025-11-25 suite (0.1.16) and the
 //! 2026-07-28 one (0.2.0-alpha.12). The authorization scenarios (`auth/*`) run toolrun's OAuth
-//! client: a person's login on a terminal (`script`) whose `$BROWSER` follows the redirect, or
-//! `grant: client_credentials`.
+//! client: a person's login on a terminal (`script`), who answers yes when toolrun asks whether
+//! to log in and whose `$BROWSER` follows the redirect, or `grant: client_credentials`.
 
 #[path = "npm/npm.rs"]
 mod npm;

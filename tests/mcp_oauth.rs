@@ -497,3 +497,104 @@ fn an_authorization_server_outside_the_allow_list_is_refused() {
         assert_eq!(auth.hits("/.well-known/oauth-authorization-server"), 0);
     }
 }
+
+/// `toolrun ARGS` on a pseudo-terminal (`script`) with `answer` typed; its exit code and screen.
+fn in_terminal(args: &[&str], envs: &[(&str, String)], answer: &str) -> (i32, String) {
+    use std::io::Write;
+    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+    let mut command = quote(env!("CARGO_BIN_EXE_toolrun"));
+    for a in args {
+        command.push(' ');
+        command.push_str(&quote(a));
+    }
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("CI")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in envs {
+        script.env(k, v);
+    }
+    let mut child = script.spawn().expect("`script` runs (util-linux)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(answer.as_bytes())
+        .expect("typed");
+    let out = child.wait_with_output().expect("script ends");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// On a terminal with no stored token, `call` and `run` ask before a login: no (or just Enter)
+/// stops with the error that says how to log in (exit 1: the work failed), and no browser opens.
+#[test]
+fn on_a_terminal_no_to_the_login_question_stops_without_a_browser() {
+    let server = fake(As::Good);
+    for (answer, command) in [("n\n", "call"), ("\n", "run")] {
+        let dir = support::temp_dir("oauth-ask-no");
+        let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+        let spec = spec.to_string_lossy().into_owned();
+        let args = match command {
+            "call" => vec!["call", &spec, "search", "--args", "{}"],
+            _ => vec!["run", &spec, "--query", "notes?"],
+        };
+        let (code, screen) = in_terminal(
+            &args,
+            &[
+                ("BROWSER", browser(dir.path())),
+                ("XDG_STATE_HOME", dir.join("state").display().to_string()),
+            ],
+            answer,
+        );
+        assert_eq!(code, 1, "{screen}");
+        assert!(
+            screen.contains("MCP server `notes` needs you to log in (OAuth, at http://127.0.0.1:")
+                && screen.contains("Log in now in the browser? [y/N]"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("the login was declined")
+                && screen.contains("toolrun auth login")
+                && screen.contains("grant: client_credentials"),
+            "{screen}"
+        );
+        assert!(!dir.join("browser-opened").exists(), "no browser: {screen}");
+        assert!(!store_file(&dir.join("state")).exists(), "{screen}");
+    }
+    assert_eq!(server.hits("/authorize"), 0);
+    assert_eq!(server.hits("/token"), 0);
+}
+
+/// Yes logs in as `toolrun auth login` would (the browser opened, the token kept), and the run
+/// goes on to its answer, with no token on the screen.
+#[test]
+fn on_a_terminal_yes_to_the_login_question_logs_in_and_the_run_completes() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-ask-yes");
+    let state = dir.join("state");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    let spec = spec.to_string_lossy().into_owned();
+    let (code, screen) = in_terminal(
+        &["run", &spec, "--query", "notes?"],
+        &[
+            ("BROWSER", browser(dir.path())),
+            ("XDG_STATE_HOME", state.display().to_string()),
+        ],
+        "y\n",
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("[y/N]"), "{screen}");
+    assert!(screen.contains("three notes"), "{screen}");
+    assert!(dir.join("browser-opened").exists(), "{screen}");
+    assert_eq!(server.hits("/authorize"), 1, "asked once, logged in once");
+    assert!(!screen.contains(TOKEN) && !screen.contains(REFRESH) && !screen.contains("code-77"));
+    let kept = std::fs::read_to_string(store_file(&state)).expect("the token is kept");
+    assert!(kept.contains(TOKEN), "{kept}");
+}

@@ -26,21 +26,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    // Checked before anything is bound: a bad flag never leaves a half-started server.
-    let oauth = registry.serve_auth.is_some();
-    if oauth && args.token_env.is_some() {
-        return Err("the spec's `serve.auth` takes OAuth access tokens; --token-env is for a static token instead (drop one of them)".into());
-    }
-    let http = match &args.http {
-        None => None,
-        Some(text) => Some((
-            http_settings(text, args.token_env.as_deref(), oauth)?,
-            bounds(&args)?,
-        )),
-    };
-    if http.is_none() && args.token_env.is_some() {
-        return Err("--token-env applies to --http; stdio needs no token".into());
-    }
+    let http = transport(&args, &registry)?;
     let state_key = (args.state_key_env.as_deref())
         .map(crate::mcp_server::state::StateKey::from_env)
         .transpose()?;
@@ -161,6 +147,31 @@ fn recording(
     Ok(Some(CallLog::Stream(log)))
 }
 
+/// `--http` and its settings, or stdio (`None`), checked against the spec before anything is
+/// bound: a bad flag never leaves a half-started server.
+fn transport(
+    args: &ServeArgs,
+    registry: &crate::registry::Registry,
+) -> Result<Option<(HttpSettings, crate::mcp_server::http::Bounds)>, String> {
+    let oauth = registry.serve_auth.is_some();
+    if oauth && args.token_env.is_some() {
+        return Err("the spec's `serve.auth` takes OAuth access tokens; --token-env is for a static token instead (drop one of them)".into());
+    }
+    if let Some(text) = &args.http {
+        let settings = http_settings(text, args.token_env.as_deref(), oauth)?;
+        return Ok(Some((settings, bounds(args)?)));
+    }
+    if args.token_env.is_some() {
+        return Err("--token-env applies to --http; stdio needs no token".into());
+    }
+    // Stdin is the client's: a question asked there would be read as a message.
+    crate::oauth::consent::forbid("stdin carries the MCP session (`serve` over stdio)");
+    Ok(None)
+}
+
+/// `--http`'s address and its `--token-env` token.
+type HttpSettings = (SocketAddr, Option<String>);
+
 /// `--max-sessions`, `--session-idle`, `--max-connections`, `--read-timeout`.
 fn bounds(args: &ServeArgs) -> Result<crate::mcp_server::http::Bounds, String> {
     let duration = |flag: &str, text: &str| {
@@ -189,11 +200,7 @@ const MIN_TOKEN_CHARS: usize = 16;
 
 /// `--http ADDR:PORT` and its token: loopback needs none; any other address requires one, read
 /// from the named environment variable.
-fn http_settings(
-    text: &str,
-    token_env: Option<&str>,
-    oauth: bool,
-) -> Result<(SocketAddr, Option<String>), String> {
+fn http_settings(text: &str, token_env: Option<&str>, oauth: bool) -> Result<HttpSettings, String> {
     let addr: SocketAddr = text.parse().map_err(|_| {
         format!("--http takes ADDR:PORT, such as 127.0.0.1:8765 or [::1]:8765, not `{text}`")
     })?;

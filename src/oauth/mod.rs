@@ -10,6 +10,7 @@
 //! replay never needs one.
 
 pub(crate) mod browser;
+pub(crate) mod consent;
 pub(crate) mod discover;
 pub(crate) mod grant;
 mod http;
@@ -43,8 +44,8 @@ pub(crate) struct Target<'a> {
     pub(crate) private_key: Option<String>,
     /// Bounds each request to an authorization server.
     pub(crate) timeout: Duration,
-    /// Why a browser may not be opened now (no terminal, `CI=true`); `None`: it may.
-    pub(crate) no_login: Option<String>,
+    /// Whether a person's login may start now: asked for, asked first, or never.
+    pub(crate) login: consent::Login,
     /// The spec's path, for the command that logs in.
     pub(crate) spec: String,
     /// `policy.network.allow_hosts`; empty: the spec has no allow list.
@@ -182,8 +183,14 @@ async fn obtain(
                     return Ok(token);
                 }
             }
-            if let Some(why) = &t.no_login {
-                return Err(needs_login(t, why));
+            match &t.login {
+                consent::Login::Yes => {}
+                consent::Login::Ask => {
+                    if !consent::ask(t.name, &server.issuer).await {
+                        return Err(needs_login(t, "the login was declined"));
+                    }
+                }
+                consent::Login::Never(why) => return Err(needs_login(t, why)),
             }
             login(t, &request).await
         }
@@ -482,16 +489,4 @@ fn origin(url: &str) -> Result<String, OAuthError> {
     url::Url::parse(url)
         .map(|u| u.origin().ascii_serialization())
         .map_err(|e| OAuthError(format!("`{url}` is not a URL: {e}")))
-}
-
-/// Why a browser may not be opened during a run: `CI=true`, or no terminal to ask on.
-pub(crate) fn no_login_reason() -> Option<String> {
-    use std::io::IsTerminal;
-    if std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1") {
-        return Some("CI=true is set".into());
-    }
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Some("there is no terminal".into());
-    }
-    None
 }

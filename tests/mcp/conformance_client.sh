@@ -10,8 +10,9 @@
 # For the authorization scenarios (`auth/*`) the entry has `auth: { oauth: ... }` (the
 # credentials the suite hands over in MCP_CONFORMANCE_CONTEXT become secrets) and tokens are kept
 # in a store of this run's own (XDG_STATE_HOME); a person's login runs on a terminal (`script`,
-# with CI unset: toolrun opens no browser in CI) whose $BROWSER follows the authorization
-# server's redirect back to toolrun's listener, as a browser would. Any other scenario is
+# with CI unset: toolrun opens no browser in CI) where the person answers yes to toolrun's
+# question whether to log in, and whose $BROWSER follows the authorization server's redirect
+# back to toolrun's listener, as a browser would. Any other scenario is
 # refused with exit 2.
 set -euo pipefail
 
@@ -114,7 +115,9 @@ call() {
     return
   fi
   printf 'exec %q call %q %q --args %q\n' "$bin" "$dir/conformance.yaml" "$1" "$2" > "$dir/call.sh"
-  env -u CI script -qec "bash $dir/call.sh" /dev/null </dev/null
+  # The person answers yes when toolrun asks whether to log in (typed ahead: the terminal keeps
+  # the line until the question reads it).
+  printf 'y\n' | env -u CI script -qec "bash $dir/call.sh" /dev/null
 }
 status=0
 while IFS=$'\t' read -r tool args; do

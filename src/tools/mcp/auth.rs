@@ -135,7 +135,7 @@ impl Rpc<'_, '_> {
             client_secret: values.remove("client_secret").filter(|v| !v.is_empty()),
             private_key: values.remove("private_key").filter(|v| !v.is_empty()),
             timeout: self.server.timeout,
-            no_login: oauth::no_login_reason(),
+            login: oauth::consent::mode(),
             spec: self.env.registry.spec_path.display().to_string(),
             allow_hosts: &self.env.registry.policy.allow_hosts,
         })
@@ -163,7 +163,7 @@ pub(crate) async fn login(
         timeout: server.timeout,
     };
     let mut target = rpc.oauth_target(config).await.map_err(|e| e.to_string())?;
-    target.no_login = None;
+    target.login = oauth::consent::Login::Yes;
     let init = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": super::initialize_params(super::PROTOCOL) });
     let req = rpc
         .build("POST", Some(&init))
