@@ -654,6 +654,36 @@ fn check_knows_the_keys_and_never_reaches_the_issuer() {
     );
 }
 
+/// `serve.auth` protects `--http` only: served over stdio, nothing would check a token, so the
+/// spec's tools would go to whoever writes to stdin (a stdio-to-HTTP bridge, say). `serve`
+/// refuses that at start (exit 2), before it reads a message or reaches the issuer.
+#[test]
+fn serving_a_spec_with_serve_auth_over_stdio_is_refused() {
+    let dir = support::temp_dir("serve-auth-stdio");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let issuer = format!("http://{}", listener.local_addr().expect("addr"));
+    let spec = spec(&dir, &issuer, "https://tools.example.com/mcp");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let out = support::run_with_stdin(
+        support::toolrun().arg("serve").arg(&spec),
+        &format!("{init}\n"),
+    );
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(
+            "the spec's `serve.auth` protects `serve --http` only: over stdio no token is checked"
+        ),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("serve it with --http ADDR:PORT"),
+        "{out:?}"
+    );
+    assert!(out.stdout.is_empty(), "nothing served: {out:?}");
+    assert!(listener.accept().is_err(), "the issuer was reached");
+}
+
 /// MCP 2026-07-28 (no session: each request carries its version in `_meta`) is held to the
 /// same token checks at the HTTP layer: its listing, its calls and their events.
 #[test]

@@ -164,6 +164,12 @@ fn transport(
     if args.token_env.is_some() {
         return Err("--token-env applies to --http; stdio needs no token".into());
     }
+    // Over stdio no request carries a token (the MCP authorization spec is for HTTP): serving
+    // anyway would hand tools the spec meant to protect to whatever feeds stdin, such as a
+    // stdio-to-HTTP bridge. Refused rather than warned about, which a bridge's log would hide.
+    if oauth {
+        return Err("the spec's `serve.auth` protects `serve --http` only: over stdio no token is checked, so its tools would be served to whoever writes to stdin; serve it with --http ADDR:PORT (127.0.0.1 for this machine only), or over stdio from a spec without `serve.auth`".into());
+    }
     // Stdin is the client's: a question asked there would be read as a message.
     crate::oauth::consent::forbid("stdin carries the MCP session (`serve` over stdio)");
     Ok(None)
