@@ -598,3 +598,51 @@ fn on_a_terminal_yes_to_the_login_question_logs_in_and_the_run_completes() {
     let kept = std::fs::read_to_string(store_file(&state)).expect("the token is kept");
     assert!(kept.contains(TOKEN), "{kept}");
 }
+
+/// The `resource_metadata` URL a 401 names is held to `policy.network.allow_hosts` like the
+/// authorization server: a challenge naming another host is refused, naming the host and how to
+/// allow it, and that host gets no request.
+#[test]
+fn a_challenge_naming_metadata_outside_the_allow_list_is_refused() {
+    let elsewhere = fake(As::Good);
+    let named = elsewhere.url("/.well-known/oauth-protected-resource/mcp");
+    let resource = TestServer::start(move |req| match (req.method.as_str(), req.path.as_str()) {
+        ("POST", "/mcp") => Response::json(401, json!({ "error": "invalid_token" })).header(
+            "WWW-Authenticate",
+            format!(r#"Bearer resource_metadata="{named}""#),
+        ),
+        _ => Response::status(404),
+    });
+    let host = |s: &TestServer| s.base_url().trim_start_matches("http://").to_string();
+    let (resource_host, elsewhere_host) = (host(&resource), host(&elsewhere));
+    let dir = support::temp_dir("oauth-challenge-host");
+    let spec = spec(
+        dir.path(),
+        &resource.url("/mcp"),
+        r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
+    );
+    let text = std::fs::read_to_string(&spec).unwrap_or_default();
+    let policy = format!("policy:\n  network:\n    allow_hosts: [\"{resource_host}\"]\n");
+    std::fs::write(&spec, format!("{text}\n{policy}")).unwrap_or_else(|e| panic!("{e}"));
+    let out = run(toolrun()
+        .arg("call")
+        .arg(&spec)
+        .args(["search", "--args", "{}"])
+        .env("CI", "true")
+        .env("NOTES_ID", "ci-client")
+        .env("NOTES_SECRET", "s3cret-value-91")
+        .env("XDG_STATE_HOME", dir.join("state")));
+    out.assert_code(1);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains(&format!("refused to contact {elsewhere_host}"))
+            && all.contains("`resource_metadata` URL in the 401 challenge")
+            && all.contains(&format!("add \"{elsewhere_host}\" there")),
+        "{out:?}"
+    );
+    assert!(!all.contains("s3cret-value-91"), "{out:?}");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "nothing sent there: {out:?}"
+    );
+}

@@ -71,7 +71,7 @@ impl Target<'_> {
             None => host.to_string(),
         };
         Err(OAuthError(format!(
-            "refused to contact {named}: the {what} {url} of MCP server `{}` is not in the spec's allowed hosts (policy.network.allow_hosts); add \"{named}\" there to let the OAuth client use it",
+            "refused to contact {named}: the {what} of MCP server `{}` ({url}) is not in the spec's allowed hosts (policy.network.allow_hosts); add \"{named}\" there to let the OAuth client use it",
             self.name
         )))
     }
@@ -136,6 +136,10 @@ async fn obtain(
     challenge: &Challenge,
     previous: Option<&Token>,
 ) -> Result<Token, OAuthError> {
+    // The challenge may name any URL: it is held to the allow list like the servers it leads to.
+    if let Some(named) = &challenge.resource_metadata {
+        t.check_host(named, "`resource_metadata` URL in the 401 challenge")?;
+    }
     let prm = discover::resource(t.url, challenge, t.timeout).await?;
     let issuer = match &prm {
         Some(p) => p.authorization_servers[0].clone(),
