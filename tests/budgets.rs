@@ -84,7 +84,7 @@ fn a_token_budget_counts_every_model_call_of_the_test() {
     run(&mut cmd).assert_success();
     let xml = std::fs::read_to_string(&junit).unwrap_or_default();
     assert!(
-        xml.contains("<property name=\"budget.max_tokens\" value=\"30 of 40 (75%)\"/>"),
+        xml.contains("<property name=\"budget.max_tokens\" value=\"30 / 40 tokens (75%)\"/>"),
         "{xml}"
     );
 }
@@ -210,16 +210,65 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
         failed.iter().any(|f| f.ends_with(" ms (recorded run)")),
         "{failed:?}"
     );
+    // The latency's record says how it was measured; the token count is the model's either way.
+    let budgets = &results["tests"][0]["attempts"][0]["budgets"];
+    assert_eq!(budgets[1]["budget"], "max_latency_ms", "{budgets}");
+    assert_eq!(budgets[1]["measured"], "record", "{budgets}");
+    assert!(budgets[0].get("measured").is_none(), "{budgets}");
 
-    // Replayed offline: the budgets are checked against the replay, which says so.
+    // Replayed offline: the budgets are checked against the replay, which says so in the
+    // results, the terminal, JUnit and the markdown summary.
+    let dir = spec.parent().expect("folder").to_path_buf();
     let mut cmd = support::toolrun();
-    cmd.arg("test").arg(&*spec).args(["--format", "json"]);
+    cmd.current_dir(&dir).args([
+        "test",
+        "spec.yaml",
+        "--format",
+        "json",
+        "--results",
+        "replayed.json",
+        "--junit",
+        "junit.xml",
+    ]);
     let out = run(&mut cmd);
     let results = out.json();
     let attempt = &results["tests"][0]["attempts"][0];
     assert_eq!(attempt["source"], "replay", "{out:?}");
     assert_eq!(attempt["budgets"][0]["budget"], "max_tokens");
     assert_eq!(attempt["budgets"][0]["used"], 15.0);
+    assert_eq!(attempt["budgets"][1]["measured"], "replay", "{out:?}");
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap_or_default();
+    assert!(
+        xml.contains("<property name=\"budget.max_latency_ms\" value=\"")
+            && xml.contains(", replayed from its fixture)\"/>"),
+        "{xml}"
+    );
+    let mut cmd = support::toolrun();
+    cmd.current_dir(&dir).args(["test", "spec.yaml"]);
+    let out = run(&mut cmd);
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "     budget max_tokens: 15 / 100 tokens (15%)\n",
+            "     budget max_latency_ms: ",
+            // A replay may take under 1 ms or over it: no time is asserted.
+            ", replayed from its fixture)",
+        ],
+    );
+    let mut cmd = support::toolrun();
+    cmd.current_dir(&dir)
+        .args(["report", "replayed.json", "--format", "markdown"]);
+    let out = run(&mut cmd);
+    out.assert_success();
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "| live\\_openai::budget | max\\_tokens | 15 / 100 tokens (15%) |",
+            "| live\\_openai::budget | max\\_latency\\_ms | ",
+            " / 1 ms (",
+            ", replayed from its fixture) |",
+        ],
+    );
 }
 
 /// The HTML report shows each budget of an attempt and how close it came, in a real browser.
@@ -264,6 +313,8 @@ fn the_report_shows_each_budget_and_how_close_it_came() {
             "max_tokens: 30 tok of 4,000 tok (1%)",
             "max_cost_usd: $0.0300 of $0.0600 (50%)",
             "max_latency_ms: ",
+            // How the wall time was measured.
+            "of 1.0 min (0%, live run)",
         ],
     );
 }
@@ -324,13 +375,18 @@ fn rendered_dom(browser: &std::path::Path, page: &std::path::Path, fragment: &st
 }
 
 /// Per turn: a turn's budgets count that turn's own model calls (each reply here: 15 tokens).
+/// Each is recorded on its turn with whether the turn's `expect` held, and every report shows
+/// it with how close the turn came: the terminal, JUnit and the markdown summary.
 #[test]
 fn a_turn_budget_counts_that_turns_calls() {
-    let fake = Fake::openai(vec![
-        providers::openai_answer("AAPL is 178.15."),
-        providers::openai_answer("MSFT is 411.2."),
-    ]);
+    let answers = || {
+        vec![
+            providers::openai_answer("AAPL is 178.15."),
+            providers::openai_answer("MSFT is 411.2."),
+        ]
+    };
     let tests = "tests:\n  - name: talk\n    turns:\n      - query: price of AAPL\n        expect: { max_tokens: 15 }\n      - query: and MSFT?\n        expect: { max_tokens: 14 }\n";
+    let fake = Fake::openai(answers());
     let spec = fake.spec_file("", tests);
     let (out, results) = test_results(&spec);
     out.assert_code(1);
@@ -340,5 +396,59 @@ fn a_turn_budget_counts_that_turns_calls() {
         failed[0].starts_with("turn 2 (line ")
             && failed[0].ends_with("expected at most 14 tokens, the test used 15 (live run)"),
         "{failed:?}"
+    );
+    let turns = &results["tests"][0]["attempts"][0]["turns"];
+    assert_eq!(turns[0]["outcome"], "passed", "{turns}");
+    assert_eq!(turns[0]["budgets"][0]["used"], 15.0, "{turns}");
+    assert_eq!(turns[0]["budgets"][0]["share"], 1.0, "{turns}");
+    assert_eq!(turns[1]["outcome"], "failed", "{turns}");
+    assert_eq!(turns[1]["budgets"][0]["limit"], 14.0, "{turns}");
+
+    // The terminal, JUnit and a results file for the report, from one run.
+    let fake = Fake::openai(answers());
+    let spec = fake.spec_file("", tests);
+    let dir = spec.parent().expect("folder").to_path_buf();
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY).current_dir(&dir).args([
+        "test",
+        "spec.yaml",
+        "--allow-network",
+        "--junit",
+        "junit.xml",
+        "--results",
+        "results.json",
+    ]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "FAIL live_openai::talk",
+            "     budget turn 1 max_tokens: 15 / 15 tokens (100%)\n",
+            "     budget turn 2 max_tokens: 15 / 14 tokens (107%) over budget\n",
+        ],
+    );
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap_or_default();
+    assert!(
+        xml.contains(
+            "<property name=\"turn.2.budget.max_tokens\" value=\"15 / 14 tokens (107%)\"/>"
+        ),
+        "{xml}"
+    );
+    let mut cmd = support::toolrun();
+    cmd.current_dir(&dir)
+        .args(["report", "results.json", "--format", "markdown"]);
+    let out = run(&mut cmd);
+    out.assert_success();
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "| live\\_openai::talk | turn 1 max\\_tokens | 15 / 15 tokens (100%) |",
+            "| live\\_openai::talk | turn 2 max\\_tokens | ❌ 15 / 14 tokens (107%) |",
+            "**live\\_openai::talk** (",
+            ", attempt 1): failed at turn 2",
+            "| 1 | price of AAPL | ✅ passed | AAPL is 178.15. |",
+            "| 2 | and MSFT? | ❌ failed: turns\\[2\\].max\\_tokens | MSFT is 411.2. |",
+        ],
     );
 }

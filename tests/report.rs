@@ -873,7 +873,11 @@ fn report_memory_follows_the_largest_file_not_the_sum() {
 fn a_conversation_shows_each_turn_escaped_and_masked() {
     let dir = support::temp_dir("report-turns");
     let spec = include_str!("data/conversations/stocks.yaml")
-        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n");
+        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n")
+        .replace(
+            "expect: { output_contains: \"turn 3\" }",
+            "expect: { output_contains: \"turn 3\", max_tokens: 100 }",
+        );
     std::fs::write(dir.join("s.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
     toolrun_in(&dir, &["test", "s.yaml", "--results", "r.json"]).assert_code(1);
     // As a foreign writer might leave it: a secret and markup in a turn's answer.
@@ -923,13 +927,73 @@ fn a_conversation_shows_each_turn_escaped_and_masked() {
         "And my gain on 100 bought at 150?",
         "tools run: calculate_expression",
         "Your gain is 2815.",
-        "turn 3 · ok (answer) · 1 model call",
+        "turn 3 · ok (answer) · 1 model call · expect passed",
         "no tools run",
         "That was turn 3. *** &lt;img src=x onerror=alert(1)&gt;",
+        // The turn's own budget and how close it came.
+        "max_tokens: 0 tok of 100 tok (0%)",
     ] {
         match traj[at..].find(s) {
             Some(i) => at += i + 1,
             None => panic!("`{s}` missing (or out of order) in the turns:\n{traj}"),
         }
     }
+}
+
+/// The markdown summary shows each conversation's turns (query, whether its `expect` held, the
+/// failing turn named with what failed, the answer) and each budget with how close the test
+/// came, masked and escaped like the rest of it: a secret in a turn's query is `***`, and a
+/// terminal escape or markup in an answer is visible text. Snapshot:
+/// `tests/snapshots/report_conversation.md` (the sections after the tables, which hold no times).
+#[test]
+fn the_markdown_summary_shows_turns_and_budgets_masked_and_escaped() {
+    let dir = support::temp_dir("report-turns-md");
+    let spec = include_str!("data/conversations/stocks.yaml")
+        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n")
+        .replace(
+            "  - name: price_then_gain\n",
+            "  - name: price_then_gain\n    expect: { max_tokens: 1000 }\n",
+        )
+        .replace(
+            "expect: { output_contains: \"turn 3\" }",
+            "expect: { output_contains: \"turn 3\", max_tokens: 4000 }",
+        );
+    std::fs::write(dir.join("s.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
+    toolrun_in(&dir, &["test", "s.yaml", "--results", "r.json"]).assert_code(1);
+    // As a foreign writer might leave it: a secret in a turn's query, an escape and markup in an
+    // answer.
+    let path = dir.join("r.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_default();
+    let test = doc["tests"]
+        .as_array_mut()
+        .and_then(|t| t.iter_mut().find(|t| t["name"] == "price_then_gain"))
+        .unwrap_or_else(|| panic!("no price_then_gain in r.json"));
+    let turns = &mut test["attempts"][0]["turns"];
+    turns[1]["query"] = serde_json::json!("My token is tok-convo-987654; and my gain?");
+    turns[2]["answer"] =
+        serde_json::json!("That was turn 3.\u{1b}[31m red | <img src=x onerror=alert(1)>");
+    std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let out = support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .args(["report", "r.json", "--format", "markdown"])
+            .env("CONVO_TOKEN", "tok-convo-987654"),
+    );
+    out.assert_success();
+    let md = &out.stdout;
+    assert!(!md.contains("tok-convo"), "the secret reached the summary");
+    assert!(
+        !md.contains('\u{1b}'),
+        "a terminal escape reached the summary"
+    );
+    assert!(!md.contains("<img"), "the answer became markup");
+    let from = md
+        .find("#### Budgets")
+        .unwrap_or_else(|| panic!("no budgets:\n{md}"));
+    support::assert_snapshot(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/report_conversation.md"),
+        &md[from..],
+    );
 }

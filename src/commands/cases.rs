@@ -19,6 +19,8 @@ pub(crate) struct CaseResult {
     pub(crate) regression: Option<String>,
     /// Name and value pairs JUnit shows as the test case's `<properties>` (its budgets).
     pub(crate) properties: Vec<(String, String)>,
+    /// Lines the terminal shows under the case, after its failures (its budgets).
+    pub(crate) notes: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +110,9 @@ pub(crate) fn report(results: &[CaseResult], format: ReportFormat, what: &str) -
                         let indent = if i == 0 { "     " } else { "       " };
                         println!("{indent}{line}");
                     }
+                }
+                for note in &r.notes {
+                    println!("     {}", crate::term::visible_line(note));
                 }
             }
             if results.is_empty() {

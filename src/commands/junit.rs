@@ -129,13 +129,14 @@ mod tests {
             duration_ms: 1.0,
             runs: None,
             regression: None,
-            properties: vec![("budget.max_tokens".into(), "30 of 40 (75%)".into())],
+            properties: vec![("budget.max_tokens".into(), "30 / 40 tokens (75%)".into())],
+            notes: Vec::new(),
         };
         let xml = junit_xml(&[r]);
         assert!(xml.contains("name=\"a&lt;b\""));
         assert!(xml.contains("x &amp; y"));
         assert!(xml.contains(
-            "<properties><property name=\"budget.max_tokens\" value=\"30 of 40 (75%)\"/></properties>"
+            "<properties><property name=\"budget.max_tokens\" value=\"30 / 40 tokens (75%)\"/></properties>"
         ));
     }
 }

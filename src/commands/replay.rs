@@ -99,6 +99,7 @@ pub(crate) fn run(args: ReplayArgs) -> i32 {
                     duration_ms: crate::trace::millis(started.elapsed()),
                     runs: None,
                     properties: Vec::new(),
+                    notes: Vec::new(),
                     regression: None,
                 };
                 (i, result, was_updated)

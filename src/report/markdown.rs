@@ -4,7 +4,7 @@
 
 use super::{duration, percent, tokens, usd, Change, Report};
 use crate::redact::Redactor;
-use crate::results::{FailureKind, Outcome};
+use crate::results::{Attempt, FailureKind, Outcome};
 use std::fmt::Write;
 
 /// At most this many failure lines, so a bad day does not bury the table.
@@ -55,6 +55,8 @@ pub(crate) fn render(report: &Report, redactor: &Redactor) -> String {
     let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
     test_rows(&mut out, report, &t);
     changes(&mut out, report, &t);
+    budgets(&mut out, report, &t);
+    turns(&mut out, report, &t);
     let lines = failure_lines(report, &t);
     if !lines.is_empty() {
         out.push_str("\n<details><summary>Failures</summary>\n\n");
@@ -191,6 +193,150 @@ fn changes(out: &mut String, report: &Report, t: Text) {
         for id in &cmp.better {
             let _ = writeln!(out, "- better, within noise: {}", t(id));
         }
+    }
+}
+
+/// At most this many conversations in the turns section (failing ones come first).
+const MAX_CONVERSATIONS: usize = 50;
+/// Characters of a turn's query or answer.
+const MAX_TURN_CHARS: usize = 200;
+
+/// Each budget of each test, one row a budget, the closest an attempt came to it in each column;
+/// one over its budget is marked.
+fn budgets(out: &mut String, report: &Report, t: Text) {
+    let mut rows = Vec::new();
+    for r in &report.rows {
+        let per_column: Vec<Vec<super::budgets::Closest>> = r
+            .cells
+            .iter()
+            .map(|c| c.as_ref().map(|c| super::budgets::closest(&c.attempts)))
+            .map(Option::unwrap_or_default)
+            .collect();
+        // Budgets in the order the first column that has each shows them.
+        let mut labels: Vec<String> = Vec::new();
+        for c in per_column.iter().flatten() {
+            if !labels.contains(&c.label()) {
+                labels.push(c.label());
+            }
+        }
+        for label in labels {
+            let cells: Vec<String> = per_column
+                .iter()
+                .map(|col| match col.iter().find(|c| c.label() == label) {
+                    None => "—".to_string(),
+                    Some(c) if c.over() => {
+                        format!("❌ {}", t(&super::budgets::text(c.budget)))
+                    }
+                    Some(c) => t(&super::budgets::text(c.budget)),
+                })
+                .collect();
+            rows.push(format!(
+                "| {}::{} | {} | {} |",
+                t(&r.spec),
+                t(&r.name),
+                t(&label),
+                cells.join(" | ")
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let header: Vec<String> = report.columns.iter().map(|c| t(&c.label)).collect();
+    out.push_str("\n#### Budgets\n\nThe closest any attempt came to each budget of `expect`.\n\n");
+    let _ = writeln!(out, "| test | budget | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|---|{}", "---|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(out, "{row}");
+    }
+}
+
+/// Each conversation (`turns:`) in each column: the first failing attempt's turns, else the
+/// last attempt's, each with its query, whether its `expect` held (the failing turn named with
+/// what failed) and its answer or error.
+fn turns(out: &mut String, report: &Report, t: Text) {
+    let mut shown = 0;
+    let mut left_out = 0;
+    for r in &report.rows {
+        for (col, cell) in r.cells.iter().enumerate() {
+            let Some(cell) = cell else { continue };
+            let failed = cell.attempts.iter().find(|a| a.outcome == Outcome::Failed);
+            let Some(a) = failed.or(cell.attempts.last()) else {
+                continue;
+            };
+            if a.turns.is_empty() {
+                continue;
+            }
+            if shown == MAX_CONVERSATIONS {
+                left_out += 1;
+                continue;
+            }
+            if shown == 0 {
+                out.push_str("\n#### Turns\n");
+            }
+            shown += 1;
+            conversation(out, (&r.spec, &r.name, &report.columns[col].label), a, t);
+        }
+    }
+    if left_out > 0 {
+        let _ = writeln!(out, "\n… and {left_out} more conversation(s)");
+    }
+}
+
+/// One attempt's turns as a table.
+fn conversation(out: &mut String, (spec, name, column): (&str, &str, &str), a: &Attempt, t: Text) {
+    let failing = a
+        .turns
+        .iter()
+        .find(|turn| turn.outcome == Some(Outcome::Failed))
+        .map(|turn| format!(": failed at turn {}", turn.turn))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\n**{}::{}** ({}, attempt {}){failing}\n",
+        t(spec),
+        t(name),
+        t(column),
+        a.attempt
+    );
+    out.push_str("| turn | query | expect | answer |\n|---|---|---|---|\n");
+    for turn in &a.turns {
+        let verdict = match turn.outcome {
+            Some(Outcome::Passed) => "✅ passed".to_string(),
+            Some(Outcome::Failed) => format!("❌ failed: {}", t(&turn_failure(a, turn.turn))),
+            _ => "— not checked".to_string(),
+        };
+        let answer = match (&turn.answer, &turn.error) {
+            (Some(answer), _) => t(&truncate(answer, MAX_TURN_CHARS)),
+            (None, Some(error)) => format!("error: {}", t(&truncate(error, MAX_TURN_CHARS))),
+            (None, None) => format!("{} ({})", turn.status.as_str(), turn.stop_reason),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {verdict} | {answer} |",
+            turn.turn,
+            t(&truncate(&turn.query, MAX_TURN_CHARS)),
+        );
+    }
+}
+
+/// What failed in turn `n`: its assertions' keys (`turns[2].output_contains`), or the
+/// divergence from its recording.
+fn turn_failure(a: &Attempt, n: u32) -> String {
+    let prefix = format!("turns[{n}]");
+    let keys: Vec<&str> = a
+        .failures
+        .iter()
+        .filter_map(|f| f.assertion.as_deref())
+        .filter(|k| {
+            k.strip_prefix(&prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+        .collect();
+    if keys.is_empty() {
+        "divergence from its recording".to_string()
+    } else {
+        keys.join(", ")
     }
 }
 

@@ -1,6 +1,7 @@
 //! `toolrun report`: results files side by side. One view model, built here, feeds both the HTML
 //! page and the markdown summary, so their order, rates and regression marks always agree.
 
+pub(crate) mod budgets;
 pub(crate) mod charts;
 pub(crate) mod html;
 pub(crate) mod markdown;

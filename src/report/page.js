@@ -50,8 +50,16 @@
   function budgetLine(b) {
     var show = b.budget === "max_cost_usd" ? usd : b.budget === "max_latency_ms" ? dur : function (n) { return tokens(n) + " tok"; };
     var used = b.used === undefined ? "unknown (no price)" : show(b.used);
-    return b.budget + ": " + used + " of " + show(b.limit) + (b.share === undefined ? "" : " (" + pct(b.share) + ")");
+    // A latency says how it was measured: a replay's time is toolrun's own, not a model's.
+    var notes = [];
+    if (b.share !== undefined) notes.push(pct(b.share));
+    if (b.measured) notes.push(HOW[b.measured] || b.measured);
+    return b.budget + ": " + used + " of " + show(b.limit) + (notes.length ? " (" + notes.join(", ") + ")" : "");
   }
+  function allBudgets(a) {
+    return (a.budgets || []).concat.apply(a.budgets || [], (a.turns || []).map(function (t) { return t.budgets || []; }));
+  }
+  var HOW = { scripted: "scripted run", replay: "replayed from its fixture", live: "live run", record: "recorded run" };
 
   var root = document.getElementById("app");
   var specs = [];
@@ -158,8 +166,8 @@
         (a.status ? " · " + a.status + " (" + a.stop_reason + ")" : "") +
         " · " + a.tool_calls.length + " tool call" + (a.tool_calls.length === 1 ? "" : "s") +
         " · " + metaLine(a.usage ? a.usage.total_tokens : 0, a.cost_usd, a.duration_ms) +
-        // How close the attempt came to its tightest budget.
-        (a.budgets && a.budgets.length ? " · budget " + pct(Math.max.apply(null, a.budgets.map(function (b) { return b.share || 0; }))) : "");
+        // How close the attempt came to its tightest budget, its turns' included.
+        (allBudgets(a).length ? " · budget " + pct(Math.max.apply(null, allBudgets(a).map(function (b) { return b.share || 0; }))) : "");
       var btn = el("button", { class: "attempt " + a.outcome, id: "attempt-" + id, "aria-expanded": "false",
         onclick: function () {
           var shown = document.getElementById("trajectory-" + id);
@@ -184,11 +192,13 @@
     (a.turns || []).forEach(function (t) {
       add(box, el("div", { class: "step turn " + (t.status === "ok" ? "ok" : "error"), id: "turn-" + id + "-" + t.turn },
         el("span", { class: "lbl" }, "turn " + t.turn + " · " + t.status + " (" + t.stop_reason + ") · " +
-          t.steps + " model call" + (t.steps === 1 ? "" : "s")),
+          t.steps + " model call" + (t.steps === 1 ? "" : "s") +
+          (t.outcome ? " · expect " + t.outcome : "")),
         el("pre", { class: "query" }, t.query),
         el("span", { class: "meta tools" }, t.tool_calls.length ? "tools run: " + t.tool_calls.join(", ") : "no tools run"),
         t.answer !== undefined ? el("pre", { class: "answer" }, t.answer) : null,
-        t.error !== undefined ? el("pre", { class: "error" }, t.error) : null));
+        t.error !== undefined ? el("pre", { class: "error" }, t.error) : null,
+        t.budgets && t.budgets.length ? el("pre", { class: "budgets" }, t.budgets.map(budgetLine).join("\n")) : null));
     });
     a.tool_calls.forEach(function (call) {
       var outcome = call.status === "ok"

@@ -21,6 +21,13 @@ pub(crate) struct AttemptTurn {
     /// The tools the turn ran, in order.
     pub(crate) tool_calls: Vec<String>,
     pub(crate) steps: u32,
+    /// Whether the turn's `expect` held; absent for a turn not checked (one after the turn
+    /// that failed, or in an attempt that could not run to the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) outcome: Option<Outcome>,
+    /// Each budget of the turn's own `expect` and what the turn used of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) budgets: Vec<Budget>,
 }
 
 impl AttemptTurn {
@@ -34,6 +41,8 @@ impl AttemptTurn {
             error: t.error.clone(),
             tool_calls: t.tool_results.iter().map(|r| r.name.clone()).collect(),
             steps: t.steps,
+            outcome: None,
+            budgets: Vec::new(),
         }
     }
 }

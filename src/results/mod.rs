@@ -141,6 +141,24 @@ pub(crate) struct Budget {
     /// `used / limit`: 1 is the whole budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) share: Option<f64>,
+    /// How the wall time of `max_latency_ms` was measured: a replay's or a scripted run's time
+    /// is toolrun's own, not a model's, and says so. Absent on the other budgets, which count
+    /// what the model reported either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) measured: Option<Source>,
+}
+
+impl Budget {
+    /// A budget and what was used of it (`None`: a cost without a price).
+    pub(crate) fn new(budget: &str, limit: f64, used: Option<f64>, source: Source) -> Budget {
+        Budget {
+            budget: budget.to_string(),
+            limit,
+            used,
+            share: used.filter(|_| limit > 0.0).map(|u| u / limit),
+            measured: (budget == "max_latency_ms").then_some(source),
+        }
+    }
 }
 
 /// USD per million tokens, as declared by `price:` on the model.
@@ -187,6 +205,19 @@ pub(crate) enum Source {
     Live,
     /// A live model, recorded into the test's fixture.
     Record,
+}
+
+impl Source {
+    /// How an attempt ran, as budget failures and reports say it: a replay's wall time is
+    /// toolrun's own, not a model's.
+    pub(crate) fn how(self) -> &'static str {
+        match self {
+            Source::Scripted => "scripted run",
+            Source::Replay => "replayed from its fixture",
+            Source::Live => "live run",
+            Source::Record => "recorded run",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -173,17 +173,6 @@ fn max_tool_calls(expect: &Expect, trace: &Trace, failures: &mut Failures) {
     }
 }
 
-/// How an attempt ran, as its budget failures say it (a replay is no live run).
-pub(crate) fn how(source: crate::results::Source) -> &'static str {
-    use crate::results::Source;
-    match source {
-        Source::Scripted => "scripted run",
-        Source::Replay => "replayed from its fixture",
-        Source::Live => "live run",
-        Source::Record => "recorded run",
-    }
-}
-
 /// The budgets of `expect` (key, limit) with what was used of each: tokens (input + output),
 /// USD (`None` when usage was reported but no price is known), wall time in ms.
 fn budgets(
@@ -227,7 +216,7 @@ fn overspent(key: &str, limit: f64, used: Option<f64>, model: &str, how: &str) -
 
 /// The budgets of `expect` against what the attempt used: each is recorded on the attempt (the
 /// report shows how close it came), and one overspent is a failed assertion. Latency is the
-/// run's wall time however it ran; the message says how.
+/// run's wall time however it ran; the message and the record say how.
 pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attempt) {
     use crate::results::{Budget, Failure, Outcome};
     let tokens = attempt
@@ -238,13 +227,10 @@ pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attem
     let cost = attempt.cost_usd.or(attempt.usage.is_none().then_some(0.0));
     let model = attempt.model.clone().unwrap_or_default();
     for (key, limit, used) in budgets(expect, tokens, cost, attempt.duration_ms) {
-        attempt.budgets.push(Budget {
-            budget: key.to_string(),
-            limit,
-            used,
-            share: used.filter(|_| limit > 0.0).map(|u| u / limit),
-        });
-        if let Some(message) = overspent(key, limit, used, &model, how(attempt.source)) {
+        attempt
+            .budgets
+            .push(Budget::new(key, limit, used, attempt.source));
+        if let Some(message) = overspent(key, limit, used, &model, attempt.source.how()) {
             attempt.failures.push(Failure::assertion(key, message));
             attempt.outcome = Outcome::Failed;
         }
@@ -252,13 +238,14 @@ pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attem
 }
 
 /// A turn's budgets (its `expect` in `turns:`) against what that turn used: its own model
-/// calls' tokens, their cost at the model's price, and its wall time.
+/// calls' tokens, their cost at the model's price, and its wall time. Each is recorded (the
+/// report shows how close the turn came), with the failures of those overspent.
 pub(crate) fn turn_budgets(
     expect: &Expect,
     turn: &crate::trace::TurnTrace,
     price: Option<&crate::results::PriceInfo>,
-    (model, how): (&str, &str),
-) -> Failures {
+    (model, source): (&str, crate::results::Source),
+) -> (Vec<crate::results::Budget>, Failures) {
     let usage = turn.usage.as_ref();
     let tokens = usage.map_or(0, |u| u.input_tokens + u.output_tokens);
     let cost = match (usage, price) {
@@ -279,8 +266,13 @@ pub(crate) fn turn_budgets(
             ),
         ),
     };
-    budgets(expect, tokens, cost, turn.duration_ms)
-        .into_iter()
-        .filter_map(|(key, limit, used)| Some((key, overspent(key, limit, used, model, how)?)))
-        .collect()
+    let mut recorded = Vec::new();
+    let mut failures = Vec::new();
+    for (key, limit, used) in budgets(expect, tokens, cost, turn.duration_ms) {
+        recorded.push(crate::results::Budget::new(key, limit, used, source));
+        if let Some(message) = overspent(key, limit, used, model, source.how()) {
+            failures.push((key, message));
+        }
+    }
+    (recorded, failures)
 }

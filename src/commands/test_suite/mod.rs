@@ -323,6 +323,7 @@ fn load_all(args: &TestArgs) -> Result<Loaded, i32> {
                 runs: None,
                 regression: None,
                 properties: Vec::new(),
+                notes: Vec::new(),
             }),
         }
     }
@@ -529,6 +530,7 @@ fn case_row(
             .into_iter()
             .chain(turn_properties(t))
             .collect(),
+        notes: budget_lines(t),
     }
 }
 
@@ -549,23 +551,31 @@ fn turn_properties(t: &TestResult) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Each budget of the test's last attempt as a JUnit property: `budget.max_tokens` = `30 of
-/// 4000 (1%)`.
+/// Each budget of the test (its `expect`'s and each turn's), the closest an attempt came to it,
+/// as a JUnit property: `budget.max_tokens` = `30 / 4,000 tokens (1%)`, `turn.2.budget.max_tokens`.
 fn budget_properties(t: &TestResult) -> Vec<(String, String)> {
-    let Some(last) = t.attempts.last() else {
-        return Vec::new();
-    };
-    last.budgets
+    crate::report::budgets::closest(&t.attempts)
         .iter()
-        .map(|b| {
-            let used = b.used.map_or("unknown".to_string(), |u| format!("{u}"));
-            let share = b
-                .share
-                .map(|s| format!(" ({:.0}%)", s * 100.0))
-                .unwrap_or_default();
+        .map(|c| {
+            let turn = c.turn.map(|n| format!("turn.{n}.")).unwrap_or_default();
             (
-                format!("budget.{}", b.budget),
-                format!("{used} of {}{share}", b.limit),
+                format!("{turn}budget.{}", c.budget.budget),
+                crate::report::budgets::text(c.budget),
+            )
+        })
+        .collect()
+}
+
+/// The lines under a test in the terminal: each budget and how close the test came to it.
+fn budget_lines(t: &TestResult) -> Vec<String> {
+    crate::report::budgets::closest(&t.attempts)
+        .iter()
+        .map(|c| {
+            let over = if c.over() { " over budget" } else { "" };
+            format!(
+                "budget {}: {}{over}",
+                c.label(),
+                crate::report::budgets::text(c.budget)
             )
         })
         .collect()

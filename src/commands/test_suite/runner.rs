@@ -200,15 +200,14 @@ async fn judged_attempt(
         },
     };
     let mut grade = None;
+    let mut turns = Vec::new();
     if failures
         .iter()
         .all(|f| f.kind != crate::results::FailureKind::Error)
     {
-        failures.extend(check_turns(
-            case,
-            &trace,
-            (price, super::expect::how(source)),
-        ));
+        let (failed, verdicts) = check_turns(case, &trace, (price, source));
+        failures.extend(failed);
+        turns = verdicts;
         failures.extend(
             check_expectations(&case.expect, &trace)
                 .into_iter()
@@ -238,6 +237,10 @@ async fn judged_attempt(
         .all(|f| f.kind != crate::results::FailureKind::Error);
     let mut attempt = Attempt::from_trace(number, source, &trace, failures, price);
     attempt.judge = grade;
+    for (turn, (outcome, budgets)) in attempt.turns.iter_mut().zip(turns) {
+        turn.outcome = Some(outcome);
+        turn.budgets = budgets;
+    }
     if attempt.duration_ms == 0.0 {
         attempt.duration_ms = crate::trace::millis(started.elapsed());
     }
@@ -462,14 +465,21 @@ async fn converse(
     }
 }
 
+/// What checking one turn found: whether its `expect` held, and its budgets with what it used
+/// of each (recorded on the attempt's turn, for the report).
+pub(crate) type TurnVerdict = (crate::results::Outcome, Vec<crate::results::Budget>);
+
 /// Each turn's `expect` against what that turn did, in order, up to the first turn that fails
-/// (whose failures name it); a turn the conversation never reached fails as not run.
+/// (whose failures name it); a turn the conversation never reached fails as not run. Returns
+/// the failures and a verdict for each turn checked, in order.
 pub(crate) fn check_turns(
     case: &TestCase,
     trace: &Trace,
-    (price, how): (Option<&PriceInfo>, &str),
-) -> Vec<Failure> {
+    (price, source): (Option<&PriceInfo>, Source),
+) -> (Vec<Failure>, Vec<TurnVerdict>) {
+    use crate::results::Outcome;
     let mut failures = Vec::new();
+    let mut verdicts = Vec::new();
     for (i, turn) in case.turns.iter().enumerate() {
         let n = i + 1;
         let Some(done) = trace.turns.get(i) else {
@@ -493,26 +503,27 @@ pub(crate) fn check_turns(
                 "turn {n}: the test's query {:?} is not the recorded query {:?}; re-record the fixture",
                 turn.query, done.query
             )));
+            verdicts.push((Outcome::Failed, Vec::new()));
             break;
         }
         let mut found = check_expectations(&turn.expect, &done.as_trace(&trace.model, &trace.spec));
-        found.extend(super::expect::turn_budgets(
-            &turn.expect,
-            done,
-            price,
-            (&trace.model, how),
-        ));
-        if !found.is_empty() {
-            failures.extend(found.into_iter().map(|(key, message)| {
-                Failure::assertion(
-                    &format!("turns[{n}].{key}"),
-                    format!("turn {n} (line {}): {message}", turn.span.line),
-                )
-            }));
-            break;
+        let (budgets, overspent) =
+            super::expect::turn_budgets(&turn.expect, done, price, (&trace.model, source));
+        found.extend(overspent);
+        if found.is_empty() {
+            verdicts.push((Outcome::Passed, budgets));
+            continue;
         }
+        verdicts.push((Outcome::Failed, budgets));
+        failures.extend(found.into_iter().map(|(key, message)| {
+            Failure::assertion(
+                &format!("turns[{n}].{key}"),
+                format!("turn {n} (line {}): {message}", turn.span.line),
+            )
+        }));
+        break;
     }
-    failures
+    (failures, verdicts)
 }
 
 /// What a recorded case ran with, as its fixture keeps it.
