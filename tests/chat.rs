@@ -431,3 +431,60 @@ fn on_a_terminal_the_end_of_the_session_offers_to_save_it_as_a_test() {
     );
     test.assert_success();
 }
+
+#[test]
+fn a_session_on_a_live_model_saves_a_test_that_replays_offline() {
+    use support::providers::{openai_answer, openai_tool_calls, Fake};
+    let fake = Fake::openai(vec![
+        openai_tool_calls(&[("call_a", "get_stock_price", r#"{"ticker":"AAPL"}"#)]),
+        openai_answer("AAPL is 178.15."),
+    ]);
+    // Two models, the scripted one the default: the test must name the live one.
+    let extra = "  scripted:\n    kind: scripted\n    scripts:\n      - turns: [{ answer: \"scripted\" }]\ndefault_model: scripted\n";
+    let spec = fake.spec_file("", extra);
+    let dir = spec.path().parent().unwrap().to_path_buf();
+    let mut child = support::toolrun()
+        .current_dir(&dir)
+        .args(["chat", "spec.yaml", "--model", "live"])
+        .env("TEST_KEY", support::providers::KEY)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"What is AAPL at?\n/save live chat\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("fixtures/live_chat.json"), "{stderr}");
+    assert_eq!(fake.remaining(), 0, "{stderr}");
+    let saved = std::fs::read_to_string(spec.path()).unwrap();
+    assert!(
+        saved.ends_with("  - name: \"live chat\"\n    model: \"live\"\n    fixture: \"fixtures/live_chat.json\"\n    turns:\n      - query: \"What is AAPL at?\"\n        expect: { tool_calls: [\"get_stock_price\"], output_contains: \"AAPL is 178.15.\" }\n"),
+        "{saved}"
+    );
+    // The server gone and no key: the test replays what the session recorded.
+    drop(fake);
+    let test = support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .env_remove("TEST_KEY")
+            .args(["test", "spec.yaml", "--filter", "live chat"]),
+    );
+    test.assert_success();
+    assert!(
+        test.stdout.contains("PASS live_openai::live chat"),
+        "{test:?}"
+    );
+    support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .args(["check", "spec.yaml"]),
+    )
+    .assert_success();
+}

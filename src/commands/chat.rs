@@ -7,7 +7,6 @@
 use crate::cli::ChatArgs;
 use crate::engine::Conversation;
 use crate::exit;
-use crate::fixture::Fixture;
 use crate::redact::Redactor;
 use crate::setup::{Inputs, Interrupt, ModelChoice, Network, Output, Setup, Signals};
 use crate::trace::{Status, StopReason, TurnTrace};
@@ -23,25 +22,12 @@ pub(crate) fn run(args: ChatArgs) -> i32 {
 fn chat(args: &ChatArgs) -> Result<i32, i32> {
     let rt = crate::setup::runtime();
     let signals = Signals::watch(&rt);
-    let registry = super::load_registry(&args.spec)?;
-    let resumed = match &args.resume {
-        Some(path) => Some(read_trace(path)?),
-        None => None,
-    };
-    let mut inputs = inputs(args)?;
-    // The first turn is not known yet: each turn chooses a scripted model's script.
-    inputs.model = Some(ModelChoice {
-        name: args
-            .model
-            .as_deref()
-            .or(resumed.as_ref().map(|t| t.model.as_str())),
-        query: None,
-    });
-    inputs.interrupt = Some(signals.stop.clone());
-    let mut setup = Setup::open(&registry, inputs).map_err(|e| {
-        eprintln!("error: {e}");
-        exit::USAGE
-    })?;
+    let Opened {
+        registry,
+        resumed,
+        live,
+        mut setup,
+    } = open(args, &signals)?;
     let Some(mut model) = setup.model.take() else {
         return Err(exit::USAGE);
     };
@@ -55,7 +41,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     let confirm =
         super::prompt::terminal_prompt(redactor.clone(), approved.clone(), signals.stop.clone());
     // A recording's turns share one clock reading, as its replay will.
-    let now = args.record.is_some().then(|| setup.clock.now_unix_ms());
+    let now = (args.record.is_some() || live).then(|| setup.clock.now_unix_ms());
     if terminal {
         eprintln!(
             "toolrun chat with `{}` ({}): one message per line; Ctrl-C stops an answer, Ctrl-D ends",
@@ -70,6 +56,21 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     };
     // Turns a `/save` (or the trace resumed) already holds: no question at the end for them.
     let mut turns_saved = conversation.turns().len();
+    let resumed_turns = turns_saved;
+    let session = || super::chat_save::Session {
+        registry: &registry,
+        spec: &args.spec,
+        model: &model.name,
+        tape: setup.tape.as_deref().filter(|_| live),
+        redactor: &redactor,
+        now: now.unwrap_or_else(|| setup.clock.now_unix_ms()),
+        approvals: approvals(args, &approved),
+        resumed: resumed_turns,
+    };
+    let save = |name: &str, conversation: &Conversation| {
+        let trace = engine.conversation_trace(conversation, &model.name);
+        super::chat_save::save_and_say(&session(), name, conversation.turns(), trace.as_ref());
+    };
     // The session's exit code at its end: its worst turn's (see `worse`).
     let mut worst = exit::SUCCESS;
     let code = loop {
@@ -82,7 +83,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
             continue;
         }
         if let Some(name) = query.strip_prefix("/save") {
-            super::chat_save::save_and_say(&args.spec, name.trim(), conversation.turns());
+            save(name.trim(), &conversation);
             turns_saved = conversation.turns().len();
             continue;
         }
@@ -106,7 +107,9 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     if terminal {
         eprintln!();
         if code == exit::SUCCESS && conversation.turns().len() > turns_saved {
-            offer_to_save(args, &signals, conversation.turns());
+            if let Some(name) = ask_for_a_name(args, &signals) {
+                save(&name, &conversation);
+            }
         }
     }
     let trace = engine.conversation_trace(&conversation, &model.name);
@@ -114,17 +117,55 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         write_trace(path, trace.as_ref(), &redactor)?;
     }
     if let (Some(path), Some(tape), Some(trace)) = (&args.record, &setup.tape, &trace) {
-        let first = conversation.turns().first().map(|t| t.query.clone());
-        let recorded = Recorded {
-            first_query: first.unwrap_or_default(),
-            model: &model.name,
-            now: now.unwrap_or_else(|| setup.clock.now_unix_ms()),
-            approved: &approved,
-        };
-        write_recording(args, &registry, path, tape, trace, recorded, &redactor)?;
+        let fixture = super::chat_save::recording(&session(), path, tape, trace);
+        crate::fixture::write_fixture(path, &fixture, &redactor).map_err(|e| {
+            eprintln!("error: {e}");
+            exit::FAILED
+        })?;
     }
     // A signal's code says how the session ended; an end of input, how its turns went.
     Ok(if code == exit::SUCCESS { worst } else { code })
+}
+
+/// What a session starts from: its spec, the trace it resumes, whether its model is live.
+struct Opened {
+    registry: crate::registry::Registry,
+    resumed: Option<crate::trace::Trace>,
+    live: bool,
+    setup: Setup,
+}
+
+fn open(args: &ChatArgs, signals: &Signals) -> Result<Opened, i32> {
+    let registry = super::load_registry(&args.spec)?;
+    let resumed = match &args.resume {
+        Some(path) => Some(read_trace(path)?),
+        None => None,
+    };
+    let chosen = args
+        .model
+        .as_deref()
+        .or(resumed.as_ref().map(|t| t.model.as_str()));
+    // A live model's session is recorded as it goes, so that `/save` can make a test of it that
+    // replays offline; a scripted model's test runs the model again.
+    let live = crate::setup::model_name(&registry, chosen)
+        .is_ok_and(|m| super::test_suite::runner::live_endpoint(&registry, &m).is_some());
+    let mut inputs = inputs(args, live)?;
+    // The first turn is not known yet: each turn chooses a scripted model's script.
+    inputs.model = Some(ModelChoice {
+        name: chosen,
+        query: None,
+    });
+    inputs.interrupt = Some(signals.stop.clone());
+    let setup = Setup::open(&registry, inputs).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::USAGE
+    })?;
+    Ok(Opened {
+        registry,
+        resumed,
+        live,
+        setup,
+    })
 }
 
 /// The exit code of a session so far (`code`) after `turn`, as `run` would exit for that turn
@@ -142,7 +183,7 @@ fn worse(code: i32, turn: &TurnTrace) -> i32 {
 }
 
 /// The flags' setup, and the files the session writes: `--trace`, and `--record` (new only).
-fn inputs(args: &ChatArgs) -> Result<Inputs<'_>, i32> {
+fn inputs(args: &ChatArgs, live: bool) -> Result<Inputs<'_>, i32> {
     let mut inputs = Inputs::from_flags(&args.setup);
     if let Some(path) = &args.trace {
         inputs.outputs.push(Output::file(path, "--trace"));
@@ -158,47 +199,20 @@ fn inputs(args: &ChatArgs) -> Result<Inputs<'_>, i32> {
         inputs
             .outputs
             .push(Output::in_new_folders(path, "--record"));
+    }
+    if args.record.is_some() || live {
         inputs.network = Network::Record { previous: None };
     }
     Ok(inputs)
 }
 
-/// What a chat's fixture says besides its exchanges and trace.
-struct Recorded<'a> {
-    first_query: String,
-    model: &'a str,
-    now: i64,
-    approved: &'a Mutex<Vec<String>>,
-}
-
-/// The conversation as a fixture: its first query and model, the approvals typed and given
-/// at the prompts, the exchanges and the whole conversation's trace.
-fn write_recording(
-    args: &ChatArgs,
-    registry: &crate::registry::Registry,
-    path: &std::path::Path,
-    tape: &crate::fixture::Tape,
-    trace: &crate::trace::Trace,
-    recorded: Recorded<'_>,
-    redactor: &Redactor,
-) -> Result<(), i32> {
+/// The tools approved for the session: those of `--approve` and those given at the prompts.
+fn approvals(args: &ChatArgs, approved: &Mutex<Vec<String>>) -> Vec<String> {
     let mut approvals = args.setup.approve.clone();
-    if let Ok(log) = recorded.approved.lock() {
+    if let Ok(log) = approved.lock() {
         approvals.extend(log.iter().cloned());
     }
-    let fixture = Fixture::recorded(
-        crate::fixture::fixture_spec(registry, &args.spec, path),
-        recorded.first_query,
-        recorded.model.to_string(),
-        recorded.now,
-        approvals,
-        tape.exchanges(),
-        serde_json::to_value(trace).unwrap_or_default(),
-    );
-    crate::fixture::write_fixture(path, &fixture, redactor).map_err(|e| {
-        eprintln!("error: {e}");
-        exit::FAILED
-    })
+    approvals
 }
 
 /// The turn's tool calls and their results (on a terminal), its answer on stdout unless it was
@@ -346,18 +360,19 @@ fn next_line(terminal: bool, signals: &Signals) -> Result<String, i32> {
     }
 }
 
-/// At the end of a session on a terminal with turns not yet saved: asks for a test name and
-/// saves the conversation under it (Enter, Ctrl-D or Ctrl-C: not saved).
-fn offer_to_save(args: &ChatArgs, signals: &Signals, turns: &[TurnTrace]) {
+/// At the end of a session on a terminal with turns not yet saved: asks for a test name to
+/// save the conversation under (Enter, Ctrl-D or Ctrl-C: not saved).
+fn ask_for_a_name(args: &ChatArgs, signals: &Signals) -> Option<String> {
     eprint!(
         "Save this conversation as a test in `{}`? Its name (Enter: don't save): ",
         crate::term::visible_line(&args.spec.display().to_string())
     );
     let _ = std::io::stderr().flush();
     match read_line_unless(&signals.stop) {
-        Ok(Some(name)) if !name.trim().is_empty() => {
-            super::chat_save::save_and_say(&args.spec, name.trim(), turns);
+        Ok(Some(name)) if !name.trim().is_empty() => Some(name.trim().to_string()),
+        _ => {
+            eprintln!();
+            None
         }
-        _ => eprintln!(),
     }
 }

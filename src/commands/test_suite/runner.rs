@@ -68,16 +68,22 @@ pub(crate) const MODEL_PLACEHOLDER: &str = "{model}";
 /// The test's fixture: its own `fixture:`, or `DIR/<name>.json` under the spec's `fixtures: DIR`
 /// (with `{model}` in DIR replaced by `model`, the model this run of the test uses).
 pub(crate) fn fixture_path(registry: &Registry, case: &TestCase, model: &str) -> Option<PathBuf> {
-    case.fixture.clone().or_else(|| {
-        registry.fixtures_dir.as_ref().map(|d| {
-            let dir = match d.to_str() {
-                Some(text) if text.contains(MODEL_PLACEHOLDER) => {
-                    PathBuf::from(text.replace(MODEL_PLACEHOLDER, &model_folder(model)))
-                }
-                _ => d.clone(),
-            };
-            dir.join(format!("{}.json", file_stem(&case.name)))
-        })
+    case.fixture
+        .clone()
+        .or_else(|| fixture_under_dir(registry, &case.name, model))
+}
+
+/// `DIR/<name>.json` under the spec's `fixtures: DIR` for a test without a `fixture:` of its
+/// own; `None` when the spec has no such folder.
+pub(crate) fn fixture_under_dir(registry: &Registry, name: &str, model: &str) -> Option<PathBuf> {
+    registry.fixtures_dir.as_ref().map(|d| {
+        let dir = match d.to_str() {
+            Some(text) if text.contains(MODEL_PLACEHOLDER) => {
+                PathBuf::from(text.replace(MODEL_PLACEHOLDER, &model_folder(model)))
+            }
+            _ => d.clone(),
+        };
+        dir.join(format!("{}.json", file_stem(name)))
     })
 }
 
