@@ -646,3 +646,67 @@ fn a_challenge_naming_metadata_outside_the_allow_list_is_refused() {
         "nothing sent there: {out:?}"
     );
 }
+
+/// The token store is changed under a lock: toolruns getting tokens at once (each for its own
+/// server, so each writes its own entry) keep every one of them, and the file stays private.
+#[test]
+fn tokens_written_by_toolruns_at_once_are_all_kept() {
+    const RUNS: usize = 16;
+    let dir = support::temp_dir("oauth-concurrent");
+    let state = dir.join("state");
+    let servers: Vec<TestServer> = (0..RUNS).map(|_| fake(As::Good)).collect();
+    let children: Vec<std::process::Child> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, server)| {
+            let sub = dir.join(format!("spec-{i}"));
+            std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{e}"));
+            let spec = spec(
+                &sub,
+                &server.url("/mcp"),
+                r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
+            );
+            toolrun()
+                .arg("call")
+                .arg(&spec)
+                .args(["search", "--args", "{}"])
+                .env("CI", "true")
+                .env("NOTES_ID", "ci-client")
+                .env("NOTES_SECRET", "s3cret-value-91")
+                .env("XDG_STATE_HOME", &state)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(store_file(&state)).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut resources: Vec<String> = kept["tokens"]
+        .as_array()
+        .map(|t| t.iter().map(|t| t["resource"].to_string()).collect())
+        .unwrap_or_default();
+    resources.sort();
+    resources.dedup();
+    assert_eq!(resources.len(), RUNS, "tokens lost: {kept}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [store_file(&state), state.join("toolrun/oauth.json.lock")] {
+            let mode = std::fs::metadata(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+        }
+    }
+}

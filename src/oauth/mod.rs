@@ -417,6 +417,9 @@ async fn refresh(t: &Target<'_>, old: &Token) -> Result<Token, OAuthError> {
         .clone()
         .ok_or_else(|| OAuthError("no refresh token".into()))?;
     t.check_host(&old.token_endpoint, "token endpoint")?;
+    if let Some(newer) = store::load().newer_than(old) {
+        return Ok(newer.clone());
+    }
     let server = Server {
         issuer: old.issuer.clone(),
         authorization_endpoint: None,

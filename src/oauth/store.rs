@@ -1,5 +1,6 @@
 //! The one file of OAuth credentials: `$XDG_STATE_HOME/toolrun/oauth.json` (else
-//! `~/.local/state/toolrun/oauth.json`), mode 0600, replaced atomically on every change. It
+//! `~/.local/state/toolrun/oauth.json`), mode 0600, replaced atomically on every change, which
+//! is made under a lock (`oauth.json.lock`) so toolruns running at once lose none. It
 //! holds tokens keyed by issuer, resource and client, and the clients toolrun registered with
 //! each issuer (an authorization server that moves means registering again).
 
@@ -85,19 +86,78 @@ pub(crate) fn load() -> Store {
         .unwrap_or_default()
 }
 
-/// Changes the store with `change`, read afresh (another toolrun may have written meanwhile).
+/// Changes the store with `change`, read afresh under the store's lock: toolruns logging in or
+/// refreshing at once each read, change and write it in turn, so none loses another's change.
 pub(crate) fn update(change: impl FnOnce(&mut Store)) -> Result<(), String> {
     let path =
         path().ok_or("neither XDG_STATE_HOME nor HOME is set: nowhere to keep OAuth tokens")?;
-    let mut store = load();
-    change(&mut store);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
+    let _held = Lock::take(&path)?;
+    let mut store = load();
+    change(&mut store);
     let text = serde_json::to_vec_pretty(&store).map_err(|e| e.to_string())?;
     crate::files::write_private_atomically(&path, &text)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Longest wait for another toolrun's change: one stopped while holding the lock (Ctrl-Z) must
+/// not hang every other.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The store's advisory lock (`flock` on `oauth.json.lock` beside it), held until dropped. A
+/// file of its own, as the store itself is replaced by a rename on every write; the system
+/// releases it when its holder dies, so a killed toolrun leaves no stale lock.
+struct Lock {
+    _file: Option<std::fs::File>,
+}
+
+impl Lock {
+    #[cfg(unix)]
+    fn take(store: &std::path::Path) -> Result<Lock, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        let path = store.with_extension("json.lock");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| format!("cannot open the lock {}: {e}", path.display()))?;
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            // SAFETY: a descriptor `file` owns for the whole call.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Lock { _file: Some(file) });
+            }
+            let e = std::io::Error::last_os_error();
+            let busy = matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+            );
+            if !busy {
+                return Err(format!("cannot lock {}: {e}", path.display()));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "another toolrun has held the lock {} for {} s (a stopped one?): the change is not kept",
+                    path.display(),
+                    LOCK_WAIT.as_secs()
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Elsewhere changes are not locked: two toolruns writing at once may lose one change.
+    #[cfg(not(unix))]
+    fn take(_: &std::path::Path) -> Result<Lock, String> {
+        Ok(Lock { _file: None })
+    }
 }
 
 impl Store {
@@ -106,6 +166,19 @@ impl Store {
         self.tokens.iter().rev().find(|t| {
             (t.resource == resource || t.server_url == resource)
                 && client_id.is_none_or(|c| c == t.client_id)
+        })
+    }
+
+    /// A token for the same issuer, resource and client as `old` that is not `old` and has not
+    /// expired: another toolrun refreshed `old` meanwhile (a refresh token used twice may be
+    /// refused, where the server rotates them).
+    pub(crate) fn newer_than(&self, old: &Token) -> Option<&Token> {
+        self.tokens.iter().find(|t| {
+            t.issuer == old.issuer
+                && t.resource == old.resource
+                && t.client_id == old.client_id
+                && t.access_token != old.access_token
+                && !t.expired()
         })
     }
 
@@ -128,5 +201,40 @@ impl Store {
         self.clients
             .retain(|c| !super::discover::same_issuer(&c.issuer, &client.issuer));
         self.clients.push(client);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(access: &str, expires_at: Option<u64>) -> Token {
+        Token {
+            issuer: "https://as.example".into(),
+            resource: "https://mcp.example/mcp".into(),
+            client_id: "c".into(),
+            access_token: access.into(),
+            refresh_token: Some("r".into()),
+            expires_at,
+            scope: String::new(),
+            token_endpoint: "https://as.example/token".into(),
+            auth_method: "none".into(),
+            server_url: "https://mcp.example/mcp".into(),
+        }
+    }
+
+    #[test]
+    fn a_token_refreshed_by_another_toolrun_is_taken_instead_of_refreshing_again() {
+        let old = token("a1", Some(1));
+        let mut store = Store::default();
+        store.put_token(old.clone());
+        assert!(store.newer_than(&old).is_none(), "only the old one is kept");
+        store.put_token(token("a2", Some(now() + 3600)));
+        assert_eq!(
+            store.newer_than(&old).map(|t| t.access_token.as_str()),
+            Some("a2")
+        );
+        store.put_token(token("a3", Some(1)));
+        assert!(store.newer_than(&old).is_none(), "an expired one is no use");
     }
 }
