@@ -685,7 +685,8 @@ fn serving_a_spec_with_serve_auth_over_stdio_is_refused() {
 }
 
 /// MCP 2026-07-28 (no session: each request carries its version in `_meta`) is held to the
-/// same token checks at the HTTP layer: its listing, its calls and their events.
+/// same token checks at the HTTP layer: its listing, its calls, their events, and the tools an
+/// unknown name's did-you-mean may name.
 #[test]
 fn stateless_requests_are_held_to_the_same_scopes() {
     let dir = support::temp_dir("serve-auth-2026");
@@ -736,6 +737,15 @@ fn stateless_requests_are_held_to_the_same_scopes() {
         json!({ "name": "lookup", "arguments": {} }),
     );
     assert!(lookup.contains("found"), "{lookup}");
+    // A mistyped name gets a did-you-mean only among the tools the token may see: the reader is
+    // not told that `refund` exists; a token that may call it is.
+    let typo = json!({ "name": "refunds", "arguments": {} });
+    let hidden = request(Some(&reader), "tools/call", typo.clone());
+    assert!(hidden.contains("unknown tool `refunds`"), "{hidden}");
+    assert!(!hidden.contains("`refund`"), "{hidden}");
+    let writer = provider.token("ci", &audience, "tools.read payments.write");
+    let shown = request(Some(&writer), "tools/call", typo);
+    assert!(shown.contains("did you mean `refund`?"), "{shown}");
     drop(serve);
     let subjects: Vec<Value> = support::events_named(&events, "mcp_call")
         .iter()

@@ -112,6 +112,20 @@ impl ServedSession {
         self.subject.get().map(|s| &**s)
     }
 
+    /// The tools this request's caller may see: with `serve.auth`, those its token's scopes
+    /// cover (`tools/list` shows them, and only they are suggested for a mistyped name).
+    fn visible_tools<'s>(
+        &'s self,
+        context: &'s RequestContext<RoleServer>,
+    ) -> impl Iterator<Item = &'s rmcp::model::Tool> + 's {
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        let principal = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>());
+        let registry = &self.served.registry;
+        self.served.tools.iter().filter(move |t| {
+            principal.is_none_or(|p| registry.tool(&t.name).is_some_and(|t| p.has_all(&t.scopes)))
+        })
+    }
+
     fn id(&self) -> &str {
         self.numbered()
     }
@@ -494,16 +508,7 @@ impl ServerHandler for ServedSession {
                 &self.served.setup.redactor,
             );
         }
-        // With `serve.auth`, only the tools the token's scopes cover.
-        let parts = context.extensions.get::<hyper::http::request::Parts>();
-        let principal = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>());
-        let registry = &self.served.registry;
-        let tools = (self.served.tools.iter())
-            .filter(|t| {
-                principal
-                    .is_none_or(|p| registry.tool(&t.name).is_some_and(|t| p.has_all(&t.scopes)))
-            })
-            .cloned();
+        let tools = self.visible_tools(&context).cloned();
         let mut result = ListToolsResult::with_all_items(tools.collect());
         // 2026-07-28 caching hints (a session's client never sees them): the list is fixed
         // while serve runs, but a redeploy may change it; a listing behind a token is nobody
@@ -550,7 +555,9 @@ impl ServerHandler for ServedSession {
         // An unknown tool is the protocol error the specification names (-32602); arguments
         // that do not fit stay a tool error the client's model can correct (SEP-1303).
         if self.served.registry.tool(&request.name).is_none() {
-            let hint = crate::diag::did_you_mean(&request.name, self.served.registry.tool_names())
+            // Only names the caller may see: a suggestion must not reveal a tool its scopes hide.
+            let visible = self.visible_tools(&context).map(|t| t.name.as_ref());
+            let hint = crate::diag::did_you_mean(&request.name, visible)
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default();
             let error = ErrorData::invalid_params(
