@@ -247,6 +247,33 @@ fn check_finds_missing_files_unknown_columns_and_repeated_names() {
         &[("data/prices.csv", b"x,ticker,price\ntest,AAPL,1\n")],
     );
     assert_eq!(check_codes(clash.path()), [("E049".into(), 27, 11)]);
+
+    // Under `fixtures:`, two rows whose names make one fixture file name are E044, the first
+    // named by its row (rows' names are kept as hashes only).
+    let stems = project(
+        &data_test("data/prices.csv", "{{ row.x }}").replace("tests:\n", "fixtures: fx\ntests:\n"),
+        &[(
+            "data/prices.csv",
+            b"x,ticker,price\na b,AAPL,1\na_b,MSFT,2\n",
+        )],
+    );
+    let mut cmd = toolrun();
+    cmd.current_dir(stems.path())
+        .args(["check", "--format", "json", "spec.yaml"]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    let messages: Vec<String> = out
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|d| d["code"] == "E044")
+        .map(|d| d["message"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        messages,
+        ["the row at data/prices.csv:2 and test `a_b` both record into `a_b.json` under `fixtures:`"]
+    );
 }
 
 #[test]
@@ -335,4 +362,144 @@ fn turns_are_templates_over_the_row() {
             "\"999\"",
         ],
     );
+}
+
+/// One run of toolrun in `dir` with stdout to `out.txt` there: its exit code, its stdout and
+/// its own peak RSS in bytes (`ru_maxrss` from `wait4`, however short its life).
+#[cfg(unix)]
+fn peak_rss(dir: &std::path::Path, args: &[&str]) -> (i32, String, u64) {
+    let out = dir.join("out.txt");
+    let mut cmd = toolrun();
+    cmd.current_dir(dir)
+        .args(args)
+        .stdout(std::fs::File::create(&out).expect("out.txt"))
+        .stderr(std::process::Stdio::null());
+    // Reaped by `wait4` below.
+    #[allow(clippy::zombie_processes)]
+    let mut child = cmd.spawn().expect("spawn toolrun");
+    let pid = child.id() as i32;
+    let started = std::time::Instant::now();
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is valid; `wait4` writes it and `status` for our child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(reaped >= 0, "wait4 failed");
+        if reaped == pid {
+            break;
+        }
+        // Only a hang takes this long, even on a loaded debug build.
+        if started.elapsed() > std::time::Duration::from_secs(600) {
+            let _ = child.kill();
+            panic!("toolrun {args:?} still runs after 600 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(libc::WIFEXITED(status), "{args:?}: status {status}");
+    let stdout = std::fs::read_to_string(&out).unwrap_or_default();
+    (
+        libc::WEXITSTATUS(status),
+        stdout,
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
+/// A 100,000-row data file is read as a stream by `check` and by `test --sample`/`--filter`:
+/// memory grows with the tests that run, not with the file. Before, every row became a test
+/// before the sample was drawn: 140 MB at peak (debug build) against 30 MB for a 10-row file.
+/// A ragged row among them still fails alone, at its file, line and column.
+#[cfg(unix)]
+#[test]
+fn a_100000_row_file_is_checked_and_sampled_in_bounded_memory() {
+    const ROWS: usize = 100_000;
+    // Far below the 105 MB that 100,000 rows used to add; far above the names' hashes.
+    const GROWTH: u64 = 24 << 20;
+    for ext in ["csv", "jsonl"] {
+        let from = format!("data/cases.{ext}");
+        let spec = data_test(&from, "case_{{ row.id }}");
+        let file = |rows: usize| {
+            let mut text = String::from(if ext == "csv" {
+                "id,ticker,price\n"
+            } else {
+                ""
+            });
+            for i in 0..rows {
+                let (t, p) = [("AAPL", "178.15"), ("MSFT", "411.2")][i % 2];
+                text.push_str(&match (ext, i) {
+                    ("csv", 4242) => format!("{i},{t}\n"),
+                    ("csv", _) => format!("{i},{t},{p}\n"),
+                    (_, 4242) => format!("[{i}]\n"),
+                    _ => format!("{{\"id\": {i}, \"ticker\": \"{t}\", \"price\": \"{p}\"}}\n"),
+                });
+            }
+            text
+        };
+        let small = project(&spec, &[(&from, file(10).as_bytes())]);
+        let floor = [
+            peak_rss(small.path(), &["check", "spec.yaml"]),
+            peak_rss(
+                small.path(),
+                &["test", "spec.yaml", "--sample", "10", "--seed", "1"],
+            ),
+        ]
+        .iter()
+        .map(|(code, out, peak)| {
+            assert_eq!(*code, 0, "{out}");
+            *peak
+        })
+        .max()
+        .unwrap_or(0);
+
+        let big = project(&spec, &[(&from, file(ROWS).as_bytes())]);
+        let (code, out, check) = peak_rss(big.path(), &["check", "--format", "json", "spec.yaml"]);
+        assert_eq!(code, 0, "{out}");
+        let bad_line = if ext == "csv" { 4244 } else { 4243 };
+        assert!(
+            out.contains(&format!("{from}:{bad_line}:")),
+            "check names the bad row: {out}"
+        );
+
+        let sample = [
+            "test",
+            "spec.yaml",
+            "--format",
+            "json",
+            "--sample",
+            "10",
+            "--seed",
+            "1",
+        ];
+        let (code, out, sampled) = peak_rss(big.path(), &sample);
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("results");
+        let ran = doc["tests"].as_array().map_or(0, Vec::len);
+        assert_eq!((code, ran), (0, 11), "10 rows and the written test: {out}");
+
+        // The bad row is named by its place (its name cannot be read from it): `424` picks it
+        // and 298 sound rows, which still run.
+        let (code, out, filtered) = peak_rss(big.path(), &["test", "spec.yaml", "--filter", "424"]);
+        assert_eq!(code, 1, "{out}");
+        support::assert_contains(
+            &out,
+            &[
+                "PASS prices::case_42429",
+                &format!("FAIL prices::{from}:{bad_line}"),
+                &format!("{from}:{bad_line}:"),
+                "298 passed, 1 failed",
+            ],
+        );
+
+        eprintln!(
+            "{ext}: peak RSS {floor} bytes for 10 rows; {ROWS} rows: check {check}, --sample {sampled}, --filter {filtered}"
+        );
+        for (what, peak) in [
+            ("check", check),
+            ("--sample", sampled),
+            ("--filter", filtered),
+        ] {
+            assert!(
+                peak < floor + GROWTH,
+                "{ext}, {what}: peak RSS {peak} bytes for {ROWS} rows, {floor} for 10"
+            );
+        }
+    }
 }

@@ -109,7 +109,15 @@ fn run_command(command: Command) -> i32 {
 /// Loads a spec for commands that need a working registry (run, test, tools): errors are
 /// printed as diagnostics and mapped to an exit code; warnings stay quiet here (`check` shows them).
 pub(crate) fn load_registry(path: &Path) -> Result<Registry, i32> {
-    match crate::compile::compile_file(path) {
+    load_registry_picking(path, &crate::registry::RowPick::default())
+}
+
+/// [`load_registry`], keeping the rows of data tests `pick` selects as tests.
+pub(crate) fn load_registry_picking(
+    path: &Path,
+    pick: &crate::registry::RowPick,
+) -> Result<Registry, i32> {
+    match crate::compile::compile_file_picking(path, pick) {
         Err(d) => {
             eprint!("{}", crate::term::visible(&render_human(&d, None)));
             Err(exit::USAGE)

@@ -381,7 +381,8 @@ mod tests {
             inputs: Vec::new(),
         };
         let fast =
-            super::super::compile_hit(&source, Path::new("t.yaml"), hit).expect("reads no file");
+            super::super::compile_hit(&source, Path::new("t.yaml"), hit, &super::super::NO_ROWS)
+                .expect("reads no file");
         let fast = fast.registry.expect("compiles");
         assert_eq!(fast.spec_sha256, full.spec_sha256);
         for tool in &fast.tools {

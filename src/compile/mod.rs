@@ -3,14 +3,18 @@
 
 mod budgets;
 mod checked;
+mod limits;
 mod memo;
 mod models;
+mod row_template;
 mod schema_check;
 mod scripts;
 mod serve_auth;
 mod template_check;
 mod test_cases;
 mod test_data;
+mod test_names;
+mod test_pick;
 mod tools;
 mod url_template;
 
@@ -19,7 +23,7 @@ pub(crate) use tools::refused_header;
 
 use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Diagnostics, Span};
-use crate::registry::{HostRule, Limits, Policy, Registry};
+use crate::registry::{HostRule, Limits, Policy, Registry, RowPick, RowsMatched};
 use crate::specfile::keys;
 use crate::specfile::read::{string_list, Obj, Spanned};
 use crate::specfile::yaml::{self, Node, Value};
@@ -27,7 +31,6 @@ use crate::specfile::Source;
 use crate::templates::Templates;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub(crate) struct Ctx<'a> {
     pub(crate) d: Diagnostics,
@@ -57,7 +60,13 @@ pub(crate) struct Ctx<'a> {
     pub(crate) judged: bool,
     /// Tool entries reused from the document's last compile (`toolrun lsp`), see `memo`.
     pub(crate) memo: Option<memo::Round>,
+    /// Which rows of the data tests become tests of the registry (`toolrun test`'s selection).
+    pub(crate) pick: &'a RowPick,
+    pub(crate) rows_matched: RowsMatched,
 }
+
+/// Every command but `test`: the rows of data tests are checked, none is kept.
+static NO_ROWS: RowPick = RowPick::NONE;
 
 impl Ctx<'_> {
     pub(crate) fn tool_exists(&self, name: &str) -> bool {
@@ -102,14 +111,22 @@ pub struct Compiled {
 }
 
 pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
+    compile_file_picking(path, &NO_ROWS)
+}
+
+/// [`compile_file`], keeping the rows of the data tests that `pick` selects as tests.
+pub(crate) fn compile_file_picking(
+    path: &Path,
+    pick: &RowPick,
+) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::specfile::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
     if let Some(hit) = cache.as_ref().and_then(|c| c.load(&source.text)) {
-        if let Some(compiled) = compile_hit(&source, path, hit) {
+        if let Some(compiled) = compile_hit(&source, path, hit, pick) {
             return Ok((source, compiled));
         }
     }
-    let compiled = compile_and_remember(&source, path, cache.as_ref());
+    let compiled = compile_and_remember(&source, path, cache.as_ref(), pick);
     Ok((source, compiled))
 }
 
@@ -117,17 +134,22 @@ pub(crate) fn compile_file(path: &Path) -> Result<(Source, Compiled), Diagnostic
 pub(crate) fn check_file(path: &Path) -> Result<(Source, Compiled), Diagnostic> {
     let source = crate::specfile::read_source(path)?;
     let cache = checked::Cache::for_text(&source.text);
-    let compiled = compile_and_remember(&source, path, cache.as_ref());
+    let compiled = compile_and_remember(&source, path, cache.as_ref(), &NO_ROWS);
     Ok((source, compiled))
 }
 
 /// Compiles with every check.
 pub fn compile(source: &Source, path: &Path) -> Compiled {
-    compile_and_remember(source, path, None)
+    compile_and_remember(source, path, None, &NO_ROWS)
 }
 
 /// Every check; a spec that passes them all is remembered in `cache`.
-fn compile_and_remember(source: &Source, path: &Path, cache: Option<&checked::Cache>) -> Compiled {
+fn compile_and_remember(
+    source: &Source,
+    path: &Path,
+    cache: Option<&checked::Cache>,
+    pick: &RowPick,
+) -> Compiled {
     let (root, duplicates) = match yaml::parse_keeping_duplicates(&source.text) {
         Ok(parsed) => parsed,
         Err(errors) => {
@@ -139,6 +161,7 @@ fn compile_and_remember(source: &Source, path: &Path, cache: Option<&checked::Ca
     };
     let sha = sha256_hex(&source.text);
     let mut ctx = Ctx::new(source, path, sha, false);
+    ctx.pick = pick;
     // A duplicate key is an error, but the rest of the spec is still worth checking.
     for d in duplicates {
         ctx.d.push(d);
@@ -154,8 +177,14 @@ fn compile_and_remember(source: &Source, path: &Path, cache: Option<&checked::Ca
 /// for parsing and hashing it, and the checks that depend on its text alone are skipped. `None`
 /// when this compile read other files than the one that passed (the same text in another
 /// folder names other tables): then the spec is checked in full.
-fn compile_hit(source: &Source, path: &Path, hit: checked::Hit) -> Option<Compiled> {
-    let ctx = Ctx::new(source, path, hit.sha256, true);
+fn compile_hit(
+    source: &Source,
+    path: &Path,
+    hit: checked::Hit,
+    pick: &RowPick,
+) -> Option<Compiled> {
+    let mut ctx = Ctx::new(source, path, hit.sha256, true);
+    ctx.pick = pick;
     let (compiled, read) = compile_tree(&hit.tree, path, ctx);
     read.iter()
         .map(|(p, _)| p)
@@ -209,6 +238,8 @@ impl<'a> Ctx<'a> {
             wildcards: Vec::new(),
             judged: false,
             memo: None,
+            pick: &NO_ROWS,
+            rows_matched: RowsMatched::default(),
         }
     }
 }
@@ -245,7 +276,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     // Secrets first: templates everywhere are checked against them.
     compile_secrets(&top, ctx);
 
-    let mut limits = compile_limits(top.get("limits"), ctx);
+    let mut limits = limits::compile_limits(top.get("limits"), ctx);
 
     // Tool names are collected before any tool is compiled, so references can be resolved in
     // any order.
@@ -286,7 +317,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
     let (models, default_model) =
         models::compile_models(top.get("models"), top.get("default_model"), &policy, ctx);
     check_scripted_calls(&tools, ctx);
-    let tests = tests_and_cost_limit(&top, &mut limits, (&models, default_model), ctx);
+    let tests = tests_and_cost_limit(&top, &name, &mut limits, (&models, default_model), ctx);
     let replay_ignore = compile_replay_ignore(&top, ctx);
     // Per-test fixtures are written by `test --record`: the folder must stay inside the project.
     let fixtures_dir = top.string("fixtures", &mut ctx.d).and_then(|d| {
@@ -323,6 +354,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
         models,
         default_model,
         tests,
+        rows_matched: std::mem::take(&mut ctx.rows_matched),
         templates,
         replay_ignore,
         fixtures_dir,
@@ -335,6 +367,7 @@ fn compile_root(root: &Node, path: &Path, ctx: &mut Ctx) -> Option<Registry> {
 /// budgets do.
 fn tests_and_cost_limit(
     top: &Obj,
+    spec: &str,
     limits: &mut Limits,
     models: (&[crate::registry::ModelDef], Option<usize>),
     ctx: &mut Ctx,
@@ -342,7 +375,7 @@ fn tests_and_cost_limit(
     limits.max_cost_usd = budgets::cost_limit(top.get("limits"), models.0, ctx);
     top.get("tests").map_or_else(Vec::new, |n| {
         let fixtures = top.get("fixtures").is_some();
-        test_cases::compile_tests(n, models, fixtures, ctx)
+        test_cases::compile_tests(n, spec, models, fixtures, ctx)
     })
 }
 
@@ -495,68 +528,6 @@ fn compile_serve(
         serve.max_repeated_calls = small(v);
     }
     (serve, auth)
-}
-
-fn compile_limits(node: Option<&Node>, ctx: &mut Ctx) -> Limits {
-    let mut limits = Limits {
-        max_steps: 10,
-        max_tool_calls: 20,
-        max_parallel_tools: 4,
-        tool_timeout: Duration::from_secs(30),
-        run_timeout: Duration::from_secs(300),
-        max_tool_output_chars: 16_000,
-        max_tokens_total: None,
-        max_cost_usd: None,
-    };
-    let Some(node) = node else { return limits };
-    let Some(obj) = Obj::new(node, "`limits`", keys::LIMITS, &mut ctx.d) else {
-        return limits;
-    };
-    let d = &mut ctx.d;
-    let small = |v: Spanned<u64>| v.value.min(u32::MAX as u64) as u32;
-    if let Some(v) = obj.count("max_steps", 1, d) {
-        limits.max_steps = small(v);
-    }
-    let tool_calls = obj.count("max_tool_calls", 1, d);
-    if let Some(v) = &tool_calls {
-        limits.max_tool_calls = small(v.clone());
-    }
-    if let Some(v) = obj.count("max_parallel_tools", 1, d) {
-        limits.max_parallel_tools = small(v.clone());
-        if limits.max_parallel_tools > limits.max_tool_calls {
-            d.push(
-                Diagnostic::new(
-                    Code::E023,
-                    format!(
-                        "`max_parallel_tools` ({}) is larger than `max_tool_calls` ({})",
-                        limits.max_parallel_tools, limits.max_tool_calls
-                    ),
-                )
-                .at(v.span)
-                .help("lower `max_parallel_tools` or raise `max_tool_calls`"),
-            );
-        }
-    }
-    if let Some(v) = obj.duration("tool_timeout", d) {
-        limits.tool_timeout = v.value;
-    }
-    if let Some(v) = obj.duration("run_timeout", d) {
-        limits.run_timeout = v.value;
-        if limits.tool_timeout > limits.run_timeout {
-            d.push(
-                Diagnostic::new(Code::E023, "`tool_timeout` is longer than `run_timeout`")
-                    .at(v.span)
-                    .help("a tool can never use its whole timeout; lower `tool_timeout` or raise `run_timeout`"),
-            );
-        }
-    }
-    if let Some(v) = obj.count("max_tool_output_chars", 16, d) {
-        limits.max_tool_output_chars = v.value as usize;
-    }
-    if let Some(v) = obj.count("max_tokens_total", 1, d) {
-        limits.max_tokens_total = Some(v.value);
-    }
-    limits
 }
 
 /// `policy.allow`/`deny` become each tool's `allowed`, so a run never looks names up.

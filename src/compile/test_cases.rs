@@ -1,6 +1,7 @@
 //! `tests:` → test cases with resolved names and compiled expectations.
 
 use super::scripts::compile_regex;
+use super::test_names::{First, Seen};
 use super::Ctx;
 use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic};
@@ -12,18 +13,19 @@ use crate::vocab::{ErrorKind, Status, StopReason};
 
 pub(super) fn compile_tests(
     node: &Node,
+    spec: &str,
     (models, default_model): (&[ModelDef], Option<usize>),
     has_fixtures_dir: bool,
     ctx: &mut Ctx,
 ) -> Vec<TestCase> {
     let mut out = Vec::new();
     let mut names = Names {
+        spec,
         models,
         default_model,
         has_fixtures_dir,
-        seen: std::collections::HashMap::new(),
+        seen: Seen::default(),
         fixtures: FixtureOwners::new(),
-        stems: std::collections::HashMap::new(),
     };
     for (group, item) in seq(node, "`tests`", &mut ctx.d)
         .unwrap_or(&[])
@@ -35,7 +37,7 @@ pub(super) fn compile_tests(
             Some(from) => {
                 super::test_data::expand(item, from, group as u32, &mut names, &mut out, ctx)
             }
-            None => out.extend(compile_test(item, &mut names, ctx)),
+            None => out.extend(compile_test(item, &mut names, None, ctx)),
         }
     }
     out
@@ -43,49 +45,55 @@ pub(super) fn compile_tests(
 
 /// What the tests compiled so far claim: names, fixture paths, fixture file names.
 struct Names<'m> {
+    /// The spec's name: `--sample` and `--partition` draw by `spec::test`.
+    spec: &'m str,
     models: &'m [ModelDef],
     default_model: Option<usize>,
     has_fixtures_dir: bool,
-    /// Where each name was first given (by name: a spec with 10,000 tests must not compare
-    /// every name with every other): `line N` of the spec, or a data file's row.
-    seen: std::collections::HashMap<String, String>,
+    /// Where each name was first given (by hash: a spec with 10,000 tests must not compare
+    /// every name with every other, nor a 100,000-row data file keep every name).
+    seen: Seen,
     /// Resolved `fixture:` paths: two tests recording into one file would each pass while
     /// recording, and the last writer would decide what both replay.
     fixtures: FixtureOwners,
-    stems: std::collections::HashMap<String, (String, crate::diag::Span)>,
 }
 
 impl super::test_data::Compiler for Names<'_> {
-    fn compile(&mut self, item: &Node, ctx: &mut Ctx) -> Option<TestCase> {
-        compile_test(item, self, ctx)
+    fn compile(&mut self, item: &Node, row: First, ctx: &mut Ctx) -> Option<TestCase> {
+        compile_test(item, self, Some(row), ctx)
     }
-    fn seen(&mut self) -> &mut std::collections::HashMap<String, String> {
+    fn seen(&mut self) -> &mut Seen {
         &mut self.seen
+    }
+    fn spec(&self) -> &str {
+        self.spec
     }
 }
 
-/// One test from its mapping (for a data test: one row's, rendered); `None` when it is too
-/// broken to run.
-fn compile_test(item: &Node, names: &mut Names, ctx: &mut Ctx) -> Option<TestCase> {
+/// One test from its mapping (for a data test: one row's, rendered, with the row's place);
+/// `None` when it is too broken to run.
+fn compile_test(
+    item: &Node,
+    names: &mut Names,
+    row: Option<First>,
+    ctx: &mut Ctx,
+) -> Option<TestCase> {
     let obj = Obj::new(item, "a test", keys::TEST, &mut ctx.d)?;
     let name = obj.require_string("name", "a test", &mut ctx.d)?;
     // A data test's rows are checked for repeated names where the row is known.
-    if obj.get("from").is_none() {
-        if let Some(first) = names.seen.get(&name.value) {
+    if row.is_none() {
+        if let Some(first) = names.seen.claim(&name.value, First::Line(name.span.line)) {
             ctx.d.push(
                 Diagnostic::new(Code::E034, format!("test name `{}` is used twice", name.value))
                     .at(name.span)
                     .help(format!("the first is at {first}; test names must be unique so results can be told apart")),
             );
         }
-        names
-            .seen
-            .entry(name.value.clone())
-            .or_insert_with(|| format!("line {}", name.span.line));
     }
     let fixture = obj.string("fixture", &mut ctx.d);
     if names.has_fixtures_dir && fixture.is_none() {
-        shared_stem(&name, &mut names.stems, ctx);
+        let here = row.unwrap_or(First::Line(name.span.line));
+        shared_stem(&name, here, &mut names.seen, ctx);
     }
     let models = names.models;
     let turns = obj
@@ -304,30 +312,30 @@ fn test_faults(obj: &Obj, ctx: &mut Ctx) -> Vec<(String, Vec<crate::registry::Fa
 
 /// Under `fixtures: DIR` a test's name is its fixture's file name: two names that become one
 /// file name would share a recording just as two equal `fixture:` paths do (E044).
-fn shared_stem(
-    name: &Spanned<String>,
-    stems: &mut std::collections::HashMap<String, (String, crate::diag::Span)>,
-    ctx: &mut Ctx,
-) {
+fn shared_stem(name: &Spanned<String>, here: First, seen: &mut Seen, ctx: &mut Ctx) {
     let stem = crate::registry::fixture_stem(&name.value);
-    match stems.get(&stem) {
-        Some((first, span)) if *first != name.value => ctx.d.push(
-            Diagnostic::new(
-                Code::E044,
-                format!(
-                    "tests `{first}` and `{}` both record into `{stem}.json` under `fixtures:`",
-                    name.value
-                ),
-            )
-            .at(name.span)
-            .also(*span, format!("test `{first}` is here"))
-            .help("test names become fixture file names (characters other than letters, digits, `-`, `_` and `.` become `_`): rename one, or give it its own `fixture:`"),
+    let Some((first, place, span)) = seen.claim_stem(&stem, &name.value, (here, name.span)) else {
+        return;
+    };
+    let (both, note) = match first {
+        Some(first) => (
+            format!("tests `{first}` and `{}`", name.value),
+            format!("test `{first}` is here"),
         ),
-        Some(_) => {}
-        None => {
-            stems.insert(stem, (name.value.clone(), name.span));
-        }
-    }
+        None => (
+            format!("the row at {place} and test `{}`", name.value),
+            format!("the row at {place} is made here"),
+        ),
+    };
+    ctx.d.push(
+        Diagnostic::new(
+            Code::E044,
+            format!("{both} both record into `{stem}.json` under `fixtures:`"),
+        )
+        .at(name.span)
+        .also(span, note)
+        .help("test names become fixture file names (characters other than letters, digits, `-`, `_` and `.` become `_`): rename one, or give it its own `fixture:`"),
+    );
 }
 
 /// `a/./b/../c` as `a/c`: one file however its path is spelled (the file may not exist yet, so

@@ -2,8 +2,12 @@
 //! and `expect` rendered from `{{ row.COLUMN }}` templates, each row then compiled like a written
 //! test. The file is read as a stream, a row at a time. A row that cannot become a test (ragged,
 //! not UTF-8, not an object, a column missing) becomes a test that fails with the file, line and
-//! column, so the other rows still run.
+//! column, so the other rows still run. Each row's test is dropped once checked unless the
+//! command keeps it (`test_pick`): names are remembered as hashes (`test_names`).
 
+use super::row_template::{column_of, pieces, render, Cell, Piece};
+use super::test_names::{First, Seen};
+use super::test_pick::Picker;
 use super::Ctx;
 use crate::codes::Code;
 use crate::diag::{did_you_mean, Diagnostic, Span};
@@ -14,71 +18,9 @@ use std::collections::{HashMap, HashSet};
 
 /// The keys of a data test whose values are templates over `row`.
 const TEMPLATED: &[&str] = &["name", "query", "turns", "expect"];
-/// Keys whose value, when it is exactly `{{ row.COLUMN }}`, is read as a number from a CSV cell.
-const NUMERIC: &[&str] = &[
-    "max_tool_calls",
-    "max_tokens",
-    "max_cost_usd",
-    "max_latency_ms",
-    "pass",
-];
 /// Rows that cannot become tests are each reported by `check` up to this many per file; the rest
 /// are counted in one line.
 const ROW_REPORTS: usize = 20;
-
-/// One value of a row: a CSV cell, or a JSONL member.
-#[derive(Clone, Copy)]
-enum Cell<'r> {
-    Text(&'r str),
-    Json(&'r serde_json::Value),
-}
-
-/// A piece of a template string.
-enum Piece<'t> {
-    Text(&'t str),
-    Column(&'t str),
-}
-
-/// `text` split into text and `{{ row.COLUMN }}` pieces, or the first expression that is not a
-/// column of `row`.
-fn pieces(text: &str) -> Result<Vec<Piece<'_>>, &str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let Some(len) = rest[start..].find("}}") else {
-            return Err(&rest[start..]);
-        };
-        if start > 0 {
-            out.push(Piece::Text(&rest[..start]));
-        }
-        let expr = &rest[start..start + len + 2];
-        out.push(Piece::Column(
-            column_of(&expr[2..expr.len() - 2]).ok_or(expr)?,
-        ));
-        rest = &rest[start + len + 2..];
-    }
-    if !rest.is_empty() {
-        out.push(Piece::Text(rest));
-    }
-    Ok(out)
-}
-
-/// `row.amount`, `row["unit price"]` or `row['unit price']` → the column's name.
-fn column_of(expr: &str) -> Option<&str> {
-    let expr = expr.trim();
-    if let Some(name) = expr.strip_prefix("row.") {
-        let plain = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
-        return plain.then_some(name);
-    }
-    let inner = expr.strip_prefix("row[")?.strip_suffix(']')?.trim();
-    ["\"", "'"].iter().find_map(|q| {
-        let name = inner.strip_prefix(q)?.strip_suffix(q)?;
-        (!name.is_empty() && !name.contains(q)).then_some(name)
-    })
-}
 
 /// Every column the templates of a data test read, with where, and the templated nodes checked:
 /// an expression other than a column of `row` is E048.
@@ -157,117 +99,14 @@ fn exact(text: &str, span: Span, column: &str) -> Span {
     span
 }
 
-/// The node with every template over `row` filled in, or the first column the row lacks.
-fn render<'c, 'r>(
-    node: &'c Node,
-    row: &dyn Fn(&str) -> Option<Cell<'r>>,
-    numeric: bool,
-) -> Result<Node, &'c str> {
-    let value = match &node.value {
-        Value::Str(s) if s.contains("{{") => render_text(s, row, numeric)?,
-        Value::Seq(items) => Value::Seq(
-            items
-                .iter()
-                .map(|i| render(i, row, false))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Map(entries) => Value::Map(
-            entries
-                .iter()
-                .map(|(k, v)| {
-                    Ok::<_, &str>((
-                        k.clone(),
-                        render(v, row, NUMERIC.contains(&k.name.as_str()))?,
-                    ))
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-        other => other.clone(),
-    };
-    Ok(Node {
-        span: node.span,
-        value,
-    })
-}
-
-/// A template string: exactly one `{{ row.COLUMN }}` keeps a JSONL value's type (and reads a
-/// number from a CSV cell where a number is expected); anything else is text.
-fn render_text<'c, 'r>(
-    text: &'c str,
-    row: &dyn Fn(&str) -> Option<Cell<'r>>,
-    numeric: bool,
-) -> Result<Value, &'c str> {
-    let Ok(ps) = pieces(text) else {
-        return Ok(Value::Str(text.to_string()));
-    };
-    if let [Piece::Column(c)] = ps.as_slice() {
-        return match row(c).ok_or(*c)? {
-            Cell::Json(v) => Ok(json_value(v)),
-            Cell::Text(t) if numeric => Ok(number(t)),
-            Cell::Text(t) => Ok(Value::Str(t.to_string())),
-        };
-    }
-    let mut out = String::with_capacity(text.len());
-    for p in ps {
-        match p {
-            Piece::Text(t) => out.push_str(t),
-            Piece::Column(c) => match row(c).ok_or(c)? {
-                Cell::Text(t) => out.push_str(t),
-                Cell::Json(serde_json::Value::String(s)) => out.push_str(s),
-                Cell::Json(serde_json::Value::Null) => {}
-                Cell::Json(v) => out.push_str(&v.to_string()),
-            },
-        }
-    }
-    Ok(Value::Str(out))
-}
-
-fn number(text: &str) -> Value {
-    let t = text.trim();
-    if let Ok(i) = t.parse::<i64>() {
-        return Value::Int(i);
-    }
-    match t.parse::<f64>() {
-        Ok(f) if f.is_finite() => Value::Float(f),
-        _ => Value::Str(text.to_string()),
-    }
-}
-
-fn json_value(v: &serde_json::Value) -> Value {
-    use serde_json::Value as J;
-    let node = |v: &J| Node {
-        span: Span::default(),
-        value: json_value(v),
-    };
-    match v {
-        J::Null => Value::Null,
-        J::Bool(b) => Value::Bool(*b),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        J::String(s) => Value::Str(s.clone()),
-        J::Array(items) => Value::Seq(items.iter().map(node).collect()),
-        J::Object(m) => Value::Map(
-            m.iter()
-                .map(|(k, v)| {
-                    let key = Key {
-                        name: k.clone(),
-                        span: Span::default(),
-                    };
-                    (key, node(v))
-                })
-                .collect(),
-        ),
-    }
-}
-
 /// What compiles each rendered row (the compiler of written tests), and the names given so far.
 pub(super) trait Compiler {
-    /// One test from its mapping; `None` when it is too broken to run.
-    fn compile(&mut self, item: &Node, ctx: &mut Ctx) -> Option<TestCase>;
+    /// One test from its mapping, made by the row at `row`; `None` when it is too broken to run.
+    fn compile(&mut self, item: &Node, row: First, ctx: &mut Ctx) -> Option<TestCase>;
     /// Where each test name was first given: `line N` of the spec, or a data file's row.
-    fn seen(&mut self) -> &mut HashMap<String, String>;
+    fn seen(&mut self) -> &mut Seen;
+    /// The spec's name.
+    fn spec(&self) -> &str;
 }
 
 /// Expands one `from:` test into its rows' tests, appended to `out`.
@@ -314,19 +153,22 @@ pub(super) fn expand(
     let name_span = crate::specfile::read::Obj::peek_free(item)
         .and_then(|o| o.get("name"))
         .map_or(from.span, |n| n.span);
+    names.seen().data_file(group, &from.value);
+    let pick = ctx.pick;
     let mut rows = Rows {
         item,
         from: &from,
         group,
         name_span,
         columns,
+        picker: Picker::new(pick, names.spec()),
         names,
-        out,
         reported: 0,
         unreported: 0,
         seen_diagnostics: HashSet::new(),
         present: HashSet::new(),
         missing: Vec::new(),
+        missing_more: HashMap::new(),
     };
     let reader = std::io::BufReader::with_capacity(1 << 16, file);
     if jsonl {
@@ -334,7 +176,7 @@ pub(super) fn expand(
     } else {
         csv_rows(reader, &mut rows, ctx);
     }
-    rows.finish(ctx);
+    rows.finish(out, ctx);
 }
 
 /// The data file's path inside the project, and whether it is JSONL (else CSV).
@@ -383,7 +225,8 @@ struct Rows<'a> {
     /// The columns the templates read, with where.
     columns: Vec<(String, Span)>,
     names: &'a mut dyn Compiler,
-    out: &'a mut Vec<TestCase>,
+    /// Which rows' tests are kept.
+    picker: Picker<'a>,
     /// Rows reported by `check`, and those beyond [`ROW_REPORTS`].
     reported: usize,
     unreported: usize,
@@ -391,8 +234,10 @@ struct Rows<'a> {
     seen_diagnostics: HashSet<(Code, Option<Span>)>,
     /// Columns some row has: one no row has is E048, not a fault of each row.
     present: HashSet<String>,
-    /// JSONL rows that lack a column: reported once the whole file shows whether any row has it.
+    /// JSONL rows that lack a column: reported once the whole file shows whether any row has it;
+    /// up to [`ROW_REPORTS`] a column, the rest counted in `missing_more`.
     missing: Vec<(String, u64, String)>,
+    missing_more: HashMap<String, usize>,
 }
 
 impl Rows<'_> {
@@ -420,7 +265,12 @@ impl Rows<'_> {
                         "{}:{line}:1: the row has no `{column}` (the template reads `{{{{ row.{column} }}}}`)",
                         self.from.value
                     );
-                    self.missing.push((column, line, why.clone()));
+                    let known = self.missing.iter().filter(|m| m.0 == column).count();
+                    if known < ROW_REPORTS {
+                        self.missing.push((column, line, why.clone()));
+                    } else {
+                        *self.missing_more.entry(column).or_default() += 1;
+                    }
                     return self.broken(line, entries, cell, why);
                 }
             }
@@ -430,7 +280,11 @@ impl Rows<'_> {
             value: Value::Map(rendered),
         };
         let saved = std::mem::take(&mut ctx.d.items);
-        let case = self.names.compile(&node, ctx);
+        let row = First::Row {
+            group: self.group,
+            line,
+        };
+        let case = self.names.compile(&node, row, ctx);
         let fresh = std::mem::replace(&mut ctx.d.items, saved);
         for d in fresh {
             if self.seen_diagnostics.insert((d.code, d.span)) {
@@ -439,37 +293,34 @@ impl Rows<'_> {
         }
         if let Some(mut case) = case {
             self.claim(&case.name, line, ctx);
-            case.data = Some(DataRow {
-                group: self.group,
-                broken: None,
-            });
-            self.out.push(case);
+            case.data = Some(DataRow { broken: None });
+            self.picker.offer(case);
         }
     }
 
     /// The test's name at its row: a name another test has is E049.
     fn claim(&mut self, name: &str, line: u64, ctx: &mut Ctx) {
-        let here = format!("{}:{line}", self.from.value);
-        match self.names.seen().get(name) {
-            Some(first) => {
-                if self.reported < ROW_REPORTS {
-                    self.reported += 1;
-                    ctx.d.push(
-                        Diagnostic::new(
-                            Code::E049,
-                            format!("the row at {here} makes test `{name}`, a name already given at {first}"),
-                        )
-                        .at(self.name_span)
-                        .help("test names must be unique so results can be told apart: put a column that tells the rows apart into `name:`, e.g. `name: case_{{ row.id }}`"),
-                    );
-                } else {
-                    self.unreported += 1;
-                }
-            }
-            None => {
-                self.names.seen().insert(name.to_string(), here);
-            }
+        let row = First::Row {
+            group: self.group,
+            line,
+        };
+        let Some(first) = self.names.seen().claim(name, row) else {
+            return;
+        };
+        if self.reported >= ROW_REPORTS {
+            self.unreported += 1;
+            return;
         }
+        self.reported += 1;
+        let here = format!("{}:{line}", self.from.value);
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E049,
+                format!("the row at {here} makes test `{name}`, a name already given at {first}"),
+            )
+            .at(self.name_span)
+            .help("test names must be unique so results can be told apart: put a column that tells the rows apart into `name:`, e.g. `name: case_{{ row.id }}`"),
+        );
     }
 
     /// A row that cannot become a test: a failing test named from the row when the name
@@ -494,7 +345,7 @@ impl Rows<'_> {
     }
 
     fn push_broken(&mut self, name: String, why: String) {
-        self.out.push(TestCase {
+        self.picker.offer(TestCase {
             span: self.name_span,
             name,
             query: String::new(),
@@ -505,10 +356,7 @@ impl Rows<'_> {
             faults: Vec::new(),
             expect: Default::default(),
             turns: Vec::new(),
-            data: Some(DataRow {
-                group: self.group,
-                broken: Some(why),
-            }),
+            data: Some(DataRow { broken: Some(why) }),
         });
     }
 
@@ -534,7 +382,8 @@ impl Rows<'_> {
     }
 
     /// Columns no row has are E048; rows that lack a column some rows have are W116.
-    fn finish(mut self, ctx: &mut Ctx) {
+    fn finish(mut self, out: &mut Vec<TestCase>, ctx: &mut Ctx) {
+        self.picker.finish(out, &mut ctx.rows_matched);
         if self.missing.is_empty() && self.unreported == 0 {
             return;
         }
@@ -562,6 +411,11 @@ impl Rows<'_> {
         for (column, _, why) in std::mem::take(&mut self.missing) {
             if !absent.contains(&column) {
                 self.report_row(&why, ctx);
+            }
+        }
+        for (column, more) in std::mem::take(&mut self.missing_more) {
+            if !absent.contains(&column) {
+                self.unreported += more;
             }
         }
         if self.unreported > 0 {
@@ -736,48 +590,4 @@ fn file_error(from: &Spanned<String>, what: &str, ctx: &mut Ctx) {
             .at(from.span)
             .help("a CSV file starts with a header line naming its columns, in UTF-8"),
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn templates_read_columns_only() {
-        let ps = pieces("refund_{{ row.id }} of {{row[\"unit price\"]}}").unwrap();
-        let cols: Vec<&str> = ps
-            .iter()
-            .filter_map(|p| match p {
-                Piece::Column(c) => Some(*c),
-                Piece::Text(_) => None,
-            })
-            .collect();
-        assert_eq!(cols, ["id", "unit price"]);
-        assert_eq!(pieces("{{ args.x }}").err(), Some("{{ args.x }}"));
-        assert_eq!(pieces("{{ row.x").err(), Some("{{ row.x"));
-    }
-
-    #[test]
-    fn one_expression_keeps_its_type() {
-        let v = serde_json::json!(12.5);
-        let row = |c: &str| (c == "n").then_some(Cell::Json(&v));
-        assert_eq!(
-            render_text("{{ row.n }}", &row, false),
-            Ok(Value::Float(12.5))
-        );
-        assert_eq!(
-            render_text("n={{ row.n }}", &row, false),
-            Ok(Value::Str("n=12.5".into()))
-        );
-        assert_eq!(render_text("{{ row.m }}", &row, false), Err("m"));
-        let text = |_: &str| Some(Cell::Text("4000"));
-        assert_eq!(
-            render_text("{{ row.b }}", &text, true),
-            Ok(Value::Int(4000))
-        );
-        assert_eq!(
-            render_text("{{ row.b }}", &text, false),
-            Ok(Value::Str("4000".into()))
-        );
-    }
 }

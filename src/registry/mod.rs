@@ -13,7 +13,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 pub(crate) use table::Table;
-pub(crate) use test_case::{fixture_stem, DataRow, Expect, Judge, TestCase, TestTurn, GRADE_TOOL};
+pub(crate) use test_case::{
+    fixture_stem, sample_key, shard_of, DataRow, Expect, Judge, RowPick, RowsMatched, TestCase,
+    TestTurn, GRADE_TOOL,
+};
 
 pub struct Registry {
     pub(crate) name: String,
@@ -31,7 +34,11 @@ pub struct Registry {
     pub(crate) serve_auth: Option<ServeAuth>,
     pub models: Vec<ModelDef>,
     pub(crate) default_model: Option<usize>,
+    /// The written tests, and the rows of data tests the compile was asked to keep
+    /// ([`RowPick`]), in spec order.
     pub(crate) tests: Vec<TestCase>,
+    /// What `--filter` matched among all rows of the data tests, kept or not.
+    pub(crate) rows_matched: RowsMatched,
     pub(crate) templates: Templates,
     /// JSON Pointers into recorded request bodies that replay ignores (volatile fields).
     pub(crate) replay_ignore: Vec<String>,

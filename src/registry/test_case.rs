@@ -37,8 +37,6 @@ pub(crate) struct TestTurn {
 /// Where a test made from a data file's row comes from.
 #[derive(Clone, Debug)]
 pub(crate) struct DataRow {
-    /// Which `from:` test of the spec made it: `--sample` draws from each one on its own.
-    pub(crate) group: u32,
     /// Why the row could not become a test (a ragged row, bytes that are not UTF-8, a column
     /// missing); the test fails with this and the spec's other tests still run.
     pub(crate) broken: Option<String>,
@@ -91,4 +89,65 @@ pub(crate) struct Judge {
     pub(crate) pass: f64,
     /// Show the grader the tool calls and results, not only the answer.
     pub(crate) trajectory: bool,
+}
+
+/// Which rows of the data tests (`from:`) a compile keeps as tests. Every row is read and
+/// checked either way; only `toolrun test` keeps any, and only those it will run, so a
+/// 100,000-row file never stands in memory as 100,000 tests.
+#[derive(Debug, Default)]
+pub(crate) struct RowPick {
+    pub(crate) keep: bool,
+    /// `--filter`: rows whose name contains it.
+    pub(crate) filter: Option<String>,
+    /// `--sample N --seed S`: of each data test's matching rows, the N of lowest [`sample_key`].
+    pub(crate) sample: Option<(u64, u64)>,
+    /// `--partition K/N`, drawn after the sample (see [`shard_of`]).
+    pub(crate) partition: Option<(u64, u64)>,
+}
+
+impl RowPick {
+    /// Check every row, keep none: what every command but `test` needs.
+    pub(crate) const NONE: RowPick = RowPick {
+        keep: false,
+        filter: None,
+        sample: None,
+        partition: None,
+    };
+}
+
+/// What `--filter` found among the rows of the data tests: a row it matched may still be left
+/// out by the sample or the shard, and a filter that matched nothing at all gets a hint.
+#[derive(Debug, Default)]
+pub(crate) struct RowsMatched {
+    pub(crate) rows: u64,
+    pub(crate) matched: u64,
+    /// While no row matched: the row name most like the filter, for the hint.
+    pub(crate) closest: Option<String>,
+}
+
+/// The order `--sample` draws a data test's rows in: a hash of the seed and the test's identity,
+/// so the sample is the same whatever the order of the file, and a shard of a sample is a shard
+/// of the same sample.
+pub(crate) fn sample_key(spec: &str, test: &str, seed: u64) -> u64 {
+    let h = fnv(&seed.to_le_bytes(), FNV_OFFSET);
+    let h = fnv(spec.as_bytes(), h);
+    let h = fnv(b"::", h);
+    fnv(test.as_bytes(), h)
+}
+
+/// Sharding by a hash of the test's identity (`spec::test`), not its position, so adding a test
+/// does not reshuffle every other test between CI machines. FNV-1a: stable across platforms and
+/// releases.
+pub(crate) fn shard_of(identity: &str, n: u64) -> u64 {
+    fnv(identity.as_bytes(), FNV_OFFSET) % n + 1
+}
+
+const FNV_OFFSET: u64 = 0xcbf29ce484222325;
+
+fn fnv(bytes: &[u8], mut h: u64) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
 }

@@ -54,16 +54,22 @@ fn run_steps(args: &TestArgs) -> Result<i32, i32> {
         .map(parse_partition)
         .transpose()
         .map_err(usage)?;
-    let (registries, load_failures) = load_all(args)?;
+    let sample = args.sample.map(|n| (n, args.seed.unwrap_or(0)));
+    // Only the rows of data tests that will run are kept as tests.
+    let pick = crate::registry::RowPick {
+        keep: true,
+        filter: args.filter.clone(),
+        sample,
+        partition,
+    };
+    let (registries, load_failures) = load_all(args, &pick)?;
     for model in &args.model {
         for r in &registries {
             crate::setup::model_name(r, Some(model))
                 .map_err(|e| usage(format!("--model: {e} ({})", r.spec_path.display())))?;
         }
     }
-    let sample = args.sample.map(|n| (n, args.seed.unwrap_or(0)));
-    let selected =
-        select::select(&registries, args.filter.as_deref(), sample, partition).map_err(usage)?;
+    let selected = select::select(&registries, args.filter.as_deref(), partition).map_err(usage)?;
     // A model matrix runs the selection once per model, model by model.
     let models: Vec<Option<&str>> = if args.model.is_empty() {
         vec![None]
@@ -305,13 +311,13 @@ fn usage(e: String) -> i32 {
 
 type Loaded = (Vec<Registry>, Vec<CaseResult>);
 
-fn load_all(args: &TestArgs) -> Result<Loaded, i32> {
+fn load_all(args: &TestArgs, pick: &crate::registry::RowPick) -> Result<Loaded, i32> {
     let mut registries = Vec::new();
     let mut load_failures = Vec::new();
     // `test DIR` runs the tests of every spec below DIR, found as `check DIR` finds them.
     let specs = super::check::expand(&args.specs).map_err(usage)?;
     for path in &specs {
-        match super::load_registry(path) {
+        match super::load_registry_picking(path, pick) {
             Ok(r) => registries.push(r),
             Err(code) if code == exit::USAGE => return Err(exit::USAGE),
             Err(_) => load_failures.push(CaseResult {

@@ -1,13 +1,15 @@
-//! Which tests run: `--filter` by name, `--partition K/N` by a stable hash.
+//! Which tests run: `--filter` by name, `--partition K/N` by a stable hash (`--sample` draws
+//! while the specs compile).
 
-use crate::registry::{Registry, TestCase};
+use crate::registry::{shard_of, Registry, TestCase};
 
 /// The selected cases, in spec order. A `--filter` that matches no test at all is a usage error
-/// (a typo would otherwise pass CI by testing nothing); an empty shard is not.
+/// (a typo would otherwise pass CI by testing nothing); an empty shard is not. The rows of data
+/// tests were drawn while compiling ([`crate::registry::RowPick`]): the registries hold only
+/// the rows that matched the filter, were sampled and fall in the shard.
 pub(crate) fn select<'a>(
     registries: &'a [Registry],
     filter: Option<&str>,
-    sample: Option<(u64, u64)>,
     partition: Option<(u64, u64)>,
 ) -> Result<Vec<(&'a Registry, &'a TestCase)>, String> {
     let all = registries
@@ -17,24 +19,11 @@ pub(crate) fn select<'a>(
         .clone()
         .filter(|(_, c)| filter.is_none_or(|f| c.name.contains(f)))
         .collect();
-    if let (Some(f), true) = (filter, matching.is_empty()) {
-        let names: Vec<&str> = all.map(|(_, c)| c.name.as_str()).collect();
-        let hint = crate::diag::did_you_mean(f, names.iter().copied()).unwrap_or_else(|| {
-            if names.is_empty() {
-                "the specs declare no tests".to_string()
-            } else {
-                format!("tests: {}", names.join(", "))
-            }
-        });
-        return Err(format!(
-            "--filter `{f}` matches no test (it keeps tests whose name contains it); {hint}"
-        ));
+    let rows_matched = registries.iter().any(|r| r.rows_matched.matched > 0);
+    if let (Some(f), true) = (filter, matching.is_empty() && !rows_matched) {
+        return Err(no_match(f, registries));
     }
-    let sampled = match sample {
-        Some((n, seed)) => self::sample(matching, n, seed),
-        None => matching,
-    };
-    Ok(sampled
+    Ok(matching
         .into_iter()
         .filter(|(r, c)| {
             partition.is_none_or(|(k, n)| shard_of(&format!("{}::{}", r.name, c.name), n) == k)
@@ -42,49 +31,25 @@ pub(crate) fn select<'a>(
         .collect())
 }
 
-/// `--sample N --seed S`: of each data test's rows (after `--filter`), the N whose names hash
-/// lowest with the seed; written tests all run. Chosen by name, not position, so the sample is
-/// the same whatever the order of the file, and a shard of a sample is a shard of the same
-/// sample. A bounded heap per data test: a 100,000-row file costs N entries, not 100,000.
-fn sample<'a>(
-    cases: Vec<(&'a Registry, &'a TestCase)>,
-    n: u64,
-    seed: u64,
-) -> Vec<(&'a Registry, &'a TestCase)> {
-    use std::collections::{BinaryHeap, HashMap};
-    let key = |r: &Registry, c: &TestCase| {
-        let mut h = fnv(&seed.to_le_bytes(), 0xcbf29ce484222325);
-        h = fnv(format!("{}::{}", r.name, c.name).as_bytes(), h);
-        h
-    };
-    // Per (spec, data test): the kept positions, largest key on top.
-    let mut kept: HashMap<(*const Registry, u32), BinaryHeap<(u64, usize)>> = HashMap::new();
-    for (i, (r, c)) in cases.iter().enumerate() {
-        let Some(data) = &c.data else { continue };
-        let heap = kept.entry((*r as *const Registry, data.group)).or_default();
-        heap.push((key(r, c), i));
-        if heap.len() as u64 > n {
-            heap.pop();
-        }
-    }
-    let chosen: std::collections::HashSet<usize> = kept
-        .into_values()
-        .flat_map(|h| h.into_iter().map(|(_, i)| i))
+/// Why `--filter` ran nothing, with the likeliest name the user meant: among the written tests
+/// and, per spec, the row name the compile found most like the filter.
+fn no_match(filter: &str, registries: &[Registry]) -> String {
+    let names: Vec<&str> = registries
+        .iter()
+        .flat_map(|r| r.tests.iter().map(|c| c.name.as_str()))
         .collect();
-    cases
-        .into_iter()
-        .enumerate()
-        .filter(|(i, (_, c))| c.data.is_none() || chosen.contains(i))
-        .map(|(_, rc)| rc)
-        .collect()
-}
-
-fn fnv(bytes: &[u8], mut h: u64) -> u64 {
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
+    let closest = registries
+        .iter()
+        .filter_map(|r| r.rows_matched.closest.as_deref());
+    let rows: u64 = registries.iter().map(|r| r.rows_matched.rows).sum();
+    let hint = crate::diag::did_you_mean(filter, names.iter().copied().chain(closest))
+        .unwrap_or_else(|| match (names.is_empty(), rows) {
+            (true, 0) => "the specs declare no tests".to_string(),
+            (false, 0) => format!("tests: {}", names.join(", ")),
+            (true, _) => format!("{rows} test(s) from data files"),
+            (false, _) => format!("tests: {}, and {rows} from data files", names.join(", ")),
+        });
+    format!("--filter `{filter}` matches no test (it keeps tests whose name contains it); {hint}")
 }
 
 /// `K/N`, 1-based: shard K of N.
@@ -99,12 +64,6 @@ pub(crate) fn parse_partition(text: &str) -> Result<(u64, u64), String> {
         return Err(err());
     }
     Ok((k, n))
-}
-
-/// Sharding by a hash of the test's identity, not its position, so adding a test does not
-/// reshuffle every other test between CI machines. FNV-1a: stable across platforms and releases.
-pub(crate) fn shard_of(identity: &str, n: u64) -> u64 {
-    fnv(identity.as_bytes(), 0xcbf29ce484222325) % n + 1
 }
 
 #[cfg(test)]
