@@ -2,6 +2,7 @@
 //! network never touched, and a readable diff for any divergence.
 
 use crate::fixture::{json_diff, write_fixture, Fixture};
+use crate::net::Recorder;
 use crate::registry::Registry;
 use crate::setup::{Clock, Inputs, Interrupt, ModelChoice, Network, Setup};
 use crate::trace::without_durations;
@@ -53,13 +54,22 @@ pub(crate) async fn replay_fixture(
     };
     // The stand-ins are all the mask: masking them turns each of its encodings back into it.
     let redactor = setup.redactor.clone();
-    let opts = setup.run_options(&fixture.query, &fixture.model);
+    let mut opts = setup.run_options(&fixture.query, &fixture.model);
     let engine = setup.engine(registry);
     let queries = recorded_turns(&fixture.trace);
+    let cut_off = interrupted_turns(&fixture.trace);
     let trace = match queries.is_empty() {
-        true => engine.run(&mut model.client, opts).await,
+        true => {
+            // A run the recording says was interrupted stops where its request was cut off.
+            if was_interrupted(&fixture.trace) {
+                let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                tape.cut_off_at_a_miss(Some(flag.clone()));
+                opts.cut = Some(flag);
+            }
+            engine.run(&mut model.client, opts).await
+        }
         false => match engine
-            .converse(&mut model.client, &opts, &queries, |_, _| true)
+            .converse(&mut model.client, &opts, (&queries, &cut_off), |_, _| true)
             .await
         {
             Some(trace) => trace,
@@ -117,6 +127,20 @@ fn recorded_turns(trace: &Value) -> Vec<&str> {
         .into_iter()
         .flatten()
         .filter_map(|t| t.get("query").and_then(Value::as_str))
+        .collect()
+}
+
+fn was_interrupted(trace: &Value) -> bool {
+    trace.get("stop_reason").and_then(Value::as_str) == Some("interrupted")
+}
+
+/// The turns (numbered from 0) of a recorded conversation that were interrupted.
+fn interrupted_turns(trace: &Value) -> Vec<usize> {
+    let turns = trace.get("turns").and_then(Value::as_array);
+    let turns = turns.into_iter().flatten().enumerate();
+    turns
+        .filter(|(_, t)| was_interrupted(t))
+        .map(|(i, _)| i)
         .collect()
 }
 

@@ -399,6 +399,7 @@ impl Setup {
             now_unix_ms: self.clock.now_unix_ms(),
             faults: Vec::new(),
             interrupted: self.interrupt.clone(),
+            cut: None,
             notify: None,
             session: None,
         }

@@ -193,11 +193,13 @@ models:
     );
     let spec_path = support::write(&dir, "slow.yaml", &spec);
     let trace = dir.join("t.json");
+    let recording = dir.join("r.json");
     let command = format!(
-        "{} chat {} --trace {}",
+        "{} chat {} --trace {} --record {}",
         env!("CARGO_BIN_EXE_toolrun"),
         spec_path.display(),
-        trace.display()
+        trace.display(),
+        recording.display()
     );
     let mut child = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
@@ -257,6 +259,36 @@ models:
     assert_eq!(turns.len(), 2, "{t:#}");
     assert_eq!(turns[0]["stop_reason"], "interrupted", "{t:#}");
     assert_eq!(turns[1]["final_output"], "Still here at turn 2.", "{t:#}");
+
+    // The call the interruption cut off is answered in the history, as interrupted: neither
+    // the trace nor the recording keeps a tool call without its result.
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&recording).unwrap()).unwrap();
+    for doc in [&t, &fixture["trace"]] {
+        let messages = doc["messages"].as_array().unwrap();
+        let results: Vec<&serde_json::Value> = messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| &m["tool_call_id"])
+            .collect();
+        let calls: Vec<&serde_json::Value> = messages
+            .iter()
+            .filter_map(|m| m["tool_calls"].as_array())
+            .flatten()
+            .map(|c| &c["id"])
+            .collect();
+        assert_eq!(calls.len(), 1, "{doc:#}");
+        assert_eq!(calls, results, "{doc:#}");
+        let closed = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        assert!(
+            closed["content"].as_str().unwrap().contains("interrupted"),
+            "{closed:#}"
+        );
+    }
+    // The recording replays: its first turn stops where the request was cut off, again.
+    drop(server);
+    let replay = support::run(support::toolrun().arg("replay").arg(&recording));
+    replay.assert_success();
 }
 
 #[test]

@@ -88,6 +88,7 @@ impl Conversation {
             trace.turns
         };
         c.st.messages = trace.messages;
+        close_open_calls(&mut c.st.messages, 0, trace.stop_reason);
         c.st.tool_results = trace.tool_results;
         c.st.tool_errors = trace.tool_errors;
         c
@@ -167,6 +168,43 @@ fn highest_call_number(trace: &Trace) -> u32 {
         .unwrap_or(0)
 }
 
+/// Answers, in the history, the calls of a turn's last step that got no result: the turn
+/// stopped (Ctrl-C, its timeout, a call held for a person) before they ran or finished. The
+/// next turn sends the history, and providers refuse a tool call left without its result; the
+/// trace and a recording keep none either. Only the messages say it: the call never ran to an
+/// outcome, so it is neither in `tool_results` nor in `tool_errors`.
+fn close_open_calls(messages: &mut Vec<Message>, from: usize, reason: StopReason) {
+    let from = from.min(messages.len());
+    let last_calls = messages[from..].iter().rposition(
+        |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+    );
+    let Some(at) = last_calls.map(|i| from + i) else {
+        return;
+    };
+    let Message::Assistant { tool_calls, .. } = &messages[at] else {
+        return;
+    };
+    let answered: std::collections::HashSet<&str> = messages[at + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let open: Vec<Message> = tool_calls
+        .iter()
+        .filter(|c| !answered.contains(c.id.as_str()))
+        .map(|c| Message::Tool {
+            tool_call_id: c.id.clone(),
+            name: c.name.clone(),
+            content: json!({ "error": { "kind": "execution_error", "message": format!("no result: the turn stopped ({reason}) before this call finished; it may not have run") } }).to_string(),
+            is_error: true,
+            images: Vec::new(),
+        })
+        .collect();
+    messages.extend(open);
+}
+
 /// The index of the first user message at or after `from` (a turn's own message).
 fn first_user_message(messages: &[Message], from: usize) -> usize {
     messages
@@ -201,6 +239,7 @@ impl<'a> Engine<'a> {
                     Duration::ZERO,
                 ),
             };
+        close_open_calls(&mut conversation.st.messages, mark.messages, stop.reason);
         let part = conversation.since(&mark);
         let trace = self.trace_of(part, stop, opts, started_at, elapsed);
         self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms, "turn": number }));
@@ -225,12 +264,14 @@ impl<'a> Engine<'a> {
     }
 
     /// A conversation of `queries`, one user turn each, while `go_on` says so after each turn
-    /// (a test stops at a turn that fails). `opts` is every turn's but for the query.
+    /// (a test stops at a turn that fails). `opts` is every turn's but for the query. In a
+    /// replay, the turns numbered (from 0) in `cut_off` are those its recording says were
+    /// interrupted: each stops at the request that was cut off, as it did.
     pub(crate) async fn converse(
         &self,
         model: &mut ModelClient,
         opts: &RunOptions<'_>,
-        queries: &[&str],
+        (queries, cut_off): (&[&str], &[usize]),
         mut go_on: impl FnMut(usize, &TurnTrace) -> bool,
     ) -> Option<Trace> {
         let mut conversation = Conversation::new(model);
@@ -243,10 +284,18 @@ impl<'a> Engine<'a> {
                 now_unix_ms: opts.now_unix_ms,
                 faults: opts.faults.clone(),
                 interrupted: opts.interrupted.clone(),
+                cut: cut_off.contains(&i).then(Default::default),
                 notify: opts.notify,
                 session: opts.session,
             };
+            let tape = self.transport.tape();
+            if let (Some(tape), Some(flag)) = (tape, &turn_opts.cut) {
+                tape.cut_off_at_a_miss(Some(flag.clone()));
+            }
             let done = self.turn(&mut conversation, model, &turn_opts).await;
+            if let (Some(tape), Some(_)) = (tape, &turn_opts.cut) {
+                tape.cut_off_at_a_miss(None);
+            }
             if !go_on(i, done) {
                 break;
             }

@@ -48,6 +48,8 @@ pub struct RunOptions<'a> {
     pub faults: Vec<(String, Vec<Fault>)>,
     /// Set by Ctrl-C / SIGTERM: the run stops and its trace is still written.
     pub interrupted: Option<Arc<AtomicBool>>,
+    /// Set by a replay where its recording was interrupted: the run stops there as it did.
+    pub cut: Option<Arc<AtomicBool>>,
     /// Where tools' notifications go besides `--events` (a served call's client).
     pub notify: Option<&'a crate::tools::notify::Notifier>,
     /// The served session a call belongs to (`serve`): its tool events name it, since each
@@ -78,6 +80,7 @@ impl CallOptions {
             now_unix_ms: self.now_unix_ms,
             faults: Vec::new(),
             interrupted: None,
+            cut: None,
             notify: self.notify.as_deref(),
             session: self.session.as_deref(),
         }
@@ -281,15 +284,14 @@ impl<'a> Engine<'a> {
             )
         } else {
             let deadline = tokio::time::sleep(self.registry.limits.run_timeout);
+            let flags: Vec<&Arc<AtomicBool>> =
+                opts.interrupted.iter().chain(opts.cut.iter()).collect();
             let interrupted = async {
-                match &opts.interrupted {
-                    Some(flag) => loop {
-                        if flag.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                    },
-                    None => std::future::pending::<()>().await,
+                if flags.is_empty() {
+                    std::future::pending::<()>().await;
+                }
+                while !flags.iter().any(|f| f.load(Ordering::Relaxed)) {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
             };
             tokio::select! {

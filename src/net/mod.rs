@@ -113,6 +113,17 @@ pub(crate) trait Recorder: Send + Sync {
     fn may_go_live(&self) -> bool;
     /// Masks secrets in text that names a request (an unrecorded URL in an error).
     fn redact(&self, s: &str) -> String;
+    /// In a replay of a turn its recording says was interrupted: the request just found
+    /// without an answer is the one the interruption cut off, so the replay waits there as the
+    /// recording did, until the interruption it has signalled ends the turn.
+    fn cut_off_here(&self) -> bool {
+        false
+    }
+    /// Arms (`Some`) or disarms the above for the turn being replayed: the first request without
+    /// an answer sets `flag` instead of being a divergence.
+    fn cut_off_at_a_miss(&self, flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+        let _ = flag;
+    }
     fn record(
         &self,
         purpose: Purpose<'_>,
@@ -211,6 +222,11 @@ impl Transport {
     /// Whether a request may reach a server: live traffic or a recording, not a replay.
     pub(crate) fn may_go_live(&self) -> bool {
         self.tape.as_ref().is_none_or(|t| t.may_go_live())
+    }
+
+    /// The replay's tape, if any: a replay arms it where its recording was interrupted.
+    pub(crate) fn tape(&self) -> Option<&std::sync::Arc<dyn Recorder>> {
+        self.tape.as_ref()
     }
 
     pub(crate) fn with_tape(tape: std::sync::Arc<dyn Recorder>) -> Transport {
@@ -354,6 +370,9 @@ impl Transport {
             return answer;
         }
         if !tape.may_go_live() {
+            if tape.cut_off_here() {
+                std::future::pending::<()>().await;
+            }
             return Err(NetError::NotRecorded(format!(
                 "{} {}",
                 req.method,

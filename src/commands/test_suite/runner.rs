@@ -464,7 +464,7 @@ async fn converse(
         });
         passed && done.status == crate::vocab::Status::Ok
     };
-    match engine.converse(client, &opts, &queries, go_on).await {
+    match engine.converse(client, &opts, (&queries, &[]), go_on).await {
         Some(trace) => trace,
         // A case with `turns:` has at least one (`check` requires it), so one has run.
         None => engine.run(client, opts).await,
