@@ -81,6 +81,7 @@ fn time_runs(calls: usize, iterations: usize) -> f64 {
             now_unix_ms: 0,
             faults: Vec::new(),
             interrupted: None,
+            cut: None,
             notify: None,
             session: None,
         };

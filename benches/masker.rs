@@ -153,6 +153,7 @@ models:
             now_unix_ms: 0,
             faults: Vec::new(),
             interrupted: None,
+            cut: None,
             notify: None,
             session: None,
         };
