@@ -866,3 +866,57 @@ tools:
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("found"), "{out:?}");
 }
+
+/// What introspection says of an active opaque token is believed for a short while: a client
+/// sending the same token with each request costs the issuer one introspection, not one a
+/// request. Never past the token's `exp` (one expired but within the leeway is asked about each
+/// time), and a token found inactive is asked about again.
+#[test]
+fn introspection_of_an_active_token_is_cached_briefly() {
+    use support::http::{Response, TestServer};
+    let port = free_port();
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let aud = audience.clone();
+    let issuer = TestServer::start(move |req| {
+        let base = format!("http://{}", req.header("host").unwrap_or_default());
+        match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/.well-known/oauth-authorization-server") => Response::json(
+                200,
+                json!({ "issuer": base, "jwks_uri": format!("{base}/jwks"), "introspection_endpoint": format!("{base}/introspect") }),
+            ),
+            ("POST", "/introspect") => {
+                let body = req.text();
+                let exp = if body.contains("token=live") {
+                    now() + 3600
+                } else if body.contains("token=late") {
+                    now() - 10
+                } else {
+                    return Response::json(200, json!({ "active": false }));
+                };
+                Response::json(
+                    200,
+                    json!({ "active": true, "iss": base, "aud": aud, "sub": "someone", "scope": "tools.read", "exp": exp }),
+                )
+            }
+            _ => Response::status(404),
+        }
+    });
+    let dir = support::temp_dir("serve-auth-introspection-cache");
+    let spec = spec(&dir, &issuer.base_url(), &audience);
+    let serve = Serve::start(&spec, port, &[]);
+    let asked = |token: &str| {
+        issuer
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/introspect" && r.text().contains(&format!("token={token}")))
+            .count()
+    };
+    for token in ["live", "live", "live", "late", "late", "revoked", "revoked"] {
+        let answer = serve.initialize(Some(token));
+        let expected = if token == "revoked" { "401" } else { "200" };
+        assert!(status(&answer).contains(expected), "{token}: {answer}");
+    }
+    assert_eq!(asked("live"), 1, "an active token is introspected once");
+    assert_eq!(asked("late"), 2, "never cached past its `exp`");
+    assert_eq!(asked("revoked"), 2, "an inactive answer is not cached");
+}

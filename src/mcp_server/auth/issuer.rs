@@ -2,7 +2,8 @@
 //! its key set, and its introspection endpoint (RFC 7662). Fetched when a request first needs
 //! them, never before (`check` and offline commands never reach it); every fetch is bounded in
 //! time and size, one at a time, and the key set is fetched again for an unknown key at most
-//! once a minute.
+//! once a minute. What introspection says of an active token is believed for a short while
+//! (`cache`).
 
 use super::jwt::{self, Jwk, Principal};
 use crate::net::{HttpRequest, Purpose, SendOptions, Transport};
@@ -28,6 +29,8 @@ pub(super) struct Issuer {
     transport: Transport,
     /// One fetch at a time: a burst of requests with a new key waits for one fetch.
     state: tokio::sync::Mutex<State>,
+    /// Opaque tokens introspection found active lately.
+    introspected: super::cache::Cache,
 }
 
 #[derive(Default)]
@@ -51,6 +54,7 @@ impl Issuer {
             allowed,
             transport: Transport::live(),
             state: Default::default(),
+            introspected: Default::default(),
         }
     }
 
@@ -222,6 +226,9 @@ impl Issuer {
         audience: &str,
         now_secs: i64,
     ) -> Result<Principal, String> {
+        if let Some(known) = self.introspected.get(token) {
+            return Ok(known);
+        }
         let endpoint = {
             let mut state = self.state.lock().await;
             if state.metadata.is_none() {
@@ -264,7 +271,10 @@ impl Issuer {
                 "the issuer says the token is not active (expired, revoked or unknown)".into(),
             );
         }
-        jwt::check_claims(&answer, &self.issuer, audience, now_secs, false)
+        let principal = jwt::check_claims(&answer, &self.issuer, audience, now_secs, false)?;
+        let exp = answer["exp"].as_i64();
+        self.introspected.put(token, &principal, exp, now_secs);
+        Ok(principal)
     }
 }
 

@@ -7,6 +7,7 @@
 //! the tools it may call and names its subject (never the token) in events, recordings and
 //! spans.
 
+mod cache;
 mod issuer;
 mod jwt;
 
