@@ -520,3 +520,107 @@ fn a_session_on_a_live_model_saves_a_test_that_replays_offline() {
     )
     .assert_success();
 }
+
+#[test]
+fn an_mcp_server_is_started_once_for_the_whole_conversation() {
+    let dir = support::temp_dir("chat-mcp-once");
+    // The server: toolrun itself, serving a mock over stdio.
+    support::write(
+        &dir,
+        "served.yaml",
+        r#"version: 1
+name: served
+tools:
+  ping:
+    description: Answers pong.
+    kind: mock
+    responses:
+      - result: pong
+"#,
+    );
+    let toolrun = env!("CARGO_BIN_EXE_toolrun");
+    let served = dir.join("served.yaml");
+    let spec = format!(
+        r#"version: 1
+name: client
+tools:
+  remote:
+    kind: mcp
+    description: The served spec over stdio.
+    command: [{toolrun:?}, serve, {served:?}]
+    tools: [ping]
+models:
+  m:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: ping }}]
+          - answer: "Turn {{{{ turn }}}}: {{{{ last.result }}}}."
+tests:
+  - name: two_turns
+    turns:
+      - query: one
+        expect: {{ output_contains: "Turn 1: pong" }}
+      - query: two
+        expect: {{ output_contains: "Turn 2: pong" }}
+"#,
+        served = served.display().to_string(),
+    );
+    support::write(&dir, "client.yaml", &spec);
+    let input = "one\ntwo\nthree\n";
+    let out = chat_piped(
+        &dir,
+        &[
+            "client.yaml",
+            "--allow-exec",
+            toolrun,
+            "--events",
+            "events.jsonl",
+            "--record",
+            "r.json",
+        ],
+        input,
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        stdout, "Turn 1: pong.\nTurn 2: pong.\nTurn 3: pong.\n",
+        "{stderr}"
+    );
+    // One process, started at the first turn and ended with the session, not one per turn.
+    let events = dir.join("events.jsonl");
+    assert_eq!(
+        support::events_named(&events, "mcp_server_started").len(),
+        1,
+        "{}",
+        std::fs::read_to_string(&events).unwrap()
+    );
+    assert_eq!(support::events_named(&events, "mcp_server_ended").len(), 1);
+    // The recording (one initialize) replays as a conversation of the same kind.
+    support::run(
+        support::toolrun()
+            .current_dir(&dir)
+            .args(["replay", "r.json"]),
+    )
+    .assert_success();
+    // A multi-turn test keeps its server for its conversation too.
+    let test = support::run(support::toolrun().current_dir(&dir).args([
+        "test",
+        "client.yaml",
+        "--allow-network",
+        "--allow-exec",
+        toolrun,
+        "--events",
+        "test-events.jsonl",
+    ]));
+    test.assert_success();
+    let events = dir.join("test-events.jsonl");
+    assert_eq!(
+        support::events_named(&events, "mcp_server_started").len(),
+        1,
+        "{test:?}"
+    );
+}

@@ -112,6 +112,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
             }
         }
     }
+    rt.block_on(engine.end_conversation(&setup.run_options("", &model.name)));
     let trace = engine.conversation_trace(&conversation, &model.name);
     if let Some(path) = &args.trace {
         write_trace(path, trace.as_ref(), &redactor)?;

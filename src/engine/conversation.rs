@@ -240,6 +240,14 @@ impl<'a> Engine<'a> {
                 ),
             };
         close_open_calls(&mut conversation.st.messages, mark.messages, stop.reason);
+        // The MCP sessions serve the next turn too, unless this one was cut off mid-call: a
+        // server may still be working on what it was asked, so the next turn starts afresh.
+        if matches!(
+            stop.reason,
+            StopReason::Interrupted | StopReason::RunTimeout
+        ) {
+            self.end_conversation(opts).await;
+        }
         let part = conversation.since(&mark);
         let trace = self.trace_of(part, stop, opts, started_at, elapsed);
         self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms, "turn": number }));
@@ -300,7 +308,14 @@ impl<'a> Engine<'a> {
                 break;
             }
         }
+        self.end_conversation(opts).await;
         self.conversation_trace(&conversation, opts.model_name)
+    }
+
+    /// Ends the conversation's MCP sessions (kept from turn to turn: one `initialize`, one
+    /// stdio process, for the whole conversation).
+    pub(crate) async fn end_conversation(&self, opts: &RunOptions<'_>) {
+        crate::tools::mcp::end_all(&self.tool_env(opts, "")).await;
     }
 
     /// The whole conversation as one trace: its calls, counts, usage and messages, the last

@@ -256,13 +256,15 @@ impl<'a> Engine<'a> {
             ..State::default()
         };
         let (stop, started_at, elapsed) = self.play(&mut st, model, &opts).await;
+        tools::mcp::end_all(&self.tool_env(&opts, "")).await;
         let trace = self.trace_of(st, stop, &opts, started_at, elapsed);
         self.events.emit_with("run_finished", || json!({ "status": trace.status, "stop_reason": trace.stop_reason, "steps": trace.steps, "tool_call_count": trace.tool_call_count, "duration_ms": trace.duration_ms }));
         trace
     }
 
     /// One run of the loop on `st` (a fresh state, or a conversation's so far): until an
-    /// answer, a stop for a person, a limit, the run's timeout or an interruption.
+    /// answer, a stop for a person, a limit, the run's timeout or an interruption. Its MCP
+    /// sessions stay open: a run ends them, a conversation after its last turn.
     async fn play(
         &self,
         st: &mut State,
@@ -300,7 +302,6 @@ impl<'a> Engine<'a> {
                 _ = interrupted => Stop::new(StopReason::Interrupted, "the run was interrupted".to_string()),
             }
         };
-        tools::mcp::end_all(&self.tool_env(opts, "")).await;
         (stop, started_at, started.elapsed())
     }
 
