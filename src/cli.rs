@@ -428,6 +428,14 @@ pub(crate) struct ServeArgs {
     /// longest ends, and its session starts it again on its next call
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub(crate) max_processes: usize,
+    /// MCP 2026-07-28: most tasks kept at once (running, or ended with their result); a new one
+    /// evicts the oldest ended one, and is refused while all of them run
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub(crate) max_tasks: usize,
+    /// MCP 2026-07-28: how long a task's result is kept after it ended (its `ttlMs`), and how
+    /// long a task waits for an answer it asked for (e.g. 10m, 1h)
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub(crate) task_ttl: String,
     /// HTTP: most connections at once; more are answered 503 and closed
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub(crate) max_connections: usize,

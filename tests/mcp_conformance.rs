@@ -103,6 +103,21 @@ fn the_2026_07_28_suite_passes_every_scenario_a_tool_server_offers() {
             out.stdout
         );
     }
+    // The tasks extension's scenarios (run, not scored in this release, so the expected
+    // failures file cannot hold them to it): whole, or all but the one check listed there.
+    for line in [
+        "✗ tasks-lifecycle: 8 passed, 1 failed",
+        "✓ tasks-capability-negotiation: 5 passed, 0 failed",
+        "✓ tasks-wire-fields: 4 passed, 0 failed",
+        "✓ tasks-request-state-removal: 3 passed, 0 failed",
+        "✗ tasks-mrtr-input: 3 passed, 1 failed",
+        "✓ tasks-request-headers: 5 passed, 0 failed",
+        "✓ tasks-dispatch-and-envelope: 9 passed, 0 failed",
+        "✓ tasks-required-task-error: 3 passed, 0 failed",
+        "✗ tasks-mrtr-composition: 1 passed, 1 failed",
+    ] {
+        assert!(out.stdout.contains(line), "{line}\n{}", out.stdout);
+    }
     // Scored or not (pending in this release of the suite), these pass whole.
     for scenario in [
         "input-required-result-tampered-state",

@@ -72,7 +72,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Some(_) => rt.block_on(crate::mcp_server::auth::Auth::new(&registry, &setup))?,
         None => None,
     };
-    let served = Arc::new(Served::new(registry, setup, log)?.with_state_key(state_key));
+    let served = Served::new(registry, setup, log)?.with_state_key(state_key);
+    let served = Arc::new(served.with_task_bounds(task_bounds(&args)?));
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {
@@ -177,6 +178,26 @@ fn transport(
 
 /// `--http`'s address and its `--token-env` token.
 type HttpSettings = (SocketAddr, Option<String>);
+
+/// `--max-tasks`, `--task-ttl`.
+fn task_bounds(args: &ServeArgs) -> Result<crate::mcp_server::tasks::TaskBounds, String> {
+    if args.max_tasks == 0 {
+        return Err("--max-tasks must be at least 1".into());
+    }
+    let ttl = crate::specfile::read::parse_duration(&args.task_ttl)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!(
+                "--task-ttl takes a duration such as 10m or 1h, not `{}`",
+                args.task_ttl
+            )
+        })?;
+    Ok(crate::mcp_server::tasks::TaskBounds {
+        max: args.max_tasks,
+        ttl,
+    })
+}
 
 /// `--max-sessions`, `--session-idle`, `--max-connections`, `--read-timeout`.
 fn bounds(args: &ServeArgs) -> Result<crate::mcp_server::http::Bounds, String> {

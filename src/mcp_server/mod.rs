@@ -1,13 +1,16 @@
 //! The Model Context Protocol side of toolrun, on the official SDK (`rmcp`).
 //!
-//! `server` serves a registry: a thin adapter that lists the tools a model may call and sends
-//! every `tools/call` through the engine's own call path, so a served call and a loop call are
-//! the same code; what its handlers share in one process is `served`. `http` puts that server on streamable HTTP with the transport's guards (bearer
-//! token, `Origin` and `Host` checks); `resume` keeps each session's call streams so that a
-//! client that went away gets the rest when it comes back with `Last-Event-ID`; `answer` sends a
-//! single-message answer as one JSON body; `direct` answers the common `tools/call` without
-//! rmcp's session machinery. A 2026-07-28 request has no session: `stateless` answers it on its
-//! own, its confirmation asked as an input-required result whose request state `state` signs.
+//! `server` serves a registry: a thin adapter that lists the tools a model may call and sends every
+//! `tools/call` through the engine's own call path, so a served call and a loop call are the same
+//! code; what its handlers share in one process is `served`. `http` puts that server on streamable
+//! HTTP with the transport's guards (bearer token, `Origin` and `Host` checks); `resume` keeps each
+//! session's call streams so that a client that went away gets the rest when it comes back with
+//! `Last-Event-ID`; `answer` sends a single-message answer as one JSON body; `direct` answers the
+//! common `tools/call` without rmcp's session machinery. A 2026-07-28 request has no session:
+//! `stateless` answers it on its own, its confirmation asked as an input-required result whose
+//! request state `state` signs. A call of a `task:` tool there may run as a task of the tasks
+//! extension: `task_calls` makes it and answers `tasks/*`, `tasks` keeps the tasks of this process,
+//! bounded.
 //! The core never imports this module.
 
 pub(crate) mod answer;
@@ -26,6 +29,8 @@ pub(crate) mod server;
 pub(crate) mod spans;
 pub(crate) mod state;
 pub(crate) mod stateless;
+pub(crate) mod task_calls;
+pub(crate) mod tasks;
 
 /// A map keyed by session id, looked up several times a request: foldhash, seeded per process,
 /// hashes a 36-character id for a fraction of SipHash's cost, and the keys are ids this server

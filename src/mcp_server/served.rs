@@ -1,12 +1,18 @@
 //! What every session of a served registry shares, in one process: the compiled spec and its
 //! MCP tool list, the setup (network, secrets, events, approvals, clock), the call log, the
-//! count of calls running (which shutdown waits for) and the key 2026-07-28 request states are
-//! signed with. `server`'s handlers, one per session or 2026-07-28 request, hold it.
+//! count of calls running (which shutdown waits for), the key 2026-07-28 request states are
+//! signed with and the tasks (`tasks`). `server`'s handlers, one per session or 2026-07-28
+//! request, hold it; where a call comes from ([`Origin`]) is said the same way to each.
 
+use super::confirm::Confirmation;
+pub(crate) use super::notices::Stream;
 use super::record::{CallLog, LoggedCall};
 use crate::net::Transport;
 use crate::registry::Registry;
 use crate::setup::Setup;
+use rmcp::model::ProgressToken;
+use rmcp::service::Peer;
+use rmcp::RoleServer;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,6 +38,10 @@ pub(crate) struct Served {
     pub(crate) upstream: Mutex<Vec<Arc<Transport>>>,
     /// Signs the `requestState` of 2026-07-28 confirmations (`--state-key-env`, else random).
     pub(crate) state_key: super::state::StateKey,
+    /// The 2026-07-28 calls running as tasks, and the results of those that ended.
+    pub(crate) tasks: super::tasks::Tasks,
+    /// Some tool runs as a task (`task:`): the tasks extension is served.
+    pub(crate) has_tasks: bool,
 }
 
 impl Served {
@@ -47,6 +57,7 @@ impl Served {
                     .map_err(|e| format!("tool `{}` is not a valid MCP tool: {e}", t.name))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let has_tasks = registry.callable_tools().any(|t| t.task.is_some());
         Ok(Served {
             registry,
             setup,
@@ -57,6 +68,8 @@ impl Served {
             calls: AtomicUsize::new(0),
             upstream: Mutex::new(Vec::new()),
             state_key: super::state::StateKey::random()?,
+            tasks: super::tasks::Tasks::new(Default::default()),
+            has_tasks,
         })
     }
 
@@ -65,6 +78,12 @@ impl Served {
         if let Some(key) = key {
             self.state_key = key;
         }
+        self
+    }
+
+    /// Tasks kept within `bounds` (`--max-tasks`, `--task-ttl`).
+    pub(crate) fn with_task_bounds(mut self, bounds: super::tasks::TaskBounds) -> Served {
+        self.tasks = super::tasks::Tasks::new(bounds);
         self
     }
 
@@ -139,4 +158,42 @@ impl Served {
             _ => None,
         }
     }
+}
+
+/// A call counted (in [`Served::calls`], say) until it has been answered and logged.
+pub(crate) struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    pub(crate) fn new(calls: &'a AtomicUsize) -> Running<'a> {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Running(calls)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Where a served call comes from, which decides its clock and who confirms it.
+pub(crate) enum Origin<'a> {
+    /// A connected client: the server's clock; the client's user confirms through MCP
+    /// elicitation when the client declared that capability. Notifications go to it, progress
+    /// only when the request carried this progress token.
+    /// The hang-up is the call's own event stream's, when it came over streamable HTTP.
+    /// The stream is the call's own event stream when toolrun writes it (`direct`): its
+    /// notifications go there, else through rmcp (which sends logs on the session's stream).
+    Client(
+        &'a Peer<RoleServer>,
+        Option<ProgressToken>,
+        Option<&'a super::resume::Hangup>,
+        Option<&'a Stream>,
+    ),
+    /// A recorded call being replayed: its clock, and its recorded answer (`None`: nobody was
+    /// asked).
+    Recording {
+        now_unix_ms: i64,
+        confirmation: Option<Confirmation>,
+    },
 }

@@ -6,17 +6,19 @@
 use super::confirm::{self, Confirmation};
 use super::record::{CallLog, LoggedCall};
 use super::result::{error_result, to_mcp_result, CallResult};
-pub(crate) use super::served::Served;
+pub(crate) use super::served::{Origin, Running, Served, Stream};
 use super::spans::served_request;
+use super::task_calls;
 use crate::engine::{CallOutcome, CallSession};
 use crate::net::Transport;
 use crate::telemetry::mcp as telemetry;
 use crate::tools::notify::{self, Notice, Notifier};
 use crate::trace::PendingCall;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+    GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, UpdateTaskParams,
+    TASKS_EXTENSION_ID,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -206,9 +208,10 @@ impl ServedSession {
                     .unwrap_or_default();
                 let mut form = confirm::request(pending, description);
                 served.setup.redactor.value(&mut form);
-                // 2026-07-28: the answer comes with the client's retry, or the form is asked.
+                // 2026-07-28: the answer comes with the client's retry, or the form is asked
+                // (in a task, through the task).
                 if let Some(one) = one {
-                    return one.confirmation(form);
+                    return one.ask(form).await;
                 }
                 Some(confirm::ask(peer, form).await)
             }
@@ -299,14 +302,13 @@ impl ServedSession {
             })
             .0
         };
-        let mut cut = served.cut.subscribe();
-        let ran = tokio::select! {
-            ran = joined => Some(ran),
-            _ = cut.wait_for(|cut| *cut) => None,
-        };
-        let Some((mut outcome, confirmation, seq)) = ran else {
-            let seq = admitted.load(Ordering::Relaxed);
-            return self.cut_off(name, arguments, (now_unix_ms, seq), started);
+        let ran = self.until_cut(joined).await;
+        let (mut outcome, confirmation, seq) = match ran {
+            Ok(ran) => ran,
+            Err(why) => {
+                let seq = admitted.load(Ordering::Relaxed);
+                return self.cut_off(name, arguments, (now_unix_ms, seq), started, why);
+            }
         };
         let mut response = match (&outcome.pending, &confirmation) {
             (Some(p), Some(answer)) => {
@@ -348,6 +350,27 @@ impl ServedSession {
         response
     }
 
+    /// Runs `work` until it ends, or the server cuts calls off at shutdown, or the call's task
+    /// is cancelled (`Err` says which, as the call's answer tells its client).
+    async fn until_cut<T>(
+        &self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, &'static str> {
+        let mut cut = self.served.cut.subscribe();
+        let task = super::stateless::current().and_then(|o| o.task().cloned());
+        let cancelled = async {
+            match &task {
+                Some(task) => task.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ran = work => Ok(ran),
+            _ = cut.wait_for(|cut| *cut) => Err(CUT_AT_SHUTDOWN),
+            _ = cancelled => Err(CANCELLED),
+        }
+    }
+
     /// Keeps a call answered: a recording's line (each session's calls may end in another
     /// order than they were admitted; the line's `seq` says which, and reading the recording
     /// puts them back in order), or a replay's entry (its calls run one by one, in order).
@@ -363,20 +386,19 @@ impl ServedSession {
         }
     }
 
-    /// The answer of a call the server cut off as it stopped (the tool's work is dropped), and
-    /// its record: its client is told, and a replay knows it never ended.
+    /// The answer of a call cut off before it ended (the tool's work is dropped): the server
+    /// stopped, or its task was cancelled; `why` says which. Its record keeps it so: a replay
+    /// knows it never ended.
     fn cut_off(
         &self,
         name: &str,
         arguments: Value,
         (now_unix_ms, seq): (i64, u32),
         started: Instant,
+        why: &str,
     ) -> CallResult {
         let served = &*self.served;
-        let response = CallResult::Json(error_result(
-            "execution_error",
-            "the server stopped before the call ended (it was cut off after the time calls get to end at shutdown); whether the tool finished its work is unknown",
-        ));
+        let response = CallResult::Json(error_result("execution_error", why));
         served.setup.events.emit_with("mcp_call", || {
             json!({
                 "session": self.id(),
@@ -407,45 +429,9 @@ impl ServedSession {
     }
 }
 
-/// A call counted (in [`Served::calls`], say) until it has been answered and logged.
-pub(crate) struct Running<'a>(&'a AtomicUsize);
-
-impl<'a> Running<'a> {
-    pub(crate) fn new(calls: &'a AtomicUsize) -> Running<'a> {
-        calls.fetch_add(1, Ordering::SeqCst);
-        Running(calls)
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-pub(crate) use super::notices::Stream;
-
-/// Where a served call comes from, which decides its clock and who confirms it.
-pub(crate) enum Origin<'a> {
-    /// A connected client: the server's clock; the client's user confirms through MCP
-    /// elicitation when the client declared that capability. Notifications go to it, progress
-    /// only when the request carried this progress token.
-    /// The hang-up is the call's own event stream's, when it came over streamable HTTP.
-    /// The stream is the call's own event stream when toolrun writes it (`direct`): its
-    /// notifications go there, else through rmcp (which sends logs on the session's stream).
-    Client(
-        &'a Peer<RoleServer>,
-        Option<ProgressToken>,
-        Option<&'a super::resume::Hangup>,
-        Option<&'a Stream>,
-    ),
-    /// A recorded call being replayed: its clock, and its recorded answer (`None`: nobody was
-    /// asked).
-    Recording {
-        now_unix_ms: i64,
-        confirmation: Option<Confirmation>,
-    },
-}
+/// Why a call was cut off, as its client is told and its record keeps.
+const CUT_AT_SHUTDOWN: &str = "the server stopped before the call ended (it was cut off after the time calls get to end at shutdown); whether the tool finished its work is unknown";
+const CANCELLED: &str = "the call's task was cancelled (tasks/cancel) before the call ended; whether the tool finished its work is unknown";
 
 impl ServerHandler for ServedSession {
     #[allow(deprecated)] // logging: deprecated after 2025-11-25, the revisions served here have it
@@ -456,6 +442,11 @@ impl ServerHandler for ServedSession {
                 .enable_logging()
                 .build(),
         );
+        // The tasks extension, where a tool runs as a task (`task:`); a 2026-07-28 client sees it.
+        if self.served.has_tasks {
+            let extensions = info.capabilities.extensions.get_or_insert_default();
+            extensions.insert(TASKS_EXTENSION_ID.into(), Default::default());
+        }
         info.server_info.name = "toolrun".into();
         info.server_info.version = env!("CARGO_PKG_VERSION").into();
         info.server_info.title = Some(self.served.registry.name.clone());
@@ -481,7 +472,14 @@ impl ServerHandler for ServedSession {
         if let Some(p) = parts.and_then(|p| p.extensions.get::<Arc<super::auth::Principal>>()) {
             let _ = self.subject.set(p.subject.as_str().into());
         }
-        let result = self.negotiate_initialize(&request);
+        // A session has no tasks here: the extension is 2026-07-28's (its calls run at once).
+        let result = self.negotiate_initialize(&request).map(|mut r| {
+            if let Some(e) = r.capabilities.extensions.as_mut() {
+                e.remove(TASKS_EXTENSION_ID);
+            }
+            r.capabilities.extensions = r.capabilities.extensions.filter(|e| !e.is_empty());
+            r
+        });
         if let Some(start) = start {
             let mut req = served_request(&context, "initialize", None, start, None);
             req.protocol_version = Some(request.protocol_version.to_string());
@@ -583,14 +581,28 @@ impl ServerHandler for ServedSession {
         if let Some(s) = subject {
             let _ = self.subject.set(s.into());
         }
-        let one = match stateless {
+        let mut found = match stateless {
             true => {
                 let key = &self.served.state_key;
                 let found = super::stateless::retry(key, &context, &request, (&arguments, subject));
-                Some(Arc::new(found?))
+                Some(found?)
             }
             false => None,
         };
+        // Only a spec with `task:` tools pays for what a task's call needs.
+        if stateless && self.served.has_tasks {
+            let (session, peer, name) = (self.clone(), context.peer.clone(), request.name.clone());
+            // A task's call, as any: no progress token (the request that made it is answered).
+            let run = move |one, arguments| async move {
+                let work = session.call(&name, arguments, Origin::Client(&peer, None, None, None));
+                super::stateless::scope(Some(one), work).await
+            };
+            let (call, at) = ((&request, &arguments), (&context, start));
+            if let Some(answered) = task_calls::as_task(&self.served, call, &mut found, at, run) {
+                return answered;
+            }
+        }
+        let one = found.map(Arc::new);
         let token = context.meta.get_progress_token();
         let hangup = parts.and_then(|p| p.extensions.get::<super::resume::Hangup>());
         let origin = Origin::Client(&context.peer, token, hangup, None);
@@ -615,5 +627,45 @@ impl ServerHandler for ServedSession {
         // Required from protocol 2026-07-28 on; rmcp drops it again for older clients.
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);
         Ok(CallToolResponse::Complete(result))
+    }
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        task_calls::task_request(&self.served, "tasks/get", &context, |tasks, subject| {
+            tasks.get(&request.task_id, subject)
+        })
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (id, answers) = (request.task_id, request.input_responses);
+        task_calls::task_request(&self.served, "tasks/update", &context, |tasks, subject| {
+            tasks.update(&id, subject, answers)
+        })
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        task_calls::task_request(&self.served, "tasks/cancel", &context, |tasks, subject| {
+            tasks.cancel(&request.task_id, subject)
+        })
+    }
+
+    /// A request rmcp could not read as the method it names: tasks/get, tasks/update and
+    /// tasks/cancel with params that do not fit (-32602); any other method is not served here.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        Err(task_calls::misread(&request.method))
     }
 }

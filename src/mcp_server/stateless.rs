@@ -8,6 +8,7 @@
 
 use super::confirm::Confirmation;
 use super::state::{Call, StateKey};
+use super::tasks::TaskHandle;
 use rmcp::model::{CallToolRequestParams, InputRequiredResult, ProtocolVersion};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -52,6 +53,8 @@ pub(crate) struct OneRequest {
     answer: Option<Confirmation>,
     /// The confirmation form, once the call found it needs one and no answer came with it.
     asked: Mutex<Option<Value>>,
+    /// The task the call runs as (the tasks extension): its confirmation is asked there.
+    task: Option<TaskHandle>,
 }
 
 impl OneRequest {
@@ -63,6 +66,33 @@ impl OneRequest {
             }
         }
         self.answer.clone()
+    }
+
+    /// The call runs as `task`.
+    pub(crate) fn in_task(mut self, task: TaskHandle) -> OneRequest {
+        self.task = Some(task);
+        self
+    }
+
+    pub(crate) fn task(&self) -> Option<&TaskHandle> {
+        self.task.as_ref()
+    }
+
+    /// The answer to `form`: in a task, asked through the task (its `tasks/get` shows the form,
+    /// `tasks/update` brings the answer) and waited for; else as [`OneRequest::confirmation`].
+    pub(crate) async fn ask(&self, form: Value) -> Option<Confirmation> {
+        let Some(task) = &self.task else {
+            return self.confirmation(form);
+        };
+        let request = json!({ "method": "elicitation/create", "params": form });
+        let given = task.ask(INPUT_KEY, request).await;
+        Some(given.as_ref().and_then(answer).unwrap_or_else(|| Confirmation {
+            action: "error".into(),
+            content: Some(json!({ "message": match given {
+                Some(_) => format!("inputResponses.{INPUT_KEY} is not an elicitation result"),
+                None => "no answer came: the task was cancelled, or its client did not answer within the task's ttlMs".into(),
+            } })),
+        }))
     }
 
     pub(crate) fn was_asked(&self) -> bool {
@@ -116,6 +146,7 @@ pub(crate) fn retry(
         log_rank,
         answer,
         asked: Mutex::default(),
+        task: None,
     })
 }
 

@@ -118,6 +118,30 @@ pub(crate) struct Tool {
     pub(crate) allowed: bool,
     /// `scopes:`: what a served client's token must carry to see and call the tool.
     pub(crate) scopes: Vec<String>,
+    /// `task:`: served on MCP 2026-07-28, a call may (or must) run as a task of the tasks
+    /// extension, polled by its client; `None`: always answered in the call's own response.
+    pub(crate) task: Option<TaskSupport>,
+}
+
+/// How a served tool runs as a task (`task:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskSupport {
+    /// A client that declared the tasks extension gets a task; others the result at once.
+    Optional,
+    /// Only as a task: a client that did not declare the extension is refused (-32021).
+    Required,
+}
+
+impl TaskSupport {
+    pub(crate) const NAMES: &'static [&'static str] = &["optional", "required"];
+
+    pub(crate) fn parse(name: &str) -> Option<TaskSupport> {
+        match name {
+            "optional" => Some(TaskSupport::Optional),
+            "required" => Some(TaskSupport::Required),
+            _ => None,
+        }
+    }
 }
 
 impl Tool {
@@ -308,6 +332,7 @@ pub(crate) struct Wildcard {
     /// `policy.confirm`: names a found tool may have.
     pub(crate) confirm: Vec<String>,
     pub(crate) scopes: Vec<String>,
+    pub(crate) task: Option<TaskSupport>,
     /// The tools, from the first listing of this process (runs of `toolrun test` share it, as
     /// they share what each declared tool's server listed).
     pub(crate) found: std::sync::OnceLock<Vec<Tool>>,
@@ -341,6 +366,7 @@ impl Wildcard {
             faults: self.faults.clone(),
             allowed,
             scopes: self.scopes.clone(),
+            task: self.task,
         }
     }
 }

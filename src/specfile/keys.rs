@@ -229,6 +229,7 @@ pub(crate) const TOOL: &Place = &Place::new("tool", "A tool; `kind` decides whic
     Key::new("timeout", DURATION, "Timeout of one call (default: `limits.tool_timeout`)."),
     Key::new("faults", ListOf("fault"), "Injected faults, for testing how the loop copes."),
     Key::new("scopes", SCOPES, "OAuth scopes a client's token must carry to see and call this tool through `toolrun serve --http` with `serve.auth` (besides `serve.auth.scopes`)."),
+    Key::new("task", Enum(&["optional", "required"]), "Served on MCP 2026-07-28 to a client that declared the tasks extension (`io.modelcontextprotocol/tasks`), a call runs as a task the client polls: `optional` (a client without the extension gets the result at once) or `required` (such a client is refused with -32021)."),
 ]);
 
 /// A list of OAuth scope tokens (RFC 6749 section 3.3: printable ASCII but space, `"` and `\`).

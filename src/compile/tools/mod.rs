@@ -6,7 +6,7 @@ use super::Ctx;
 use crate::arguments::LazyValidator;
 use crate::codes::Code;
 use crate::diag::{Diagnostic, Span};
-use crate::registry::{Fault, Limits, Policy, Tool, ToolKind};
+use crate::registry::{Fault, Limits, Policy, TaskSupport, Tool, ToolKind};
 use crate::specfile::keys::{self, Kind};
 use crate::specfile::read::{Obj, Spanned};
 use crate::specfile::yaml::{Node, Value};
@@ -141,6 +141,7 @@ pub(super) struct Common {
     faults: Vec<Fault>,
     explicit_idempotent: Option<bool>,
     scopes: Vec<String>,
+    task: Option<TaskSupport>,
 }
 
 impl Common {
@@ -163,6 +164,7 @@ impl Common {
                 .unwrap_or_default(),
             explicit_idempotent: obj.bool("idempotent", &mut ctx.d).map(|b| b.value),
             scopes: crate::compile::serve_auth::scopes(obj, ctx),
+            task: task_support(obj, ctx),
         }
     }
 
@@ -187,6 +189,7 @@ impl Common {
             faults: self.faults.clone(),
             confirm: confirm.iter().map(|c| c.value.clone()).collect(),
             scopes: self.scopes.clone(),
+            task: self.task,
             found: Default::default(),
         }
     }
@@ -220,8 +223,29 @@ impl Common {
             // Resolved against `policy` once it is compiled (see `compile::compile`).
             allowed: true,
             scopes: self.scopes.clone(),
+            task: self.task,
         }
     }
+}
+
+/// `task: optional | required`; a word it does not know is an error with the nearest one.
+fn task_support(obj: &Obj, ctx: &mut Ctx) -> Option<TaskSupport> {
+    let word = obj.string("task", &mut ctx.d)?;
+    let found = TaskSupport::parse(&word.value);
+    if found.is_none() {
+        ctx.d.push(
+            Diagnostic::new(
+                Code::E007,
+                format!("`task` is `optional` or `required`, not `{}`", word.value),
+            )
+            .at(word.span)
+            .help(crate::diag::choose(
+                &word.value,
+                TaskSupport::NAMES.iter().copied(),
+            )),
+        );
+    }
+    found
 }
 
 /// What one kind contributes to a tool: its input schema (and the validator built while
