@@ -567,7 +567,7 @@ tests:
         served = served.display().to_string(),
     );
     support::write(&dir, "client.yaml", &spec);
-    let input = "one\ntwo\nthree\n";
+    let input = "one\ntwo\nthree\n/save kept\n";
     let out = chat_piped(
         &dir,
         &[
@@ -623,4 +623,17 @@ tests:
         1,
         "{test:?}"
     );
+    // What the server answered was recorded: the saved test replays it, no server started.
+    let saved = std::fs::read_to_string(dir.join("client.yaml")).unwrap();
+    assert!(
+        saved.contains("  - name: \"kept\"\n    fixture: \"fixtures/kept.json\"\n"),
+        "{saved}"
+    );
+    let test = support::run(support::toolrun().current_dir(&dir).args([
+        "test",
+        "client.yaml",
+        "--filter",
+        "kept",
+    ]));
+    test.assert_success();
 }

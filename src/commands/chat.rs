@@ -40,8 +40,8 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
     let approved = Arc::new(Mutex::new(Vec::<String>::new()));
     let confirm =
         super::prompt::terminal_prompt(redactor.clone(), approved.clone(), signals.stop.clone());
-    // A recording's turns share one clock reading, as its replay will.
-    let now = (args.record.is_some() || live).then(|| setup.clock.now_unix_ms());
+    // The session's turns share one clock reading, as the replay of its recording will.
+    let now = setup.clock.now_unix_ms();
     if terminal {
         eprintln!(
             "toolrun chat with `{}` ({}): one message per line; Ctrl-C stops an answer, Ctrl-D ends",
@@ -61,9 +61,10 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
         registry: &registry,
         spec: &args.spec,
         model: &model.name,
-        tape: setup.tape.as_deref().filter(|_| live),
+        // What reached a live model or server: a scripted session of mocks replays itself.
+        tape: (setup.tape.as_deref()).filter(|t| live || t.recorded_any()),
         redactor: &redactor,
-        now: now.unwrap_or_else(|| setup.clock.now_unix_ms()),
+        now,
         approvals: approvals(args, &approved),
         resumed: resumed_turns,
     };
@@ -88,9 +89,7 @@ fn chat(args: &ChatArgs) -> Result<i32, i32> {
             continue;
         }
         let mut opts = setup.run_options(query, &model.name);
-        if let Some(now) = now {
-            opts.now_unix_ms = now;
-        }
+        opts.now_unix_ms = now;
         if terminal {
             opts.confirmer = Some(&confirm);
         }
@@ -146,11 +145,10 @@ fn open(args: &ChatArgs, signals: &Signals) -> Result<Opened, i32> {
         .model
         .as_deref()
         .or(resumed.as_ref().map(|t| t.model.as_str()));
-    // A live model's session is recorded as it goes, so that `/save` can make a test of it that
-    // replays offline; a scripted model's test runs the model again.
+    // A live model's test replays its session; a scripted model's runs the model again.
     let live = crate::setup::model_name(&registry, chosen)
         .is_ok_and(|m| super::test_suite::runner::live_endpoint(&registry, &m).is_some());
-    let mut inputs = inputs(args, live)?;
+    let mut inputs = inputs(args)?;
     // The first turn is not known yet: each turn chooses a scripted model's script.
     inputs.model = Some(ModelChoice {
         name: chosen,
@@ -184,7 +182,7 @@ fn worse(code: i32, turn: &TurnTrace) -> i32 {
 }
 
 /// The flags' setup, and the files the session writes: `--trace`, and `--record` (new only).
-fn inputs(args: &ChatArgs, live: bool) -> Result<Inputs<'_>, i32> {
+fn inputs(args: &ChatArgs) -> Result<Inputs<'_>, i32> {
     let mut inputs = Inputs::from_flags(&args.setup);
     if let Some(path) = &args.trace {
         inputs.outputs.push(Output::file(path, "--trace"));
@@ -201,9 +199,9 @@ fn inputs(args: &ChatArgs, live: bool) -> Result<Inputs<'_>, i32> {
             .outputs
             .push(Output::in_new_folders(path, "--record"));
     }
-    if args.record.is_some() || live {
-        inputs.network = Network::Record { previous: None };
-    }
+    // Every session is recorded as it goes, so that `/save` can make a test of it that
+    // replays offline what a live model, HTTP tool or MCP server answered.
+    inputs.network = Network::Record { previous: None };
     Ok(inputs)
 }
 

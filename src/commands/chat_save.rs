@@ -21,8 +21,9 @@ pub(crate) struct Session<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) spec: &'a Path,
     pub(crate) model: &'a str,
-    /// The exchanges so far of a session whose model is live: its test replays them offline.
-    /// `None` for a scripted model, whose test runs it again.
+    /// The exchanges so far of a session whose model is live or whose tools reached a server:
+    /// its test replays them offline. `None` for a scripted model with offline tools, whose
+    /// test runs them again.
     pub(crate) tape: Option<&'a Tape>,
     pub(crate) redactor: &'a Redactor,
     pub(crate) now: i64,
