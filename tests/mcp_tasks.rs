@@ -40,8 +40,8 @@ tools:
     description: Takes its time.
     kind: mock
     task: optional
-    timeout: 300s
-    faults: [{ delay: 200s }]
+    timeout: 120s
+    faults: [{ delay: 20s }]
     input: { type: object, properties: {} }
     responses:
       - result: finally
@@ -313,6 +313,16 @@ fn a_task_tool_runs_as_a_task_its_client_polls_answers_and_cancels() {
     let slow = named("slow");
     assert_eq!(slow.len(), 1, "{served:#?}");
     assert!(slow[0].to_string().contains("cancelled"), "{:#}", slow[0]);
+    // And replayed as any served call, offline (the cancelled call runs again to its end, to be
+    // admitted as it was: its 20 s delay).
+    let mut replay = support::toolrun();
+    replay
+        .arg("replay")
+        .arg(&fixture)
+        .arg("--spec")
+        .arg(dir.path().join("tasks.yaml"));
+    let out = support::run(&mut replay);
+    assert_eq!(out.code, 0, "{out:?}");
 }
 
 #[test]
