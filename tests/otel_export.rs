@@ -2495,3 +2495,79 @@ fn serve_spans_carry_the_mcp_revision_of_each_request() {
         assert!(version(&s).is_string(), "{s:#}");
     }
 }
+
+/// A 2026-07-28 request to `authority` (`serve --http`) with the tasks extension declared; its
+/// JSON-RPC response.
+fn post_2026(authority: &str, method: &str, mut params: Value) -> Value {
+    use std::io::Write;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            { "extensions": { "io.modelcontextprotocol/tasks": {} } },
+    });
+    let name = params["name"].as_str().or(params["taskId"].as_str());
+    let name = name
+        .map(|n| format!("Mcp-Name: {n}\r\n"))
+        .unwrap_or_default();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let body = body.to_string();
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+/// A served task's requests are server spans of 2026-07-28, as calls are: the `tools/call` that
+/// made it (answered with the task), its `tasks/get` and its `tasks/cancel`.
+#[test]
+fn serve_spans_cover_the_requests_of_a_task() {
+    let tap = Tap::start();
+    let spec = support::temp_file(
+        "otel-serve-tasks",
+        "tasks.yaml",
+        "version: 1\ntools:\n  slow:\n    description: Takes its time.\n    kind: mock\n    task: optional\n    timeout: 120s\n    faults: [{ delay: 60s }]\n    responses:\n      - result: done\n",
+    );
+    let mut serve = toolrun(&tap);
+    serve
+        .arg("serve")
+        .arg(spec.path())
+        .args(["--http", "127.0.0.1:0"]);
+    let (mut child, url, mut stderr) = support::spawn_served(&mut serve);
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let created = post_2026(
+        authority,
+        "tools/call",
+        json!({ "name": "slow", "arguments": {} }),
+    );
+    let id = created["result"]["taskId"].as_str().expect("a task");
+    let got = post_2026(authority, "tasks/get", json!({ "taskId": id }));
+    assert_eq!(got["result"]["taskId"], id, "{got}");
+    let ack = post_2026(authority, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let spans = tap.wait(|s| !named(s, "tasks/cancel").is_empty());
+    for name in ["tools/call slow", "tasks/get", "tasks/cancel"] {
+        let found = named(&spans, name);
+        assert_eq!(found.len(), 1, "{name}: {spans:#?}");
+        assert_eq!(
+            attr(found[0], "mcp.protocol.version"),
+            "2026-07-28",
+            "{name}"
+        );
+    }
+}
