@@ -424,6 +424,14 @@ pub(crate) struct ServeArgs {
     /// HTTP: a session without a request or a call running for this long ends (e.g. 30m, 2h)
     #[arg(long, value_name = "DURATION", default_value = "30m")]
     pub(crate) session_idle: String,
+    /// HTTP with `serve.auth`: most subjects whose MCP 2026-07-28 calls are counted against
+    /// the `serve:` limits at once; a new one evicts the one used least recently
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) max_subjects: usize,
+    /// HTTP with `serve.auth`: a subject's 2026-07-28 calls count against the `serve:` limits
+    /// for this long from its first call, then start again (e.g. 1h, 24h)
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub(crate) subject_window: String,
     /// Most stdio MCP server processes at once, across sessions: past it, the one idle the
     /// longest ends, and its session starts it again on its next call
     #[arg(long, value_name = "N", default_value_t = 16)]

@@ -920,3 +920,113 @@ fn introspection_of_an_active_token_is_cached_briefly() {
     assert_eq!(asked("late"), 2, "never cached past its `exp`");
     assert_eq!(asked("revoked"), 2, "an inactive answer is not cached");
 }
+
+/// MCP 2026-07-28 has no session: with `serve.auth`, the `serve:` limits and loop detection
+/// count per authenticated subject (issue 31 item 4), in a map of `--max-subjects` subjects at
+/// most, the one used least recently evicted (its count starts again).
+#[test]
+fn stateless_limits_count_per_subject_in_a_bounded_map() {
+    let dir = support::temp_dir("serve-auth-subjects");
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let text = SPEC
+        .replace("ISSUER", &provider.issuer)
+        .replace("AUDIENCE", &audience)
+        .replace("serve:\n", "serve:\n  max_tool_calls: 3\n  max_repeated_calls: 2\n")
+        .replace(
+            "    kind: mock\n    responses: [{ result: found }]",
+            "    kind: mock\n    input: { type: object, properties: { q: { type: integer } } }\n    responses: [{ result: found }]",
+        );
+    let spec = support::write(&dir, "payments.yaml", &text);
+    let args = ["--max-subjects", "2", "--subject-window", "2h"];
+    let serve = Serve::start(&spec, port, &args);
+    let tokens: std::collections::HashMap<&str, String> = ["reader", "ci", "ci-client"]
+        .into_iter()
+        .map(|c| (c, provider.token(c, &audience, "tools.read")))
+        .collect();
+    // A lookup by `client` with these arguments: the tool's text, or the error's.
+    let call = |client: &str, arguments: Value| -> String {
+        let params = json!({ "name": "lookup", "arguments": arguments, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+        } });
+        let headers = [
+            ("Mcp-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "lookup"),
+        ];
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params });
+        let response = serve.request_with(
+            "POST",
+            "/mcp",
+            Some(&tokens[client]),
+            &headers,
+            &body.to_string(),
+        );
+        let result = &body_json(&response)["result"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        match result["isError"].as_bool() {
+            Some(false) => text.to_string(),
+            Some(true) => format!("error: {text}"),
+            None => panic!("{client}: not a call's result: {response}"),
+        }
+    };
+    let ok = |client: &str, arguments: Value| {
+        let got = call(client, arguments.clone());
+        assert_eq!(got, "found", "{client} {arguments}");
+    };
+    let refused = |client: &str, arguments: Value, says: &str| {
+        let got = call(client, arguments.clone());
+        assert!(
+            got.starts_with("error:") && got.contains(says),
+            "{client} {arguments}: {got}"
+        );
+    };
+    // Each request on its own would never be a loop nor over the limit: reader's are counted
+    // together, across requests (and connections).
+    ok("reader", json!({ "q": 1 }));
+    ok("reader", json!({ "q": 1 }));
+    refused(
+        "reader",
+        json!({ "q": 1 }),
+        "2 times in a row with these arguments by this subject (serve.max_repeated_calls)",
+    );
+    ok("reader", json!({ "q": 2 }));
+    refused(
+        "reader",
+        json!({ "q": 3 }),
+        "this subject may make at most 3 tool calls in 2h (serve.max_tool_calls)",
+    );
+    // Another subject is not held to reader's count.
+    ok("ci", json!({ "q": 1 }));
+    // A third subject evicts the one used least recently (reader; ci was used after it)...
+    ok("ci-client", json!({}));
+    ok("ci", json!({ "q": 2 }));
+    // ...whose count starts again (and evicts ci-client, now the least recent)...
+    ok("reader", json!({ "q": 4 }));
+    // ...while ci kept its own: its third call is its last.
+    ok("ci", json!({ "q": 3 }));
+    refused(
+        "ci",
+        json!({ "q": 4 }),
+        "this subject may make at most 3 tool calls in 2h",
+    );
+    drop(serve);
+    // Only a token's subject is counted: without `serve.auth`, each request counts on its own
+    // (tests/mcp_serve_2026.rs); these flags are checked all the same.
+    let bad = support::toolrun()
+        .arg("serve")
+        .arg(&spec)
+        .args(["--http", "127.0.0.1:0", "--subject-window", "0s"])
+        .env("RS_ID", "resource-server")
+        .env("RS_SECRET", "resource-server-secret")
+        .output()
+        .expect("run toolrun");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("--subject-window takes a duration"),
+        "{stderr}"
+    );
+}

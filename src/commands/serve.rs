@@ -72,8 +72,13 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Some(_) => rt.block_on(crate::mcp_server::auth::Auth::new(&registry, &setup))?,
         None => None,
     };
+    let subjects = match auth.is_some() {
+        true => Some(subjects(&args, registry.serve)?),
+        false => None,
+    };
     let served = Served::new(registry, setup, log)?.with_state_key(state_key);
-    let served = Arc::new(served.with_task_bounds(task_bounds(&args)?));
+    let served = served.with_task_bounds(task_bounds(&args)?);
+    let served = Arc::new(served.with_subjects(subjects));
     let tool_count = served.registry.callable_tools().count();
     let result: Result<(), String> = rt.block_on(async {
         match http {
@@ -220,6 +225,30 @@ fn bounds(args: &ServeArgs) -> Result<crate::mcp_server::http::Bounds, String> {
         max_sessions: count("--max-sessions", args.max_sessions)?,
         session_idle: duration("--session-idle", &args.session_idle)?,
     })
+}
+
+/// `--max-subjects` and `--subject-window`: each authenticated subject's counts of its
+/// 2026-07-28 calls.
+fn subjects(
+    args: &ServeArgs,
+    limits: crate::registry::ServeLimits,
+) -> Result<crate::mcp_server::subjects::Subjects, String> {
+    if args.max_subjects == 0 {
+        return Err("--max-subjects must be at least 1".into());
+    }
+    let text = &args.subject_window;
+    let window = crate::specfile::read::parse_duration(text)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!("--subject-window takes a duration such as 30m, 1h or 24h, not `{text}`")
+        })?;
+    let window = (window, text.as_str());
+    Ok(crate::mcp_server::subjects::Subjects::new(
+        limits,
+        args.max_subjects,
+        window,
+    ))
 }
 
 /// The shortest bearer token accepted on an address other machines can reach.

@@ -204,7 +204,7 @@ impl<'a> Engine<'a> {
         planned_runs: u32,
     ) -> Result<(), Refusal> {
         if let Some(session) = &st.session {
-            return session_budget(st, session, tool);
+            return session_budget(st, session, tool, counted_for(st));
         }
         let max = self.registry.limits.max_tool_calls;
         if st.tool_call_count + planned_runs >= max {
@@ -236,7 +236,7 @@ impl<'a> Engine<'a> {
         signature: &str,
     ) -> Result<(), Refusal> {
         if let Some(session) = &st.session {
-            return session_loop(st, session, name, signature);
+            return session_loop(st, session, (name, signature), counted_for(st));
         }
         let policy = &self.registry.policy;
         let seen = st.identical.get(signature).copied().unwrap_or(0);
@@ -274,23 +274,45 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// A served session's budget: `serve.max_tool_calls`, and a tool's `max_calls` per session.
-fn session_budget(st: &State, limits: &ServeLimits, tool: &Tool) -> Result<(), Refusal> {
+/// Whom a served call's counts are kept for, as its refusals say.
+enum Counted<'s> {
+    Session,
+    /// An authenticated subject's 2026-07-28 requests, over this window.
+    Subject(&'s str),
+}
+
+fn counted_for(st: &State) -> Counted<'_> {
+    match &st.subject_window {
+        Some(window) => Counted::Subject(window),
+        None => Counted::Session,
+    }
+}
+
+/// A served session's budget: `serve.max_tool_calls`, and a tool's `max_calls` per session (or
+/// per subject and window).
+fn session_budget(
+    st: &State,
+    limits: &ServeLimits,
+    tool: &Tool,
+    counted: Counted<'_>,
+) -> Result<(), Refusal> {
     let max = limits.max_tool_calls;
     if st.tool_call_count + st.in_flight >= max {
-        return Err(Refusal::new(
-            ErrorKind::LimitExceeded,
-            format!("the session may make at most {max} tool calls (serve.max_tool_calls); start a new session to go on"),
-        ));
+        let message = match counted {
+            Counted::Session => format!("the session may make at most {max} tool calls (serve.max_tool_calls); start a new session to go on"),
+            Counted::Subject(window) => format!("this subject may make at most {max} tool calls in {window} (serve.max_tool_calls); its count starts again {window} after its first call"),
+        };
+        return Err(Refusal::new(ErrorKind::LimitExceeded, message));
     }
     if let Some(max) = tool.max_calls {
         if st.per_tool.get(&tool.name).copied().unwrap_or(0) >= max {
+            let per = match counted {
+                Counted::Session => "per session".to_string(),
+                Counted::Subject(window) => format!("per subject in {window}"),
+            };
             return Err(Refusal::new(
                 ErrorKind::LimitExceeded,
-                format!(
-                    "`{}` may be called at most {max} times per session",
-                    tool.name
-                ),
+                format!("`{}` may be called at most {max} times {per}", tool.name),
             ));
         }
     }
@@ -302,8 +324,8 @@ fn session_budget(st: &State, limits: &ServeLimits, tool: &Tool) -> Result<(), R
 fn session_loop(
     st: &State,
     limits: &ServeLimits,
-    name: &str,
-    signature: &str,
+    (name, signature): (&str, &str),
+    counted: Counted<'_>,
 ) -> Result<(), Refusal> {
     let in_a_row = st
         .executed_signatures
@@ -312,9 +334,13 @@ fn session_loop(
         .take_while(|s| *s == signature)
         .count();
     if in_a_row >= limits.max_repeated_calls as usize {
+        let by = match counted {
+            Counted::Session => "in this session",
+            Counted::Subject(_) => "by this subject",
+        };
         return Err(Refusal::new(
             ErrorKind::LoopDetected,
-            format!("`{name}` was just called {in_a_row} times in a row with these arguments in this session (serve.max_repeated_calls); call something else first"),
+            format!("`{name}` was just called {in_a_row} times in a row with these arguments {by} (serve.max_repeated_calls); call something else first"),
         ));
     }
     Ok(())

@@ -127,6 +127,9 @@ struct State {
     in_flight: u32,
     /// A served session's limits, which replace the run's budget and loop rules.
     session: Option<crate::registry::ServeLimits>,
+    /// Counted for an authenticated subject over this window (MCP 2026-07-28 has no session),
+    /// as refusals say: `1h`.
+    subject_window: Option<Arc<str>>,
     per_tool: HashMap<String, u32>,
     executed_signatures: Vec<String>,
     error_repeats: HashMap<String, u32>,
@@ -236,6 +239,14 @@ impl CallSession {
         let session = CallSession::default();
         session.lock().session = Some(limits);
         session
+    }
+
+    /// The counts of one authenticated subject's 2026-07-28 requests over `window` (`1h`), under
+    /// the same `serve:` limits as a session.
+    pub(crate) fn per_subject(limits: crate::registry::ServeLimits, window: &str) -> CallSession {
+        let counts = CallSession::served(limits);
+        counts.lock().subject_window = Some(window.into());
+        counts
     }
 
     /// The session's tries at admission so far: the next call admitted is the one after.

@@ -29,6 +29,7 @@ pub(crate) mod server;
 pub(crate) mod spans;
 pub(crate) mod state;
 pub(crate) mod stateless;
+pub(crate) mod subjects;
 pub(crate) mod task_calls;
 pub(crate) mod tasks;
 

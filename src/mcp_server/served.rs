@@ -42,6 +42,8 @@ pub(crate) struct Served {
     pub(crate) tasks: super::tasks::Tasks,
     /// Some tool runs as a task (`task:`): the tasks extension is served.
     pub(crate) has_tasks: bool,
+    /// With `serve.auth` over HTTP: each subject's counts for its 2026-07-28 requests.
+    pub(crate) subjects: Option<super::subjects::Subjects>,
 }
 
 impl Served {
@@ -70,6 +72,7 @@ impl Served {
             state_key: super::state::StateKey::random()?,
             tasks: super::tasks::Tasks::new(Default::default()),
             has_tasks,
+            subjects: None,
         })
     }
 
@@ -84,6 +87,12 @@ impl Served {
     /// Tasks kept within `bounds` (`--max-tasks`, `--task-ttl`).
     pub(crate) fn with_task_bounds(mut self, bounds: super::tasks::TaskBounds) -> Served {
         self.tasks = super::tasks::Tasks::new(bounds);
+        self
+    }
+
+    /// 2026-07-28 requests counted per authenticated subject, not each on its own.
+    pub(crate) fn with_subjects(mut self, subjects: Option<super::subjects::Subjects>) -> Served {
+        self.subjects = subjects;
         self
     }
 

@@ -167,10 +167,21 @@ impl ServedSession {
         // The engine admits the call when first polled, before anything else of this thread
         // runs (the runtime has one): as the next try. A call cut off at shutdown is recorded
         // in that place.
-        admitted.store(self.state.tries() + 1, Ordering::Relaxed);
+        let counts = self.counts();
+        admitted.store(counts.tries() + 1, Ordering::Relaxed);
         engine
-            .call_in_session(&self.state, name, arguments.clone(), &opts)
+            .call_in_session(&counts, name, arguments.clone(), &opts)
             .await
+    }
+
+    /// Where a call is counted: in its session, or, for a 2026-07-28 request of an
+    /// authenticated subject, in that subject's counts (else its request's own handler).
+    fn counts(&self) -> Arc<CallSession> {
+        let subjects = self.served.subjects.as_ref();
+        match (subjects, self.subject(), super::stateless::current()) {
+            (Some(subjects), Some(subject), Some(_)) => subjects.counts(subject),
+            _ => self.state.clone(),
+        }
     }
 
     /// Whether a call of `name` can send its client anything before its result: a mock's
