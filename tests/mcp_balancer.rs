@@ -722,6 +722,16 @@ fn the_2026_07_28_suite_through_the_balancer_gives_what_one_replica_gives() {
     assert_eq!(alone.code, 0, "{}\n{}", alone.stdout, alone.stderr);
     assert_eq!(balanced.code, 0, "{}\n{}", balanced.stdout, balanced.stderr);
     assert!(alone_marks.len() > 20, "{}", alone.stdout);
+    // But the tasks extension's scenarios: a task lives on the replica that made it, and round
+    // robin sends its tasks/get elsewhere (docs/deploy.md: tasks need a client kept on its
+    // replica, which this config does not do). Those are not scored in this release.
+    let without_tasks = |marks: BTreeMap<String, String>| -> BTreeMap<String, String> {
+        marks
+            .into_iter()
+            .filter(|(scenario, _)| !scenario.starts_with("tasks-"))
+            .collect()
+    };
+    let (balanced_marks, alone_marks) = (without_tasks(balanced_marks), without_tasks(alone_marks));
     assert_eq!(balanced_marks, alone_marks, "{}", balanced.stdout);
     // Round robin: every replica answered part of the suite.
     let log = std::fs::read_to_string(&lb.log).unwrap_or_default();
