@@ -3,7 +3,7 @@
 //! a 2025-11-25 session sticks to the replica that answered its `initialize` (the official
 //! Python SDK's clients complete their calls), and stopping a replica under load loses no call
 //! with SIGTERM (serve drains; HAProxy retries what was refused elsewhere) and at most those in
-//! flight with SIGKILL. On 2026-07-28 (round robin) the conformance suite gives what it gives
+//! flight with SIGKILL, on both revisions (2026-07-28 without sessions, round robin). On 2026-07-28 (round robin) the conformance suite gives what it gives
 //! against one replica, and a confirmation asked by one replica completes on another when they
 //! share `--state-key-env`. HAProxy is Debian's package, installed by `.ci/install-haproxy` when
 //! missing; CI sets TOOLRUN_REQUIRE_HAPROXY so these tests never skip there. 127.0.0.1 only.
@@ -327,9 +327,20 @@ struct Tally {
     new_sessions: usize,
 }
 
+/// How the clients of a run of calls speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Revision {
+    /// 2025-11-25: each client in a session, stuck to the replica that holds it.
+    #[default]
+    Sessions,
+    /// 2026-07-28: no session, each call to any replica (round robin).
+    Stateless,
+}
+
 /// The shared state of one run of calls.
 #[derive(Default)]
 struct Load {
+    revision: Revision,
     next: AtomicU32,
     answered: AtomicUsize,
     new_sessions: AtomicUsize,
@@ -361,15 +372,30 @@ async fn post(
     session: Option<&str>,
     body: &Value,
 ) -> Result<(u16, Option<String>, Option<Value>), String> {
+    let headers = match session {
+        Some(s) => vec![
+            ("Mcp-Session-Id", s),
+            ("Mcp-Protocol-Version", "2025-11-25"),
+        ],
+        None => Vec::new(),
+    };
+    post_with(client, url, &headers, body).await
+}
+
+/// [`post`] with these headers.
+async fn post_with(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> Result<(u16, Option<String>, Option<Value>), String> {
     let mut req = client
         .post(url)
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream")
         .body(body.to_string());
-    if let Some(s) = session {
-        req = req
-            .header("Mcp-Session-Id", s)
-            .header("Mcp-Protocol-Version", "2025-11-25");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let resp = req.send().await.map_err(|e| format!("{e:?}"))?;
     let status = resp.status().as_u16();
@@ -408,14 +434,35 @@ async fn initialize(client: &reqwest::Client, url: &str) -> String {
     panic!("no session through the balancer: {why}");
 }
 
-/// `echo` with `n` in `session`: its result, or why there is none.
-async fn call(client: &reqwest::Client, url: &str, session: &str, n: u32) -> Result<(), Failed> {
-    let body = json!({ "jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
+/// `echo` with `n` in `session`, or on 2026-07-28 (no session) without one: its result, or why
+/// there is none.
+async fn call(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    n: u32,
+) -> Result<(), Failed> {
+    let mut body = json!({ "jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
         "params": { "name": "echo", "arguments": { "n": n } } });
-    let (status, _, message) = post(client, url, Some(session), &body)
-        .await
-        .map_err(Failed::Lost)?;
-    if status == 404 {
+    let sent = match session {
+        Some(session) => post(client, url, Some(session), &body).await,
+        None => {
+            body["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": { "name": "balanced-load", "version": "1" },
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+            let headers = [
+                ("Mcp-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "echo"),
+            ];
+            post_with(client, url, &headers, &body).await
+        }
+    };
+    let (status, _, message) = sent.map_err(Failed::Lost)?;
+    // Only a session can be gone: on 2026-07-28 a 404 is an answer, and no result.
+    if status == 404 && session.is_some() {
         return Err(Failed::SessionGone);
     }
     let text = message
@@ -427,9 +474,13 @@ async fn call(client: &reqwest::Client, url: &str, session: &str, n: u32) -> Res
     }
 }
 
-/// One client: its own session, calls one after another until `total` have been made.
+/// One client: its own session (none on 2026-07-28), calls one after another until `total`
+/// have been made.
 async fn worker(client: reqwest::Client, url: String, load: Arc<Load>, total: u32) {
-    let mut session = initialize(&client, &url).await;
+    let mut session = match load.revision {
+        Revision::Sessions => Some(initialize(&client, &url).await),
+        Revision::Stateless => None,
+    };
     loop {
         let n = load.next.fetch_add(1, Ordering::SeqCst);
         if n >= total {
@@ -437,13 +488,13 @@ async fn worker(client: reqwest::Client, url: String, load: Arc<Load>, total: u3
         }
         load.in_flight.lock().expect("lock").insert(n);
         loop {
-            match call(&client, &url, &session, n).await {
+            match call(&client, &url, session.as_deref(), n).await {
                 Ok(()) => {
                     load.answered.fetch_add(1, Ordering::SeqCst);
                 }
                 // The call was refused before it ran: in a new session, it is made again.
                 Err(Failed::SessionGone) => {
-                    session = initialize(&client, &url).await;
+                    session = Some(initialize(&client, &url).await);
                     load.new_sessions.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
@@ -461,7 +512,7 @@ async fn worker(client: reqwest::Client, url: String, load: Arc<Load>, total: u3
 /// have been answered, `stop` runs (between two steps of the clients: no call starts while it
 /// runs, so the calls in flight after it are those that were in flight while it ran).
 fn load(
-    url: &str,
+    (url, revision): (&str, Revision),
     total: u32,
     concurrency: usize,
     stop_after: usize,
@@ -473,7 +524,10 @@ fn load(
         .expect("runtime");
     runtime.block_on(async {
         let client = http_client();
-        let load = Arc::new(Load::default());
+        let load = Arc::new(Load {
+            revision,
+            ..Load::default()
+        });
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..concurrency {
             workers.spawn(worker(client.clone(), url.to_string(), load.clone(), total));
@@ -501,14 +555,28 @@ fn load(
 
 #[test]
 fn sigterm_to_a_replica_under_load_loses_no_call() {
+    sigterm_under_load(Revision::Sessions);
+}
+
+/// The same on 2026-07-28: no session, each call to the next replica (round robin).
+#[test]
+fn sigterm_to_a_replica_under_stateless_load_loses_no_call() {
+    sigterm_under_load(Revision::Stateless);
+}
+
+/// 1,000 calls at concurrency 8, one replica stopped (SIGTERM) after 300: none lost, each run
+/// exactly once.
+fn sigterm_under_load(revision: Revision) {
     let Some(mut lb) = Balancer::start(SPEC, &[], &[]) else {
         return;
     };
-    let tally = load(&lb.url, 1000, 8, 300, || lb.replicas[0].signal("-TERM"));
+    let tally = load((&lb.url, revision), 1000, 8, 300, || {
+        lb.replicas[0].signal("-TERM")
+    });
     let (code, stderr) = lb.replicas[0].wait();
     let served: Vec<usize> = lb.replicas.iter().map(Replica::calls).collect();
     eprintln!(
-        "SIGTERM at 300 of 1,000 calls: {} in flight, {} answered, {} lost, {} sessions started again; calls a replica: {served:?}",
+        "{revision:?}: SIGTERM at 300 of 1,000 calls: {} in flight, {} answered, {} lost, {} sessions started again; calls a replica: {served:?}",
         tally.in_flight_at_stop.len(),
         tally.answered,
         tally.lost.len(),
@@ -520,22 +588,39 @@ fn sigterm_to_a_replica_under_load_loses_no_call() {
     // Each call ran once: what a stopping replica refused had not run.
     assert_eq!(served.iter().sum::<usize>(), 1000, "{served:?}");
     assert!(served[0] > 0 && served[0] < 1000, "{served:?}");
+    if revision == Revision::Stateless {
+        // Round robin: the replicas left took the rest between them.
+        assert!(served[1] > 0 && served[2] > 0, "{served:?}");
+        assert_eq!(tally.new_sessions, 0);
+    }
     assert_eq!(lb.failures_logged(), Vec::<String>::new());
 }
 
 #[test]
 fn sigkill_to_a_replica_under_load_loses_at_most_its_calls_in_flight() {
+    sigkill_under_load(Revision::Sessions);
+}
+
+/// The same on 2026-07-28 (round robin, no session).
+#[test]
+fn sigkill_to_a_replica_under_stateless_load_loses_at_most_its_calls_in_flight() {
+    sigkill_under_load(Revision::Stateless);
+}
+
+/// 1,000 calls at concurrency 8, one replica killed (SIGKILL) after 300: only calls in flight
+/// then are lost, counted and reported; every other call is answered.
+fn sigkill_under_load(revision: Revision) {
     let Some(mut lb) = Balancer::start(SPEC, &[], &[]) else {
         return;
     };
     // The replica's connections close as it dies, after the signal: the calls in flight are
     // counted once it has died.
-    let tally = load(&lb.url, 1000, 8, 300, || {
+    let tally = load((&lb.url, revision), 1000, 8, 300, || {
         lb.replicas[0].signal("-KILL");
         let _ = lb.replicas[0].child.wait();
     });
     eprintln!(
-        "SIGKILL at 300 of 1,000 calls: {} in flight, {} answered, {} lost {:?}, {} sessions started again",
+        "{revision:?}: SIGKILL at 300 of 1,000 calls: {} in flight, {} answered, {} lost {:?}, {} sessions started again",
         tally.in_flight_at_stop.len(),
         tally.answered,
         tally.lost.len(),
