@@ -72,10 +72,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
         Some(_) => rt.block_on(crate::mcp_server::auth::Auth::new(&registry, &setup))?,
         None => None,
     };
-    let subjects = match auth.is_some() {
-        true => Some(subjects(&args, registry.serve)?),
-        false => None,
-    };
+    // Checked with or without `serve.auth`, which alone gives subjects to count.
+    let subjects = Some(subjects(&args, registry.serve)?).filter(|_| auth.is_some());
     let served = Served::new(registry, setup, log)?.with_state_key(state_key);
     let served = served.with_task_bounds(task_bounds(&args)?);
     let served = Arc::new(served.with_subjects(subjects));
