@@ -176,6 +176,36 @@ fn sigint_during_a_test_suite_reports_and_exits_130() {
     assert_eq!(stdout.lines().last(), Some("0 passed, 1 failed"));
 }
 
+/// A run recorded until Ctrl-C replays: the replay stops where the recording was cut off (the
+/// request that never got its answer), as the recording did, instead of failing on it.
+#[test]
+fn a_run_recorded_until_sigint_replays() {
+    let server = slow_server();
+    let dir = support::temp_dir("sigint-record-run");
+    let spec_path = support::write(&dir, "slow.yaml", &spec(&server));
+    let fixture = dir.join("f.json");
+    let child = start(
+        &[
+            "run",
+            spec_path.to_str().unwrap(),
+            "--query",
+            "go",
+            "--record",
+            fixture.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    wait_for_slow_request(&server);
+    signal(&child, "INT");
+    assert_eq!(wait(child), 130);
+    let recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    assert_eq!(recorded["trace"]["stop_reason"], "interrupted");
+    drop(server);
+    let replay = support::run(support::toolrun().arg("replay").arg(&fixture));
+    replay.assert_success();
+}
+
 #[test]
 fn sigint_during_a_replay_reports_and_exits_130() {
     let dir = support::temp_dir("sigint-replay");
