@@ -226,7 +226,16 @@ fn task_id(created: &Value) -> String {
 fn a_task_tool_runs_as_a_task_its_client_polls_answers_and_cancels() {
     let dir = support::temp_dir("mcp-tasks");
     let fixture = dir.path().join("served.jsonl");
-    let serve = Serve::start(dir.path(), &["--record", fixture.to_str().expect("utf-8")]);
+    let events = dir.path().join("events.jsonl");
+    let serve = Serve::start(
+        dir.path(),
+        &[
+            "--record",
+            fixture.to_str().expect("utf-8"),
+            "--events",
+            events.to_str().expect("utf-8"),
+        ],
+    );
     let (_, found) = serve.request("server/discover", json!({}), json!({}));
     let extensions = &found["result"]["capabilities"]["extensions"];
     assert!(
@@ -313,6 +322,23 @@ fn a_task_tool_runs_as_a_task_its_client_polls_answers_and_cancels() {
     let slow = named("slow");
     assert_eq!(slow.len(), 1, "{served:#?}");
     assert!(slow[0].to_string().contains("cancelled"), "{:#}", slow[0]);
+    // Evented as calls are: each task's call is an `mcp_call`, the cancelled one cut off.
+    let calls = support::events_named(&events, "mcp_call");
+    let of = |name: &str| calls.iter().filter(|e| e["name"] == name).count();
+    assert_eq!(
+        (of("report"), of("wipe"), of("slow")),
+        (2, 1, 1),
+        "{calls:#?}"
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|e| e["name"] == "slow" && e["cut_off"] == true),
+        "{calls:#?}"
+    );
+    assert!(!std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .contains(SECRET));
     // And replayed as any served call, offline (the cancelled call runs again to its end, to be
     // admitted as it was: its 20 s delay).
     let mut replay = support::toolrun();
