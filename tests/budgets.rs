@@ -298,6 +298,11 @@ fn the_report_shows_each_budget_and_how_close_it_came() {
         html.contains("\"budget\":\"max_cost_usd\""),
         "the page has no budgets"
     );
+    // Worded by toolrun as in the markdown summary, JUnit and the terminal.
+    assert!(
+        html.contains("\"text\":\"30 / 4,000 tokens (1%)\""),
+        "the page's budget has no text"
+    );
 
     let Some(browser) = chromium() else { return };
     let dom = rendered_dom(
@@ -310,11 +315,11 @@ fn the_report_shows_each_budget_and_how_close_it_came() {
         &[
             "budget 50%",
             "budgets · measured on the live attempt",
-            "max_tokens: 30 tok of 4,000 tok (1%)",
-            "max_cost_usd: $0.0300 of $0.0600 (50%)",
+            "max_tokens: 30 / 4,000 tokens (1%)",
+            "max_cost_usd: $0.0300 / $0.0600 (50%)",
             "max_latency_ms: ",
             // How the wall time was measured.
-            "of 1.0 min (0%, live run)",
+            " / 1.0 min (0%, live run)",
         ],
     );
 }
@@ -451,4 +456,102 @@ fn a_turn_budget_counts_that_turns_calls() {
             "| 2 | and MSFT? | ❌ failed: turns\\[2\\].max\\_tokens | MSFT is 411.2. |",
         ],
     );
+}
+
+/// A turn over its budget stops the conversation there, as any failed `expect` does: a live
+/// run must not go on spending. The model server hears of no later turn.
+#[test]
+fn a_turn_over_its_token_budget_stops_the_conversation() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("AAPL is 178.15."),
+        providers::openai_answer("MSFT is 411.2."),
+        providers::openai_answer("Both are up."),
+    ]);
+    let tests = "tests:\n  - name: talk\n    turns:\n      - query: price of AAPL\n      - query: and MSFT?\n        expect: { max_tokens: 14 }\n      - query: which is up?\n";
+    let spec = fake.spec_file("", tests);
+    let (out, results) = test_results(&spec);
+    out.assert_code(1);
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "turn 3 reached the model: {out:?}"
+    );
+    let failed = failures(&results);
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with("turn 2 (line ")
+            && failed[0].ends_with("expected at most 14 tokens, the test used 15 (live run)"),
+        "{failed:?}"
+    );
+    let turns = &results["tests"][0]["attempts"][0]["turns"];
+    assert_eq!(turns.as_array().map(Vec::len), Some(2), "{turns}");
+    assert_eq!(turns[1]["outcome"], "failed", "{turns}");
+}
+
+/// A turn over its latency budget when recorded stops the recording there (the fixture holds
+/// the turns that ran). Replayed, that turn takes toolrun's time and passes its budget, but the
+/// turns after it were never recorded: the replay fails at the first of them, saying the
+/// recording stopped at the turn whose latency budget failed when recorded. (Margins: the fake
+/// waits 1.5 s against a budget of 0.5 s; a replay of one answer takes far less.)
+#[test]
+fn a_recording_stopped_by_a_latency_budget_replays_as_it_stopped() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("AAPL is 178.15.").delay(Duration::from_millis(1500)),
+        providers::openai_answer("MSFT is 411.2."),
+        providers::openai_answer("Both are up."),
+    ]);
+    let tests = "tests:\n  - name: talk\n    fixture: talk.json\n    turns:\n      - query: price of AAPL\n        expect: { max_latency_ms: 500 }\n      - query: and MSFT?\n      - query: which is up?\n";
+    let spec = fake.spec_file("", tests);
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY)
+        .arg("test")
+        .arg(&*spec)
+        .args(["--record", "all", "--format", "json"]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "later turns reached the model: {out:?}"
+    );
+    let results = out.json();
+    let failed = failures(&results);
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with("turn 1 (line ")
+            && failed[0].contains("expected a wall time of at most 500 ms, the run took ")
+            && failed[0].ends_with(" ms (recorded run)"),
+        "{failed:?}"
+    );
+    let dir = spec.parent().expect("folder").to_path_buf();
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("talk.json")).unwrap_or_default())
+            .unwrap_or_default();
+    let recorded = fixture["trace"]["turns"].as_array().map(Vec::len);
+    assert_eq!(recorded, Some(1), "the fixture holds the turns that ran");
+
+    let mut cmd = support::toolrun();
+    cmd.current_dir(&dir)
+        .args(["test", "spec.yaml", "--format", "json"]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    let results = out.json();
+    let attempt = &results["tests"][0]["attempts"][0];
+    assert_eq!(attempt["source"], "replay", "{out:?}");
+    assert_eq!(attempt["turns"][0]["outcome"], "passed", "{attempt}");
+    assert_eq!(
+        attempt["turns"][0]["budgets"][0]["measured"], "replay",
+        "{attempt}"
+    );
+    let failed = failures(&results);
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with(
+            "turn 2 (\"and MSFT?\") was not run: the recording stopped at turn 1, whose max_latency_ms budget failed when recorded: "
+        ) && failed[0].contains(" / 500 ms (")
+            && failed[0].contains("recorded run). Replayed, turn 1 takes toolrun's time")
+            && failed[0].ends_with("re-record the fixture (--record all) or raise the budget"),
+        "{failed:?}"
+    );
+    assert!(!out.stdout.contains("exhausted"), "{out:?}");
 }

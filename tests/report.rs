@@ -907,6 +907,11 @@ fn a_conversation_shows_each_turn_escaped_and_masked() {
     let html = std::fs::read_to_string(&page).unwrap_or_default();
     assert!(!html.contains("tok-convo"), "the secret reached the page");
     assert!(!html.contains("<img"), "the answer became markup");
+    // A budget reads as in every other report, worded by toolrun, not by the page's script.
+    assert!(
+        html.contains("\"text\":\"0 / 100 tokens (0%)\""),
+        "the turn's budget has no text"
+    );
 
     let Some(browser) = chromium() else { return };
     let dom = rendered_dom(&browser, &page, "#open=0/1/convo%3A%3Aprice_then_gain");
@@ -931,7 +936,7 @@ fn a_conversation_shows_each_turn_escaped_and_masked() {
         "no tools run",
         "That was turn 3. *** &lt;img src=x onerror=alert(1)&gt;",
         // The turn's own budget and how close it came.
-        "max_tokens: 0 tok of 100 tok (0%)",
+        "max_tokens: 0 / 100 tokens (0%)",
     ] {
         match traj[at..].find(s) {
             Some(i) => at += i + 1,

@@ -96,6 +96,33 @@ pub(crate) fn text(b: &Budget) -> String {
     }
 }
 
+/// Attempts (as the page's data block holds them) with each budget's `text` as [`text`] words
+/// it: the page shows budgets in the words of every other report, not its own.
+pub(crate) fn with_texts(attempts: &mut serde_json::Value) {
+    let Some(attempts) = attempts.as_array_mut() else {
+        return;
+    };
+    for attempt in attempts {
+        add_texts(attempt.get_mut("budgets"));
+        let turns = attempt.get_mut("turns").and_then(|t| t.as_array_mut());
+        for turn in turns.into_iter().flatten() {
+            add_texts(turn.get_mut("budgets"));
+        }
+    }
+}
+
+fn add_texts(budgets: Option<&mut serde_json::Value>) {
+    let budgets = budgets.and_then(|b| b.as_array_mut());
+    for b in budgets.into_iter().flatten() {
+        let Ok(budget) = serde_json::from_value::<Budget>(b.clone()) else {
+            continue;
+        };
+        if let Some(fields) = b.as_object_mut() {
+            fields.insert("text".into(), text(&budget).into());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +138,20 @@ mod tests {
         assert_eq!(text(&b), "unknown (no price) / $0.0100");
         let b = Budget::new("max_latency_ms", 60000.0, Some(212.4), Source::Replay);
         assert_eq!(text(&b), "212 ms / 1.0 min (0%, replayed from its fixture)");
+    }
+
+    #[test]
+    fn the_page_gets_each_budget_worded_as_the_other_reports_word_it() {
+        let mut v = serde_json::json!([{
+            "budgets": [{ "budget": "max_tokens", "limit": 4000.0, "used": 30.0, "share": 0.0075 }],
+            "turns": [{ "budgets": [{ "budget": "max_cost_usd", "limit": 0.06, "used": 0.03, "share": 0.5 }] }]
+        }]);
+        with_texts(&mut v);
+        assert_eq!(v[0]["budgets"][0]["text"], "30 / 4,000 tokens (1%)");
+        assert_eq!(
+            v[0]["turns"][0]["budgets"][0]["text"],
+            "$0.0300 / $0.0600 (50%)"
+        );
     }
 
     #[test]

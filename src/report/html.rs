@@ -117,7 +117,16 @@ script-src 'sha256-{script_hash}'; img-src data:; base-uri 'none'; form-action '
         }
         match attempts.as_deref_mut() {
             Some(attempts) => put_row(w, redactor, row, i, attempts)?,
-            None => put_json(w, redactor, row)?,
+            None => {
+                let mut v = serde_json::to_value(row).unwrap_or(serde_json::Value::Null);
+                let cells = v.get_mut("cells").and_then(|c| c.as_array_mut());
+                for cell in cells.into_iter().flatten() {
+                    if let Some(attempts) = cell.get_mut("attempts") {
+                        super::budgets::with_texts(attempts);
+                    }
+                }
+                put_json(w, redactor, &v)?
+            }
         }
     }
     w.write_all(b"],\"comparisons\":")?;

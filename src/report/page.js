@@ -46,20 +46,14 @@
     return parts.join(" · ");
   }
 
-  // A budget of `expect` and what the attempt used of it: `max_tokens: 30 of 4,000 tok (1%)`.
+  // A budget of `expect` and what the attempt used of it, in the words of every other report
+  // (`max_tokens: 30 / 4,000 tokens (1%)`): toolrun writes each budget's `text` into the page.
   function budgetLine(b) {
-    var show = b.budget === "max_cost_usd" ? usd : b.budget === "max_latency_ms" ? dur : function (n) { return tokens(n) + " tok"; };
-    var used = b.used === undefined ? "unknown (no price)" : show(b.used);
-    // A latency says how it was measured: a replay's time is toolrun's own, not a model's.
-    var notes = [];
-    if (b.share !== undefined) notes.push(pct(b.share));
-    if (b.measured) notes.push(HOW[b.measured] || b.measured);
-    return b.budget + ": " + used + " of " + show(b.limit) + (notes.length ? " (" + notes.join(", ") + ")" : "");
+    return b.budget + ": " + (b.text || "");
   }
   function allBudgets(a) {
     return (a.budgets || []).concat.apply(a.budgets || [], (a.turns || []).map(function (t) { return t.budgets || []; }));
   }
-  var HOW = { scripted: "scripted run", replay: "replayed from its fixture", live: "live run", record: "recorded run" };
 
   var root = document.getElementById("app");
   var specs = [];

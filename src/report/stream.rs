@@ -122,6 +122,7 @@ pub(crate) fn spool(
                     continue;
                 }
                 let mut v = serde_json::to_value(&t.attempts).unwrap_or_default();
+                super::budgets::with_texts(&mut v);
                 redactor.value(&mut v);
                 let text = super::html::script_safe_json(&v);
                 if let Some(secret) = redactor.leaks(&text) {

@@ -188,22 +188,29 @@ async fn judged_attempt(
     let failed = |f: Failure| {
         Attempt::without_trace(number, source, f, crate::trace::millis(started.elapsed()))
     };
+    let judging = (price, source);
+    let mut recorded_stop = None;
     let (trace, mut failures) = match plan {
         Plan::Fail(reason) => return failed(Failure::error(reason.clone())),
         Plan::Replay(path) => match replay(ctx, case, model, path, exchanges).await {
-            Ok(r) => r,
+            Ok((trace, failures, stop)) => {
+                recorded_stop = stop;
+                (trace, failures)
+            }
             Err(f) => return failed(f),
         },
         Plan::Record(path) if number == 1 => {
-            match execute(ctx, (case, model), Some(path), exchanges).await {
+            match execute(ctx, (case, model), Some(path), judging, exchanges).await {
                 Ok(r) => r,
                 Err(f) => return failed(f),
             }
         }
-        Plan::Record(_) | Plan::Run => match execute(ctx, (case, model), None, exchanges).await {
-            Ok(r) => r,
-            Err(f) => return failed(f),
-        },
+        Plan::Record(_) | Plan::Run => {
+            match execute(ctx, (case, model), None, judging, exchanges).await {
+                Ok(r) => r,
+                Err(f) => return failed(f),
+            }
+        }
     };
     let mut grade = None;
     let mut turns = Vec::new();
@@ -211,7 +218,7 @@ async fn judged_attempt(
         .iter()
         .all(|f| f.kind != crate::results::FailureKind::Error)
     {
-        let (failed, verdicts) = check_turns(case, &trace, (price, source));
+        let (failed, verdicts) = check_turns(case, &trace, judging, recorded_stop.as_deref());
         failures.extend(failed);
         turns = verdicts;
         failures.extend(
@@ -308,7 +315,7 @@ async fn replay(
     model: &str,
     fixture: &Path,
     exchanges: &mut Exchanges,
-) -> Result<(Trace, Vec<Failure>), Failure> {
+) -> Result<(Trace, Vec<Failure>, Option<String>), Failure> {
     let recorded = crate::fixture::load_fixture(fixture)
         .map_err(|e| Failure::error(format!("cannot replay: {e}")))?;
     if ctx.span.is_some() {
@@ -351,7 +358,7 @@ async fn replay(
         ))
     }));
     match report.trace {
-        Some(trace) => Ok((trace, failures)),
+        Some(trace) => Ok((trace, failures, recorded_stop(case, &recorded.trace))),
         None => Err(failures
             .into_iter()
             .next()
@@ -359,12 +366,43 @@ async fn replay(
     }
 }
 
+/// Why a recorded conversation ends before the test's last turn, after a turn that ended in an
+/// answer: the recording stopped where the recorded run failed. A turn over its latency budget
+/// when recorded may well be within it replayed (a replay's time is toolrun's, not the model's),
+/// so the replay alone cannot say why; the fixture's own turn can. `None` when the recording has
+/// every turn, or its last did not end in an answer (the replay says so itself).
+fn recorded_stop(case: &TestCase, trace: &serde_json::Value) -> Option<String> {
+    let turns = trace.get("turns")?.as_array()?;
+    let n = turns.len();
+    let last = turns.last().filter(|_| n < case.turns.len())?;
+    if last.get("status").and_then(serde_json::Value::as_str) != Some("ok") {
+        return None;
+    }
+    let took = last.get("duration_ms").and_then(serde_json::Value::as_f64);
+    let limit = case.turns.get(n - 1).and_then(|t| t.expect.max_latency_ms);
+    Some(match (took, limit) {
+        (Some(took), Some(limit)) if took > limit => {
+            let spent = crate::results::Budget::new("max_latency_ms", limit, Some(took), Source::Record);
+            format!(
+                "the recording stopped at turn {n}, whose max_latency_ms budget failed when recorded: {}. Replayed, turn {n} takes toolrun's time, not the model's, so only a new recording can check the turns after it: re-record the fixture (--record all) or raise the budget",
+                crate::report::budgets::text(&spent)
+            )
+        }
+        _ => format!(
+            "the recording stopped at turn {n} (it has {n} of the test's {} turns); re-record the fixture (--record all)",
+            case.turns.len()
+        ),
+    })
+}
+
 /// Runs the loop: offline behind a tape that refuses every request, or live (recording into
-/// `record` when given).
+/// `record` when given). A conversation stops at a turn that fails, its budgets (checked as
+/// `judging` will) included.
 async fn execute(
     ctx: &RunContext<'_>,
     (case, model): (&TestCase, &str),
     record: Option<&Path>,
+    judging: (Option<&PriceInfo>, Source),
     exchanges: &mut Exchanges,
 ) -> Result<(Trace, Vec<Failure>), Failure> {
     // Offline, every secret is the mask: a real credential can neither be sent nor echoed into
@@ -401,7 +439,7 @@ async fn execute(
     let trace = if case.turns.is_empty() {
         engine.run(&mut prepared.client, opts).await
     } else {
-        converse(&engine, case, &mut prepared.client, opts).await
+        converse(&engine, (case, model), &mut prepared.client, opts, judging).await
     };
     let (tape, redactor) = (&setup.tape, &setup.redactor);
     if let (Some(_), Some(tape)) = (ctx.span, tape) {
@@ -449,18 +487,22 @@ async fn execute(
 }
 
 /// A multi-turn case: its turns one after another in one conversation, until the last, a turn
-/// whose `expect` fails, or one that does not end in an answer (the next would have nothing to
-/// follow).
+/// whose `expect` fails (a budget as much as any other key: a live run over budget must not go
+/// on spending), or one that does not end in an answer (the next would have nothing to follow).
 async fn converse(
     engine: &crate::engine::Engine<'_>,
-    case: &TestCase,
+    (case, model): (&TestCase, &str),
     client: &mut crate::models::ModelClient,
     opts: crate::engine::RunOptions<'_>,
+    (price, source): (Option<&PriceInfo>, Source),
 ) -> Trace {
     let queries: Vec<&str> = case.turns.iter().map(|t| t.query.as_str()).collect();
     let go_on = |i: usize, done: &crate::trace::TurnTrace| {
         let passed = case.turns.get(i).is_some_and(|turn| {
             check_expectations(&turn.expect, &done.as_trace_alone()).is_empty()
+                && super::expect::turn_budgets(&turn.expect, done, price, (model, source))
+                    .1
+                    .is_empty()
         });
         passed && done.status == crate::vocab::Status::Ok
     };
@@ -482,6 +524,7 @@ pub(crate) fn check_turns(
     case: &TestCase,
     trace: &Trace,
     (price, source): (Option<&PriceInfo>, Source),
+    recorded_stop: Option<&str>,
 ) -> (Vec<Failure>, Vec<TurnVerdict>) {
     use crate::results::Outcome;
     let mut failures = Vec::new();
@@ -489,8 +532,9 @@ pub(crate) fn check_turns(
     for (i, turn) in case.turns.iter().enumerate() {
         let n = i + 1;
         let Some(done) = trace.turns.get(i) else {
-            let why = match trace.turns.last() {
-                Some(last) if last.status != crate::vocab::Status::Ok => format!(
+            let why = match (recorded_stop, trace.turns.last()) {
+                (Some(stop), _) => stop.to_string(),
+                (None, Some(last)) if last.status != crate::vocab::Status::Ok => format!(
                     "turn {} ended with status `{}` ({})",
                     trace.turns.len(),
                     last.status.as_str(),
