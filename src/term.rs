@@ -8,6 +8,8 @@
 //! `::stop-commands::`, a forged `::error`). Then every text shown this way is defused too
 //! ([`github_mode`]): only the commands toolrun writes itself ([`workflow_field`]) remain.
 
+pub(crate) mod screen;
+
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -710,3 +710,298 @@ fn tokens_written_by_toolruns_at_once_are_all_kept() {
         }
     }
 }
+
+/// `toolrun ARGS` on a pseudo-terminal (`script`), driven as a person would: its screen is
+/// read as it is drawn, and keys are typed when asked for.
+struct Terminal {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    screen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Terminal {
+    fn start(args: &[&str], envs: &[(&str, String)]) -> Terminal {
+        use std::io::Read;
+        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+        let mut command = quote(env!("CARGO_BIN_EXE_toolrun"));
+        for a in args {
+            command.push(' ');
+            command.push_str(&quote(a));
+        }
+        let mut script = std::process::Command::new("script");
+        script
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("CI")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        for (k, v) in envs {
+            script.env(k, v);
+        }
+        let mut child = script.spawn().expect("`script` runs (util-linux)");
+        let stdin = child.stdin.take();
+        let mut out = child.stdout.take().expect("stdout");
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = screen.clone();
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Terminal {
+            child,
+            stdin,
+            screen,
+            reader: Some(reader),
+        }
+    }
+
+    fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `text` was written (a generous bound only catches a hang).
+    fn wait_for(&self, text: &str) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !self.raw().contains(text) {
+            let ended = self.child_ended();
+            assert!(!ended, "ended before showing {text}:\n{}", self.raw());
+            assert!(
+                std::time::Instant::now() < end,
+                "never shown: {text}\n{}",
+                self.raw()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn child_ended(&self) -> bool {
+        // The reader ends with the terminal: everything was written.
+        self.reader.as_ref().is_none_or(|r| r.is_finished())
+    }
+
+    fn type_keys(&mut self, keys: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin");
+        stdin.write_all(keys.as_bytes()).expect("typed");
+        stdin.flush().expect("typed");
+    }
+
+    /// Ends the input and waits for the exit: its code, and the screen as a terminal shows it.
+    fn finish(mut self) -> (i32, String) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("script ends");
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("reader");
+        }
+        (status.code().unwrap_or(-1), rendered(&self.raw()))
+    }
+}
+
+/// What a terminal shows after `raw` was written to it: text, `\r`, `\n`, cursor moves and
+/// line clearing (what a progress bar writes), other escapes dropped.
+fn rendered(raw: &str) -> String {
+    let mut lines: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut col) = (0usize, 0usize);
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => col = 0,
+            '\n' => row += 1,
+            '\x1b' if chars.peek() == Some(&'[') => {
+                chars.next();
+                let mut param = String::new();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() || c == '~' {
+                        last = c;
+                        break;
+                    }
+                    param.push(c);
+                }
+                let n: usize = param.parse().unwrap_or(1).max(1);
+                while lines.len() <= row {
+                    lines.push(Vec::new());
+                }
+                match last {
+                    'A' => row = row.saturating_sub(n),
+                    'B' => row += n,
+                    'C' => col += n,
+                    'D' => col = col.saturating_sub(n),
+                    'K' if param == "2" => lines[row].clear(),
+                    'K' => lines[row].truncate(col),
+                    _ => {}
+                }
+            }
+            c if c.is_control() => {}
+            c => {
+                while lines.len() <= row {
+                    lines.push(Vec::new());
+                }
+                let line = &mut lines[row];
+                while line.len() <= col {
+                    line.push(' ');
+                }
+                line[col] = c;
+                col += 1;
+            }
+        }
+    }
+    let lines: Vec<String> = lines.iter().map(|l| l.iter().collect()).collect();
+    lines.join("\n")
+}
+
+/// `toolrun test` draws a progress bar; a test's login question clears it until answered, so
+/// another test finishing meanwhile (a redraw) does not write over the question. No stops the
+/// test that needed the login with the error saying how to log in; the other test passes.
+#[test]
+fn the_login_question_of_a_test_run_stays_on_screen_while_other_tests_finish() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-ask-test");
+    let release = dir.join("release");
+    let gate = release.clone();
+    let slow = TestServer::start(move |_| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !gate.exists() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Response::json(200, json!({ "ok": true }))
+    });
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{text}tests:\n  - name: notes\n    query: notes?\n    expect: {{ output_contains: three notes }}\n"),
+    )
+    .unwrap();
+    let other = write(
+        dir.path(),
+        "slow.yaml",
+        &format!(
+            r#"version: 1
+name: slow
+tools:
+  slow:
+    kind: http
+    input: {{ type: object }}
+    timeout: 150s
+    request:
+      method: GET
+      url: {}
+models:
+  scripted:
+    kind: scripted
+    scripts:
+      - turns:
+          - tool_calls: [{{ name: slow }}]
+          - answer: done slowly
+tests:
+  - name: slow
+    query: slow
+    expect: {{ output_contains: done slowly }}
+"#,
+            slow.url("/slow")
+        ),
+    );
+    let other = other.to_string_lossy().into_owned();
+    let spec = spec.to_string_lossy().into_owned();
+    let results = dir.join("results.json");
+    let mut term = Terminal::start(
+        &[
+            "test",
+            &spec,
+            &other,
+            "-j",
+            "2",
+            "--allow-network",
+            "--results",
+            &results.to_string_lossy(),
+        ],
+        &[
+            ("BROWSER", browser(dir.path())),
+            ("XDG_STATE_HOME", dir.join("state").display().to_string()),
+        ],
+    );
+    term.wait_for("[y/N]");
+    slow.wait_for_requests(1, std::time::Duration::from_secs(120));
+    // The other test finishes while the question waits: the bar would be drawn again now.
+    std::fs::write(&release, "").unwrap();
+    while slow.hits("/slow") == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    term.type_keys("n\n");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 1, "{screen}");
+    let port = server.base_url();
+    let question = format!(
+        "toolrun: MCP server `notes` needs you to log in (OAuth, at {port}). Log in now in the browser? [y/N] n"
+    );
+    assert!(
+        screen.lines().any(|l| l.trim_end() == question),
+        "the question, whole, on its own line:\n{screen}"
+    );
+    assert!(
+        screen.contains("FAIL notes::notes") && screen.contains("1 passed, 1 failed"),
+        "the other test passed: {screen}"
+    );
+    // The tool call that needed the login got the error that says how to log in.
+    let results = std::fs::read_to_string(&results).unwrap();
+    assert!(
+        results.contains("the login was declined")
+            && results.contains("toolrun auth login")
+            && results.contains("grant: client_credentials"),
+        "{results}"
+    );
+    assert!(!dir.join("browser-opened").exists(), "no browser: {screen}");
+    assert_eq!(server.hits("/authorize"), 0);
+}
+
+/// `chat` asks the same question in the middle of a turn: it stays whole on screen, and no
+/// stops that turn with the error saying how to log in.
+#[test]
+fn the_login_question_in_a_chat_is_shown_whole_and_no_stops_the_turn() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-ask-chat");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    let spec = spec.to_string_lossy().into_owned();
+    let mut term = Terminal::start(
+        &["chat", &spec],
+        &[
+            ("BROWSER", browser(dir.path())),
+            ("XDG_STATE_HOME", dir.join("state").display().to_string()),
+        ],
+    );
+    term.wait_for("Ctrl-D ends");
+    term.type_keys("notes?\n");
+    term.wait_for("[y/N]");
+    term.type_keys("n\n");
+    term.wait_for("toolrun: turn failed");
+    // Ctrl-D ends the session, and again declines saving it as a test.
+    term.type_keys("\x04\x04");
+    let (_, screen) = term.finish();
+    let question = format!(
+        "toolrun: MCP server `notes` needs you to log in (OAuth, at {}). Log in now in the browser? [y/N] n",
+        server.base_url()
+    );
+    assert!(
+        screen.lines().any(|l| l.trim_end() == question),
+        "the question, whole, on its own line:\n{screen}"
+    );
+    let error = screen
+        .lines()
+        .find(|l| l.starts_with("toolrun: turn failed"))
+        .unwrap_or_default();
+    assert!(
+        error.contains("the login was declined") && error.contains("toolrun auth login"),
+        "{screen}"
+    );
+    assert!(!dir.join("browser-opened").exists(), "no browser: {screen}");
+    assert_eq!(server.hits("/authorize"), 0);
+}

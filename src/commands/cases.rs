@@ -4,7 +4,6 @@
 use crate::cli::ReportFormat;
 use crate::exit;
 use serde_json::json;
-use std::io::IsTerminal;
 
 #[derive(Clone, Debug)]
 pub(crate) struct CaseResult {
@@ -57,10 +56,7 @@ impl Tally {
 }
 
 pub(crate) fn progress_bar(len: u64) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(len);
+    let bar = crate::term::screen::progress_bar(len)?;
     if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
         bar.set_style(style);
     }

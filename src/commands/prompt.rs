@@ -12,6 +12,7 @@ pub(crate) fn terminal_prompt(
     stop: crate::setup::Interrupt,
 ) -> impl Fn(&str, &serde_json::Value) -> bool + Send + Sync {
     move |name: &str, arguments: &serde_json::Value| -> bool {
+        let _question = crate::term::screen::question();
         let mut err = std::io::stderr();
         let _ = write!(
             err,

@@ -55,6 +55,8 @@ pub(crate) async fn ask(server: &str, issuer: &str) -> bool {
     if let Some(yes) = answers.get(server) {
         return *yes;
     }
+    // A progress bar's redraw would hide the question: it is cleared until the answer.
+    let _question = crate::term::screen::question();
     {
         use std::io::Write;
         let mut err = std::io::stderr();
