@@ -444,6 +444,10 @@ pub(crate) struct ServeArgs {
     /// long a task waits for an answer it asked for (e.g. 10m, 1h)
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub(crate) task_ttl: String,
+    /// MCP 2026-07-28: this replica's name (1 to 32 of a-z, 0-9, `-`), put first in its task
+    /// ids, so that a balancer sends a task's requests to the replica that holds it
+    #[arg(long, value_name = "NAME")]
+    pub(crate) replica_id: Option<String>,
     /// HTTP: most connections at once; more are answered 503 and closed
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub(crate) max_connections: usize,

@@ -177,6 +177,8 @@ impl Balancer {
                     .arg(spec)
                     .args(["--http", "127.0.0.1:0", "--events"])
                     .arg(&events)
+                    // Named as its `server` line in deploy/haproxy.cfg: task ids start with it.
+                    .args(["--replica-id", &format!("replica{i}")])
                     .args(args);
                 for (k, v) in env {
                     cmd.env(k, v);
@@ -717,7 +719,7 @@ fn the_documented_haproxy_config_is_the_one_the_tests_run() {
     );
 }
 
-/// The Kubernetes Deployment's `args:` start `toolrun serve` (only the spec's path and the
+/// The Kubernetes StatefulSet's `args:` start `toolrun serve` (only the spec's path and the
 /// address changed): every flag exists and every value is one it takes.
 #[test]
 fn the_documented_kubernetes_args_start_serve() {
@@ -738,10 +740,13 @@ fn the_documented_kubernetes_args_start_serve() {
         .map(|a| match a.as_str() {
             "/spec/spec.yaml" => spec.display().to_string(),
             "0.0.0.0:8765" => "127.0.0.1:0".to_string(),
+            // Kubernetes puts the pod's name there: a StatefulSet's first pod.
+            "$(POD_NAME)" => "toolrun-0".to_string(),
             _ => a,
         })
         .collect();
     assert!(args.iter().any(|a| a == "--token-env"), "{args:?}");
+    assert!(args.iter().any(|a| a == "--replica-id"), "{args:?}");
     let (mut serve, url, _stderr) = support::spawn_served(
         support::toolrun()
             .args(&args)
@@ -807,16 +812,12 @@ fn the_2026_07_28_suite_through_the_balancer_gives_what_one_replica_gives() {
     assert_eq!(alone.code, 0, "{}\n{}", alone.stdout, alone.stderr);
     assert_eq!(balanced.code, 0, "{}\n{}", balanced.stdout, balanced.stderr);
     assert!(alone_marks.len() > 20, "{}", alone.stdout);
-    // But the tasks extension's scenarios: a task lives on the replica that made it, and round
-    // robin sends its tasks/get elsewhere (docs/deploy.md: tasks need a client kept on its
-    // replica, which this config does not do). Those are not scored in this release.
-    let without_tasks = |marks: BTreeMap<String, String>| -> BTreeMap<String, String> {
-        marks
-            .into_iter()
-            .filter(|(scenario, _)| !scenario.starts_with("tasks-"))
-            .collect()
-    };
-    let (balanced_marks, alone_marks) = (without_tasks(balanced_marks), without_tasks(alone_marks));
+    // The tasks extension's scenarios too: a task's requests reach the replica its id names.
+    assert!(
+        alone_marks.keys().any(|s| s.starts_with("tasks-")),
+        "{}",
+        alone.stdout
+    );
     assert_eq!(balanced_marks, alone_marks, "{}", balanced.stdout);
     // Round robin: every replica answered part of the suite.
     let log = std::fs::read_to_string(&lb.log).unwrap_or_default();
@@ -832,9 +833,17 @@ fn request_2026(lb: &Balancer, nth: usize, method: &str, params: Value) -> (u16,
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": { "name": "balanced", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {},
+            "extensions": { "io.modelcontextprotocol/tasks": {} },
+        },
     });
-    let name = params["name"].as_str().unwrap_or_default().to_string();
+    // A tool's name, or a task's id (tasks/get, tasks/update, tasks/cancel).
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_string();
     let body = json!({ "jsonrpc": "2.0", "id": nth, "method": method, "params": params });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -919,4 +928,128 @@ fn a_confirmation_asked_by_one_replica_completes_on_another_sharing_the_state_ke
     };
     assert_ne!(answered_by[0], answered_by[1], "round robin");
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+/// Tools run as tasks: one asks for a confirmation, one runs until cancelled.
+fn task_spec() -> String {
+    format!(
+        "{SPEC}  wipe:\n    description: Wipes the cache once someone confirms it.\n    kind: mock\n    task: optional\n    side_effects: true\n    input: {{ type: object, properties: {{}} }}\n    responses:\n      - result: wiped\n  slow:\n    description: Takes its time.\n    kind: mock\n    task: optional\n    timeout: 120s\n    faults: [{{ delay: 20s }}]\n    input: {{ type: object, properties: {{}} }}\n    responses:\n      - result: finally\n"
+    )
+}
+
+/// Polls the task through the balancer until it has `status` or has ended.
+fn until(lb: &Balancer, nth: &mut usize, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        *nth += 1;
+        let (code, got) = request_2026(lb, *nth, "tasks/get", json!({ "taskId": id }));
+        assert_eq!(code, 200, "{got}");
+        let now = got["result"]["status"].as_str().unwrap_or_default();
+        let ended = ["completed", "failed", "cancelled"].contains(&now);
+        if now == status || ended || Instant::now() > deadline {
+            return got["result"].clone();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The replica a task id names (what comes before its first `.`).
+fn named(id: &str) -> String {
+    format!(
+        "toolrun/{}",
+        id.split_once('.').expect("a replica in the id").0
+    )
+}
+
+#[test]
+fn a_task_made_through_the_balancer_is_polled_confirmed_and_cancelled_on_its_replica() {
+    let Some(lb) = Balancer::start(&task_spec(), &[], &[]) else {
+        return;
+    };
+    let mut nth = 1;
+    let (_, made) = request_2026(
+        &lb,
+        nth,
+        "tools/call",
+        json!({ "name": "wipe", "arguments": {} }),
+    );
+    assert_eq!(made["result"]["resultType"], "task", "{made}");
+    let wipe = made["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_string();
+    let waiting = until(&lb, &mut nth, &wipe, "input_required");
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let answer = json!({ "confirm": { "action": "accept", "content": { "approve": true } } });
+    nth += 1;
+    let (_, ack) = request_2026(
+        &lb,
+        nth,
+        "tasks/update",
+        json!({ "taskId": wipe, "inputResponses": answer }),
+    );
+    assert_eq!(ack["result"], json!({ "resultType": "complete" }), "{ack}");
+    let wiped = until(&lb, &mut nth, &wipe, "completed");
+    assert_eq!(wiped["result"]["content"][0]["text"], "wiped", "{wiped}");
+
+    nth += 1;
+    let (_, made) = request_2026(
+        &lb,
+        nth,
+        "tools/call",
+        json!({ "name": "slow", "arguments": {} }),
+    );
+    let slow = made["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_string();
+    nth += 1;
+    let (_, ack) = request_2026(&lb, nth, "tasks/cancel", json!({ "taskId": slow }));
+    assert_eq!(ack["result"], json!({ "resultType": "complete" }), "{ack}");
+    assert_eq!(
+        until(&lb, &mut nth, &slow, "cancelled")["status"],
+        "cancelled"
+    );
+
+    // Round robin made the two tasks on two replicas; every request of a task reached its own.
+    let answered = replicas_answering(&lb);
+    let first_slow = answered
+        .iter()
+        .rposition(|r| r == &named(&wipe))
+        .expect("wipe's replica answered")
+        + 1;
+    assert_ne!(named(&wipe), named(&slow), "{answered:?}");
+    assert!(
+        answered[1..first_slow].iter().all(|r| *r == named(&wipe)),
+        "{answered:?}"
+    );
+    assert!(
+        answered[first_slow + 1..]
+            .iter()
+            .all(|r| *r == named(&slow)),
+        "{answered:?}"
+    );
+    assert_eq!(answered[0], named(&wipe), "{answered:?}");
+    assert_eq!(answered[first_slow], named(&slow), "{answered:?}");
+
+    // An id naming another replica, or none that exists, is a task it does not know: -32602,
+    // never an error of the balancer's.
+    let (_, suffix) = slow.split_once('.').expect("a replica in the id");
+    let other = if named(&slow) == "toolrun/replica1" {
+        "replica2"
+    } else {
+        "replica1"
+    };
+    for (i, id) in [
+        format!("{other}.{suffix}"),
+        format!("replica9.{suffix}"),
+        suffix.to_string(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (code, got) = request_2026(&lb, 1000 + i, "tasks/get", json!({ "taskId": id }));
+        assert_eq!(code, 200, "{id}: {got}");
+        assert_eq!(got["error"]["code"], -32602, "{id}: {got}");
+    }
 }

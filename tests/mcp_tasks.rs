@@ -440,3 +440,33 @@ fn a_2025_session_calls_task_tools_at_once() {
     let (_, answer) = serve.post(&headers, &get.to_string());
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
 }
+
+/// `--replica-id` starts every task id, and is a name a header and HAProxy carry as it is.
+#[test]
+fn replica_id_starts_task_ids_and_a_bad_one_is_refused() {
+    let dir = support::temp_dir("mcp-tasks-replica");
+    let serve = Serve::start(dir.path(), &["--replica-id", "toolrun-0"]);
+    let id = task_id(&serve.call("export", tasks()));
+    assert!(id.starts_with("toolrun-0."), "{id}");
+    assert_eq!(serve.until(&id, "completed")["status"], "completed");
+    // The same id with another replica's name is not this replica's task.
+    let (_, random) = id.split_once('.').expect("a replica in the id");
+    let other = serve.task("tasks/get", &format!("toolrun-1.{random}"), json!({}));
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    serve.stop();
+
+    let spec = support::write(dir.path(), "bad.yaml", "version: 1\nname: bad\ntools: {}\n");
+    for bad in ["Replica1", "replica.1", "", &"r".repeat(33)] {
+        let out = support::run(support::toolrun().arg("serve").arg(&spec).args([
+            "--http",
+            "127.0.0.1:0",
+            "--replica-id",
+            bad,
+        ]));
+        assert_eq!(out.code, 2, "{bad:?}: {out:?}");
+        assert!(
+            out.stderr.contains("--replica-id takes"),
+            "{bad:?}: {out:?}"
+        );
+    }
+}

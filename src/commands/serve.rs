@@ -182,7 +182,7 @@ fn transport(
 /// `--http`'s address and its `--token-env` token.
 type HttpSettings = (SocketAddr, Option<String>);
 
-/// `--max-tasks`, `--task-ttl`.
+/// `--max-tasks`, `--task-ttl`, `--replica-id`.
 fn task_bounds(args: &ServeArgs) -> Result<crate::mcp_server::tasks::TaskBounds, String> {
     if args.max_tasks == 0 {
         return Err("--max-tasks must be at least 1".into());
@@ -196,9 +196,21 @@ fn task_bounds(args: &ServeArgs) -> Result<crate::mcp_server::tasks::TaskBounds,
                 args.task_ttl
             )
         })?;
+    // A header value and an HAProxy server name as it is, and never the `.` that ends it in
+    // a task id.
+    let replica = args.replica_id.clone();
+    if let Some(name) = &replica {
+        let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+        if name.is_empty() || name.len() > 32 || !name.chars().all(allowed) {
+            return Err(format!(
+                "--replica-id takes 1 to 32 of a-z, 0-9 and `-` (e.g. replica1, toolrun-0), not `{name}`"
+            ));
+        }
+    }
     Ok(crate::mcp_server::tasks::TaskBounds {
         max: args.max_tasks,
         ttl,
+        replica,
     })
 }
 

@@ -23,11 +23,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
-/// How many tasks one process keeps, and for how long an ended one's result.
-#[derive(Clone, Copy, Debug)]
+/// How many tasks one process keeps, for how long an ended one's result, and the replica name
+/// its task ids start with.
+#[derive(Clone, Debug)]
 pub(crate) struct TaskBounds {
     pub(crate) max: usize,
     pub(crate) ttl: Duration,
+    /// `--replica-id`: a balancer sends a task's requests to the replica its id names
+    /// (deploy/haproxy.cfg), since the task lives in that replica's memory.
+    pub(crate) replica: Option<String>,
 }
 
 impl Default for TaskBounds {
@@ -35,6 +39,7 @@ impl Default for TaskBounds {
         TaskBounds {
             max: 1000,
             ttl: Duration::from_secs(60 * 60),
+            replica: None,
         }
     }
 }
@@ -159,7 +164,10 @@ impl Tasks {
         F: FnOnce(TaskHandle) -> Fut,
         Fut: Future<Output = Ended> + Send + 'static,
     {
-        let id: Arc<str> = new_id()?.into();
+        let id: Arc<str> = match &self.bounds.replica {
+            Some(replica) => format!("{replica}.{}", new_id()?).into(),
+            None => new_id()?.into(),
+        };
         let now = rmcp::task_manager::current_timestamp();
         let mut task = Task::new(id.to_string(), TaskStatus::Working, now.clone(), now);
         task.ttl_ms = Some(u64::try_from(self.bounds.ttl.as_millis()).unwrap_or(u64::MAX));
@@ -368,8 +376,10 @@ mod tests {
         let tasks = Tasks::new(TaskBounds {
             max: 2,
             ttl: Duration::from_secs(60),
+            replica: Some("replica-2".into()),
         });
         let first = tasks.create(None, done(json!({ "content": [] }))).unwrap();
+        assert!(first.task_id.starts_with("replica-2."), "{}", first.task_id);
         settle().await;
         let running = tasks
             .create(None, |h| async move {
@@ -402,6 +412,7 @@ mod tests {
         let tasks = Tasks::new(TaskBounds {
             max: 10,
             ttl: Duration::from_millis(1),
+            replica: None,
         });
         let task = tasks
             .create(Some("alice"), done(json!({ "content": [] })))
