@@ -1277,7 +1277,9 @@ fn a_request_about_a_call_given_up_on_is_replayed_with_the_next_reply() {
     let turns = r#"          - tool_calls: [{ name: ask_then_wait, arguments: {} }]
           - tool_calls: [{ name: echo, arguments: { text: after } }]
           - answer: "{{ results[1].result.result }}""#;
-    let probe = Probe::asking("mcp-stdio-given-up", "ask_then_wait, echo", turns, "3s");
+    // The limit covers the Python server's start (`initialize`) too, which takes seconds on a
+    // loaded machine: 20s is time enough for that, and the call still waits (a minute) past it.
+    let probe = Probe::asking("mcp-stdio-given-up", "ask_then_wait, echo", turns, "20s");
     let out = probe.record("ask then wait");
     let trace = out.json();
     assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
@@ -1389,7 +1391,9 @@ fn a_call_past_its_timeout_is_cancelled_on_the_server() {
         "mcp-stdio-cancel",
         "wait_to_be_cancelled, was_cancelled",
         turns,
-        |text| text.replace("    timeout: 30s\n", "    timeout: 3s\n"),
+        // Long enough for the Python server to start (`initialize` is bounded by it too) on a
+        // loaded machine; the call waits a minute unless cancelled, so it still times out.
+        |text| text.replace("    timeout: 30s\n", "    timeout: 20s\n"),
     );
     let events = probe.dir.join("events.jsonl");
     let out = run(probe.run("wait").arg("--events").arg(&events));
@@ -1401,7 +1405,7 @@ fn a_call_past_its_timeout_is_cancelled_on_the_server() {
         trace["tool_errors"][0]["message"]
             .as_str()
             .unwrap()
-            .contains("within the tool's `timeout:` of 3s"),
+            .contains("within the tool's `timeout:` of 20s"),
         "{out:?}"
     );
     assert_eq!(trace["final_output"], "cancelled", "{out:?}");
@@ -1489,7 +1493,7 @@ fn an_answer_under_an_id_never_sent_fails_the_call() {
         &dir,
         "wrong.yaml",
         &format!(
-            "version: 1\nname: wrong\ntools:\n  wrong:\n    kind: mcp\n    description: Answers under the wrong id.\n    command: [\"{}\", \"{}\"]\n    timeout: 5s\n    tools: [echo]\n",
+            "version: 1\nname: wrong\ntools:\n  wrong:\n    kind: mcp\n    description: Answers under the wrong id.\n    command: [\"{}\", \"{}\"]\n    timeout: 60s\n    tools: [echo]\n",
             python::python().display(),
             python::script("wrong_id_server.py").display()
         ),
