@@ -939,7 +939,16 @@ fn stateless_limits_count_per_subject_in_a_bounded_map() {
             "    kind: mock\n    input: { type: object, properties: { q: { type: integer } } }\n    responses: [{ result: found }]",
         );
     let spec = support::write(&dir, "payments.yaml", &text);
-    let args = ["--max-subjects", "2", "--subject-window", "2h"];
+    let recording = dir.join("session.jsonl");
+    let recording_arg = recording.to_string_lossy().into_owned();
+    let args = [
+        "--max-subjects",
+        "2",
+        "--subject-window",
+        "2h",
+        "--record",
+        &recording_arg,
+    ];
     let serve = Serve::start(&spec, port, &args);
     let tokens: std::collections::HashMap<&str, String> = ["reader", "ci", "ci-client"]
         .into_iter()
@@ -1013,7 +1022,8 @@ fn stateless_limits_count_per_subject_in_a_bounded_map() {
         json!({ "q": 4 }),
         "this subject may make at most 3 tool calls in 2h",
     );
-    drop(serve);
+    serve.stop();
+    replays_as_counted_per_subject(&dir, &recording);
     // Only a token's subject is counted: without `serve.auth`, each request counts on its own
     // (tests/mcp_serve_2026.rs); these flags are checked all the same.
     let bad = support::toolrun()
@@ -1028,5 +1038,57 @@ fn stateless_limits_count_per_subject_in_a_bounded_map() {
     assert!(
         stderr.contains("--subject-window takes a duration"),
         "{stderr}"
+    );
+}
+
+/// The recording of `stateless_limits_count_per_subject_in_a_bounded_map`: each 2026-07-28 call
+/// is a session of its own, yet its refusals replay, since each call says it counted in its
+/// subject's counts (the subject, never the token) and with how many tries before it; a
+/// recording whose refusal was edited into a success fails the replay.
+fn replays_as_counted_per_subject(dir: &Path, recording: &Path) {
+    let text = std::fs::read_to_string(recording).expect("the recording");
+    let served: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "served")
+        .collect();
+    assert_eq!(served.len(), 11, "{text}");
+    for line in &served {
+        let body = &line["request"]["body"];
+        assert_eq!(body["subject_counts"]["window"], "2h", "{line}");
+        assert!(body["subject_counts"]["tries_before"].is_u64(), "{line}");
+        assert!(!line.to_string().contains("eyJ"), "no token: {line}");
+    }
+    let refused = |l: &&Value| l["response"]["body"]["isError"] == true;
+    assert_eq!(served.iter().filter(refused).count(), 3, "{text}");
+    let replay = |path: &Path| support::run(support::toolrun().arg("replay").arg(path));
+    let out = replay(recording);
+    assert_eq!(out.code, 0, "{out:?}");
+    // The limit's first refusal (reader's) edited into a success: the replay refuses it again.
+    let limit = "this subject may make at most 3 tool calls";
+    let mut edited = false;
+    let tampered: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("a JSON line");
+            if v["kind"] == "served" && l.contains(limit) && !edited {
+                edited = true;
+                v["response"]["body"] =
+                    json!({ "content": [{ "type": "text", "text": "found" }], "isError": false });
+                if let Some(line) = v.as_object_mut() {
+                    line.remove("tool_error");
+                }
+            }
+            v.to_string()
+        })
+        .collect();
+    assert!(edited, "a refusal was edited: {text}");
+    let path = support::write(dir, "tampered.jsonl", &tampered.join("\n"));
+    let out = replay(&path);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("now answers differently")
+            || out.stderr.contains("now answers differently"),
+        "{out:?}"
     );
 }

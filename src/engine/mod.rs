@@ -254,6 +254,17 @@ impl CallSession {
         self.lock().tries
     }
 
+    /// A replay's subject counts at a recorded call: the tries the subject had made before it
+    /// (held calls that only asked for confirmation are not recorded, yet took a number).
+    pub(crate) fn set_tries(&self, tries: u32) {
+        self.lock().tries = tries;
+    }
+
+    /// The window of an authenticated subject's counts (`per_subject`); `None` for a session's.
+    pub(crate) fn subject_window(&self) -> Option<Arc<str>> {
+        self.lock().subject_window.clone()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic ends the process (panic = "abort"): a poisoned lock cannot be seen.
         self.st.lock().unwrap_or_else(|e| e.into_inner())

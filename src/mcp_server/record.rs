@@ -41,6 +41,9 @@ pub(crate) struct LoggedCall {
     pub(crate) error: Option<ToolErrorEntry>,
     /// Its place in its session's admission order (the approved try's, when it was confirmed).
     pub(crate) seq: u32,
+    /// The window of the subject's counts the call was counted in (an authenticated subject's
+    /// 2026-07-28 call), `None` when it counted in its session: `seq` is then the subject's.
+    pub(crate) subject_window: Option<std::sync::Arc<str>>,
     /// The server stopped before the call ended: `response` is the error its client got.
     pub(crate) cut_off: bool,
 }
@@ -109,6 +112,14 @@ fn exchange(call: &LoggedCall) -> Exchange {
     if let Some(s) = &call.subject {
         body["subject"] = json!(s);
     }
+    // What the subject's limits and loop detection read is theirs, not the call's session's:
+    // the replay counts the subject's calls together again, from the tries it had made.
+    if let (Some(window), Some(_)) = (&call.subject_window, &call.subject) {
+        body["subject_counts"] = json!({
+            "window": window,
+            "tries_before": call.seq.saturating_sub(1),
+        });
+    }
     Exchange {
         kind: SERVED.into(),
         source: call.session.clone(),
@@ -150,6 +161,21 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
                     .map_err(|err| bad(&format!("has a malformed `confirmation`: {err}")))?,
             ),
         };
+        let counts = body.get("subject_counts");
+        let window = counts.and_then(|c| c.get("window")).and_then(Value::as_str);
+        let tries_before = counts
+            .and_then(|c| c.get("tries_before"))
+            .and_then(Value::as_u64)
+            .and_then(|t| u32::try_from(t).ok());
+        let subject_counts = match (counts, window, tries_before) {
+            (None, ..) => None,
+            (Some(_), Some(w), Some(t)) => Some((w, t)),
+            _ => {
+                return Err(bad(
+                    "has a malformed `subject_counts` (`window`, `tries_before`)",
+                ))
+            }
+        };
         calls.push(LoggedCall {
             session: e.source.clone(),
             subject: body
@@ -170,7 +196,8 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
                 .ok_or_else(|| bad("has no recorded response"))?,
             result: None,
             error: None,
-            seq: 0,
+            seq: subject_counts.map_or(0, |(_, t)| t.saturating_add(1)),
+            subject_window: subject_counts.map(|(w, _)| w.into()),
             cut_off: e.error.is_some(),
         });
     }
@@ -235,6 +262,37 @@ mod tests {
             "the fixture's clock when a call has none"
         );
         assert!(calls[0].confirmation.as_ref().is_some_and(|c| c.granted()));
+    }
+
+    #[test]
+    fn a_subjects_counts_are_read_back_and_old_calls_have_none() {
+        let f = fixture(vec![
+            served(json!({ "name": "t", "subject": "alice",
+                "subject_counts": { "window": "2h", "tries_before": 4 } })),
+            served(json!({ "name": "t", "subject": "alice" })),
+        ]);
+        let calls = recorded_calls(&f).expect("well formed");
+        assert_eq!(
+            (calls[0].seq, calls[0].subject_window.as_deref()),
+            (5, Some("2h"))
+        );
+        assert_eq!(
+            (calls[1].seq, calls[1].subject_window.as_deref()),
+            (0, None)
+        );
+        let body = &line(&calls[0])["request"]["body"];
+        assert_eq!(
+            body["subject_counts"],
+            json!({ "window": "2h", "tries_before": 4 })
+        );
+        let f = fixture(vec![served(
+            json!({ "name": "t", "subject_counts": { "window": 1 } }),
+        )]);
+        let e = recorded_calls(&f).err().unwrap_or_default();
+        assert!(
+            e.contains("exchange 0 (a served call) has a malformed `subject_counts`"),
+            "{e}"
+        );
     }
 
     #[test]

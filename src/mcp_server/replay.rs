@@ -1,12 +1,14 @@
 //! Replaying a served session (`serve --record`) offline: every recorded `tools/call` goes
 //! through the spec as it is now, in the recorded order, each in its own session (so limits and
-//! loop detection count as they did), with its recorded clock and the client's recorded answer
+//! loop detection count as they did; an authenticated subject's 2026-07-28 calls in their
+//! subject's counts, restored from the recording), with its recorded clock and the client's recorded answer
 //! to a confirmation; the tools' HTTP requests are answered from the recording. The replay fails
 //! with a readable diff when a result sent to the client, a request or the trace differs.
 
-use super::record::CallLog;
 use super::record::{recorded_calls, session_trace, write_session, SERVED};
+use super::record::{CallLog, LoggedCall};
 use super::server::{Origin, Served, ServedSession};
+use crate::engine::CallSession;
 use crate::fixture::{json_diff, Exchange, Fixture};
 use crate::redact::Redactor;
 use crate::registry::Registry;
@@ -62,10 +64,15 @@ pub(crate) async fn replay_session(
     };
     let mut failures = Vec::new();
     let mut sessions: HashMap<&str, ServedSession> = HashMap::new();
+    let mut subjects = HashMap::new();
     for (i, call) in calls.iter().enumerate() {
-        let session = sessions
-            .entry(&call.session)
-            .or_insert_with(|| ServedSession::named(&served, &call.session));
+        let session = sessions.entry(&call.session).or_insert_with(|| {
+            let session = ServedSession::named(&served, &call.session);
+            match subject_counts(&mut subjects, &served, call) {
+                Some((subject, counts)) => session.counted_in(subject, counts),
+                None => session,
+            }
+        });
         let origin = Origin::Recording {
             now_unix_ms: call.now_unix_ms,
             confirmation: call.confirmation.clone(),
@@ -139,6 +146,29 @@ pub(crate) async fn replay_session(
         },
         Err(e) => failed(vec![e]),
     }
+}
+
+/// The counts a call recorded as counted for its subject (`subject_counts`) is replayed in: the
+/// subject's, shared by its calls as they were when recorded, holding the tries it had made
+/// before the call. Fewer tries than the replay's counts hold mean the subject's count started
+/// again (its window ended, or it was evicted): new counts then. `None`: a session's call (every
+/// call of a recording made before `subject_counts`), counted in its session.
+fn subject_counts<'c>(
+    subjects: &mut HashMap<&'c str, Arc<CallSession>>,
+    served: &Served,
+    call: &'c LoggedCall,
+) -> Option<(&'c str, Arc<CallSession>)> {
+    let (Some(subject), Some(window)) = (&call.subject, &call.subject_window) else {
+        return None;
+    };
+    let tries_before = call.seq.saturating_sub(1);
+    let fresh = || Arc::new(CallSession::per_subject(served.registry.serve, window));
+    let counts = subjects.entry(subject).or_insert_with(fresh);
+    if tries_before < counts.tries() {
+        *counts = fresh();
+    }
+    counts.set_tries(tries_before);
+    Some((subject, counts.clone()))
 }
 
 fn masked(v: &Value, redactor: &Redactor) -> Value {

@@ -101,6 +101,16 @@ impl ServedSession {
         session
     }
 
+    /// A replayed 2026-07-28 call of an authenticated subject: counted in `counts`, the
+    /// subject's as the replay rebuilt them, as the recorded call was counted in its subject's.
+    pub(crate) fn counted_in(self, subject: &str, counts: Arc<CallSession>) -> ServedSession {
+        let _ = self.subject.set(subject.into());
+        ServedSession {
+            state: counts,
+            ..self
+        }
+    }
+
     /// The client, once it has initialised.
     pub(crate) fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.peer.get()
@@ -181,6 +191,17 @@ impl ServedSession {
         match (subjects, self.subject(), super::stateless::current()) {
             (Some(subjects), Some(subject), Some(_)) => subjects.counts(subject),
             _ => self.state.clone(),
+        }
+    }
+
+    /// The window of the subject's counts a call is counted in (see [`ServedSession::counts`]),
+    /// `None` when it counts in its session: a recording keeps it, so that its replay counts
+    /// the subject's calls together again.
+    fn subject_window(&self) -> Option<Arc<str>> {
+        let subjects = self.served.subjects.as_ref();
+        match (subjects, self.subject(), super::stateless::current()) {
+            (Some(subjects), Some(_), Some(_)) => Some(subjects.window_text().into()),
+            _ => self.state.subject_window(),
         }
     }
 
@@ -355,6 +376,7 @@ impl ServedSession {
                 result: outcome.result.take(),
                 error: outcome.error.take(),
                 seq,
+                subject_window: self.subject_window(),
                 cut_off: false,
             });
         }
@@ -433,6 +455,7 @@ impl ServedSession {
                 result: None,
                 error: None,
                 seq,
+                subject_window: self.subject_window(),
                 cut_off: true,
             });
         }

@@ -40,6 +40,11 @@ impl Subjects {
         }
     }
 
+    /// The window as refusals name it, and as a recording keeps it for its replay.
+    pub(crate) fn window_text(&self) -> &str {
+        &self.window_text
+    }
+
     /// `subject`'s counts: its own while its window lasts, new ones after it (or once the
     /// subject was evicted). A call already admitted keeps the counts it was admitted in.
     pub(crate) fn counts(&self, subject: &str) -> Arc<CallSession> {
