@@ -14,6 +14,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
+use support::{Response, TestServer};
 
 const V2026: &str = "2026-07-28";
 
@@ -76,17 +77,35 @@ impl Serve {
 
     /// A 2026-07-28 request: the headers the revision asks for, `_meta` with its version, a
     /// client and `capabilities`.
-    fn request(&self, method: &str, mut params: Value, capabilities: Value) -> Answer {
-        params["_meta"] = json!({
+    fn request(&self, method: &str, params: Value, capabilities: Value) -> Answer {
+        self.request_with(method, params, capabilities, &[])
+    }
+
+    /// [`Serve::request`] with more headers; members of `params._meta` are kept.
+    fn request_with(
+        &self,
+        method: &str,
+        mut params: Value,
+        capabilities: Value,
+        more: &[(&str, &str)],
+    ) -> Answer {
+        let mut meta = json!({
             "io.modelcontextprotocol/protocolVersion": V2026,
             "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
             "io.modelcontextprotocol/clientCapabilities": capabilities,
         });
+        if let Some(given) = params["_meta"].as_object() {
+            for (k, v) in given {
+                meta[k] = v.clone();
+            }
+        }
+        params["_meta"] = meta;
         let name = params["name"].as_str().map(String::from);
         let mut headers = vec![("Mcp-Protocol-Version", V2026), ("Mcp-Method", method)];
         if let Some(name) = &name {
             headers.push(("Mcp-Name", name));
         }
+        headers.extend_from_slice(more);
         let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
         self.post(&headers, &body.to_string())
     }
@@ -391,6 +410,168 @@ fn bad_2026_requests_get_json_rpc_errors_with_the_right_status() {
         "{first}"
     );
     // The server still stops promptly with the stream open.
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// The common 2026-07-28 `tools/call` and `tools/list` are answered by toolrun without rmcp; a
+/// `Mcp-Param-*` header that names no parameter (rmcp ignores it, toolrun's own path leaves such
+/// a request to rmcp) sends the same request through rmcp. Both must answer alike, whatever the
+/// tool gives: structured results, text, truncation, content items, tool errors, refused
+/// arguments, confirmations, HTTP tools, builtins, unknown tools, listings.
+#[test]
+fn requests_answered_without_rmcp_answer_as_rmcp_does() {
+    let upstream = TestServer::start(|req| {
+        Response::json(
+            200,
+            json!({ "q": req.query_param("q").unwrap_or_default() }),
+        )
+    });
+    let port = upstream.addr().port();
+    let spec = support::temp_file(
+        "mcp-serve-2026-direct",
+        "direct.yaml",
+        &format!(
+            r#"version: 1
+name: direct
+tools:
+  lookup:
+    description: Looks an order up.
+    kind: mock
+    input: {{ type: object, properties: {{ id: {{ type: integer }} }}, required: [id] }}
+    responses:
+      - when: {{ id: 1 }}
+        result: {{ id: 1, status: shipped }}
+      - when: {{ id: 2 }}
+        result: plain text
+      - when: {{ id: 3 }}
+        result: [1, 2, 3]
+      - when: {{ id: 4 }}
+        result: "{{% for i in range(50) %}}line {{{{ i }}}}; {{% endfor %}}"
+      - when: {{ id: 6 }}
+        result: "x\"y\u00e9\n"
+      - error: {{ kind: not_found, message: "no order {{{{ args.id }}}}" }}
+  picture:
+    description: A picture and a caption.
+    kind: mock
+    input: {{ type: object, properties: {{}} }}
+    responses:
+      - content:
+          - {{ type: text, text: "a dot" }}
+          - {{ type: image, data: "iVBORw0KGgo=", mimeType: image/png }}
+  refund:
+    description: Moves money.
+    kind: mock
+    side_effects: true
+    input: {{ type: object, properties: {{ id: {{ type: integer }} }} }}
+    responses:
+      - result: {{ refunded: true }}
+  echo:
+    description: Echoes its query.
+    kind: http
+    input: {{ type: object, properties: {{ q: {{ type: string }} }}, required: [q] }}
+    request:
+      url: "{base}/echo"
+      query: {{ q: "{{{{ args.q }}}}" }}
+  calc:
+    description: Arithmetic.
+    kind: builtin
+    builtin: calculator
+policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}"] }} }}
+limits: {{ max_tool_output_chars: 120 }}
+serve: {{ max_tool_calls: 1 }}
+"#,
+            base = upstream.base_url()
+        ),
+    );
+    let serve = Serve::start(spec.path(), &[], &[]);
+    let call = |name: &str, arguments: Value| json!({ "name": name, "arguments": arguments });
+    let traced = json!({ "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+        "io.modelcontextprotocol/logLevel": "debug", "progressToken": "p" });
+    let requests = [
+        ("tools/call", call("lookup", json!({ "id": 1 })), json!({})),
+        ("tools/call", call("lookup", json!({ "id": 2 })), json!({})),
+        ("tools/call", call("lookup", json!({ "id": 3 })), json!({})),
+        ("tools/call", call("lookup", json!({ "id": 4 })), json!({})),
+        ("tools/call", call("lookup", json!({ "id": 5 })), json!({})),
+        ("tools/call", call("lookup", json!({ "id": 6 })), json!({})),
+        (
+            "tools/call",
+            call("lookup", json!({ "id": "x" })),
+            json!({}),
+        ),
+        ("tools/call", json!({ "name": "lookup" }), json!({})),
+        ("tools/call", call("picture", json!({})), json!({})),
+        ("tools/call", call("refund", json!({ "id": 1 })), json!({})),
+        (
+            "tools/call",
+            call("refund", json!({ "id": 1 })),
+            elicitation(),
+        ),
+        (
+            "tools/call",
+            call("echo", json!({ "q": "hello" })),
+            json!({}),
+        ),
+        (
+            "tools/call",
+            call("calc", json!({ "expression": "6 * 7" })),
+            json!({}),
+        ),
+        ("tools/call", call("no_such_tool", json!({})), json!({})),
+        (
+            "tools/call",
+            json!({ "name": "lookup", "arguments": { "id": 1 }, "_meta": traced }),
+            json!({}),
+        ),
+        ("tools/list", json!({}), json!({})),
+        ("tools/list", json!({ "_meta": traced }), elicitation()),
+    ];
+    for (method, params, capabilities) in requests {
+        let direct = serve.request(method, params.clone(), capabilities.clone());
+        let rmcp = [("Mcp-Param-Unused", "1")];
+        let through_rmcp = serve.request_with(method, params.clone(), capabilities, &rmcp);
+        let context = format!("{method} {params}:\n{direct:?}\n{through_rmcp:?}");
+        assert_eq!(direct.status, through_rmcp.status, "{context}");
+        assert_eq!(
+            direct.headers.get("content-type"),
+            through_rmcp.headers.get("content-type"),
+            "{context}"
+        );
+        // A request state is signed with its expiry, which the two need not share.
+        let unsealed = |answer: &Answer| {
+            let mut messages = answer.messages.clone();
+            for m in &mut messages {
+                if let Some(state) = m["result"].get_mut("requestState") {
+                    assert!(state.as_str().is_some_and(|s| s.starts_with("v1.")), "{m}");
+                    *state = json!("sealed");
+                }
+            }
+            messages
+        };
+        assert_eq!(unsealed(&direct), unsealed(&through_rmcp), "{context}");
+        assert_eq!(direct.messages.len(), 1, "{context}");
+    }
+    // What the answers say, so that the two agreeing on nothing would fail.
+    let ask = |name: &str, arguments: Value| serve.call(name, arguments, json!({}));
+    let answer = ask("calc", json!({ "expression": "6 * 7" }));
+    assert_eq!(
+        answer.headers["content-type"], "application/json",
+        "{answer:?}"
+    );
+    assert_eq!(answer.result()["resultType"], "complete", "{answer:?}");
+    assert_eq!(text(answer.result()), "42", "{answer:?}");
+    let echoed = ask("echo", json!({ "q": "direct" }));
+    assert_eq!(text(echoed.result()), r#"{"q":"direct"}"#, "{echoed:?}");
+    assert_eq!(echoed.result()["structuredContent"]["q"], "direct");
+    let refused = ask("refund", json!({ "id": 2 }));
+    assert!(
+        text(refused.result()).contains("needs_confirmation"),
+        "{refused:?}"
+    );
+    let listed = serve.request("tools/list", json!({}), json!({}));
+    assert_eq!(listed.result()["ttlMs"], 300_000, "{listed:?}");
+    assert_eq!(listed.result()["tools"].as_array().map(Vec::len), Some(5));
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
 }

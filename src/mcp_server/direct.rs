@@ -272,7 +272,7 @@ async fn call_alone(
     };
     let start = span.as_ref().and_then(|_| crate::telemetry::clock());
     let traced = start.map(|_| call.arguments.clone());
-    let origin = Origin::Client(peer, call.progress.clone(), hangup, stream);
+    let origin = Origin::Client(Some(peer), call.progress.clone(), hangup, stream);
     // A span reads the result as JSON.
     let as_text = span.is_none();
     let response = session
@@ -303,7 +303,7 @@ async fn call_alone(
 }
 
 /// The client takes both a JSON body and an event stream (else rmcp answers 406).
-fn accepts_both(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_both(headers: &HeaderMap) -> bool {
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(hyper::header::ACCEPT) {
         let Ok(value) = value.to_str() else {
@@ -335,7 +335,7 @@ fn version_is_served(headers: &HeaderMap) -> bool {
 }
 
 /// A `Host` that rmcp's DNS-rebinding check accepts without a token: a loopback name.
-fn loopback_host(headers: &HeaderMap) -> bool {
+pub(crate) fn loopback_host(headers: &HeaderMap) -> bool {
     let Some(host) = headers
         .get(hyper::header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -538,12 +538,14 @@ fn event_stream(
 
 /// A call that outlives its request: dropped before it has ended (the client hung up), it is
 /// spawned to run to its end, so that it is answered for later and recorded.
-struct Detached(Option<Work>);
+pub(crate) struct Detached<T: Send + 'static = CallResult>(
+    pub(crate) Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+);
 
-impl Future for Detached {
-    type Output = CallResult;
+impl<T: Send + 'static> Future for Detached<T> {
+    type Output = T;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallResult> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let Some(work) = self.0.as_mut() else {
             return Poll::Pending;
         };
@@ -555,7 +557,7 @@ impl Future for Detached {
     }
 }
 
-impl Drop for Detached {
+impl<T: Send + 'static> Drop for Detached<T> {
     fn drop(&mut self) {
         if let (Some(work), Ok(rt)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
             rt.spawn(work);

@@ -4,7 +4,7 @@
 //! checks `Host` against loopback names unless a token makes that moot.
 
 use super::server::{Served, ServedSession};
-use super::{answer, direct, resume};
+use super::{answer, direct, resume, stateless_direct};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -39,6 +39,8 @@ struct Guard {
     direct: direct::Sessions,
     /// Tells those calls when they have run long.
     ticker: Arc<direct::Ticker>,
+    /// 2026-07-28 requests answered without rmcp.
+    stateless: stateless_direct::Requests,
     /// `--read-timeout`: a request's body, too, must arrive within it.
     read_timeout: Duration,
     /// Set when the server stops: calls in flight may end, new requests are refused (503).
@@ -156,6 +158,7 @@ pub(crate) async fn serve(
         store: Arc::new(resume::Store::default()),
         direct: direct::Sessions::default(),
         ticker: Arc::new(direct::Ticker::default()),
+        stateless: stateless_direct::Requests::new(served.clone()),
         read_timeout: bounds.read_timeout,
         draining: std::sync::atomic::AtomicBool::new(false),
     });
@@ -543,8 +546,9 @@ async fn admit(guard: &Guard, req: &mut Request<Incoming>) -> Result<(), Respons
     Ok(())
 }
 
-/// A JSON POST: a `tools/call` that needs nothing of rmcp's is answered here (`direct`);
-/// anything else goes to rmcp, and its single-message answers are made JSON (`answer`).
+/// A JSON POST: a `tools/call` that needs nothing of rmcp's is answered here (`direct`), as
+/// are 2026-07-28's common `tools/call` and `tools/list` (`stateless_direct`); anything else
+/// goes to rmcp, and its single-message answers are made JSON (`answer`).
 async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> Response<Body> {
     let busy = session.and_then(|s| Busy::new(guard, s));
     let (mut parts, body) = match super::jsonrpc::read(req, guard.read_timeout).await {
@@ -572,8 +576,13 @@ async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> R
     if session.is_none() && super::jsonrpc::opens_session(&body) {
         Box::pin(make_room(guard)).await;
     }
+    let token = guard.token.is_some() || guard.auth.is_some();
+    if session.is_none() {
+        if let Some(taken) = guard.stateless.take(&parts, &body, token) {
+            return taken.answer(&guard.stateless).await;
+        }
+    }
     if let (Some(s), Some(_)) = (session, &busy) {
-        let token = guard.token.is_some() || guard.auth.is_some();
         if let Some(call) = direct::call(&guard.direct, s, &parts.headers, &body, token) {
             if is_open(guard, s).await {
                 let (store, ticker) = (&guard.store, &*guard.ticker);

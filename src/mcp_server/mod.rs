@@ -10,7 +10,8 @@
 //! `stateless` answers it on its own, its confirmation asked as an input-required result whose
 //! request state `state` signs. A call of a `task:` tool there may run as a task of the tasks
 //! extension: `task_calls` makes it and answers `tasks/*`, `tasks` keeps the tasks of this process,
-//! bounded.
+//! bounded. `stateless_direct` answers 2026-07-28's common `tools/call` and `tools/list` without
+//! rmcp.
 //! The core never imports this module.
 
 pub(crate) mod answer;
@@ -29,6 +30,7 @@ pub(crate) mod server;
 pub(crate) mod spans;
 pub(crate) mod state;
 pub(crate) mod stateless;
+pub(crate) mod stateless_direct;
 pub(crate) mod subjects;
 pub(crate) mod task_calls;
 pub(crate) mod tasks;

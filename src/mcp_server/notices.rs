@@ -12,11 +12,12 @@ use std::sync::Arc;
 /// A call's own event stream, as JSON-RPC notifications to write on it.
 pub(crate) type Stream = tokio::sync::mpsc::UnboundedSender<Value>;
 
-/// Sends a call's notices to its client: logs at or above the session's level, progress when
-/// the client asked for it with a progress token. A client gone away is no error here.
+/// Sends a call's notices to its client (on the call's own stream, else through `peer`): logs at
+/// or above the session's level, progress when the client asked for it with a progress token. A
+/// client gone away is no error here.
 #[allow(deprecated)] // MCP logging: deprecated by a later revision, still the 2025-11-25 one's
 pub(crate) async fn forward(
-    peer: Peer<RoleServer>,
+    peer: Option<Peer<RoleServer>>,
     token: Option<ProgressToken>,
     (hangup, stream): (Option<super::resume::Hangup>, Option<Stream>),
     level: Arc<AtomicUsize>,
@@ -41,7 +42,9 @@ pub(crate) async fn forward(
                 match &stream {
                     Some(s) => notice_on(s, "notifications/message", &param),
                     None => {
-                        let _ = peer.notify_logging_message(param).await;
+                        if let Some(peer) = &peer {
+                            let _ = peer.notify_logging_message(param).await;
+                        }
                     }
                 }
             }
@@ -57,7 +60,9 @@ pub(crate) async fn forward(
                 match &stream {
                     Some(s) => notice_on(s, "notifications/progress", &param),
                     None => {
-                        let _ = peer.notify_progress(param).await;
+                        if let Some(peer) = &peer {
+                            let _ = peer.notify_progress(param).await;
+                        }
                     }
                 }
             }

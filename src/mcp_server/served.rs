@@ -189,12 +189,13 @@ impl Drop for Running<'_> {
 pub(crate) enum Origin<'a> {
     /// A connected client: the server's clock; the client's user confirms through MCP
     /// elicitation when the client declared that capability. Notifications go to it, progress
-    /// only when the request carried this progress token.
+    /// only when the request carried this progress token. No client: a 2026-07-28 request
+    /// `stateless_direct` answers (it has none to notify or ask).
     /// The hang-up is the call's own event stream's, when it came over streamable HTTP.
     /// The stream is the call's own event stream when toolrun writes it (`direct`): its
     /// notifications go there, else through rmcp (which sends logs on the session's stream).
     Client(
-        &'a Peer<RoleServer>,
+        Option<&'a Peer<RoleServer>>,
         Option<ProgressToken>,
         Option<&'a super::resume::Hangup>,
         Option<&'a Stream>,

@@ -44,7 +44,7 @@ pub(crate) struct ServedSession {
     /// notify and ask through.
     peer: Arc<std::sync::OnceLock<Peer<RoleServer>>>,
     /// Whom the access token of its `initialize` named (`serve.auth`).
-    subject: Arc<std::sync::OnceLock<Arc<str>>>,
+    pub(crate) subject: Arc<std::sync::OnceLock<Arc<str>>>,
 }
 
 /// Dropped with the last clone of a client session's handler, which rmcp drops when the session
@@ -228,9 +228,10 @@ impl ServedSession {
         let one = super::stateless::current();
         match origin {
             Origin::Client(peer, ..)
-                if one
-                    .as_ref()
-                    .map_or_else(|| confirm::client_can_confirm(peer), |o| o.can_confirm) =>
+                if one.as_ref().map_or_else(
+                    || peer.is_some_and(confirm::client_can_confirm),
+                    |o| o.can_confirm,
+                ) =>
             {
                 let served = &*self.served;
                 let description = served
@@ -245,7 +246,7 @@ impl ServedSession {
                 if let Some(one) = one {
                     return one.ask(form).await;
                 }
-                Some(confirm::ask(peer, form).await)
+                Some(confirm::ask(peer?, form).await)
             }
             Origin::Client(..) => None,
             Origin::Recording { confirmation, .. } => confirmation,
@@ -289,7 +290,7 @@ impl ServedSession {
                     let _ = tx.send(n);
                 });
                 let forwarding = super::notices::forward(
-                    (*peer).clone(),
+                    peer.cloned(),
                     token.clone(),
                     ((*hangup).cloned(), (*stream).cloned()),
                     // A 2026-07-28 request names its own level.
@@ -540,16 +541,9 @@ impl ServerHandler for ServedSession {
                 &self.served.setup.redactor,
             );
         }
-        let tools = self.visible_tools(&context).cloned();
-        let mut result = ListToolsResult::with_all_items(tools.collect());
-        // 2026-07-28 caching hints (a session's client never sees them): the list is fixed
-        // while serve runs, but a redeploy may change it; a listing behind a token is nobody
-        // else's.
-        if super::stateless::is_stateless(&context) {
-            result.ttl_ms = Some(super::stateless::LIST_TTL_MS);
-            result.cache_scope = Some(rmcp::model::CacheScope::Private);
-        }
-        Ok(result)
+        let tools = self.visible_tools(&context).cloned().collect();
+        let stateless = super::stateless::is_stateless(&context);
+        Ok(super::stateless::listing(tools, stateless))
     }
 
     #[allow(deprecated)]
@@ -628,7 +622,8 @@ impl ServerHandler for ServedSession {
             let (session, peer, name) = (self.clone(), context.peer.clone(), request.name.clone());
             // A task's call, as any: no progress token (the request that made it is answered).
             let run = move |one, arguments| async move {
-                let work = session.call(&name, arguments, Origin::Client(&peer, None, None, None));
+                let origin = Origin::Client(Some(&peer), None, None, None);
+                let work = session.call(&name, arguments, origin);
                 super::stateless::scope(Some(one), work).await
             };
             let (call, at) = ((&request, &arguments), (&context, start));
@@ -639,7 +634,7 @@ impl ServerHandler for ServedSession {
         let one = found.map(Arc::new);
         let token = context.meta.get_progress_token();
         let hangup = parts.and_then(|p| p.extensions.get::<super::resume::Hangup>());
-        let origin = Origin::Client(&context.peer, token, hangup, None);
+        let origin = Origin::Client(Some(&context.peer), token, hangup, None);
         let work = self.call(&request.name, arguments.clone(), origin);
         let response = super::stateless::scope(one.clone(), work).await;
         let key = &self.served.state_key;

@@ -9,7 +9,10 @@
 use super::confirm::Confirmation;
 use super::state::{Call, StateKey};
 use super::tasks::TaskHandle;
-use rmcp::model::{CallToolRequestParams, InputRequiredResult, ProtocolVersion};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, ClientCapabilities, InputRequiredResult, ListToolsResult,
+    ProtocolVersion, RequestMetaObject, Tool,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
@@ -58,6 +61,21 @@ pub(crate) struct OneRequest {
 }
 
 impl OneRequest {
+    /// A request that brings no answer, with its own client capabilities and `_meta`: whether
+    /// its client can be asked (form elicitation) and the log level it wants.
+    pub(crate) fn asking(
+        capabilities: Option<ClientCapabilities>,
+        meta: &RequestMetaObject,
+    ) -> OneRequest {
+        OneRequest {
+            can_confirm: capabilities
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+            log_rank: log_rank(meta),
+            ..OneRequest::default()
+        }
+    }
+
     /// The answer this request brought; without one, `form` is kept to be asked.
     pub(crate) fn confirmation(&self, form: Value) -> Option<Confirmation> {
         if self.answer.is_none() {
@@ -114,17 +132,9 @@ pub(crate) fn retry(
     request: &CallToolRequestParams,
     (arguments, subject): (&Value, Option<&str>),
 ) -> Result<OneRequest, ErrorData> {
-    let can_confirm = context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
-        .is_some_and(|e| e.form.is_some() || e.url.is_none());
-    let log_rank = log_rank(context);
+    let asking = OneRequest::asking(context.client_capabilities(), &context.meta);
     let Some(state) = &request.request_state else {
-        return Ok(OneRequest {
-            can_confirm,
-            log_rank,
-            ..OneRequest::default()
-        });
+        return Ok(asking);
     };
     key.open(state, Call(&request.name, arguments, subject), wall_ms())
         .map_err(|refused| ErrorData::invalid_params(refused.message(&request.name), None))?;
@@ -141,13 +151,7 @@ pub(crate) fn retry(
             )
         })?),
     };
-    Ok(OneRequest {
-        can_confirm,
-        log_rank,
-        answer,
-        asked: Mutex::default(),
-        task: None,
-    })
+    Ok(OneRequest { answer, ..asking })
 }
 
 fn answer(given: &Value) -> Option<Confirmation> {
@@ -181,8 +185,8 @@ fn wall_ms() -> i64 {
 
 /// The log level a 2026-07-28 request asked for in its `_meta`, as the rank `notify` compares;
 /// none asked, none sent.
-fn log_rank(context: &RequestContext<RoleServer>) -> usize {
-    match context.meta.log_level() {
+fn log_rank(meta: &RequestMetaObject) -> usize {
+    match meta.log_level() {
         Some(level) => {
             let name = serde_json::to_value(level).unwrap_or_default();
             crate::tools::notify::rank(name.as_str().unwrap_or("debug"))
@@ -192,4 +196,16 @@ fn log_rank(context: &RequestContext<RoleServer>) -> usize {
 }
 
 /// How long a 2026-07-28 client may keep `tools/list` (`ttlMs`).
-pub(crate) const LIST_TTL_MS: u64 = 5 * 60 * 1000;
+const LIST_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// `tools/list`'s answer with `tools`, the tools its caller may see; on 2026-07-28 (`stateless`)
+/// with caching hints, which a session's client never sees: the list is fixed while serve runs,
+/// but a redeploy may change it; a listing behind a token is nobody else's.
+pub(crate) fn listing(tools: Vec<Tool>, stateless: bool) -> ListToolsResult {
+    let mut result = ListToolsResult::with_all_items(tools);
+    if stateless {
+        result.ttl_ms = Some(LIST_TTL_MS);
+        result.cache_scope = Some(CacheScope::Private);
+    }
+    result
+}
