@@ -7,13 +7,18 @@ client (not run in CI: timings depend on the machine). Run it with the venv the 
     target/tmp/mcp-venv/bin/python benches/serve_bench.py [CALLS] [ROUNDS]
 
 Both servers serve the same HTTP tool: GET a local httpbin-like `/get?ticker=` on 127.0.0.1 (a
-keep-alive HTTP/1.1 server this script starts in its own process). Rounds alternate between the
-two servers, each round on a fresh server process, so machine load hits both alike. Per server it
-reports start-up (process start to the port accepting), throughput and p50 latency at concurrency
+keep-alive HTTP/1.1 server this script starts in its own process). Each is measured on both MCP
+revisions, the client's mode pinned (the SDK's default, `auto`, speaks 2026-07-28 to a server that
+offers it): 2025-11-25 (an `initialize` handshake and a session) and 2026-07-28 (no session: each
+request carries its version, client and capabilities); REVISIONS=2026-07-28 (comma-separated)
+measures fewer. Rounds alternate between the servers and revisions, each on a fresh server process,
+so machine load hits all alike. Per server and revision it reports start-up (process start to the port accepting), throughput and p50 latency at concurrency
 1 and 8, server CPU per call (utime + stime deltas from /proc/PID/stat, which a loaded machine does
 not inflate the way wall time is), peak RSS (VmHWM) and the client's own CPU per call. mcp-toolbox is installed by this script,
 pinned, into target/tmp/toolbox-1.12.0 (npm). Set TOOLBOX=0 to measure toolrun alone, and
 BASELINE=PATH to add another toolrun binary (say, main's before a change) to the same rounds.
+At the end, toolrun's figures are held against the goals of issue 31 (server CPU a call at most a
+quarter of toolbox's, calls/s at least toolbox's and p50 no higher, at concurrency 1 and 8).
 """
 import os
 import shutil
@@ -36,6 +41,7 @@ TOOLBOX_BIN = os.path.join(TOOLBOX_DIR, "node_modules/@toolbox-sdk/server-linux-
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 400
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 CONCURRENCY = 8
+REVISIONS = os.environ.get("REVISIONS", "2025-11-25,2026-07-28").split(",")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 # The upstream: a threaded keep-alive HTTP/1.1 server answering /get like httpbin does.
@@ -159,10 +165,13 @@ def start(kind, workdir, upstream_port):
     return proc, url, (time.perf_counter() - started) * 1000
 
 
-async def drive(url, tag):
+async def drive(url, tag, revision):
     # Distinct arguments per call: toolrun's loop detection stops identical ones (as in a run).
     args = lambda i: {"ticker": f"{tag}{i}"}
-    async with Client(url) as client:
+    mode = "legacy" if revision < "2026-07-28" else revision
+    async with Client(url, mode=mode) as client:
+        if client.session.protocol_version != revision:
+            sys.exit(f"asked for {revision}, the client speaks {client.session.protocol_version}")
         await client.list_tools()
         for i in range(20):  # warm-up: connections, lazy initialisation
             await client.call_tool("quote", args(-1 - i))
@@ -190,12 +199,12 @@ async def drive(url, tag):
         return seq, seq_wall, conc, time.perf_counter() - t0
 
 
-def one_round(kind, workdir, upstream_port, n):
+def one_round(kind, revision, workdir, upstream_port, n):
     proc, url, startup = start(kind, workdir, upstream_port)
     try:
         cpu_before = cpu_seconds(proc.pid)
         client_before = time.process_time()
-        seq, seq_wall, conc, conc_wall = anyio.run(drive, url, f"R{n}T")
+        seq, seq_wall, conc, conc_wall = anyio.run(drive, url, f"R{n}T", revision)
         client = time.process_time() - client_before
         cpu = cpu_seconds(proc.pid) - cpu_before
         rss = peak_rss_mb(proc.pid)
@@ -217,6 +226,30 @@ def one_round(kind, workdir, upstream_port, n):
     }
 
 
+COLUMNS = [("startup_ms", "start-up ms"), ("cpu_us", "CPU/call us"), ("rps1", "calls/s c=1"),
+           ("p50_1_ms", "p50 ms c=1"), ("rps8", "calls/s c=8"), ("p50_8_ms", "p50 ms c=8"),
+           ("rss_mb", "peak RSS MB"), ("client_cpu_us", "client us")]
+
+
+def goals(results, revision):
+    """toolrun against toolbox on one revision: the goals of issue 31, in every round's median."""
+    med = {k: {c: statistics.median(r[c] for r in results[(k, revision)]) for c, _ in COLUMNS}
+           for k in ("toolrun", "toolbox") if (k, revision) in results}
+    if len(med) < 2:
+        return
+    ours, theirs = med["toolrun"], med["toolbox"]
+    checks = [
+        (f"server CPU a call {ours['cpu_us']:.1f} us <= a quarter of {theirs['cpu_us']:.1f} us"
+         f" ({theirs['cpu_us'] / ours['cpu_us']:.2f}x less)", ours["cpu_us"] * 4 <= theirs["cpu_us"]),
+    ]
+    for c in ("1", str(CONCURRENCY)):
+        rps, p50 = f"rps{c}", f"p50_{c}_ms"
+        checks.append((f"calls/s c={c} {ours[rps]:.0f} >= {theirs[rps]:.0f}", ours[rps] >= theirs[rps]))
+        checks.append((f"p50 c={c} {ours[p50]:.2f} ms <= {theirs[p50]:.2f} ms", ours[p50] <= theirs[p50]))
+    for text, met in checks:
+        print(f"  {'met' if met else 'NOT met'}: {text}")
+
+
 def main():
     if not os.path.exists(BIN):
         sys.exit(f"build the release binary first: cargo build --release ({BIN})")
@@ -229,28 +262,32 @@ def main():
     workdir = tempfile.mkdtemp(prefix="serve-bench-")
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
     upstream_port = int(upstream.stdout.readline())
-    results = {k: [] for k in kinds}
+    runs = [(k, r) for k in kinds for r in REVISIONS]
+    results = {run: [] for run in runs}
+    with open("/proc/loadavg") as f:
+        print(f"load average at the start: {' '.join(f.read().split()[:3])}; {os.cpu_count()} CPUs")
     try:
         for n in range(ROUNDS):
-            order = kinds[n % len(kinds):] + kinds[:n % len(kinds)]
-            for kind in order:
-                r = one_round(kind, workdir, upstream_port, n)
-                results[kind].append(r)
-                print(f"round {n + 1} {kind:8} " + "  ".join(f"{k} {v:.1f}" for k, v in r.items()),
-                      flush=True)
+            order = runs[n % len(runs):] + runs[:n % len(runs)]
+            for kind, revision in order:
+                r = one_round(kind, revision, workdir, upstream_port, n)
+                results[(kind, revision)].append(r)
+                print(f"round {n + 1} {kind:8} {revision} "
+                      + "  ".join(f"{k} {v:.1f}" for k, v in r.items()), flush=True)
     finally:
         upstream.terminate()
         shutil.rmtree(workdir, ignore_errors=True)
     with open("/proc/loadavg") as f:
         print(f"\nload average at the end: {' '.join(f.read().split()[:3])}; {os.cpu_count()} CPUs")
     print(f"{CALLS} calls at concurrency 1 and {CALLS} at {CONCURRENCY} per round, {ROUNDS} rounds; medians:")
-    cols = [("startup_ms", "start-up ms"), ("cpu_us", "CPU/call us"), ("rps1", "calls/s c=1"),
-            ("p50_1_ms", "p50 ms c=1"), ("rps8", "calls/s c=8"), ("p50_8_ms", "p50 ms c=8"),
-            ("rss_mb", "peak RSS MB"), ("client_cpu_us", "client us")]
-    print(f"{'':8} " + " ".join(f"{h:>12}" for _, h in cols))
-    for kind in kinds:
-        med = [statistics.median(r[k] for r in results[kind]) for k, _ in cols]
-        print(f"{kind:8} " + " ".join(f"{v:12.1f}" for v in med))
+    print(f"{'':19} " + " ".join(f"{h:>12}" for _, h in COLUMNS))
+    for kind, revision in runs:
+        med = [statistics.median(r[k] for r in results[(kind, revision)]) for k, _ in COLUMNS]
+        print(f"{kind:8} {revision} " + " ".join(f"{v:12.1f}" for v in med))
+    for revision in REVISIONS:
+        if ("toolbox", revision) in results:
+            print(f"goals on {revision}:")
+            goals(results, revision)
 
 
 if __name__ == "__main__":

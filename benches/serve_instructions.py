@@ -10,7 +10,8 @@ The tool and upstream are `serve_bench.py`'s (GET a local httpbin-like `/get?tic
 the official Python client. The server runs under `valgrind --tool=callgrind`; after the session's
 initialise, list and 50 warm-up calls its counters are zeroed (`callgrind_control -z`), CALLS
 sequential calls run (300 by default), and the counters are dumped (`-d`): the dump's total over
-CALLS is the figure, kernel time excluded. Set KEEP=DIR to keep the dumps for
+CALLS is the figure, kernel time excluded. REVISION=2026-07-28 has the client speak that revision
+(default 2025-11-25, a session). Set KEEP=DIR to keep the dumps for
 `callgrind_annotate` (build with `CARGO_PROFILE_RELEASE_STRIP=false` to see names in them).
 """
 import glob
@@ -28,10 +29,15 @@ from serve_bench import BIN, TOOLRUN_SPEC, UPSTREAM, free_port, wait_listening  
 
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 WARM_UP = 50
+# The MCP revision the client speaks (the SDK's default, `auto`, speaks 2026-07-28 to toolrun).
+REVISION = os.environ.get("REVISION", "2025-11-25")
 
 
 async def drive(url, pid):
-    async with Client(url) as client:
+    mode = "legacy" if REVISION < "2026-07-28" else REVISION
+    async with Client(url, mode=mode) as client:
+        if client.session.protocol_version != REVISION:
+            sys.exit(f"asked for {REVISION}, the client speaks {client.session.protocol_version}")
         await client.list_tools()
         for i in range(WARM_UP):
             await client.call_tool("quote", {"ticker": f"W{i}"})
