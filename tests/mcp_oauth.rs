@@ -1,7 +1,8 @@
 //! The OAuth client of `kind: mcp` entries, through the binary, against a fake MCP server and
 //! authorization server on 127.0.0.1 (one `TestServer`): `toolrun auth login` with a `$BROWSER`
 //! that follows the redirect, the token file (mode 0600), its use by `call` and `run`, tokens
-//! kept out of traces and fixtures (and a replay needing none), `auth status` and `logout`, the
+//! kept out of traces and fixtures (and a replay needing none), its use by `serve` as a gateway
+//! (shared by sessions of both revisions), `auth status` and `logout`, the
 //! refusal to open a browser with `CI=true`, and authorization servers that misbehave. The
 //! conformance suite's scenarios are in `mcp_client_conformance.rs`.
 
@@ -1004,4 +1005,171 @@ fn the_login_question_in_a_chat_is_shown_whole_and_no_stops_the_turn() {
     );
     assert!(!dir.join("browser-opened").exists(), "no browser: {screen}");
     assert_eq!(server.hits("/authorize"), 0);
+}
+
+/// POSTs one JSON-RPC message to a `toolrun serve --http` URL with these headers; the status,
+/// the `Mcp-Session-Id` it gave (if any) and the JSON-RPC response (JSON body or SSE `data:`).
+fn post_served(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> (u16, String, serde_json::Value) {
+    use std::io::{Read, Write};
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .expect("timeout");
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    stream.write_all(req.as_bytes()).expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let (head, rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let session = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("mcp-session-id"))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    let message = serde_json::from_str(rest).ok().or_else(|| {
+        rest.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+            .find(|m| m.get("result").is_some() || m.get("error").is_some())
+    });
+    (status, session, message.unwrap_or_default())
+}
+
+/// A 2025-11-25 session (initialize, initialized) and its `tools/call` of `search`; the result.
+fn call_in_session(url: &str) -> serde_json::Value {
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "raw", "version": "1" } } });
+    let (status, id, answer) = post_served(url, &[], &init);
+    assert_eq!(status, 200, "{answer}");
+    let in_session = [
+        ("Mcp-Session-Id", id.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(post_served(url, &in_session, &done).0, 202);
+    let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "search", "arguments": {} } });
+    let (status, _, answer) = post_served(url, &in_session, &call);
+    assert_eq!(status, 200, "{answer}");
+    answer["result"].clone()
+}
+
+/// A stateless 2026-07-28 `tools/call` of `search`; the result.
+fn call_stateless(url: &str) -> serde_json::Value {
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "search", "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+        } } });
+    let headers = [
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "search"),
+    ];
+    let (status, _, answer) = post_served(url, &headers, &call);
+    assert_eq!(status, 200, "{answer}");
+    answer["result"].clone()
+}
+
+#[test]
+fn serve_as_a_gateway_shares_the_kept_token_and_without_one_in_ci_says_how_to_log_in() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-serve");
+    let state = dir.join("state");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    run(toolrun()
+        .args(["auth", "login"])
+        .arg(&spec)
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", &state))
+    .assert_success();
+    std::fs::remove_file(dir.join("browser-opened")).unwrap();
+    let (authorized, tokens) = (server.hits("/authorize"), server.hits("/token"));
+    let mcp_before = server.hits("/mcp");
+
+    let (mut child, url, _stderr) = support::spawn_served(
+        toolrun()
+            .arg("serve")
+            .arg(&spec)
+            .args(["--http", "127.0.0.1:0"])
+            .env("CI", "true")
+            .env("BROWSER", browser(dir.path()))
+            .env("XDG_STATE_HOME", &state),
+    );
+    // Two clients of the gateway, one per revision, both reach the protected server.
+    let old = call_in_session(&url);
+    let new = call_stateless(&url);
+    let _ = child.kill();
+    let _ = child.wait();
+    for result in [&old, &new] {
+        assert_eq!(result["isError"], json!(false), "{result}");
+        assert_eq!(result["content"][0]["text"], "three notes", "{result}");
+    }
+    let to_mcp: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/mcp")
+        .collect();
+    assert!(
+        to_mcp.len() > mcp_before,
+        "the gateway reached the protected server"
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    assert!(
+        to_mcp[mcp_before..]
+            .iter()
+            .all(|r| r.header("authorization") == Some(bearer.as_str())),
+        "every request of the gateway carried the kept token"
+    );
+    assert_eq!(server.hits("/authorize"), authorized, "no second login");
+    assert_eq!(
+        server.hits("/token"),
+        tokens,
+        "the kept token was used as it is"
+    );
+    assert!(!dir.join("browser-opened").exists());
+
+    // With no kept token, in CI: no browser, no hang, an error saying how to log in. The gateway
+    // reaches its MCP servers when it starts (to list their tools), so it stops there.
+    let out = support::run_with_timeout(
+        toolrun()
+            .arg("serve")
+            .arg(&spec)
+            .args(["--http", "127.0.0.1:0"])
+            .env("CI", "true")
+            .env("BROWSER", browser(dir.path()))
+            .env("XDG_STATE_HOME", dir.join("empty-state")),
+        None,
+        std::time::Duration::from_secs(120),
+    );
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("CI=true is set") && out.stderr.contains("toolrun auth login"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains(TOKEN), "{out:?}");
+    assert!(!dir.join("browser-opened").exists(), "no browser in CI");
+    assert_eq!(server.hits("/authorize"), authorized);
 }
