@@ -2535,3 +2535,44 @@ fn sigterm_ends_a_stdio_serve_whose_client_has_not_initialized() {
         .map(|mut e| e.read_to_string(&mut stderr));
     assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
 }
+
+/// A client that writes all its requests and closes stdin at once gets every answer: the end
+/// of input waits for the calls still running. rmcp ended its session there and gave them 5 s,
+/// dropping every answer later than that, so calls that take 6 s lost them all.
+#[test]
+fn stdio_answers_every_request_read_before_the_end_of_input() {
+    let spec = support::temp_file(
+        "mcp-serve-stdio-drain",
+        "slow.yaml",
+        "version: 1\nname: slow\ntools:\n  slow:\n    description: Answers after a while.\n    kind: mock\n    input: { type: object, properties: { n: { type: integer } } }\n    faults: [{ delay: 6s }]\n    responses:\n      - result: done\nserve: { max_tool_calls: 5000 }\n",
+    );
+    let requests = 2000;
+    let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    // Each call's own arguments: the same call repeated would meet loop detection instead.
+    let calls = (1..=requests).map(|id| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "slow", "arguments": { "n": id } } })
+    });
+    let stdin: String = [initialize, initialized]
+        .into_iter()
+        .chain(calls)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let out = support::run_with_stdin(support::toolrun().arg("serve").arg(spec.path()), &stdin);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut answered: Vec<i64> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["result"]["content"][0]["text"] == "done")
+        .filter_map(|m| m["id"].as_i64())
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(
+        answered,
+        (1..=requests).collect::<Vec<i64>>(),
+        "every call answered with its result\n{}",
+        out.stderr
+    );
+}

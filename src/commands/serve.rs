@@ -335,7 +335,8 @@ async fn serve_stdio(
     // handlers are registered, so nothing else would.
     // Boxed: rmcp's session future is deep enough that selecting on it inline overflows the
     // compiler's layout query depth.
-    let starting = Box::pin(ServedSession::new(served).serve(rmcp::transport::stdio()));
+    let starting =
+        Box::pin(ServedSession::new(served).serve(crate::mcp_server::stdio::transport()));
     let running = tokio::select! {
         r = starting => r.map_err(
             |e| format!("the MCP client did not initialize the session: {e}"),

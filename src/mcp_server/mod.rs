@@ -31,6 +31,7 @@ pub(crate) mod spans;
 pub(crate) mod state;
 pub(crate) mod stateless;
 pub(crate) mod stateless_direct;
+pub(crate) mod stdio;
 pub(crate) mod subjects;
 pub(crate) mod task_calls;
 pub(crate) mod tasks;
