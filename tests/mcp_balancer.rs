@@ -876,14 +876,23 @@ fn request_2026(lb: &Balancer, nth: usize, method: &str, params: Value) -> (u16,
     })
 }
 
-/// The replicas that answered HAProxy's requests, in order.
-fn replicas_answering(lb: &Balancer) -> Vec<String> {
-    std::fs::read_to_string(&lb.log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("toolrun/")))
-        .map(String::from)
-        .collect()
+/// The replicas that answered HAProxy's first `requests` requests, in order. HAProxy writes a
+/// request's line when its stream closes, which can be after the client has read the response,
+/// so the lines are waited for (the bound only catches a hang).
+fn replicas_answering(lb: &Balancer, requests: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answered: Vec<String> = std::fs::read_to_string(&lb.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("toolrun/")))
+            .map(String::from)
+            .collect();
+        if answered.len() >= requests || Instant::now() > deadline {
+            return answered;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A call held for confirmation, asked by one replica: its answer, through the balancer, runs
@@ -908,7 +917,7 @@ fn confirm_across_replicas(shared: bool) -> Option<(Vec<String>, Value)> {
         json!({ "confirm": { "action": "accept", "content": { "approve": true } } });
     answer["requestState"] = state;
     let (_, done) = request_2026(&lb, 2, "tools/call", answer);
-    Some((replicas_answering(&lb), done))
+    Some((replicas_answering(&lb, 2), done))
 }
 
 #[test]
@@ -1012,7 +1021,7 @@ fn a_task_made_through_the_balancer_is_polled_confirmed_and_cancelled_on_its_rep
     );
 
     // Round robin made the two tasks on two replicas; every request of a task reached its own.
-    let answered = replicas_answering(&lb);
+    let answered = replicas_answering(&lb, nth);
     let first_slow = answered
         .iter()
         .rposition(|r| r == &named(&wipe))
