@@ -166,13 +166,13 @@ pub(crate) struct Call {
 /// what is only compared.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Message<'a> {
+pub(super) struct Message<'a, P> {
     #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: Value,
+    pub(super) jsonrpc: Cow<'a, str>,
+    pub(super) id: Value,
     #[serde(borrow)]
-    method: Cow<'a, str>,
-    params: Params,
+    pub(super) method: Cow<'a, str>,
+    pub(super) params: P,
 }
 
 /// A `tools/call`'s params with nothing rmcp would treat specially (a `task`, say): other
@@ -201,7 +201,7 @@ pub(crate) fn call(
         return None;
     }
     let text = std::str::from_utf8(body).ok()?;
-    let message: Message = serde_json::from_str(text).ok()?;
+    let message: Message<Params> = serde_json::from_str(text).ok()?;
     if message.jsonrpc != "2.0" || message.method != "tools/call" {
         return None;
     }
@@ -607,7 +607,7 @@ mod tests {
 
     #[test]
     fn a_call_with_members_rmcp_reads_is_left_to_it() {
-        fn parse(body: &str) -> Option<Message<'_>> {
+        fn parse(body: &str) -> Option<Message<'_, Params>> {
             serde_json::from_str(body).ok()
         }
         assert!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#).is_some());

@@ -18,7 +18,7 @@
 //! call of a spec with `task:` tools (the tasks extension's).
 
 use super::auth::Principal;
-use super::direct::{accepts_both, loopback_host, Detached};
+use super::direct::{self, accepts_both, loopback_host, Detached};
 use super::result::CallResult;
 use super::server::{Origin, Served, ServedSession};
 use super::stateless::{self, OneRequest};
@@ -33,7 +33,6 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
 
@@ -183,18 +182,9 @@ fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     }
 }
 
-/// Read from the body as text checked once, borrowing what is only compared; a member not
-/// named here makes the request rmcp's.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Message<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: Value,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    params: Params,
-}
+/// The body, read as `direct`'s 2025-11-25 one is, with these params: a member not named here
+/// makes the request rmcp's.
+type Message<'a> = direct::Message<'a, Params>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
