@@ -103,34 +103,16 @@ fn the_session_exits_with_its_worst_turns_code_as_run_would() {
     assert!(stderr.contains("malformed_decision"), "{stderr}");
 }
 
-fn in_terminal(args: &str, input: &str) -> (i32, String) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let command = format!("{} chat {args}", env!("CARGO_BIN_EXE_toolrun"));
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(&root)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("`script` runs (util-linux)");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.as_bytes()).unwrap();
-        // Ctrl-D on the terminal: the end of the session.
-        stdin.write_all(b"\x04").unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+/// `toolrun chat ARGS` on a pseudo-terminal with `input` typed, then Ctrl-D: the end of the
+/// session.
+fn in_terminal(args: &[&str], input: &str) -> (i32, String) {
+    let args: Vec<&str> = ["chat"].iter().chain(args).copied().collect();
+    support::in_terminal(&args, &[], &format!("{input}\x04"))
 }
 
 #[test]
 fn on_a_terminal_a_confirmation_is_asked_inline_and_the_tool_call_shown() {
-    let (code, screen) = in_terminal("specs/guardrails.yaml", "Refund order 42\ny\n");
+    let (code, screen) = in_terminal(&["specs/guardrails.yaml"], "Refund order 42\ny\n");
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("`refund_order` has side effects. Run it with {\"order_id\":42}? [y/N]"),
@@ -157,8 +139,6 @@ fn until(what: &str, mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn ctrl_c_on_a_terminal_stops_the_answer_not_the_session_and_ctrl_d_ends_it() {
-    use std::io::Read;
-    use std::sync::{Arc, Mutex};
     let server = support::TestServer::start(|req| match req.path.as_str() {
         "/slow" => support::Response::json(200, serde_json::json!({"ok": true}))
             .delay(std::time::Duration::from_secs(30)),
@@ -194,64 +174,40 @@ models:
     let spec_path = support::write(&dir, "slow.yaml", &spec);
     let trace = dir.join("t.json");
     let recording = dir.join("r.json");
-    let command = format!(
-        "{} chat {} --trace {} --record {}",
-        env!("CARGO_BIN_EXE_toolrun"),
-        spec_path.display(),
-        trace.display(),
-        recording.display()
+    let (spec_arg, trace_arg, recording_arg) = (
+        spec_path.display().to_string(),
+        trace.display().to_string(),
+        recording.display().to_string(),
     );
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("`script` runs (util-linux)");
-    let screen = Arc::new(Mutex::new(String::new()));
-    let mut stdout = child.stdout.take().unwrap();
-    let sink = screen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"go slow\n").unwrap();
+    let mut term = support::toolrun_in_terminal(
+        &[
+            "chat",
+            &spec_arg,
+            "--trace",
+            &trace_arg,
+            "--record",
+            &recording_arg,
+        ],
+        &[],
+    );
+    term.type_keys("go slow\n");
     until("the slow request", || server.hits("/slow") > 0);
-    let toolrun = support::toolrun_below(child.id()).expect("toolrun runs under script");
+    let toolrun = support::toolrun_below(term.id()).expect("toolrun runs under script");
     let status = Command::new("kill")
         .args(["-INT", &toolrun.to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    until("the interrupted answer's report", || {
-        screen.lock().unwrap().contains("interrupted")
-    });
-    stdin.write_all(b"are you there?\n").unwrap();
-    until("the next answer", || {
-        screen.lock().unwrap().contains("Still here at turn 2.")
-    });
+    term.wait_for("interrupted");
+    term.type_keys("are you there?\n");
+    term.wait_for("Still here at turn 2.");
     // Ctrl-D on the terminal ends the session; a second one declines to save it as a test.
-    stdin.write_all(b"\x04").unwrap();
-    until("the offer to save", || {
-        screen.lock().unwrap().contains("Save this conversation")
-    });
-    stdin.write_all(b"\x04").unwrap();
-    let mut code = None;
-    until("the end of the session", || {
-        code = child.try_wait().unwrap().map(|s| s.code());
-        code.is_some()
-    });
-    let shown = screen.lock().unwrap().clone();
-    assert_eq!(code, Some(Some(0)), "{shown}");
+    term.type_keys("\x04");
+    term.wait_for("Save this conversation");
+    term.type_keys("\x04");
+    let code = term.wait_exit("the end of the session never happened");
+    let (_, shown) = term.finish_raw();
+    assert_eq!(code, 0, "{shown}");
     assert!(!shown.contains("never shown"), "{shown}");
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
@@ -443,7 +399,7 @@ fn on_a_terminal_the_end_of_the_session_offers_to_save_it_as_a_test() {
     let spec = dir.join("s.yaml");
     std::fs::write(&spec, STOCKS).unwrap();
     let (code, screen) = in_terminal(
-        &spec.display().to_string(),
+        &[&spec.display().to_string()],
         // The session's turn, Ctrl-D, then the name asked for.
         "What is AAPL at?\n\x04kept\n",
     );

@@ -3,42 +3,23 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-
-fn in_terminal(args: &str, answer: &str) -> (i32, String) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let command = format!("{} {args}", env!("CARGO_BIN_EXE_toolrun"));
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(&root)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("`script` runs (util-linux)");
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(answer.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
+use std::process::Command;
 
 #[test]
 fn yes_on_the_prompt_runs_the_tool_and_is_recorded_as_an_approval() {
     let dir = support::temp_dir("interactive-yes");
     let fixture = dir.join("f.json");
-    let (code, screen) = in_terminal(
-        &format!(
-            "run specs/guardrails.yaml --query 'Refund order 42' --record {}",
-            fixture.display()
-        ),
+    let fixture_arg = fixture.display().to_string();
+    let (code, screen) = support::in_terminal(
+        &[
+            "run",
+            "specs/guardrails.yaml",
+            "--query",
+            "Refund order 42",
+            "--record",
+            &fixture_arg,
+        ],
+        &[],
         "y\n",
     );
     assert_eq!(code, 0, "{screen}");
@@ -63,7 +44,11 @@ fn yes_on_the_prompt_runs_the_tool_and_is_recorded_as_an_approval() {
 
 #[test]
 fn anything_but_yes_stops_for_confirmation() {
-    let (code, screen) = in_terminal("run specs/guardrails.yaml --query 'Refund order 42'", "n\n");
+    let (code, screen) = support::in_terminal(
+        &["run", "specs/guardrails.yaml", "--query", "Refund order 42"],
+        &[],
+        "n\n",
+    );
     assert_eq!(code, 3, "{screen}");
     assert!(screen.contains("needs_confirmation"), "{screen}");
     assert!(!screen.contains("Refunded"), "{screen}");
@@ -74,60 +59,29 @@ fn anything_but_yes_stops_for_confirmation() {
 /// run as anywhere else: trace written, stop reason `interrupted`, exit 143.
 #[test]
 fn sigterm_at_the_prompt_ends_the_run_with_its_trace() {
-    use std::io::Read;
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = support::temp_dir("interactive-sigterm");
     let trace = dir.join("t.json");
-    let command = format!(
-        "{} run specs/guardrails.yaml --query 'Refund order 42' --trace {}",
-        env!("CARGO_BIN_EXE_toolrun"),
-        trace.display()
+    let trace_arg = trace.display().to_string();
+    let mut term = support::toolrun_in_terminal(
+        &[
+            "run",
+            "specs/guardrails.yaml",
+            "--query",
+            "Refund order 42",
+            "--trace",
+            &trace_arg,
+        ],
+        &[],
     );
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(&root)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("`script` runs (util-linux)");
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut screen = Vec::new();
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            screen.extend_from_slice(&buf[..n]);
-            if String::from_utf8_lossy(&screen).contains("[y/N]") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(std::time::Duration::from_secs(60))
-        .expect("the prompt appears");
-    let toolrun = support::toolrun_below(child.id()).expect("toolrun runs under script");
+    term.wait_for("[y/N]");
+    let toolrun = support::toolrun_below(term.id()).expect("toolrun runs under script");
     let status = Command::new("kill")
         .args(["-TERM", &toolrun.to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let started = std::time::Instant::now();
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code();
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the run did not end on SIGTERM at the prompt"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    drop(child.stdin.take());
-    assert_eq!(code, Some(143));
+    let code = term.wait_exit("the run did not end on SIGTERM at the prompt");
+    assert_eq!(code, 143);
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     assert_eq!(t["stop_reason"], "interrupted", "{t:#}");

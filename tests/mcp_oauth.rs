@@ -499,40 +499,6 @@ fn an_authorization_server_outside_the_allow_list_is_refused() {
     }
 }
 
-/// `toolrun ARGS` on a pseudo-terminal (`script`) with `answer` typed; its exit code and screen.
-fn in_terminal(args: &[&str], envs: &[(&str, String)], answer: &str) -> (i32, String) {
-    use std::io::Write;
-    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-    let mut command = quote(env!("CARGO_BIN_EXE_toolrun"));
-    for a in args {
-        command.push(' ');
-        command.push_str(&quote(a));
-    }
-    let mut script = std::process::Command::new("script");
-    script
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("CI")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for (k, v) in envs {
-        script.env(k, v);
-    }
-    let mut child = script.spawn().expect("`script` runs (util-linux)");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(answer.as_bytes())
-        .expect("typed");
-    let out = child.wait_with_output().expect("script ends");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
-
 /// On a terminal with no stored token, `call` and `run` ask before a login: no (or just Enter)
 /// stops with the error that says how to log in (exit 1: the work failed), and no browser opens.
 #[test]
@@ -546,7 +512,7 @@ fn on_a_terminal_no_to_the_login_question_stops_without_a_browser() {
             "call" => vec!["call", &spec, "search", "--args", "{}"],
             _ => vec!["run", &spec, "--query", "notes?"],
         };
-        let (code, screen) = in_terminal(
+        let (code, screen) = support::in_terminal(
             &args,
             &[
                 ("BROWSER", browser(dir.path())),
@@ -582,7 +548,7 @@ fn on_a_terminal_yes_to_the_login_question_logs_in_and_the_run_completes() {
     let state = dir.join("state");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
     let spec = spec.to_string_lossy().into_owned();
-    let (code, screen) = in_terminal(
+    let (code, screen) = support::in_terminal(
         &["run", &spec, "--query", "notes?"],
         &[
             ("BROWSER", browser(dir.path())),
@@ -712,152 +678,6 @@ fn tokens_written_by_toolruns_at_once_are_all_kept() {
     }
 }
 
-/// `toolrun ARGS` on a pseudo-terminal (`script`), driven as a person would: its screen is
-/// read as it is drawn, and keys are typed when asked for.
-struct Terminal {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    screen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Terminal {
-    fn start(args: &[&str], envs: &[(&str, String)]) -> Terminal {
-        use std::io::Read;
-        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-        let mut command = quote(env!("CARGO_BIN_EXE_toolrun"));
-        for a in args {
-            command.push(' ');
-            command.push_str(&quote(a));
-        }
-        let mut script = std::process::Command::new("script");
-        script
-            .args(["-qec", &command, "/dev/null"])
-            .env_remove("CI")
-            .env("NO_COLOR", "1")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        for (k, v) in envs {
-            script.env(k, v);
-        }
-        let mut child = script.spawn().expect("`script` runs (util-linux)");
-        let stdin = child.stdin.take();
-        let mut out = child.stdout.take().expect("stdout");
-        let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = screen.clone();
-        let reader = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
-        Terminal {
-            child,
-            stdin,
-            screen,
-            reader: Some(reader),
-        }
-    }
-
-    fn raw(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
-    }
-
-    /// Waits until `text` was written (a generous bound only catches a hang).
-    fn wait_for(&self, text: &str) {
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while !self.raw().contains(text) {
-            let ended = self.child_ended();
-            assert!(!ended, "ended before showing {text}:\n{}", self.raw());
-            assert!(
-                std::time::Instant::now() < end,
-                "never shown: {text}\n{}",
-                self.raw()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-
-    fn child_ended(&self) -> bool {
-        // The reader ends with the terminal: everything was written.
-        self.reader.as_ref().is_none_or(|r| r.is_finished())
-    }
-
-    fn type_keys(&mut self, keys: &str) {
-        use std::io::Write;
-        let stdin = self.stdin.as_mut().expect("stdin");
-        stdin.write_all(keys.as_bytes()).expect("typed");
-        stdin.flush().expect("typed");
-    }
-
-    /// Ends the input and waits for the exit: its code, and the screen as a terminal shows it.
-    fn finish(mut self) -> (i32, String) {
-        drop(self.stdin.take());
-        let status = self.child.wait().expect("script ends");
-        if let Some(reader) = self.reader.take() {
-            reader.join().expect("reader");
-        }
-        (status.code().unwrap_or(-1), rendered(&self.raw()))
-    }
-}
-
-/// What a terminal shows after `raw` was written to it: text, `\r`, `\n`, cursor moves and
-/// line clearing (what a progress bar writes), other escapes dropped.
-fn rendered(raw: &str) -> String {
-    let mut lines: Vec<Vec<char>> = vec![Vec::new()];
-    let (mut row, mut col) = (0usize, 0usize);
-    let mut chars = raw.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' => col = 0,
-            '\n' => row += 1,
-            '\x1b' if chars.peek() == Some(&'[') => {
-                chars.next();
-                let mut param = String::new();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() || c == '~' {
-                        last = c;
-                        break;
-                    }
-                    param.push(c);
-                }
-                let n: usize = param.parse().unwrap_or(1).max(1);
-                while lines.len() <= row {
-                    lines.push(Vec::new());
-                }
-                match last {
-                    'A' => row = row.saturating_sub(n),
-                    'B' => row += n,
-                    'C' => col += n,
-                    'D' => col = col.saturating_sub(n),
-                    'K' if param == "2" => lines[row].clear(),
-                    'K' => lines[row].truncate(col),
-                    _ => {}
-                }
-            }
-            c if c.is_control() => {}
-            c => {
-                while lines.len() <= row {
-                    lines.push(Vec::new());
-                }
-                let line = &mut lines[row];
-                while line.len() <= col {
-                    line.push(' ');
-                }
-                line[col] = c;
-                col += 1;
-            }
-        }
-    }
-    let lines: Vec<String> = lines.iter().map(|l| l.iter().collect()).collect();
-    lines.join("\n")
-}
-
 /// `toolrun test` draws a progress bar; a test's login question clears it until answered, so
 /// another test finishing meanwhile (a redraw) does not write over the question. No stops the
 /// test that needed the login with the error saying how to log in; the other test passes.
@@ -913,7 +733,7 @@ tests:
     let other = other.to_string_lossy().into_owned();
     let spec = spec.to_string_lossy().into_owned();
     let results = dir.join("results.json");
-    let mut term = Terminal::start(
+    let mut term = support::toolrun_in_terminal(
         &[
             "test",
             &spec,
@@ -972,7 +792,7 @@ fn the_login_question_in_a_chat_is_shown_whole_and_no_stops_the_turn() {
     let dir = support::temp_dir("oauth-ask-chat");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
     let spec = spec.to_string_lossy().into_owned();
-    let mut term = Terminal::start(
+    let mut term = support::toolrun_in_terminal(
         &["chat", &spec],
         &[
             ("BROWSER", browser(dir.path())),

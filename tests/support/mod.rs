@@ -10,6 +10,29 @@ pub fn toolrun() -> std::process::Command {
     clean_command(std::path::Path::new(env!("CARGO_BIN_EXE_toolrun")))
 }
 
+/// `toolrun ARGS` on a pseudo-terminal in the project's folder, with `envs` (see
+/// [`terminal::Terminal::start`]), driven as a person would.
+pub fn toolrun_in_terminal(args: &[&str], envs: &[(&str, String)]) -> terminal::Terminal {
+    terminal::Terminal::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolrun")),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        args,
+        envs,
+    )
+}
+
+/// `toolrun ARGS` on a pseudo-terminal in the project's folder, with `envs` and `input` typed
+/// at once, then the input ended: its exit code and all it wrote (see [`terminal::in_terminal`]).
+pub fn in_terminal(args: &[&str], envs: &[(&str, String)], input: &str) -> (i32, String) {
+    terminal::in_terminal(
+        std::path::Path::new(env!("CARGO_BIN_EXE_toolrun")),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        args,
+        envs,
+        input,
+    )
+}
+
 /// `toolrun run SPEC --json --query QUERY`, with `key` as `TEST_KEY` (the key of
 /// `providers::live_spec` models).
 pub fn run_json(spec: &std::path::Path, key: Option<&str>, query: &str) -> Output {

@@ -8,6 +8,7 @@
 //! - [`redact_durations`], [`redact_durations_json`]: stable snapshots of traces.
 //! - [`assert_contains`]: every expected piece of a text, or the text and what it lacks.
 //! - [`specs`]: spec texts shared by several test files.
+//! - [`terminal`]: the binary on a pseudo-terminal, typed at as a person would.
 //!
 //! A library of its own (a dev-dependency), so it is compiled once, not once per test binary;
 //! `tests/support/mod.rs` re-exports it and adds `toolrun()`, which needs the binary's path.
@@ -16,6 +17,7 @@ pub mod http;
 pub mod providers;
 pub mod responses;
 pub mod specs;
+pub mod terminal;
 
 pub use http::{percent_decode, refused_port, Request, Response, TestServer};
 
