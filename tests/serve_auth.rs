@@ -45,6 +45,7 @@ fn node(args: &[&str], stdin: &str) -> String {
 struct Provider {
     child: Child,
     issuer: String,
+    keys: PathBuf,
 }
 
 impl Provider {
@@ -73,7 +74,11 @@ impl Provider {
             }
         };
         std::thread::spawn(move || for _ in lines {});
-        Provider { child, issuer }
+        Provider {
+            child,
+            issuer,
+            keys: keys.to_path_buf(),
+        }
     }
 
     /// A client credentials token of `client` for `resource`.
@@ -84,6 +89,42 @@ impl Provider {
             "",
         )
     }
+
+    /// A JWT for `audience` signed with the issuer's key `key` (or as `none`, `hs-public` and
+    /// `stranger` name: unsigned, HS256 with the public key, a key the issuer does not have),
+    /// `extra` claims over a valid client credentials token's.
+    fn mint(&self, key: &str, audience: &str, extra: Value) -> String {
+        let mut claims = json!({ "iss": self.issuer, "aud": audience, "sub": "minted",
+            "exp": now() + 300, "scope": "tools.read" });
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            claims[k] = v;
+        }
+        let want = json!({ "key": key, "claims": claims });
+        node(
+            &["mint", self.keys.to_str().expect("utf-8")],
+            &want.to_string(),
+        )
+    }
+}
+
+/// What most tests start from: oidc-provider on a free port (`as_port`), its keys in `dir`,
+/// issuing tokens for the resource to be served at `audience` on another free `port`, and the
+/// spec in `dir` naming both: `(provider, as_port, port, audience, spec)`.
+fn set_up(dir: &Path) -> (Provider, u16, u16, String, PathBuf) {
+    let (as_port, port) = (free_port(), free_port());
+    let audience = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let spec = spec(dir, &provider.issuer, &audience);
+    (provider, as_port, port, audience, spec)
+}
+
+/// An issuer that never answers: its listener (accepting nothing, so a test can see that no
+/// one connected) and its URL.
+fn silent_issuer() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let issuer = format!("http://{}", listener.local_addr().expect("addr"));
+    (listener, issuer)
 }
 
 impl Drop for Provider {
@@ -276,10 +317,7 @@ fn spec(dir: &Path, issuer: &str, audience: &str) -> PathBuf {
 #[test]
 fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
     let dir = support::temp_dir("serve-auth");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
-    let spec = spec(&dir, &provider.issuer, &audience);
+    let (provider, _, port, audience, spec) = set_up(&dir);
     let events = dir.join("events.jsonl");
     let record = dir.join("session.json");
     let serve = Serve::start(
@@ -354,21 +392,7 @@ fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
     assert_eq!(tools, ["lookup", "refund"]);
 
     // ES256 and EdDSA signatures by the issuer's keys are taken as RS256 ones are.
-    let claims = |extra: Value| {
-        let mut c = json!({ "iss": provider.issuer, "aud": audience, "sub": "minted",
-            "exp": now() + 300, "scope": "tools.read" });
-        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
-            c[k] = v;
-        }
-        c
-    };
-    let mint = |key: &str, extra: Value| {
-        let want = json!({ "key": key, "claims": claims(extra) });
-        node(
-            &["mint", dir.join("keys.json").to_str().expect("utf-8")],
-            &want.to_string(),
-        )
-    };
+    let mint = |key: &str, extra: Value| provider.mint(key, &audience, extra);
     for key in ["k-rsa", "k-ec", "k-ed"] {
         let response = serve.initialize(Some(&mint(key, json!({}))));
         assert!(status(&response).contains("200"), "{key}: {response}");
@@ -456,10 +480,7 @@ fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
 #[test]
 fn spans_name_the_subject_never_the_token() {
     let dir = support::temp_dir("serve-auth-otel");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
-    let spec = spec(&dir, &provider.issuer, &audience);
+    let (provider, _, port, audience, spec) = set_up(&dir);
     let collector = support::TestServer::start(|_| support::Response::json(200, json!({})));
     let endpoint = collector.url("");
     let env = [
@@ -504,12 +525,9 @@ fn spans_name_the_subject_never_the_token() {
 #[test]
 fn keys_the_issuer_could_not_give_are_fetched_again_once_it_is_back() {
     let dir = support::temp_dir("serve-auth-down");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let keys = dir.join("keys.json");
-    let provider = Provider::start(as_port, &keys, &audience);
+    let (provider, as_port, port, audience, spec) = set_up(&dir);
     let token = provider.token("ci", &audience, "tools.read");
-    let spec = spec(&dir, &provider.issuer, &audience);
+    let keys = provider.keys.clone();
     drop(provider);
 
     let serve = Serve::start(&spec, port, &[]);
@@ -535,10 +553,7 @@ fn keys_the_issuer_could_not_give_are_fetched_again_once_it_is_back() {
 #[test]
 fn the_python_sdks_oauth_clients_find_the_issuer_and_get_in() {
     let dir = support::temp_dir("serve-auth-python");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
-    let spec = spec(&dir, &provider.issuer, &audience);
+    let (provider, _, port, audience, spec) = set_up(&dir);
     let _serve = Serve::start(&spec, port, &[]);
     let client = |args: &[&str]| {
         let mut cmd = Command::new(python::python());
@@ -571,9 +586,7 @@ fn the_python_sdks_oauth_clients_find_the_issuer_and_get_in() {
 #[test]
 fn check_knows_the_keys_and_never_reaches_the_issuer() {
     let dir = support::temp_dir("serve-auth-check");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let issuer = format!("http://{}", listener.local_addr().expect("addr"));
+    let (listener, issuer) = silent_issuer();
     let good = spec(&dir, &issuer, "https://tools.example.com/mcp");
     support::run(support::toolrun().arg("check").arg(&good)).assert_success();
     // The introspection credentials may go to the issuer: --env-report says so.
@@ -660,9 +673,7 @@ fn check_knows_the_keys_and_never_reaches_the_issuer() {
 #[test]
 fn serving_a_spec_with_serve_auth_over_stdio_is_refused() {
     let dir = support::temp_dir("serve-auth-stdio");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let issuer = format!("http://{}", listener.local_addr().expect("addr"));
+    let (listener, issuer) = silent_issuer();
     let spec = spec(&dir, &issuer, "https://tools.example.com/mcp");
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let out = support::run_with_stdin(
@@ -690,10 +701,7 @@ fn serving_a_spec_with_serve_auth_over_stdio_is_refused() {
 #[test]
 fn stateless_requests_are_held_to_the_same_scopes() {
     let dir = support::temp_dir("serve-auth-2026");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
-    let spec = spec(&dir, &provider.issuer, &audience);
+    let (provider, _, port, audience, spec) = set_up(&dir);
     let events = dir.join("events.jsonl");
     let serve = Serve::start(&spec, port, &["--events", events.to_str().expect("utf-8")]);
     let reader = provider.token("reader", &audience, "tools.read");
@@ -759,10 +767,7 @@ fn stateless_requests_are_held_to_the_same_scopes() {
 #[test]
 fn toolruns_own_oauth_client_calls_through_it() {
     let dir = support::temp_dir("serve-auth-toolrun-client");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
-    let served = spec(&dir, &provider.issuer, &audience);
+    let (_provider, as_port, port, audience, served) = set_up(&dir);
     let _serve = Serve::start(&served, port, &[]);
     let client = support::write(
         &dir,
@@ -808,10 +813,7 @@ tools:
 #[test]
 fn toolruns_own_login_then_calls_through_it() {
     let dir = support::temp_dir("serve-auth-toolrun-login");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
-    let served = spec(&dir, &provider.issuer, &audience);
+    let (_provider, as_port, port, audience, served) = set_up(&dir);
     let _serve = Serve::start(&served, port, &[]);
     let client = support::write(
         &dir,
@@ -927,9 +929,8 @@ fn introspection_of_an_active_token_is_cached_briefly() {
 #[test]
 fn stateless_limits_count_per_subject_in_a_bounded_map() {
     let dir = support::temp_dir("serve-auth-subjects");
-    let (as_port, port) = (free_port(), free_port());
-    let audience = format!("http://127.0.0.1:{port}/mcp");
-    let provider = Provider::start(as_port, &dir.join("keys.json"), &audience);
+    let (provider, _, port, audience, _) = set_up(&dir);
+    // The usual spec, written again with the limits.
     let text = SPEC
         .replace("ISSUER", &provider.issuer)
         .replace("AUDIENCE", &audience)
