@@ -156,17 +156,71 @@ fn store_file(state: &Path) -> PathBuf {
     state.join("toolrun/oauth.json")
 }
 
+/// The `oauth:` of a client with its own credentials, read from [`CLIENT_SECRETS`].
+const CLIENT_CREDENTIALS: &str = r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#;
+
+const CLIENT_SECRETS: [(&str, &str); 2] = [
+    ("NOTES_ID", "ci-client"),
+    ("NOTES_SECRET", "s3cret-value-91"),
+];
+
+/// `toolrun call SPEC search --args {}`.
+fn call(spec: &Path) -> std::process::Command {
+    let mut cmd = toolrun();
+    cmd.arg("call").arg(spec).args(["search", "--args", "{}"]);
+    cmd
+}
+
+/// [`call`] in CI by the client of [`CLIENT_CREDENTIALS`], its token store in `state`.
+fn call_as_client(spec: &Path, state: &Path) -> std::process::Command {
+    let mut cmd = call(spec);
+    cmd.env("CI", "true")
+        .envs(CLIENT_SECRETS)
+        .env("XDG_STATE_HOME", state);
+    cmd
+}
+
+/// `toolrun auth login SPEC` by a person: [`browser`], the token store in `state`.
+fn login(spec: &Path, dir: &Path, state: &Path) -> std::process::Command {
+    let mut cmd = toolrun();
+    cmd.args(["auth", "login"])
+        .arg(spec)
+        .env("BROWSER", browser(dir))
+        .env("XDG_STATE_HOME", state);
+    cmd
+}
+
+/// The environment of a person at a terminal: [`browser`], the token store in `dir/state`.
+fn person(dir: &Path) -> [(&'static str, String); 2] {
+    [
+        ("BROWSER", browser(dir)),
+        ("XDG_STATE_HOME", dir.join("state").display().to_string()),
+    ]
+}
+
+/// The server's `host:port`.
+fn host(s: &TestServer) -> String {
+    s.base_url().trim_start_matches("http://").to_string()
+}
+
+/// Adds `policy.network.allow_hosts: HOSTS` to the spec.
+fn allow_hosts(spec: &Path, hosts: &[String]) {
+    let text = std::fs::read_to_string(spec).unwrap_or_default();
+    let list: Vec<String> = hosts.iter().map(|h| format!("\"{h}\"")).collect();
+    let policy = format!(
+        "policy:\n  network:\n    allow_hosts: [{}]\n",
+        list.join(", ")
+    );
+    std::fs::write(spec, format!("{text}\n{policy}")).unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 fn auth_login_keeps_a_private_token_that_later_runs_use_and_never_record() {
     let server = fake(As::Good);
     let dir = support::temp_dir("oauth-login");
     let state = dir.join("state");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
-    let out = run(toolrun()
-        .args(["auth", "login"])
-        .arg(&spec)
-        .env("BROWSER", browser(dir.path()))
-        .env("XDG_STATE_HOME", &state));
+    let out = run(&mut login(&spec, dir.path(), &state));
     out.assert_success();
     assert!(
         out.stderr.contains("logged in to MCP server `notes`"),
@@ -246,13 +300,7 @@ fn status_shows_what_is_kept_without_the_token_and_logout_forgets_it() {
     let dir = support::temp_dir("oauth-status");
     let state = dir.join("state");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
-    run(toolrun()
-        .args(["auth", "login"])
-        .arg(&spec)
-        .arg("notes")
-        .env("BROWSER", browser(dir.path()))
-        .env("XDG_STATE_HOME", &state))
-    .assert_success();
+    run(login(&spec, dir.path(), &state).arg("notes")).assert_success();
     let out = run(toolrun()
         .args(["auth", "status"])
         .env("XDG_STATE_HOME", &state));
@@ -281,10 +329,7 @@ fn without_a_token_ci_never_opens_a_browser_and_says_how_to_log_in() {
     let server = fake(As::Good);
     let dir = support::temp_dir("oauth-ci");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
-    let out = run(toolrun()
-        .arg("call")
-        .arg(&spec)
-        .args(["search", "--args", "{}"])
+    let out = run(call(&spec)
         .env("CI", "true")
         .env("BROWSER", browser(dir.path()))
         .env("XDG_STATE_HOME", dir.join("state")));
@@ -303,19 +348,8 @@ fn without_a_token_ci_never_opens_a_browser_and_says_how_to_log_in() {
 fn client_credentials_get_a_token_with_no_person_and_keep_the_secret_out_of_errors() {
     let server = fake(As::Good);
     let dir = support::temp_dir("oauth-cc");
-    let spec = spec(
-        dir.path(),
-        &server.url("/mcp"),
-        r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
-    );
-    let out = run(toolrun()
-        .arg("call")
-        .arg(&spec)
-        .args(["search", "--args", "{}"])
-        .env("CI", "true")
-        .env("NOTES_ID", "ci-client")
-        .env("NOTES_SECRET", "s3cret-value-91")
-        .env("XDG_STATE_HOME", dir.join("state")));
+    let spec = spec(dir.path(), &server.url("/mcp"), CLIENT_CREDENTIALS);
+    let out = run(&mut call_as_client(&spec, &dir.join("state")));
     out.assert_success();
     let token_req = server
         .requests()
@@ -338,17 +372,9 @@ fn client_credentials_get_a_token_with_no_person_and_keep_the_secret_out_of_erro
 fn refused_by(kind: As, expected: &str) {
     let server = fake(kind);
     let dir = support::temp_dir("oauth-bad-as");
-    let spec = spec(
-        dir.path(),
-        &server.url("/mcp"),
-        r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
-    );
-    let out = run(toolrun()
-        .arg("call")
-        .arg(&spec)
-        .args(["search", "--args", "{}"])
-        .env("NOTES_ID", "ci-client")
-        .env("NOTES_SECRET", "s3cret-value-91")
+    let spec = spec(dir.path(), &server.url("/mcp"), CLIENT_CREDENTIALS);
+    let out = run(call(&spec)
+        .envs(CLIENT_SECRETS)
         .env("XDG_STATE_HOME", dir.join("state")));
     out.assert_code(1);
     let all = format!("{}{}", out.stdout, out.stderr);
@@ -397,18 +423,8 @@ fn an_expired_token_is_refreshed_without_a_person() {
     let dir = support::temp_dir("oauth-refresh");
     let state = dir.join("state");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
-    run(toolrun()
-        .args(["auth", "login"])
-        .arg(&spec)
-        .env("BROWSER", browser(dir.path()))
-        .env("XDG_STATE_HOME", &state))
-    .assert_success();
-    let out = run(toolrun()
-        .arg("call")
-        .arg(&spec)
-        .args(["search", "--args", "{}"])
-        .env("CI", "true")
-        .env("XDG_STATE_HOME", &state));
+    run(&mut login(&spec, dir.path(), &state)).assert_success();
+    let out = run(call(&spec).env("CI", "true").env("XDG_STATE_HOME", &state));
     out.assert_success();
     let grants: Vec<String> = server
         .requests()
@@ -448,33 +464,15 @@ fn an_authorization_server_outside_the_allow_list_is_refused() {
             _ => Response::status(404),
         }
     });
-    let host = |s: &TestServer| s.base_url().trim_start_matches("http://").to_string();
     let (resource_host, auth_host) = (host(&resource), host(&auth));
     for allowed in [
         vec![resource_host.clone()],
         vec![resource_host.clone(), auth_host.clone()],
     ] {
         let dir = support::temp_dir("oauth-allow-hosts");
-        let spec = spec(
-            dir.path(),
-            &resource.url("/mcp"),
-            r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
-        );
-        let text = std::fs::read_to_string(&spec).unwrap_or_default();
-        let list: Vec<String> = allowed.iter().map(|h| format!("\"{h}\"")).collect();
-        let policy = format!(
-            "policy:\n  network:\n    allow_hosts: [{}]\n",
-            list.join(", ")
-        );
-        std::fs::write(&spec, format!("{text}\n{policy}")).unwrap_or_else(|e| panic!("{e}"));
-        let out = run(toolrun()
-            .arg("call")
-            .arg(&spec)
-            .args(["search", "--args", "{}"])
-            .env("CI", "true")
-            .env("NOTES_ID", "ci-client")
-            .env("NOTES_SECRET", "s3cret-value-91")
-            .env("XDG_STATE_HOME", dir.join("state")));
+        let spec = spec(dir.path(), &resource.url("/mcp"), CLIENT_CREDENTIALS);
+        allow_hosts(&spec, &allowed);
+        let out = run(&mut call_as_client(&spec, &dir.join("state")));
         if allowed.len() == 2 {
             out.assert_success();
             assert_eq!(auth.hits("/token"), 1, "{out:?}");
@@ -512,14 +510,7 @@ fn on_a_terminal_no_to_the_login_question_stops_without_a_browser() {
             "call" => vec!["call", &spec, "search", "--args", "{}"],
             _ => vec!["run", &spec, "--query", "notes?"],
         };
-        let (code, screen) = support::in_terminal(
-            &args,
-            &[
-                ("BROWSER", browser(dir.path())),
-                ("XDG_STATE_HOME", dir.join("state").display().to_string()),
-            ],
-            answer,
-        );
+        let (code, screen) = support::in_terminal(&args, &person(dir.path()), answer);
         assert_eq!(code, 1, "{screen}");
         assert!(
             screen.contains("MCP server `notes` needs you to log in (OAuth, at http://127.0.0.1:")
@@ -550,10 +541,7 @@ fn on_a_terminal_yes_to_the_login_question_logs_in_and_the_run_completes() {
     let spec = spec.to_string_lossy().into_owned();
     let (code, screen) = support::in_terminal(
         &["run", &spec, "--query", "notes?"],
-        &[
-            ("BROWSER", browser(dir.path())),
-            ("XDG_STATE_HOME", state.display().to_string()),
-        ],
+        &person(dir.path()),
         "y\n",
     );
     assert_eq!(code, 0, "{screen}");
@@ -580,25 +568,11 @@ fn a_challenge_naming_metadata_outside_the_allow_list_is_refused() {
         ),
         _ => Response::status(404),
     });
-    let host = |s: &TestServer| s.base_url().trim_start_matches("http://").to_string();
     let (resource_host, elsewhere_host) = (host(&resource), host(&elsewhere));
     let dir = support::temp_dir("oauth-challenge-host");
-    let spec = spec(
-        dir.path(),
-        &resource.url("/mcp"),
-        r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
-    );
-    let text = std::fs::read_to_string(&spec).unwrap_or_default();
-    let policy = format!("policy:\n  network:\n    allow_hosts: [\"{resource_host}\"]\n");
-    std::fs::write(&spec, format!("{text}\n{policy}")).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(toolrun()
-        .arg("call")
-        .arg(&spec)
-        .args(["search", "--args", "{}"])
-        .env("CI", "true")
-        .env("NOTES_ID", "ci-client")
-        .env("NOTES_SECRET", "s3cret-value-91")
-        .env("XDG_STATE_HOME", dir.join("state")));
+    let spec = spec(dir.path(), &resource.url("/mcp"), CLIENT_CREDENTIALS);
+    allow_hosts(&spec, &[resource_host]);
+    let out = run(&mut call_as_client(&spec, &dir.join("state")));
     out.assert_code(1);
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(
@@ -628,19 +602,8 @@ fn tokens_written_by_toolruns_at_once_are_all_kept() {
         .map(|(i, server)| {
             let sub = dir.join(format!("spec-{i}"));
             std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{e}"));
-            let spec = spec(
-                &sub,
-                &server.url("/mcp"),
-                r#"{ client_id: "{{ secrets.NOTES_ID }}", client_secret: "{{ secrets.NOTES_SECRET }}", grant: client_credentials }"#,
-            );
-            toolrun()
-                .arg("call")
-                .arg(&spec)
-                .args(["search", "--args", "{}"])
-                .env("CI", "true")
-                .env("NOTES_ID", "ci-client")
-                .env("NOTES_SECRET", "s3cret-value-91")
-                .env("XDG_STATE_HOME", &state)
+            let spec = spec(&sub, &server.url("/mcp"), CLIENT_CREDENTIALS);
+            call_as_client(&spec, &state)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -744,10 +707,7 @@ tests:
             "--results",
             &results.to_string_lossy(),
         ],
-        &[
-            ("BROWSER", browser(dir.path())),
-            ("XDG_STATE_HOME", dir.join("state").display().to_string()),
-        ],
+        &person(dir.path()),
     );
     term.wait_for("[y/N]");
     slow.wait_for_requests(1, std::time::Duration::from_secs(120));
@@ -792,13 +752,7 @@ fn the_login_question_in_a_chat_is_shown_whole_and_no_stops_the_turn() {
     let dir = support::temp_dir("oauth-ask-chat");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
     let spec = spec.to_string_lossy().into_owned();
-    let mut term = support::toolrun_in_terminal(
-        &["chat", &spec],
-        &[
-            ("BROWSER", browser(dir.path())),
-            ("XDG_STATE_HOME", dir.join("state").display().to_string()),
-        ],
-    );
+    let mut term = support::toolrun_in_terminal(&["chat", &spec], &person(dir.path()));
     term.wait_for("Ctrl-D ends");
     term.type_keys("notes?\n");
     term.wait_for("[y/N]");
@@ -919,12 +873,7 @@ fn serve_as_a_gateway_shares_the_kept_token_and_without_one_in_ci_says_how_to_lo
     let dir = support::temp_dir("oauth-serve");
     let state = dir.join("state");
     let spec = spec(dir.path(), &server.url("/mcp"), "{}");
-    run(toolrun()
-        .args(["auth", "login"])
-        .arg(&spec)
-        .env("BROWSER", browser(dir.path()))
-        .env("XDG_STATE_HOME", &state))
-    .assert_success();
+    run(&mut login(&spec, dir.path(), &state)).assert_success();
     std::fs::remove_file(dir.join("browser-opened")).unwrap();
     let (authorized, tokens) = (server.hits("/authorize"), server.hits("/token"));
     let mcp_before = server.hits("/mcp");
