@@ -788,25 +788,10 @@ fn post_served(
     headers: &[(&str, &str)],
     body: &serde_json::Value,
 ) -> (u16, String, serde_json::Value) {
-    use std::io::{Read, Write};
-    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .expect("timeout");
-    let body = body.to_string();
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    stream.write_all(req.as_bytes()).expect("send");
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
+    let authority = support::served_authority(url);
+    let wait = std::time::Duration::from_secs(60);
+    let response =
+        support::exchange_raw(authority, "POST", "/mcp", headers, &body.to_string(), wait);
     let (head, rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let status = head
         .split(' ')

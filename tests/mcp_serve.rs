@@ -273,22 +273,12 @@ struct HttpServe {
 
 impl HttpServe {
     fn start(spec: &Path, args: &[&str], env: &[(&str, &str)]) -> HttpServe {
-        let mut cmd = support::toolrun();
-        cmd.arg("serve")
-            .arg(spec)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let (child, url, stderr) = support::spawn_served(&mut cmd);
+        let (child, url, stderr) = support::serve_http(spec, args, env);
         HttpServe { child, url, stderr }
     }
 
     fn authority(&self) -> &str {
-        self.url
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
+        support::served_authority(&self.url)
     }
 
     /// A raw request; returns the status line.
@@ -321,20 +311,7 @@ impl HttpServe {
         body: &str,
         wait: Duration,
     ) -> std::net::TcpStream {
-        let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
-        stream.set_read_timeout(Some(wait)).expect("timeout");
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.authority(),
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream.write_all(req.as_bytes()).expect("send");
-        stream
+        support::send_raw(self.authority(), method, path, headers, body, wait)
     }
 
     /// `initialize` and `notifications/initialized` at `version`; the session's id.
@@ -369,13 +346,7 @@ impl HttpServe {
 
     /// SIGTERM, then the exit code and the rest of stderr.
     fn stop(mut self) -> (i32, String) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let status = self.child.wait().expect("wait");
-        let mut rest = String::new();
-        let _ = self.stderr.read_to_string(&mut rest);
-        (status.code().unwrap_or(-1), rest)
+        support::terminate(&mut self.child, &mut self.stderr)
     }
 }
 
@@ -1873,66 +1844,7 @@ fn stdio_sigterm_answers_the_call_in_flight_and_exits_with_stdin_open() {
 /// errors, refused arguments, calls that need a confirmation nobody can give, HTTP tools.
 #[test]
 fn calls_answered_without_rmcp_answer_as_rmcp_does() {
-    let server = TestServer::start(|req| {
-        Response::json(
-            200,
-            json!({ "q": req.query_param("q").unwrap_or_default() }),
-        )
-    });
-    let port = server.addr().port();
-    let spec = support::temp_file(
-        "mcp-serve-direct",
-        "direct.yaml",
-        &format!(
-            r#"version: 1
-name: direct
-tools:
-  lookup:
-    description: Looks an order up.
-    kind: mock
-    input: {{ type: object, properties: {{ id: {{ type: integer }} }}, required: [id] }}
-    responses:
-      - when: {{ id: 1 }}
-        result: {{ id: 1, status: shipped }}
-      - when: {{ id: 2 }}
-        result: plain text
-      - when: {{ id: 3 }}
-        result: [1, 2, 3]
-      - when: {{ id: 4 }}
-        result: "{{% for i in range(50) %}}line {{{{ i }}}}; {{% endfor %}}"
-      - error: {{ kind: not_found, message: "no order {{{{ args.id }}}}" }}
-  picture:
-    description: A picture and a caption.
-    kind: mock
-    input: {{ type: object, properties: {{}} }}
-    responses:
-      - content:
-          - {{ type: text, text: "a dot" }}
-          - {{ type: image, data: "iVBORw0KGgo=", mimeType: image/png }}
-  refund:
-    description: Moves money.
-    kind: mock
-    side_effects: true
-    input: {{ type: object, properties: {{ id: {{ type: integer }} }} }}
-    responses:
-      - result: {{ refunded: true }}
-  echo:
-    description: Echoes its query.
-    kind: http
-    input: {{ type: object, properties: {{ q: {{ type: string }} }}, required: [q] }}
-    request:
-      url: "{base}/echo"
-      query: {{ q: "{{{{ args.q }}}}" }}
-  calc:
-    description: Arithmetic.
-    kind: builtin
-    builtin: calculator
-policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}"] }} }}
-limits: {{ max_tool_output_chars: 120 }}
-"#,
-            base = server.base_url()
-        ),
-    );
+    let (_server, spec) = support::specs::direct_spec("mcp-serve-direct", "");
     let serve = HttpServe::start(spec.path(), &[], &[]);
     let session = serve.session("2025-11-25");
     let headers = in_session(&session, "2025-11-25");

@@ -10,11 +10,10 @@ mod python;
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
-use support::{Response, TestServer};
 
 const V2026: &str = "2026-07-28";
 
@@ -34,44 +33,19 @@ struct Serve {
 
 impl Serve {
     fn start(spec: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
-        let mut cmd = support::toolrun();
-        cmd.arg("serve")
-            .arg(spec)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let (child, url, stderr) = support::spawn_served(&mut cmd);
+        let (child, url, stderr) = support::serve_http(spec, args, env);
         Serve { child, url, stderr }
     }
 
     fn authority(&self) -> &str {
-        self.url
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
+        support::served_authority(&self.url)
     }
 
     /// POSTs `body` with these headers (besides the content type, `Accept` and `Host`); the
     /// status, the headers (lower-case names) and the body.
     fn post(&self, headers: &[(&str, &str)], body: &str) -> Answer {
-        let mut stream = std::net::TcpStream::connect(self.authority()).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.authority(),
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream.write_all(req.as_bytes()).expect("send");
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
+        let wait = Duration::from_secs(30);
+        let response = support::exchange_raw(self.authority(), "POST", "/mcp", headers, body, wait);
         Answer::parse(&response)
     }
 
@@ -131,13 +105,7 @@ impl Serve {
 
     /// SIGTERM, then the exit code and the rest of stderr.
     fn stop(mut self) -> (i32, String) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let status = self.child.wait().expect("wait");
-        let mut rest = String::new();
-        let _ = self.stderr.read_to_string(&mut rest);
-        (status.code().unwrap_or(-1), rest)
+        support::terminate(&mut self.child, &mut self.stderr)
     }
 }
 
@@ -421,69 +389,8 @@ fn bad_2026_requests_get_json_rpc_errors_with_the_right_status() {
 /// arguments, confirmations, HTTP tools, builtins, unknown tools, listings.
 #[test]
 fn requests_answered_without_rmcp_answer_as_rmcp_does() {
-    let upstream = TestServer::start(|req| {
-        Response::json(
-            200,
-            json!({ "q": req.query_param("q").unwrap_or_default() }),
-        )
-    });
-    let port = upstream.addr().port();
-    let spec = support::temp_file(
-        "mcp-serve-2026-direct",
-        "direct.yaml",
-        &format!(
-            r#"version: 1
-name: direct
-tools:
-  lookup:
-    description: Looks an order up.
-    kind: mock
-    input: {{ type: object, properties: {{ id: {{ type: integer }} }}, required: [id] }}
-    responses:
-      - when: {{ id: 1 }}
-        result: {{ id: 1, status: shipped }}
-      - when: {{ id: 2 }}
-        result: plain text
-      - when: {{ id: 3 }}
-        result: [1, 2, 3]
-      - when: {{ id: 4 }}
-        result: "{{% for i in range(50) %}}line {{{{ i }}}}; {{% endfor %}}"
-      - when: {{ id: 6 }}
-        result: "x\"y\u00e9\n"
-      - error: {{ kind: not_found, message: "no order {{{{ args.id }}}}" }}
-  picture:
-    description: A picture and a caption.
-    kind: mock
-    input: {{ type: object, properties: {{}} }}
-    responses:
-      - content:
-          - {{ type: text, text: "a dot" }}
-          - {{ type: image, data: "iVBORw0KGgo=", mimeType: image/png }}
-  refund:
-    description: Moves money.
-    kind: mock
-    side_effects: true
-    input: {{ type: object, properties: {{ id: {{ type: integer }} }} }}
-    responses:
-      - result: {{ refunded: true }}
-  echo:
-    description: Echoes its query.
-    kind: http
-    input: {{ type: object, properties: {{ q: {{ type: string }} }}, required: [q] }}
-    request:
-      url: "{base}/echo"
-      query: {{ q: "{{{{ args.q }}}}" }}
-  calc:
-    description: Arithmetic.
-    kind: builtin
-    builtin: calculator
-policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}"] }} }}
-limits: {{ max_tool_output_chars: 120 }}
-serve: {{ max_tool_calls: 1 }}
-"#,
-            base = upstream.base_url()
-        ),
-    );
+    let (_upstream, spec) =
+        support::specs::direct_spec("mcp-serve-2026-direct", "serve: { max_tool_calls: 1 }\n");
     let serve = Serve::start(spec.path(), &[], &[]);
     let call = |name: &str, arguments: Value| json!({ "name": name, "arguments": arguments });
     let traced = json!({ "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",

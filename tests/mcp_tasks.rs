@@ -8,7 +8,6 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::{Response, TestServer};
@@ -82,17 +81,8 @@ impl Serve {
         let spec = dir.join("tasks.yaml");
         let text = SPEC.replace("@BASE@", &base).replace("@PORT@", port);
         std::fs::write(&spec, text).expect("spec");
-        let mut cmd = support::toolrun();
-        cmd.arg("serve")
-            .arg(&spec)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
-            .env("REPORT_TOKEN", SECRET);
-        let (child, url, _stderr) = support::spawn_served(&mut cmd);
-        let authority = url
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
-            .to_string();
+        let (child, url, _stderr) = support::serve_http(&spec, args, &[("REPORT_TOKEN", SECRET)]);
+        let authority = support::served_authority(&url).to_string();
         Serve {
             child,
             authority,
@@ -103,23 +93,8 @@ impl Serve {
 
     /// POSTs `body` with these headers; the status and the JSON-RPC response.
     fn post(&self, headers: &[(&str, &str)], body: &str) -> (u16, Value) {
-        let mut stream = std::net::TcpStream::connect(&self.authority).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .expect("timeout");
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.authority,
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        stream.write_all(req.as_bytes()).expect("send");
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
+        let wait = Duration::from_secs(60);
+        let response = support::exchange_raw(&self.authority, "POST", "/mcp", headers, body, wait);
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         let session = head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;

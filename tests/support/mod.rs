@@ -10,6 +10,28 @@ pub fn toolrun() -> std::process::Command {
     clean_command(std::path::Path::new(env!("CARGO_BIN_EXE_toolrun")))
 }
 
+/// `toolrun serve SPEC --http 127.0.0.1:0 ARGS` with `env` set, started (see [`spawn_served`]):
+/// the child, the URL it announced, the rest of its stderr (keep it while the server runs).
+pub fn serve_http(
+    spec: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (
+    std::process::Child,
+    String,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut cmd = toolrun();
+    cmd.arg("serve")
+        .arg(spec)
+        .args(["--http", "127.0.0.1:0"])
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    spawn_served(&mut cmd)
+}
+
 /// `toolrun ARGS` on a pseudo-terminal in the project's folder, with `envs` (see
 /// [`terminal::Terminal::start`]), driven as a person would.
 pub fn toolrun_in_terminal(args: &[&str], envs: &[(&str, String)]) -> terminal::Terminal {

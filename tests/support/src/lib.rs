@@ -150,6 +150,64 @@ pub fn served_url(
     (url, stderr)
 }
 
+/// The `HOST:PORT` of a URL `toolrun serve --http` announced (`http://HOST:PORT/mcp`).
+pub fn served_authority(url: &str) -> &str {
+    url.trim_start_matches("http://").trim_end_matches("/mcp")
+}
+
+/// Stops a served `child` as a service manager would, with SIGTERM; its exit code (-1 if a
+/// signal ended it) and the rest of its `stderr`.
+pub fn terminate(child: &mut std::process::Child, stderr: &mut impl Read) -> (i32, String) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    (status.code().unwrap_or(-1), rest)
+}
+
+/// Sends a raw HTTP/1.1 request to `authority` on a connection of its own: a JSON `body`,
+/// `Accept`ing JSON or an event stream, `Connection: close`, and `headers` besides. The
+/// connection, to read the answer from (each read waiting at most `wait`).
+pub fn send_raw(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    wait: Duration,
+) -> std::net::TcpStream {
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(wait)).expect("timeout");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream.write_all(req.as_bytes()).expect("send");
+    stream
+}
+
+/// [`send_raw`], and the whole response (status line, headers, body) read to its end.
+pub fn exchange_raw(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    wait: Duration,
+) -> String {
+    let mut stream = send_raw(authority, method, path, headers, body, wait);
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
 /// Runs `cmd`, feeding it `stdin` (or a closed stdin). If it is still running after
 /// `timeout` it is killed and the test panics, showing what it printed so far.
 #[track_caller]

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use crate::{temp_file, Response, TempFile, TestServer};
+
 /// A spec named `clock` whose one tool, `clock`, is the `datetime` builtin, and whose scripted
 /// model calls it once with `arguments` (a YAML flow mapping) and then answers `answer` (a
 /// template over `last`). `tests` is the YAML list of `tests:`, items indented two spaces.
@@ -111,4 +113,75 @@ tools:
 /// ten).
 fn scripted_model(turns: &str) -> String {
     format!("models:\n  scripted:\n    kind: scripted\n    scripts:\n      - turns:\n{turns}\n")
+}
+
+/// The `direct` spec of the tests that hold toolrun's own answers to `serve --http` requests
+/// against rmcp's: a tool of each kind and each sort of result (structured, text, a list, text
+/// to truncate, text to escape, a tool error, content items, side effects, HTTP, a builtin).
+/// Its HTTP tool `echo` calls the returned server, which answers `{"q": Q}` to `?q=Q`. `more`
+/// ends the spec (a `serve:` section, say). The spec is in a fresh temp dir `dir_name`.
+pub fn direct_spec(dir_name: &str, more: &str) -> (TestServer, TempFile) {
+    let upstream = TestServer::start(|req| {
+        Response::json(
+            200,
+            serde_json::json!({ "q": req.query_param("q").unwrap_or_default() }),
+        )
+    });
+    let port = upstream.addr().port();
+    let spec = temp_file(
+        dir_name,
+        "direct.yaml",
+        &format!(
+            r#"version: 1
+name: direct
+tools:
+  lookup:
+    description: Looks an order up.
+    kind: mock
+    input: {{ type: object, properties: {{ id: {{ type: integer }} }}, required: [id] }}
+    responses:
+      - when: {{ id: 1 }}
+        result: {{ id: 1, status: shipped }}
+      - when: {{ id: 2 }}
+        result: plain text
+      - when: {{ id: 3 }}
+        result: [1, 2, 3]
+      - when: {{ id: 4 }}
+        result: "{{% for i in range(50) %}}line {{{{ i }}}}; {{% endfor %}}"
+      - when: {{ id: 6 }}
+        result: "x\"y\u00e9\n"
+      - error: {{ kind: not_found, message: "no order {{{{ args.id }}}}" }}
+  picture:
+    description: A picture and a caption.
+    kind: mock
+    input: {{ type: object, properties: {{}} }}
+    responses:
+      - content:
+          - {{ type: text, text: "a dot" }}
+          - {{ type: image, data: "iVBORw0KGgo=", mimeType: image/png }}
+  refund:
+    description: Moves money.
+    kind: mock
+    side_effects: true
+    input: {{ type: object, properties: {{ id: {{ type: integer }} }} }}
+    responses:
+      - result: {{ refunded: true }}
+  echo:
+    description: Echoes its query.
+    kind: http
+    input: {{ type: object, properties: {{ q: {{ type: string }} }}, required: [q] }}
+    request:
+      url: "{base}/echo"
+      query: {{ q: "{{{{ args.q }}}}" }}
+  calc:
+    description: Arithmetic.
+    kind: builtin
+    builtin: calculator
+policy: {{ network: {{ allow_hosts: ["127.0.0.1:{port}"] }} }}
+limits: {{ max_tool_output_chars: 120 }}
+{more}"#,
+            base = upstream.base_url()
+        ),
+    );
+    (upstream, spec)
 }
