@@ -31,6 +31,28 @@ fn test_results(spec: &std::path::Path) -> (support::Output, serde_json::Value) 
     (out, json)
 }
 
+/// [`test_results`] of a spec on the fake model answering `replies`, with `model` under its
+/// entry and `more` at the end (see [`Fake::spec_file`]).
+fn tested(
+    replies: Vec<support::Response>,
+    model: &str,
+    more: &str,
+) -> (support::Output, serde_json::Value) {
+    let fake = Fake::openai(replies);
+    let spec = fake.spec_file(model, more);
+    test_results(&spec)
+}
+
+/// `toolrun test SPEC --record all --format json` on the fake model.
+fn record_all(spec: &std::path::Path) -> support::Output {
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY)
+        .arg("test")
+        .arg(spec)
+        .args(["--record", "all", "--format", "json"]);
+    run(&mut cmd)
+}
+
 fn failures(results: &serde_json::Value) -> Vec<String> {
     results["tests"][0]["attempts"][0]["failures"]
         .as_array()
@@ -48,9 +70,7 @@ fn one_test(expect: &str) -> String {
 
 #[test]
 fn a_token_budget_counts_every_model_call_of_the_test() {
-    let fake = Fake::openai(two_calls());
-    let spec = fake.spec_file("", &one_test("max_tokens: 29"));
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(two_calls(), "", &one_test("max_tokens: 29"));
     out.assert_code(1);
     assert_eq!(
         failures(&results),
@@ -61,9 +81,7 @@ fn a_token_budget_counts_every_model_call_of_the_test() {
     assert_eq!(budget["budget"], "max_tokens");
     assert_eq!(budget["used"], 30.0);
 
-    let fake = Fake::openai(two_calls());
-    let spec = fake.spec_file("", &one_test("max_tokens: 30"));
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(two_calls(), "", &one_test("max_tokens: 30"));
     out.assert_success();
     assert_eq!(
         results["tests"][0]["attempts"][0]["budgets"][0]["share"],
@@ -91,9 +109,7 @@ fn a_token_budget_counts_every_model_call_of_the_test() {
 
 #[test]
 fn a_cost_budget_uses_the_models_price() {
-    let fake = Fake::openai(two_calls());
-    let spec = fake.spec_file(PRICE, &one_test("max_cost_usd: 0.02"));
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(two_calls(), PRICE, &one_test("max_cost_usd: 0.02"));
     out.assert_code(1);
     assert_eq!(
         failures(&results),
@@ -101,9 +117,7 @@ fn a_cost_budget_uses_the_models_price() {
         "{out:?}"
     );
 
-    let fake = Fake::openai(two_calls());
-    let spec = fake.spec_file(PRICE, &one_test("max_cost_usd: 0.06"));
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(two_calls(), PRICE, &one_test("max_cost_usd: 0.06"));
     out.assert_success();
     let budget = &results["tests"][0]["attempts"][0]["budgets"][0];
     assert_eq!(budget["budget"], "max_cost_usd");
@@ -115,9 +129,7 @@ fn a_cost_budget_uses_the_models_price() {
 fn a_latency_budget_measures_the_runs_wall_time() {
     let slow =
         || vec![providers::openai_answer("AAPL is 178.15.").delay(Duration::from_millis(200))];
-    let fake = Fake::openai(slow());
-    let spec = fake.spec_file("", &one_test("max_latency_ms: 1"));
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(slow(), "", &one_test("max_latency_ms: 1"));
     out.assert_code(1);
     let failed = failures(&results);
     assert_eq!(failed.len(), 1, "{out:?}");
@@ -127,9 +139,7 @@ fn a_latency_budget_measures_the_runs_wall_time() {
         "{failed:?}"
     );
 
-    let fake = Fake::openai(slow());
-    let spec = fake.spec_file("", &one_test("max_latency_ms: 60000"));
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(slow(), "", &one_test("max_latency_ms: 60000"));
     out.assert_success();
     let used = results["tests"][0]["attempts"][0]["budgets"][0]["used"]
         .as_f64()
@@ -196,12 +206,7 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
     ]);
     let tests = "tests:\n  - name: budget\n    query: price of AAPL\n    fixture: budget.json\n    expect: { max_latency_ms: 1, max_tokens: 100 }\n";
     let spec = fake.spec_file("", tests);
-    let mut cmd = support::toolrun();
-    cmd.env("TEST_KEY", KEY)
-        .arg("test")
-        .arg(&*spec)
-        .args(["--record", "all", "--format", "json"]);
-    let out = run(&mut cmd);
+    let out = record_all(&spec);
     out.assert_code(1);
     let results = out.json();
     assert_eq!(results["tests"][0]["attempts"][0]["source"], "record");
@@ -219,18 +224,19 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
     // Replayed offline: the budgets are checked against the replay, which says so in the
     // results, the terminal, JUnit and the markdown summary.
     let dir = spec.parent().expect("folder").to_path_buf();
-    let mut cmd = support::toolrun();
-    cmd.current_dir(&dir).args([
-        "test",
-        "spec.yaml",
-        "--format",
-        "json",
-        "--results",
-        "replayed.json",
-        "--junit",
-        "junit.xml",
-    ]);
-    let out = run(&mut cmd);
+    let out = support::toolrun_in(
+        &dir,
+        &[
+            "test",
+            "spec.yaml",
+            "--format",
+            "json",
+            "--results",
+            "replayed.json",
+            "--junit",
+            "junit.xml",
+        ],
+    );
     let results = out.json();
     let attempt = &results["tests"][0]["attempts"][0];
     assert_eq!(attempt["source"], "replay", "{out:?}");
@@ -243,9 +249,7 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
             && xml.contains(", replayed from its fixture)\"/>"),
         "{xml}"
     );
-    let mut cmd = support::toolrun();
-    cmd.current_dir(&dir).args(["test", "spec.yaml"]);
-    let out = run(&mut cmd);
+    let out = support::toolrun_in(&dir, &["test", "spec.yaml"]);
     support::assert_contains(
         &out.stdout,
         &[
@@ -255,10 +259,7 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
             ", replayed from its fixture)",
         ],
     );
-    let mut cmd = support::toolrun();
-    cmd.current_dir(&dir)
-        .args(["report", "replayed.json", "--format", "markdown"]);
-    let out = run(&mut cmd);
+    let out = support::toolrun_in(&dir, &["report", "replayed.json", "--format", "markdown"]);
     out.assert_success();
     support::assert_contains(
         &out.stdout,
@@ -304,8 +305,10 @@ fn the_report_shows_each_budget_and_how_close_it_came() {
         "the page's budget has no text"
     );
 
-    let Some(browser) = chromium() else { return };
-    let dom = rendered_dom(
+    let Some(browser) = support::chromium() else {
+        return;
+    };
+    let dom = support::browser::rendered_dom(
         &browser,
         &dir.join("report.html"),
         "#open=0/1/live_openai%3A%3Abudget",
@@ -324,61 +327,6 @@ fn the_report_shows_each_budget_and_how_close_it_came() {
     );
 }
 
-/// Chromium, installed by `.ci/install-chromium` when missing (as `tests/report.rs` finds it);
-/// `None` (the browser part skipped, saying so) only where that fails outside CI.
-fn chromium() -> Option<std::path::PathBuf> {
-    let find = || {
-        ["chromium", "chromium-browser"].iter().find_map(|name| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|p| p.join(name))
-                    .find(|p| p.is_file())
-            })
-        })
-    };
-    if let Some(p) = find() {
-        return Some(p);
-    }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/install-chromium");
-    let installed = std::process::Command::new("bash").arg(&script).status();
-    if let Some(p) = find() {
-        return Some(p);
-    }
-    let why = format!(
-        "Chromium is not installed and `{}` could not install it ({installed:?})",
-        script.display()
-    );
-    if std::env::var_os("TOOLRUN_REQUIRE_BROWSER").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("\n!!!!!!!!\nSKIPPED the browser test: {why}\n!!!!!!!!\n");
-    None
-}
-
-/// The DOM after the page's scripts ran, as headless Chromium sees it from `file://`.
-fn rendered_dom(browser: &std::path::Path, page: &std::path::Path, fragment: &str) -> String {
-    let profile = support::temp_dir("chromium-profile");
-    let mut cmd = std::process::Command::new(browser);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-dev-shm-usage",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .arg("--dump-dom")
-    .arg(format!("file://{}{fragment}", page.display()));
-    let out = run(&mut cmd);
-    assert_eq!(out.code, 0, "chromium failed: {out:?}");
-    out.stdout
-}
-
 /// Per turn: a turn's budgets count that turn's own model calls (each reply here: 15 tokens).
 /// Each is recorded on its turn with whether the turn's `expect` held, and every report shows
 /// it with how close the turn came: the terminal, JUnit and the markdown summary.
@@ -391,9 +339,7 @@ fn a_turn_budget_counts_that_turns_calls() {
         ]
     };
     let tests = "tests:\n  - name: talk\n    turns:\n      - query: price of AAPL\n        expect: { max_tokens: 15 }\n      - query: and MSFT?\n        expect: { max_tokens: 14 }\n";
-    let fake = Fake::openai(answers());
-    let spec = fake.spec_file("", tests);
-    let (out, results) = test_results(&spec);
+    let (out, results) = tested(answers(), "", tests);
     out.assert_code(1);
     let failed = failures(&results);
     assert_eq!(failed.len(), 1, "{out:?}");
@@ -440,10 +386,7 @@ fn a_turn_budget_counts_that_turns_calls() {
         ),
         "{xml}"
     );
-    let mut cmd = support::toolrun();
-    cmd.current_dir(&dir)
-        .args(["report", "results.json", "--format", "markdown"]);
-    let out = run(&mut cmd);
+    let out = support::toolrun_in(&dir, &["report", "results.json", "--format", "markdown"]);
     out.assert_success();
     support::assert_contains(
         &out.stdout,
@@ -503,12 +446,7 @@ fn a_recording_stopped_by_a_latency_budget_replays_as_it_stopped() {
     ]);
     let tests = "tests:\n  - name: talk\n    fixture: talk.json\n    turns:\n      - query: price of AAPL\n        expect: { max_latency_ms: 3000 }\n      - query: and MSFT?\n      - query: which is up?\n";
     let spec = fake.spec_file("", tests);
-    let mut cmd = support::toolrun();
-    cmd.env("TEST_KEY", KEY)
-        .arg("test")
-        .arg(&*spec)
-        .args(["--record", "all", "--format", "json"]);
-    let out = run(&mut cmd);
+    let out = record_all(&spec);
     out.assert_code(1);
     assert_eq!(
         fake.requests().len(),
@@ -531,10 +469,7 @@ fn a_recording_stopped_by_a_latency_budget_replays_as_it_stopped() {
     let recorded = fixture["trace"]["turns"].as_array().map(Vec::len);
     assert_eq!(recorded, Some(1), "the fixture holds the turns that ran");
 
-    let mut cmd = support::toolrun();
-    cmd.current_dir(&dir)
-        .args(["test", "spec.yaml", "--format", "json"]);
-    let out = run(&mut cmd);
+    let out = support::toolrun_in(&dir, &["test", "spec.yaml", "--format", "json"]);
     out.assert_code(1);
     let results = out.json();
     let attempt = &results["tests"][0]["attempts"][0];

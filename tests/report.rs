@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const SPEC: &str = r#"version: 1
@@ -57,12 +57,6 @@ tests:
 
 const GAIN: &str = "What is the gain on 100 AAPL shares bought at 150?";
 
-fn toolrun_in(dir: &Path, args: &[&str]) -> support::Output {
-    let mut cmd = support::toolrun();
-    cmd.current_dir(dir).args(args);
-    support::run(&mut cmd)
-}
-
 /// A fake OpenAI server that answers by what it is asked, whatever order the runner asks in:
 /// the gain question right on odd answers and wrong (2816) on even ones, the unknown ticker
 /// always with "not found". Each reply reports 10 input and 5 output tokens.
@@ -109,8 +103,8 @@ fn two_runs() -> support::TempDir {
         SPEC.replace("BASE_URL", &fake.url("/v1")),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    toolrun_in(&dir, &["test", "spec.yaml", "--results", "before.json"]).assert_code(1);
-    toolrun_in(
+    support::toolrun_in(&dir, &["test", "spec.yaml", "--results", "before.json"]).assert_code(1);
+    support::toolrun_in(
         &dir,
         &[
             "test",
@@ -130,7 +124,7 @@ fn two_runs() -> support::TempDir {
 #[test]
 fn markdown_summary_names_rates_regressions_and_failures() {
     let dir = two_runs();
-    let out = toolrun_in(
+    let out = support::toolrun_in(
         &dir,
         &[
             "report",
@@ -221,7 +215,7 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         r#"{"kind":"toolrun.results","format_version":7}"#,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let trace = toolrun_in(&dir, &["run", "spec.yaml", "--query", GAIN, "--json"]);
+    let trace = support::toolrun_in(&dir, &["run", "spec.yaml", "--query", GAIN, "--json"]);
     std::fs::write(dir.join("trace.json"), &trace.stdout).unwrap_or_else(|e| panic!("{e}"));
     for (file, says) in [
         ("missing.json", "cannot read results file `missing.json`"),
@@ -233,7 +227,7 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         ("trace.json", "it looks like a run trace"),
         ("spec.yaml", "not valid JSON"),
     ] {
-        let out = toolrun_in(&dir, &["report", "before.json", file, "-o", "r.html"]);
+        let out = support::toolrun_in(&dir, &["report", "before.json", file, "-o", "r.html"]);
         out.assert_code(2);
         assert!(out.stderr.contains(says), "{file}: {out:?}");
         assert!(out.stdout.is_empty(), "{out:?}");
@@ -241,67 +235,10 @@ fn bad_input_is_a_clear_error_with_exit_2() {
     assert!(!dir.join("r.html").exists(), "no report from bad input");
 }
 
-/// Finds Chromium, installing it with `.ci/install-chromium` when it is missing. `None` only
-/// when it cannot be installed here; CI sets TOOLRUN_REQUIRE_BROWSER so it never skips.
-fn chromium() -> Option<PathBuf> {
-    let find = || {
-        ["chromium", "chromium-browser"].iter().find_map(|name| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|p| p.join(name))
-                    .find(|p| p.is_file())
-            })
-        })
-    };
-    if let Some(p) = find() {
-        return Some(p);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/install-chromium");
-    let installed = Command::new("bash").arg(&script).status();
-    if let Some(p) = find() {
-        return Some(p);
-    }
-    let why = format!(
-        "Chromium is not installed and `{}` could not install it ({installed:?})",
-        script.display()
-    );
-    if std::env::var_os("TOOLRUN_REQUIRE_BROWSER").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("\n!!!!!!!!\nSKIPPED the browser test: {why}\n!!!!!!!!\n");
-    None
-}
-
-/// The DOM after the page's scripts ran, as headless Chromium sees it from `file://`.
-fn rendered_dom(browser: &Path, page: &Path, fragment: &str) -> String {
-    let profile = support::temp_dir("chromium-profile");
-    let url = format!("file://{}{fragment}", page.display());
-    let mut cmd = Command::new(browser);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-dev-shm-usage",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .arg("--dump-dom")
-    .arg(url);
-    let out = support::run(&mut cmd);
-    let _ = std::fs::remove_dir_all(&profile);
-    assert_eq!(out.code, 0, "chromium failed: {out:?}");
-    out.stdout
-}
-
 #[test]
 fn the_html_report_renders_in_a_real_browser() {
     let dir = two_runs();
-    let out = toolrun_in(
+    let out = support::toolrun_in(
         &dir,
         &["report", "before.json", "after.json", "-o", "report.html"],
     );
@@ -315,10 +252,12 @@ fn the_html_report_renders_in_a_real_browser() {
     let html = std::fs::read_to_string(&page).unwrap_or_default();
     assert!(!html.contains("<img"), "the hostile query became markup");
 
-    let Some(browser) = chromium() else { return };
+    let Some(browser) = support::chromium() else {
+        return;
+    };
     // Open the regressed attempt (after.json is column 1) by its link.
     let failed = failed_gain_attempt(&dir);
-    let dom = rendered_dom(
+    let dom = support::browser::rendered_dom(
         &browser,
         &page,
         &format!("#open=1/{failed}/stocks%3A%3Again_on_aapl"),
@@ -403,7 +342,8 @@ fn the_html_report_renders_in_a_real_browser() {
     );
 
     // The scripted run of the other test: its tool error, opened the same way.
-    let dom = rendered_dom(&browser, &page, "#open=0/1/stocks%3A%3Aunknown_ticker");
+    let dom =
+        support::browser::rendered_dom(&browser, &page, "#open=0/1/stocks%3A%3Aunknown_ticker");
     let traj = section(&dom, "id=\"trajectory-1-0-1\"", "</div></div></td>");
     support::assert_contains(
         traj,
@@ -478,7 +418,7 @@ fn price_is_checked_where_it_is_written() {
     };
     std::fs::write(dir.join("ok.yaml"), spec("{ input: 0.15, output: 0.6 }"))
         .unwrap_or_else(|e| panic!("{e}"));
-    toolrun_in(&dir, &["check", "--deny-warnings", "ok.yaml"]).assert_success();
+    support::toolrun_in(&dir, &["check", "--deny-warnings", "ok.yaml"]).assert_success();
     for (price, says) in [
         ("{ input: -1, output: 0.6 }", "ok.yaml:8:21"),
         (
@@ -491,7 +431,7 @@ fn price_is_checked_where_it_is_written() {
         ("3", "a mapping"),
     ] {
         std::fs::write(dir.join("ok.yaml"), spec(price)).unwrap_or_else(|e| panic!("{e}"));
-        let out = toolrun_in(&dir, &["check", "ok.yaml"]);
+        let out = support::toolrun_in(&dir, &["check", "ok.yaml"]);
         out.assert_code(1);
         assert!(
             out.stdout.contains(says) || out.stderr.contains(says),
@@ -500,14 +440,14 @@ fn price_is_checked_where_it_is_written() {
     }
     let scripted = "version: 1\nname: p\nmodels:\n  s:\n    kind: scripted\n    price: { input: 1, output: 1 }\n    scripts: [{ turns: [{ answer: hi }] }]\n";
     std::fs::write(dir.join("s.yaml"), scripted).unwrap_or_else(|e| panic!("{e}"));
-    let out = toolrun_in(&dir, &["check", "s.yaml"]);
+    let out = support::toolrun_in(&dir, &["check", "s.yaml"]);
     out.assert_code(1);
     assert!(
         out.stdout.contains("price") || out.stderr.contains("price"),
         "{out:?}"
     );
 
-    let schema = toolrun_in(&dir, &["schema"]).json();
+    let schema = support::toolrun_in(&dir, &["schema"]).json();
     assert_eq!(
         schema["$defs"]["model_live"]["properties"]["price"]["$ref"],
         "#/$defs/price"
@@ -570,9 +510,15 @@ tests:
         "{text}"
     );
 
-    toolrun_in(&dir, &["report", "r.json", "-o", "r.html"]).assert_success();
-    let Some(browser) = chromium() else { return };
-    let dom = rendered_dom(&browser, &dir.join("r.html"), "#open=0/1/quotes%3A%3Aquote");
+    support::toolrun_in(&dir, &["report", "r.json", "-o", "r.html"]).assert_success();
+    let Some(browser) = support::chromium() else {
+        return;
+    };
+    let dom = support::browser::rendered_dom(
+        &browser,
+        &dir.join("r.html"),
+        "#open=0/1/quotes%3A%3Aquote",
+    );
     let traj = section(&dom, "id=\"trajectory-0-0-1\"", "</div></div></td>");
     support::assert_contains(traj, &[&format!("GET {masked_url} → 200")]);
 }
@@ -582,7 +528,7 @@ tests:
 #[test]
 fn the_report_draws_its_charts_inline_and_chromium_shows_them() {
     let dir = two_runs();
-    toolrun_in(
+    support::toolrun_in(
         &dir,
         &["report", "before.json", "after.json", "-o", "report.html"],
     )
@@ -616,8 +562,10 @@ fn the_report_draws_its_charts_inline_and_chromium_shows_them() {
         assert!(html.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
     }
 
-    let Some(browser) = chromium() else { return };
-    let dom = rendered_dom(&browser, &page, "");
+    let Some(browser) = support::chromium() else {
+        return;
+    };
+    let dom = support::browser::rendered_dom(&browser, &page, "");
     let rates = section(&dom, "id=\"chart-pass-rate\"", "</svg>");
     // 620 units of plot: scripted 1/2 attempts (50%), gpt 3/4 (75%), each with its interval.
     support::assert_contains(
@@ -768,13 +716,13 @@ fn hostile_counts_and_partitions_are_refused_or_bounded() {
 #[test]
 fn the_page_written_as_it_is_made_is_whole_on_stdout_and_in_a_file() {
     let dir = two_runs();
-    toolrun_in(
+    support::toolrun_in(
         &dir,
         &["report", "before.json", "after.json", "-o", "r.html"],
     )
     .assert_success();
     let page = std::fs::read_to_string(dir.join("r.html")).unwrap_or_default();
-    let out = toolrun_in(&dir, &["report", "before.json", "after.json"]);
+    let out = support::toolrun_in(&dir, &["report", "before.json", "after.json"]);
     out.assert_success();
     assert_eq!(out.stdout, page);
     let start = page.find("id=\"toolrun-data\">").unwrap_or(0) + 18;
@@ -867,35 +815,48 @@ fn report_memory_follows_the_largest_file_not_the_sum() {
     }
 }
 
+/// The stocks conversations (`data/conversations/stocks.yaml`, declaring the `CONVO_TOKEN`
+/// secret, with each `(from, to)` of `changes` made) tested in `dir` into `r.json`, which fails;
+/// then `price_then_gain`'s results in `r.json` changed by `edit`.
+fn conversation_results(
+    dir: &Path,
+    changes: &[(&str, &str)],
+    edit: &dyn Fn(&mut serde_json::Value),
+) {
+    let mut spec = include_str!("data/conversations/stocks.yaml")
+        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n");
+    for (from, to) in changes {
+        spec = spec.replace(from, to);
+    }
+    std::fs::write(dir.join("s.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
+    support::toolrun_in(dir, &["test", "s.yaml", "--results", "r.json"]).assert_code(1);
+    edited(dir, "r.json", "r.json", &|doc| {
+        let test = doc["tests"]
+            .as_array_mut()
+            .and_then(|t| t.iter_mut().find(|t| t["name"] == "price_then_gain"))
+            .unwrap_or_else(|| panic!("no price_then_gain in r.json"));
+        edit(test);
+    });
+}
+
 /// A conversation's attempt shows each turn (query, status, tools run, answer or error) in the
 /// page, escaped and masked like the rest of it, and Chromium renders the turns in order.
 #[test]
 fn a_conversation_shows_each_turn_escaped_and_masked() {
     let dir = support::temp_dir("report-turns");
-    let spec = include_str!("data/conversations/stocks.yaml")
-        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n")
-        .replace(
-            "expect: { output_contains: \"turn 3\" }",
-            "expect: { output_contains: \"turn 3\", max_tokens: 100 }",
-        );
-    std::fs::write(dir.join("s.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
-    toolrun_in(&dir, &["test", "s.yaml", "--results", "r.json"]).assert_code(1);
+    let expect = [(
+        "expect: { output_contains: \"turn 3\" }",
+        "expect: { output_contains: \"turn 3\", max_tokens: 100 }",
+    )];
     // As a foreign writer might leave it: a secret and markup in a turn's answer.
-    let path = dir.join("r.json");
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
-            .unwrap_or_default();
-    let test = doc["tests"]
-        .as_array_mut()
-        .and_then(|t| t.iter_mut().find(|t| t["name"] == "price_then_gain"))
-        .unwrap_or_else(|| panic!("no price_then_gain in r.json"));
-    assert_eq!(
-        test["attempts"][0]["turns"].as_array().map(Vec::len),
-        Some(3)
-    );
-    test["attempts"][0]["turns"][2]["answer"] =
-        serde_json::json!("That was turn 3. tok-convo-987654 <img src=x onerror=alert(1)>");
-    std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    conversation_results(&dir, &expect, &|test| {
+        assert_eq!(
+            test["attempts"][0]["turns"].as_array().map(Vec::len),
+            Some(3)
+        );
+        test["attempts"][0]["turns"][2]["answer"] =
+            serde_json::json!("That was turn 3. tok-convo-987654 <img src=x onerror=alert(1)>");
+    });
     let out = support::run(
         support::toolrun()
             .current_dir(&dir)
@@ -913,8 +874,11 @@ fn a_conversation_shows_each_turn_escaped_and_masked() {
         "the turn's budget has no text"
     );
 
-    let Some(browser) = chromium() else { return };
-    let dom = rendered_dom(&browser, &page, "#open=0/1/convo%3A%3Aprice_then_gain");
+    let Some(browser) = support::chromium() else {
+        return;
+    };
+    let dom =
+        support::browser::rendered_dom(&browser, &page, "#open=0/1/convo%3A%3Aprice_then_gain");
     assert!(dom.contains("data-rendered=\"true\""), "{dom}");
     assert!(
         !dom.contains("<img"),
@@ -953,33 +917,24 @@ fn a_conversation_shows_each_turn_escaped_and_masked() {
 #[test]
 fn the_markdown_summary_shows_turns_and_budgets_masked_and_escaped() {
     let dir = support::temp_dir("report-turns-md");
-    let spec = include_str!("data/conversations/stocks.yaml")
-        .replace("name: convo\n", "name: convo\nsecrets: [CONVO_TOKEN]\n")
-        .replace(
+    let expect = [
+        (
             "  - name: price_then_gain\n",
             "  - name: price_then_gain\n    expect: { max_tokens: 1000 }\n",
-        )
-        .replace(
+        ),
+        (
             "expect: { output_contains: \"turn 3\" }",
             "expect: { output_contains: \"turn 3\", max_tokens: 4000 }",
-        );
-    std::fs::write(dir.join("s.yaml"), spec).unwrap_or_else(|e| panic!("{e}"));
-    toolrun_in(&dir, &["test", "s.yaml", "--results", "r.json"]).assert_code(1);
+        ),
+    ];
     // As a foreign writer might leave it: a secret in a turn's query, an escape and markup in an
     // answer.
-    let path = dir.join("r.json");
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
-            .unwrap_or_default();
-    let test = doc["tests"]
-        .as_array_mut()
-        .and_then(|t| t.iter_mut().find(|t| t["name"] == "price_then_gain"))
-        .unwrap_or_else(|| panic!("no price_then_gain in r.json"));
-    let turns = &mut test["attempts"][0]["turns"];
-    turns[1]["query"] = serde_json::json!("My token is tok-convo-987654; and my gain?");
-    turns[2]["answer"] =
-        serde_json::json!("That was turn 3.\u{1b}[31m red | <img src=x onerror=alert(1)>");
-    std::fs::write(&path, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    conversation_results(&dir, &expect, &|test| {
+        let turns = &mut test["attempts"][0]["turns"];
+        turns[1]["query"] = serde_json::json!("My token is tok-convo-987654; and my gain?");
+        turns[2]["answer"] =
+            serde_json::json!("That was turn 3.\u{1b}[31m red | <img src=x onerror=alert(1)>");
+    });
     let out = support::run(
         support::toolrun()
             .current_dir(&dir)

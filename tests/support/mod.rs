@@ -55,6 +55,19 @@ pub fn in_terminal(args: &[&str], envs: &[(&str, String)], input: &str) -> (i32,
     )
 }
 
+/// `toolrun ARGS` run in `dir` (see [`run`]).
+pub fn toolrun_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    let mut cmd = toolrun();
+    cmd.current_dir(dir).args(args);
+    run(&mut cmd)
+}
+
+/// Chromium, installed by the repo's `.ci/install-chromium` when missing (see
+/// [`browser::chromium`]).
+pub fn chromium() -> Option<std::path::PathBuf> {
+    browser::chromium(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// `toolrun run SPEC --json --query QUERY`, with `key` as `TEST_KEY` (the key of
 /// `providers::live_spec` models).
 pub fn run_json(spec: &std::path::Path, key: Option<&str>, query: &str) -> Output {

@@ -9,10 +9,12 @@
 //! - [`assert_contains`]: every expected piece of a text, or the text and what it lacks.
 //! - [`specs`]: spec texts shared by several test files.
 //! - [`terminal`]: the binary on a pseudo-terminal, typed at as a person would.
+//! - [`browser`]: headless Chromium, to see a report page as it renders.
 //!
 //! A library of its own (a dev-dependency), so it is compiled once, not once per test binary;
 //! `tests/support/mod.rs` re-exports it and adds `toolrun()`, which needs the binary's path.
 
+pub mod browser;
 pub mod http;
 pub mod providers;
 pub mod responses;
