@@ -448,6 +448,10 @@ pub(crate) struct ServeArgs {
     /// ids, so that a balancer sends a task's requests to the replica that holds it
     #[arg(long, value_name = "NAME")]
     pub(crate) replica_id: Option<String>,
+    /// stdio: most requests being answered at once; past it, stdin is not read until one is
+    /// answered (the client's writes wait)
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub(crate) max_requests: usize,
     /// HTTP: most connections at once; more are answered 503 and closed
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub(crate) max_connections: usize,

@@ -2471,7 +2471,14 @@ fn stdio_answers_every_request_read_before_the_end_of_input() {
         .chain(calls)
         .map(|l| format!("{l}\n"))
         .collect();
-    let out = support::run_with_stdin(support::toolrun().arg("serve").arg(spec.path()), &stdin);
+    // All of them running when stdin ends (the default --max-requests would read them in turns).
+    let out = support::run_with_stdin(
+        support::toolrun()
+            .arg("serve")
+            .arg(spec.path())
+            .args(["--max-requests", "2000"]),
+        &stdin,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let mut answered: Vec<i64> = out
         .stdout

@@ -46,6 +46,9 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     if args.max_processes == 0 {
         return Err("--max-processes must be at least 1".into());
     }
+    if args.max_requests == 0 {
+        return Err("--max-requests must be at least 1".into());
+    }
     let setup = Setup::open(&registry, inputs)?;
     crate::tools::mcp::limit_processes(&setup.transport, args.max_processes);
     // As `run` does when its fixture cannot be written: the work failed.
@@ -95,7 +98,7 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
                     .await;
                 Ok(())
             }
-            None => serve_stdio(&served, stop).await,
+            None => serve_stdio(&served, args.max_requests, stop).await,
         }
     });
     // Whatever ended the session, the recording says it ended, before the remote servers are
@@ -328,6 +331,7 @@ fn schedule(policy: crate::cli::Scheduling) {
 /// One MCP session over stdin and stdout, until the client leaves or a signal comes.
 async fn serve_stdio(
     served: &Arc<Served>,
+    max_requests: usize,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
     let mut stop = std::pin::pin!(stop);
@@ -335,8 +339,8 @@ async fn serve_stdio(
     // handlers are registered, so nothing else would.
     // Boxed: rmcp's session future is deep enough that selecting on it inline overflows the
     // compiler's layout query depth.
-    let starting =
-        Box::pin(ServedSession::new(served).serve(crate::mcp_server::stdio::transport()));
+    let transport = crate::mcp_server::stdio::transport(max_requests);
+    let starting = Box::pin(ServedSession::new(served).serve(transport));
     let running = tokio::select! {
         r = starting => r.map_err(
             |e| format!("the MCP client did not initialize the session: {e}"),

@@ -1,64 +1,128 @@
-//! The stdio transport `serve` runs its session on: rmcp's, except at the end of input.
+//! The stdio transport `serve` runs its session on: rmcp's, bounded, and answering every request
+//! at the end of input.
 //!
-//! rmcp ends its session loop as soon as stdin ends, then waits a few seconds for the answers
-//! of the requests still being worked on and drops the rest: a client that writes its requests
-//! and closes stdin (a pipe, a batch job) lost every answer not ready by then. Here the end of
-//! input is held back until every request read has been answered, so the loop sends those
-//! answers as it does any other and ends with nothing left to drop.
+//! rmcp reads the next message as soon as it has handed on the last, and starts a handler for
+//! each request however many are running: a client that wrote requests faster than they were
+//! answered (100,000 `tools/call`s in a pipe) made the process hold every one of them. Here a
+//! message is read only once one of `--max-requests` slots is free, and a request or
+//! notification keeps its slot while its handler runs and, for a request, until its answer is
+//! written to stdout. With every slot taken stdin is not read: the client's writes wait in the
+//! pipe, and nothing read is refused or lost.
+//!
+//! A handler waiting for its client's answer (a confirmation asked by elicitation) would then
+//! hold a slot that only reading stdin frees: each question the server asks lends one more slot
+//! until it is answered (up to `--max-requests` lent at once), so the answer is read.
+//!
+//! rmcp also ends its session loop as soon as stdin ends, then waits a few seconds for the
+//! answers of the requests still being worked on and drops the rest: a client that writes its
+//! requests and closes stdin (a pipe, a batch job) lost every answer not ready by then. Here the
+//! end of input is held back until every request read has been answered, so the loop sends
+//! those answers as it does any other and ends with nothing left to drop.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::ServerNotification;
+use rmcp::model::{ClientNotification, GetExtensions, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::{IntoTransport, Transport};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// stdin and stdout, answering every request read before it reports the end of input.
-pub(crate) fn transport() -> impl Transport<RoleServer, Error = std::io::Error> + 'static {
-    Draining {
+/// stdin and stdout, handling at most `max_requests` messages at once and answering every
+/// request read before it reports the end of input.
+pub(crate) fn transport(
+    max_requests: usize,
+) -> impl Transport<RoleServer, Error = std::io::Error> + 'static {
+    let max_requests = max_requests.max(1);
+    Bounded {
         inner: IntoTransport::<RoleServer, std::io::Error, _>::into_transport(
             rmcp::transport::stdio(),
         ),
-        unanswered: HashSet::new(),
+        unanswered: HashMap::new(),
+        slots: Arc::new(Semaphore::new(max_requests)),
+        next: None,
+        asked: HashMap::new(),
+        lent: 0,
+        max_lent: max_requests,
+        owed: 0,
         ended: false,
     }
 }
 
-struct Draining<T> {
+/// A message's place among those handled at once. The handler holds one clone (in the message's
+/// extensions, which rmcp hands to it) and, for a request, the transport another until the
+/// answer is written: the place is free when both have let go. So a request its client
+/// cancelled (rmcp then drops its answer) keeps its place while its handler still runs, and an
+/// answer that a client not reading stdout leaves unwritten keeps its place too.
+#[derive(Clone)]
+struct Slot {
+    _permit: Arc<OwnedSemaphorePermit>,
+}
+
+struct Bounded<T> {
     inner: T,
     /// Requests read and not yet answered (nor cancelled by the client, which rmcp does not
-    /// answer).
-    unanswered: HashSet<RequestId>,
+    /// answer), with their slots. A client that reuses an id has one entry: rmcp answers it
+    /// once.
+    unanswered: HashMap<RequestId, Option<Slot>>,
+    slots: Arc<Semaphore>,
+    /// The slot taken before the next message is read: a message that starts no handler (the
+    /// client's answer to a question) leaves it to the one after.
+    next: Option<OwnedSemaphorePermit>,
+    /// The server's questions to its client not yet answered: `true` for those that lent a slot.
+    asked: HashMap<RequestId, bool>,
+    lent: usize,
+    max_lent: usize,
+    /// Lent slots whose question was answered while every slot was taken: taken back before the
+    /// next message is read.
+    owed: usize,
     ended: bool,
 }
 
-impl<T: Transport<RoleServer>> Transport<RoleServer> for Draining<T> {
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Bounded<T> {
     type Error = T::Error;
 
     fn send(
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
-        match &item {
-            JsonRpcMessage::Response(r) => {
-                self.unanswered.remove(&r.id);
-            }
+        let slot = match &item {
+            JsonRpcMessage::Response(r) => self.unanswered.remove(&r.id).flatten(),
             JsonRpcMessage::Error(e) => {
-                if let Some(id) = &e.id {
-                    self.unanswered.remove(id);
-                }
+                let id = e.id.as_ref();
+                id.and_then(|id| self.unanswered.remove(id)).flatten()
             }
-            _ => {}
+            JsonRpcMessage::Request(r) => {
+                self.lend(r.id.clone());
+                None
+            }
+            JsonRpcMessage::Notification(n) => {
+                // rmcp withdraws a question whose wait timed out (or whose call ended) so.
+                if let ServerNotification::CancelledNotification(c) = &n.notification {
+                    if let Some(id) = &c.params.request_id {
+                        self.repay(id);
+                    }
+                }
+                None
+            }
+        };
+        let sent = self.inner.send(item);
+        async move {
+            let result = sent.await;
+            drop(slot);
+            result
         }
-        self.inner.send(item)
     }
 
     // rmcp calls this again after each message it sends (its loop selects on it), so an input
-    // that has ended reports so on the first call after the last answer went out.
+    // that has ended reports so on the first call after the last answer went out, and a slot
+    // freed by an answer is taken on the next call.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         if !self.ended {
+            self.take_slot().await;
             match self.inner.receive().await {
-                Some(message) => {
-                    self.track(&message);
+                Some(mut message) => {
+                    self.track(&mut message);
                     return Some(message);
                 }
                 None => self.ended = true,
@@ -75,11 +139,36 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Draining<T> {
     }
 }
 
-impl<T> Draining<T> {
-    fn track(&mut self, message: &RxJsonRpcMessage<RoleServer>) {
+impl<T> Bounded<T> {
+    /// Waits for a free slot (and for the lent slots owed back), without reading stdin meanwhile.
+    /// Cancellable at each await: what was taken is kept in `self`.
+    async fn take_slot(&mut self) {
+        while self.owed > 0 {
+            match self.next.take() {
+                Some(permit) => permit.forget(),
+                // The semaphore is never closed.
+                None => match self.slots.acquire().await {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => return,
+                },
+            }
+            self.owed -= 1;
+        }
+        if self.next.is_none() {
+            self.next = self.slots.clone().acquire_owned().await.ok();
+        }
+    }
+
+    fn track(&mut self, message: &mut RxJsonRpcMessage<RoleServer>) {
         match message {
             JsonRpcMessage::Request(r) => {
-                self.unanswered.insert(r.id.clone());
+                let slot = self.next.take().map(|p| Slot {
+                    _permit: Arc::new(p),
+                });
+                if let Some(slot) = &slot {
+                    r.request.extensions_mut().insert(slot.clone());
+                }
+                self.unanswered.insert(r.id.clone(), slot);
             }
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification {
@@ -87,8 +176,39 @@ impl<T> Draining<T> {
                         self.unanswered.remove(id);
                     }
                 }
+                if let Some(permit) = self.next.take() {
+                    let slot = Slot {
+                        _permit: Arc::new(permit),
+                    };
+                    n.notification.extensions_mut().insert(slot);
+                }
             }
-            _ => {}
+            JsonRpcMessage::Response(r) => self.repay(&r.id),
+            JsonRpcMessage::Error(e) => {
+                if let Some(id) = &e.id {
+                    self.repay(id);
+                }
+            }
+        }
+    }
+
+    /// The server asked its client something: until the answer comes, one more message may be
+    /// read, so that the answer is.
+    fn lend(&mut self, id: RequestId) {
+        let lends = self.lent + self.owed < self.max_lent;
+        if lends {
+            self.slots.add_permits(1);
+            self.lent += 1;
+        }
+        self.asked.insert(id, lends);
+    }
+
+    /// The client answered (or the server withdrew) a question: the slot it lent comes back,
+    /// now if one is free, else before the next message is read.
+    fn repay(&mut self, id: &RequestId) {
+        if self.asked.remove(id) == Some(true) {
+            self.lent -= 1;
+            self.owed += 1 - self.slots.forget_permits(1);
         }
     }
 }
