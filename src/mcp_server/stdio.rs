@@ -212,3 +212,120 @@ impl<T> Bounded<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+    use serde_json::{json, Value};
+    use std::collections::VecDeque;
+
+    /// Gives the client's messages in turn (then nothing), and holds each write until `written`
+    /// lets one through, as a stdout that the client does not read would.
+    struct Pipe {
+        incoming: VecDeque<RxJsonRpcMessage<RoleServer>>,
+        written: Arc<Semaphore>,
+    }
+
+    impl Transport<RoleServer> for Pipe {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            _item: TxJsonRpcMessage<RoleServer>,
+        ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+            let written = self.written.clone();
+            async move {
+                let permit = written.acquire().await.map_err(std::io::Error::other)?;
+                permit.forget();
+                Ok(())
+            }
+        }
+
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+            match self.incoming.pop_front() {
+                Some(message) => Some(message),
+                None => std::future::pending().await,
+            }
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    fn message<M: serde::de::DeserializeOwned>(value: Value) -> M {
+        serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn ping(id: u32) -> Value {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "ping" })
+    }
+
+    fn bounded(max: usize, incoming: Vec<Value>) -> (Bounded<Pipe>, Arc<Semaphore>) {
+        let written = Arc::new(Semaphore::new(0));
+        let pipe = Pipe {
+            incoming: incoming.into_iter().map(message).collect(),
+            written: written.clone(),
+        };
+        let transport = Bounded {
+            inner: pipe,
+            unanswered: HashMap::new(),
+            slots: Arc::new(Semaphore::new(max)),
+            next: None,
+            asked: HashMap::new(),
+            lent: 0,
+            max_lent: max,
+            owed: 0,
+            ended: false,
+        };
+        (transport, written)
+    }
+
+    fn answer(id: u32) -> TxJsonRpcMessage<RoleServer> {
+        message(json!({ "jsonrpc": "2.0", "id": id, "result": {} }))
+    }
+
+    /// A handler that ended gives its place back only once its answer is written: a client
+    /// that does not read stdout is not read either.
+    #[tokio::test]
+    async fn a_place_is_free_once_the_answer_is_written() {
+        let (mut t, written) = bounded(1, vec![ping(1), ping(2)]);
+        let first = t.receive().await;
+        assert!(first.is_some());
+        drop(first);
+        assert!(t.receive().now_or_never().is_none(), "read past the cap");
+        let mut sending = Box::pin(t.send(answer(1)));
+        assert!((&mut sending).now_or_never().is_none());
+        assert!(
+            t.receive().now_or_never().is_none(),
+            "the answer is not written yet"
+        );
+        written.add_permits(1);
+        assert!(sending.await.is_ok());
+        assert!(t.receive().now_or_never().flatten().is_some());
+    }
+
+    /// A question to the client lends a place until its answer comes: the answer is read while
+    /// every place is taken, and the place comes back before anything more is read.
+    #[tokio::test]
+    async fn a_question_lends_a_place_until_it_is_answered() {
+        let reply = json!({ "jsonrpc": "2.0", "id": 7, "result": {} });
+        let (mut t, written) = bounded(1, vec![ping(1), reply, ping(2)]);
+        written.add_permits(10);
+        let call = t.receive().await;
+        assert!(call.is_some());
+        assert!(t.receive().now_or_never().is_none(), "read past the cap");
+        let ask = json!({ "jsonrpc": "2.0", "id": 7, "method": "ping" });
+        assert!(t.send(message(ask)).await.is_ok());
+        let answered = t.receive().now_or_never().flatten();
+        assert!(matches!(answered, Some(JsonRpcMessage::Response(_))));
+        assert!(
+            t.receive().now_or_never().is_none(),
+            "the lent place is back"
+        );
+        drop(call);
+        assert!(t.send(answer(1)).await.is_ok());
+        assert!(t.receive().now_or_never().flatten().is_some());
+    }
+}
