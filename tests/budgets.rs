@@ -249,16 +249,22 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
             && xml.contains(", replayed from its fixture)\"/>"),
         "{xml}"
     );
+    // A replay may take under 1 ms or over it: no time is asserted. Over it, the test fails and
+    // the terminal shows each of its budgets; under it, the test passes and a budget 15% used is
+    // not worth a line (the replay's latency is, from 90% of its budget).
     let out = support::toolrun_in(&dir, &["test", "spec.yaml"]);
-    support::assert_contains(
-        &out.stdout,
-        &[
-            "     budget max_tokens: 15 / 100 tokens (15%)\n",
-            "     budget max_latency_ms: ",
-            // A replay may take under 1 ms or over it: no time is asserted.
-            ", replayed from its fixture)",
-        ],
-    );
+    if out.stdout.contains("FAIL live_openai::budget") {
+        support::assert_contains(
+            &out.stdout,
+            &[
+                "     budget max_tokens: 15 / 100 tokens (15%)\n",
+                "     budget max_latency_ms: ",
+                ", replayed from its fixture) over budget\n",
+            ],
+        );
+    } else {
+        assert!(!out.stdout.contains("budget max_tokens"), "{out:?}");
+    }
     let out = support::toolrun_in(&dir, &["report", "replayed.json", "--format", "markdown"]);
     out.assert_success();
     support::assert_contains(
@@ -269,6 +275,61 @@ fn recorded_and_replayed_attempts_say_how_they_ran() {
             " / 1 ms (",
             ", replayed from its fixture) |",
         ],
+    );
+}
+
+/// The terminal is not a budget line per passing test: a test that passed shows only the budgets
+/// it came within 90% of (or went over, an attempt within `--pass-rate`); a failing test shows
+/// each of its budgets. The results file and JUnit keep every figure. Each reply: 15 tokens.
+#[test]
+fn the_terminal_shows_a_passing_tests_budgets_only_when_it_came_close() {
+    let answers = (0..3)
+        .map(|_| providers::openai_answer("AAPL is 178.15."))
+        .collect();
+    let fake = Fake::openai(answers);
+    let tests = "tests:\n  - name: far\n    query: price of AAPL\n    expect: { status: ok, max_tokens: 100, max_latency_ms: 600000 }\n  - name: close\n    query: price of AAPL\n    expect: { status: ok, max_tokens: 16 }\n  - name: wrong\n    query: price of AAPL\n    expect: { output_contains: MSFT, max_tokens: 100 }\n";
+    let spec = fake.spec_file("", tests);
+    let dir = spec.parent().expect("folder").to_path_buf();
+    let mut cmd = support::toolrun();
+    cmd.env("TEST_KEY", KEY).current_dir(&dir).args([
+        "test",
+        "spec.yaml",
+        "--allow-network",
+        "--results",
+        "results.json",
+        "--junit",
+        "junit.xml",
+    ]);
+    let out = run(&mut cmd);
+    out.assert_code(1);
+    let far = out
+        .stdout
+        .split("PASS live_openai::close")
+        .next()
+        .unwrap_or_default();
+    assert!(far.contains("PASS live_openai::far\n"), "{out:?}");
+    assert!(!far.contains("budget"), "a far budget got a line: {out:?}");
+    support::assert_contains(
+        &out.stdout,
+        &[
+            "PASS live_openai::close\n     budget max_tokens: 15 / 16 tokens (94%)\n",
+            "FAIL live_openai::wrong\n",
+            "     budget max_tokens: 15 / 100 tokens (15%)\n",
+            "2 passed, 1 failed",
+        ],
+    );
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("results.json")).unwrap_or_default(),
+    )
+    .unwrap_or_default();
+    let far = &results["tests"][0]["attempts"][0]["budgets"];
+    assert_eq!(far.as_array().map(Vec::len), Some(2), "{far}");
+    assert_eq!(far[0]["used"], 15.0, "{far}");
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap_or_default();
+    assert!(
+        xml.contains("<property name=\"budget.max_tokens\" value=\"15 / 100 tokens (15%)\"/>")
+            && xml.contains("<property name=\"budget.max_latency_ms\" value=\""),
+        "{xml}"
     );
 }
 

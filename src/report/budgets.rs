@@ -26,7 +26,19 @@ impl Closest<'_> {
     pub(crate) fn over(&self) -> bool {
         self.budget.used.is_none_or(|u| u > self.budget.limit)
     }
+
+    /// Over the budget, or within [`CLOSE`] of it: worth a line in the terminal even when the
+    /// test passed.
+    pub(crate) fn close(&self) -> bool {
+        self.budget
+            .used
+            .is_none_or(|u| u >= CLOSE * self.budget.limit)
+    }
 }
+
+/// The share of a budget from which a passing test's terminal report shows it (90%): below it
+/// the line would be noise on every run, and the results file and other reports have it anyway.
+pub(crate) const CLOSE: f64 = 0.9;
 
 /// Each budget of the test's attempts (the test's own first, then each turn's in order) at the
 /// attempt that came closest to it: the most used, an unknown use counting as the most.
@@ -168,5 +180,8 @@ mod tests {
         assert_eq!((found[0].attempt, found[0].budget.used), (2, Some(90.0)));
         assert_eq!(found[0].label(), "max_tokens");
         assert!(!found[0].over());
+        assert!(found[0].close(), "90 of 100 is close");
+        let far = [attempt(1, 89.0)];
+        assert!(!closest(&far)[0].close(), "89 of 100 is not");
     }
 }

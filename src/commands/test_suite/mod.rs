@@ -572,10 +572,15 @@ fn budget_properties(t: &TestResult) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The lines under a test in the terminal: each budget and how close the test came to it.
+/// The lines under a test in the terminal: each budget and how close the test came to it; of a
+/// test that passed, only the budgets it went over (an attempt, within `--pass-rate`) or came
+/// close to, so a passing suite's report is not a budget line per test. The results file, JUnit
+/// and the reports keep every figure.
 fn budget_lines(t: &TestResult) -> Vec<String> {
+    let failed = t.outcome == Outcome::Failed;
     crate::report::budgets::closest(&t.attempts)
         .iter()
+        .filter(|c| failed || c.close())
         .map(|c| {
             let over = if c.over() { " over budget" } else { "" };
             format!(
