@@ -126,8 +126,8 @@ fn a_2026_07_28_server_is_discovered_and_its_input_required_answered_then_replay
         turns,
     )
     .replace(
-        "    timeout: 20s",
-        "    timeout: 20s\n    elicitation: defaults",
+        "    timeout: 60s",
+        "    timeout: 60s\n    elicitation: defaults",
     );
     let spec_path = write(&dir, "notes.yaml", &text);
     let fixture = dir.join("notes.json");
@@ -496,12 +496,19 @@ models:
 fn echoed_secrets_are_masked_long_results_cut_and_slow_calls_time_out() {
     let dir = support::temp_dir("mcp-client-guards");
     let server = NotesServer::start(&dir);
-    let tools = "      - whoami\n      - search_notes\n      - slow_search";
+    let tools = "      - whoami\n      - search_notes";
     let turns = r#"          - tool_calls: [{ name: whoami, arguments: {} }]
           - tool_calls: [{ name: search_notes, arguments: { query: e } }]
           - tool_calls: [{ name: slow_search, arguments: { query: x } }]
           - answer: "{{ results[0].result.result }} / {{ results[2].error.kind }}""#;
-    let text = spec(&server.url(), tools, turns).replace("timeout: 20s", "timeout: 1s")
+    // The slow tool (3 s) has an entry of its own whose calls time out after 1 s; connecting
+    // to it, and the other calls, keep bounds that only catch a hang: a loaded CI machine's
+    // Python server can take over a second to answer `initialize`.
+    let slow = format!(
+        "  slow:\n    kind: mcp\n    url: {}\n    headers: {{ X-Api-Key: \"{{{{ secrets.NOTES_KEY }}}}\" }}\n    timeout: 1s\n    startup_timeout: 60s\n    tools:\n      - slow_search\nmodels:",
+        server.url()
+    );
+    let text = spec(&server.url(), tools, turns).replacen("models:", &slow, 1)
         + "limits:\n  max_tool_output_chars: 40\n";
     let spec_path = write(&dir, "guards.yaml", &text);
     let out = run_notes(&spec_path, &["--json"]);

@@ -79,7 +79,9 @@ fn a_server_that_stops_reading_fails_the_call_and_the_run_ends() {
     let spec = spec(
         &dir,
         &raw_command(&["flood"]),
-        "    timeout: 3s\n",
+        // The call's timeout is what is tested; the Python server's start-up keeps a bound
+        // that only catches a hang (it takes seconds on a loaded machine).
+        "    timeout: 3s\n    startup_timeout: 60s\n",
         "echo",
         r#"          - tool_calls: [{ name: echo, arguments: { text: hi } }]
           - answer: "{{ last.status }}""#,

@@ -123,7 +123,7 @@ tools:
   notes:
     kind: mcp
     url: {url}
-    timeout: 10s
+    timeout: 60s
     tools: [search]
     auth:
       oauth: {oauth}
@@ -146,7 +146,7 @@ fn browser(dir: &Path) -> String {
         dir,
         "browser.sh",
         r#"touch "$(dirname "$0")/browser-opened"
-exec python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=20).read()' "$1"
+exec python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=60).read()' "$1"
 "#,
     );
     format!("bash {}", script.display())

@@ -60,7 +60,7 @@ tools:
   legacy:
     kind: mcp
     url: {url}
-    timeout: 20s
+    timeout: 60s
 {protocol}    tools: [echo]
 models:
   scripted:

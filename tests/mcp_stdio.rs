@@ -1277,9 +1277,10 @@ fn a_request_about_a_call_given_up_on_is_replayed_with_the_next_reply() {
     let turns = r#"          - tool_calls: [{ name: ask_then_wait, arguments: {} }]
           - tool_calls: [{ name: echo, arguments: { text: after } }]
           - answer: "{{ results[1].result.result }}""#;
-    // The limit covers the Python server's start (`initialize`) too, which takes seconds on a
-    // loaded machine: 20s is time enough for that, and the call still waits (a minute) past it.
-    let probe = Probe::asking("mcp-stdio-given-up", "ask_then_wait, echo", turns, "20s");
+    // The call waits (a minute) past its 20 s; the Python server's start (`initialize`), which
+    // takes seconds on a loaded machine, has a bound of its own that only catches a hang.
+    let timeout = "20s\n    startup_timeout: 60s";
+    let probe = Probe::asking("mcp-stdio-given-up", "ask_then_wait, echo", turns, timeout);
     let out = probe.record("ask then wait");
     let trace = out.json();
     assert_eq!(trace["tool_errors"][0]["kind"], "timeout", "{out:?}");
@@ -1391,9 +1392,14 @@ fn a_call_past_its_timeout_is_cancelled_on_the_server() {
         "mcp-stdio-cancel",
         "wait_to_be_cancelled, was_cancelled",
         turns,
-        // Long enough for the Python server to start (`initialize` is bounded by it too) on a
-        // loaded machine; the call waits a minute unless cancelled, so it still times out.
-        |text| text.replace("    timeout: 30s\n", "    timeout: 20s\n"),
+        // The call waits a minute unless cancelled, so it times out; the Python server's start
+        // (`initialize`) has a bound of its own that only catches a hang on a loaded machine.
+        |text| {
+            text.replace(
+                "    timeout: 30s\n",
+                "    timeout: 20s\n    startup_timeout: 60s\n",
+            )
+        },
     );
     let events = probe.dir.join("events.jsonl");
     let out = run(probe.run("wait").arg("--events").arg(&events));

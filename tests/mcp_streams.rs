@@ -81,7 +81,7 @@ tools:
   fake:
     kind: mcp
     url: {url}
-    timeout: 20s
+    timeout: 60s
     protocol: "2025-11-25"
     tools: [work]
 {extra}
@@ -358,7 +358,9 @@ fn a_call_given_up_on_is_cancelled_with_the_server() {
     let fake = Fake::start("hang", &dir);
     let text = std::fs::read_to_string(spec(&dir, &fake.url(), ""))
         .unwrap()
-        .replace("timeout: 20s", "timeout: 2s");
+        // The call's timeout is what is tested; connecting keeps a bound that only catches a
+        // hang (the Python server answers `initialize` slowly on a loaded machine).
+        .replace("timeout: 60s", "timeout: 2s\n    startup_timeout: 60s");
     let spec_path = write(&dir, "fake-2s.yaml", &text);
     let out = run_spec(&spec_path, &[]);
     let trace = out.json();

@@ -1736,9 +1736,9 @@ fn a_remote_mcp_calls_error_type_says_whether_the_tool_failed_or_no_answer_came(
         "wait, fail",
         "          - tool_calls: [{ name: wait, arguments: {} }]\n          - tool_calls: [{ name: fail, arguments: {} }]\n          - answer: done",
     )
-    // Long enough for the Python server to start on a loaded machine (the limit covers its
-    // `initialize` too, which took over 5s there), far shorter than the minute `wait` takes.
-    .replace("timeout: 30s", "timeout: 20s");
+    // Far shorter than the minute `wait` takes; the Python server's start (`initialize` took
+    // over 5s on a loaded machine) has a bound of its own that only catches a hang.
+    .replace("timeout: 30s", "timeout: 20s\n    startup_timeout: 60s");
     let spec = support::write(&dir, "probe.yaml", &text);
     let fixture = dir.join("probe.json");
     let traces = trace_ids(0xe220, 2);

@@ -386,7 +386,8 @@ pub(crate) struct McpServer {
     pub(crate) headers: Vec<(String, TemplateId)>,
     /// `(remote name, registry name)` of every tool used from this server.
     pub(crate) tools: Vec<(String, String)>,
-    /// Bounds connecting (initialize and tools/list); calls use their tool's timeout.
+    /// Bounds connecting (initialize and tools/list): `startup_timeout:`, else `timeout:`;
+    /// calls use their tool's timeout.
     pub(crate) timeout: Duration,
     /// `elicitation:`: how a server's request for input during a call is answered.
     pub(crate) elicitation: Elicitation,

@@ -83,7 +83,11 @@ pub(super) fn compile_group(
             .iter()
             .map(|e| (e.remote.value.clone(), e.local.value.clone()))
             .collect(),
-        timeout: common.timeout(),
+        // A program that takes long to start (a Python SDK server, `npx` fetching a package)
+        // need not raise the bound of every call: `startup_timeout:` bounds connecting alone.
+        timeout: obj
+            .duration("startup_timeout", &mut ctx.d)
+            .map_or_else(|| common.timeout(), |t| t.value),
         elicitation: match obj.string("elicitation", &mut ctx.d) {
             Some(e) if e.value == "defaults" => Elicitation::Defaults,
             _ => Elicitation::Decline,

@@ -674,8 +674,13 @@ impl Rpc<'_, '_> {
             NetError::Timeout => ToolError::new(
                 ErrorKind::Timeout,
                 format!(
-                    "MCP server `{name}` did not answer `{method}` within {:.1}s (the request was cancelled); raise `timeout:` of its entry if it needs longer",
-                    self.timeout.as_secs_f64()
+                    "MCP server `{name}` did not answer `{method}` within {:.1}s (the request was cancelled); raise `{key}:` of its entry if it needs longer",
+                    self.timeout.as_secs_f64(),
+                    // A call's own timeout is its tool's; connecting has its own bound.
+                    key = match method {
+                        "tools/call" => "timeout",
+                        _ => "startup_timeout",
+                    },
                 ),
             ),
             NetError::NotRecorded(m) => ToolError::new(

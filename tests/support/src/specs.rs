@@ -52,7 +52,7 @@ tools:
     description: The team's notes server.
     url: {url}
     headers: {{ X-Api-Key: "{{{{ secrets.NOTES_KEY }}}}" }}
-    timeout: 20s{protocol}
+    timeout: 60s{protocol}
     tools:
 {tools}
 {models}"#,
