@@ -557,6 +557,14 @@ impl Gateway {
         found
     }
 
+    /// SIGTERM, and its exit status once it has ended.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap()
+    }
+
     /// Waits until `serve` runs at most `n` processes (at most [`HANG`]); fails if it never does.
     fn wait_for_at_most(&self, n: usize) {
         let until = Instant::now() + HANG;
@@ -644,4 +652,144 @@ fn a_gateway_bounds_its_stdio_processes_and_starts_a_crashed_one_again() {
     assert_ne!(restarted, *last_pid);
     assert!(gateway.children().contains(&restarted));
     gateway.wait_for_at_most(2);
+}
+
+/// A server that only SIGKILL ends (`RAW_IGNORE_TERM`: neither toolrun's SIGTERM nor the
+/// kernel's parent-death signal does), with a helper process of its own, as `npx` has node
+/// (which nothing but ending the group ends), each writing its pid to `pids`; `env` adds to its
+/// `env:`.
+fn stubborn_spec(dir: &Path, pids: &Path, env: &str, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(pids).unwrap();
+    let env = format!(
+        "    env: {{ RAW_PID_DIR: \"{}\", RAW_IGNORE_TERM: \"1\", RAW_HELPER: \"1\"{env} }}\n{extra}",
+        pids.display()
+    );
+    spec(
+        dir,
+        &raw_command(&["serve"]),
+        &env,
+        "echo, pid, sleep",
+        r#"          - tool_calls: [{ name: echo, arguments: { text: hi } }]
+          - answer: "{{ last.status }}""#,
+    )
+}
+
+/// The servers whose pids are in `pids` that still run (not zombies), each killed now so that
+/// a failing test leaves none behind.
+fn survivors(pids: &Path) -> Vec<u32> {
+    let mut alive = Vec::new();
+    for entry in std::fs::read_dir(pids).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix("pid-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ...: comm may hold anything, so read after its last `)`.
+        let state = stat.rsplit_once(')').map(|(_, after)| after.trim_start());
+        if !state.is_some_and(|s| s.starts_with('Z')) {
+            alive.push(pid);
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+    alive
+}
+
+/// SIGTERM to `serve` over stdio while its session's server is busy with a call, or still
+/// starting: every server it started is ended and reaped before it exits. The session's server
+/// was being ended by a task of its own (its session ended), which `serve` did not wait for:
+/// it exited in that task's grace period, and a server that ignores SIGTERM outlived it.
+#[test]
+fn serve_stopped_mid_call_or_mid_start_leaves_no_server_behind() {
+    for (round, delay) in [("busy", "0"), ("starting", "3")] {
+        let dir = support::temp_dir(&format!("exec-no-survivor-{round}"));
+        let pids = dir.join("pids");
+        let delay = format!(", RAW_START_DELAY: \"{delay}\"");
+        let spec = stubborn_spec(&dir, &pids, &delay, "    timeout: 60s\n");
+        let mut serve = StdioServe::start(&spec, &["--allow-exec".as_ref(), python().as_os_str()]);
+        // The gateway's own server is up (it listed its tools); the call starts the session's.
+        serve.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"seconds": 30}}}));
+        // Both servers and their helpers.
+        wait_for_files(&pids, 4);
+        let status = serve.terminate();
+        assert!(status.code().is_some(), "{round}: {status:?}");
+        let left = survivors(&pids);
+        assert!(
+            left.is_empty(),
+            "{round}: serve exited and left {left:?} running"
+        );
+    }
+}
+
+/// The same through `serve --http`, with sessions busy, one ended by its client just before,
+/// and a run whose server does not start within `startup_timeout:`.
+#[test]
+fn every_way_a_gateway_or_run_ends_leaves_no_server_behind() {
+    let dir = support::temp_dir("exec-no-survivor-http");
+    let pids = dir.join("pids");
+    let spec = stubborn_spec(&dir, &pids, "", "    timeout: 60s\n");
+    let mut gateway = Gateway::start(&spec, &["--allow-exec".as_ref(), python().as_os_str()]);
+    let ended = gateway.session();
+    gateway.pid(&ended);
+    let busy: Vec<String> = (0..2).map(|_| gateway.session()).collect();
+    let authority = gateway.authority.clone();
+    for session in &busy {
+        let (authority, session) = (authority.clone(), session.clone());
+        // Answered (with an error) only when `serve` stops: nobody waits for it.
+        std::thread::spawn(move || {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 30}}})
+            .to_string();
+            let Ok(mut stream) = std::net::TcpStream::connect(&authority) else {
+                return;
+            };
+            let _ = write!(
+                stream,
+                "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: {session}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
+        });
+    }
+    // The gateway's own, the ended session's and the two busy ones, and their helpers.
+    wait_for_files(&pids, 8);
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    write!(
+        stream,
+        "DELETE /mcp HTTP/1.1\r\nHost: {authority}\r\nMCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: {ended}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    std::io::Read::read_to_end(&mut stream, &mut Vec::new()).unwrap();
+    let status = gateway.terminate();
+    assert!(status.code().is_some(), "{status:?}");
+    let left = survivors(&pids);
+    assert!(
+        left.is_empty(),
+        "serve --http exited and left {left:?} running"
+    );
+
+    // A run whose server is still starting when `startup_timeout:` passes.
+    let dir = support::temp_dir("exec-no-survivor-run");
+    let pids = dir.join("pids");
+    let extra = "    timeout: 60s\n    startup_timeout: 1s\n";
+    let spec = stubborn_spec(&dir, &pids, ", RAW_START_DELAY: \"60\"", extra);
+    let out = run_with_timeout(
+        allow_python(toolrun().arg("run").arg(&spec).args(["--query", "q"])),
+        None,
+        HANG,
+    );
+    out.assert_code(1);
+    assert!(
+        (out.stdout.clone() + &out.stderr).contains("startup_timeout"),
+        "{out:?}"
+    );
+    let left = survivors(&pids);
+    assert!(left.is_empty(), "run exited and left {left:?} running");
 }

@@ -68,6 +68,8 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     // carries their servers' descriptions and schemas; a missing tool is an error here.
     if let Err(why) = rt.block_on(crate::mcp_server::connect_remote(&registry, &setup)) {
         eprintln!("error: {why}");
+        // A server that did not start in time is ended as at the end, not left to a signal.
+        rt.block_on(crate::tools::mcp::end_every_process(&setup.transport));
         return Ok(exit::FAILED);
     }
     // Over stdio the client started this process: there is no one else to keep out.
@@ -125,6 +127,10 @@ fn serve(args: ServeArgs) -> Result<i32, String> {
     envs.extend(upstream.iter().map(|t| served.upstream_env(t)));
     rt.block_on(futures_util::future::join_all(
         envs.iter().map(crate::tools::mcp::end_all),
+    ));
+    // Then every process still running, whoever was ending it: none outlives `serve`.
+    rt.block_on(crate::tools::mcp::end_every_process(
+        &served.setup.transport,
     ));
     // Over stdio, stdin is read by a blocking thread that a dropped runtime waits for until the
     // client closes stdin: a SIGTERM'd server would hang there.

@@ -7,10 +7,22 @@ that a well-behaved one never does.
     raw_server.py flood [DIR]   answers `initialize` and `tools/list`, then never reads its
                           stdin again and sends requests (`ping`) until its stdout is full
                           (first writing the file `DIR/flooding-PID`)
+
+Set in its environment (the entry's `env:`), for a server that is slow to start and to end:
+
+    RAW_PID_DIR=DIR       writes the empty file `DIR/pid-PID` first of all
+    RAW_START_DELAY=S     sleeps S seconds before it reads anything
+    RAW_IGNORE_TERM=1     ignores SIGTERM (only SIGKILL ends it)
+    RAW_LINGER=S          sleeps S seconds after its stdin ends before it exits
+    RAW_HELPER=1          starts a helper process (as `npx` starts node), which writes its own
+                          `DIR/pid-PID`, ignores SIGTERM too and runs until it is killed
+
+and its tool `sleep` sleeps `seconds` before it answers.
 """
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -25,6 +37,7 @@ TOOLS = [
         ("pid", {}),
         ("env", {"name": {"type": "string"}}),
         ("crash", {}),
+        ("sleep", {"seconds": {"type": "number"}}),
     ]
 ]
 
@@ -56,13 +69,31 @@ def answer(request):
             "echo": lambda: args.get("text", ""),
             "pid": lambda: os.getpid(),
             "env": lambda: os.environ.get(args.get("name", "")),
+            "sleep": lambda: time.sleep(float(args.get("seconds", 0))),
         }[name]()
         return {"content": [{"type": "text", "text": json.dumps(value)}]}
     return None
 
 
+def slow_to_start_and_end():
+    if os.environ.get("RAW_PID_DIR"):
+        open(os.path.join(os.environ["RAW_PID_DIR"], f"pid-{os.getpid()}"), "w").close()
+    if os.environ.get("RAW_IGNORE_TERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.environ.get("RAW_HELPER") and os.fork() == 0:
+        # In the server's process group, not on its pipes: only ending the group ends it.
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        open(os.path.join(os.environ["RAW_PID_DIR"], f"pid-{os.getpid()}"), "w").close()
+        while True:
+            time.sleep(60)
+    time.sleep(float(os.environ.get("RAW_START_DELAY", "0")))
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "serve"
+    slow_to_start_and_end()
     for line in sys.stdin:
         try:
             request = json.loads(line)
@@ -86,6 +117,7 @@ def main():
             send({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"})
         while True:
             time.sleep(60)
+    time.sleep(float(os.environ.get("RAW_LINGER", "0")))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ mod auth;
 pub(crate) mod content;
 mod discover;
 mod exchange;
+mod lines;
 mod listing;
 mod live_session;
 mod modern;
@@ -286,6 +287,16 @@ pub(crate) async fn end_all(env: &ToolEnv<'_>) {
         // Ended: a later session (a served one's) opens its own again if it needs one.
         session.own.lock().await.take();
     }
+}
+
+/// Ends every stdio server process started through `transport` or a transport scoped from it
+/// (a gateway's client sessions), and starts none after: the last thing `serve` does before its
+/// runtime shuts down. [`end_all`] ends each session's process, but a session's own ending
+/// (its client went away) may still be under way in a task the shutdown drops, and a call in
+/// flight may have started a process after its session's was taken: those outlived `serve`.
+pub(crate) async fn end_every_process(transport: &crate::net::Transport) {
+    let every = transport.shared::<pool::Pool>(pool::KEY).close();
+    futures_util::future::join_all(every.iter().map(|p| p.end())).await;
 }
 
 /// A stdio server ends with the run (see `stdio::Process::end`); how it ended and the kept

@@ -4,6 +4,9 @@
 //! `--max-processes` bounds them, across sessions and servers: past it, the process idle the
 //! longest (no call in flight) is ended to make room, and its session starts a new one on its
 //! next call, as after a crash. A run's own transport sets no bound: it starts one per server.
+//!
+//! The pool also knows every process started through it, so the end of `serve` can end each
+//! one (see [`Pool::close`]), whoever else was ending it or about to start another.
 
 use super::stdio::Process;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +19,17 @@ pub(crate) const KEY: &str = "mcp-stdio-processes";
 pub(crate) struct Pool {
     /// Most processes at once; 0 sets no bound.
     max: AtomicUsize,
-    live: Mutex<Vec<Live>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The processes that count against the bound: running, and not being ended.
+    live: Vec<Live>,
+    /// Every process started and not yet reaped, being ended or not.
+    started: Vec<Weak<Process>>,
+    /// Set at the end: nothing more is started.
+    closed: bool,
 }
 
 struct Live {
@@ -31,6 +44,16 @@ pub(crate) struct Evicted {
     pub(crate) process: Arc<Process>,
 }
 
+/// Why [`Pool::admit`] started nothing.
+pub(crate) enum Refused<E> {
+    /// Every process has a call in flight, and nothing can make room.
+    Full,
+    /// The gateway (or run) is ending: a process started now would outlive it.
+    Closed,
+    /// The process could not be started.
+    Failed(E),
+}
+
 impl Pool {
     pub(crate) fn limit(&self, max: usize) {
         self.max.store(max, Ordering::SeqCst);
@@ -40,18 +63,27 @@ impl Pool {
         self.max.load(Ordering::SeqCst)
     }
 
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Starts a process with `start`, making room for it: at the bound, the process idle the
-    /// longest is retired (returned, for the caller to end and report). `Err(None)`: every
-    /// process has a call in flight, and nothing can make room.
+    /// longest is retired (returned, for the caller to end and report).
     pub(crate) fn admit<E>(
         &self,
         server: &str,
         start: impl FnOnce() -> Result<Process, E>,
-    ) -> Result<(Arc<Process>, Option<Evicted>), Option<E>> {
-        let mut live = match self.live.lock() {
-            Ok(l) => l,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+    ) -> Result<(Arc<Process>, Option<Evicted>), Refused<E>> {
+        let mut state = self.state();
+        if state.closed {
+            return Err(Refused::Closed);
+        }
+        state
+            .started
+            .retain(|p| p.upgrade().is_some_and(|p| !p.is_reaped()));
+        let live = &mut state.live;
         live.retain(|l| l.process.upgrade().is_some_and(|p| !p.is_over()));
         let max = self.max();
         let mut victim = None;
@@ -64,9 +96,9 @@ impl Pool {
                 .filter(|(_, p)| Arc::strong_count(p) <= 2 && !p.busy())
                 .min_by_key(|(_, p)| p.last_used())
                 .map(|(i, _)| i);
-            victim = Some(idle.ok_or(None)?);
+            victim = Some(idle.ok_or(Refused::Full)?);
         }
-        let process = Arc::new(start().map_err(Some)?);
+        let process = Arc::new(start().map_err(Refused::Failed)?);
         let evicted = victim.and_then(|i| {
             let gone = live.remove(i);
             let process = gone.process.upgrade()?;
@@ -80,6 +112,21 @@ impl Pool {
             process: Arc::downgrade(&process),
             server: server.to_string(),
         });
+        state.started.push(Arc::downgrade(&process));
         Ok((process, evicted))
+    }
+
+    /// Starts nothing more, and returns every process started that is not yet reaped, for the
+    /// caller to end: those a session is still using, those another task is ending (which a
+    /// shut-down runtime would give up on), and those a call started after its session ended.
+    pub(crate) fn close(&self) -> Vec<Arc<Process>> {
+        let mut state = self.state();
+        state.closed = true;
+        state.live.clear();
+        std::mem::take(&mut state.started)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|p| !p.is_reaped())
+            .collect()
     }
 }

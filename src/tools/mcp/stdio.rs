@@ -21,11 +21,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use super::allow::absolute_path;
+use super::lines::{read_line, Line};
 use super::stderr::{keep_stderr, with_stderr, Tail};
 use super::stdin::{Stdin, WRITE_TIMEOUT};
 
@@ -126,7 +127,10 @@ pub(crate) struct Process {
     pending: Arc<Mutex<Pending>>,
     stderr: Arc<Mutex<Tail>>,
     child: Arc<tokio::sync::Mutex<Option<Child>>>,
+    /// Being ended (or ended): it takes no more calls.
     ended: Mutex<bool>,
+    /// Ended and reaped: only then may it go without a signal (see `Drop`).
+    reaped: std::sync::atomic::AtomicBool,
     /// Ended to make room for another (see `pool`): its session starts a new one.
     retired: std::sync::atomic::AtomicBool,
     /// When a message was last sent to it: the process idle the longest makes room first.
@@ -212,6 +216,7 @@ pub(crate) fn spawn(
             stderr,
             child,
             ended: Mutex::new(false),
+            reaped: Default::default(),
             retired: Default::default(),
             last_used: Mutex::new(std::time::Instant::now()),
         })
@@ -440,54 +445,6 @@ pub(crate) fn response(body: Vec<u8>, truncated: bool) -> HttpResponse {
     }
 }
 
-enum Line {
-    Full,
-    TooLong,
-    End,
-}
-
-/// One line of at most `cap` bytes (without its newline). A longer one is read to its end and
-/// dropped past the cap, so memory stays bounded whatever the server writes.
-async fn read_line(
-    out: &mut (impl tokio::io::AsyncBufRead + Unpin),
-    line: &mut Vec<u8>,
-    cap: usize,
-) -> std::io::Result<Line> {
-    let mut too_long = false;
-    loop {
-        let buf = out.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(if line.is_empty() && !too_long {
-                Line::End
-            } else if too_long {
-                Line::TooLong
-            } else {
-                Line::Full
-            });
-        }
-        let (chunk, found) = match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        let room = cap.saturating_sub(line.len());
-        if chunk.len() > room {
-            too_long = true;
-        }
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let used = found.unwrap_or(buf.len());
-        out.consume(used);
-        if found.is_some() {
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if line.is_empty() && !too_long {
-                continue; // blank lines between messages
-            }
-            return Ok(if too_long { Line::TooLong } else { Line::Full });
-        }
-    }
-}
-
 impl Process {
     /// Sends one message; a request (`id` given) waits for its answer, a notification (or an
     /// answer) not. What the server sends about the request meanwhile goes to `on_note` (as
@@ -570,6 +527,11 @@ impl Process {
         }
     }
 
+    /// Whether it is ended and reaped: nothing of it is left to end.
+    pub(crate) fn is_reaped(&self) -> bool {
+        self.reaped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Whether it can answer nothing more: it exited (or crashed), or is being ended.
     pub(crate) fn is_over(&self) -> bool {
         use std::sync::atomic::Ordering;
@@ -616,11 +578,14 @@ impl Process {
     /// Ends the server as the specification asks: stdin closed, then SIGTERM to its process
     /// group, then SIGKILL, each after a grace period; the leader is reaped, so nothing it
     /// started outlives the run and no zombie is left. Returns how it ended.
+    ///
+    /// Whoever calls it returns only once the server is reaped: a second caller waits for the
+    /// first (it holds the child), and one whose ending was given up on half-way (its task
+    /// dropped as `serve` shut down) is finished by the next. Returning at once when another
+    /// had begun let `serve` exit while a busy server that ignores SIGTERM was still in its
+    /// grace period, and the server outlived it.
     pub(crate) async fn end(&self) -> String {
         if let Ok(mut e) = self.ended.lock() {
-            if *e {
-                return ALREADY_ENDED.into();
-            }
             *e = true;
         }
         self.stdin.close().await;
@@ -651,6 +616,7 @@ impl Process {
             rest = "; processes it started killed (SIGKILL)";
         }
         *child = None;
+        self.reaped.store(true, std::sync::atomic::Ordering::SeqCst);
         let status = match status {
             Some(Ok(s)) => s.to_string(),
             _ => "status unknown".into(),
@@ -660,10 +626,19 @@ impl Process {
 }
 
 impl Drop for Process {
-    /// A run that ends without [`Process::end`] (an error, a panic) still leaves nothing behind.
+    /// A run that ends without [`Process::end`] (an error, a panic), or whose ending was given
+    /// up on half-way, still leaves nothing behind: the group is killed, and the leader reaped
+    /// when it can be now (else by its reader, which waits for it once its stdout closes).
     fn drop(&mut self) {
-        if self.ended.lock().is_ok_and(|e| !*e) {
-            signal_group(self.pgid, Signal::Kill);
+        if self.reaped.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        signal_group(self.pgid, Signal::Kill);
+        if let Ok(mut child) = self.child.try_lock() {
+            if let Some(c) = child.as_mut() {
+                let _ = c.start_kill();
+                let _ = c.try_wait();
+            }
         }
     }
 }
@@ -707,44 +682,5 @@ async fn wait_group(pgid: i32) {
     let until = tokio::time::Instant::now() + GRACE;
     while group_alive(pgid) && tokio::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lines_are_capped_and_resynchronised() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let data: &[u8] = b"\n{\"a\":1}\r\n0123456789abcdef\n{\"b\":2}";
-            let mut r = BufReader::with_capacity(4, data);
-            let mut line = Vec::new();
-            assert!(matches!(
-                read_line(&mut r, &mut line, 10).await.unwrap(),
-                Line::Full
-            ));
-            assert_eq!(line, b"{\"a\":1}");
-            line.clear();
-            assert!(matches!(
-                read_line(&mut r, &mut line, 10).await.unwrap(),
-                Line::TooLong
-            ));
-            assert_eq!(line, b"0123456789");
-            line.clear();
-            assert!(matches!(
-                read_line(&mut r, &mut line, 10).await.unwrap(),
-                Line::Full
-            ));
-            assert_eq!(line, b"{\"b\":2}");
-            line.clear();
-            assert!(matches!(
-                read_line(&mut r, &mut line, 10).await.unwrap(),
-                Line::End
-            ));
-        });
     }
 }

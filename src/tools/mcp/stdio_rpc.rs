@@ -4,7 +4,7 @@
 
 use super::allow::{self, Refusal};
 use super::exchange::Rpc;
-use super::pool::{self, Pool};
+use super::pool::{self, Pool, Refused};
 use super::rpc::{is_request, Incoming};
 use super::stdio::{self, Process};
 use super::{ClientSession, END_TIMEOUT, LINE_CAP, MAX_BYTES};
@@ -186,11 +186,16 @@ impl Rpc<'_, '_> {
             )
         };
         let (started, evicted) = pool.admit(&self.server.name, start).map_err(|e| match e {
-            Some(e) => NetError::Connect(format!("cannot start `{}`: {e}", program.display())),
-            None => NetError::Connect(format!(
+            Refused::Failed(e) => {
+                NetError::Connect(format!("cannot start `{}`: {e}", program.display()))
+            }
+            Refused::Full => NetError::Connect(format!(
                 "it is not started: `serve` runs at most {} stdio server processes at once (--max-processes), and each has a call in flight; call again when one has answered, or raise --max-processes",
                 pool.max()
             )),
+            Refused::Closed => NetError::Connect(
+                "it is not started: toolrun is ending, and ends every server it started".into(),
+            ),
         })?;
         if let Some(evicted) = evicted {
             self.make_room(evicted, pool.max());
