@@ -744,6 +744,57 @@ tests:
     assert_eq!(server.hits("/authorize"), 0);
 }
 
+/// A declined login (no to the question on a terminal, or `CI=true` with no terminal) fails a
+/// test whose run stopped there, and `toolrun test`'s own report says why under the failed
+/// test: the run's error, which says how to log in, not only the expectation it missed.
+#[test]
+fn a_test_stopped_by_a_declined_login_shows_how_to_log_in() {
+    let server = fake(As::Good);
+    let dir = support::temp_dir("oauth-test-declined");
+    let spec = spec(dir.path(), &server.url("/mcp"), "{}");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{text}tests:\n  - name: notes\n    query: notes?\n    expect: {{ output_contains: three notes }}\n"),
+    )
+    .unwrap();
+    let shows_how_to_log_in = |report: &str| {
+        let under = report
+            .split("FAIL notes::notes\n")
+            .nth(1)
+            .unwrap_or_default();
+        let stop = under
+            .lines()
+            .find(|l| l.starts_with("     the run stopped (mcp_error): "))
+            .unwrap_or_default();
+        stop.contains("toolrun auth login") && stop.contains("grant: client_credentials")
+    };
+    let out = run(toolrun()
+        .arg("test")
+        .arg(&spec)
+        .arg("--allow-network")
+        .env("CI", "true")
+        .env("BROWSER", browser(dir.path()))
+        .env("XDG_STATE_HOME", dir.join("state")));
+    out.assert_code(1);
+    assert!(shows_how_to_log_in(&out.stdout), "{out:?}");
+    assert!(out.stdout.contains("CI=true is set"), "{out:?}");
+
+    let spec = spec.to_string_lossy().into_owned();
+    let (code, screen) = support::in_terminal(
+        &["test", &spec, "--allow-network"],
+        &person(dir.path()),
+        "n\n",
+    );
+    assert_eq!(code, 1, "{screen}");
+    assert!(screen.contains("[y/N]"), "{screen}");
+    let screen = screen.replace("\r\n", "\n");
+    assert!(shows_how_to_log_in(&screen), "{screen}");
+    assert!(screen.contains("the login was declined"), "{screen}");
+    assert!(!dir.join("browser-opened").exists(), "no browser: {screen}");
+    assert_eq!(server.hits("/authorize"), 0);
+}
+
 /// `chat` asks the same question in the middle of a turn: it stays whole on screen, and no
 /// stops that turn with the error saying how to log in.
 #[test]

@@ -306,3 +306,48 @@ fn fixtures_per_model_keep_two_models_apart() {
         "{out:?}"
     );
 }
+
+/// A test whose run stopped with an error, not a wrong answer, says why under the failed test:
+/// the error, naming the turn in a conversation, masked (the key the provider quoted back) and
+/// with its terminal escapes neutralised, as every line of the report is.
+#[test]
+fn a_run_that_stopped_with_an_error_says_why_under_the_failed_test() {
+    use support::providers::{error, Api};
+    let refusal = format!("key {KEY} is not allowed here\u{1b}[2J");
+    let fake = Fake::openai(vec![
+        openai_answer("AAPL is 178.15."),
+        error(Api::OpenAi, 400, "invalid_request_error", &refusal),
+    ]);
+    let dir = support::temp_dir("stopped-with-an-error");
+    let tests = "tests:\n  - name: talk\n    turns:\n      - query: Price of AAPL?\n      - query: And MSFT?\n        expect: { output_contains: \"411.2\" }\n";
+    write(
+        &dir,
+        "s.yaml",
+        &live_spec("openai", &fake.base_url(), "", tests),
+    );
+    let out = run(toolrun().current_dir(&dir).env("TEST_KEY", KEY).args([
+        "test",
+        "s.yaml",
+        "--allow-network",
+        "--junit",
+        "junit.xml",
+    ]));
+    out.assert_code(1);
+    let stop = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("     turn 2 stopped (model_error): "))
+        .unwrap_or_else(|| panic!("no stop line: {out:?}"));
+    assert!(stop.contains("is not allowed here"), "{out:?}");
+    assert!(!out.stdout.contains(KEY), "the key is masked: {out:?}");
+    assert!(
+        !out.stdout.contains('\u{1b}'),
+        "escapes neutralised: {out:?}"
+    );
+    // JUnit's failure message carries it too.
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).unwrap_or_default();
+    assert!(
+        xml.contains("turn 2 stopped (model_error): ") && !xml.contains(KEY),
+        "{xml}"
+    );
+}

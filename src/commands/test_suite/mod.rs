@@ -192,7 +192,7 @@ fn finish(
         results
             .tests
             .iter()
-            .map(|t| case_row(t, args.repeat, comparison.as_ref(), matrix)),
+            .map(|t| case_row(t, (args.repeat, matrix), comparison.as_ref(), redactor)),
     );
     // With a baseline, failures it already had do not block: only regressions (and a spec
     // that does not compile, which no baseline can excuse).
@@ -484,9 +484,9 @@ fn baseline_block(c: &crate::compare::Comparison, path: &std::path::Path) -> Str
 /// The row the human report and JUnit show for a test: its reasons, attempt by attempt.
 fn case_row(
     t: &TestResult,
-    repeat: u32,
+    (repeat, matrix): (u32, bool),
     baseline: Option<&crate::compare::Comparison>,
-    matrix: bool,
+    redactor: &crate::redact::Redactor,
 ) -> CaseResult {
     // In a matrix the comparison names each test with its model, as the rows do.
     let id = match (&t.model, matrix) {
@@ -507,8 +507,8 @@ fn case_row(
         failures.push(reason.clone());
     }
     for a in &t.attempts {
-        for f in &a.failures {
-            let text = describe(f);
+        let stopped = stop_line(a, redactor);
+        for text in a.failures.iter().map(describe).chain(stopped) {
             failures.push(if repeat > 1 {
                 format!("run {}: {text}", a.attempt)
             } else {
@@ -590,6 +590,29 @@ fn budget_lines(t: &TestResult) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Why a failed attempt's run stopped, when it ended in an error (`mcp_error`, `model_error`, a
+/// limit) that its failures do not already quote: an `expect` on the answer says only that the
+/// answer was wrong, while what to do about it (log in, raise a limit) is in the error.
+/// `the run stopped (mcp_error): ...`, or `turn 2 stopped (...)` in a conversation; masked as
+/// the results file is. Not when the attempt failed to run as planned (offline, a replay that
+/// diverged): that failure is the reason, and the run's error only its echo.
+fn stop_line(a: &crate::results::Attempt, redactor: &crate::redact::Redactor) -> Option<String> {
+    let error = a.error.as_deref().filter(|e| !e.trim().is_empty())?;
+    let judged = a
+        .failures
+        .iter()
+        .all(|f| f.kind == FailureKind::Assertion && !f.message.contains(error));
+    if a.outcome != Outcome::Failed || !judged {
+        return None;
+    }
+    let what = match a.turns.last() {
+        Some(turn) => format!("turn {}", turn.turn),
+        None => "the run".to_string(),
+    };
+    let reason = a.stop_reason.map(|r| format!(" ({r})")).unwrap_or_default();
+    Some(format!("{what} stopped{reason}: {}", redactor.mask(error)))
 }
 
 fn describe(f: &Failure) -> String {
