@@ -552,3 +552,117 @@ fn a_recording_stopped_by_a_latency_budget_replays_as_it_stopped() {
     );
     assert!(!out.stdout.contains("exhausted"), "{out:?}");
 }
+
+/// The test's own budgets count the whole conversation, and a conversation over one stops at
+/// the turn that went over it, as a turn over its own budget does: the model hears of no later
+/// turn, and the failure names the turn and the turns not run. Each reply: 15 tokens, $0.015.
+/// Replayed, the recording stops where it stopped and fails the same way.
+#[test]
+fn a_conversation_over_the_tests_budget_stops_at_the_turn_that_went_over() {
+    let answers = || {
+        ["AAPL is 178.15.", "MSFT is 411.2.", "Both are up.", "Yes."]
+            .into_iter()
+            .map(providers::openai_answer)
+            .collect::<Vec<_>>()
+    };
+    let turns = "    turns:\n      - query: price of AAPL\n      - query: and MSFT?\n      - query: which is up?\n      - query: sure?\n";
+    for (budget, stopped_at, not_run, failure) in [
+        (
+            "max_tokens: 29",
+            2,
+            "turns 3 to 4 were not run",
+            "expected at most 29 tokens, the test used 30 (recorded run)",
+        ),
+        (
+            "max_cost_usd: 0.04",
+            3,
+            "turn 4 was not run",
+            "expected a cost of at most $0.04, the test cost $0.045000 (recorded run)",
+        ),
+    ] {
+        let fake = Fake::openai(answers());
+        let tests =
+            format!("fixtures: fx\ntests:\n  - name: talk\n    expect: {{ {budget} }}\n{turns}");
+        let spec = fake.spec_file(PRICE, &tests);
+        let out = record_all(&spec);
+        out.assert_code(1);
+        assert_eq!(
+            fake.requests().len(),
+            stopped_at,
+            "a turn after {budget} was spent reached the model: {out:?}"
+        );
+        let results = out.json();
+        let failed = failures(&results);
+        let line = std::fs::read_to_string(&*spec)
+            .unwrap_or_default()
+            .lines()
+            .position(|l| {
+                l.contains(["price of AAPL", "and MSFT?", "which is up?"][stopped_at - 1])
+            })
+            .map_or(0, |i| i + 1);
+        let said = format!(
+            "{failure}; the conversation went over it at turn {stopped_at} (line {line}) and stopped there: {not_run}"
+        );
+        assert_eq!(failed, std::slice::from_ref(&said), "{out:?}");
+        let turns = &results["tests"][0]["attempts"][0]["turns"];
+        assert_eq!(turns.as_array().map(Vec::len), Some(stopped_at), "{turns}");
+        assert_eq!(turns[stopped_at - 1]["outcome"], "passed", "{turns}");
+
+        // Replayed offline: the recording has the turns that ran, and fails where it stopped.
+        let dir = spec.parent().expect("folder").to_path_buf();
+        let out = support::toolrun_in(&dir, &["test", "spec.yaml", "--format", "json"]);
+        out.assert_code(1);
+        let results = out.json();
+        assert_eq!(results["tests"][0]["attempts"][0]["source"], "replay");
+        let replayed = said.replace("(recorded run)", "(replayed from its fixture)");
+        assert_eq!(failures(&results), [replayed], "{out:?}");
+        assert_eq!(fake.requests().len(), stopped_at, "the replay sent nothing");
+    }
+}
+
+/// The test's latency budget counts the conversation's turns together: over it at turn 2, the
+/// recording stops there. Replayed, the turns take toolrun's time and stay within it, but turn
+/// 3 was never recorded: the replay fails there, saying the recording stopped at turn 2 over
+/// the test's latency budget. (Margins: each recorded turn waits 3 s against 5 s for both, so
+/// turn 1 alone is 2 s within it and a replay of two answers stays within it on a loaded
+/// machine.)
+#[test]
+fn a_recording_over_the_tests_latency_budget_stops_and_replays_as_it_stopped() {
+    let fake = Fake::openai(vec![
+        providers::openai_answer("AAPL is 178.15.").delay(Duration::from_millis(3000)),
+        providers::openai_answer("MSFT is 411.2.").delay(Duration::from_millis(3000)),
+        providers::openai_answer("Both are up."),
+    ]);
+    let tests = "tests:\n  - name: talk\n    fixture: talk.json\n    expect: { max_latency_ms: 5000 }\n    turns:\n      - query: price of AAPL\n      - query: and MSFT?\n      - query: which is up?\n";
+    let spec = fake.spec_file("", tests);
+    let out = record_all(&spec);
+    out.assert_code(1);
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "turn 3 reached the model: {out:?}"
+    );
+    let failed = failures(&out.json());
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with("expected a wall time of at most 5000 ms, the run took ")
+            && failed[0]
+                .contains(" ms (recorded run); the conversation went over it at turn 2 (line ")
+            && failed[0].ends_with(") and stopped there: turn 3 was not run"),
+        "{failed:?}"
+    );
+
+    let dir = spec.parent().expect("folder").to_path_buf();
+    let out = support::toolrun_in(&dir, &["test", "spec.yaml", "--format", "json"]);
+    out.assert_code(1);
+    let failed = failures(&out.json());
+    assert_eq!(failed.len(), 1, "{out:?}");
+    assert!(
+        failed[0].starts_with(
+            "turn 3 (\"which is up?\") was not run: the recording stopped at turn 2, where the conversation went over the test's max_latency_ms budget when recorded: "
+        ) && failed[0].contains(" / 5.0 s (")
+            && failed[0].contains("recorded run). Replayed, turns 1 to 2 take toolrun's time")
+            && failed[0].ends_with("re-record the fixture (--record all) or raise the budget"),
+        "{failed:?}"
+    );
+}

@@ -216,8 +216,14 @@ fn overspent(key: &str, limit: f64, used: Option<f64>, model: &str, how: &str) -
 
 /// The budgets of `expect` against what the attempt used: each is recorded on the attempt (the
 /// report shows how close it came), and one overspent is a failed assertion. Latency is the
-/// run's wall time however it ran; the message and the record say how.
-pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attempt) {
+/// run's wall time however it ran; the message and the record say how. `stopped` is what a
+/// conversation stopped by these budgets adds to each overspent one's message (see
+/// [`stopped_note`]).
+pub(crate) fn check_budgets(
+    expect: &Expect,
+    attempt: &mut crate::results::Attempt,
+    stopped: Option<&str>,
+) {
     use crate::results::{Budget, Failure, Outcome};
     let tokens = attempt
         .usage
@@ -231,10 +237,84 @@ pub(crate) fn check_budgets(expect: &Expect, attempt: &mut crate::results::Attem
             .budgets
             .push(Budget::new(key, limit, used, attempt.source));
         if let Some(message) = overspent(key, limit, used, &model, attempt.source.how()) {
+            let message = format!("{message}{}", stopped.unwrap_or_default());
             attempt.failures.push(Failure::assertion(key, message));
             attempt.outcome = Outcome::Failed;
         }
     }
+}
+
+/// What a conversation has spent over its turns so far, for the test's own budgets: a
+/// conversation over one stops there, as a turn over its own budget does, rather than spend on
+/// turns whose test has already failed.
+#[derive(Default)]
+pub(crate) struct Spent {
+    usage: crate::results::TokenUsage,
+    any_usage: bool,
+    ms: f64,
+}
+
+impl Spent {
+    /// Spent over all of `turns`.
+    pub(crate) fn over_turns(turns: &[crate::trace::TurnTrace]) -> Spent {
+        let mut spent = Spent::default();
+        turns.iter().for_each(|t| spent.add(t));
+        spent
+    }
+
+    pub(crate) fn add(&mut self, turn: &crate::trace::TurnTrace) {
+        if let Some(u) = &turn.usage {
+            self.any_usage = true;
+            self.usage.input_tokens += u.input_tokens;
+            self.usage.output_tokens += u.output_tokens;
+            self.usage.cached_input_tokens += u.cached_input_tokens;
+            self.usage.reasoning_tokens += u.reasoning_tokens;
+        }
+        self.ms += turn.duration_ms;
+    }
+
+    /// Whether it is over one of the budgets of `expect` (the test's own), counted as
+    /// [`check_budgets`] counts them. A cost not known (no price) stops nothing here: `check`
+    /// refuses a cost budget without a price.
+    pub(crate) fn over(&self, expect: &Expect, price: Option<&crate::results::PriceInfo>) -> bool {
+        let u = &self.usage;
+        let cost = match (self.any_usage, price) {
+            (false, _) => Some(0.0),
+            (true, p) => p.map(|p| crate::results::cost(u, p)),
+        };
+        let tokens = u.input_tokens + u.output_tokens;
+        budgets(expect, tokens, cost, self.ms)
+            .into_iter()
+            .any(|(_, limit, used)| used.is_some_and(|u| u > limit))
+    }
+}
+
+/// The turn a conversation stopped at because it went over one of the test's own budgets (the
+/// last it has, which ended in an answer, before the test's last): `None` when it ran every
+/// turn, or stopped for another reason.
+pub(crate) fn budget_stop(
+    case: &crate::registry::TestCase,
+    turns: &[crate::trace::TurnTrace],
+    price: Option<&crate::results::PriceInfo>,
+) -> Option<usize> {
+    let last = turns.last()?;
+    let stopped = turns.len() < case.turns.len() && last.status == crate::vocab::Status::Ok;
+    (stopped && Spent::over_turns(turns).over(&case.expect, price)).then_some(turns.len())
+}
+
+/// What an overspent budget's failure adds when the conversation stopped at turn `n` over it:
+/// the turn, its line, and the turns that did not run.
+pub(crate) fn stopped_note(case: &crate::registry::TestCase, n: usize) -> String {
+    let line = case.turns.get(n - 1).map_or(0, |t| t.span.line);
+    let total = case.turns.len();
+    let not_run = if n + 1 == total {
+        format!("turn {total} was not run")
+    } else {
+        format!("turns {} to {total} were not run", n + 1)
+    };
+    format!(
+        "; the conversation went over it at turn {n} (line {line}) and stopped there: {not_run}"
+    )
 }
 
 /// A turn's budgets (its `expect` in `turns:`) against what that turn used: its own model

@@ -214,11 +214,17 @@ async fn judged_attempt(
     };
     let mut grade = None;
     let mut turns = Vec::new();
+    let budget_stop = super::expect::budget_stop(case, &trace.turns, price);
     if failures
         .iter()
         .all(|f| f.kind != crate::results::FailureKind::Error)
     {
-        let (failed, verdicts) = check_turns(case, &trace, judging, recorded_stop.as_deref());
+        // Stopped over the test's own budget, the turns not run are that budget's failure.
+        let stop = match budget_stop {
+            Some(_) => Stop::Budget,
+            None => Stop::Recorded(recorded_stop.as_deref()),
+        };
+        let (failed, verdicts) = check_turns(case, &trace, judging, stop);
         failures.extend(failed);
         turns = verdicts;
         failures.extend(
@@ -259,7 +265,8 @@ async fn judged_attempt(
     }
     // A run cut off before it could run says nothing about what it would have spent.
     if ran {
-        super::expect::check_budgets(&case.expect, &mut attempt);
+        let note = budget_stop.map(|n| super::expect::stopped_note(case, n));
+        super::expect::check_budgets(&case.expect, &mut attempt, note.as_deref());
     }
     attempt
 }
@@ -378,21 +385,32 @@ fn recorded_stop(case: &TestCase, trace: &serde_json::Value) -> Option<String> {
     if last.get("status").and_then(serde_json::Value::as_str) != Some("ok") {
         return None;
     }
-    let took = last.get("duration_ms").and_then(serde_json::Value::as_f64);
-    let limit = case.turns.get(n - 1).and_then(|t| t.expect.max_latency_ms);
-    Some(match (took, limit) {
-        (Some(took), Some(limit)) if took > limit => {
-            let spent = crate::results::Budget::new("max_latency_ms", limit, Some(took), Source::Record);
-            format!(
-                "the recording stopped at turn {n}, whose max_latency_ms budget failed when recorded: {}. Replayed, turn {n} takes toolrun's time, not the model's, so only a new recording can check the turns after it: re-record the fixture (--record all) or raise the budget",
-                crate::report::budgets::text(&spent)
-            )
-        }
-        _ => format!(
+    let took = |t: &serde_json::Value| t.get("duration_ms").and_then(serde_json::Value::as_f64);
+    let over = |limit: Option<f64>, took: f64| limit.filter(|l| took > *l).map(|l| (l, took));
+    let own = case.turns.get(n - 1).and_then(|t| t.expect.max_latency_ms);
+    // The test's own latency budget counts the whole conversation: the turns' times together.
+    let all: f64 = turns.iter().filter_map(took).sum();
+    let (what, (limit, took), replayed) = if let Some(spent) = took(last).and_then(|t| over(own, t))
+    {
+        (
+            "whose max_latency_ms budget failed",
+            spent,
+            format!("turn {n} takes"),
+        )
+    } else if let Some(spent) = over(case.expect.max_latency_ms, all) {
+        let what = "where the conversation went over the test's max_latency_ms budget";
+        (what, spent, format!("turns 1 to {n} take"))
+    } else {
+        return Some(format!(
             "the recording stopped at turn {n} (it has {n} of the test's {} turns); re-record the fixture (--record all)",
             case.turns.len()
-        ),
-    })
+        ));
+    };
+    let spent = crate::results::Budget::new("max_latency_ms", limit, Some(took), Source::Record);
+    Some(format!(
+        "the recording stopped at turn {n}, {what} when recorded: {}. Replayed, {replayed} toolrun's time, not the model's, so only a new recording can check the turns after it: re-record the fixture (--record all) or raise the budget",
+        crate::report::budgets::text(&spent)
+    ))
 }
 
 /// Runs the loop: offline behind a tape that refuses every request, or live (recording into
@@ -497,14 +515,17 @@ async fn converse(
     (price, source): (Option<&PriceInfo>, Source),
 ) -> Trace {
     let queries: Vec<&str> = case.turns.iter().map(|t| t.query.as_str()).collect();
+    // The test's own budgets too: a conversation over one has failed, whatever turns remain.
+    let mut spent = super::expect::Spent::default();
     let go_on = |i: usize, done: &crate::trace::TurnTrace| {
+        spent.add(done);
         let passed = case.turns.get(i).is_some_and(|turn| {
             check_expectations(&turn.expect, &done.as_trace_alone()).is_empty()
                 && super::expect::turn_budgets(&turn.expect, done, price, (model, source))
                     .1
                     .is_empty()
         });
-        passed && done.status == crate::vocab::Status::Ok
+        passed && done.status == crate::vocab::Status::Ok && !spent.over(&case.expect, price)
     };
     match engine.converse(client, &opts, (&queries, &[]), go_on).await {
         Some(trace) => trace,
@@ -517,14 +538,24 @@ async fn converse(
 /// of each (recorded on the attempt's turn, for the report).
 pub(crate) type TurnVerdict = (crate::results::Outcome, Vec<crate::results::Budget>);
 
+/// Why a conversation may end before the test's last turn, as [`check_turns`] is told.
+#[derive(Clone, Copy)]
+pub(crate) enum Stop<'a> {
+    /// Over one of the test's own budgets: that budget's failure says so, naming the turn.
+    Budget,
+    /// Where and why its recording stopped, for a replay (see [`recorded_stop`]).
+    Recorded(Option<&'a str>),
+}
+
 /// Each turn's `expect` against what that turn did, in order, up to the first turn that fails
-/// (whose failures name it); a turn the conversation never reached fails as not run. Returns
-/// the failures and a verdict for each turn checked, in order.
+/// (whose failures name it); a turn the conversation never reached fails as not run, unless
+/// the conversation stopped over the test's own budget. Returns the failures and a verdict for
+/// each turn checked, in order.
 pub(crate) fn check_turns(
     case: &TestCase,
     trace: &Trace,
     (price, source): (Option<&PriceInfo>, Source),
-    recorded_stop: Option<&str>,
+    stop: Stop<'_>,
 ) -> (Vec<Failure>, Vec<TurnVerdict>) {
     use crate::results::Outcome;
     let mut failures = Vec::new();
@@ -532,6 +563,10 @@ pub(crate) fn check_turns(
     for (i, turn) in case.turns.iter().enumerate() {
         let n = i + 1;
         let Some(done) = trace.turns.get(i) else {
+            let recorded_stop = match stop {
+                Stop::Budget => break,
+                Stop::Recorded(why) => why,
+            };
             let why = match (recorded_stop, trace.turns.last()) {
                 (Some(stop), _) => stop.to_string(),
                 (None, Some(last)) if last.status != crate::vocab::Status::Ok => format!(
