@@ -298,3 +298,178 @@ fn max_requests_of_0_is_refused() {
         out.stderr
     );
 }
+
+/// The most a stdio line may hold, as an HTTP request's body (`jsonrpc::MAX_BODY_BYTES`).
+const LIMIT: usize = 4 * 1024 * 1024;
+
+/// A `ping` whose params make the line `size` bytes long, with its `id` first or last.
+fn big_ping(id: u64, size: usize, id_first: bool) -> String {
+    let pad = "x".repeat(size);
+    if id_first {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"pad":"{pad}"}}}}"#)
+    } else {
+        format!(r#"{{"jsonrpc":"2.0","method":"ping","params":{{"pad":"{pad}"}},"id":{id}}}"#)
+    }
+}
+
+/// A session opened over stdio on `specs/mcp_served.yaml`.
+fn opened() -> (Child, ChildStdin, Receiver<Value>, JoinHandle<String>) {
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
+    let (child, mut stdin, rx, errors) = serve(&spec, &[]);
+    write_line(&mut stdin, &initialize(json!({})));
+    next_where(&rx, |m| m["id"] == 0);
+    write_line(&mut stdin, &initialized());
+    (child, stdin, rx, errors)
+}
+
+/// A 5 MiB line is more than a stdio message may hold (4 MiB, as an HTTP body): it is answered
+/// with an Invalid Request error, with its id when the first 4 MiB show it and `null` when they
+/// do not, and the next request is answered as usual. rmcp took lines up to 16 MiB, and dropped
+/// a longer one without an answer.
+#[test]
+fn stdio_answers_a_line_over_4_mib_with_an_error_and_serves_the_next() {
+    let (child, mut stdin, rx, errors) = opened();
+    let size = 5 * 1024 * 1024;
+    writeln!(stdin, "{}", big_ping(1, size, true)).expect("write the long line");
+    let refused = next_where(&rx, |m| m.get("id").is_some());
+    assert_eq!(refused["id"], 1, "{refused:#}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused:#}");
+    assert_eq!(
+        refused["error"]["message"], "Invalid Request: the message is larger than 4 MiB",
+        "{refused:#}"
+    );
+    write_line(
+        &mut stdin,
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }),
+    );
+    let pong = next_where(&rx, |m| m.get("id").is_some());
+    assert_eq!(pong, json!({ "jsonrpc": "2.0", "id": 2, "result": {} }));
+
+    // The id comes after 5 MiB: it cannot be read, so the answer's id is null.
+    writeln!(stdin, "{}", big_ping(3, size, false)).expect("write the long line");
+    let refused = next_where(&rx, |m| m.get("id").is_some());
+    assert_eq!(refused["id"], Value::Null, "{refused:#}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused:#}");
+    // A line of exactly 4 MiB is a message.
+    let line = big_ping(4, 0, true);
+    writeln!(stdin, "{}", big_ping(4, LIMIT - line.len(), true)).expect("write a 4 MiB line");
+    let pong = next_where(&rx, |m| m.get("id").is_some());
+    assert_eq!(pong, json!({ "jsonrpc": "2.0", "id": 4, "result": {} }));
+    drop(stdin);
+    exits_0(child, errors);
+}
+
+/// The process's peak resident memory (Linux's `VmHWM`), in bytes.
+#[cfg(target_os = "linux")]
+fn peak_memory(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kib * 1024
+}
+
+/// 20 calls of 5 MiB each, written at once to a tool whose service holds every call until the
+/// test lets go: each line is read only as far as the limit and answered as too large, so the
+/// server's peak memory grows by about one line's limit, not by 20 lines (rmcp took them all,
+/// and all 20 were held at once).
+#[cfg(target_os = "linux")]
+#[test]
+fn stdio_memory_stays_bounded_under_a_flood_of_oversize_lines() {
+    use std::sync::Condvar;
+    const LINES: u64 = 20;
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let held = gate.clone();
+    let service = TestServer::start(move |_| {
+        let (open, cond) = &*held;
+        let open = open.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = cond.wait_timeout_while(open, HANG, |open| !*open);
+        Response::text(200, "ok")
+    });
+    let port = service.addr().port();
+    let spec = support::temp_file(
+        "mcp-serve-stdio-flood",
+        "held.yaml",
+        &format!(
+            "version: 1\nname: held\ntools:\n  held:\n    description: Answers when the service does.\n    kind: http\n    input: {{ type: object, properties: {{ n: {{ type: integer }}, pad: {{ type: string }} }} }}\n    request: {{ url: \"{}/held\", query: {{ n: \"{{{{ args.n }}}}\" }} }}\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
+            service.base_url()
+        ),
+    );
+    let (child, mut stdin, rx, errors) = serve(spec.path(), &[]);
+    write_line(&mut stdin, &initialize(json!({})));
+    next_where(&rx, |m| m["id"] == 0);
+    write_line(&mut stdin, &initialized());
+    let before = peak_memory(child.id());
+    let writer = thread::spawn(move || {
+        let pad = "x".repeat(5 * 1024 * 1024);
+        for n in 1..=LINES {
+            write_line(&mut stdin, &call(n, "held", json!({ "n": n, "pad": pad })));
+        }
+        write_line(
+            &mut stdin,
+            &json!({ "jsonrpc": "2.0", "id": 100, "method": "ping" }),
+        );
+        stdin
+    });
+    let mut answers = Vec::new();
+    loop {
+        let answer = next_where(&rx, |m| m.get("id").is_some());
+        if answer["id"] == 100 {
+            break;
+        }
+        answers.push(answer);
+    }
+    let peak = peak_memory(child.id());
+    *gate.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    gate.1.notify_all();
+    let stdin = writer.join().expect("writer");
+    while answers.len() < LINES as usize {
+        answers.push(next_where(&rx, |m| m.get("id").is_some()));
+    }
+    drop(stdin);
+    exits_0(child, errors);
+    let grown = peak.saturating_sub(before);
+    assert!(
+        grown < 5 * LIMIT,
+        "peak memory grew by {} MiB (from {} MiB) under {LINES} lines of 5 MiB; a line should \
+         cost at most its {} MiB limit",
+        grown >> 20,
+        before >> 20,
+        LIMIT >> 20
+    );
+    for answer in &answers {
+        assert_eq!(answer["error"]["code"], -32600, "{answer:#}");
+    }
+    let mut ids: Vec<u64> = answers.iter().filter_map(|a| a["id"].as_u64()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=LINES).collect::<Vec<_>>());
+}
+
+/// A line that is not JSON, and one that is not UTF-8, each get a parse error (-32700, id null),
+/// and the session goes on. rmcp answered neither (its client waited for an answer).
+#[test]
+fn stdio_answers_a_line_that_is_not_json_or_not_utf8_with_a_parse_error() {
+    let (child, mut stdin, rx, errors) = opened();
+    let not_utf8: &[u8] =
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}\n";
+    for (n, line) in [&b"this is not json\n"[..], not_utf8]
+        .into_iter()
+        .enumerate()
+    {
+        stdin.write_all(line).expect("write a bad line");
+        let id = 10 + n;
+        write_line(
+            &mut stdin,
+            &json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }),
+        );
+        let refused = next_where(&rx, |m| m.get("id").is_some());
+        assert_eq!(refused["id"], Value::Null, "{refused:#}");
+        assert_eq!(refused["error"]["code"], -32700, "{refused:#}");
+        let pong = next_where(&rx, |m| m.get("id").is_some());
+        assert_eq!(pong, json!({ "jsonrpc": "2.0", "id": id, "result": {} }));
+    }
+    drop(stdin);
+    exits_0(child, errors);
+}

@@ -246,7 +246,7 @@ pub(crate) fn draining(ids: &[Value], batch: bool) -> Response<Body> {
     resp
 }
 
-fn error_message(id: Value, code: i64, message: &str) -> Value {
+pub(crate) fn error_message(id: Value, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 

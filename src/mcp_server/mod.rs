@@ -20,6 +20,7 @@ pub(crate) mod confirm;
 pub(crate) mod direct;
 pub(crate) mod http;
 pub(crate) mod jsonrpc;
+pub(crate) mod lines;
 pub(crate) mod notices;
 pub(crate) mod record;
 pub(crate) mod replay;

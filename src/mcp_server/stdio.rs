@@ -1,5 +1,6 @@
-//! The stdio transport `serve` runs its session on: rmcp's, bounded, and answering every request
-//! at the end of input.
+//! The stdio transport `serve` runs its session on: bounded, and answering every request at the
+//! end of input. Its lines are read and written by [`super::lines`], which bounds a line as an
+//! HTTP body is and answers a line that is not a message.
 //!
 //! rmcp reads the next message as soon as it has handed on the last, and starts a handler for
 //! each request however many are running: a client that wrote requests faster than they were
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use rmcp::model::ServerNotification;
 use rmcp::model::{ClientNotification, GetExtensions, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::{IntoTransport, Transport};
+use rmcp::transport::Transport;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// stdin and stdout, handling at most `max_requests` messages at once and answering every
@@ -35,9 +36,7 @@ pub(crate) fn transport(
 ) -> impl Transport<RoleServer, Error = std::io::Error> + 'static {
     let max_requests = max_requests.max(1);
     Bounded {
-        inner: IntoTransport::<RoleServer, std::io::Error, _>::into_transport(
-            rmcp::transport::stdio(),
-        ),
+        inner: super::lines::Lines::new(tokio::io::stdin(), tokio::io::stdout()),
         unanswered: HashMap::new(),
         slots: Arc::new(Semaphore::new(max_requests)),
         next: None,
