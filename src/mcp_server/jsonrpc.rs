@@ -19,7 +19,8 @@ use std::time::Duration;
 type Body = BoxBody<Bytes, Infallible>;
 type Service = StreamableHttpService<ServedSession, LocalSessionManager>;
 
-/// rmcp's own limit on a request body.
+/// rmcp's own limit on a request body, and the stdio transport's on a line (`super::lines`): a
+/// message costs as much memory at most over either.
 pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// The request's body, read whole (bounded in size, and in time by `--read-timeout`: a client
