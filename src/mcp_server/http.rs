@@ -571,16 +571,17 @@ async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> R
     {
         return refused;
     }
-    // Only an `initialize` sent alone opens a session (one in a batch is refused): the cap
-    // is held message by message, and a message that opens none ends no session for room.
-    if session.is_none() && super::jsonrpc::opens_session(&body) {
-        Box::pin(make_room(guard)).await;
-    }
     let token = guard.token.is_some() || guard.auth.is_some();
+    // Taken: a `tools/call` or `tools/list` (never an `initialize`), read once.
     if session.is_none() {
         if let Some(taken) = guard.stateless.take(&parts, &body, token) {
             return taken.answer(&guard.stateless).await;
         }
+    }
+    // Only an `initialize` sent alone opens a session (one in a batch is refused): the cap
+    // is held message by message, and a message that opens none ends no session for room.
+    if session.is_none() && super::jsonrpc::opens_session(&body) {
+        Box::pin(make_room(guard)).await;
     }
     if let (Some(s), Some(_)) = (session, &busy) {
         if let Some(call) = direct::call(&guard.direct, s, &parts.headers, &body, token) {

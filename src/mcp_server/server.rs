@@ -36,10 +36,10 @@ pub(crate) struct ServedSession {
     state: Arc<CallSession>,
     /// The least severe log level the client wants (`logging/setLevel`; 0, debug, until then).
     log_level: Arc<AtomicUsize>,
-    /// This client's own sessions with the remote MCP servers of `kind: mcp` tools.
-    transport: Arc<Transport>,
-    /// Ends those sessions when the client session ends (see [`Upstream`]).
-    _upstream: Arc<Upstream>,
+    /// This client's own transport, with its own sessions with the remote MCP servers of
+    /// `kind: mcp` tools, made at its first call: a 2026-07-28 request calls through the
+    /// server's, and a client that only probes calls nothing (see [`Upstream`]).
+    upstream: Arc<std::sync::OnceLock<Upstream>>,
     /// The client, once it has initialised: what calls answered without rmcp (`direct`)
     /// notify and ask through.
     peer: Arc<std::sync::OnceLock<Peer<RoleServer>>>,
@@ -72,18 +72,24 @@ impl Drop for Upstream {
     }
 }
 
-impl ServedSession {
-    pub(crate) fn new(served: &Arc<Served>) -> ServedSession {
+impl Upstream {
+    /// A transport of the client's own, registered for `serve` to end its sessions at the end.
+    fn new(served: &Arc<Served>) -> Upstream {
         let transport = Arc::new(served.setup.transport.scoped());
         if let Ok(mut all) = served.upstream.lock() {
             all.push(transport.clone());
         }
-        ServedSession {
-            _upstream: Arc::new(Upstream {
-                served: served.clone(),
-                transport: transport.clone(),
-            }),
+        Upstream {
+            served: served.clone(),
             transport,
+        }
+    }
+}
+
+impl ServedSession {
+    pub(crate) fn new(served: &Arc<Served>) -> ServedSession {
+        ServedSession {
+            upstream: Arc::default(),
             served: served.clone(),
             id: Arc::new(std::sync::OnceLock::new()),
             state: Arc::new(CallSession::served(served.registry.serve)),
@@ -165,7 +171,8 @@ impl ServedSession {
         // A 2026-07-28 request has no session to keep remote servers' sessions for: it uses the
         // server's own (a stdio server would otherwise start for each request).
         if super::stateless::current().is_none() {
-            engine.transport = &self.transport;
+            let upstream = self.upstream.get_or_init(|| Upstream::new(&self.served));
+            engine.transport = &upstream.transport;
         }
         let mut opts = served.setup.call_options();
         opts.now_unix_ms = now_unix_ms;
@@ -179,9 +186,10 @@ impl ServedSession {
         // in that place.
         let counts = self.counts();
         admitted.store(counts.tries() + 1, Ordering::Relaxed);
-        engine
-            .call_in_session(&counts, name, arguments.clone(), &opts)
-            .await
+        // Boxed: the engine's future is kilobytes, which every future wrapped around it (the
+        // answer's, the select on shutdown, a 2026-07-28 request's scope) would copy as it is
+        // made and moved; one allocation a call costs less than those copies.
+        Box::pin(engine.call_in_session(&counts, name, arguments.clone(), &opts)).await
     }
 
     /// Where a call is counted: in its session, or, for a 2026-07-28 request of an
@@ -300,7 +308,7 @@ impl ServedSession {
                     ),
                     rx,
                 );
-                (Some(notify), Some(forwarding))
+                (Some(notify), Some(Box::pin(forwarding)))
             }
             _ => (None, None),
         };
@@ -313,7 +321,8 @@ impl ServedSession {
                 .await;
             let mut confirmation = None;
             if let Some(pending) = &outcome.pending {
-                confirmation = self.confirmation(pending, origin).await;
+                // Boxed, as the engine's call is: asking a client is a large future, and rare.
+                confirmation = Box::pin(self.confirmation(pending, origin)).await;
                 if confirmation.as_ref().is_some_and(Confirmation::granted) {
                     outcome = self
                         .attempt(name, arguments_ref, clock, true, notify.as_ref())
