@@ -210,41 +210,6 @@ fn stdio_handles_at_most_max_requests_at_once_and_reads_no_further_meanwhile() {
     );
 }
 
-/// A call its client cancelled at once is not answered (rmcp drops the answer), but it runs on
-/// to its end, and keeps its place meanwhile: a client writing calls each followed by its
-/// cancellation still has at most `--max-requests` of them running.
-#[test]
-fn stdio_counts_a_cancelled_call_until_it_ends() {
-    const CAP: usize = 2;
-    let (service, seen) = holding_service();
-    let port = service.addr().port();
-    let spec = support::temp_file(
-        "mcp-serve-stdio-cancel",
-        "held.yaml",
-        &format!(
-            "version: 1\nname: held\ntools:\n  held:\n    description: Answers when the service does.\n    kind: http\n    input: {{ type: object, properties: {{ n: {{ type: integer }} }} }}\n    request: {{ url: \"{}/held\", query: {{ n: \"{{{{ args.n }}}}\" }} }}\npolicy: {{ network: {{ allow_hosts: [\"127.0.0.1:{port}\"] }} }}\n",
-            service.base_url()
-        ),
-    );
-    let (child, mut stdin, _rx, errors) = serve(spec.path(), &["--max-requests", &CAP.to_string()]);
-    write_line(&mut stdin, &initialize(json!({})));
-    write_line(&mut stdin, &initialized());
-    for n in 1..=40 {
-        write_line(&mut stdin, &call(n, "held", json!({ "n": n })));
-        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": { "requestId": n, "reason": "changed my mind" } });
-        write_line(&mut stdin, &cancel);
-    }
-    drop(stdin);
-    exits_0(child, errors);
-    let s = seen.lock().unwrap_or_else(|e| e.into_inner());
-    assert!(
-        (1..=CAP).contains(&s.most_at_once),
-        "{} calls at the service at once; --max-requests is {CAP}",
-        s.most_at_once
-    );
-}
-
 /// With `--max-requests 1`, a call waiting for its client's confirmation does not keep the
 /// client's answer unread: the question lends its place until it is answered, so another
 /// request is answered meanwhile, then the answer is read and the call runs.

@@ -8,7 +8,9 @@
 //! request had a progress token; its logs, at the session's level) and its result — kept for
 //! resumption (`resume`), as is the stream of a call that runs past [`LONG_CALL`] or asks its
 //! client to come back later (`reconnect`). A client that hangs up does not cancel its call: it
-//! runs to its end, and is answered (for a later `GET`) and recorded.
+//! runs to its end, and is answered (for a later `GET`) and recorded. A client cancels it with
+//! `notifications/cancelled`, in a POST of its own in the same session: the tool's work is
+//! dropped, the call is recorded as cut off, and its stream ends without an answer.
 //!
 //! What is left to rmcp: everything but `tools/call`, a call that needs a confirmation this
 //! client would be asked for (an elicitation request rides the call's stream through rmcp's
@@ -16,6 +18,7 @@
 //! observe there is rmcp's behaviour.
 
 use super::answer::LONG_CALL;
+use super::cancel::{cancellable, InFlight, Place};
 use super::result::{error_result, CallResult};
 use super::resume::{self, Hangup};
 use super::server::{Origin, Running, ServedSession, Stream};
@@ -37,6 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -66,11 +70,50 @@ pub(crate) async fn creating<F: Future>(work: F) -> (F::Output, Option<ServedSes
         .await
 }
 
-/// The handlers of the open sessions, by session id (rmcp keeps its own behind its worker).
+/// The handlers of the open sessions, by session id (rmcp keeps its own behind its worker),
+/// and the calls answered here still running.
 #[derive(Default)]
-pub(crate) struct Sessions(Mutex<super::SessionMap<ServedSession>>);
+pub(crate) struct Sessions(
+    Mutex<super::SessionMap<ServedSession>>,
+    /// By session id and request id (its JSON text).
+    InFlight<(String, String)>,
+);
+
+/// A `notifications/cancelled`: which request it cancels.
+#[derive(Deserialize)]
+struct Cancelled<'a> {
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    params: CancelledParams,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelledParams {
+    request_id: Value,
+}
 
 impl Sessions {
+    /// Whether `body`, a POST of session `session`, cancels a call answered here (then it has
+    /// been cancelled); any other message, or a call rmcp answers, is rmcp's. Only the session
+    /// that made a call finds it.
+    pub(crate) fn cancel(&self, session: &str, body: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(body) else {
+            return false;
+        };
+        if !text.contains("notifications/cancelled") {
+            return false;
+        }
+        let Ok(message) = serde_json::from_str::<Cancelled>(text) else {
+            return false;
+        };
+        if message.method != "notifications/cancelled" {
+            return false;
+        }
+        let key = (session.to_string(), message.params.request_id.to_string());
+        self.1.cancel(&key)
+    }
+
     pub(crate) fn insert(&self, id: &str, session: ServedSession) {
         if let Ok(mut all) = self.0.lock() {
             all.insert(id.to_string(), session);
@@ -155,6 +198,8 @@ impl Ticker {
 /// A `tools/call` this module answers.
 pub(crate) struct Call {
     session: ServedSession,
+    /// Cancelled by the client's `notifications/cancelled` while the call runs.
+    cancel: (CancellationToken, Place<(String, String)>),
     id: Value,
     name: String,
     arguments: Value,
@@ -223,6 +268,9 @@ pub(crate) fn call(
     }
     Some(Call {
         session: served,
+        cancel: sessions
+            .1
+            .start((session.to_string(), message.id.to_string())),
         id: message.id,
         name: message.params.name,
         arguments: Value::Object(message.params.arguments.unwrap_or_default()),
@@ -275,9 +323,8 @@ async fn call_alone(
     let origin = Origin::Client(Some(peer), call.progress.clone(), hangup, stream);
     // A span reads the result as JSON.
     let as_text = span.is_none();
-    let response = session
-        .answer(&call.name, call.arguments, origin, as_text)
-        .await;
+    let answering = session.answer(&call.name, call.arguments, origin, as_text);
+    let response = cancellable(call.cancel.0.clone(), answering).await;
     if let (Some(start), Some(span)) = (start, span) {
         let req = telemetry::Request {
             method: "tools/call",
@@ -380,6 +427,7 @@ pub(crate) async fn answer(
             (None, None, None)
         };
     let mut hung_up = hangup.as_ref().map(Hangup::subscribe);
+    let cancel = call.cancel.0.clone();
     let work = {
         let hangup = hangup.clone();
         Box::pin(async move {
@@ -397,6 +445,7 @@ pub(crate) async fn answer(
         done = &mut running => match notices.as_mut().and_then(|n| n.try_recv().ok()) {
             // What the call sent before its result is in the channel by the time it returns;
             // a call that asked its client to come back later answers it there.
+            None if cancel.is_cancelled() => return unanswered(),
             None if !hangup.as_ref().is_some_and(Hangup::is_hung_up) => {
                 return json_answer(&id, &done)
             }
@@ -412,6 +461,7 @@ pub(crate) async fn answer(
     }
     let streamed = Streamed {
         id,
+        cancel,
         work: running.0.take(),
         result,
         early,
@@ -447,6 +497,16 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The answer to a POST whose call its client cancelled before it ended: an event stream that
+/// ends with nothing on it (a cancelled request is not answered).
+fn unanswered() -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
 /// A JSON-RPC response of `result`, as one JSON body.
 fn json_answer(id: &Value, result: &CallResult) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(response(id, result))).boxed());
@@ -460,6 +520,8 @@ type Work = Pin<Box<dyn Future<Output = CallResult> + Send>>;
 /// A call answered as an event stream: what it has sent so far, and what is still to come.
 struct Streamed {
     id: Value,
+    /// Cancelled by the client: its stream ends without an answer.
+    cancel: CancellationToken,
     /// The call, unless it has ended (then `result` is its result).
     work: Option<Work>,
     result: Option<CallResult>,
@@ -526,7 +588,9 @@ fn event_stream(
         while let Some(message) = call.notices.as_mut().and_then(|n| n.try_recv().ok()) {
             let _ = tx.send(notification(&message)).await;
         }
-        let _ = tx.send(event(&response(&call.id, &result))).await;
+        if !call.cancel.is_cancelled() {
+            let _ = tx.send(event(&response(&call.id, &result))).await;
+        }
     });
     let mut resp = Response::new(resume::channel_body(rx));
     *resp.status_mut() = StatusCode::OK;

@@ -571,6 +571,12 @@ async fn post(guard: &Guard, req: Request<Incoming>, session: Option<&str>) -> R
     {
         return refused;
     }
+    // A call answered here is cancelled here; one rmcp answers, by rmcp.
+    if let (Some(s), Some(_)) = (session, &busy) {
+        if guard.direct.cancel(s, &body) {
+            return super::jsonrpc::accepted();
+        }
+    }
     let token = guard.token.is_some() || guard.auth.is_some();
     // Taken: a `tools/call` or `tools/list` (never an `initialize`), read once.
     if session.is_none() {

@@ -145,9 +145,7 @@ async fn batch(
         answers.extend(found);
     }
     if answers.is_empty() {
-        let mut resp = Response::new(Full::new(Bytes::new()).boxed());
-        *resp.status_mut() = StatusCode::ACCEPTED;
-        return resp;
+        return accepted();
     }
     let mut resp = json_response(StatusCode::OK, &Value::Array(answers));
     if let Some(s) = session {
@@ -223,6 +221,13 @@ pub(crate) fn refused_while_draining(body: &[u8]) -> Option<Response<Body>> {
         m if asks(m) => Some(draining(&[m["id"].clone()], false)),
         _ => None,
     }
+}
+
+/// 202 with no body: what a POST of notifications (or responses) alone is answered.
+pub(crate) fn accepted() -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+    *resp.status_mut() = StatusCode::ACCEPTED;
+    resp
 }
 
 /// 503, `Retry-After`, and a JSON-RPC error for each of `ids` (an array of them for a batch).

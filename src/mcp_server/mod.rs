@@ -16,6 +16,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod auth;
+pub(crate) mod cancel;
 pub(crate) mod confirm;
 pub(crate) mod direct;
 pub(crate) mod http;

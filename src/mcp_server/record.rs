@@ -44,12 +44,16 @@ pub(crate) struct LoggedCall {
     /// The window of the subject's counts the call was counted in (an authenticated subject's
     /// 2026-07-28 call), `None` when it counted in its session: `seq` is then the subject's.
     pub(crate) subject_window: Option<std::sync::Arc<str>>,
-    /// The server stopped before the call ended: `response` is the error its client got.
-    pub(crate) cut_off: bool,
+    /// The call was cut off before it ended, and why (the served exchange's `error`, `cut off:
+    /// ...`): `response` is the error its client got, or would have (a cancelled request is not
+    /// answered).
+    pub(crate) cut_off: Option<String>,
 }
 
 /// What a served exchange's `error` says of a call the server cut off as it stopped.
-const CUT_OFF: &str = "cut off: the server stopped before the call ended";
+pub(crate) const CUT_OFF: &str = "cut off: the server stopped before the call ended";
+/// ... and of a call its client cancelled.
+pub(crate) const CANCELLED: &str = "cut off: the client cancelled the call before it ended";
 
 /// A served call's line in the recording.
 pub(crate) fn line(call: &LoggedCall) -> Value {
@@ -83,7 +87,7 @@ pub(crate) fn write_session(
 /// The session as a trace: what ran and what failed, in the order the calls were logged (a
 /// call cut off at shutdown has neither).
 pub(crate) fn session_trace(registry: &Registry, calls: &[LoggedCall]) -> Value {
-    let ended = || calls.iter().filter(|c| !c.cut_off);
+    let ended = || calls.iter().filter(|c| c.cut_off.is_none());
     let tool_results: Vec<Value> = ended()
         .filter_map(|c| c.result.as_ref())
         .filter_map(|r| serde_json::to_value(r).ok())
@@ -135,7 +139,7 @@ fn exchange(call: &LoggedCall) -> Exchange {
             body: call.response.clone(),
             truncated: false,
         }),
-        error: call.cut_off.then(|| CUT_OFF.to_string()),
+        error: call.cut_off.clone(),
     }
 }
 
@@ -198,7 +202,7 @@ pub(crate) fn recorded_calls(fixture: &Fixture) -> Result<Vec<LoggedCall>, Strin
             error: None,
             seq: subject_counts.map_or(0, |(_, t)| t.saturating_add(1)),
             subject_window: subject_counts.map(|(w, _)| w.into()),
-            cut_off: e.error.is_some(),
+            cut_off: e.error.clone(),
         });
     }
     Ok(calls)

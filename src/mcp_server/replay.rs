@@ -84,9 +84,9 @@ pub(crate) async fn replay_session(
         // A call cut off at shutdown runs again, to be admitted as it was (the calls after it
         // count it), but what it answers now and what it asked that was never answered are no
         // divergence: it never ended.
-        if call.cut_off {
+        if let Some(why) = &call.cut_off {
             tape.forget_mismatches_after(before);
-            served.mark_cut_off(call.response.clone());
+            served.mark_cut_off(call.response.clone(), why);
             continue;
         }
         let (old, new) = (masked(&call.response, &redactor), masked(&sent, &redactor));

@@ -149,10 +149,10 @@ impl Served {
 
     /// The call logged last is one the recording says was cut off: it is kept so, with the
     /// answer recorded (a replay ran it only to admit it).
-    pub(crate) fn mark_cut_off(&self, response: Value) {
+    pub(crate) fn mark_cut_off(&self, response: Value, why: &str) {
         if let Some(CallLog::Memory(log)) = &self.log {
             if let Some(call) = log.lock().ok().as_mut().and_then(|l| l.last_mut()) {
-                call.cut_off = true;
+                call.cut_off = Some(why.to_string());
                 call.response = response;
                 call.result = None;
                 call.error = None;

@@ -3,6 +3,7 @@
 //! detection, faults, timeouts, truncation and masking are the loop's own. Each MCP session
 //! (each client connection) gets its own limits and loop counters, as a run does.
 
+use super::cancel::{cancellable, InFlight};
 use super::confirm::{self, Confirmation};
 use super::record::{CallLog, LoggedCall};
 use super::result::{error_result, to_mcp_result, CallResult};
@@ -15,12 +16,12 @@ use crate::telemetry::mcp as telemetry;
 use crate::tools::notify::{self, Notice, Notifier};
 use crate::trace::PendingCall;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
-    GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, UpdateTaskParams,
-    TASKS_EXTENSION_ID,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CancelledNotificationParam, GetTaskParams, GetTaskResult, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, UpdateTaskParams, TASKS_EXTENSION_ID,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -45,6 +46,8 @@ pub(crate) struct ServedSession {
     peer: Arc<std::sync::OnceLock<Peer<RoleServer>>>,
     /// Whom the access token of its `initialize` named (`serve.auth`).
     pub(crate) subject: Arc<std::sync::OnceLock<Arc<str>>>,
+    /// Its calls rmcp answers still running, for its client's `notifications/cancelled`.
+    requests: InFlight<rmcp::model::RequestId>,
 }
 
 /// Dropped with the last clone of a client session's handler, which rmcp drops when the session
@@ -96,6 +99,7 @@ impl ServedSession {
             log_level: Arc::new(AtomicUsize::new(0)),
             peer: Arc::new(std::sync::OnceLock::new()),
             subject: Arc::default(),
+            requests: InFlight::default(),
         }
     }
 
@@ -387,14 +391,14 @@ impl ServedSession {
                 error: outcome.error.take(),
                 seq,
                 subject_window: self.subject_window(),
-                cut_off: false,
+                cut_off: None,
             });
         }
         response
     }
 
     /// Runs `work` until it ends, or the server cuts calls off at shutdown, or the call's task
-    /// is cancelled (`Err` says which, as the call's answer tells its client).
+    /// or its request is cancelled (`Err` says which, as the call's answer or record tells).
     async fn until_cut<T>(
         &self,
         work: impl std::future::Future<Output = T>,
@@ -407,10 +411,18 @@ impl ServedSession {
                 None => std::future::pending().await,
             }
         };
+        let request = super::cancel::current();
+        let withdrawn = async {
+            match &request {
+                Some(request) => request.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             ran = work => Ok(ran),
             _ = cut.wait_for(|cut| *cut) => Err(CUT_AT_SHUTDOWN),
             _ = cancelled => Err(CANCELLED),
+            _ = withdrawn => Err(WITHDRAWN),
         }
     }
 
@@ -450,6 +462,7 @@ impl ServedSession {
                 "arguments": arguments,
                 "is_error": true,
                 "cut_off": true,
+                "cancelled": why != CUT_AT_SHUTDOWN,
                 "duration_ms": crate::trace::millis(started.elapsed()),
             })
         });
@@ -466,7 +479,13 @@ impl ServedSession {
                 error: None,
                 seq,
                 subject_window: self.subject_window(),
-                cut_off: true,
+                cut_off: Some(
+                    match why {
+                        CUT_AT_SHUTDOWN => super::record::CUT_OFF,
+                        _ => super::record::CANCELLED,
+                    }
+                    .to_string(),
+                ),
             });
         }
         response
@@ -476,6 +495,7 @@ impl ServedSession {
 /// Why a call was cut off, as its client is told and its record keeps.
 const CUT_AT_SHUTDOWN: &str = "the server stopped before the call ended (it was cut off after the time calls get to end at shutdown); whether the tool finished its work is unknown";
 const CANCELLED: &str = "the call's task was cancelled (tasks/cancel) before the call ended; whether the tool finished its work is unknown";
+const WITHDRAWN: &str = "the client cancelled the call (notifications/cancelled, or it closed the request of a 2026-07-28 call) before it ended; whether the tool finished its work is unknown";
 
 impl ServerHandler for ServedSession {
     #[allow(deprecated)] // logging: deprecated after 2025-11-25, the revisions served here have it
@@ -645,6 +665,8 @@ impl ServerHandler for ServedSession {
         let hangup = parts.and_then(|p| p.extensions.get::<super::resume::Hangup>());
         let origin = Origin::Client(Some(&context.peer), token, hangup, None);
         let work = self.call(&request.name, arguments.clone(), origin);
+        let (cancel, _place) = super::cancel::of_request(&self.requests, &context, stateless);
+        let work = cancellable(cancel, work);
         let response = super::stateless::scope(one.clone(), work).await;
         let key = &self.served.state_key;
         let call = super::state::Call(&request.name, &arguments, subject);
@@ -666,6 +688,16 @@ impl ServerHandler for ServedSession {
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);
         Ok(CallToolResponse::Complete(result))
     }
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Some(id) = &notification.request_id {
+            self.requests.cancel(id);
+        }
+    }
+
     async fn get_task(
         &self,
         request: GetTaskParams,

@@ -6,8 +6,9 @@
 //! handler of its own ([`ServedSession`], as rmcp makes one a request) running the call under
 //! the same [`stateless`] request (its client's capabilities and log level), so the limits, loop
 //! detection, `mcp_call` event, recording, span and answer are those of rmcp's path (tested side
-//! by side in tests/mcp_serve_2026.rs). A client that hangs up does not cancel its call (nor
-//! does rmcp's path): it runs to its end and is recorded.
+//! by side in tests/mcp_serve_2026.rs). A client that hangs up cancels its call, as 2026-07-28
+//! has a client cancel (and rmcp's path does): the tool's work is dropped and the call is
+//! recorded as cut off.
 //!
 //! Left to rmcp, so that what a client sees there is rmcp's behaviour: a request it would refuse
 //! or read otherwise (a header that does not say what the body says, metadata missing or of
@@ -18,6 +19,7 @@
 //! call of a spec with `task:` tools (the tasks extension's).
 
 use super::auth::Principal;
+use super::cancel::cancellable;
 use super::direct::{self, accepts_both, loopback_host, Detached};
 use super::result::CallResult;
 use super::server::{Origin, Served, ServedSession};
@@ -35,6 +37,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
+use tokio_util::sync::CancellationToken;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -269,13 +272,17 @@ impl Taken {
                 let kept = arguments.clone();
                 // A span reads the result as JSON.
                 let as_text = start.is_none();
-                let work = Detached(Some(Box::pin(async move {
+                // Dropped with this request (its client hung up), the call is cancelled: what
+                // is left of it runs only to be recorded as cut off.
+                let cancel = CancellationToken::new();
+                let _hung_up = cancel.clone().drop_guard();
+                let work = Detached(Some(Box::pin(cancellable(cancel, async move {
                     let one = Arc::new(one);
                     let origin = Origin::Client(None, progress, None, None);
                     let call = session.answer(&name, arguments, origin, as_text);
                     let response = stateless::scope(Some(one.clone()), call).await;
                     (response, name, one)
-                })));
+                }))));
                 let (response, name, one) = work.await;
                 let subject = principal.map(|p| p.subject.as_str());
                 let call = super::state::Call(&name, &kept, subject);

@@ -14,6 +14,11 @@
 //! hold a slot that only reading stdin frees: each question the server asks lends one more slot
 //! until it is answered (up to `--max-requests` lent at once), so the answer is read.
 //!
+//! A client's `notifications/cancelled` frees a slot rather than needing one, and would wait
+//! behind the very call it cancels: with every slot taken, one message is read ahead. A
+//! cancellation (or an answer to a question) goes on at once; anything else is held, unread by
+//! rmcp, until a slot is free, and nothing more is read meanwhile.
+//!
 //! rmcp also ends its session loop as soon as stdin ends, then waits a few seconds for the
 //! answers of the requests still being worked on and drops the rest: a client that writes its
 //! requests and closes stdin (a pipe, a batch job) lost every answer not ready by then. Here the
@@ -40,6 +45,7 @@ pub(crate) fn transport(
         unanswered: HashMap::new(),
         slots: Arc::new(Semaphore::new(max_requests)),
         next: None,
+        held: None,
         asked: HashMap::new(),
         lent: 0,
         max_lent: max_requests,
@@ -68,6 +74,8 @@ struct Bounded<T> {
     /// The slot taken before the next message is read: a message that starts no handler (the
     /// client's answer to a question) leaves it to the one after.
     next: Option<OwnedSemaphorePermit>,
+    /// The message read ahead while every slot was taken, waiting for one.
+    held: Option<RxJsonRpcMessage<RoleServer>>,
     /// The server's questions to its client not yet answered: `true` for those that lent a slot.
     asked: HashMap<RequestId, bool>,
     lent: usize,
@@ -117,13 +125,41 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Bounded<T> {
     // that has ended reports so on the first call after the last answer went out, and a slot
     // freed by an answer is taken on the next call.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        if !self.ended {
-            self.take_slot().await;
-            match self.inner.receive().await {
-                Some(mut message) => {
+        while !self.ended {
+            if self.held.is_some() {
+                self.take_slot().await;
+                if let Some(mut message) = self.held.take() {
                     self.track(&mut message);
                     return Some(message);
                 }
+                continue;
+            }
+            // Cancellable at each await: a slot taken is kept in `self.next`, and the read is
+            // rmcp's own stdin reader's, which its loop also drops unfinished.
+            let read_ahead = {
+                let Bounded {
+                    inner,
+                    slots,
+                    next,
+                    owed,
+                    ..
+                } = &mut *self;
+                tokio::select! {
+                    biased;
+                    () = take_slot(slots, next, owed) => None,
+                    read = inner.receive() => Some(read),
+                }
+            };
+            let read = match read_ahead {
+                None => self.inner.receive().await,
+                Some(read) => read,
+            };
+            match read {
+                Some(mut message) if self.next.is_some() || needs_no_slot(&message) => {
+                    self.track(&mut message);
+                    return Some(message);
+                }
+                Some(message) => self.held = Some(message),
                 None => self.ended = true,
             }
         }
@@ -138,24 +174,44 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Bounded<T> {
     }
 }
 
+/// Waits for a free slot (and for the lent slots owed back), without reading stdin meanwhile.
+/// Cancellable at each await: what was taken is kept in `next` and `owed`.
+async fn take_slot(
+    slots: &Arc<Semaphore>,
+    next: &mut Option<OwnedSemaphorePermit>,
+    owed: &mut usize,
+) {
+    while *owed > 0 {
+        match next.take() {
+            Some(permit) => permit.forget(),
+            // The semaphore is never closed.
+            None => match slots.acquire().await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return,
+            },
+        }
+        *owed -= 1;
+    }
+    if next.is_none() {
+        *next = slots.clone().acquire_owned().await.ok();
+    }
+}
+
+/// A message handled without a slot: a cancellation (it frees one) or an answer to a question
+/// (its question lent one).
+fn needs_no_slot(message: &RxJsonRpcMessage<RoleServer>) -> bool {
+    match message {
+        JsonRpcMessage::Notification(n) => {
+            matches!(n.notification, ClientNotification::CancelledNotification(_))
+        }
+        JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => true,
+        JsonRpcMessage::Request(_) => false,
+    }
+}
+
 impl<T> Bounded<T> {
-    /// Waits for a free slot (and for the lent slots owed back), without reading stdin meanwhile.
-    /// Cancellable at each await: what was taken is kept in `self`.
     async fn take_slot(&mut self) {
-        while self.owed > 0 {
-            match self.next.take() {
-                Some(permit) => permit.forget(),
-                // The semaphore is never closed.
-                None => match self.slots.acquire().await {
-                    Ok(permit) => permit.forget(),
-                    Err(_) => return,
-                },
-            }
-            self.owed -= 1;
-        }
-        if self.next.is_none() {
-            self.next = self.slots.clone().acquire_owned().await.ok();
-        }
+        take_slot(&self.slots, &mut self.next, &mut self.owed).await;
     }
 
     fn track(&mut self, message: &mut RxJsonRpcMessage<RoleServer>) {
@@ -272,6 +328,7 @@ mod tests {
             unanswered: HashMap::new(),
             slots: Arc::new(Semaphore::new(max)),
             next: None,
+            held: None,
             asked: HashMap::new(),
             lent: 0,
             max_lent: max,
@@ -306,7 +363,7 @@ mod tests {
     }
 
     /// A question to the client lends a place until its answer comes: the answer is read while
-    /// every place is taken, and the place comes back before anything more is read.
+    /// every place is taken, and the place comes back before anything more is handed on.
     #[tokio::test]
     async fn a_question_lends_a_place_until_it_is_answered() {
         let reply = json!({ "jsonrpc": "2.0", "id": 7, "result": {} });
@@ -314,7 +371,6 @@ mod tests {
         written.add_permits(10);
         let call = t.receive().await;
         assert!(call.is_some());
-        assert!(t.receive().now_or_never().is_none(), "read past the cap");
         let ask = json!({ "jsonrpc": "2.0", "id": 7, "method": "ping" });
         assert!(t.send(message(ask)).await.is_ok());
         let answered = t.receive().now_or_never().flatten();
@@ -325,6 +381,22 @@ mod tests {
         );
         drop(call);
         assert!(t.send(answer(1)).await.is_ok());
+        assert!(t.receive().now_or_never().flatten().is_some());
+    }
+
+    /// A cancellation is read and handed on while every place is taken (it frees the place of
+    /// the request it cancels); the request read ahead after it waits for a place.
+    #[tokio::test]
+    async fn a_cancellation_is_read_while_every_place_is_taken() {
+        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": 1 } });
+        let (mut t, _written) = bounded(1, vec![ping(1), cancel, ping(2)]);
+        let call = t.receive().await;
+        assert!(call.is_some());
+        let cancelled = t.receive().now_or_never().flatten();
+        assert!(matches!(cancelled, Some(JsonRpcMessage::Notification(_))));
+        assert!(t.receive().now_or_never().is_none(), "read past the cap");
+        drop(call);
         assert!(t.receive().now_or_never().flatten().is_some());
     }
 }
