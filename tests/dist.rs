@@ -67,6 +67,7 @@ fn build_wheel() -> PathBuf {
             .args(["build", "--release", "--locked", "--zig"])
             .args(["--compatibility", "manylinux2014"])
             .args(["--target", "x86_64-unknown-linux-gnu"])
+            .args(["--compression-level", "9"])
             .arg("--target-dir")
             .arg(tmp().join("wheel-target"))
             .arg("--out")
