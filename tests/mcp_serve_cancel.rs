@@ -5,6 +5,8 @@
 //! free for the next call, and `--record` and `--events` have it as cut off. Everything binds
 //! and contacts 127.0.0.1 only.
 
+#[path = "mcp/python.rs"]
+mod python;
 mod support;
 
 use serde_json::{json, Value};
@@ -432,4 +434,38 @@ fn http_2026_a_call_whose_client_hangs_up_stops() {
     let (code, stderr) = serve.stop();
     assert_eq!(code, 0, "{stderr}");
     recorded_as_cancelled(&fixture, &events, 2);
+}
+
+/// The official Python SDK's client gives up on a call (it sends `notifications/cancelled`):
+/// over HTTP the call stops (its upstream request is closed) and the client's next call is
+/// answered.
+#[test]
+fn the_python_sdk_cancelling_a_call_stops_it() {
+    let (base, port, seen) = holding_service();
+    let dir = support::temp_dir("mcp-serve-cancel-sdk");
+    let spec = spec(dir.path(), &base, port);
+    let serve = Http::start(&spec, &[]);
+    let plan = json!([
+        { "name": "hold", "arguments": {}, "abandon_after": 5 },
+        { "name": "calculate", "arguments": { "expression": "1+1" } },
+    ]);
+    let mut cmd = std::process::Command::new(python::python());
+    cmd.arg(python::script("client.py"))
+        .args(["http", &serve.url])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    let out = support::run_with_timeout(&mut cmd, Some(&plan.to_string()), HANG);
+    assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
+    let doc = out.json();
+    assert_eq!(doc["calls"][0]["abandoned"], true, "{doc:#}");
+    assert_eq!(doc["calls"][1]["isError"], false, "{doc:#}");
+    // The call had reached its service well before the client gave up on it.
+    assert_eq!(next_seen(&seen), Seen::Arrived("/hold".into()));
+    assert_eq!(
+        next_seen(&seen),
+        Seen::Closed,
+        "the upstream request was dropped"
+    );
+    let (code, stderr) = serve.stop();
+    assert_eq!(code, 0, "{stderr}");
 }

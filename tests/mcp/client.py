@@ -11,6 +11,8 @@ when the server asks (`accept`, `accept_unticked`, `decline`, `cancel`; none: `d
 the output gains "elicitations", every request the server sent, in order.
 
 A call's "meta" key, if any, goes as its request's params._meta (e.g. a W3C traceparent).
+A call's "abandon_after" key (seconds) gives up on it then (the SDK sends
+`notifications/cancelled`); its output entry is {"abandoned": true}.
 
 CLIENT_MODE in the environment picks the SDK's protocol mode: `legacy` (the default: an
 `initialize` handshake and a session, 2025-11-25, as every test written before 2026-07-28
@@ -78,6 +80,10 @@ async def main():
     async def call(client, c):
         try:
             meta = {"meta": c["meta"]} if "meta" in c else {}
+            if "abandon_after" in c:
+                with anyio.move_on_after(c["abandon_after"]):
+                    return dump(await client.call_tool(c["name"], c.get("arguments", {}), **meta))
+                return {"abandoned": True}
             return dump(await client.call_tool(c["name"], c.get("arguments", {}), **meta))
         except MCPError as e:
             return {"error": {"code": e.code, "message": e.message}}
