@@ -10,12 +10,12 @@ mod python;
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::Child;
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
 /// Only catches hangs: every wait here ends as soon as what it waits for happens. The held
@@ -155,44 +155,6 @@ fn recorded_as_cancelled(fixture: &Path, events: &Path, held: usize) {
     assert_eq!(cut_off, held, "{calls:#?}");
 }
 
-/// `toolrun serve SPEC ARGS` over piped stdio: stdout's messages come on the receiver.
-fn serve_stdio(
-    spec: &Path,
-    args: &[String],
-) -> (Child, ChildStdin, Receiver<Value>, JoinHandle<String>) {
-    let mut child = support::toolrun()
-        .arg("serve")
-        .arg(spec)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolrun serve");
-    let stdin = child.stdin.take().expect("piped stdin");
-    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            let message = serde_json::from_str(&line).unwrap_or(Value::String(line));
-            if tx.send(message).is_err() {
-                break;
-            }
-        }
-    });
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let errors = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    (child, stdin, rx, errors)
-}
-
-fn write_line(stdin: &mut ChildStdin, message: &Value) {
-    writeln!(stdin, "{message}").expect("write a message");
-}
-
 /// The answer to request `id`; an answer to a cancelled request (`never`) fails the test.
 #[track_caller]
 fn answer_to(rx: &Receiver<Value>, id: u64, never: &[u64]) -> Value {
@@ -221,28 +183,28 @@ fn stdio_a_cancelled_call_stops_frees_its_place_and_is_not_answered() {
     let spec = spec(dir.path(), &base, port);
     let (fixture, events, mut args) = record_args(dir.path());
     args.extend(["--max-requests".to_string(), "1".to_string()]);
-    let (mut child, mut stdin, rx, errors) = serve_stdio(&spec, &args);
-    write_line(
+    let (mut child, mut stdin, rx, errors) = support::serve_stdio(&spec, &args);
+    support::write_line(
         &mut stdin,
         &json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": { "name": "t", "version": "1" } } }),
     );
     answer_to(&rx, 0, &[]);
-    write_line(
+    support::write_line(
         &mut stdin,
         &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
     );
     for id in [1, 3] {
-        write_line(&mut stdin, &call(id, "hold", json!({})));
+        support::write_line(&mut stdin, &call(id, "hold", json!({})));
         assert_eq!(next_seen(&seen), Seen::Arrived("/hold".into()));
-        write_line(&mut stdin, &cancel(id));
+        support::write_line(&mut stdin, &cancel(id));
         assert_eq!(
             next_seen(&seen),
             Seen::Closed,
             "the upstream request was dropped"
         );
-        write_line(
+        support::write_line(
             &mut stdin,
             &call(id + 1, "calculate", json!({ "expression": "1+1" })),
         );

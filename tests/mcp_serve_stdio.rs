@@ -6,10 +6,10 @@
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -31,42 +31,6 @@ fn initialized() -> Value {
 fn call(id: u64, name: &str, arguments: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": { "name": name, "arguments": arguments } })
-}
-
-/// `toolrun serve SPEC ARGS` with piped stdio: stdout's messages come on the receiver, stderr is
-/// gathered by the thread returned.
-fn serve(spec: &Path, args: &[&str]) -> (Child, ChildStdin, Receiver<Value>, JoinHandle<String>) {
-    let mut child = support::toolrun()
-        .arg("serve")
-        .arg(spec)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolrun serve");
-    let stdin = child.stdin.take().expect("piped stdin");
-    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            let message = serde_json::from_str(&line).unwrap_or(Value::String(line));
-            if tx.send(message).is_err() {
-                break;
-            }
-        }
-    });
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let errors = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    (child, stdin, rx, errors)
-}
-
-fn write_line(stdin: &mut ChildStdin, message: &Value) {
-    writeln!(stdin, "{message}").expect("write a request");
 }
 
 /// The next message on stdout that `wanted` accepts (those before it are dropped).
@@ -150,7 +114,8 @@ fn stdio_handles_at_most_max_requests_at_once_and_reads_no_further_meanwhile() {
             service.base_url()
         ),
     );
-    let (child, mut stdin, rx, errors) = serve(spec.path(), &["--max-requests", &CAP.to_string()]);
+    let (child, mut stdin, rx, errors) =
+        support::serve_stdio(spec.path(), &["--max-requests", &CAP.to_string()]);
     let pad = "x".repeat(8 * 1024);
     let mut input = String::new();
     for message in [initialize(json!({})), initialized()]
@@ -216,19 +181,19 @@ fn stdio_handles_at_most_max_requests_at_once_and_reads_no_further_meanwhile() {
 #[test]
 fn stdio_reads_the_answer_to_a_question_while_every_place_is_taken() {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
-    let (child, mut stdin, rx, errors) = serve(&spec, &["--max-requests", "1"]);
-    write_line(
+    let (child, mut stdin, rx, errors) = support::serve_stdio(&spec, &["--max-requests", "1"]);
+    support::write_line(
         &mut stdin,
         &initialize(json!({ "elicitation": { "form": {} } })),
     );
     next_where(&rx, |m| m["id"] == 0);
-    write_line(&mut stdin, &initialized());
-    write_line(
+    support::write_line(&mut stdin, &initialized());
+    support::write_line(
         &mut stdin,
         &call(1, "refund_order", json!({ "order_id": 42 })),
     );
     let question = next_where(&rx, |m| m["method"] == "elicitation/create");
-    write_line(
+    support::write_line(
         &mut stdin,
         &call(2, "lookup_order", json!({ "order_id": 42 })),
     );
@@ -236,7 +201,7 @@ fn stdio_reads_the_answer_to_a_question_while_every_place_is_taken() {
     assert_eq!(lookup["result"]["isError"], false, "{lookup:#}");
     let answer = json!({ "jsonrpc": "2.0", "id": question["id"],
         "result": { "action": "accept", "content": { "approve": true } } });
-    write_line(&mut stdin, &answer);
+    support::write_line(&mut stdin, &answer);
     let refund = next_where(&rx, |m| m["id"] == 1);
     assert_eq!(
         refund["result"]["structuredContent"],
@@ -280,10 +245,10 @@ fn big_ping(id: u64, size: usize, id_first: bool) -> String {
 /// A session opened over stdio on `specs/mcp_served.yaml`.
 fn opened() -> (Child, ChildStdin, Receiver<Value>, JoinHandle<String>) {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/mcp_served.yaml");
-    let (child, mut stdin, rx, errors) = serve(&spec, &[]);
-    write_line(&mut stdin, &initialize(json!({})));
+    let (child, mut stdin, rx, errors) = support::serve_stdio(&spec, &[] as &[&str]);
+    support::write_line(&mut stdin, &initialize(json!({})));
     next_where(&rx, |m| m["id"] == 0);
-    write_line(&mut stdin, &initialized());
+    support::write_line(&mut stdin, &initialized());
     (child, stdin, rx, errors)
 }
 
@@ -303,7 +268,7 @@ fn stdio_answers_a_line_over_4_mib_with_an_error_and_serves_the_next() {
         refused["error"]["message"], "Invalid Request: the message is larger than 4 MiB",
         "{refused:#}"
     );
-    write_line(
+    support::write_line(
         &mut stdin,
         &json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }),
     );
@@ -362,17 +327,17 @@ fn stdio_memory_stays_bounded_under_a_flood_of_oversize_lines() {
             service.base_url()
         ),
     );
-    let (child, mut stdin, rx, errors) = serve(spec.path(), &[]);
-    write_line(&mut stdin, &initialize(json!({})));
+    let (child, mut stdin, rx, errors) = support::serve_stdio(spec.path(), &[] as &[&str]);
+    support::write_line(&mut stdin, &initialize(json!({})));
     next_where(&rx, |m| m["id"] == 0);
-    write_line(&mut stdin, &initialized());
+    support::write_line(&mut stdin, &initialized());
     let before = peak_memory(child.id());
     let writer = thread::spawn(move || {
         let pad = "x".repeat(5 * 1024 * 1024);
         for n in 1..=LINES {
-            write_line(&mut stdin, &call(n, "held", json!({ "n": n, "pad": pad })));
+            support::write_line(&mut stdin, &call(n, "held", json!({ "n": n, "pad": pad })));
         }
-        write_line(
+        support::write_line(
             &mut stdin,
             &json!({ "jsonrpc": "2.0", "id": 100, "method": "ping" }),
         );
@@ -425,7 +390,7 @@ fn stdio_answers_a_line_that_is_not_json_or_not_utf8_with_a_parse_error() {
     {
         stdin.write_all(line).expect("write a bad line");
         let id = 10 + n;
-        write_line(
+        support::write_line(
             &mut stdin,
             &json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }),
         );

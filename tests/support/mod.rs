@@ -32,6 +32,19 @@ pub fn serve_http(
     spawn_served(&mut cmd)
 }
 
+/// `toolrun serve SPEC ARGS` over piped stdio (see [`spawn_stdio_peer`]).
+pub fn serve_stdio(
+    spec: &std::path::Path,
+    args: &[impl AsRef<std::ffi::OsStr>],
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::sync::mpsc::Receiver<serde_json::Value>,
+    std::thread::JoinHandle<String>,
+) {
+    spawn_stdio_peer(toolrun().arg("serve").arg(spec).args(args))
+}
+
 /// `toolrun ARGS` on a pseudo-terminal in the project's folder, with `envs` (see
 /// [`terminal::Terminal::start`]), driven as a person would.
 pub fn toolrun_in_terminal(args: &[&str], envs: &[(&str, String)]) -> terminal::Terminal {

@@ -169,6 +169,49 @@ pub fn terminate(child: &mut std::process::Child, stderr: &mut impl Read) -> (i3
     (status.code().unwrap_or(-1), rest)
 }
 
+/// A JSON-RPC peer's process over piped stdio (`toolrun serve SPEC` without `--http`, `toolrun
+/// lsp`), started from `cmd`: its stdin, its stdout's messages on the receiver (a line that is not
+/// JSON comes as a string), and the thread gathering its stderr.
+pub fn spawn_stdio_peer(
+    cmd: &mut Command,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::sync::mpsc::Receiver<serde_json::Value>,
+    thread::JoinHandle<String>,
+) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the stdio peer");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let message = serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
+            if tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let errors = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    (child, stdin, rx, errors)
+}
+
+/// Writes one message to a stdio peer, a line of JSON.
+pub fn write_line(stdin: &mut std::process::ChildStdin, message: &serde_json::Value) {
+    writeln!(stdin, "{message}").expect("write a message");
+}
+
 /// Sends a raw HTTP/1.1 request to `authority` on a connection of its own: a JSON `body`,
 /// `Accept`ing JSON or an event stream, `Connection: close`, and `headers` besides. The
 /// connection, to read the answer from (each read waiting at most `wait`).
