@@ -692,13 +692,8 @@ fn serve_answers_with_mcp_server_spans_that_continue_the_clients_trace() {
     ]);
     let out = support::run_with_stdin(&mut client, &plan.to_string());
     assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let status = child.wait().expect("wait");
-    let mut rest = String::new();
-    let _ = stderr.read_to_string(&mut rest);
-    assert_eq!(status.code(), Some(0), "{rest}");
+    let (code, rest) = support::terminate(&mut child, &mut stderr);
+    assert_eq!(code, 0, "{rest}");
     let spans = tap.wait(|s| {
         named(s, "tools/call lookup_order").len() >= 3 && !named(s, "tools/call").is_empty()
     });
@@ -2457,13 +2452,8 @@ fn serve_spans_carry_the_mcp_revision_of_each_request() {
         let out = support::run_with_stdin(&mut client, &plan.to_string());
         assert_eq!(out.code, 0, "the MCP client failed\n{out:?}");
     }
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let status = child.wait().expect("wait");
-    let mut rest = String::new();
-    let _ = stderr.read_to_string(&mut rest);
-    assert_eq!(status.code(), Some(0), "{rest}");
+    let (code, rest) = support::terminate(&mut child, &mut stderr);
+    assert_eq!(code, 0, "{rest}");
     let spans = tap.wait(|s| {
         named(s, "tools/call lookup_order").len() >= 2
             && named(s, "tools/call refund_order").len() >= 3
@@ -2557,13 +2547,8 @@ fn serve_spans_cover_the_requests_of_a_task() {
     assert_eq!(got["result"]["taskId"], id, "{got}");
     let ack = post_2026(authority, "tasks/cancel", json!({ "taskId": id }));
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let status = child.wait().expect("wait");
-    let mut rest = String::new();
-    let _ = stderr.read_to_string(&mut rest);
-    assert_eq!(status.code(), Some(0), "{rest}");
+    let (code, rest) = support::terminate(&mut child, &mut stderr);
+    assert_eq!(code, 0, "{rest}");
     let spans = tap.wait(|s| !named(s, "tasks/cancel").is_empty());
     for name in ["tools/call slow", "tasks/get", "tasks/cancel"] {
         let found = named(&spans, name);
