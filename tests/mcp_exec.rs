@@ -498,13 +498,7 @@ impl Gateway {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "test", "version": "1"}}});
         let (head, _) = self.post(None, &init);
-        let id = head
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("mcp-session-id")
-                    .then(|| v.trim().to_string())
-            })
+        let id = support::response_header(&head, "mcp-session-id")
             .unwrap_or_else(|| panic!("no session id in {head}"));
         self.post(
             Some(&id),

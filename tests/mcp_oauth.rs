@@ -849,12 +849,7 @@ fn post_served(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let session = head
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("mcp-session-id"))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_default();
+    let session = support::response_header(head, "mcp-session-id").unwrap_or_default();
     let message = serde_json::from_str(rest).ok().or_else(|| {
         rest.lines()
             .filter_map(|l| l.strip_prefix("data:"))

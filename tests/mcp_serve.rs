@@ -325,13 +325,7 @@ impl HttpServe {
             "protocolVersion": version, "capabilities": capabilities,
             "clientInfo": { "name": "raw", "version": "1" } } });
         let response = self.exchange("POST", "/mcp", &[], &init.to_string());
-        let id = response
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("mcp-session-id")
-                    .then(|| v.trim().to_string())
-            })
+        let id = support::response_header(&response, "mcp-session-id")
             .unwrap_or_else(|| panic!("no session id in {response}"));
         let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
         let ack = self.exchange(

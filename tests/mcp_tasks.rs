@@ -96,11 +96,7 @@ impl Serve {
         let wait = Duration::from_secs(60);
         let response = support::exchange_raw(&self.authority, "POST", "/mcp", headers, body, wait);
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-        let session = head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| v.trim().to_string())
-        });
+        let session = support::response_header(head, "mcp-session-id");
         if session.is_some() {
             self.session_id.set(session);
         }

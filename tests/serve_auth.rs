@@ -241,7 +241,7 @@ impl Serve {
     /// the tools listed and each call's whole response.
     fn session(&self, token: &str) -> (Vec<String>, Vec<String>) {
         let response = self.initialize(Some(token));
-        let id = header(&response, "mcp-session-id")
+        let id = support::response_header(&response, "mcp-session-id")
             .unwrap_or_else(|| panic!("no session in {response}"));
         let send = |body: Value| self.request_in(&id, token, &body.to_string());
         send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
@@ -278,13 +278,6 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn header(response: &str, name: &str) -> Option<String> {
-    response.split("\r\n\r\n").next()?.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-    })
 }
 
 fn status(response: &str) -> &str {
@@ -347,7 +340,7 @@ fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
     let refused = serve.initialize(None);
     assert!(status(&refused).contains("401"), "{refused}");
     assert_eq!(
-        header(&refused, "www-authenticate").as_deref(),
+        support::response_header(&refused, "www-authenticate").as_deref(),
         Some(format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"tools.read\"").as_str())
     );
 
@@ -359,7 +352,7 @@ fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
 
     // A session is its opener's: another subject's token cannot use it.
     let opened = serve.initialize(Some(&all));
-    let id = header(&opened, "mcp-session-id").expect("a session");
+    let id = support::response_header(&opened, "mcp-session-id").expect("a session");
     let reader = provider.token("reader", &audience, "tools.read");
     let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }).to_string();
     let foreign = serve.request_in(&id, &reader, &list);
@@ -375,7 +368,7 @@ fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
     assert_eq!(tools, ["lookup"]);
     assert!(calls[0].contains("found"), "{}", calls[0]);
     assert!(status(&calls[1]).contains("403"), "{}", calls[1]);
-    let challenge = header(&calls[1], "www-authenticate").unwrap_or_default();
+    let challenge = support::response_header(&calls[1], "www-authenticate").unwrap_or_default();
     support::assert_contains(
         &challenge,
         &[
@@ -440,7 +433,7 @@ fn jwt_and_opaque_tokens_of_a_real_authorization_server_and_every_refusal() {
     for (what, token, says) in &cases {
         let response = serve.initialize(Some(token));
         assert!(status(&response).contains("401"), "{what}: {response}");
-        let challenge = header(&response, "www-authenticate").unwrap_or_default();
+        let challenge = support::response_header(&response, "www-authenticate").unwrap_or_default();
         assert!(
             challenge.contains("error=\"invalid_token\""),
             "{what}: {challenge}"

@@ -238,6 +238,17 @@ pub fn send_raw(
     stream
 }
 
+/// A header of a raw HTTP response (as [`exchange_raw`] returns it), by name in any case,
+/// looked for in the head only; its value trimmed.
+pub fn response_header(response: &str, name: &str) -> Option<String> {
+    response.split("\r\n\r\n").next()?.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_string())
+    })
+}
+
 /// [`send_raw`], and the whole response (status line, headers, body) read to its end.
 pub fn exchange_raw(
     authority: &str,
